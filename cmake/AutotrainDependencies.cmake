@@ -1,0 +1,69 @@
+# Every external dependency is found here, once, and exposed as an imported or interface target.
+
+find_package(MPI REQUIRED COMPONENTS C CXX)
+
+set(HDF5_PREFER_PARALLEL TRUE)
+find_package(HDF5 REQUIRED COMPONENTS C)
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR "autotrain needs a parallel (MPI) HDF5 build; found a serial one at "
+                      "${HDF5_INCLUDE_DIRS}. On Debian: apt-get install libhdf5-openmpi-dev")
+endif()
+add_library(autotrain_hdf5 INTERFACE)
+target_include_directories(autotrain_hdf5 SYSTEM INTERFACE ${HDF5_INCLUDE_DIRS})
+target_link_libraries(autotrain_hdf5 INTERFACE ${HDF5_C_LIBRARIES} MPI::MPI_C)
+target_compile_definitions(autotrain_hdf5 INTERFACE ${HDF5_DEFINITIONS})
+
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(Gloo REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(Threads REQUIRED)
+
+# OpenBLAS: prefer the OpenMP build so BLAS and our kernels share one thread pool.
+find_path(AUTOTRAIN_CBLAS_INCLUDE cblas.h
+  PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp
+        /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread /usr/include/openblas
+  NO_DEFAULT_PATH)
+find_path(AUTOTRAIN_CBLAS_INCLUDE cblas.h)
+find_library(AUTOTRAIN_OPENBLAS_LIB openblas
+  PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp
+        /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread
+  NO_DEFAULT_PATH)
+find_library(AUTOTRAIN_OPENBLAS_LIB openblas)
+if(NOT AUTOTRAIN_CBLAS_INCLUDE OR NOT AUTOTRAIN_OPENBLAS_LIB)
+  message(FATAL_ERROR "OpenBLAS (cblas.h, libopenblas) not found. On Debian: "
+                      "apt-get install libopenblas-openmp-dev")
+endif()
+add_library(autotrain_blas INTERFACE)
+target_include_directories(autotrain_blas SYSTEM INTERFACE ${AUTOTRAIN_CBLAS_INCLUDE})
+target_link_libraries(autotrain_blas INTERFACE ${AUTOTRAIN_OPENBLAS_LIB})
+
+# CUDA and NCCL are optional: AUTOTRAIN_CUDA=auto builds them when found.
+set(AUTOTRAIN_HAVE_CUDA OFF)
+set(AUTOTRAIN_HAVE_NCCL OFF)
+add_library(autotrain_cuda_runtime INTERFACE)
+add_library(autotrain_nccl INTERFACE)
+if(NOT AUTOTRAIN_CUDA STREQUAL "off")
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  find_library(AUTOTRAIN_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  find_path(AUTOTRAIN_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(CUDAToolkit_FOUND)
+    set(AUTOTRAIN_HAVE_CUDA ON)
+    target_link_libraries(autotrain_cuda_runtime INTERFACE CUDA::cudart)
+    target_compile_definitions(autotrain_cuda_runtime INTERFACE AUTOTRAIN_HAVE_CUDA=1)
+    if(AUTOTRAIN_NCCL_LIB AND AUTOTRAIN_NCCL_INCLUDE)
+      set(AUTOTRAIN_HAVE_NCCL ON)
+      target_include_directories(autotrain_nccl SYSTEM INTERFACE ${AUTOTRAIN_NCCL_INCLUDE})
+      target_link_libraries(autotrain_nccl INTERFACE ${AUTOTRAIN_NCCL_LIB} autotrain_cuda_runtime)
+      target_compile_definitions(autotrain_nccl INTERFACE AUTOTRAIN_HAVE_NCCL=1)
+    endif()
+  endif()
+  if(AUTOTRAIN_CUDA STREQUAL "on" AND NOT (AUTOTRAIN_HAVE_CUDA AND AUTOTRAIN_HAVE_NCCL))
+    message(FATAL_ERROR "AUTOTRAIN_CUDA=on but the CUDA toolkit or NCCL was not found "
+                        "(set CUDAToolkit_ROOT, or use AUTOTRAIN_CUDA=auto|off)")
+  endif()
+endif()

@@ -1,0 +1,32 @@
+# One static library per layer, built from every source file in src/<layer>/ (and, when the
+# build has CUDA, src/<layer>/cuda/*.cu). Adding a file to a layer needs no CMake edit.
+
+function(autotrain_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+      -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough>)
+  if(AUTOTRAIN_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+  if(AUTOTRAIN_NATIVE)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+  endif()
+endfunction()
+
+function(autotrain_layer name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp)
+  set(target autotrain_${name})
+  if(sources)
+    add_library(${target} STATIC ${sources})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+    target_compile_definitions(${target} PRIVATE
+      AUTOTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" AUTOTRAIN_VERSION="${PROJECT_VERSION}")
+    autotrain_warnings(${target})
+  else()
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR}/include)
+    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
+  endif()
+endfunction()

@@ -1,0 +1,15 @@
+#pragma once
+// One function per subcommand; each lives in src/cli/<name>.cpp and parses its own options.
+#include <string>
+#include <vector>
+
+namespace autotrain {
+class MpiSession;
+}
+
+namespace autotrain::cli {
+
+int run_train(const std::vector<std::string>& args, MpiSession& mpi);
+int run_env(const std::vector<std::string>& args, MpiSession& mpi);
+
+}  // namespace autotrain::cli

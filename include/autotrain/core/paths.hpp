@@ -1,0 +1,18 @@
+#pragma once
+// Where autotrain finds its own files, and facts about this build.
+#include <filesystem>
+#include <string>
+
+namespace autotrain {
+
+// The folder of embedded default data (the demo corpus, the GPT-2 vocabulary). Searched in
+// order: $AUTOTRAIN_DATA_DIR, <prefix>/share/autotrain/data next to an installed binary, the
+// source tree this binary was built from. Throws Error listing the places it looked.
+std::filesystem::path data_dir();
+
+// Absolute path of the running executable (/proc/self/exe).
+std::filesystem::path executable_path();
+
+std::string version();  // "0.1.0"
+
+}  // namespace autotrain

@@ -1,0 +1,29 @@
+#pragma once
+// Small string utilities shared by the CLI and the configuration.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autotrain {
+
+// Levenshtein distance, for did-you-mean suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// The closest candidate to `name` when it is close enough to be a plausible typo, else "".
+// Dashes and underscores count as the same character.
+std::string closest_match(std::string_view name, const std::vector<std::string>& candidates);
+
+// " (did you mean 'x'?)" or "" — ready to append to an error message.
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
+
+std::string to_snake_case(std::string_view name);  // batch-size -> batch_size
+std::string to_kebab_case(std::string_view name);  // batch_size -> batch-size
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::vector<std::string> split(std::string_view text, char separator);
+std::string trim(std::string_view text);
+
+// "1.5 GiB", "512 B": sizes as people read them.
+std::string human_bytes(double bytes);
+
+}  // namespace autotrain

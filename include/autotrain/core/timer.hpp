@@ -1,0 +1,19 @@
+#pragma once
+#include <chrono>
+
+namespace autotrain {
+
+// Wall-clock stopwatch on the steady clock.
+class Timer {
+ public:
+  Timer() : start_(std::chrono::steady_clock::now()) {}
+  void reset() { start_ = std::chrono::steady_clock::now(); }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace autotrain

@@ -1,0 +1,74 @@
+#include "autotrain/cli/app.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/paths.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::cli {
+namespace {
+
+void print_usage(std::ostream& out) {
+  out << "autotrain " << version()
+      << " — distributed training of transformer language models on HPC systems\n\n"
+         "usage: autotrain <command> [options]        (under mpirun, mpiexec or srun)\n\n"
+         "commands:\n";
+  for (const auto& command : commands()) {
+    out << "  " << command.name << std::string(10 - std::min<size_t>(9, command.name.size()), ' ')
+        << command.summary << "\n";
+  }
+  out << "\n'autotrain <command> --help' shows a command's options. Documentation: docs/ in the\n"
+         "source tree (launching, configuration, checkpoint format, benchmarks).\n";
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& command : commands()) names.push_back(command.name);
+  return names;
+}
+
+// Exit codes: 0 success, 1 error, 2 usage error (documented in docs/launching.md).
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_usage(std::cout);
+    return args.empty() ? kExitUsage : 0;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    std::cout << "autotrain " << version() << "\n";
+    return 0;
+  }
+  const Command* command = nullptr;
+  for (const auto& candidate : commands()) {
+    if (candidate.name == args[0]) command = &candidate;
+  }
+  if (command == nullptr) {
+    std::cerr << "error: unknown command '" << args[0] << "'" << did_you_mean(args[0], command_names())
+              << "\nrun 'autotrain --help' for the list of commands\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+
+  MpiSession mpi(&argc, &argv);
+  try {
+    return command->run(rest, mpi);
+  } catch (const CollectiveError& error) {
+    // Every rank met the same error: say it once and leave together.
+    if (mpi.rank() == 0) std::cerr << "error: " << error.what() << "\n";
+    return kExitError;
+  } catch (const std::exception& error) {
+    log::error(error.what());
+    abort_job(kExitError);
+  }
+}
+
+}  // namespace autotrain::cli

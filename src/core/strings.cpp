@@ -1,0 +1,102 @@
+#include "autotrain/core/strings.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+namespace autotrain {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> previous(b.size() + 1);
+  std::vector<size_t> current(b.size() + 1);
+  std::iota(previous.begin(), previous.end(), 0);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+    }
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+std::string closest_match(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::string wanted = to_snake_case(name);
+  std::string best;
+  size_t best_distance = std::string::npos;
+  for (const auto& candidate : candidates) {
+    const size_t distance = edit_distance(wanted, to_snake_case(candidate));
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  // A suggestion is only useful when it is plausibly a typo: at most a third of the name wrong,
+  // or the wanted name is a prefix of the candidate.
+  const size_t limit = std::max<size_t>(2, wanted.size() / 3);
+  if (best_distance <= limit) return best;
+  for (const auto& candidate : candidates) {
+    if (wanted.size() >= 3 && to_snake_case(candidate).rfind(wanted, 0) == 0) return candidate;
+  }
+  return {};
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::string best = closest_match(name, candidates);
+  return best.empty() ? std::string{} : " (did you mean '" + best + "'?)";
+}
+
+std::string to_snake_case(std::string_view name) {
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+std::string to_kebab_case(std::string_view name) {
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '_', '-');
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(separator, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+std::string human_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 4) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
+
+}  // namespace autotrain
