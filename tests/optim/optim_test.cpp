@@ -1,0 +1,120 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/optim/optimizer.hpp"
+#include "autotrain/optim/schedule.hpp"
+
+namespace autotrain {
+namespace {
+
+// torch.optim.AdamW written out in double for one element.
+struct ReferenceAdamW {
+  double p, m = 0, v = 0;
+  int t = 0;
+  void step(double g, double lr, double wd) {
+    ++t;
+    p -= lr * wd * p;
+    m = 0.9 * m + 0.1 * g;
+    v = 0.999 * v + 0.001 * g * g;
+    const double m_hat = m / (1 - std::pow(0.9, t));
+    const double v_hat = v / (1 - std::pow(0.999, t));
+    p -= lr * m_hat / (std::sqrt(v_hat) + 1e-8);
+  }
+};
+
+TEST(AdamW, MatchesTorchFormulaOverSeveralStepsWithAndWithoutDecay) {
+  OptimizerSettings settings;
+  settings.weight_decay = 0.1f;
+  // Elements 0..1 decay, 2..3 do not (a bias), element 4 is not owned by this rank.
+  Optimizer adamw(settings, {{0, 2, true}, {2, 4, false}});
+  std::vector<float> params = {0.5f, -1.0f, 0.25f, 2.0f, 7.0f};
+  std::vector<ReferenceAdamW> reference = {{0.5}, {-1.0}, {0.25}, {2.0}};
+  for (int step = 0; step < 5; ++step) {
+    std::vector<float> grads = {0.1f * step, -0.3f, 0.02f, 1.5f - step, 9.0f};
+    adamw.step(params, grads, 0, 1e-2f, 1.0f);
+    for (size_t i = 0; i < 4; ++i) reference[i].step(grads[i], 1e-2, i < 2 ? 0.1 : 0.0);
+  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(params[i], reference[i].p, 1e-6) << i;
+  EXPECT_EQ(params[4], 7.0f);
+  EXPECT_EQ(adamw.steps_taken(), 5);
+  EXPECT_EQ(adamw.state_elements(), 8u);
+}
+
+TEST(AdamW, UpdatesAShardBufferOffsetByItsBase) {
+  Optimizer adamw(OptimizerSettings{}, {{100, 102, true}});
+  std::vector<float> shard = {1.0f, 1.0f};
+  std::vector<float> grads = {1.0f, -1.0f};
+  adamw.step(shard, grads, 100, 0.1f, 1.0f);
+  // The first Adam step moves each weight by lr against the gradient's sign.
+  EXPECT_NEAR(shard[0], 0.9f, 1e-6);
+  EXPECT_NEAR(shard[1], 1.1f, 1e-6);
+}
+
+TEST(AdamW, GradScaleActsLikeScaledGradients) {
+  Optimizer a(OptimizerSettings{}, {{0, 1, true}});
+  Optimizer b(OptimizerSettings{}, {{0, 1, true}});
+  std::vector<float> pa = {1.0f}, pb = {1.0f};
+  std::vector<float> ga = {0.5f}, gb = {1.0f};
+  for (int i = 0; i < 3; ++i) {
+    a.step(pa, ga, 0, 0.01f, 1.0f);
+    b.step(pb, gb, 0, 0.01f, 0.5f);
+  }
+  EXPECT_FLOAT_EQ(pa[0], pb[0]);
+}
+
+TEST(Sgd, UsesTorchMomentumAndCoupledDecay) {
+  OptimizerSettings settings;
+  settings.kind = OptimizerKind::sgd;
+  settings.momentum = 0.9f;
+  settings.weight_decay = 0.5f;
+  Optimizer sgd(settings, {{0, 1, true}});
+  std::vector<float> p = {1.0f};
+  std::vector<float> g = {0.2f};
+  sgd.step(p, g, 0, 0.1f, 1.0f);  // d = 0.2 + 0.5 = 0.7; buf = 0.7; p = 1 - 0.07
+  EXPECT_NEAR(p[0], 0.93f, 1e-6);
+  sgd.step(p, g, 0, 0.1f, 1.0f);  // d = 0.2 + 0.465 = 0.665; buf = 0.63 + 0.665 = 1.295
+  EXPECT_NEAR(p[0], 0.93f - 0.1295f, 1e-6);
+}
+
+TEST(Optimizer, AcceptsAutoTrainNamesAndRejectsOthers) {
+  EXPECT_EQ(parse_optimizer("adamw_torch", "optimizer"), OptimizerKind::adamw);
+  EXPECT_EQ(parse_optimizer("sgd", "optimizer"), OptimizerKind::sgd);
+  try {
+    parse_optimizer("lion", "--optimizer");
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("'lion'"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("adamw_torch"), std::string::npos);
+  }
+}
+
+TEST(Schedule, LinearWarmsUpThenDecaysToZero) {
+  LrSchedule schedule(ScheduleKind::linear, 1.0, 100, 0.1);
+  EXPECT_EQ(schedule.warmup_steps(), 10);
+  EXPECT_DOUBLE_EQ(schedule.lr(0), 0.1);
+  EXPECT_DOUBLE_EQ(schedule.lr(9), 1.0);
+  EXPECT_DOUBLE_EQ(schedule.lr(10), 1.0);
+  EXPECT_NEAR(schedule.lr(55), 0.5, 1e-12);
+  EXPECT_NEAR(schedule.lr(99), 1.0 / 90.0, 1e-12);
+}
+
+TEST(Schedule, CosineHalvesAtMidpointAndConstantStaysFlat) {
+  LrSchedule cosine(ScheduleKind::cosine, 2.0, 20, 0.0);
+  EXPECT_DOUBLE_EQ(cosine.lr(0), 2.0);
+  EXPECT_NEAR(cosine.lr(10), 1.0, 1e-12);
+  LrSchedule constant(ScheduleKind::constant, 3e-4, 50, 0.1);
+  EXPECT_NEAR(constant.lr(0), 3e-4 / 5, 1e-15);
+  EXPECT_DOUBLE_EQ(constant.lr(49), 3e-4);
+  EXPECT_THROW(parse_schedule("polynomial", "scheduler"), Error);
+}
+
+TEST(Clip, ScalesOnlyNormsAboveTheLimit) {
+  EXPECT_EQ(clip_factor(0.5, 1.0), 1.0f);
+  EXPECT_NEAR(clip_factor(4.0, 1.0), 0.25f, 1e-6);
+  EXPECT_EQ(clip_factor(100.0, 0.0), 1.0f);  // max_grad_norm 0 disables clipping
+}
+
+}  // namespace
+}  // namespace autotrain
