@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what autotrain needs, builds it, and runs the demo under mpirun with 2 ranks on the
+# embedded default data (data/tinyshakespeare.txt): see README.md for what it shows.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+cmake --preset release
+cmake --build --preset release -j "$(nproc)"
+
+mpirun_flags=(--oversubscribe)
+if [ "$(id -u)" -eq 0 ]; then mpirun_flags+=(--allow-run-as-root); fi
+bin=build/release/autotrain
+
+echo "== autotrain env: the rank topology and the build =="
+mpirun "${mpirun_flags[@]}" -np 2 "$bin" env
+echo
+echo "== autotrain train --dry-run: the resolved plan =="
+mpirun "${mpirun_flags[@]}" -np 2 "$bin" train --config configs/demo.yaml --dry-run
