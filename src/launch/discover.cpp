@@ -1,0 +1,168 @@
+#include "autotrain/launch/discover.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/launch/device.hpp"
+
+namespace autotrain {
+namespace {
+
+// Owns a communicator made by MPI_Comm_split_type.
+struct CommDeleter {
+  void operator()(MPI_Comm* comm) const {
+    if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
+    delete comm;
+  }
+};
+using OwnedComm = std::unique_ptr<MPI_Comm, CommDeleter>;
+
+std::string this_hostname() {
+  std::array<char, 256> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0) return "localhost";
+  return name.data();
+}
+
+// Interfaces that other hosts cannot reach us through (container and VM bridges).
+bool is_virtual_bridge(std::string_view name) {
+  return name.starts_with("docker") || name.starts_with("veth") || name.starts_with("virbr") ||
+         name.starts_with("br-");
+}
+
+void broadcast_string(std::string& text, int root, MPI_Comm comm) {
+  int length = static_cast<int>(text.size());
+  AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, root, comm));
+  text.resize(static_cast<size_t>(length));
+  AT_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, root, comm));
+}
+
+// Every rank's string, same order as ranks.
+std::vector<std::string> allgather_strings(const std::string& mine, MPI_Comm comm) {
+  int size = 1;
+  AT_MPI_CHECK(MPI_Comm_size(comm, &size));
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<size_t>(size));
+  AT_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm));
+  std::vector<int> offsets(static_cast<size_t>(size), 0);
+  for (size_t i = 1; i < offsets.size(); ++i) offsets[i] = offsets[i - 1] + lengths[i - 1];
+  std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
+  AT_MPI_CHECK(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                              offsets.data(), MPI_CHAR, comm));
+  std::vector<std::string> strings;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    strings.push_back(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i])));
+  }
+  return strings;
+}
+
+// Rank-local part of discovery; MPI collectives only. Throws Error on MPI failures.
+Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLookup& env) {
+  Topology topology;
+  AT_MPI_CHECK(MPI_Comm_rank(world, &topology.rank));
+  AT_MPI_CHECK(MPI_Comm_size(world, &topology.world_size));
+  topology.hostname = this_hostname();
+  topology.master_port = options.master_port;
+
+  // Ranks sharing memory are one node; the key keeps local ranks in world-rank order.
+  OwnedComm node(new MPI_Comm(MPI_COMM_NULL));
+  AT_MPI_CHECK(
+      MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, topology.rank, MPI_INFO_NULL, node.get()));
+  AT_MPI_CHECK(MPI_Comm_rank(*node, &topology.local_rank));
+  AT_MPI_CHECK(MPI_Comm_size(*node, &topology.local_world_size));
+
+  // A node is named by its lowest world rank (its local rank 0); node ranks follow that order.
+  int node_leader = topology.rank;
+  AT_MPI_CHECK(MPI_Bcast(&node_leader, 1, MPI_INT, 0, *node));
+  std::vector<int> leaders(static_cast<size_t>(topology.world_size));
+  AT_MPI_CHECK(MPI_Allgather(&node_leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world));
+  std::sort(leaders.begin(), leaders.end());
+  leaders.erase(std::unique(leaders.begin(), leaders.end()), leaders.end());
+  topology.num_nodes = static_cast<int>(leaders.size());
+  topology.node_rank = static_cast<int>(
+      std::lower_bound(leaders.begin(), leaders.end(), node_leader) - leaders.begin());
+
+  topology.master_addr = topology.rank == 0 ? host_address() : std::string();
+  broadcast_string(topology.master_addr, 0, world);
+
+  // Per-rank GPU binding shows as different CUDA_VISIBLE_DEVICES among the ranks of a node.
+  const std::string visible_devices = env("CUDA_VISIBLE_DEVICES").value_or("");
+  std::vector<std::string> node_visible = allgather_strings(visible_devices, *node);
+  std::sort(node_visible.begin(), node_visible.end());
+  const bool per_rank_visibility =
+      !visible_devices.empty() && topology.local_world_size > 1 &&
+      std::adjacent_find(node_visible.begin(), node_visible.end()) == node_visible.end();
+
+  topology.visible_gpus = visible_gpu_count();
+  topology.device = choose_device({.local_rank = topology.local_rank,
+                                   .local_world_size = topology.local_world_size,
+                                   .visible_gpus = topology.visible_gpus,
+                                   .per_rank_visibility = per_rank_visibility,
+                                   .want_gpu = options.want_gpu,
+                                   .hostname = topology.hostname,
+                                   .cuda_visible_devices = visible_devices});
+  return topology;
+}
+
+}  // namespace
+
+std::string host_address() {
+  ifaddrs* interfaces = nullptr;
+  if (getifaddrs(&interfaces) != 0) return this_hostname();
+  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owner(interfaces, &freeifaddrs);
+  for (const ifaddrs* entry = interfaces; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET) continue;
+    if ((entry->ifa_flags & IFF_UP) == 0 || (entry->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    if (is_virtual_bridge(entry->ifa_name)) continue;
+    sockaddr_in address{};
+    std::memcpy(&address, entry->ifa_addr, sizeof address);
+    std::array<char, INET_ADDRSTRLEN> text{};
+    if (inet_ntop(AF_INET, &address.sin_addr, text.data(), text.size()) != nullptr) {
+      return text.data();
+    }
+  }
+  return this_hostname();
+}
+
+Topology discover_topology(MPI_Comm world, const DiscoverOptions& options, const EnvLookup& env) {
+  Topology topology;
+  std::string failure;
+  try {
+    topology = map_ranks(world, options, env);
+    topology.launcher = describe_launcher(env);
+    check_launcher_claims(read_launcher_claims(env), topology);
+  } catch (const Error& error) {
+    failure = cat("rank topology: ", error.what());
+  }
+  agree_or_throw(failure.empty(), failure, world);
+  return topology;
+}
+
+void export_topology(const Topology& topology) {
+  const std::pair<const char*, std::string> variables[] = {
+      {"RANK", cat(topology.rank)},
+      {"LOCAL_RANK", cat(topology.local_rank)},
+      {"WORLD_SIZE", cat(topology.world_size)},
+      {"LOCAL_WORLD_SIZE", cat(topology.local_world_size)},
+      {"NODE_RANK", cat(topology.node_rank)},
+      {"MASTER_ADDR", topology.master_addr},
+      {"MASTER_PORT", cat(topology.master_port)},
+  };
+  for (const auto& [name, value] : variables) {
+    AT_CHECK(setenv(name, value.c_str(), 1) == 0, "cannot set environment variable ", name, "=",
+             value);
+  }
+}
+
+}  // namespace autotrain
