@@ -1,0 +1,30 @@
+#pragma once
+// Matrix products through OpenBLAS (cblas_sgemm for float, cblas_dgemm for double), all row-major.
+// Weights use Hugging Face Conv1D layout [in, out] (IC input channels, OC output channels).
+#include <cstddef>
+
+namespace autotrain::kernels {
+
+enum class Transpose { no, yes };
+
+// c[M, N] = alpha · op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions.
+template <typename F>
+void gemm(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K, F alpha,
+          const F* a, std::size_t lda, const F* b, std::size_t ldb, F beta, F* c, std::size_t ldc);
+
+// out[N, OC] = inp[N, IC] · weight[IC, OC] + bias[OC]   (bias may be null)
+template <typename F>
+void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, std::size_t N, int IC,
+                    int OC);
+
+// dinp[N, IC] = dout · weightᵀ (overwritten: an activation gradient);
+// dweight[IC, OC] += inpᵀ · dout; dbias[OC] += Σ_n dout[n, :] (dbias may be null).
+template <typename F>
+void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                     std::size_t N, int IC, int OC);
+
+// GFLOP/s of one n×n×n sgemm (best of `repeats`) with the current thread count: the machine's
+// practical peak that MFU is measured against.
+double measure_sgemm_gflops(int n = 2048, int repeats = 3);
+
+}  // namespace autotrain::kernels

@@ -1,0 +1,55 @@
+// Fused softmax + cross-entropy forward and backward over a padded vocabulary.
+// Invariant: dlogits is overwritten (=); padded columns v >= V are never read and get gradient 0.
+// The softmax is not stored: forward keeps each row's log-sum-exp, backward recomputes
+// exp(logit - lse) while it writes the gradient in place (one pass over [N, Vp] each way).
+#include "autotrain/kernels/crossentropy.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "autotrain/kernels/fast_math.hpp"
+
+namespace autotrain::kernels {
+
+template <typename F>
+void crossentropy_forward(F* losses, F* lse, const F* logits, const std::int32_t* targets,
+                          std::size_t N, int V, int Vp) {
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
+    const F* x = logits + n * Vp;
+    F maxv = -std::numeric_limits<F>::infinity();
+#pragma omp simd reduction(max : maxv)
+    for (int v = 0; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
+    F sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; ++v) sum += exp_approx(x[v] - maxv);
+    lse[n] = maxv + std::log(sum);
+    losses[n] = lse[n] - x[targets[n]];
+  }
+}
+
+template <typename F>
+void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std::int32_t* targets,
+                           F dloss, std::size_t N, int V, int Vp) {
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
+    const F* x = logits + n * Vp;
+    F* d = dlogits + n * Vp;
+    const F l = lse[n];
+#pragma omp simd
+    for (int v = 0; v < V; ++v) d[v] = exp_approx(x[v] - l) * dloss;
+    for (int v = V; v < Vp; ++v) d[v] = 0;
+    d[targets[n]] -= dloss;
+  }
+}
+
+template void crossentropy_forward<float>(float*, float*, const float*, const std::int32_t*,
+                                          std::size_t, int, int);
+template void crossentropy_forward<double>(double*, double*, const double*, const std::int32_t*,
+                                           std::size_t, int, int);
+template void crossentropy_backward<float>(float*, const float*, const float*, const std::int32_t*,
+                                           float, std::size_t, int, int);
+template void crossentropy_backward<double>(double*, const double*, const double*,
+                                            const std::int32_t*, double, std::size_t, int, int);
+
+}  // namespace autotrain::kernels

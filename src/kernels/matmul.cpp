@@ -1,0 +1,118 @@
+// Matmul forward and backward over OpenBLAS, Conv1D weight layout [IC, OC].
+// Invariant: parameter gradients accumulate (+=, beta = 1), activation gradients are
+// overwritten (=, beta = 0). One large gemm over all N = B·T rows per call: that is where the
+// machine's FLOPs are.
+#include "autotrain/kernels/matmul.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "autotrain/core/timer.hpp"
+
+namespace autotrain::kernels {
+namespace {
+
+CBLAS_TRANSPOSE to_cblas(Transpose t) {
+  return t == Transpose::yes ? CblasTrans : CblasNoTrans;
+}
+
+blasint to_blasint(std::size_t n) {
+  return static_cast<blasint>(n);
+}
+
+// dbias[OC] += Σ_n dout[n, :]. Threads split the columns, so each sum has a fixed order.
+template <typename F>
+void bias_backward(F* dbias, const F* dout, std::size_t N, int OC) {
+  constexpr int kBlock = 64;
+  const int blocks = (OC + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int o0 = blk * kBlock;
+    const int width = std::min(kBlock, OC - o0);
+    F sum[kBlock] = {};
+    for (std::size_t n = 0; n < N; ++n) {
+      const F* d = dout + n * OC + o0;
+#pragma omp simd
+      for (int o = 0; o < width; ++o) sum[o] += d[o];
+    }
+    for (int o = 0; o < width; ++o) dbias[o0 + o] += sum[o];
+  }
+}
+
+}  // namespace
+
+template <>
+void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
+                 float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                 float beta, float* c, std::size_t ldc) {
+  cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), to_blasint(M), to_blasint(N),
+              to_blasint(K), alpha, a, to_blasint(lda), b, to_blasint(ldb), beta, c,
+              to_blasint(ldc));
+}
+
+template <>
+void gemm<double>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
+                  double alpha, const double* a, std::size_t lda, const double* b, std::size_t ldb,
+                  double beta, double* c, std::size_t ldc) {
+  cblas_dgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), to_blasint(M), to_blasint(N),
+              to_blasint(K), alpha, a, to_blasint(lda), b, to_blasint(ldb), beta, c,
+              to_blasint(ldc));
+}
+
+template <typename F>
+void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, std::size_t N, int IC,
+                    int OC) {
+  F beta = 0;
+  if (bias != nullptr) {
+    // Start every row from the bias and let gemm add the product (beta = 1): one pass over out.
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
+      std::copy(bias, bias + OC, out + n * OC);
+    }
+    beta = 1;
+  }
+  gemm<F>(Transpose::no, Transpose::no, N, OC, IC, F(1), inp, IC, weight, OC, beta, out, OC);
+}
+
+template <typename F>
+void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                     std::size_t N, int IC, int OC) {
+  // dinp[N, IC] = dout[N, OC] · weight[IC, OC]ᵀ
+  gemm<F>(Transpose::no, Transpose::yes, N, IC, OC, F(1), dout, OC, weight, OC, F(0), dinp, IC);
+  // dweight[IC, OC] += inp[N, IC]ᵀ · dout[N, OC]
+  gemm<F>(Transpose::yes, Transpose::no, IC, OC, N, F(1), inp, IC, dout, OC, F(1), dweight, OC);
+  if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
+}
+
+double measure_sgemm_gflops(int n, int repeats) {
+  const auto size = static_cast<std::size_t>(n) * n;
+  std::vector<float> a(size), b(size), c(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    a[i] = static_cast<float>(i % 7) * 0.1f;
+    b[i] = static_cast<float>(i % 5) * 0.1f;
+  }
+  const auto un = static_cast<std::size_t>(n);
+  gemm<float>(Transpose::no, Transpose::no, un, un, un, 1.0f, a.data(), un, b.data(), un, 0.0f,
+              c.data(), un);  // warm-up: thread pool, page faults
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    Timer timer;
+    gemm<float>(Transpose::no, Transpose::no, un, un, un, 1.0f, a.data(), un, b.data(), un, 0.0f,
+                c.data(), un);
+    best = std::max(best, 2.0 * n * n * static_cast<double>(n) / timer.seconds() * 1e-9);
+  }
+  return best;
+}
+
+template void matmul_forward<float>(float*, const float*, const float*, const float*, std::size_t,
+                                    int, int);
+template void matmul_forward<double>(double*, const double*, const double*, const double*,
+                                     std::size_t, int, int);
+template void matmul_backward<float>(float*, float*, float*, const float*, const float*,
+                                     const float*, std::size_t, int, int);
+template void matmul_backward<double>(double*, double*, double*, const double*, const double*,
+                                      const double*, std::size_t, int, int);
+
+}  // namespace autotrain::kernels
