@@ -1,0 +1,216 @@
+#include "autotrain/data/shard.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <regex>
+#include <set>
+
+#include "autotrain/core/error.hpp"
+
+namespace autotrain::data {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "shards are little endian (llm.c's format); big-endian hosts need byte swapping");
+
+// Owns a POSIX file descriptor.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+constexpr const char* kRemedy = "; re-create it with `autotrain prepare` (docs/data.md)";
+
+}  // namespace
+
+std::filesystem::path shard_path(const std::filesystem::path& dir, const std::string& split,
+                                 size_t index) {
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), "_%06zu.bin", index);
+  return dir / (split + suffix);
+}
+
+std::vector<std::filesystem::path> list_shards(const std::filesystem::path& dir,
+                                               const std::string& split) {
+  std::set<size_t> indices;
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error)) return {};
+  const std::regex pattern(R"(_(\d{6,})\.bin)");
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch match;
+    if (!name.starts_with(split)) continue;
+    const std::string rest = name.substr(split.size());
+    if (std::regex_match(rest, match, pattern)) indices.insert(std::stoull(match[1].str()));
+  }
+  std::vector<std::filesystem::path> paths;
+  size_t expected = 0;
+  for (const size_t index : indices) {
+    AT_CHECK(index == expected, "shard ", shard_path(dir, split, expected).string(),
+             " is missing but ", shard_path(dir, split, index).string(), " exists", kRemedy);
+    paths.push_back(shard_path(dir, split, index));
+    ++expected;
+  }
+  return paths;
+}
+
+ShardWriter::ShardWriter(std::filesystem::path path) : path_(std::move(path)) {
+  out_.open(path_, std::ios::binary | std::ios::trunc);
+  AT_CHECK(out_, "cannot create shard ", path_.string(), ": ", std::strerror(errno));
+  const std::array<int32_t, kShardHeaderInts> header{};
+  out_.write(reinterpret_cast<const char*>(header.data()), kShardHeaderBytes);
+}
+
+ShardWriter::~ShardWriter() {
+  try {
+    close();
+  } catch (const std::exception&) {
+    // Destructors must not throw; callers that care call close() themselves.
+  }
+}
+
+void ShardWriter::append(std::span<const uint16_t> tokens) {
+  out_.write(reinterpret_cast<const char*>(tokens.data()),
+             static_cast<std::streamsize>(tokens.size_bytes()));
+  AT_CHECK(out_, "cannot write shard ", path_.string(), " (disk full?)");
+  tokens_ += tokens.size();
+}
+
+void ShardWriter::close() {
+  if (!out_.is_open()) return;
+  AT_CHECK(tokens_ <= static_cast<uint64_t>(INT32_MAX), "shard ", path_.string(), " holds ",
+           tokens_, " tokens; the format's header counts at most ", INT32_MAX);
+  std::array<int32_t, kShardHeaderInts> header{};
+  header[0] = kShardMagic;
+  header[1] = kShardVersion;
+  header[2] = static_cast<int32_t>(tokens_);
+  out_.seekp(0);
+  out_.write(reinterpret_cast<const char*>(header.data()), kShardHeaderBytes);
+  out_.close();
+  AT_CHECK(out_, "cannot finish shard ", path_.string(), " (disk full?)");
+}
+
+void write_shard(const std::filesystem::path& path, std::span<const uint16_t> tokens) {
+  ShardWriter writer(path);
+  writer.append(tokens);
+  writer.close();
+}
+
+ShardReader::ShardReader(std::filesystem::path path) : path_(std::move(path)) {
+  const FileDescriptor file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  AT_CHECK(file.get() >= 0, "cannot open shard ", path_.string(), ": ", std::strerror(errno));
+  struct stat info {};
+  AT_CHECK(::fstat(file.get(), &info) == 0, "cannot stat shard ", path_.string(), ": ",
+           std::strerror(errno));
+  const auto file_bytes = static_cast<uint64_t>(info.st_size);
+  AT_CHECK(file_bytes >= kShardHeaderBytes, "shard ", path_.string(), " is truncated: ", file_bytes,
+           " bytes, shorter than the ", kShardHeaderBytes, "-byte header", kRemedy);
+  mapping_ = ::mmap(nullptr, file_bytes, PROT_READ, MAP_SHARED, file.get(), 0);
+  AT_CHECK(mapping_ != MAP_FAILED, "cannot map shard ", path_.string(), ": ", std::strerror(errno));
+  mapping_bytes_ = file_bytes;
+  const auto* header = static_cast<const int32_t*>(mapping_);
+  try {
+    AT_CHECK(header[0] == kShardMagic, "shard ", path_.string(), " has magic ", header[0],
+             ", expected ", kShardMagic, " (an llm.c / autotrain token shard)", kRemedy);
+    AT_CHECK(header[1] == kShardVersion, "shard ", path_.string(), " has format version ",
+             header[1], "; this build reads version ", kShardVersion, " (uint16 tokens)", kRemedy);
+    AT_CHECK(header[2] >= 0, "shard ", path_.string(), " has a negative token count ", header[2],
+             kRemedy);
+    const uint64_t count = static_cast<uint64_t>(header[2]);
+    const uint64_t expected_bytes = kShardHeaderBytes + count * sizeof(uint16_t);
+    AT_CHECK(file_bytes == expected_bytes, "shard ", path_.string(),
+             file_bytes < expected_bytes ? " is truncated" : " has trailing bytes",
+             ": its header says ", count, " tokens (", expected_bytes, " bytes) but the file has ",
+             file_bytes, " bytes", kRemedy);
+    tokens_ = {
+        reinterpret_cast<const uint16_t*>(static_cast<const char*>(mapping_) + kShardHeaderBytes),
+        count};
+  } catch (...) {
+    unmap();
+    throw;
+  }
+}
+
+ShardReader::~ShardReader() {
+  unmap();
+}
+
+ShardReader::ShardReader(ShardReader&& other) noexcept
+    : path_(std::move(other.path_)),
+      mapping_(other.mapping_),
+      mapping_bytes_(other.mapping_bytes_),
+      tokens_(other.tokens_) {
+  other.mapping_ = nullptr;
+  other.mapping_bytes_ = 0;
+  other.tokens_ = {};
+}
+
+ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
+  if (this != &other) {
+    unmap();
+    path_ = std::move(other.path_);
+    mapping_ = std::exchange(other.mapping_, nullptr);
+    mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
+    tokens_ = std::exchange(other.tokens_, {});
+  }
+  return *this;
+}
+
+void ShardReader::unmap() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
+  mapping_ = nullptr;
+  mapping_bytes_ = 0;
+  tokens_ = {};
+}
+
+TokenDataset::TokenDataset(const std::vector<std::filesystem::path>& shard_paths) {
+  offsets_.push_back(0);
+  for (const auto& path : shard_paths) {
+    shards_.emplace_back(path);
+    offsets_.push_back(offsets_.back() + shards_.back().size());
+  }
+}
+
+TokenDataset TokenDataset::open(const std::filesystem::path& dir, const std::string& split) {
+  const auto paths = list_shards(dir, split);
+  AT_CHECK(!paths.empty(), "no shards of split '", split, "' in ", dir.string(), " (expected ",
+           shard_path(dir, split, 0).filename().string(),
+           ", ...); create them with `autotrain prepare`");
+  return TokenDataset(paths);
+}
+
+void TokenDataset::copy(uint64_t start, std::span<int32_t> out) const {
+  AT_CHECK(start + out.size() <= num_tokens(), "token range [", start, ", ", start + out.size(),
+           ") is past the end of the dataset (", num_tokens(), " tokens)");
+  // The shard holding `start`: the last offset <= start.
+  size_t shard = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), start) -
+                                     offsets_.begin()) -
+                 1;
+  size_t written = 0;
+  while (written < out.size()) {
+    const auto tokens = shards_[shard].tokens();
+    const uint64_t local = start + written - offsets_[shard];
+    const size_t take = std::min<uint64_t>(tokens.size() - local, out.size() - written);
+    for (size_t i = 0; i < take; ++i) out[written + i] = tokens[local + i];
+    written += take;
+    ++shard;
+  }
+}
+
+}  // namespace autotrain::data
