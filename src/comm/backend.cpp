@@ -15,10 +15,14 @@ CommBackend parse_comm_backend(std::string_view text, std::string_view source) {
 
 std::string_view comm_backend_name(CommBackend backend) {
   switch (backend) {
-    case CommBackend::automatic: return "auto";
-    case CommBackend::nccl: return "nccl";
-    case CommBackend::gloo: return "gloo";
-    case CommBackend::mpi: return "mpi";
+    case CommBackend::automatic:
+      return "auto";
+    case CommBackend::nccl:
+      return "nccl";
+    case CommBackend::gloo:
+      return "gloo";
+    case CommBackend::mpi:
+      return "mpi";
   }
   return "?";
 }
@@ -40,7 +44,8 @@ CommBackend resolve_comm_backend(CommBackend requested, const Topology& topology
     if (!build_has_nccl()) {
       throw Error(
           "comm_backend: 'nccl' was requested but this autotrain was built without NCCL "
-          "(rebuild with AUTOTRAIN_CUDA=on and NCCL installed), or use comm_backend gloo or mpi on CPUs");
+          "(rebuild with AUTOTRAIN_CUDA=on and NCCL installed), or use comm_backend gloo or mpi on "
+          "CPUs");
     }
     if (!has_gpu) {
       throw Error(cat("comm_backend: 'nccl' was requested but rank ", topology.rank, " on ",

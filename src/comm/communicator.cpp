@@ -1,0 +1,134 @@
+#include "autotrain/comm/communicator.hpp"
+
+#include <climits>
+#include <span>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "internal.hpp"
+
+namespace autotrain {
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::avg:
+      return "avg";
+    case ReduceOp::max:
+      return "max";
+  }
+  return "?";
+}
+
+ReduceOp parse_reduce_op(std::string_view text, std::string_view source) {
+  if (text == "sum") return ReduceOp::sum;
+  if (text == "avg") return ReduceOp::avg;
+  if (text == "max") return ReduceOp::max;
+  throw Error(cat(source, ": unknown reduction '", text, "' (expected sum, avg or max)"));
+}
+
+CommHandle& CommHandle::operator=(CommHandle&& other) noexcept {
+  if (this != &other) {
+    // The collective this handle held must finish before the handle forgets it: `previous`
+    // waits for it when it goes out of scope.
+    CommHandle previous(std::move(*this));
+    pending_ = std::move(other.pending_);
+  }
+  return *this;
+}
+
+CommHandle::~CommHandle() {
+  if (!pending_) return;
+  try {
+    pending_->wait();
+  } catch (const std::exception& error) {
+    log::error("a collective failed while its handle was dropped: ", error.what());
+    abort_job(1);
+  }
+}
+
+void CommHandle::wait() {
+  if (!pending_) return;
+  // Forget the collective even when it failed: it cannot be waited on twice.
+  std::unique_ptr<PendingCollective> pending = std::move(pending_);
+  pending->wait();
+}
+
+std::unique_ptr<Communicator> make_communicator(CommBackend backend, MPI_Comm comm,
+                                                const CommOptions& options) {
+  switch (backend) {
+    case CommBackend::mpi:
+      return comm_detail::make_mpi_communicator(comm, options);
+    case CommBackend::gloo:
+      return comm_detail::make_gloo_communicator(comm, options);
+    case CommBackend::nccl:
+#ifdef AUTOTRAIN_HAVE_NCCL
+      return comm_detail::make_nccl_communicator(comm, options);
+#else
+      throw Error(
+          "comm_backend: 'nccl' was requested but this autotrain was built without NCCL; use "
+          "comm_backend gloo or mpi on CPUs");
+#endif
+    case CommBackend::automatic:
+      break;
+  }
+  throw Error(
+      "make_communicator: comm_backend 'auto' must be resolved first (resolve_comm_backend)");
+}
+
+namespace comm_detail {
+
+void check_reduction(std::string_view backend, std::string_view operation, DType dtype,
+                     ReduceOp op) {
+  if (op == ReduceOp::avg && (dtype == DType::int32 || dtype == DType::int64)) {
+    throw Error(cat(backend, " ", operation, ": reduction 'avg' needs a floating-point dtype, got ",
+                    dtype_name(dtype), " (use 'sum' and divide explicitly)"));
+  }
+}
+
+int checked_int_count(size_t count, std::string_view operation) {
+  AT_CHECK(count <= static_cast<size_t>(INT_MAX), operation, ": ", count,
+           " elements exceed the 2^31-1 elements one call can move; split the buffer");
+  return static_cast<int>(count);
+}
+
+void divide_in_place(void* data, size_t count, DType dtype, double divisor) {
+  // Divide (not multiply by 1/n) so avg equals sum/n exactly rounded, as users compute it.
+  const auto by = static_cast<float>(divisor);
+  switch (dtype) {
+    case DType::fp32: {
+      std::span values(static_cast<float*>(data), count);
+      for (float& value : values) value /= by;
+      return;
+    }
+    case DType::bf16: {
+      std::span values(static_cast<uint16_t*>(data), count);
+      for (uint16_t& value : values) value = float_to_bf16(bf16_to_float(value) / by);
+      return;
+    }
+    case DType::fp16: {
+      std::span values(static_cast<uint16_t*>(data), count);
+      for (uint16_t& value : values) value = float_to_fp16(fp16_to_float(value) / by);
+      return;
+    }
+    case DType::int32:
+    case DType::int64:
+      break;
+  }
+  throw Error(cat("avg: cannot divide a ", dtype_name(dtype), " buffer"));
+}
+
+DuplicatedComm::DuplicatedComm(MPI_Comm parent) {
+  AT_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+}
+
+DuplicatedComm::~DuplicatedComm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+}  // namespace comm_detail
+}  // namespace autotrain

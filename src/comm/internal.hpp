@@ -1,0 +1,43 @@
+#pragma once
+// Shared by the backends inside src/comm/ (not a public header).
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/core/dtype.hpp"
+
+namespace autotrain::comm_detail {
+
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, const CommOptions& options);
+std::unique_ptr<Communicator> make_gloo_communicator(MPI_Comm comm, const CommOptions& options);
+#ifdef AUTOTRAIN_HAVE_NCCL
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, const CommOptions& options);
+#endif
+
+// avg is a float-only reduction (an integer mean would silently truncate): throws Error.
+void check_reduction(std::string_view backend, std::string_view operation, DType dtype,
+                     ReduceOp op);
+
+// MPI and the backends' own bookkeeping take int counts.
+int checked_int_count(size_t count, std::string_view operation);
+
+// data[i] /= divisor for a host buffer of a floating-point dtype (the second half of avg).
+void divide_in_place(void* data, size_t count, DType dtype, double divisor);
+
+// MPI_Comm_dup on construction, MPI_Comm_free on destruction (unless MPI is already finalized).
+class DuplicatedComm {
+ public:
+  explicit DuplicatedComm(MPI_Comm parent);
+  ~DuplicatedComm();
+  DuplicatedComm(const DuplicatedComm&) = delete;
+  DuplicatedComm& operator=(const DuplicatedComm&) = delete;
+  MPI_Comm get() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+}  // namespace autotrain::comm_detail

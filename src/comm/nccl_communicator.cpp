@@ -1,0 +1,316 @@
+// The NCCL backend (compiled when the build has CUDA and NCCL). Bootstrap over MPI: rank 0's
+// ncclGetUniqueId travels by MPI_Bcast, every rank selects its device (from the topology) and
+// creates its communicator with ncclCommInitRankConfig in non-blocking mode, polling
+// ncclCommGetAsyncError against comm_timeout and aborting the communicator on expiry.
+// Buffers are device pointers; collectives run on a stream the communicator owns, and an async
+// handle is a CUDA event recorded after the collective. NCCL_* variables pass through untouched.
+#ifdef AUTOTRAIN_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <thread>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/comm/nccl.hpp"
+#include "autotrain/comm/watchdog.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/timer.hpp"
+#include "internal.hpp"
+
+namespace autotrain {
+namespace {
+
+std::string nccl_hint(ncclResult_t result) {
+  switch (result) {
+    case ncclInvalidUsage:
+      return " (if NCCL reports 'Duplicate GPU', two ranks share one device: check the ranks per "
+             "node against the GPUs per node and CUDA_VISIBLE_DEVICES)";
+    case ncclSystemError:
+    case ncclRemoteError:
+      return " (a peer or the network failed: set NCCL_DEBUG=INFO, check NCCL_SOCKET_IFNAME names "
+             "an interface every node reaches, and that no firewall blocks the ports)";
+    case ncclUnhandledCudaError:
+      return " (a CUDA call inside NCCL failed: check the device is healthy and not out of memory)";
+    default:
+      return " (set NCCL_DEBUG=INFO for details)";
+  }
+}
+
+[[noreturn]] void throw_nccl_error(ncclResult_t result, const char* call, const char* file,
+                                   int line) {
+  throw Error(cat("NCCL call failed: ", call, " returned ", static_cast<int>(result), " (",
+                  ncclGetErrorString(result), ") at ", file, ":", line, nccl_hint(result)));
+}
+
+[[noreturn]] void throw_cuda_error(cudaError_t result, const char* call, const char* file,
+                                   int line) {
+  throw Error(cat("CUDA call failed: ", call, " returned ", static_cast<int>(result), " (",
+                  cudaGetErrorString(result), ") at ", file, ":", line));
+}
+
+}  // namespace
+}  // namespace autotrain
+
+// ncclInProgress is not an error: non-blocking calls return it until the work is enqueued.
+#define AT_NCCL_CHECK(call)                                                      \
+  do {                                                                           \
+    ncclResult_t at_nccl_status_ = (call);                                       \
+    if (at_nccl_status_ != ncclSuccess && at_nccl_status_ != ncclInProgress)     \
+      ::autotrain::throw_nccl_error(at_nccl_status_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+#define AT_CUDA_CHECK(call)                                                      \
+  do {                                                                           \
+    cudaError_t at_cuda_status_ = (call);                                        \
+    if (at_cuda_status_ != cudaSuccess)                                          \
+      ::autotrain::throw_cuda_error(at_cuda_status_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+namespace autotrain {
+
+ncclUniqueId broadcast_nccl_unique_id(MPI_Comm comm) {
+  int rank = 0;
+  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  ncclUniqueId id{};
+  std::string failure;
+  if (rank == 0) {
+    const ncclResult_t result = ncclGetUniqueId(&id);
+    if (result != ncclSuccess) {
+      failure = cat("ncclGetUniqueId failed: ", ncclGetErrorString(result), nccl_hint(result));
+    }
+  }
+  agree_or_throw(failure.empty(), failure, comm);
+  AT_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
+  return id;
+}
+
+namespace comm_detail {
+namespace {
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::fp32:
+      return ncclFloat32;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::fp16:
+      return ncclFloat16;
+    case DType::int32:
+      return ncclInt32;
+    case DType::int64:
+      return ncclInt64;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::avg:
+      return ncclAvg;
+    case ReduceOp::max:
+      return ncclMax;
+  }
+  return ncclSum;
+}
+
+class CudaEvent {
+ public:
+  CudaEvent() { AT_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~CudaEvent() { cudaEventDestroy(event_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class NcclPending final : public PendingCollective {
+ public:
+  NcclPending(Watchdog& watchdog, uint64_t sequence) : watchdog_(watchdog), sequence_(sequence) {}
+  ~NcclPending() override {
+    if (!ended_) watchdog_.end(sequence_);
+  }
+  cudaEvent_t event() const { return event_.get(); }
+  void wait() override {
+    ended_ = true;
+    const cudaError_t status = cudaEventSynchronize(event_.get());
+    watchdog_.end(sequence_);
+    AT_CUDA_CHECK(status);
+  }
+
+ private:
+  Watchdog& watchdog_;
+  uint64_t sequence_;
+  CudaEvent event_;
+  bool ended_ = false;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(MPI_Comm parent, const CommOptions& options)
+      : comm_(parent),
+        rank_(comm_rank(comm_.get())),
+        size_(comm_size(comm_.get())),
+        timeout_seconds_(options.timeout_seconds) {
+    std::string failure;
+    try {
+      AT_CHECK(
+          options.device >= 0, "nccl: rank ", rank_,
+          " has no CUDA device (CommOptions.device = -1); use comm_backend gloo or mpi on CPUs");
+      AT_CUDA_CHECK(cudaSetDevice(options.device));
+      AT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      AT_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    agree_or_throw(failure.empty(), failure, comm_.get());
+    const ncclUniqueId id = broadcast_nccl_unique_id(comm_.get());
+    try {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;
+      AT_NCCL_CHECK(ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config));
+      wait_until_ready("ncclCommInitRankConfig");
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    agree_or_throw(failure.empty(), failure, comm_.get());
+    watchdog_ = std::make_unique<Watchdog>("nccl", rank_, timeout_seconds_,
+                                           [this](const std::string& message) {
+                                             // Unblocks the host and the stream before the job goes
+                                             // down.
+                                             ncclCommAbort(nccl_);
+                                             abort_job_on_collective_timeout(message);
+                                           });
+  }
+
+  ~NcclCommunicator() override {
+    watchdog_.reset();
+    if (nccl_ != nullptr) {
+      // Finalize flushes outstanding work; with a non-blocking communicator poll until done.
+      {
+        ncclCommFinalize(nccl_);
+        ncclResult_t state = ncclInProgress;
+        Timer timer;
+        while (ncclCommGetAsyncError(nccl_, &state) == ncclSuccess && state == ncclInProgress &&
+               timer.seconds() < timeout_seconds_) {
+          std::this_thread::yield();
+        }
+      }
+      ncclCommDestroy(nccl_);
+    }
+    if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view name() const override { return "nccl"; }
+
+  CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
+    check_reduction("nccl", "allreduce", dtype, op);
+    return issue("allreduce", count * dtype_size(dtype), [&] {
+      return ncclAllReduce(data, data, count, nccl_type(dtype), nccl_op(op), nccl_, stream_);
+    });
+  }
+
+  CommHandle reduce_scatter_async(const void* input, void* output, size_t part, DType dtype,
+                                  ReduceOp op) override {
+    check_reduction("nccl", "reduce_scatter", dtype, op);
+    return issue("reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype), [&] {
+      return ncclReduceScatter(input, output, part, nccl_type(dtype), nccl_op(op), nccl_, stream_);
+    });
+  }
+
+  CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
+    return issue("allgather", part * static_cast<size_t>(size_) * dtype_size(dtype), [&] {
+      return ncclAllGather(input, output, part, nccl_type(dtype), nccl_, stream_);
+    });
+  }
+
+  CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
+    AT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is not a rank of a ", size_,
+             "-rank communicator");
+    return issue("broadcast", count * dtype_size(dtype), [&] {
+      return ncclBroadcast(data, data, count, nccl_type(dtype), root, nccl_, stream_);
+    });
+  }
+
+  CommHandle barrier_async() override {
+    // NCCL has no barrier: a one-word allreduce synchronises every rank's stream.
+    return issue("barrier", 0, [&] {
+      return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, nccl_, stream_);
+    });
+  }
+
+ private:
+  static int comm_rank(MPI_Comm comm) {
+    int rank = 0;
+    AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    return rank;
+  }
+  static int comm_size(MPI_Comm comm) {
+    int size = 0;
+    AT_MPI_CHECK(MPI_Comm_size(comm, &size));
+    return size;
+  }
+
+  // Non-blocking NCCL returns ncclInProgress until the call is done; give up after comm_timeout.
+  void wait_until_ready(const char* what) {
+    Timer timer;
+    ncclResult_t state = ncclInProgress;
+    while (true) {
+      AT_NCCL_CHECK(ncclCommGetAsyncError(nccl_, &state));
+      if (state != ncclInProgress) break;
+      if (timer.seconds() > timeout_seconds_) {
+        ncclCommAbort(nccl_);
+        nccl_ = nullptr;
+        throw Error(cat("nccl: ", what, " did not finish within comm_timeout = ", timeout_seconds_,
+                        " s on rank ", rank_,
+                        "; the ranks cannot reach each other: set NCCL_SOCKET_IFNAME to an "
+                        "interface every node reaches, check firewalls, and rerun with "
+                        "NCCL_DEBUG=INFO"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (state != ncclSuccess) {
+      throw Error(cat("nccl: ", what, " failed on rank ", rank_, ": ", ncclGetErrorString(state),
+                      " (", ncclGetLastError(nccl_), ")", nccl_hint(state)));
+    }
+  }
+
+  template <typename Call>
+  CommHandle issue(std::string_view operation, size_t bytes, Call call) {
+    const uint64_t sequence = watchdog_->begin(operation, bytes);
+    auto pending = std::make_unique<NcclPending>(*watchdog_, sequence);
+    AT_NCCL_CHECK(call());
+    wait_until_ready(operation.data());
+    AT_CUDA_CHECK(cudaEventRecord(pending->event(), stream_));
+    return CommHandle(std::move(pending));
+  }
+
+  DuplicatedComm comm_;
+  int rank_;
+  int size_;
+  double timeout_seconds_;
+  cudaStream_t stream_ = nullptr;
+  int* barrier_word_ = nullptr;
+  ncclComm_t nccl_ = nullptr;
+  std::unique_ptr<Watchdog> watchdog_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm comm, const CommOptions& options) {
+  return std::make_unique<NcclCommunicator>(comm, options);
+}
+
+}  // namespace comm_detail
+}  // namespace autotrain
+#endif  // AUTOTRAIN_HAVE_NCCL
