@@ -199,6 +199,8 @@ std::vector<LauncherClaim> read_launcher_claims(const EnvLookup& env) {
 }
 
 std::string describe_launcher(const EnvLookup& env) {
+  // Open MPI started without a launcher spawns its own PMIx server and says so.
+  if (env("OMPI_MCA_ess") == "singleton") return "singleton";
   std::string name;
   if (is_set(env, "OMPI_COMM_WORLD_RANK")) {
     name = "mpirun (Open MPI)";

@@ -60,6 +60,13 @@ TEST(LauncherEnv, SingletonWithoutLauncherVariablesClaimsNothing) {
   EXPECT_EQ(describe_launcher(environment_from({})), "singleton");
 }
 
+TEST(LauncherEnv, OpenMpiSingletonIsNamedSingleton) {
+  // What MPI_Init sets in a process started without mpirun.
+  const Vars vars = {{"OMPI_MCA_ess", "singleton"}, {"PMIX_RANK", "0"}};
+  EXPECT_EQ(describe_launcher(environment_from(vars)), "singleton");
+  EXPECT_EQ(mismatch(vars, topology(0, 1, 0, 1, 0, 1)), "");
+}
+
 TEST(LauncherEnv, ReadsEveryOpenMpiVariable) {
   const Vars vars = {{"OMPI_COMM_WORLD_RANK", "3"},
                      {"OMPI_COMM_WORLD_SIZE", "4"},

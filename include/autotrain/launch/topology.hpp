@@ -17,9 +17,9 @@ struct Topology {
   std::string hostname;
   std::string master_addr;  // rank 0's address, broadcast
   int master_port = 29500;
-  int device = -1;          // CUDA device index this rank is bound to; -1 = CPU
-  int visible_gpus = 0;     // GPUs this rank can see
-  std::string launcher;     // "mpirun (Open MPI)", "srun (Slurm)", "singleton", ...
+  int device = -1;       // CUDA device index this rank is bound to; -1 = CPU
+  int visible_gpus = 0;  // GPUs this rank can see
+  std::string launcher;  // "mpirun (Open MPI)", "srun (Slurm)", "singleton", ...
 };
 
 }  // namespace autotrain
