@@ -222,8 +222,9 @@ class GlooCommunicator final : public Communicator {
     try {
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
-      context->setTimeout(
-          std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000)));
+      // Gloo's own timeout is only a backstop: the watchdog fires first and names the collective.
+      const double backstop_seconds = options.timeout_seconds * 1.5 + 5.0;
+      context->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(backstop_seconds * 1000)));
       MpiStore store(comm_.get());
       context->connectFullMesh(store, device);
       context_ = std::move(context);
