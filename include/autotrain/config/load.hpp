@@ -1,0 +1,79 @@
+#pragma once
+// Loading, resolving and validating TrainingParams, with the provenance of every value.
+//
+// Precedence (lowest to highest): defaults < training_params.json (--training-config) < YAML
+// (--config) < command-line flags. Every source is checked completely, even where a higher one
+// overrides it, so a typo never hides. Bad input throws autotrain::Error naming the file or
+// flag, the key, the value and what was expected (callers decide whether it is collective).
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "autotrain/config/training_params.hpp"
+#include "autotrain/launch/topology.hpp"
+
+namespace autotrain::config {
+
+// One parameter given on the command line.
+struct FlagValue {
+  std::string name;      // snake case: "batch_size"
+  std::string spelling;  // as typed: "--batch-size"
+  std::string text;      // "8"; "true" for a bare boolean flag
+};
+
+struct ConfigInputs {
+  std::filesystem::path yaml;             // --config; empty = none
+  std::filesystem::path training_params;  // --training-config; empty = none
+  std::vector<FlagValue> flags;
+};
+
+// Parameter name -> where its value came from: "default", "derived from distributed_backend",
+// "runs/x/training_params.json", "configs/x.yaml:params.lr", "--lr".
+using Provenance = std::map<std::string, std::string, std::less<>>;
+
+struct ResolvedParams {
+  TrainingParams params;
+  Provenance provenance;           // an entry for every parameter
+  std::vector<std::string> notes;  // keys accepted but ignored on purpose, and why
+};
+
+// Defaults with provenance "default".
+ResolvedParams default_params();
+
+// Each applies one source on top of `into` (later calls win) and records provenance.
+void apply_json_file(ResolvedParams& into, const std::filesystem::path& path);
+void apply_yaml_file(ResolvedParams& into, const std::filesystem::path& path);
+void apply_flags(ResolvedParams& into, const std::vector<FlagValue>& flags);
+
+// Fills the derived values (-1 sentinels the config owns: model shape, vocab_size,
+// block_size, zero_stage; eval_strategy "no" without valid_split) and then validates.
+void resolve_params(ResolvedParams& resolved);
+
+// Combination checks on resolved parameters (n_embd divisible by n_head, block_size within the
+// model's context, ...). Messages name each value's source.
+void validate_params(const ResolvedParams& resolved);
+
+// defaults -> JSON -> YAML -> flags -> resolve_params(). What `train` calls.
+ResolvedParams load_params(const ConfigInputs& inputs);
+
+// Checks against the job: num_nodes x num_gpus_per_node must equal world_size when both are
+// given, and each alone must divide it.
+void validate_for_world(const TrainingParams& params, int world_size);
+// validate_for_world() plus num_nodes and num_gpus_per_node against what the launcher made.
+void validate_for_topology(const TrainingParams& params, const Topology& topology);
+
+// The parameters as a flat JSON object in table order (what training_params.json holds; also
+// the canonical form hashed across ranks).
+nlohmann::ordered_json to_json(const TrainingParams& params);
+
+// Writes to_json(params) pretty-printed to `path` (parent folders created; written to a
+// temporary name and renamed so a reader never sees half a file). Loading it back with
+// --training-config reproduces `params` exactly.
+void write_training_params(const TrainingParams& params, const std::filesystem::path& path);
+
+// The dry-run table: one line per parameter with its value and source.
+std::string render_params_table(const ResolvedParams& resolved);
+
+}  // namespace autotrain::config

@@ -1,0 +1,172 @@
+#pragma once
+// TrainingParams: every parameter of a run, with AutoTrain Advanced's names and defaults where
+// they apply. AUTOTRAIN_TRAINING_PARAMS below is the ONE table of parameters: it declares the
+// struct's fields and drives parsing (JSON, YAML, flags), validation, the --help text, the JSON
+// written to <project_name>/training_params.json and docs/configuration.md. Adding a parameter
+// is one line there.
+//
+// Sentinels: -1 means "derived" (resolve_params() fills it in, or a later layer does, as the
+// doc line says); 0 means "not given" for num_nodes, num_gpus_per_node and threads.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace autotrain::config {
+
+// The allowed values of one parameter. Numbers: an optional sentinel (e.g. -1 = derived) plus a
+// range. Strings: either a closed list of choices (with aliases mapped to a choice) or a rule.
+struct Constraint {
+  std::optional<double> min;
+  std::optional<double> max;
+  bool min_exclusive = false;
+  std::optional<int64_t> sentinel;
+  std::vector<std::string> choices;
+  std::vector<std::pair<std::string, std::string>> aliases;  // accepted spelling -> choice
+  // Extra rule for free strings: returns "" when `value` is fine, else what was expected.
+  std::string (*rule)(std::string_view value) = nullptr;
+  std::string_view rule_text;  // what the rule expects, for docs
+
+  // What the constraint expects, for errors and docs: "> 0", "-1 or >= 1", "gpt2|byte".
+  std::string describe() const;
+};
+
+Constraint any_value();
+Constraint at_least(double min);
+Constraint greater_than(double min);
+Constraint between(double min, double max);
+Constraint derived_or(int64_t sentinel, Constraint rest);
+Constraint one_of(std::vector<std::string> choices,
+                  std::vector<std::pair<std::string, std::string>> aliases = {});
+Constraint with_rule(std::string (*rule)(std::string_view value), std::string_view rule_text);
+
+// AutoTrain's rule for project_name. Returns "" when `value` follows it, else why not.
+std::string project_name_rule(std::string_view value);
+inline constexpr std::string_view kProjectNameRule = "letters, digits and hyphens, at most 50";
+
+inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
+
+// X(type, name, default, constraint, doc)
+// clang-format off
+#define AUTOTRAIN_TRAINING_PARAMS(X) \
+  X(std::string, model, "gpt2", one_of({"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "tiny"}, {{"openai-community/gpt2", "gpt2"}, {"openai-community/gpt2-medium", "gpt2-medium"}, {"openai-community/gpt2-large", "gpt2-large"}, {"openai-community/gpt2-xl", "gpt2-xl"}}), "Architecture preset; fills n_layer, n_head, n_embd and n_positions that are not given (tiny = 2 layers, 2 heads, 64 wide, for tests). YAML: base_model.") \
+  X(std::string, project_name, "project-name", with_rule(project_name_rule, kProjectNameRule), "Output folder of the run (alphanumeric and hyphens, at most 50 characters).") \
+  X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt; empty = the embedded demo corpus. YAML: data.path.") \
+  X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
+  X(std::string, valid_split, "", any_value(), "Name of the validation split; empty = none (then eval_strategy resolves to no). YAML: data.valid_split.") \
+  X(std::string, text_column, "text", any_value(), "Column holding the text. YAML: data.column_mapping.text_column.") \
+  X(bool, add_eos_token, true, any_value(), "Append the end-of-text token to every document.") \
+  X(std::string, tokenizer, "gpt2", one_of({"gpt2", "byte"}), "gpt2 = GPT-2 byte-level BPE (50257 tokens); byte = raw bytes (256).") \
+  X(double, lr, 3e-5, greater_than(0), "Peak learning rate.") \
+  X(int64_t, epochs, 1, at_least(1), "Passes over the training data (max_steps wins when given).") \
+  X(int64_t, batch_size, 2, at_least(1), "Sequences per rank per micro-step; global batch = batch_size x gradient_accumulation x world size.") \
+  X(int64_t, block_size, -1, derived_or(-1, at_least(1)), "Tokens per sequence; -1 = min(1024, n_positions).") \
+  X(double, warmup_ratio, 0.1, between(0, 1), "Fraction of the optimizer steps spent warming the learning rate up from 0.") \
+  X(int64_t, gradient_accumulation, 4, at_least(1), "Micro-steps per optimizer step.") \
+  X(std::string, optimizer, "adamw", one_of({"adamw", "sgd"}, {{"adamw_torch", "adamw"}, {"adamw_hf", "adamw"}}), "Optimizer; AutoTrain's adamw_torch and adamw_hf mean adamw.") \
+  X(std::string, scheduler, "linear", one_of({"linear", "cosine", "constant"}), "Learning-rate schedule after warmup.") \
+  X(double, weight_decay, 0.0, at_least(0), "Decoupled weight decay (matrices only, not biases or norms).") \
+  X(double, max_grad_norm, 1.0, at_least(0), "Clip the global gradient norm to this; 0 = no clipping.") \
+  X(int64_t, seed, 42, at_least(0), "Seed of the weights' initialisation, the data order and dropout.") \
+  X(int64_t, logging_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between metric lines; -1 = 20% of the steps per epoch, clamped to 1..25.") \
+  X(std::string, eval_strategy, "epoch", one_of({"epoch", "steps", "no"}), "When to evaluate on valid_split.") \
+  X(int64_t, eval_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between evaluations with eval_strategy steps; -1 = logging_steps.") \
+  X(int64_t, save_total_limit, 1, at_least(1), "Checkpoints kept on disk; older ones are deleted.") \
+  X(std::string, mixed_precision, "no", one_of({"no", "fp16", "bf16"}, {{"", "no"}, {"none", "no"}, {"None", "no"}}), "Compute precision of forward and backward (master weights stay fp32).") \
+  X(std::string, distributed_backend, "", one_of({"", "ddp", "deepspeed"}, {{"none", ""}, {"None", ""}}), "AutoTrain's switch: ddp = ZeRO stage 0, deepspeed = ZeRO stage 3 (unless zero_stage is given); empty = none.") \
+  X(int64_t, zero_stage, -1, derived_or(-1, between(0, 3)), "ZeRO stage 0..3; -1 = from distributed_backend (deepspeed -> 3, otherwise 0).") \
+  X(std::string, comm_backend, "auto", one_of({"auto", "nccl", "gloo", "mpi"}), "Communicator; auto = NCCL on GPUs, MPI on CPUs. YAML: distributed.backend.") \
+  X(int64_t, max_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps to run; -1 = from epochs.") \
+  X(int64_t, checkpoint_every, 0, at_least(0), "Optimizer steps between checkpoints; 0 = only at the end.") \
+  X(std::string, resume_from_checkpoint, "auto", any_value(), "auto = resume from <project_name>/checkpoints/latest if present; none = start fresh; or a checkpoint path.") \
+  X(int64_t, comm_timeout, 600, at_least(1), "Seconds a collective may take before the job aborts naming it.") \
+  X(int64_t, master_port, 29500, between(1, 65535), "TCP port of rank 0 for the Gloo and NCCL rendezvous.") \
+  X(int64_t, num_nodes, 0, at_least(0), "Nodes the job is expected to span; 0 = not given. Checked against the launcher. YAML: distributed.num_nodes.") \
+  X(int64_t, num_gpus_per_node, 0, at_least(0), "Ranks per node expected; 0 = not given. Checked against the launcher. YAML: distributed.num_gpus_per_node.") \
+  X(int64_t, n_layer, -1, derived_or(-1, at_least(1)), "Transformer blocks; -1 = from model.") \
+  X(int64_t, n_head, -1, derived_or(-1, at_least(1)), "Attention heads; -1 = from model.") \
+  X(int64_t, n_embd, -1, derived_or(-1, at_least(1)), "Hidden width (divisible by n_head); -1 = from model.") \
+  X(int64_t, n_positions, -1, derived_or(-1, at_least(1)), "Model context length; -1 = from model (1024 for GPT-2, 128 for tiny).") \
+  X(int64_t, vocab_size, -1, derived_or(-1, at_least(1)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte).") \
+  X(int64_t, threads, 0, at_least(0), "CPU threads per rank; 0 = cores per node / ranks per node.") \
+  X(std::string, device, "auto", one_of({"auto", "cpu", "cuda"}), "auto = the rank's GPU when it has one, else CPU.") \
+  X(int64_t, reduce_bucket_size, kDefaultBucketElements, at_least(1), "Gradient elements per reduce bucket (16Mi = 64 MiB fp32).") \
+  X(int64_t, stage3_prefetch, 1, at_least(0), "ZeRO-3: units gathered ahead of the one being computed.") \
+  X(std::string, checkpoint_layout, "shared", one_of({"shared", "per-rank"}), "shared = one HDF5 file written collectively; per-rank = one file per rank.") \
+  X(bool, async_checkpoint, false, any_value(), "Persist checkpoints in the background from a host copy.") \
+  X(std::string, export_dtype, "fp32", one_of({"fp32", "bf16", "fp16"}), "Precision of the exported model.safetensors.") \
+  X(std::string, log_level, "info", one_of({"debug", "info", "warning", "error"}, {{"warn", "warning"}}), "Logging threshold (AUTOTRAIN_LOG_LEVEL applies when this is not given).")
+// clang-format on
+
+struct TrainingParams {
+#define AUTOTRAIN_DECLARE_FIELD(type, name, default_value, constraint, doc) \
+  type name = default_value;
+  AUTOTRAIN_TRAINING_PARAMS(AUTOTRAIN_DECLARE_FIELD)
+#undef AUTOTRAIN_DECLARE_FIELD
+
+  bool operator==(const TrainingParams&) const = default;
+};
+
+using ParamMember = std::variant<int64_t TrainingParams::*, double TrainingParams::*,
+                                 bool TrainingParams::*, std::string TrainingParams::*>;
+using ParamValue = std::variant<int64_t, double, bool, std::string>;
+
+enum class ParamType { integer, number, boolean, string };
+
+struct ParamSpec {
+  std::string_view name;  // snake_case, as in JSON and YAML; flags are --kebab-case too
+  ParamMember member;
+  Constraint constraint;
+  std::string_view doc;
+
+  ParamType type() const { return static_cast<ParamType>(member.index()); }
+};
+
+// The table, in declaration order.
+const std::vector<ParamSpec>& param_specs();
+// nullptr when there is no such parameter (`name` in snake or kebab case).
+const ParamSpec* find_param(std::string_view name);
+// Every parameter name (snake case), for did-you-mean suggestions.
+const std::vector<std::string>& param_names();
+
+std::string_view type_name(ParamType type);  // "integer", "number", "boolean", "string"
+
+ParamValue get_value(const TrainingParams& params, const ParamSpec& spec);
+void set_value(TrainingParams& params, const ParamSpec& spec, const ParamValue& value);
+// The value as a user writes it: 3e-05, true, gpt2, "" for an empty string.
+std::string format_value(const ParamValue& value);
+
+// Where a value was written, for error messages: key "params.lr" in file "configs/x.yaml", or
+// key "--lr" with no file.
+struct Where {
+  std::string key;
+  std::string file;
+  // "params.lr: <what> in configs/x.yaml" or "--lr: <what>".
+  std::string message(std::string_view what) const;
+};
+
+// Checks `value` against the spec's constraint and returns the canonical value (aliases mapped
+// to their choice). Throws Error "<key>: expected <constraint>, got <value> in <file>".
+ParamValue check_value(const ParamSpec& spec, ParamValue value, const Where& where);
+
+// Converts text (a flag value or a YAML scalar) to the parameter's type, then check_value().
+// Throws Error "<key>: expected a number, got 'fast' in <file>".
+ParamValue parse_text(const ParamSpec& spec, std::string_view text, const Where& where);
+
+// Model presets: the GPT-2 family and a tiny model for tests.
+struct ModelPreset {
+  std::string_view name;
+  int64_t n_layer;
+  int64_t n_head;
+  int64_t n_embd;
+  int64_t n_positions;
+};
+const ModelPreset& model_preset(std::string_view model);
+
+// Vocabulary size of a tokenizer: 50257 for gpt2, 256 for byte.
+int64_t tokenizer_vocab_size(std::string_view tokenizer);
+
+}  // namespace autotrain::config

@@ -1,0 +1,199 @@
+// Resolution of derived values, combination checks, the job checks, and output of the
+// resolved parameters (training_params.json and the dry-run table).
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+
+#include "autotrain/config/load.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::config {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// GPT-2's context, and AutoTrain's cap on block_size when it is -1.
+constexpr int64_t kMaxDefaultBlockSize = 1024;
+
+const std::string& source_of(const ResolvedParams& resolved, std::string_view name) {
+  static const std::string kDefault = "default";
+  const auto found = resolved.provenance.find(name);
+  return found == resolved.provenance.end() ? kDefault : found->second;
+}
+
+// "n_head 3 (from --n-head)": a value with its source, for combination errors.
+std::string shown(const ResolvedParams& resolved, std::string_view name) {
+  const ParamSpec& spec = *find_param(name);
+  return cat(name, " ", format_value(get_value(resolved.params, spec)), " (from ",
+             source_of(resolved, name), ")");
+}
+
+void derive(ResolvedParams& resolved, int64_t& field, std::string_view name, int64_t value,
+            const std::string& source) {
+  if (field != -1) return;
+  field = value;
+  resolved.provenance[std::string(name)] = source;
+}
+
+}  // namespace
+
+void resolve_params(ResolvedParams& resolved) {
+  TrainingParams& params = resolved.params;
+  const ModelPreset& preset = model_preset(params.model);
+  const std::string from_model = cat("derived from model (", params.model, ")");
+  derive(resolved, params.n_layer, "n_layer", preset.n_layer, from_model);
+  derive(resolved, params.n_head, "n_head", preset.n_head, from_model);
+  derive(resolved, params.n_embd, "n_embd", preset.n_embd, from_model);
+  derive(resolved, params.n_positions, "n_positions", preset.n_positions, from_model);
+  derive(resolved, params.vocab_size, "vocab_size", tokenizer_vocab_size(params.tokenizer),
+         cat("derived from tokenizer (", params.tokenizer, ")"));
+  derive(resolved, params.block_size, "block_size",
+         std::min(kMaxDefaultBlockSize, params.n_positions), "derived from n_positions");
+  derive(resolved, params.zero_stage, "zero_stage",
+         params.distributed_backend == "deepspeed" ? 3 : 0,
+         params.distributed_backend.empty()
+             ? std::string("derived from distributed_backend (none)")
+             : cat("derived from distributed_backend (", params.distributed_backend, ")"));
+  // AutoTrain evaluates only when there is a validation split, whatever eval_strategy says
+  // (its own training_params.json holds eval_strategy "epoch" with valid_split null).
+  if (params.valid_split.empty() && params.eval_strategy != "no") {
+    if (source_of(resolved, "eval_strategy") != "default") {
+      resolved.notes.push_back(cat(shown(resolved, "eval_strategy"),
+                                   " is ignored: there is no valid_split to evaluate on"));
+    }
+    params.eval_strategy = "no";
+    resolved.provenance["eval_strategy"] = "derived from valid_split (none)";
+  }
+  validate_params(resolved);
+}
+
+void validate_params(const ResolvedParams& resolved) {
+  const TrainingParams& params = resolved.params;
+  // Derived values must be resolved before the combinations can be judged.
+  for (const auto& spec : param_specs()) {
+    if (!spec.constraint.sentinel || spec.name == "logging_steps" || spec.name == "eval_steps" ||
+        spec.name == "max_steps") {
+      continue;  // these three are resolved by the trainer, from the data
+    }
+    AT_CHECK(std::get<int64_t>(get_value(params, spec)) != *spec.constraint.sentinel,
+             "internal: ", spec.name, " was not resolved (call resolve_params first)");
+  }
+  if (params.n_embd % params.n_head != 0) {
+    throw Error(cat(shown(resolved, "n_embd"), " must be divisible by ", shown(resolved, "n_head"),
+                    ": each head gets n_embd / n_head channels"));
+  }
+  if (params.block_size > params.n_positions) {
+    throw Error(cat(shown(resolved, "block_size"),
+                    " exceeds the model's context: expected at most ",
+                    shown(resolved, "n_positions")));
+  }
+  const int64_t tokenizer_vocab = tokenizer_vocab_size(params.tokenizer);
+  if (params.vocab_size < tokenizer_vocab) {
+    throw Error(cat(shown(resolved, "vocab_size"), " is smaller than the ", params.tokenizer,
+                    " tokenizer's ", tokenizer_vocab, " tokens: expected at least ",
+                    tokenizer_vocab));
+  }
+  if (params.comm_backend == "nccl" && params.device == "cpu") {
+    throw Error(cat(shown(resolved, "comm_backend"), " needs GPUs, but ", shown(resolved, "device"),
+                    ": use comm_backend gloo or mpi on CPUs"));
+  }
+}
+
+ResolvedParams load_params(const ConfigInputs& inputs) {
+  ResolvedParams resolved = default_params();
+  if (!inputs.training_params.empty()) apply_json_file(resolved, inputs.training_params);
+  if (!inputs.yaml.empty()) apply_yaml_file(resolved, inputs.yaml);
+  apply_flags(resolved, inputs.flags);
+  resolve_params(resolved);
+  return resolved;
+}
+
+void validate_for_world(const TrainingParams& params, int world_size) {
+  const int64_t world = world_size;
+  const int64_t nodes = params.num_nodes;
+  const int64_t per_node = params.num_gpus_per_node;
+  if (nodes > 0 && per_node > 0 && nodes * per_node != world) {
+    throw Error(cat("num_nodes ", nodes, " x num_gpus_per_node ", per_node, " = ", nodes * per_node,
+                    " ranks, but the job has ", world,
+                    " (mpirun -np / srun -n): make them agree or remove them from the config"));
+  }
+  if (nodes > 0 && world % nodes != 0) {
+    throw Error(cat("num_nodes ", nodes, ": the job's ", world,
+                    " ranks cannot be spread evenly over ", nodes, " nodes"));
+  }
+  if (per_node > 0 && world % per_node != 0) {
+    throw Error(cat("num_gpus_per_node ", per_node, ": the job's ", world,
+                    " ranks are not a whole number of nodes of ", per_node));
+  }
+}
+
+void validate_for_topology(const TrainingParams& params, const Topology& topology) {
+  validate_for_world(params, topology.world_size);
+  if (params.num_nodes > 0 && params.num_nodes != topology.num_nodes) {
+    throw Error(cat("num_nodes ", params.num_nodes, " is in the config, but ", topology.launcher,
+                    " started the job on ", topology.num_nodes, " node(s)"));
+  }
+  if (params.num_gpus_per_node > 0 && params.num_gpus_per_node != topology.local_world_size) {
+    throw Error(cat("num_gpus_per_node ", params.num_gpus_per_node, " is in the config, but ",
+                    topology.launcher, " started ", topology.local_world_size, " rank(s) on node ",
+                    topology.node_rank, " (", topology.hostname, ")"));
+  }
+}
+
+nlohmann::ordered_json to_json(const TrainingParams& params) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& spec : param_specs()) {
+    std::visit([&](const auto& value) { out[std::string(spec.name)] = value; },
+               get_value(params, spec));
+  }
+  return out;
+}
+
+void write_training_params(const TrainingParams& params, const fs::path& path) {
+  if (path.has_parent_path()) {
+    std::error_code error;
+    fs::create_directories(path.parent_path(), error);
+    AT_CHECK(!error, "cannot create folder '", path.parent_path().string(), "' for ",
+             path.filename().string(), ": ", error.message());
+  }
+  // The pid keeps concurrent writers (ranks sharing a folder by mistake) off each other's file.
+  const fs::path temporary = path.string() + cat(".tmp.", ::getpid());
+  {
+    std::ofstream out(temporary);
+    AT_CHECK(out, "cannot write '", temporary.string(), "'");
+    out << to_json(params).dump(2) << '\n';
+    out.close();
+    AT_CHECK(out, "cannot write '", temporary.string(), "' (disk full?)");
+  }
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  AT_CHECK(!error, "cannot rename '", temporary.string(), "' to '", path.string(),
+           "': ", error.message());
+}
+
+std::string render_params_table(const ResolvedParams& resolved) {
+  std::vector<std::array<std::string, 3>> rows = {{"parameter", "value", "source"}};
+  for (const auto& spec : param_specs()) {
+    rows.push_back({std::string(spec.name), format_value(get_value(resolved.params, spec)),
+                    source_of(resolved, spec.name)});
+  }
+  size_t name_width = 0;
+  size_t value_width = 0;
+  for (const auto& row : rows) {
+    name_width = std::max(name_width, row[0].size());
+    value_width = std::max(value_width, row[1].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    out += row[0] + std::string(name_width - row[0].size() + 2, ' ');
+    out += row[1] + std::string(value_width - row[1].size() + 2, ' ');
+    out += row[2] + '\n';
+  }
+  return out;
+}
+
+}  // namespace autotrain::config

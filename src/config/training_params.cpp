@@ -1,0 +1,291 @@
+#include "autotrain/config/training_params.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::config {
+
+namespace {
+
+std::string number_text(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string choice_text(const std::string& choice) {
+  return choice.empty() ? "\"\"" : choice;
+}
+
+std::string quoted(const ParamValue& value) {
+  if (std::holds_alternative<std::string>(value)) {
+    return "'" + std::get<std::string>(value) + "'";
+  }
+  return format_value(value);
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+std::string Constraint::describe() const {
+  if (!choices.empty()) {
+    std::vector<std::string> shown;
+    for (const auto& choice : choices) shown.push_back(choice_text(choice));
+    return join(shown, "|");
+  }
+  if (rule != nullptr) return std::string(rule_text);
+  std::string range;
+  if (min && max) {
+    range = cat("in [", number_text(*min), ", ", number_text(*max), "]");
+  } else if (min) {
+    range = cat(min_exclusive ? "> " : ">= ", number_text(*min));
+  } else if (max) {
+    range = cat("<= ", number_text(*max));
+  }
+  if (sentinel) return range.empty() ? std::to_string(*sentinel) : cat(*sentinel, " or ", range);
+  return range.empty() ? "any" : range;
+}
+
+Constraint any_value() {
+  return {};
+}
+
+Constraint at_least(double min) {
+  Constraint constraint;
+  constraint.min = min;
+  return constraint;
+}
+
+Constraint greater_than(double min) {
+  Constraint constraint = at_least(min);
+  constraint.min_exclusive = true;
+  return constraint;
+}
+
+Constraint between(double min, double max) {
+  Constraint constraint = at_least(min);
+  constraint.max = max;
+  return constraint;
+}
+
+Constraint derived_or(int64_t sentinel, Constraint rest) {
+  rest.sentinel = sentinel;
+  return rest;
+}
+
+Constraint one_of(std::vector<std::string> choices,
+                  std::vector<std::pair<std::string, std::string>> aliases) {
+  Constraint constraint;
+  constraint.choices = std::move(choices);
+  constraint.aliases = std::move(aliases);
+  return constraint;
+}
+
+Constraint with_rule(std::string (*rule)(std::string_view value), std::string_view rule_text) {
+  Constraint constraint;
+  constraint.rule = rule;
+  constraint.rule_text = rule_text;
+  return constraint;
+}
+
+std::string project_name_rule(std::string_view value) {
+  if (value.empty()) return "a non-empty name";
+  if (value.size() > 50) return cat("at most 50 characters (it has ", value.size(), ")");
+  for (char c : value) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-') {
+      return cat("letters, digits and hyphens only ('", c, "' is not allowed)");
+    }
+  }
+  return {};
+}
+
+const std::vector<ParamSpec>& param_specs() {
+  static const std::vector<ParamSpec> specs = {
+#define AUTOTRAIN_SPEC_ROW(type, name, default_value, constraint, doc) \
+  ParamSpec{#name, &TrainingParams::name, constraint, doc},
+      AUTOTRAIN_TRAINING_PARAMS(AUTOTRAIN_SPEC_ROW)
+#undef AUTOTRAIN_SPEC_ROW
+  };
+  return specs;
+}
+
+const ParamSpec* find_param(std::string_view name) {
+  const std::string snake = to_snake_case(name);
+  for (const auto& spec : param_specs()) {
+    if (spec.name == snake) return &spec;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& param_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& spec : param_specs()) out.emplace_back(spec.name);
+    return out;
+  }();
+  return names;
+}
+
+std::string_view type_name(ParamType type) {
+  switch (type) {
+    case ParamType::integer:
+      return "integer";
+    case ParamType::number:
+      return "number";
+    case ParamType::boolean:
+      return "boolean";
+    case ParamType::string:
+      return "string";
+  }
+  return "?";
+}
+
+ParamValue get_value(const TrainingParams& params, const ParamSpec& spec) {
+  return std::visit([&](auto member) -> ParamValue { return params.*member; }, spec.member);
+}
+
+void set_value(TrainingParams& params, const ParamSpec& spec, const ParamValue& value) {
+  std::visit(
+      [&](auto member) {
+        using Field = std::remove_reference_t<decltype(params.*member)>;
+        AT_CHECK(std::holds_alternative<Field>(value), "internal: parameter ", spec.name,
+                 " set with a ", type_name(static_cast<ParamType>(value.index())), " value");
+        params.*member = std::get<Field>(value);
+      },
+      spec.member);
+}
+
+std::string format_value(const ParamValue& value) {
+  switch (static_cast<ParamType>(value.index())) {
+    case ParamType::integer:
+      return std::to_string(std::get<int64_t>(value));
+    case ParamType::number:
+      return number_text(std::get<double>(value));
+    case ParamType::boolean:
+      return std::get<bool>(value) ? "true" : "false";
+    case ParamType::string:
+      return choice_text(std::get<std::string>(value));
+  }
+  return "?";
+}
+
+std::string Where::message(std::string_view what) const {
+  return file.empty() ? cat(key, ": ", what) : cat(key, ": ", what, " in ", file);
+}
+
+ParamValue check_value(const ParamSpec& spec, ParamValue value, const Where& where) {
+  const Constraint& constraint = spec.constraint;
+  if (auto* text = std::get_if<std::string>(&value)) {
+    if (!constraint.choices.empty()) {
+      if (std::find(constraint.choices.begin(), constraint.choices.end(), *text) !=
+          constraint.choices.end()) {
+        return value;
+      }
+      for (const auto& [alias, choice] : constraint.aliases) {
+        if (alias == *text) return choice;
+      }
+      throw Error(where.message(cat("expected ", constraint.describe(), ", got '", *text, "'",
+                                    did_you_mean(*text, constraint.choices))));
+    }
+    if (constraint.rule != nullptr) {
+      const std::string problem = constraint.rule(*text);
+      if (!problem.empty()) {
+        throw Error(where.message(cat("expected ", problem, ", got '", *text, "'")));
+      }
+    }
+    return value;
+  }
+  if (std::holds_alternative<bool>(value)) return value;
+
+  const bool integer = std::holds_alternative<int64_t>(value);
+  const double number =
+      integer ? static_cast<double>(std::get<int64_t>(value)) : std::get<double>(value);
+  if (integer && constraint.sentinel && std::get<int64_t>(value) == *constraint.sentinel) {
+    return value;
+  }
+  const bool below = constraint.min && (constraint.min_exclusive ? number <= *constraint.min
+                                                                 : number < *constraint.min);
+  const bool above = constraint.max && number > *constraint.max;
+  if (!std::isfinite(number) || below || above) {
+    throw Error(where.message(cat("expected ", constraint.describe(), ", got ", quoted(value))));
+  }
+  return value;
+}
+
+ParamValue parse_text(const ParamSpec& spec, std::string_view text, const Where& where) {
+  const std::string trimmed = trim(text);
+  std::string_view digits = trimmed;
+  if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
+  const char* first = digits.data();
+  const char* last = digits.data() + digits.size();
+
+  switch (spec.type()) {
+    case ParamType::integer: {
+      int64_t integer = 0;
+      auto result = std::from_chars(first, last, integer);
+      if (!digits.empty() && result.ec == std::errc() && result.ptr == last) {
+        return check_value(spec, integer, where);
+      }
+      // "5e8" is a natural way to write a bucket size; accept it when it is a whole number.
+      double number = 0;
+      auto as_double = std::from_chars(first, last, number);
+      if (!digits.empty() && as_double.ec == std::errc() && as_double.ptr == last &&
+          std::isfinite(number) && std::trunc(number) == number && std::fabs(number) < 9.2e18) {
+        return check_value(spec, static_cast<int64_t>(number), where);
+      }
+      throw Error(where.message(cat("expected an integer, got '", text, "'")));
+    }
+    case ParamType::number: {
+      double number = 0;
+      auto result = std::from_chars(first, last, number);
+      if (digits.empty() || result.ec != std::errc() || result.ptr != last ||
+          !std::isfinite(number)) {
+        throw Error(where.message(cat("expected a number, got '", text, "'")));
+      }
+      return check_value(spec, number, where);
+    }
+    case ParamType::boolean: {
+      const std::string word = lower(trimmed);
+      if (word == "true" || word == "yes" || word == "on" || word == "1") return true;
+      if (word == "false" || word == "no" || word == "off" || word == "0") return false;
+      throw Error(where.message(cat("expected true or false, got '", text, "'")));
+    }
+    case ParamType::string:
+      return check_value(spec, std::string(text), where);
+  }
+  return {};
+}
+
+const ModelPreset& model_preset(std::string_view model) {
+  static const ModelPreset presets[] = {
+      {"gpt2", 12, 12, 768, 1024},
+      {"gpt2-medium", 24, 16, 1024, 1024},
+      {"gpt2-large", 36, 20, 1280, 1024},
+      {"gpt2-xl", 48, 25, 1600, 1024},
+      {"tiny", 2, 2, 64, 128},
+  };
+  for (const auto& preset : presets) {
+    if (preset.name == model) return preset;
+  }
+  throw Error(
+      cat("model: expected ", find_param("model")->constraint.describe(), ", got '", model, "'"));
+}
+
+int64_t tokenizer_vocab_size(std::string_view tokenizer) {
+  if (tokenizer == "gpt2") return 50257;
+  if (tokenizer == "byte") return 256;
+  throw Error(cat("tokenizer: expected gpt2|byte, got '", tokenizer, "'"));
+}
+
+}  // namespace autotrain::config

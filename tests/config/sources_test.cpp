@@ -1,0 +1,257 @@
+// Loading parameters from training_params.json, YAML and flags: precedence, provenance, the
+// AutoTrain YAML layout, ${ENV}, errors, and the JSON round trip.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "autotrain/config/load.hpp"
+#include "expect_error.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::config {
+namespace {
+
+using autotrain::testing::contains;
+using autotrain::testing::error_message;
+using autotrain::testing::fixture;
+using autotrain::testing::TempDir;
+using autotrain::testing::write_file;
+
+ResolvedParams load_yaml(const std::filesystem::path& path) {
+  return load_params(ConfigInputs{path, {}, {}});
+}
+
+TEST(YamlConfig, ReadsAutoTrainLayoutWithColumnMappingAndDistributedBlock) {
+  const auto path = fixture("config/autotrain_llm.yaml");
+  const ResolvedParams resolved = load_yaml(path);
+  const TrainingParams& params = resolved.params;
+  EXPECT_EQ(params.model, "gpt2");
+  EXPECT_EQ(params.project_name, "shakespeare-gpt2");
+  EXPECT_EQ(params.data_path, "data/shakespeare");
+  EXPECT_EQ(params.valid_split, "valid");
+  EXPECT_EQ(params.text_column, "content");
+  EXPECT_EQ(params.block_size, 512);
+  EXPECT_EQ(params.lr, 6e-4);
+  EXPECT_EQ(params.epochs, 2);
+  EXPECT_EQ(params.batch_size, 8);
+  EXPECT_EQ(params.warmup_ratio, 0.05);
+  EXPECT_EQ(params.optimizer, "adamw");
+  EXPECT_EQ(params.scheduler, "cosine");
+  EXPECT_EQ(params.mixed_precision, "bf16");
+  EXPECT_FALSE(params.add_eos_token);
+  EXPECT_EQ(params.reduce_bucket_size, 50000000);
+  EXPECT_EQ(params.zero_stage, 3);
+  EXPECT_EQ(params.comm_backend, "gloo");
+  EXPECT_EQ(params.num_nodes, 2);
+  EXPECT_EQ(params.num_gpus_per_node, 4);
+  EXPECT_EQ(params.eval_strategy, "epoch");
+
+  const std::string file = path.string();
+  EXPECT_EQ(resolved.provenance.at("lr"), file + ":params.lr");
+  EXPECT_EQ(resolved.provenance.at("model"), file + ":base_model");
+  EXPECT_EQ(resolved.provenance.at("text_column"), file + ":data.column_mapping.text_column");
+  EXPECT_EQ(resolved.provenance.at("comm_backend"), file + ":distributed.backend");
+  EXPECT_EQ(resolved.provenance.at("zero_stage"), "derived from distributed_backend (deepspeed)");
+  EXPECT_EQ(resolved.provenance.at("seed"), "default");
+  // log and backend are AutoTrain's; they are noted, not silently dropped.
+  ASSERT_EQ(resolved.notes.size(), 2u);
+  EXPECT_TRUE(contains(resolved.notes[0], "log: ignored"));
+}
+
+TEST(YamlConfig, SubstitutesEnvironmentVariables) {
+  TempDir dir;
+  ::setenv("AUTOTRAIN_TEST_SCRATCH", "/scratch/me", 1);
+  ::setenv("AUTOTRAIN_TEST_LR", "1e-4", 1);
+  write_file(
+      dir / "x.yaml",
+      "data:\n  path: ${AUTOTRAIN_TEST_SCRATCH}/corpus\nparams:\n  lr: ${AUTOTRAIN_TEST_LR}\n");
+  const ResolvedParams resolved = load_yaml(dir / "x.yaml");
+  EXPECT_EQ(resolved.params.data_path, "/scratch/me/corpus");
+  EXPECT_EQ(resolved.params.lr, 1e-4);
+}
+
+TEST(YamlConfig, RejectsMissingEnvironmentVariableNamingIt) {
+  TempDir dir;
+  ::unsetenv("AUTOTRAIN_TEST_UNSET");
+  write_file(dir / "x.yaml", "params:\n  data_path: ${AUTOTRAIN_TEST_UNSET}\n");
+  const std::string message = error_message([&] { load_yaml(dir / "x.yaml"); });
+  EXPECT_TRUE(contains(message, "params.data_path: environment variable 'AUTOTRAIN_TEST_UNSET'"));
+  EXPECT_TRUE(contains(message, "is not set in " + (dir / "x.yaml").string()));
+}
+
+TEST(YamlConfig, RejectsUnknownParamWithSuggestion) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "params:\n  batch_sise: 4\n");
+  EXPECT_EQ(error_message([&] { load_yaml(dir / "x.yaml"); }),
+            "params.batch_sise: unknown parameter 'batch_sise' (did you mean 'batch_size'?) in " +
+                (dir / "x.yaml").string());
+}
+
+TEST(YamlConfig, RejectsUnknownTopLevelAndDataKeys) {
+  TempDir dir;
+  write_file(dir / "a.yaml", "paramz:\n  lr: 1\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "a.yaml"); }),
+                       "paramz: unknown key 'paramz' (did you mean 'params'?)"));
+  write_file(dir / "b.yaml", "data:\n  column_mapping:\n    prompt_text_column: q\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "b.yaml"); }),
+                       "data.column_mapping.prompt_text_column: unknown column"));
+}
+
+TEST(YamlConfig, RejectsWrongTypeNamingKeyAndFile) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "params:\n  lr: fast\n");
+  EXPECT_EQ(error_message([&] { load_yaml(dir / "x.yaml"); }),
+            "params.lr: expected a number, got 'fast' in " + (dir / "x.yaml").string());
+  write_file(dir / "y.yaml", "params:\n  epochs: [1, 2]\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "y.yaml"); }),
+                       "params.epochs: expected an integer, got a list"));
+}
+
+TEST(YamlConfig, RejectsTasksOtherThanCausalLanguageModelling) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "task: llm-dpo\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
+                       "task: expected llm|llm-generic|llm-sft|lm"));
+}
+
+TEST(YamlConfig, RejectsUnsupportedAutoTrainFeatureSayingWhy) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "params:\n  peft: true\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
+                       "params.peft: AutoTrain's 'peft': LoRA/PEFT is not supported"));
+}
+
+TEST(YamlConfig, RejectsTheSameParameterGivenTwice) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "project_name: a\nparams:\n  project_name: b\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
+                       "params.project_name: 'project_name' is already given as project_name"));
+}
+
+TEST(YamlConfig, ReportsSyntaxErrorsWithLine) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "params:\n  lr: [1, 2\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }), "not valid YAML"));
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "missing.yaml"); }),
+                       "--config '" + (dir / "missing.yaml").string() + "': no such file"));
+}
+
+TEST(YamlConfig, NullMeansNoneForAutoTrainOptionalStrings) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "data:\n  valid_split: null\nparams:\n  mixed_precision: ~\n");
+  const ResolvedParams resolved = load_yaml(dir / "x.yaml");
+  EXPECT_EQ(resolved.params.valid_split, "");
+  EXPECT_EQ(resolved.params.mixed_precision, "no");
+}
+
+TEST(JsonConfig, RejectsUnknownKeyAndWrongTypeNamingTheFile) {
+  TempDir dir;
+  write_file(dir / "p.json", R"({"lr": 1e-4, "warmup_ratioo": 0.2})");
+  EXPECT_EQ(error_message([&] {
+              load_params({{}, dir / "p.json", {}});
+            }),
+            "warmup_ratioo: unknown parameter 'warmup_ratioo' (did you mean 'warmup_ratio'?) in " +
+                (dir / "p.json").string());
+  write_file(dir / "q.json", R"({"batch_size": "eight"})");
+  EXPECT_TRUE(contains(error_message([&] {
+                         load_params({{}, dir / "q.json", {}});
+                       }),
+                       "batch_size: expected an integer, got 'eight' in"));
+  write_file(dir / "r.json", R"([1, 2])");
+  EXPECT_TRUE(contains(error_message([&] {
+                         load_params({{}, dir / "r.json", {}});
+                       }),
+                       "expected a JSON object of parameters"));
+}
+
+TEST(Precedence, FlagBeatsYamlBeatsJsonBeatsDefault) {
+  TempDir dir;
+  write_file(dir / "p.json", R"({"lr": 1e-3, "epochs": 5, "seed": 7, "batch_size": 3})");
+  write_file(dir / "c.yaml", "params:\n  lr: 2e-3\n  epochs: 6\n");
+  const ResolvedParams resolved =
+      load_params({dir / "c.yaml", dir / "p.json", {{"lr", "--lr", "3e-3"}}});
+  EXPECT_EQ(resolved.params.lr, 3e-3);
+  EXPECT_EQ(resolved.params.epochs, 6);
+  EXPECT_EQ(resolved.params.seed, 7);
+  EXPECT_EQ(resolved.params.gradient_accumulation, 4);
+  EXPECT_EQ(resolved.provenance.at("lr"), "--lr");
+  EXPECT_EQ(resolved.provenance.at("epochs"), (dir / "c.yaml").string() + ":params.epochs");
+  EXPECT_EQ(resolved.provenance.at("seed"), (dir / "p.json").string());
+  EXPECT_EQ(resolved.provenance.at("gradient_accumulation"), "default");
+}
+
+TEST(Precedence, OverriddenSourcesAreStillChecked) {
+  TempDir dir;
+  write_file(dir / "c.yaml", "params:\n  lr: fast\n");
+  EXPECT_TRUE(contains(error_message([&] {
+                         load_params({dir / "c.yaml", {}, {{"lr", "--lr", "1e-3"}}});
+                       }),
+                       "params.lr: expected a number, got 'fast'"));
+}
+
+TEST(Flags, KebabAndSnakeSpellingsSetTheSameParameter) {
+  ResolvedParams kebab = default_params();
+  apply_flags(kebab, {{"batch_size", "--batch-size", "8"}});
+  ResolvedParams snake = default_params();
+  apply_flags(snake, {{"batch_size", "--batch_size", "8"}});
+  EXPECT_EQ(kebab.params.batch_size, 8);
+  EXPECT_EQ(kebab.params, snake.params);
+  EXPECT_EQ(snake.provenance.at("batch_size"), "--batch_size");
+  ResolvedParams both = default_params();
+  EXPECT_TRUE(contains(error_message([&] {
+                         apply_flags(both, {{"batch_size", "--batch-size", "8"},
+                                            {"batch_size", "--batch_size", "4"}});
+                       }),
+                       "--batch_size: already given as --batch-size"));
+}
+
+TEST(JsonRoundTrip, WrittenParamsLoadBackExactly) {
+  TempDir dir;
+  ResolvedParams original = default_params();
+  apply_flags(original, {{"lr", "--lr", "3e-5"},
+                         {"warmup_ratio", "--warmup-ratio", "0.1"},
+                         {"weight_decay", "--weight-decay", "0.30000000000000004"},
+                         {"max_grad_norm", "--max-grad-norm", "0.7"},
+                         {"valid_split", "--valid-split", "valid"},
+                         {"add_eos_token", "--add-eos-token", "false"},
+                         {"distributed_backend", "--distributed-backend", "deepspeed"},
+                         {"reduce_bucket_size", "--reduce-bucket-size", "123456789012"}});
+  resolve_params(original);
+  const auto path = dir / "run" / "training_params.json";
+  write_training_params(original.params, path);
+
+  const ResolvedParams reloaded = load_params({{}, path, {}});
+  EXPECT_EQ(reloaded.params, original.params);
+  EXPECT_EQ(reloaded.params.lr, 3e-5);
+  EXPECT_EQ(reloaded.params.weight_decay, 0.30000000000000004);
+  EXPECT_EQ(reloaded.provenance.at("zero_stage"), path.string());
+  // Writing the reloaded parameters gives the same bytes.
+  write_training_params(reloaded.params, dir / "again.json");
+  EXPECT_EQ(autotrain::testing::read_file(path), autotrain::testing::read_file(dir / "again.json"));
+}
+
+TEST(JsonRoundTrip, JsonHoldsEveryParameterInTableOrder) {
+  const auto json = to_json(TrainingParams{});
+  ASSERT_EQ(json.size(), param_specs().size());
+  EXPECT_EQ(json.begin().key(), "model");
+  EXPECT_EQ(json.at("lr").get<double>(), 3e-5);
+  EXPECT_EQ(json.at("add_eos_token").get<bool>(), true);
+}
+
+TEST(DryRunTable, ListsEveryParameterWithValueAndSource) {
+  ResolvedParams resolved = default_params();
+  apply_flags(resolved, {{"lr", "--lr", "1e-4"}});
+  resolve_params(resolved);
+  const std::string table = render_params_table(resolved);
+  EXPECT_TRUE(contains(table, "parameter"));
+  const size_t lr_line = table.find("\nlr ");
+  ASSERT_NE(lr_line, std::string::npos);
+  const std::string line = table.substr(lr_line + 1, table.find('\n', lr_line + 1) - lr_line - 1);
+  EXPECT_TRUE(contains(line, " 1e-04 "));
+  EXPECT_TRUE(line.ends_with(" --lr")) << line;
+  EXPECT_TRUE(contains(table, "derived from distributed_backend (none)"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'),
+            static_cast<long>(param_specs().size() + 1));
+}
+
+}  // namespace
+}  // namespace autotrain::config
