@@ -1,0 +1,413 @@
+// GPT-2 forward and backward: pre-LayerNorm blocks, causal self-attention, GELU MLP (x4), tied
+// LM head, fused softmax + cross-entropy over the padded vocabulary.
+// Shapes: B batch, T positions, C = n_embd, NH heads, L layers, V vocabulary, Vp padded vocabulary.
+// Invariants: nothing is allocated after construction (the inference buffers once, on first
+// use); parameter gradients accumulate (+=); activation gradients are overwritten, except the
+// residual stream, whose single gradient buffer [B, T, C] collects every block's contribution
+// (LayerNorm backward adds into it, which is what residual_backward would do).
+#include "autotrain/model/gpt2.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/timer.hpp"
+#include "autotrain/kernels/attention.hpp"
+#include "autotrain/kernels/crossentropy.hpp"
+#include "autotrain/kernels/encoder.hpp"
+#include "autotrain/kernels/gelu.hpp"
+#include "autotrain/kernels/layernorm.hpp"
+#include "autotrain/kernels/matmul.hpp"
+#include "autotrain/kernels/residual.hpp"
+
+namespace autotrain::model {
+
+using namespace autotrain::kernels;
+
+namespace {
+
+enum Op {
+  kEncoder,
+  kLayerNorm,
+  kMatmul,
+  kAttention,
+  kGelu,
+  kResidual,
+  kLmHead,
+  kCrossEntropy,
+  kOpCount
+};
+constexpr const char* kOpNames[kOpCount] = {"encoder", "layernorm", "matmul",  "attention",
+                                            "gelu",    "residual",  "lm_head", "crossentropy"};
+
+}  // namespace
+
+// Offsets of each tensor from the start of its unit (the same for every block).
+template <typename F>
+struct BasicGpt2<F>::Offsets {
+  std::size_t wte, wpe;
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  std::size_t lnfw, lnfb;
+};
+
+// Activations kept for backward, carved from one allocation. Per-layer tensors are laid out
+// [L, ...] with strides of the capacity (B, T); a shorter sequence uses the front of each slot.
+template <typename F>
+struct BasicGpt2<F>::Activations {
+  std::vector<F> storage;
+  std::size_t btc = 0;           // B·T·C of the capacity: stride of per-layer [B, T, C] tensors
+  std::size_t bt = 0;            // B·T
+  std::size_t att_stride = 0;    // B·NH·T·T
+  F* encoded;                    // [B, T, C]
+  F *ln1, *ln1_mean, *ln1_rstd;  // [L, B, T, C], [L, B, T]
+  F* qkv;                        // [L, B, T, 3C]
+  F* atty;                       // [L, B, T, C]
+  F* att;                        // [L, B, NH, T, T]
+  F* residual2;                  // [L, B, T, C]
+  F *ln2, *ln2_mean, *ln2_rstd;  // [L, B, T, C], [L, B, T]
+  F *fch, *fch_gelu;             // [L, B, T, 4C]
+  F* residual3;                  // [L, B, T, C]
+  F *lnf, *lnf_mean, *lnf_rstd;  // [B, T, C], [B, T]
+  F* proj;                       // [B, T, C] output of c_proj before the residual add
+  F* logits;                     // [logits_rows, Vp]; holds dlogits after backward starts
+  F *lse, *losses;               // [B, T]
+
+  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows) {
+    const std::size_t L = static_cast<std::size_t>(c.n_layer);
+    const std::size_t C = static_cast<std::size_t>(c.n_embd);
+    bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+    btc = bt * C;
+    att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
+    // (pointer, elements) in allocation order; pointers are fixed up after the one allocation.
+    std::vector<std::pair<F**, std::size_t>> parts = {
+        {&encoded, btc},
+        {&ln1, L * btc},
+        {&ln1_mean, L * bt},
+        {&ln1_rstd, L * bt},
+        {&qkv, L * 3 * btc},
+        {&atty, L * btc},
+        {&att, L * att_stride},
+        {&residual2, L * btc},
+        {&ln2, L * btc},
+        {&ln2_mean, L * bt},
+        {&ln2_rstd, L * bt},
+        {&fch, L * 4 * btc},
+        {&fch_gelu, L * 4 * btc},
+        {&residual3, L * btc},
+        {&lnf, btc},
+        {&lnf_mean, bt},
+        {&lnf_rstd, bt},
+        {&proj, btc},
+        {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
+        {&lse, bt},
+        {&losses, bt}};
+    std::size_t total = 0;
+    for (const auto& part : parts) total += part.second;
+    storage.assign(total, F(0));
+    F* next = storage.data();
+    for (const auto& part : parts) {
+      *part.first = next;
+      next += part.second;
+    }
+  }
+};
+
+template <typename F>
+BasicFlatUnitAccess<F>::BasicFlatUnitAccess(const ParamLayout& layout, const F* params, F* grads)
+    : layout_(layout), params_(params), grads_(grads) {}
+
+template <typename F>
+const F* BasicFlatUnitAccess<F>::params(int unit) {
+  return params_ + layout_.units()[unit].offset;
+}
+
+template <typename F>
+F* BasicFlatUnitAccess<F>::grads(int unit) {
+  AT_CHECK(grads_ != nullptr, "this UnitAccess has no gradient buffer (inference only)");
+  return grads_ + layout_.units()[unit].offset;
+}
+
+template <typename F>
+BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
+    : config_(layout.config()), B_(B), T_(T) {
+  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
+  AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
+           " must be in [1, block_size = ", config_.block_size, "]");
+  auto rel = [&](const std::string& name) { return layout.offset_in_unit(layout.tensor(name)); };
+  offsets_ = std::make_unique<Offsets>(
+      Offsets{rel("transformer.wte.weight"), rel("transformer.wpe.weight"),
+              rel("transformer.h.0.ln_1.weight"), rel("transformer.h.0.ln_1.bias"),
+              rel("transformer.h.0.attn.c_attn.weight"), rel("transformer.h.0.attn.c_attn.bias"),
+              rel("transformer.h.0.attn.c_proj.weight"), rel("transformer.h.0.attn.c_proj.bias"),
+              rel("transformer.h.0.ln_2.weight"), rel("transformer.h.0.ln_2.bias"),
+              rel("transformer.h.0.mlp.c_fc.weight"), rel("transformer.h.0.mlp.c_fc.bias"),
+              rel("transformer.h.0.mlp.c_proj.weight"), rel("transformer.h.0.mlp.c_proj.bias"),
+              rel("transformer.ln_f.weight"), rel("transformer.ln_f.bias")});
+  const std::size_t bt = static_cast<std::size_t>(B) * T;
+  const std::size_t C = static_cast<std::size_t>(config_.n_embd);
+  acts_ = std::make_unique<Activations>(config_, B, T, bt);
+  inputs_.assign(bt, 0);
+  targets_.assign(bt, 0);
+  dresidual_.assign(bt * C, F(0));
+  dsmall_.assign(bt * C, F(0));
+  dlarge_.assign(bt * 4 * C, F(0));
+  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T, F(0));
+}
+
+template <typename F>
+BasicGpt2<F>::~BasicGpt2() = default;
+
+namespace {
+
+void check_tokens(const std::int32_t* tokens, std::size_t count, int vocab_size, const char* what) {
+  for (std::size_t i = 0; i < count; ++i) {
+    AT_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size, "model: ", what, "[", i, "] = ", tokens[i],
+             " is not a token id in [0, vocab_size = ", vocab_size, ")");
+  }
+}
+
+}  // namespace
+
+#define AT_TIMED(op, backward, ...)                           \
+  do {                                                        \
+    if (profiling_) {                                         \
+      Timer at_timer_;                                        \
+      __VA_ARGS__;                                            \
+      profile_[2 * (op) + (backward)] += at_timer_.seconds(); \
+    } else {                                                  \
+      __VA_ARGS__;                                            \
+    }                                                         \
+  } while (0)
+
+template <typename F>
+void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
+                                         const std::int32_t* inputs, int B, int T) {
+  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
+  const std::size_t bt = static_cast<std::size_t>(B) * T;
+  const std::size_t btc = a.btc;  // per-layer stride (capacity)
+  const std::size_t bts = a.bt;
+  const Offsets& o = *offsets_;
+
+  const F* p = access.params(0);
+  AT_TIMED(kEncoder, 0, encoder_forward(a.encoded, inputs, p + o.wte, p + o.wpe, B, T, C));
+  access.release(0);
+
+  const F* residual = a.encoded;
+  for (int l = 0; l < L; ++l) {
+    p = access.params(ParamLayout::block_unit(l));
+    F* ln1 = a.ln1 + l * btc;
+    F* ln1_mean = a.ln1_mean + l * bts;
+    F* ln1_rstd = a.ln1_rstd + l * bts;
+    F* qkv = a.qkv + l * 3 * btc;
+    F* atty = a.atty + l * btc;
+    F* att = a.att + l * a.att_stride;
+    F* residual2 = a.residual2 + l * btc;
+    F* ln2 = a.ln2 + l * btc;
+    F* ln2_mean = a.ln2_mean + l * bts;
+    F* ln2_rstd = a.ln2_rstd + l * bts;
+    F* fch = a.fch + l * 4 * btc;
+    F* fch_gelu = a.fch_gelu + l * 4 * btc;
+    F* residual3 = a.residual3 + l * btc;
+
+    AT_TIMED(kLayerNorm, 0,
+             layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C));
+    AT_TIMED(kMatmul, 0, matmul_forward(qkv, ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C));
+    AT_TIMED(kAttention, 0, attention_forward(atty, att, qkv, B, T, C, NH));
+    AT_TIMED(kMatmul, 0, matmul_forward(a.proj, atty, p + o.attprojw, p + o.attprojb, bt, C, C));
+    AT_TIMED(kResidual, 0, residual_forward(residual2, residual, a.proj, bt * C));
+    AT_TIMED(kLayerNorm, 0,
+             layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p + o.ln2w, p + o.ln2b, bt, C));
+    AT_TIMED(kMatmul, 0, matmul_forward(fch, ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C));
+    AT_TIMED(kGelu, 0, gelu_forward(fch_gelu, fch, bt * 4 * C));
+    AT_TIMED(kMatmul, 0,
+             matmul_forward(a.proj, fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C));
+    AT_TIMED(kResidual, 0, residual_forward(residual3, residual2, a.proj, bt * C));
+    access.release(ParamLayout::block_unit(l));
+    residual = residual3;
+  }
+
+  const int ln_f = L + 1;
+  p = access.params(ln_f);
+  AT_TIMED(
+      kLayerNorm, 0,
+      layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p + o.lnfw, p + o.lnfb, bt, C));
+  access.release(ln_f);
+}
+
+template <typename F>
+F BasicGpt2<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+                        const std::int32_t* targets) {
+  const std::size_t bt = static_cast<std::size_t>(B_) * T_;
+  check_tokens(inputs, bt, config_.vocab_size, "inputs");
+  check_tokens(targets, bt, config_.vocab_size, "targets");
+  std::copy(inputs, inputs + bt, inputs_.begin());
+  std::copy(targets, targets + bt, targets_.begin());
+  forward_to_final_norm(access, *acts_, inputs_.data(), B_, T_);
+  return run_lm_head_and_loss(access);
+}
+
+template <typename F>
+F BasicGpt2<F>::run_lm_head_and_loss(BasicUnitAccess<F>& access) {
+  Activations& a = *acts_;
+  const std::size_t bt = static_cast<std::size_t>(B_) * T_;
+  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  const F* p = access.params(0);
+  // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
+  AT_TIMED(kLmHead, 0,
+           gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->wte, C,
+                   F(0), a.logits, Vp));
+  access.release(0);
+  AT_TIMED(kCrossEntropy, 0,
+           crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp));
+  double sum = 0;  // in order, in double: the same loss for the same inputs and thread count
+  for (std::size_t i = 0; i < bt; ++i) sum += a.losses[i];
+  ready_for_backward_ = true;
+  return static_cast<F>(sum / static_cast<double>(bt));
+}
+
+template <typename F>
+void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
+  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
+  ready_for_backward_ = false;  // the logits buffer becomes dlogits
+  Activations& a = *acts_;
+  const int B = B_, T = T_;
+  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
+  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  const std::size_t bt = static_cast<std::size_t>(B) * T;
+  const std::size_t btc = a.btc;
+  const std::size_t bts = a.bt;
+  const Offsets& o = *offsets_;
+  F* dres = dresidual_.data();
+  F* dsmall = dsmall_.data();
+  F* dlarge = dlarge_.data();
+
+  // d(mean loss · scale)/d(loss of one position)
+  const F dloss = loss_scale / static_cast<F>(bt);
+  AT_TIMED(kCrossEntropy, 1,
+           crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp));
+  {
+    const F* p = access.params(0);
+    F* g = access.grads(0);
+    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · wte[Vp, C]
+    AT_TIMED(kLmHead, 1,
+             gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
+                     g + o.wte, C));
+    AT_TIMED(kLmHead, 1,
+             gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.wte, C,
+                     F(0), dsmall, C));
+    access.release(0);
+  }
+  {
+    const int ln_f = L + 1;
+    const F* p = access.params(ln_f);
+    F* g = access.grads(ln_f);
+    std::fill(dresidual_.begin(), dresidual_.end(), F(0));
+    AT_TIMED(kLayerNorm, 1,
+             layernorm_backward(dres, g + o.lnfw, g + o.lnfb, dsmall, a.residual3 + (L - 1) * btc,
+                                p + o.lnfw, a.lnf_mean, a.lnf_rstd, bt, C));
+    access.release(ln_f);
+    access.grads_ready(ln_f);
+  }
+  for (int l = L - 1; l >= 0; --l) {
+    const int unit = ParamLayout::block_unit(l);
+    const F* p = access.params(unit);
+    F* g = access.grads(unit);
+    const F* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * btc;
+    const F* ln1 = a.ln1 + l * btc;
+    const F* qkv = a.qkv + l * 3 * btc;
+    const F* atty = a.atty + l * btc;
+    const F* att = a.att + l * a.att_stride;
+    const F* residual2 = a.residual2 + l * btc;
+    const F* ln2 = a.ln2 + l * btc;
+    const F* fch = a.fch + l * 4 * btc;
+    const F* fch_gelu = a.fch_gelu + l * 4 * btc;
+
+    // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
+    AT_TIMED(kMatmul, 1,
+             matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, fch_gelu, p + o.fcprojw,
+                             bt, 4 * C, C));
+    AT_TIMED(kGelu, 1, gelu_backward(dlarge, fch, dlarge, bt * 4 * C));
+    AT_TIMED(kMatmul, 1,
+             matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, ln2, p + o.fcw, bt, C, 4 * C));
+    AT_TIMED(kLayerNorm, 1,
+             layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, residual2, p + o.ln2w,
+                                a.ln2_mean + l * bts, a.ln2_rstd + l * bts, bt, C));
+    // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
+    // dres = d residual2 now
+    AT_TIMED(kMatmul, 1,
+             matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, atty, p + o.attprojw, bt,
+                             C, C));
+    AT_TIMED(kAttention, 1,
+             attention_backward(dlarge, datt_row_.data(), dsmall, qkv, att, B, T, C, NH));
+    AT_TIMED(
+        kMatmul, 1,
+        matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, ln1, p + o.qkvw, bt, C, 3 * C));
+    AT_TIMED(kLayerNorm, 1,
+             layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w,
+                                a.ln1_mean + l * bts, a.ln1_rstd + l * bts, bt, C));
+    access.release(unit);
+    access.grads_ready(unit);
+  }
+  F* g = access.grads(0);
+  AT_TIMED(kEncoder, 1, encoder_backward(g + o.wte, g + o.wpe, dres, inputs_.data(), B, T, C));
+  access.grads_ready(0);
+}
+
+template <typename F>
+std::span<const F> BasicGpt2<F>::next_token_logits(BasicUnitAccess<F>& access,
+                                                   std::span<const std::int32_t> tokens) {
+  const int n = static_cast<int>(tokens.size());
+  AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
+           " tokens; it must hold 1 to block_size = ", config_.block_size);
+  check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
+  if (!inference_) inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, 1);
+  Activations& a = *inference_;
+  forward_to_final_norm(access, a, tokens.data(), 1, n);
+  const int C = config_.n_embd, Vp = config_.padded_vocab_size;
+  const F* p = access.params(0);
+  // logits[1, Vp] = lnf[n - 1, :] · wte[Vp, C]ᵀ: only the last position is needed.
+  gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1),
+          a.lnf + static_cast<std::size_t>(n - 1) * C, C, p + offsets_->wte, C, F(0), a.logits, Vp);
+  access.release(0);
+  return {a.logits, static_cast<std::size_t>(config_.vocab_size)};
+}
+
+template <typename F>
+std::span<const F> BasicGpt2<F>::losses() const {
+  return {acts_->losses, static_cast<std::size_t>(B_) * T_};
+}
+
+template <typename F>
+std::size_t BasicGpt2<F>::activation_bytes() const {
+  const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
+                               dlarge_.size() + datt_row_.size();
+  return elements * sizeof(F);
+}
+
+template <typename F>
+void BasicGpt2<F>::set_profiling(bool on) {
+  profiling_ = on;
+  profile_.fill(0);
+}
+
+template <typename F>
+std::vector<ProfileEntry> BasicGpt2<F>::profile() const {
+  std::vector<ProfileEntry> rows;
+  for (int op = 0; op < kOpCount; ++op) {
+    rows.push_back({kOpNames[op], profile_[2 * op], profile_[2 * op + 1]});
+  }
+  return rows;
+}
+
+double flops_per_token(const ModelConfig& config, int T) {
+  const ParamLayout layout(config);
+  return 6.0 * static_cast<double>(layout.num_parameters()) +
+         6.0 * config.n_layer * config.n_embd * static_cast<double>(T);
+}
+
+template class BasicFlatUnitAccess<float>;
+template class BasicFlatUnitAccess<double>;
+template class BasicGpt2<float>;
+template class BasicGpt2<double>;
+
+}  // namespace autotrain::model

@@ -1,0 +1,99 @@
+// GPT-2 initialisation, element by element from a counter-based generator.
+#include "autotrain/model/init.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string_view>
+
+#include "autotrain/core/error.hpp"
+
+namespace autotrain::model {
+namespace {
+
+// splitmix64's finaliser: a bijective mix whose outputs pass BigCrush for counter inputs.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// FNV-1a of the tensor name: the key does not depend on where the tensor sits in the buffer.
+std::uint64_t name_key(std::string_view name) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ULL;
+  return h;
+}
+
+// (0, 1], never 0 so the logarithm is finite.
+double to_unit_interval(std::uint64_t bits) {
+  return (static_cast<double>(bits >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+enum class Kind { normal, zero, one };
+
+struct TensorInit {
+  Kind kind = Kind::zero;
+  double std = 0;
+  std::size_t zero_from = 0;  // elements >= this are zero (padded vocabulary rows of wte)
+};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+TensorInit rule_for(const ParamTensor& t, const ModelConfig& config) {
+  TensorInit r;
+  r.zero_from = t.numel;
+  const std::string_view name = t.name;
+  if (ends_with(name, ".bias")) return r;  // includes LayerNorm biases
+  if (name.find("ln_") != std::string_view::npos) {
+    r.kind = Kind::one;
+    return r;
+  }
+  r.kind = Kind::normal;
+  r.std = 0.02;
+  if (ends_with(name, "c_proj.weight")) r.std = 0.02 / std::sqrt(2.0 * config.n_layer);
+  if (name == "transformer.wte.weight") {
+    r.zero_from = static_cast<std::size_t>(config.vocab_size) * config.n_embd;
+  }
+  return r;
+}
+
+}  // namespace
+
+double init_normal(std::uint64_t seed, std::uint64_t tensor_key, std::uint64_t element) {
+  // Box-Muller from two independent 64-bit draws of the counter (seed, tensor, element, i).
+  const std::uint64_t base = mix(mix(seed) ^ tensor_key) ^ (element * 2);
+  const double u1 = to_unit_interval(mix(base));
+  const double u2 = to_unit_interval(mix(base ^ 1));
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float> out,
+                 std::size_t begin) {
+  const std::size_t end = begin + out.size();
+  AT_CHECK(end <= layout.padded_size(), "init_params: range [", begin, ", ", end,
+           ") exceeds the parameter buffer of ", layout.padded_size(), " elements");
+  std::fill(out.begin(), out.end(), 0.0f);  // padding and zero-initialised tensors
+  for (const ParamTensor& t : layout.tensors()) {
+    const std::size_t lo = std::max(begin, t.offset);
+    const std::size_t hi = std::min(end, t.offset + t.numel);
+    if (lo >= hi) continue;
+    const TensorInit rule = rule_for(t, layout.config());
+    if (rule.kind == Kind::one) {
+      std::fill(out.begin() + static_cast<std::ptrdiff_t>(lo - begin),
+                out.begin() + static_cast<std::ptrdiff_t>(hi - begin), 1.0f);
+    } else if (rule.kind == Kind::normal) {
+      const std::uint64_t key = name_key(t.name);
+      const std::size_t stop = std::min(hi, t.offset + rule.zero_from);
+#pragma omp parallel for schedule(static)
+      for (std::size_t i = lo; i < stop; ++i) {
+        out[i - begin] = static_cast<float>(rule.std * init_normal(seed, key, i - t.offset));
+      }
+    }
+  }
+}
+
+}  // namespace autotrain::model
