@@ -61,7 +61,9 @@ TEST(TopologyMpi, RankAndWorldSizeComeFromMpi) {
   EXPECT_EQ(t.rank, rank);
   EXPECT_EQ(t.world_size, size);
   EXPECT_EQ(t.master_port, kDefaultMasterPort);
-  EXPECT_EQ(t.device, -1) << "this test machine has no GPU";
+  // Local rank picks among the visible GPUs; too few GPUs for every local rank means CPU.
+  const int expected_device = t.visible_gpus >= t.local_world_size ? t.local_rank : -1;
+  EXPECT_EQ(t.device, expected_device) << t.visible_gpus << " GPU(s) visible";
 }
 
 TEST(TopologyMpi, LocalRanksAreContiguousAndUniquePerNode) {
