@@ -1,0 +1,81 @@
+#pragma once
+// Reading training text the way AutoTrain users have it (docs/data.md, "Input layouts"):
+//   data_path/{split}.csv     a header row and a text column (default "text"), RFC 4180 quoting
+//   data_path/{split}.jsonl   one JSON object per line with the text column
+//   data_path/{split}.txt     the whole file is one document
+//   data_path/{split}/*.txt   one document per file, in file name order
+//   data_path/*.txt           (train split only, when none of the above exist) likewise
+//   data_path = one file      .txt, .csv or .jsonl: the train split; there is no valid split file
+// Files are UTF-8; a byte order mark is stripped. Blank lines, empty CSV rows and documents
+// whose text is empty are skipped.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autotrain::data {
+
+enum class InputFormat { csv, jsonl, txt };
+
+struct InputFile {
+  std::filesystem::path path;
+  InputFormat format = InputFormat::txt;
+};
+
+struct SplitInput {
+  std::string split;
+  std::vector<InputFile> files;
+};
+
+// The files of `split` under `data_path`, or nothing when the split has no file. `is_train`
+// enables the single-file and folder-of-.txt layouts. More than one candidate (train.csv and
+// train.jsonl) is an Error naming both; a data_path that does not exist is an Error.
+std::optional<SplitInput> find_split(const std::filesystem::path& data_path,
+                                     const std::string& split, bool is_train);
+// Like find_split, but a missing split is an Error naming the folder and what was looked for.
+SplitInput require_split(const std::filesystem::path& data_path, const std::string& split,
+                         bool is_train);
+
+// Receives the text of the input in order. `starts_document` is false when the text continues
+// the previous call's document (large .txt files arrive in pieces cut between lines).
+using TextSink = std::function<void(std::string&& text, bool starts_document)>;
+
+// Reads one file and passes its documents to `sink`. CSV and JSONL need `text_column`; a
+// missing column is an Error naming the file and the columns it has.
+void read_documents(const InputFile& file, const std::string& text_column, const TextSink& sink);
+
+// A position where text may be cut without changing its GPT-2 tokenization: just after a
+// newline that sits between two printable ASCII characters ("X\nY" -> "X\n" | "Y"), the last
+// such position in text[0, limit]; 0 when there is none.
+size_t safe_cut_before(std::string_view text, size_t limit);
+
+// Streams the rows of an RFC 4180 CSV file: fields separated by commas, rows by \n or \r\n;
+// a field in double quotes may hold commas, newlines and doubled quotes ("" -> ").
+class CsvReader {
+ public:
+  explicit CsvReader(std::filesystem::path path);
+  ~CsvReader();
+  CsvReader(const CsvReader&) = delete;
+  CsvReader& operator=(const CsvReader&) = delete;
+  // Reads the next row into `fields` (cleared first); false at the end of the file.
+  bool next_row(std::vector<std::string>& fields);
+  // Line (1-based) on which the last row returned started.
+  size_t row_line() const { return row_line_; }
+
+ private:
+  int get();  // next byte or -1
+  int peek();
+
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+  std::vector<char> buffer_;
+  size_t buffer_pos_ = 0;
+  size_t buffer_end_ = 0;
+  size_t line_ = 1;
+  size_t row_line_ = 0;
+};
+
+}  // namespace autotrain::data

@@ -1,0 +1,274 @@
+#include "autotrain/data/text_input.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+constexpr size_t kTxtPieceBytes = 4 << 20;  // .txt files arrive in pieces of about this size
+
+std::optional<InputFormat> format_of(const fs::path& path) {
+  const std::string extension = path.extension().string();
+  if (extension == ".csv") return InputFormat::csv;
+  if (extension == ".jsonl") return InputFormat::jsonl;
+  if (extension == ".txt") return InputFormat::txt;
+  return std::nullopt;
+}
+
+std::vector<InputFile> txt_files_in(const fs::path& dir) {
+  std::vector<InputFile> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".txt")
+      files.push_back({entry.path(), InputFormat::txt});
+  }
+  std::sort(files.begin(), files.end(),
+            [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
+  return files;
+}
+
+bool is_printable_ascii(char c) {
+  return c > ' ' && c < 0x7F;
+}
+
+}  // namespace
+
+std::optional<SplitInput> find_split(const fs::path& data_path, const std::string& split,
+                                     bool is_train) {
+  AT_CHECK(fs::exists(data_path), "data_path ", data_path.string(),
+           " does not exist; expected a folder with ", split, ".csv, ", split, ".jsonl or ", split,
+           ".txt, or a single .txt file");
+  if (fs::is_regular_file(data_path)) {
+    const auto format = format_of(data_path);
+    AT_CHECK(format.has_value(), "data_path ", data_path.string(),
+             " is a file with an unknown extension; expected .txt, .csv or .jsonl");
+    if (!is_train) return std::nullopt;
+    return SplitInput{split, {{data_path, *format}}};
+  }
+  std::vector<SplitInput> found;
+  for (const auto format : {InputFormat::csv, InputFormat::jsonl, InputFormat::txt}) {
+    const char* extension = format == InputFormat::csv     ? ".csv"
+                            : format == InputFormat::jsonl ? ".jsonl"
+                                                           : ".txt";
+    const fs::path candidate = data_path / (split + extension);
+    if (fs::is_regular_file(candidate)) found.push_back({split, {{candidate, format}}});
+  }
+  const fs::path folder = data_path / split;
+  if (fs::is_directory(folder)) {
+    auto files = txt_files_in(folder);
+    AT_CHECK(!files.empty(), "split folder ", folder.string(), " holds no .txt files");
+    found.push_back({split, std::move(files)});
+  }
+  if (found.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& input : found) names.push_back(input.files.front().path.string());
+    throw Error(cat("split '", split, "' is ambiguous in ", data_path.string(), ": found ",
+                    join(names, " and "), "; keep one"));
+  }
+  if (found.size() == 1) return found.front();
+  if (is_train) {
+    auto files = txt_files_in(data_path);
+    if (!files.empty()) return SplitInput{split, std::move(files)};
+  }
+  return std::nullopt;
+}
+
+SplitInput require_split(const fs::path& data_path, const std::string& split, bool is_train) {
+  auto input = find_split(data_path, split, is_train);
+  AT_CHECK(input.has_value(), "no data for split '", split, "' in ", data_path.string(),
+           ": looked for ", split, ".csv, ", split, ".jsonl, ", split, ".txt and a folder ", split,
+           "/ of .txt files", is_train ? " (and .txt files in the folder itself)" : "");
+  return *input;
+}
+
+size_t safe_cut_before(std::string_view text, size_t limit) {
+  limit = std::min(limit, text.size());
+  for (size_t cut = limit; cut >= 2; --cut) {
+    if (cut < text.size() && text[cut - 1] == '\n' && is_printable_ascii(text[cut - 2]) &&
+        is_printable_ascii(text[cut]))
+      return cut;
+  }
+  return 0;
+}
+
+CsvReader::CsvReader(fs::path path) : path_(std::move(path)), buffer_(1 << 20) {
+  file_ = std::fopen(path_.c_str(), "rb");
+  AT_CHECK(file_ != nullptr, "cannot open ", path_.string(), ": ", std::strerror(errno));
+  // Strip a UTF-8 byte order mark (spreadsheet exports write one).
+  if (peek() >= 0 && buffer_end_ - buffer_pos_ >= kBom.size() &&
+      std::string_view(buffer_.data() + buffer_pos_, kBom.size()) == kBom)
+    buffer_pos_ += kBom.size();
+}
+
+CsvReader::~CsvReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+int CsvReader::peek() {
+  if (buffer_pos_ == buffer_end_) {
+    buffer_pos_ = 0;
+    buffer_end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
+    AT_CHECK(!std::ferror(file_), "cannot read ", path_.string(), ": ", std::strerror(errno));
+    if (buffer_end_ == 0) return -1;
+  }
+  return static_cast<unsigned char>(buffer_[buffer_pos_]);
+}
+
+int CsvReader::get() {
+  const int c = peek();
+  if (c >= 0) ++buffer_pos_;
+  if (c == '\n') ++line_;
+  return c;
+}
+
+bool CsvReader::next_row(std::vector<std::string>& fields) {
+  fields.clear();
+  if (peek() < 0) return false;
+  row_line_ = line_;
+  std::string field;
+  bool quoted = false;      // inside a quoted field
+  bool was_quoted = false;  // the current field started with a quote
+  for (;;) {
+    const int c = get();
+    if (quoted) {
+      AT_CHECK(c >= 0, path_.string(), ":", row_line_,
+               ": a quoted field is not closed before the end of the file");
+      if (c == '"') {
+        if (peek() == '"') {
+          field.push_back('"');
+          get();
+        } else {
+          quoted = false;
+        }
+      } else {
+        field.push_back(static_cast<char>(c));
+      }
+      continue;
+    }
+    if (c == '"' && field.empty() && !was_quoted) {
+      quoted = was_quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+      was_quoted = false;
+    } else if (c == '\n' || c == '\r' || c < 0) {
+      if (c == '\r' && peek() == '\n') get();
+      fields.push_back(std::move(field));
+      return true;
+    } else {
+      field.push_back(static_cast<char>(c));
+    }
+  }
+}
+
+namespace {
+
+void read_csv(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+  CsvReader reader(file.path);
+  std::vector<std::string> header;
+  AT_CHECK(reader.next_row(header), file.path.string(), " is empty; expected a header row with a '",
+           text_column, "' column");
+  const auto column = std::find(header.begin(), header.end(), text_column);
+  AT_CHECK(column != header.end(), file.path.string(), " has no column '", text_column, "'",
+           did_you_mean(text_column, header), "; its columns are: ", join(header, ", "),
+           " (set text_column / --text-column)");
+  const size_t index = static_cast<size_t>(column - header.begin());
+  std::vector<std::string> row;
+  while (reader.next_row(row)) {
+    if (row.size() == 1 && row[0].empty()) continue;  // blank line
+    AT_CHECK(row.size() == header.size(), file.path.string(), ":", reader.row_line(), ": row has ",
+             row.size(), " fields but the header has ", header.size(),
+             " (quote fields that contain commas)");
+    if (!row[index].empty()) sink(std::move(row[index]), true);
+  }
+}
+
+void read_jsonl(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+  std::ifstream in(file.path, std::ios::binary);
+  AT_CHECK(in, "cannot open ", file.path.string(), ": ", std::strerror(errno));
+  std::string line;
+  size_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line_number == 1 && line.starts_with(kBom)) line.erase(0, kBom.size());
+    if (trim(line).empty()) continue;
+    nlohmann::json object;
+    try {
+      object = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& error) {
+      throw Error(cat(file.path.string(), ":", line_number, ": not valid JSON (", error.what(),
+                      "); expected one JSON object per line"));
+    }
+    AT_CHECK(object.is_object(), file.path.string(), ":", line_number,
+             ": expected a JSON object, got ", object.type_name());
+    const auto value = object.find(text_column);
+    if (value == object.end()) {
+      std::vector<std::string> keys;
+      for (const auto& item : object.items()) keys.push_back(item.key());
+      throw Error(cat(file.path.string(), ":", line_number, ": no column '", text_column, "'",
+                      did_you_mean(text_column, keys), "; this line has: ", join(keys, ", "),
+                      " (set text_column / --text-column)"));
+    }
+    if (value->is_null()) continue;
+    AT_CHECK(value->is_string(), file.path.string(), ":", line_number, ": column '", text_column,
+             "' is a ", value->type_name(), ", expected a string");
+    auto text = value->get<std::string>();
+    if (!text.empty()) sink(std::move(text), true);
+  }
+}
+
+// Delivers the file in pieces of about kTxtPieceBytes cut at safe positions, so a large file
+// neither needs to fit in memory nor keeps one thread busy alone.
+void read_txt(const InputFile& file, const TextSink& sink) {
+  std::ifstream in(file.path, std::ios::binary);
+  AT_CHECK(in, "cannot open ", file.path.string(), ": ", std::strerror(errno));
+  std::string pending;
+  std::vector<char> block(kTxtPieceBytes);
+  bool first_piece = true;
+  bool at_start = true;
+  for (;;) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    pending.append(block.data(), got);
+    if (at_start && pending.size() >= kBom.size()) {
+      if (std::string_view(pending).starts_with(kBom)) pending.erase(0, kBom.size());
+      at_start = false;
+    }
+    if (got == 0) break;
+    if (pending.size() < kTxtPieceBytes) continue;
+    const size_t cut = safe_cut_before(pending, pending.size() - 1);
+    if (cut == 0) continue;  // no safe cut yet: keep reading
+    std::string rest = pending.substr(cut);
+    pending.resize(cut);
+    sink(std::move(pending), first_piece);
+    first_piece = false;
+    pending = std::move(rest);
+  }
+  AT_CHECK(!in.bad(), "cannot read ", file.path.string());
+  if (at_start && std::string_view(pending).starts_with(kBom)) pending.erase(0, kBom.size());
+  if (!pending.empty()) sink(std::move(pending), first_piece);
+}
+
+}  // namespace
+
+void read_documents(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+  switch (file.format) {
+    case InputFormat::csv:
+      return read_csv(file, text_column, sink);
+    case InputFormat::jsonl:
+      return read_jsonl(file, text_column, sink);
+    case InputFormat::txt:
+      return read_txt(file, sink);
+  }
+}
+
+}  // namespace autotrain::data

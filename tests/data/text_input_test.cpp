@@ -1,0 +1,144 @@
+#include "autotrain/data/text_input.hpp"
+
+#include <gtest/gtest.h>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/data/tokenizer.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::data {
+namespace {
+
+using testing::fixture;
+
+std::vector<std::string> documents(const std::filesystem::path& data_path, const std::string& split,
+                                   const std::string& column = "text") {
+  std::vector<std::string> out;
+  for (const auto& file : require_split(data_path, split, split == "train").files) {
+    read_documents(file, column, [&](std::string&& text, bool starts_document) {
+      if (starts_document || out.empty()) {
+        out.push_back(std::move(text));
+      } else {
+        out.back() += text;
+      }
+    });
+  }
+  return out;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(CsvInput, HandlesQuotingBomUtf8AndSkipsEmptyRows) {
+  const auto docs = documents(fixture("data_fixtures/csv_quoting"), "train");
+  const std::vector<std::string> expected = {"plain text", "a field, with a comma",
+                                             "she said \"hi\"", "two\nlines",
+                                             "caf\xc3\xa9 \xf0\x9f\x9a\x80"};
+  EXPECT_EQ(docs, expected);
+}
+
+TEST(CsvInput, MissingColumnNamesTheFileAndItsColumns) {
+  const std::string message =
+      error_of([] { documents(fixture("data_fixtures/csv_quoting"), "train", "txt"); });
+  EXPECT_NE(message.find("csv_quoting/train.csv has no column 'txt'"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("its columns are: id, text, label"), std::string::npos) << message;
+}
+
+TEST(CsvInput, UnclosedQuoteNamesTheLineWhereTheRowStarted) {
+  testing::TempDir dir;
+  testing::write_file(dir / "train.csv", "text\nok\n\"never closed\n");
+  const std::string message = error_of([&] { documents(dir.path(), "train"); });
+  EXPECT_NE(message.find("train.csv:3: a quoted field is not closed"), std::string::npos)
+      << message;
+}
+
+TEST(CsvInput, RowWithTooManyFieldsIsAnError) {
+  testing::TempDir dir;
+  testing::write_file(dir / "train.csv", "text\nhello, world\n");
+  EXPECT_NE(error_of([&] { documents(dir.path(), "train"); }).find("train.csv:2: row has 2 fields"),
+            std::string::npos);
+}
+
+TEST(JsonlInput, ReadsOneObjectPerLineSkippingBlankLinesAndEmptyText) {
+  const auto docs = documents(fixture("data_fixtures/jsonl"), "train");
+  const std::vector<std::string> expected = {
+      "first document", "second \"quoted\" document\nwith a newline", "caf\xc3\xa9"};
+  EXPECT_EQ(docs, expected);
+}
+
+TEST(JsonlInput, MissingColumnNamesTheFileLineAndKeys) {
+  const std::string message = error_of([] { documents(fixture("data_fixtures/jsonl"), "valid"); });
+  EXPECT_NE(message.find("valid.jsonl:1: no column 'text'"), std::string::npos) << message;
+  EXPECT_NE(message.find("this line has: content"), std::string::npos) << message;
+}
+
+TEST(JsonlInput, InvalidJsonNamesTheLine) {
+  testing::TempDir dir;
+  testing::write_file(dir / "train.jsonl", "{\"text\": \"a\"}\n{text: b}\n");
+  EXPECT_NE(error_of([&] { documents(dir.path(), "train"); }).find("train.jsonl:2: not valid JSON"),
+            std::string::npos);
+}
+
+TEST(TxtInput, FolderOfTxtFilesGivesOneDocumentPerFileInNameOrder) {
+  const auto docs = documents(fixture("data_fixtures/txt_folder"), "train");
+  EXPECT_EQ(docs, (std::vector<std::string>{"the first file\n", "the second file\n"}));
+}
+
+TEST(TxtInput, SingleFileIsTheTrainSplitAndHasNoValidSplit) {
+  testing::TempDir dir;
+  testing::write_file(dir / "corpus.txt", "\xEF\xBB\xBFhello\n");
+  EXPECT_EQ(documents(dir / "corpus.txt", "train"), (std::vector<std::string>{"hello\n"}));
+  EXPECT_FALSE(find_split(dir / "corpus.txt", "valid", false).has_value());
+}
+
+TEST(TxtInput, LargeFileArrivesInPiecesThatJoinBackExactly) {
+  const auto path = testing::source_path("data/tinyshakespeare.txt");
+  const std::string whole = testing::read_file(path);
+  std::string joined;
+  int pieces = 0;
+  read_documents({path, InputFormat::txt}, "text", [&](std::string&& text, bool starts_document) {
+    EXPECT_EQ(starts_document, pieces == 0);
+    joined += text;
+    ++pieces;
+  });
+  EXPECT_EQ(joined, whole);
+  EXPECT_EQ(pieces, 1);  // 1.1 MB < one 4 MiB piece
+}
+
+TEST(TxtInput, CuttingAtSafePositionsKeepsTheGpt2Tokenization) {
+  const auto tokenizer = make_tokenizer("gpt2", testing::source_path("data/gpt2"));
+  const std::string text = "First Citizen:\nBefore we  proceed\n\nany further,\nhear me speak.\n";
+  const auto whole = tokenizer->encode(text);
+  for (size_t limit = 0; limit < text.size(); ++limit) {
+    const size_t cut = safe_cut_before(text, limit);
+    if (cut == 0) continue;
+    auto ids = tokenizer->encode(text.substr(0, cut));
+    tokenizer->encode_append(text.substr(cut), ids);
+    EXPECT_EQ(ids, whole) << "cut at " << cut;
+  }
+}
+
+TEST(SplitLookup, MissingSplitNamesTheFolderAndWhatWasLookedFor) {
+  const std::string message =
+      error_of([] { require_split(fixture("data_fixtures/jsonl"), "test", false); });
+  EXPECT_NE(message.find("no data for split 'test'"), std::string::npos) << message;
+  EXPECT_NE(message.find("test.csv, test.jsonl, test.txt"), std::string::npos) << message;
+}
+
+TEST(SplitLookup, TwoFormatsForOneSplitAreAmbiguous) {
+  testing::TempDir dir;
+  testing::write_file(dir / "train.csv", "text\na\n");
+  testing::write_file(dir / "train.jsonl", "{\"text\": \"a\"}\n");
+  EXPECT_NE(error_of([&] { find_split(dir.path(), "train", true); }).find("ambiguous"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace autotrain::data
