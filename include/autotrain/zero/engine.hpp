@@ -1,0 +1,105 @@
+#pragma once
+// ZeRO engines (DESIGN.md contract 1; Rajbhandari et al., arXiv:1910.02054). An engine owns the
+// parameter, gradient and optimizer memory of one rank and is the model's UnitAccess: it hands
+// the model each unit's parameters (gathering them first under stage 3), gives it a gradient
+// buffer per unit, and reduces a unit's gradients across ranks as soon as backward is done with
+// it (asynchronously, in buckets of units, overlapping the rest of backward).
+//
+//   stage 0 (DDP)  full params, full grads (allreduce avg), full optimizer state on every rank
+//   stage 1        full params, full grads (allreduce avg), optimizer state of the rank's shard;
+//                  after the update the shards are all-gathered into the full params
+//   stage 2        full params, gradients of the shard only (reduce-scatter avg per unit,
+//                  accumulated across micro-steps), optimizer state of the shard
+//   stage 3        parameters of the shard only; a unit is all-gathered before its forward and
+//                  again before its backward, released after; the next unit's gather is
+//                  prefetched; gradients and optimizer state as stage 2
+//
+// The shard of rank r is the r-th equal part of every unit (ParamLayout::shard).
+//
+// Call sequence of one optimizer step (the trainer's):
+//   begin_step();
+//   for m in micro-steps: begin_micro_step(m == last); model.forward(engine, ...);
+//                         model.backward(engine, 1 / gradient_accumulation);
+//   finish_backward();                 // every reduction of this step complete
+//   norm = grad_norm();                // global L2 norm over all gradients (collective)
+//   step(lr, clip_factor(norm, max_grad_norm));   // optimizer update (+ gathers), collective
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/optim/optimizer.hpp"
+
+namespace autotrain::zero {
+
+struct EngineOptions {
+  int stage = 0;                                // 0..3
+  std::size_t reduce_bucket_size = 1u << 24;    // gradient elements per reduction bucket
+  int prefetch = 1;                             // stage 3: units gathered ahead
+  OptimizerSettings optimizer;
+};
+
+// Bytes this rank holds for model state, as the ZeRO formulas count them.
+struct MemoryReport {
+  std::size_t param_bytes = 0;      // persistent parameters (full, or the shard under stage 3)
+  std::size_t grad_bytes = 0;       // persistent gradients (full, or the shard under 2 and 3)
+  std::size_t optimizer_bytes = 0;  // optimizer state
+  std::size_t working_bytes = 0;    // gathered units / unit gradient buffers (stages 2 and 3)
+  std::size_t total() const { return param_bytes + grad_bytes + optimizer_bytes + working_bytes; }
+};
+
+// A run [begin, end) of the flat buffer with pointers to where this rank keeps each kind of
+// state for it (exp_avg / exp_avg_sq are AdamW's m and v; SGD keeps momentum in exp_avg and has
+// no exp_avg_sq). A pointer is nullptr for a kind the rank does not hold for that run. Runs never
+// cross a tensor boundary or cover unit padding.
+struct StateRun {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  float* params = nullptr;
+  float* exp_avg = nullptr;
+  float* exp_avg_sq = nullptr;
+};
+
+class Engine : public model::UnitAccess {
+ public:
+  // `layout` must be built with world_size = comm.size(). Allocates every buffer now.
+  static std::unique_ptr<Engine> create(const model::ParamLayout& layout, Communicator& comm,
+                                        const EngineOptions& options);
+
+  virtual int stage() const = 0;
+  // Initialises the parameters this rank holds from the seed alone (stage 3: only its shard;
+  // the values equal those of a single-rank run: model::init_params).
+  virtual void init_parameters(std::uint64_t seed) = 0;
+
+  virtual void begin_step() = 0;
+  virtual void begin_micro_step(bool last_micro_step) = 0;
+  virtual void finish_backward() = 0;
+  virtual double grad_norm() = 0;
+  virtual void step(float lr, float grad_scale) = 0;
+
+  virtual MemoryReport memory() const = 0;
+  // Seconds spent waiting on communication since the last call (for the step-time breakdown).
+  virtual double take_comm_wait_seconds() = 0;
+
+  // Checkpoints: the rank's shard of every unit (what it writes; every element of the model is
+  // in exactly one rank's runs), and everything it holds (what it must read back on resume:
+  // the shard for params under stage 3, the whole model for params under stages 0-2, etc.).
+  // A kind the engine keeps in full is listed in `held` with the full range.
+  virtual std::vector<StateRun> shard_runs() = 0;
+  virtual std::vector<StateRun> held_runs() = 0;
+  // After loading parameters into held_runs(): make derived copies consistent (nothing to do
+  // for most stages; kept for engines that cache).
+  virtual void after_load() {}
+  virtual long long optimizer_steps() const = 0;
+  virtual void set_optimizer_steps(long long steps) = 0;
+
+  // Export: the whole unit's parameters (numel, padding excluded) into `out` on `root`
+  // (collective; `out` is ignored on other ranks). Stage 3 streams a unit at a time with this.
+  virtual void gather_unit(int unit, std::span<float> out, int root) = 0;
+};
+
+}  // namespace autotrain::zero
