@@ -40,12 +40,11 @@ po::options_description build_options() {
     }
   };
   for (const auto& own : kOwnOptions) {
-    add(std::string(own.name), own.takes_value, false);
+    add(own.name == "help" ? "help,h" : std::string(own.name), own.takes_value, false);
     if (own.name.find('-') != std::string_view::npos) {
       add(to_snake_case(own.name), own.takes_value, false);
     }
   }
-  options.add_options()("h", "");  // -h: the short form of --help
   for (const auto& spec : param_specs()) {
     const bool boolean = spec.type() == ParamType::boolean;
     add(to_kebab_case(spec.name), true, boolean);
@@ -89,7 +88,7 @@ TrainCommandLine parse_train_command_line(const std::vector<std::string>& args) 
                       "'; parameters are given as --name value (see autotrain train --help)"));
     }
     const std::string key = to_kebab_case(option.string_key);
-    const std::string spelling = (key == "h" ? "-" : "--") + option.string_key;
+    const std::string spelling = "--" + option.string_key;
     const std::string value = option.value.empty() ? "true" : option.value.front();
     auto once = [&](bool& seen) {
       if (seen) throw Error(cat("train: ", spelling, " is given twice; give it once"));
@@ -103,7 +102,7 @@ TrainCommandLine parse_train_command_line(const std::vector<std::string>& args) 
       command_line.training_config = value;
     } else if (key == "dry-run") {
       command_line.dry_run = true;
-    } else if (key == "help" || key == "h") {
+    } else if (key == "help") {
       command_line.help = true;
     } else {
       command_line.flags.push_back({to_snake_case(option.string_key), spelling, value});
@@ -134,6 +133,20 @@ std::string train_help_text() {
   return out;
 }
 
+namespace {
+
+// Doc lines mention <project_name> and a|b; in a Markdown table both must be escaped.
+std::string markdown_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|' || c == '<') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string params_markdown_table() {
   const TrainingParams defaults;
   std::string out =
@@ -160,7 +173,8 @@ std::string params_markdown_table() {
       if (allowed == "any") allowed = "";
     }
     out += cat("| `", spec.name, "` | ", type_name(spec.type()), " | `",
-               format_value(get_value(defaults, spec)), "` | ", allowed, " | ", spec.doc, " |\n");
+               format_value(get_value(defaults, spec)), "` | ", allowed, " | ",
+               markdown_escape(spec.doc), " |\n");
   }
   return out;
 }

@@ -25,11 +25,14 @@ const std::string& source_of(const ResolvedParams& resolved, std::string_view na
   return found == resolved.provenance.end() ? kDefault : found->second;
 }
 
-// "n_head 3 (from --n-head)": a value with its source, for combination errors.
+// "n_head 3 (from --n-head)", "n_head 12 (derived from model (gpt2))": a value with its
+// source, for combination errors.
 std::string shown(const ResolvedParams& resolved, std::string_view name) {
   const ParamSpec& spec = *find_param(name);
-  return cat(name, " ", format_value(get_value(resolved.params, spec)), " (from ",
-             source_of(resolved, name), ")");
+  const std::string& source = source_of(resolved, name);
+  const bool plain = source == "default" || source.starts_with("derived");
+  return cat(name, " ", format_value(get_value(resolved.params, spec)), " (", plain ? "" : "from ",
+             source, ")");
 }
 
 void derive(ResolvedParams& resolved, int64_t& field, std::string_view name, int64_t value,

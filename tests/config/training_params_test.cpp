@@ -194,7 +194,7 @@ TEST(ResolveParams, RejectsWidthNotDivisibleByHeadsNamingBothSources) {
   apply_flags(resolved, {{"n_embd", "--n-embd", "100"}});
   const std::string message = error_message([&] { resolve_params(resolved); });
   EXPECT_EQ(message,
-            "n_embd 100 (from --n-embd) must be divisible by n_head 12 (from derived from model "
+            "n_embd 100 (from --n-embd) must be divisible by n_head 12 (derived from model "
             "(gpt2)): each head gets n_embd / n_head channels");
 }
 
