@@ -1,0 +1,57 @@
+#pragma once
+// A folder of checkpoints (project_name/checkpoints/): `checkpoint-<step>.h5` files (and their
+// `checkpoint-<step>.ranks/` folders in the per-rank layout) plus `latest`, a one-line text file
+// naming the checkpoint to resume from. Only committed checkpoints are listed: `*.tmp` names
+// are unfinished saves.
+#include <mpi.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "autotrain/ckpt/checkpoint.hpp"
+
+namespace autotrain::ckpt {
+
+struct CheckpointEntry {
+  int64_t step = 0;
+  std::filesystem::path path;
+};
+
+class CheckpointDir {
+ public:
+  explicit CheckpointDir(std::filesystem::path folder);
+
+  const std::filesystem::path& folder() const { return folder_; }
+  std::filesystem::path path_for(int64_t step) const;  // <folder>/checkpoint-<step>.h5
+
+  // Committed checkpoints, oldest step first.
+  std::vector<CheckpointEntry> list() const;
+  // The checkpoint `latest` names, when `latest` exists and names an existing file.
+  std::optional<std::filesystem::path> latest() const;
+  // Points `latest` at `checkpoint` atomically (latest.tmp, fsync, rename, fsync folder).
+  // Called by one rank.
+  void set_latest(const std::filesystem::path& checkpoint) const;
+  // save_total_limit: keeps the newest `keep` checkpoints and the one `latest` names; removes
+  // the others (with their rank folders). 0 keeps everything. Returns what was removed.
+  std::vector<std::filesystem::path> prune(size_t keep) const;
+
+  // Collective: the newest checkpoint that opens, has the `expected` datasets and passes its
+  // checksums. Each one skipped is reported with a warning naming it and why. nullopt when
+  // the folder has no valid checkpoint.
+  std::optional<std::filesystem::path> resolve_auto(
+      MPI_Comm comm, std::span<const TensorSpec> expected = {}) const;
+
+ private:
+  std::filesystem::path folder_;
+};
+
+// Collective: writes content to dir.path_for(content.state.step), then (rank 0) points `latest`
+// at it and applies save_total_limit. Returns the checkpoint's path.
+std::filesystem::path save_checkpoint(const CheckpointDir& dir, const CheckpointContent& content,
+                                      const WriteOptions& options, size_t save_total_limit,
+                                      MPI_Comm comm);
+
+}  // namespace autotrain::ckpt

@@ -1,0 +1,313 @@
+// Reading a checkpoint with any world size: rank 0 checks the file and reads its description
+// (run state, dataset list) once and broadcasts it, so a bad file is one collective error; the
+// tensor data is then read by every rank, collectively for the shared layout, independently
+// through the virtual datasets for the per-rank layout.
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "autotrain/ckpt/checkpoint.hpp"
+#include "autotrain/ckpt/checksum.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "h5_io.hpp"
+#include "run_state_io.hpp"
+
+namespace autotrain::ckpt {
+namespace fs = std::filesystem;
+
+uint64_t CheckpointInfo::total_bytes() const {
+  uint64_t total = 0;
+  for (const auto& dataset : datasets) total += dataset.length * sizeof(float);
+  return total;
+}
+
+namespace {
+
+herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* object, void* out) {
+  const std::string path = name;
+  if (object->type == H5O_TYPE_DATASET && !path.starts_with("run_state/")) {
+    static_cast<std::vector<std::string>*>(out)->push_back(path);
+  }
+  return 0;
+}
+
+DatasetInfo describe_dataset(hid_t file, const std::string& name, const std::string& where) {
+  const std::string object = cat(where, ": dataset ", name);
+  H5Dataset dataset(AT_H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT), object));
+  H5Type type(AT_H5_CHECK(H5Dget_type(dataset.get()), object));
+  AT_CHECK(H5Tequal(type.get(), H5T_IEEE_F32LE) > 0, object, ": element type is not fp32");
+  H5Space space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
+  AT_CHECK(H5Sget_simple_extent_ndims(space.get()) == 1, object,
+           ": should be 1-D (its logical shape is the 'shape' attribute)");
+  hsize_t length = 0;
+  H5Sget_simple_extent_dims(space.get(), &length, nullptr);
+  DatasetInfo info;
+  info.name = name;
+  info.length = length;
+  info.shape = h5::read_uint_array_attribute(dataset.get(), "shape", object);
+  const std::vector<uint64_t> checksum =
+      h5::read_uint_array_attribute(dataset.get(), "checksum", object);
+  AT_CHECK(checksum.size() == 1, object, ": attribute 'checksum' should hold one value");
+  info.checksum = checksum[0];
+  return info;
+}
+
+CheckpointInfo read_description(const fs::path& path) {
+  const std::string where = path.string();
+  std::error_code error;
+  AT_CHECK(fs::is_regular_file(path, error), "checkpoint ", where, " does not exist");
+  AT_CHECK(H5Fis_hdf5(path.c_str()) > 0, "checkpoint ", where,
+           " is not an HDF5 file (damaged, or not a checkpoint)");
+  H5File file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!file.valid()) {
+    const std::string detail = hdf5_error_detail();
+    H5Eclear2(H5E_DEFAULT);
+    throw Error(
+        cat("checkpoint ", where, " cannot be opened (truncated or corrupt file?): ", detail));
+  }
+  CheckpointInfo info;
+  read_run_state(file.get(), info, where);
+  std::vector<std::string> names;
+  AT_H5_CHECK(
+      H5Ovisit2(file.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC),
+      cat(where, ": listing datasets"));
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) info.datasets.push_back(describe_dataset(file.get(), name, where));
+  if (info.layout == Layout::per_rank) {
+    // A missing source of a virtual dataset reads as zeros; refuse it here instead.
+    for (int rank = 0; rank < info.world_size; ++rank) {
+      char name[32];
+      std::snprintf(name, sizeof name, "rank-%05d.h5", rank);
+      const fs::path source = rank_folder(path) / name;
+      AT_CHECK(fs::is_regular_file(source, error), "checkpoint ", where, ": rank file ",
+               source.string(),
+               " is missing (the per-rank layout keeps one file per writing rank)");
+    }
+  }
+  return info;
+}
+
+nlohmann::json to_json(const CheckpointInfo& info) {
+  nlohmann::json datasets = nlohmann::json::array();
+  for (const auto& d : info.datasets) {
+    datasets.push_back(
+        {{"name", d.name}, {"length", d.length}, {"shape", d.shape}, {"checksum", d.checksum}});
+  }
+  return {{"format", info.format},
+          {"format_version", info.format_version},
+          {"autotrain_version", info.autotrain_version},
+          {"layout", layout_name(info.layout)},
+          {"step", info.step},
+          {"epoch", info.epoch},
+          {"consumed_samples", info.consumed_samples},
+          {"world_size", info.world_size},
+          {"zero_stage", info.zero_stage},
+          {"datasets", datasets},
+          {"json", info.json},
+          {"per_rank", info.per_rank}};
+}
+
+CheckpointInfo from_json(const nlohmann::json& json) {
+  CheckpointInfo info;
+  info.format = json["format"];
+  info.format_version = json["format_version"];
+  info.autotrain_version = json["autotrain_version"];
+  info.layout = parse_layout(json["layout"].get<std::string>(), "checkpoint layout");
+  info.step = json["step"];
+  info.epoch = json["epoch"];
+  info.consumed_samples = json["consumed_samples"];
+  info.world_size = json["world_size"];
+  info.zero_stage = json["zero_stage"];
+  for (const auto& d : json["datasets"]) {
+    info.datasets.push_back(
+        {d["name"], d["length"], d["shape"].get<std::vector<uint64_t>>(), d["checksum"]});
+  }
+  info.json = json["json"].get<std::map<std::string, std::string>>();
+  info.per_rank = json["per_rank"].get<std::map<std::string, std::vector<std::vector<uint64_t>>>>();
+  return info;
+}
+
+// Rank 0 reads; everyone receives the description or the same CollectiveError.
+CheckpointInfo broadcast_description(const fs::path& path, MPI_Comm comm) {
+  int rank = 0;
+  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  std::string text;
+  std::string failure;
+  if (rank == 0) {
+    try {
+      text = to_json(read_description(path)).dump();
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+  }
+  agree_or_throw(failure.empty(), failure, comm);
+  uint64_t length = text.size();
+  AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
+  text.resize(length);
+  AT_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+  return from_json(nlohmann::json::parse(text));
+}
+
+}  // namespace
+
+struct CheckpointReader::Impl {
+  fs::path path;
+  std::string where;
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0;
+  int size = 1;
+  CheckpointInfo info;
+  H5File file;  // opened on the first read
+  H5Plist transfer;
+  std::map<std::string, H5Dataset, std::less<>> datasets;  // closed before `file`
+
+  void open_file() {
+    if (file.valid()) return;
+    H5Plist fapl(AT_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), where));
+    transfer = H5Plist(AT_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), where));
+    if (info.layout == Layout::shared) {
+      AT_H5_CHECK(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL), where);
+      AT_H5_CHECK(H5Pset_all_coll_metadata_ops(fapl.get(), true), where);
+      AT_H5_CHECK(H5Pset_dxpl_mpio(transfer.get(), H5FD_MPIO_COLLECTIVE), where);
+    }
+    // Per-rank: each rank opens the master alone (sec2); virtual-dataset reads are
+    // independent and open only the rank files they touch.
+    file = H5File(AT_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where));
+  }
+
+  hid_t dataset(std::string_view name) {
+    open_file();
+    auto found = datasets.find(name);
+    if (found != datasets.end()) return found->second.get();
+    const std::string key(name);
+    H5Dataset handle(
+        AT_H5_CHECK(H5Dopen2(file.get(), key.c_str(), H5P_DEFAULT), cat(where, ": dataset ", key)));
+    return datasets.emplace(key, std::move(handle)).first->second.get();
+  }
+};
+
+CheckpointReader::CheckpointReader(const fs::path& path, MPI_Comm comm,
+                                   std::span<const TensorSpec> expected)
+    : impl_(std::make_unique<Impl>()) {
+  silence_hdf5_errors();
+  impl_->path = path;
+  impl_->where = path.string();
+  impl_->comm = comm;
+  AT_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
+  AT_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
+  impl_->info = broadcast_description(path, comm);
+  // Every rank holds the same description, so every rank reaches the same verdict.
+  for (const auto& spec : expected) {
+    const DatasetInfo* found = find(spec.name);
+    if (found == nullptr) {
+      throw CollectiveError(cat("checkpoint ", impl_->where, ": dataset '", spec.name,
+                                "' is missing (this model expects it)"));
+    }
+    if (found->length != spec.length) {
+      throw CollectiveError(cat("checkpoint ", impl_->where, ": dataset '", spec.name, "' has ",
+                                found->length, " elements, expected ", spec.length,
+                                " (a checkpoint of a different model configuration?)"));
+    }
+  }
+}
+
+CheckpointReader::~CheckpointReader() = default;
+
+const CheckpointInfo& CheckpointReader::info() const {
+  return impl_->info;
+}
+const fs::path& CheckpointReader::path() const {
+  return impl_->path;
+}
+
+const DatasetInfo* CheckpointReader::find(std::string_view name) const {
+  for (const auto& dataset : impl_->info.datasets) {
+    if (dataset.name == name) return &dataset;
+  }
+  return nullptr;
+}
+
+void CheckpointReader::read(std::string_view name, std::span<const ReadRange> ranges) {
+  const DatasetInfo* info = find(name);
+  AT_CHECK(info != nullptr, "checkpoint ", impl_->where, ": no dataset '", name, "'");
+  for (const auto& range : ranges) {
+    AT_CHECK(range.offset + range.out.size() <= info->length, "checkpoint ", impl_->where,
+             ": read of [", range.offset, ", ", range.offset + range.out.size(), ") of '", name,
+             "' lies past its length ", info->length);
+  }
+  const std::string object = cat(impl_->where, ": dataset ", name);
+  hid_t dataset = impl_->dataset(name);
+  H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset), object));
+  float sink = 0.0f;
+  if (impl_->info.layout == Layout::per_rank) {
+    for (const auto& range : ranges) {
+      if (range.out.empty()) continue;
+      hsize_t dims[1] = {range.out.size()};
+      H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+      h5::select_range(file_space.get(), range.offset, dims[0], object);
+      AT_H5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                          impl_->transfer.get(), range.out.data()),
+                  object);
+    }
+    return;
+  }
+  // Collective: one range per rank per call, as many calls as the rank with the most ranges.
+  uint64_t rounds = ranges.size();
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_UINT64_T, MPI_MAX, impl_->comm));
+  for (uint64_t round = 0; round < rounds; ++round) {
+    const ReadRange* range = round < ranges.size() ? &ranges[round] : nullptr;
+    const uint64_t count = range ? range->out.size() : 0;
+    h5::select_range(file_space.get(), range ? range->offset : 0, count, object);
+    hsize_t dims[1] = {std::max<uint64_t>(count, 1)};
+    H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+    h5::select_range(memory_space.get(), 0, count, object);
+    AT_H5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                        impl_->transfer.get(), count > 0 ? range->out.data() : &sink),
+                object);
+  }
+}
+
+void CheckpointReader::read(std::string_view name, uint64_t offset, std::span<float> out) {
+  const ReadRange range{offset, out};
+  read(name, std::span<const ReadRange>(&range, 1));
+}
+
+std::vector<std::string> CheckpointReader::verify_checksums() {
+  // Rank r checks elements [length * r / size, length * (r + 1) / size) of every dataset,
+  // through a bounded buffer, so verification needs neither the whole tensor nor its writer's
+  // partition.
+  constexpr uint64_t kChunk = uint64_t{1} << 22;  // 16 MiB of fp32
+  const auto& datasets = impl_->info.datasets;
+  std::vector<uint64_t> sums(datasets.size(), 0);
+  std::vector<float> buffer;
+  const auto rank = static_cast<uint64_t>(impl_->rank);
+  const auto size = static_cast<uint64_t>(impl_->size);
+  for (size_t d = 0; d < datasets.size(); ++d) {
+    const uint64_t length = datasets[d].length;
+    const uint64_t begin = length * rank / size;
+    const uint64_t end = length * (rank + 1) / size;
+    const uint64_t largest_share = (length + size - 1) / size;
+    const uint64_t rounds = (largest_share + kChunk - 1) / kChunk;
+    buffer.resize(std::min(kChunk, end - begin));
+    for (uint64_t round = 0; round < rounds; ++round) {
+      const uint64_t first = std::min(end, begin + round * kChunk);
+      const uint64_t count = std::min(kChunk, end - first);
+      std::span<float> out(buffer.data(), count);
+      read(datasets[d].name, first, out);
+      sums[d] += checksum_piece(first, out);
+    }
+  }
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T,
+                             MPI_SUM, impl_->comm));
+  std::vector<std::string> problems;
+  for (size_t d = 0; d < datasets.size(); ++d) {
+    if (sums[d] != datasets[d].checksum) {
+      problems.push_back(cat(datasets[d].name, ": checksum mismatch (stored ", std::hex,
+                             datasets[d].checksum, ", computed ", sums[d], ")"));
+    }
+  }
+  return problems;
+}
+
+}  // namespace autotrain::ckpt

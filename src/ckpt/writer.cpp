@@ -1,0 +1,453 @@
+// Writing a checkpoint: validation of the pieces (collective), the `shared` layout (one file,
+// parallel HDF5, collective transfers) and the `per-rank` layout (one sec2 file per rank plus a
+// master file of virtual datasets), both committed by fsync + rename.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include "autotrain/ckpt/checkpoint.hpp"
+#include "autotrain/ckpt/checksum.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/paths.hpp"
+#include "autotrain/core/strings.hpp"
+#include "h5_io.hpp"
+#include "run_state_io.hpp"
+
+namespace autotrain::ckpt {
+namespace fs = std::filesystem;
+
+std::string_view layout_name(Layout layout) {
+  return layout == Layout::shared ? "shared" : "per-rank";
+}
+
+Layout parse_layout(std::string_view text, std::string_view what) {
+  if (text == "shared") return Layout::shared;
+  if (text == "per-rank" || text == "per_rank") return Layout::per_rank;
+  throw Error(cat(what, ": unknown checkpoint layout '", text, "' (expected shared or per-rank)",
+                  did_you_mean(text, {"shared", "per-rank"})));
+}
+
+fs::path rank_folder(const fs::path& path) {
+  fs::path folder = path;
+  return folder.replace_extension(".ranks");
+}
+
+namespace {
+
+// One owned range as every rank sees it after the all-gather.
+struct PieceRecord {
+  uint64_t tensor = 0;
+  uint64_t offset = 0;
+  uint64_t count = 0;
+  uint64_t rank = 0;
+};
+
+int comm_rank(MPI_Comm comm) {
+  int rank = 0;
+  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
+int comm_size(MPI_Comm comm) {
+  int size = 1;
+  AT_MPI_CHECK(MPI_Comm_size(comm, &size));
+  return size;
+}
+
+void check_specs(const std::vector<TensorSpec>& tensors) {
+  std::vector<std::string> names;
+  for (const auto& spec : tensors) {
+    AT_CHECK(!spec.name.empty() && spec.name.front() != '/' && spec.name.back() != '/' &&
+                 spec.name.find("//") == std::string::npos,
+             "checkpoint tensor name '", spec.name,
+             "' is not a relative path like model/<parameter name>");
+    AT_CHECK(!spec.name.starts_with("run_state"), "checkpoint tensor name '", spec.name,
+             "' is reserved: run_state/ holds the run state");
+    AT_CHECK(spec.length > 0, "checkpoint tensor '", spec.name, "' has length 0");
+    uint64_t product =
+        std::accumulate(spec.shape.begin(), spec.shape.end(), uint64_t{1}, std::multiplies<>());
+    AT_CHECK(product == spec.length, "checkpoint tensor '", spec.name, "': shape product ", product,
+             " differs from its length ", spec.length);
+    names.push_back(spec.name);
+  }
+  std::sort(names.begin(), names.end());
+  auto duplicate = std::adjacent_find(names.begin(), names.end());
+  AT_CHECK(duplicate == names.end(), "checkpoint tensor '", *duplicate, "' is listed twice");
+  for (size_t i = 0; i + 1 < names.size(); ++i) {
+    AT_CHECK(!names[i + 1].starts_with(names[i] + "/"), "checkpoint tensor '", names[i],
+             "' cannot also be a group holding '", names[i + 1], "'");
+  }
+}
+
+// FNV-1a over the tensor list: ranks disagreeing on it would write different files.
+uint64_t spec_fingerprint(const std::vector<TensorSpec>& tensors) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  auto mix = [&hash](const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  };
+  for (const auto& spec : tensors) {
+    mix(spec.name.data(), spec.name.size() + 1);
+    mix(&spec.length, sizeof spec.length);
+    for (uint64_t dim : spec.shape) mix(&dim, sizeof dim);
+  }
+  return hash;
+}
+
+std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Comm comm) {
+  const int rank = comm_rank(comm);
+  const int size = comm_size(comm);
+  std::vector<uint64_t> mine;
+  for (const auto& piece : content.pieces) {
+    mine.insert(mine.end(), {piece.tensor, piece.offset, piece.data.size()});
+  }
+  int my_count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size));
+  AT_MPI_CHECK(MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
+  std::vector<int> displacements(static_cast<size_t>(size), 0);
+  std::partial_sum(counts.begin(), counts.end() - 1, displacements.begin() + 1);
+  std::vector<uint64_t> all(static_cast<size_t>(displacements.back() + counts.back()));
+  AT_MPI_CHECK(MPI_Allgatherv(mine.data(), my_count, MPI_UINT64_T, all.data(), counts.data(),
+                              displacements.data(), MPI_UINT64_T, comm));
+  std::vector<PieceRecord> records;
+  for (int r = 0; r < size; ++r) {
+    for (int i = displacements[static_cast<size_t>(r)];
+         i < displacements[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)]; i += 3) {
+      records.push_back({all[static_cast<size_t>(i)], all[static_cast<size_t>(i) + 1],
+                         all[static_cast<size_t>(i) + 2], static_cast<uint64_t>(r)});
+    }
+  }
+  (void)rank;
+  return records;
+}
+
+// Every element of every tensor must be owned by exactly one rank. Every rank holds the same
+// records, so every rank reaches the same verdict (a CollectiveError, said once).
+void check_ownership(const std::vector<TensorSpec>& tensors, std::vector<PieceRecord> records) {
+  for (const auto& record : records) {
+    if (record.tensor >= tensors.size()) {
+      throw CollectiveError(cat("checkpoint piece of rank ", record.rank, " names tensor index ",
+                                record.tensor, " but only ", tensors.size(), " tensors exist"));
+    }
+  }
+  std::sort(records.begin(), records.end(), [](const PieceRecord& a, const PieceRecord& b) {
+    return std::tie(a.tensor, a.offset) < std::tie(b.tensor, b.offset);
+  });
+  size_t next = 0;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    uint64_t covered = 0;
+    for (; next < records.size() && records[next].tensor == t; ++next) {
+      const PieceRecord& record = records[next];
+      if (record.count == 0) continue;
+      if (record.offset < covered) {
+        throw CollectiveError(
+            cat("checkpoint tensor '", tensors[t].name, "': elements [", record.offset, ", ",
+                std::min(covered, record.offset + record.count),
+                ") are owned by more than one rank (rank ", record.rank, " among them)"));
+      }
+      if (record.offset > covered) {
+        throw CollectiveError(cat("checkpoint tensor '", tensors[t].name, "': elements [", covered,
+                                  ", ", record.offset, ") are owned by no rank"));
+      }
+      covered = record.offset + record.count;
+    }
+    if (covered != tensors[t].length) {
+      throw CollectiveError(cat(
+          "checkpoint tensor '", tensors[t].name, "': elements [", covered, ", ", tensors[t].length,
+          ") ", covered > tensors[t].length ? "lie past its length" : "are owned by no rank"));
+    }
+  }
+}
+
+// Per-tensor checksums of the whole logical tensors (sum of every rank's pieces).
+std::vector<uint64_t> tensor_checksums(const CheckpointContent& content, MPI_Comm comm) {
+  std::vector<uint64_t> sums(content.tensors.size(), 0);
+  for (const auto& piece : content.pieces)
+    sums[piece.tensor] += checksum_piece(piece.offset, piece.data);
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T,
+                             MPI_SUM, comm));
+  return sums;
+}
+
+// This rank's pieces in (tensor, offset) order: the order they are laid out in a rank file.
+std::vector<const Piece*> sorted_local_pieces(const CheckpointContent& content) {
+  std::vector<const Piece*> pieces;
+  for (const auto& piece : content.pieces) {
+    if (!piece.data.empty()) pieces.push_back(&piece);
+  }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece* a, const Piece* b) {
+    return std::tie(a->tensor, a->offset) < std::tie(b->tensor, b->offset);
+  });
+  return pieces;
+}
+
+H5Plist tensor_dcpl(const std::string& where) {
+  H5Plist dcpl(AT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), where));
+  AT_H5_CHECK(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where);
+  // Every element is written by exactly one rank, so a fill pass would only double the I/O.
+  AT_H5_CHECK(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), where);
+  // Parallel HDF5 needs the space allocated at creation, when all ranks agree on the layout.
+  AT_H5_CHECK(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where);
+  return dcpl;
+}
+
+H5Dataset create_dataset(hid_t file, const std::string& name, uint64_t length, hid_t dcpl,
+                         hid_t lcpl, const std::string& where) {
+  hsize_t dims[1] = {length};
+  H5Space space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), where));
+  return H5Dataset(AT_H5_CHECK(
+      H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl, dcpl, H5P_DEFAULT),
+      cat(where, ": dataset ", name)));
+}
+
+void write_tensor_attributes(hid_t dataset, const TensorSpec& spec, uint64_t checksum,
+                             const std::string& where) {
+  h5::write_attribute(dataset, "shape", spec.shape, where);
+  h5::write_attribute(dataset, "checksum", std::vector<uint64_t>{checksum}, where);
+}
+
+H5Plist file_access(const WriteOptions& options, MPI_Comm comm, bool parallel,
+                    const std::string& where) {
+  H5Plist fapl(AT_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), where));
+  if (parallel) {
+    AT_H5_CHECK(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL), where);
+    // Rank 0 reads metadata and broadcasts it; metadata is written collectively at close.
+    AT_H5_CHECK(H5Pset_all_coll_metadata_ops(fapl.get(), true), where);
+    AT_H5_CHECK(H5Pset_coll_metadata_write(fapl.get(), true), where);
+  }
+  AT_H5_CHECK(H5Pset_alignment(fapl.get(), options.alignment_threshold, options.alignment), where);
+  return fapl;
+}
+
+void write_shared(const fs::path& tmp, const CheckpointContent& content,
+                  const std::vector<PieceRecord>& records, const std::vector<uint64_t>& checksums,
+                  const RunStateRecord& state, const WriteOptions& options, MPI_Comm comm) {
+  const std::string where = tmp.string();
+  const int rank = comm_rank(comm);
+  H5Plist fapl = file_access(options, comm, true, where);
+  H5File file(AT_H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), where));
+  write_root_attributes(file.get(), state, Layout::shared, where);
+  H5Plist lcpl = h5::link_create_plist(where);
+  H5Plist dcpl = tensor_dcpl(where);
+  H5Plist dxpl(AT_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), where));
+  AT_H5_CHECK(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), where);
+
+  // Pieces owned per (tensor, rank): a collective write moves one piece per rank, so a tensor
+  // needs as many writes as the busiest rank has pieces of it (ranks with fewer select none).
+  std::vector<uint64_t> rounds(content.tensors.size(), 0);
+  {
+    std::vector<std::vector<uint64_t>> per_rank(
+        content.tensors.size(), std::vector<uint64_t>(static_cast<size_t>(comm_size(comm)), 0));
+    for (const auto& record : records) {
+      if (record.count > 0) ++per_rank[record.tensor][record.rank];
+    }
+    for (size_t t = 0; t < rounds.size(); ++t) {
+      rounds[t] = *std::max_element(per_rank[t].begin(), per_rank[t].end());
+    }
+  }
+  std::vector<const Piece*> local = sorted_local_pieces(content);
+  size_t next = 0;
+  const float dummy = 0.0f;  // H5Dwrite wants a buffer even for an empty selection
+  for (size_t t = 0; t < content.tensors.size(); ++t) {
+    const TensorSpec& spec = content.tensors[t];
+    const std::string object = cat(where, ": dataset ", spec.name);
+    H5Dataset dataset =
+        create_dataset(file.get(), spec.name, spec.length, dcpl.get(), lcpl.get(), where);
+    write_tensor_attributes(dataset.get(), spec, checksums[t], object);
+    H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
+    for (uint64_t round = 0; round < rounds[t]; ++round) {
+      const Piece* piece =
+          next < local.size() && local[next]->tensor == t ? local[next++] : nullptr;
+      const uint64_t count = piece ? piece->data.size() : 0;
+      h5::select_range(file_space.get(), piece ? piece->offset : 0, count, object);
+      hsize_t memory_dims[1] = {std::max<uint64_t>(count, 1)};
+      H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, memory_dims, nullptr), object));
+      h5::select_range(memory_space.get(), 0, count, object);
+      AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                           dxpl.get(), piece ? piece->data.data() : &dummy),
+                  object);
+    }
+  }
+  write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where);
+  // With the MPI-IO driver a flush is an MPI_File_sync on every rank.
+  AT_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), where);
+  AT_H5_CHECK(file.close(), where);
+}
+
+fs::path rank_file_name(int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank-%05d.h5", rank);
+  return name;
+}
+
+// Each rank's file: one dataset per tensor it holds pieces of, the pieces back to back in
+// offset order (so piece k of tensor t starts at the sum of the earlier pieces' counts).
+void write_rank_file(const fs::path& file_path, const CheckpointContent& content,
+                     const WriteOptions& options) {
+  const std::string where = file_path.string();
+  H5Plist fapl = file_access(options, MPI_COMM_SELF, false, where);
+  H5File file(
+      AT_H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), where));
+  H5Plist lcpl = h5::link_create_plist(where);
+  H5Plist dcpl = tensor_dcpl(where);
+  std::vector<const Piece*> local = sorted_local_pieces(content);
+  for (size_t begin = 0; begin < local.size();) {
+    size_t end = begin;
+    uint64_t total = 0;
+    while (end < local.size() && local[end]->tensor == local[begin]->tensor)
+      total += local[end++]->data.size();
+    const TensorSpec& spec = content.tensors[local[begin]->tensor];
+    const std::string object = cat(where, ": dataset ", spec.name);
+    H5Dataset dataset = create_dataset(file.get(), spec.name, total, dcpl.get(), lcpl.get(), where);
+    H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
+    uint64_t position = 0;
+    for (size_t k = begin; k < end; ++k) {
+      hsize_t dims[1] = {local[k]->data.size()};
+      H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+      h5::select_range(file_space.get(), position, dims[0], object);
+      AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                           H5P_DEFAULT, local[k]->data.data()),
+                  object);
+      position += dims[0];
+    }
+    begin = end;
+  }
+  AT_H5_CHECK(file.close(), where);
+  h5::fsync_path(file_path);
+}
+
+// Rank 0's master file: the same logical datasets as the shared layout, each a virtual dataset
+// whose mappings point into the rank files (paths relative to the master's folder).
+void write_master_file(const fs::path& tmp, const fs::path& final_path,
+                       const std::vector<TensorSpec>& tensors, std::vector<PieceRecord> records,
+                       const std::vector<uint64_t>& checksums, const RunStateRecord& state,
+                       const WriteOptions& options) {
+  const std::string where = tmp.string();
+  H5Plist fapl = file_access(options, MPI_COMM_SELF, false, where);
+  H5File file(AT_H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), where));
+  write_root_attributes(file.get(), state, Layout::per_rank, where);
+  H5Plist lcpl = h5::link_create_plist(where);
+  std::sort(records.begin(), records.end(), [](const PieceRecord& a, const PieceRecord& b) {
+    return std::tie(a.tensor, a.rank, a.offset) < std::tie(b.tensor, b.rank, b.offset);
+  });
+  const fs::path folder = rank_folder(final_path).filename();
+  size_t next = 0;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const TensorSpec& spec = tensors[t];
+    const std::string object = cat(where, ": dataset ", spec.name);
+    H5Plist dcpl(AT_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE), object));
+    hsize_t dims[1] = {spec.length};
+    H5Space virtual_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+    uint64_t position = 0;
+    uint64_t previous_rank = UINT64_MAX;
+    for (; next < records.size() && records[next].tensor == t; ++next) {
+      const PieceRecord& record = records[next];
+      if (record.count == 0) continue;
+      if (record.rank != previous_rank) position = 0;
+      previous_rank = record.rank;
+      // Only the selection [position, position + count) of the source matters; its extent
+      // just has to contain it.
+      hsize_t source_dims[1] = {position + record.count};
+      H5Space source_space(AT_H5_CHECK(H5Screate_simple(1, source_dims, nullptr), object));
+      h5::select_range(source_space.get(), position, record.count, object);
+      h5::select_range(virtual_space.get(), record.offset, record.count, object);
+      const std::string source_file =
+          (folder / rank_file_name(static_cast<int>(record.rank))).string();
+      AT_H5_CHECK(H5Pset_virtual(dcpl.get(), virtual_space.get(), source_file.c_str(),
+                                 spec.name.c_str(), source_space.get()),
+                  object);
+      position += record.count;
+    }
+    H5Space space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+    H5Dataset dataset(AT_H5_CHECK(H5Dcreate2(file.get(), spec.name.c_str(), H5T_IEEE_F32LE,
+                                             space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                                  object));
+    write_tensor_attributes(dataset.get(), spec, checksums[t], object);
+  }
+  write_run_state(file.get(), state, lcpl.get(), H5P_DEFAULT, true, where);
+  AT_H5_CHECK(file.close(), where);
+  h5::fsync_path(tmp);
+}
+
+// Runs `step` on every rank and turns a failure on any rank into the same CollectiveError on
+// all, so that no rank is left waiting in the next collective.
+template <typename Step>
+void on_all_ranks(MPI_Comm comm, Step&& step) {
+  std::string failure;
+  try {
+    step();
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, comm);
+}
+
+void commit_rename(const fs::path& from, const fs::path& to) {
+  std::error_code error;
+  fs::rename(from, to, error);
+  AT_CHECK(!error, "cannot rename ", from.string(), " to ", to.string(), ": ", error.message());
+  h5::fsync_path(to.parent_path().empty() ? fs::path(".") : to.parent_path());
+}
+
+}  // namespace
+
+void write_checkpoint(const fs::path& path, const CheckpointContent& content,
+                      const WriteOptions& options, MPI_Comm comm) {
+  silence_hdf5_errors();
+  const int rank = comm_rank(comm);
+  const int size = comm_size(comm);
+  on_all_ranks(comm, [&] { check_specs(content.tensors); });
+  uint64_t fingerprint[2] = {spec_fingerprint(content.tensors), ~spec_fingerprint(content.tensors)};
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, fingerprint, 2, MPI_UINT64_T, MPI_MAX, comm));
+  agree_or_throw(fingerprint[0] == ~fingerprint[1],
+                 cat("ranks disagree on the list of checkpoint tensors for ", path.string(),
+                     " (names, lengths or shapes differ)"),
+                 comm);
+  std::vector<PieceRecord> records = gather_pieces(content, comm);
+  check_ownership(content.tensors, records);
+  const std::vector<uint64_t> checksums = tensor_checksums(content, comm);
+  const RunStateRecord state = gather_run_state(content.state, comm);
+
+  const fs::path tmp = fs::path(path.string() + ".tmp");
+  on_all_ranks(comm, [&] {
+    if (rank == 0) {
+      fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+      fs::remove(tmp);
+    }
+  });
+  if (options.layout == Layout::shared) {
+    // A rank failing inside a collective HDF5 call cannot warn the others; the error
+    // propagates and the CLI aborts the job (DESIGN.md contract 4).
+    write_shared(tmp, content, records, checksums, state, options, comm);
+    AT_MPI_CHECK(MPI_Barrier(comm));
+    on_all_ranks(comm, [&] {
+      if (rank == 0) {
+        h5::fsync_path(tmp);
+        commit_rename(tmp, path);
+      }
+    });
+    return;
+  }
+  const fs::path folder_tmp = fs::path(rank_folder(path).string() + ".tmp");
+  on_all_ranks(comm, [&] {
+    if (rank == 0) {
+      fs::remove_all(folder_tmp);
+      fs::create_directories(folder_tmp);
+    }
+  });
+  on_all_ranks(comm, [&] { write_rank_file(folder_tmp / rank_file_name(rank), content, options); });
+  on_all_ranks(comm, [&] {
+    if (rank != 0) return;
+    // The rank folder is renamed first; the master's rename is the commit point. A rank folder
+    // without its master is an unfinished save and is never listed as a checkpoint.
+    h5::fsync_path(folder_tmp);
+    fs::remove_all(rank_folder(path));
+    commit_rename(folder_tmp, rank_folder(path));
+    write_master_file(tmp, path, content.tensors, records, checksums, state, options);
+    commit_rename(tmp, path);
+  });
+  (void)size;
+}
+
+}  // namespace autotrain::ckpt
