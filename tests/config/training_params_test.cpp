@@ -254,6 +254,13 @@ TEST(ValidateForWorld, TopologyMustMatchTheConfig) {
   EXPECT_TRUE(contains(error_message([&] { validate_for_topology(params, topology); }),
                        "num_nodes 2 is in the config, but mpirun (Open MPI) started the job on 1 "
                        "node(s)"));
+  TrainingParams per_node;
+  per_node.num_gpus_per_node = 2;
+  EXPECT_TRUE(contains(error_message([&] { validate_for_topology(per_node, topology); }),
+                       "num_gpus_per_node 2 is in the config, but mpirun (Open MPI) started 4 "
+                       "rank(s) on node 0"));
+  per_node.num_gpus_per_node = 4;
+  EXPECT_NO_THROW(validate_for_topology(per_node, topology));
 }
 
 }  // namespace

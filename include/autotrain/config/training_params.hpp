@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -114,7 +115,10 @@ using ParamMember = std::variant<int64_t TrainingParams::*, double TrainingParam
                                  bool TrainingParams::*, std::string TrainingParams::*>;
 using ParamValue = std::variant<int64_t, double, bool, std::string>;
 
+// In the order of ParamMember's alternatives: ParamSpec::type() is the variant's index.
 enum class ParamType { integer, number, boolean, string };
+static_assert(
+    std::is_same_v<std::variant_alternative_t<3, ParamMember>, std::string TrainingParams::*>);
 
 struct ParamSpec {
   std::string_view name;  // snake_case, as in JSON and YAML; flags are --kebab-case too
