@@ -20,10 +20,7 @@ void crossentropy_forward(F* losses, F* lse, const F* logits, const std::int32_t
     F maxv = -std::numeric_limits<F>::infinity();
 #pragma omp simd reduction(max : maxv)
     for (int v = 0; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
-    F sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int v = 0; v < V; ++v) sum += exp_approx(x[v] - maxv);
-    lse[n] = maxv + std::log(sum);
+    lse[n] = maxv + std::log(sum_exp_shifted(x, V, maxv));
     losses[n] = lse[n] - x[targets[n]];
   }
 }
@@ -36,8 +33,7 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std:
     const F* x = logits + n * Vp;
     F* d = dlogits + n * Vp;
     const F l = lse[n];
-#pragma omp simd
-    for (int v = 0; v < V; ++v) d[v] = exp_approx(x[v] - l) * dloss;
+    exp_shifted_scaled(d, x, V, l, dloss);
     for (int v = V; v < Vp; ++v) d[v] = 0;
     d[targets[n]] -= dloss;
   }
