@@ -1,0 +1,193 @@
+#include "manifest.hpp"
+
+#include <cstdio>
+#include <fstream>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/data/shard.hpp"
+#include "autotrain/data/tokenizer.hpp"
+
+namespace autotrain::data {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kManifestVersion = 1;
+
+json describe_files(const SplitInput& input) {
+  json files = json::array();
+  for (const auto& file : input.files) {
+    const auto mtime = fs::last_write_time(file.path).time_since_epoch();
+    files.push_back(
+        {{"path", fs::absolute(file.path).lexically_normal().string()},
+         {"size", fs::file_size(file.path)},
+         {"mtime_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(mtime).count()}});
+  }
+  return {{"split", input.split}, {"files", files}};
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  AT_CHECK(in, "cannot open ", path.string());
+  try {
+    return json::parse(in);
+  } catch (const json::exception& error) {
+    throw Error(cat(path.string(), ": not valid JSON: ", error.what()));
+  }
+}
+
+}  // namespace
+
+std::string hash_files(const std::vector<fs::path>& files) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  std::vector<char> buffer(1 << 16);
+  for (const auto& path : files) {
+    std::ifstream in(path, std::ios::binary);
+    AT_CHECK(in, "cannot read ", path.string(), " to hash it");
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+      for (std::streamsize i = 0; i < in.gcount(); ++i) {
+        hash = (hash ^ static_cast<uint8_t>(buffer[static_cast<size_t>(i)])) * 0x100000001b3ull;
+      }
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+ResolvedInputs resolve_inputs(const PrepareOptions& options) {
+  ResolvedInputs inputs{require_split(options.data_path, options.train_split, true), std::nullopt,
+                        0};
+  if (options.valid_split.empty()) return inputs;
+  AT_CHECK(options.valid_split != options.train_split, "valid_split and train_split are both '",
+           options.train_split, "'; give the validation split another name");
+  inputs.valid = options.require_valid_split
+                     ? std::optional(require_split(options.data_path, options.valid_split, false))
+                     : find_split(options.data_path, options.valid_split, false);
+  if (!inputs.valid) {
+    inputs.valid_fraction =
+        options.valid_fraction.value_or(fs::is_regular_file(options.data_path) ? 0.1 : 0.0);
+    AT_CHECK(inputs.valid_fraction >= 0 && inputs.valid_fraction < 1,
+             "valid_fraction must be in [0, 1), got ", inputs.valid_fraction);
+  }
+  return inputs;
+}
+
+json manifest_key(const PrepareOptions& options) {
+  const auto tokenizer = make_tokenizer(options.tokenizer, options.gpt2_dir);
+  return manifest_key(options, resolve_inputs(options), *tokenizer);
+}
+
+json manifest_key(const PrepareOptions& options, const ResolvedInputs& inputs,
+                  const Tokenizer& tokenizer) {
+  json splits = json::array({describe_files(inputs.train)});
+  if (inputs.valid) splits.push_back(describe_files(*inputs.valid));
+  return {{"inputs", splits},
+          {"tokenizer",
+           {{"name", tokenizer.name()},
+            {"vocab_size", tokenizer.vocab_size()},
+            {"eot_token", tokenizer.eot_token()},
+            {"vocabulary_hash", hash_files(tokenizer.vocabulary_files())}}},
+          {"text_column", options.text_column},
+          {"add_eos_token", options.add_eos_token},
+          {"train_split", options.train_split},
+          {"valid_split", options.valid_split},
+          {"valid_fraction", inputs.valid_fraction},
+          {"shard_tokens", options.shard_tokens}};
+}
+
+void write_manifest(const PrepareOptions& options, const json& key, const PrepareResult& result) {
+  json splits = json::array();
+  for (const auto& split : result.splits) {
+    json shards = json::array();
+    for (const auto& path : split.shards) {
+      shards.push_back({{"file", path.filename().string()}, {"tokens", ShardReader(path).size()}});
+    }
+    splits.push_back({{"split", split.split}, {"tokens", split.tokens}, {"shards", shards}});
+  }
+  const json manifest = {
+      {"format", "autotrain token shards (llm.c layout: 256 x int32 header, uint16 tokens)"},
+      {"version", kManifestVersion},
+      {"key", key},
+      {"eot_position", options.add_eos_token ? "before each document" : "none"},
+      {"tokenizer",
+       {{"name", result.tokenizer},
+        {"vocab_size", result.vocab_size},
+        {"eot_token", result.eot_token}}},
+      {"splits", splits},
+      {"seconds", result.seconds},
+      {"tokens_per_second", result.tokens_per_second}};
+  // Written under a temporary name and renamed: a manifest is either complete or absent.
+  const fs::path path = options.output_dir / kManifestName;
+  const fs::path temporary = options.output_dir / (std::string(kManifestName) + ".tmp");
+  {
+    std::ofstream out(temporary);
+    out << manifest.dump(2) << "\n";
+    AT_CHECK(out, "cannot write ", temporary.string());
+  }
+  fs::rename(temporary, path);
+}
+
+PrepareResult read_manifest(const fs::path& dir) {
+  const fs::path path = dir / kManifestName;
+  AT_CHECK(fs::exists(path), "no ", kManifestName, " in ", dir.string(),
+           "; create the shards with `autotrain prepare`");
+  const json manifest = read_json(path);
+  try {
+    AT_CHECK(manifest.at("version").get<int>() == kManifestVersion, path.string(), ": version ",
+             manifest.at("version"), " is not ", kManifestVersion, "; prepare the data again");
+    PrepareResult result;
+    result.output_dir = dir;
+    result.tokenizer = manifest.at("tokenizer").at("name").get<std::string>();
+    result.vocab_size = manifest.at("tokenizer").at("vocab_size").get<int>();
+    result.eot_token = manifest.at("tokenizer").at("eot_token").get<int>();
+    result.seconds = manifest.at("seconds").get<double>();
+    result.tokens_per_second = manifest.at("tokens_per_second").get<double>();
+    for (const auto& split : manifest.at("splits")) {
+      SplitShards shards{
+          split.at("split").get<std::string>(), {}, split.at("tokens").get<uint64_t>()};
+      for (const auto& shard : split.at("shards"))
+        shards.shards.push_back(dir / shard.at("file").get<std::string>());
+      result.splits.push_back(std::move(shards));
+    }
+    return result;
+  } catch (const json::exception& error) {
+    throw Error(
+        cat(path.string(), ": unexpected layout (", error.what(), "); prepare the data again"));
+  }
+}
+
+std::optional<PrepareResult> reusable_manifest(const PrepareOptions& options, const json& key) {
+  const fs::path path = options.output_dir / kManifestName;
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    const json manifest = read_json(path);
+    if (manifest.value("key", json()) != key) {
+      log::info("the prepared data in ", options.output_dir.string(),
+                " was made from other inputs or options; preparing again");
+      return std::nullopt;
+    }
+    PrepareResult result = read_manifest(options.output_dir);
+    for (const auto& split : manifest.at("splits")) {
+      for (const auto& shard : split.at("shards")) {
+        const fs::path shard_file = options.output_dir / shard.at("file").get<std::string>();
+        const uint64_t expected =
+            kShardHeaderBytes + shard.at("tokens").get<uint64_t>() * sizeof(uint16_t);
+        if (!fs::exists(shard_file) || fs::file_size(shard_file) != expected) {
+          log::info("shard ", shard_file.string(), " is missing or changed; preparing again");
+          return std::nullopt;
+        }
+      }
+    }
+    result.reused = true;
+    return result;
+  } catch (const std::exception& error) {
+    // Only a tokenizer or input error is worth stopping for, and prepare() meets it again.
+    log::info("cannot reuse ", path.string(), " (", error.what(), "); preparing again");
+    return std::nullopt;
+  }
+}
+
+}  // namespace autotrain::data
