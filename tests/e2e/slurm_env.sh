@@ -25,7 +25,12 @@ elif ! timeout 20 sinfo -h >/dev/null 2>&1; then
   echo "slurm_env: skipped: not root (cannot start a local Slurm) and no Slurm cluster reachable"
   exit 77
 fi
-trap 'status=$?; [ $status -eq 0 ] || on_failure; rm -rf "$work"' EXIT
+finish() {
+  local status=$?
+  [ "$status" -eq 0 ] || on_failure
+  rm -rf "$work"
+}
+trap finish EXIT
 
 # Direct launch: Slurm starts the ranks, Open MPI wires them up through PMIx.
 timeout 180 srun --mpi=pmix -n 2 -t 5 "$AUTOTRAIN_BIN" env --json > "$work/srun.json"
