@@ -1,0 +1,208 @@
+#include "autotrain/ckpt/safetensors.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "autotrain/core/error.hpp"
+
+namespace autotrain::ckpt {
+namespace fs = std::filesystem;
+
+uint64_t SafetensorsEntry::elements() const {
+  return std::accumulate(shape.begin(), shape.end(), uint64_t{1}, std::multiplies<>());
+}
+
+std::string_view safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::fp32:
+      return "F32";
+    case DType::bf16:
+      return "BF16";
+    case DType::fp16:
+      return "F16";
+    default:
+      break;
+  }
+  throw Error(cat("safetensors export supports F32, BF16 and F16, not ", dtype_name(dtype)));
+}
+
+namespace {
+
+DType parse_safetensors_dtype(const std::string& name, const std::string& where) {
+  if (name == "F32") return DType::fp32;
+  if (name == "BF16") return DType::bf16;
+  if (name == "F16") return DType::fp16;
+  throw Error(cat(where, ": unsupported dtype '", name, "' (this reader knows F32, BF16, F16)"));
+}
+
+}  // namespace
+
+SafetensorsWriter::SafetensorsWriter(fs::path path, std::vector<SafetensorsEntry> entries,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(std::move(path)), tmp_(path_.string() + ".tmp"), entries_(std::move(entries)) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (auto& entry : entries_) {
+    AT_CHECK(entry.name != "__metadata__" && !entry.name.empty(), path_.string(),
+             ": invalid tensor name '", entry.name, "'");
+    AT_CHECK(!header.contains(entry.name), path_.string(), ": tensor '", entry.name,
+             "' declared twice");
+    entry.begin = offset;
+    entry.end = offset + entry.elements() * dtype_size(entry.dtype);
+    offset = entry.end;
+    header[entry.name] = {{"dtype", safetensors_dtype_name(entry.dtype)},
+                          {"shape", entry.shape},
+                          {"data_offsets", {entry.begin, entry.end}}};
+  }
+  std::string text = header.dump();
+  // Padding to 8 bytes keeps the data section aligned for memory-mapped readers.
+  text.append((8 - text.size() % 8) % 8, ' ');
+  header_bytes_ = text.size();
+  file_ = std::fopen(tmp_.c_str(), "wb");
+  AT_CHECK(file_ != nullptr, tmp_.string(), ": cannot create: ", std::strerror(errno));
+  unsigned char length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(header_bytes_ >> (8 * i));
+  AT_CHECK(std::fwrite(length, 1, 8, file_) == 8 &&
+               std::fwrite(text.data(), 1, text.size(), file_) == text.size(),
+           tmp_.string(), ": write failed: ", std::strerror(errno));
+  while (current_ < entries_.size() && entries_[current_].elements() == 0) ++current_;
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    std::error_code ignored;
+    fs::remove(tmp_, ignored);
+  }
+}
+
+void SafetensorsWriter::append(std::span<const float> values) {
+  AT_CHECK(file_ != nullptr, path_.string(), ": append after finish");
+  while (!values.empty()) {
+    AT_CHECK(current_ < entries_.size(), path_.string(), ": ", values.size(),
+             " more values than the declared tensors hold");
+    const SafetensorsEntry& entry = entries_[current_];
+    const size_t take =
+        static_cast<size_t>(std::min<uint64_t>(values.size(), entry.elements() - written_));
+    const std::span<const float> part = values.first(take);
+    size_t ok = 0;
+    if (entry.dtype == DType::fp32) {
+      ok = std::fwrite(part.data(), sizeof(float), part.size(), file_);
+    } else {
+      half_.resize(part.size());
+      for (size_t i = 0; i < part.size(); ++i) {
+        half_[i] = entry.dtype == DType::bf16 ? float_to_bf16(part[i]) : float_to_fp16(part[i]);
+      }
+      ok = std::fwrite(half_.data(), sizeof(uint16_t), half_.size(), file_);
+    }
+    AT_CHECK(ok == part.size(), tmp_.string(), ": write of '", entry.name,
+             "' failed: ", std::strerror(errno));
+    written_ += take;
+    values = values.subspan(take);
+    while (current_ < entries_.size() && written_ == entries_[current_].elements()) {
+      ++current_;
+      written_ = 0;
+    }
+  }
+}
+
+void SafetensorsWriter::finish() {
+  AT_CHECK(file_ != nullptr, path_.string(), ": finish called twice");
+  AT_CHECK(current_ == entries_.size(), path_.string(), ": tensor '",
+           current_ < entries_.size() ? entries_[current_].name : "", "' received ", written_,
+           " of its ", current_ < entries_.size() ? entries_[current_].elements() : 0,
+           " values before finish");
+  const bool flushed = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
+  const int closed = std::fclose(file_);
+  file_ = nullptr;
+  AT_CHECK(flushed && closed == 0, tmp_.string(), ": flush failed: ", std::strerror(errno));
+  std::error_code error;
+  fs::rename(tmp_, path_, error);
+  AT_CHECK(!error, "cannot rename ", tmp_.string(), " to ", path_.string(), ": ", error.message());
+}
+
+SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
+  const std::string where = path_.string();
+  std::ifstream in(path_, std::ios::binary);
+  AT_CHECK(in, where, ": cannot open");
+  const uint64_t file_size = fs::file_size(path_);
+  unsigned char length_bytes[8] = {};
+  in.read(reinterpret_cast<char*>(length_bytes), 8);
+  AT_CHECK(in.gcount() == 8, where, ": too short for a safetensors header");
+  uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
+  AT_CHECK(length <= file_size - 8, where, ": header length ", length, " exceeds the file size ",
+           file_size);
+  std::string text(length, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(length));
+  data_start_ = 8 + length;
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(cat(where, ": header is not valid JSON: ", error.what()));
+  }
+  AT_CHECK(header.is_object(), where, ": header is not a JSON object");
+  for (const auto& [name, value] : header.items()) {
+    if (name == "__metadata__") {
+      for (const auto& [key, item] : value.items()) metadata_[key] = item.get<std::string>();
+      continue;
+    }
+    const std::string object = cat(where, ": tensor '", name, "'");
+    SafetensorsEntry entry;
+    entry.name = name;
+    entry.dtype = parse_safetensors_dtype(value.at("dtype").get<std::string>(), object);
+    entry.shape = value.at("shape").get<std::vector<uint64_t>>();
+    const auto offsets = value.at("data_offsets").get<std::vector<uint64_t>>();
+    AT_CHECK(offsets.size() == 2 && offsets[0] <= offsets[1], object, ": bad data_offsets");
+    entry.begin = offsets[0];
+    entry.end = offsets[1];
+    AT_CHECK(entry.end - entry.begin == entry.elements() * dtype_size(entry.dtype), object,
+             ": data_offsets span ", entry.end - entry.begin, " bytes, shape and dtype need ",
+             entry.elements() * dtype_size(entry.dtype));
+    AT_CHECK(data_start_ + entry.end <= file_size, object, ": data lies past the end of the file");
+    entries_.push_back(entry);
+  }
+  std::sort(entries_.begin(), entries_.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  uint64_t expected = 0;
+  for (const auto& entry : entries_) {
+    AT_CHECK(entry.begin == expected, where, ": tensor '", entry.name,
+             "' does not start where the previous one ends (holes or overlaps)");
+    expected = entry.end;
+  }
+}
+
+const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {
+  for (const auto& entry : entries_) {
+    if (entry.name == name) return entry;
+  }
+  throw Error(cat(path_.string(), ": no tensor '", name, "'"));
+}
+
+std::vector<float> SafetensorsFile::read(const std::string& name) const {
+  const SafetensorsEntry& found = entry(name);
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + found.begin));
+  std::vector<float> values(found.elements());
+  if (found.dtype == DType::fp32) {
+    in.read(reinterpret_cast<char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(float)));
+  } else {
+    std::vector<uint16_t> half(values.size());
+    in.read(reinterpret_cast<char*>(half.data()),
+            static_cast<std::streamsize>(half.size() * sizeof(uint16_t)));
+    for (size_t i = 0; i < half.size(); ++i) {
+      values[i] = found.dtype == DType::bf16 ? bf16_to_float(half[i]) : fp16_to_float(half[i]);
+    }
+  }
+  AT_CHECK(in.good(), path_.string(), ": tensor '", name, "' could not be read in full");
+  return values;
+}
+
+}  // namespace autotrain::ckpt
