@@ -405,6 +405,8 @@ double flops_per_token(const ModelConfig& config, int T) {
          6.0 * config.n_layer * config.n_embd * static_cast<double>(T);
 }
 
+#undef AT_TIMED
+
 template class BasicFlatUnitAccess<float>;
 template class BasicFlatUnitAccess<double>;
 template class BasicGpt2<float>;
