@@ -114,8 +114,16 @@ TEST(LauncherEnv, SlurmLocalWorldSizeComesFromThisNodesTaskCount) {
       << message;
 }
 
+TEST(LauncherEnv, SlurmNodeRankConflictIsAnError) {
+  EXPECT_NE(mismatch(kSlurmTwoNodesRank4, topology(4, 6, 1, 3, 0, 2))
+                .find("SLURM_NODEID=1 (Slurm) but MPI node rank is 0"),
+            std::string::npos);
+}
+
 TEST(LauncherEnv, SlurmNodeCountConflictIsAnError) {
-  EXPECT_NE(mismatch(kSlurmTwoNodesRank4, topology(4, 6, 1, 3, 0, 1)).find("SLURM_NODEID=1"),
+  // e.g. two hosts that MPI sees as one shared-memory node.
+  EXPECT_NE(mismatch(kSlurmTwoNodesRank4, topology(4, 6, 1, 3, 1, 3))
+                .find("SLURM_STEP_NUM_NODES=2 (Slurm) but MPI node count is 3"),
             std::string::npos);
 }
 
