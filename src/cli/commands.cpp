@@ -7,6 +7,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"train", "train a model (or check the plan with --dry-run)", run_train},
       {"env", "show the rank topology, devices and build", run_env},
+      {"prepare", "tokenize a data_path into token shards (llm.c format)", run_prepare},
+      {"bench", "benchmark collectives (bench comm) under mpirun", run_bench},
   };
   return table;
 }

@@ -10,13 +10,11 @@
 //
 // bf16/fp16: converted to an fp32 staging buffer, reduced in fp32 by Gloo, converted back once
 // (one rounding per element, unlike the MPI backend which rounds every partial sum).
-#include <gloo/algorithm.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
-#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
@@ -33,7 +31,6 @@
 #include <mutex>
 #include <span>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
@@ -255,8 +252,9 @@ class GlooCommunicator final : public Communicator {
                                   ReduceOp op) override {
     check_reduction("gloo", "reduce_scatter", dtype, op);
     checked_int_count(part * static_cast<size_t>(size_), "reduce_scatter");
-    return submit("reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype),
-                  [=, this](uint32_t) { run_reduce_scatter(input, output, part, dtype, op); });
+    return submit(
+        "reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype),
+        [=, this](uint32_t tag) { run_reduce_scatter(input, output, part, dtype, op, tag); });
   }
 
   CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
@@ -337,7 +335,6 @@ class GlooCommunicator final : public Communicator {
   void* staging(size_t bytes) {
     if (staging_.size() < bytes) {
       staging_.resize(bytes);
-      reduce_scatters_.clear();  // they hold pointers into the old staging buffer
     }
     return staging_.data();
   }
@@ -375,52 +372,36 @@ class GlooCommunicator final : public Communicator {
     }
   }
 
-  // Gloo 0.5 has no options-style reduce-scatter; ReduceScatterHalvingDoubling registers its
-  // buffers at construction, so one is kept per (type, size, op) and reused by later calls.
-  template <typename T>
-  void reduce_scatter_typed(T* work, size_t total, ReduceOp op) {
-    const auto key =
-        std::make_tuple(static_cast<int>(sizeof(T)) * (std::is_floating_point_v<T> ? -1 : 1), total,
-                        op == ReduceOp::max);
-    auto found = reduce_scatters_.find(key);
-    if (found == reduce_scatters_.end()) {
-      if (reduce_scatters_.size() >= 32) reduce_scatters_.clear();  // same on every rank
-      const std::vector<int> parts(static_cast<size_t>(size_), static_cast<int>(total) / size_);
-      auto algorithm = std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(
-          context_, std::vector<T*>{work}, static_cast<int>(total), parts,
-          op == ReduceOp::max ? gloo::ReductionFunction<T>::max : gloo::ReductionFunction<T>::sum);
-      found = reduce_scatters_.emplace(key, std::move(algorithm)).first;
-    }
-    found->second->run();
-  }
-
-  void run_reduce_scatter(const void* input, void* output, size_t part, DType dtype, ReduceOp op) {
+  // Gloo 0.5 has no options-style reduce-scatter, and its ReduceScatterHalvingDoubling left
+  // ranks 1 and 2 of 4 each other's part (bit-reversed placement) in our checks. So: a ring
+  // allreduce of the whole buffer in staging, then this rank keeps its part. Correct for every
+  // size and world size, at up to twice the traffic of a true reduce-scatter (docs/benchmarks.md).
+  void run_reduce_scatter(const void* input, void* output, size_t part, DType dtype, ReduceOp op,
+                          uint32_t tag) {
     const size_t total = part * static_cast<size_t>(size_);
     if (total == 0) return;
     const size_t offset = part * static_cast<size_t>(rank_);
-    // The algorithm reduces in place: the caller's input is copied (or widened) into staging.
     switch (dtype) {
       case DType::fp32:
       case DType::bf16:
       case DType::fp16: {
         auto* work = static_cast<float*>(staging(total * sizeof(float)));
         widen(input, work, total, dtype);
-        reduce_scatter_typed(work, total, op);
-        if (op == ReduceOp::avg) divide_in_place(work + offset, part, DType::fp32, size_);
+        allreduce_typed(work, total, op, tag);  // divides for avg
         narrow(work + offset, output, part, dtype);
         return;
       }
       case DType::int32: {
         auto* work = static_cast<int32_t*>(staging(total * sizeof(int32_t)));
         std::memcpy(work, input, total * sizeof(int32_t));
-        reduce_scatter_typed(work, total, op);
+        allreduce_typed(work, total, op, tag);
         std::memcpy(output, work + offset, part * sizeof(int32_t));
         return;
       }
       case DType::int64: {
         auto* work = static_cast<int64_t*>(staging(total * sizeof(int64_t)));
         std::memcpy(work, input, total * sizeof(int64_t));
-        reduce_scatter_typed(work, total, op);
+        allreduce_typed(work, total, op, tag);
         std::memcpy(output, work + offset, part * sizeof(int64_t));
         return;
       }
@@ -454,7 +435,6 @@ class GlooCommunicator final : public Communicator {
   int size_;
   std::shared_ptr<gloo::Context> context_;
   std::vector<std::byte> staging_;  // worker thread only
-  std::map<std::tuple<int, size_t, bool>, std::unique_ptr<gloo::Algorithm>> reduce_scatters_;
   Watchdog watchdog_;
   OrderedWorker worker_;  // last: destroyed first, so queued collectives finish while all is alive
 };

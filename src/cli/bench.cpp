@@ -1,0 +1,643 @@
+// `autotrain bench <kind>`: benchmarks that run under mpirun like training. `bench comm` times
+// the communicator's collectives over a range of sizes and prints the table nccl-tests users
+// know (size, count, type, redop, root, time, algbw, busbw, #wrong), or JSON.
+//
+// busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for reduce_scatter and allgather, 1 for
+// broadcast: the per-link traffic of the optimal ring algorithm, comparable across rank counts.
+// `size` is the whole buffer (the unscattered input of reduce_scatter, the gathered output of
+// allgather), as in nccl-tests.
+#include <mpi.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "autotrain/cli/commands.hpp"
+#include "autotrain/comm/backend.hpp"
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/core/timer.hpp"
+#include "autotrain/launch/discover.hpp"
+
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace autotrain::cli {
+namespace {
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+enum class Collective { allreduce, reduce_scatter, allgather, broadcast };
+constexpr Collective kAllCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
+                                          Collective::allgather, Collective::broadcast};
+
+std::string_view collective_name(Collective op) {
+  switch (op) {
+    case Collective::allreduce:
+      return "allreduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::allgather:
+      return "allgather";
+    case Collective::broadcast:
+      return "broadcast";
+  }
+  return "?";
+}
+
+double bus_factor(Collective op, int n) {
+  switch (op) {
+    case Collective::allreduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::reduce_scatter:
+    case Collective::allgather:
+      return static_cast<double>(n - 1) / n;
+    case Collective::broadcast:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// "256M" -> 268435456. K, M, G are binary (as in nccl-tests).
+size_t parse_size(const std::string& text, std::string_view flag) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string suffix = text.substr(used);
+  double scale = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = 1024.0;
+  if (suffix == "M" || suffix == "m" || suffix == "MiB") scale = 1024.0 * 1024;
+  if (suffix == "G" || suffix == "g" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
+  if (used == 0 || value < 0 || (scale == 1 && !suffix.empty() && suffix != "B")) {
+    throw CollectiveError(
+        cat("bench comm: ", flag, " '", text,
+            "' is not a size (expected bytes, optionally with K, M or G, e.g. 256M)"));
+  }
+  return static_cast<size_t>(value * scale);
+}
+
+struct CommBenchOptions {
+  std::string backends = "auto";
+  std::string ops = "allreduce";
+  std::string dtype = "fp32";
+  std::string redop = "sum";
+  std::string min_bytes = "8";
+  std::string max_bytes = "256M";
+  double factor = 2;
+  int iters = 20;
+  int warmup_iters = 5;
+  int root = 0;
+  double timeout = 600;
+  bool check = false;
+  bool json = false;
+  bool help = false;
+};
+
+po::options_description comm_bench_options(CommBenchOptions& o) {
+  po::options_description description("autotrain bench comm [options]");
+  description.add_options()  //
+      ("backend", po::value(&o.backends)->value_name("LIST"),
+       "auto|mpi|gloo|nccl|raw-mpi, or a comma-separated list timed one after the other; raw-mpi "
+       "is a plain blocking MPI loop, the reference for our mpi backend (default auto)")  //
+      ("op", po::value(&o.ops)->value_name("LIST"),
+       "allreduce|reduce_scatter|allgather|broadcast|all, or a comma-separated list (default "
+       "allreduce)")  //
+      ("dtype", po::value(&o.dtype)->value_name("T"),
+       "fp32|bf16|fp16|int32|int64 (default fp32)")                                  //
+      ("redop", po::value(&o.redop)->value_name("OP"), "sum|avg|max (default sum)")  //
+      ("min-bytes", po::value(&o.min_bytes)->value_name("N"),
+       "smallest size, K/M/G suffixes (default 8)")                                           //
+      ("max-bytes", po::value(&o.max_bytes)->value_name("N"), "largest size (default 256M)")  //
+      ("factor", po::value(&o.factor)->value_name("F"),
+       "size multiplier between rows (default 2)")                                               //
+      ("iters", po::value(&o.iters)->value_name("N"), "timed iterations per size (default 20)")  //
+      ("warmup-iters", po::value(&o.warmup_iters)->value_name("N"),
+       "untimed iterations first (default 5)")                                     //
+      ("root", po::value(&o.root)->value_name("R"), "broadcast root (default 0)")  //
+      ("comm-timeout", po::value(&o.timeout)->value_name("S"),
+       "collective timeout in seconds (default 600)")  //
+      ("check", po::bool_switch(&o.check),
+       "fill inputs with rank-dependent values and count wrong output elements against a "
+       "reference computed independently")                                             //
+      ("json", po::bool_switch(&o.json), "print one JSON document instead of tables")  //
+      ("help,h", po::bool_switch(&o.help), "show this help");
+  return description;
+}
+
+CommBenchOptions parse_comm_bench_options(const std::vector<std::string>& args) {
+  CommBenchOptions options;
+  const po::options_description description = comm_bench_options(options);
+  try {
+    po::variables_map values;
+    po::store(po::command_line_parser(args).options(description).run(), values);
+    po::notify(values);
+  } catch (const po::unknown_option& error) {
+    const std::vector<std::string> flags = {
+        "--backend",      "--op",     "--dtype", "--redop",        "--min-bytes",
+        "--max-bytes",    "--factor", "--iters", "--warmup-iters", "--root",
+        "--comm-timeout", "--check",  "--json",  "--help"};
+    throw CollectiveError(cat("bench comm: unknown option '", error.get_option_name(), "'",
+                              did_you_mean(error.get_option_name(), flags),
+                              "; run 'autotrain bench comm --help'"));
+  } catch (const po::error& error) {
+    throw CollectiveError(cat("bench comm: ", error.what(), "; run 'autotrain bench comm --help'"));
+  }
+  if (options.factor <= 1) {
+    throw CollectiveError(cat("bench comm: --factor ", options.factor, " must be greater than 1"));
+  }
+  if (options.iters < 1 || options.warmup_iters < 0) {
+    throw CollectiveError("bench comm: --iters must be at least 1 and --warmup-iters at least 0");
+  }
+  return options;
+}
+
+// The reference: a plain blocking MPI loop, nothing of ours in the way. Each call completes
+// before it returns, so its handles are empty.
+class RawMpiCommunicator final : public Communicator {
+ public:
+  explicit RawMpiCommunicator(MPI_Comm parent) {
+    AT_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  ~RawMpiCommunicator() override { MPI_Comm_free(&comm_); }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view name() const override { return "raw-mpi"; }
+
+  CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
+    AT_MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type(dtype), mpi_op(op), comm_));
+    return {};
+  }
+  CommHandle reduce_scatter_async(const void* input, void* output, size_t part, DType dtype,
+                                  ReduceOp op) override {
+    AT_MPI_CHECK(MPI_Reduce_scatter_block(input, output, static_cast<int>(part), type(dtype),
+                                          mpi_op(op), comm_));
+    return {};
+  }
+  CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
+    AT_MPI_CHECK(MPI_Allgather(input, static_cast<int>(part), type(dtype), output,
+                               static_cast<int>(part), type(dtype), comm_));
+    return {};
+  }
+  CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
+    AT_MPI_CHECK(MPI_Bcast(data, static_cast<int>(count), type(dtype), root, comm_));
+    return {};
+  }
+  CommHandle barrier_async() override {
+    AT_MPI_CHECK(MPI_Barrier(comm_));
+    return {};
+  }
+
+  static void check_supported(DType dtype, ReduceOp op) {
+    if (dtype == DType::bf16 || dtype == DType::fp16) {
+      throw CollectiveError(
+          cat("bench comm: raw-mpi has no ", dtype_name(dtype),
+              " type (MPI lacks 16-bit floats); use --dtype fp32, int32 or int64"));
+    }
+    if (op == ReduceOp::avg)
+      throw CollectiveError("bench comm: raw-mpi has no avg; use --redop sum or max");
+  }
+
+ private:
+  static MPI_Datatype type(DType dtype) {
+    return dtype == DType::fp32 ? MPI_FLOAT : dtype == DType::int32 ? MPI_INT32_T : MPI_INT64_T;
+  }
+  static MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::max ? MPI_MAX : MPI_SUM; }
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// Host memory, or device memory for nccl; filled and read through host copies.
+class BenchBuffer {
+ public:
+  BenchBuffer(size_t bytes, bool on_device) : bytes_(bytes), host_(bytes) {
+    if (!on_device) return;
+#ifdef AUTOTRAIN_HAVE_CUDA
+    if (cudaMalloc(&device_, std::max<size_t>(bytes, 1)) != cudaSuccess) {
+      throw Error(
+          cat("bench comm: cudaMalloc of ", human_bytes(static_cast<double>(bytes)), " failed"));
+    }
+#endif
+  }
+  ~BenchBuffer() {
+#ifdef AUTOTRAIN_HAVE_CUDA
+    if (device_ != nullptr) cudaFree(device_);
+#endif
+  }
+  BenchBuffer(const BenchBuffer&) = delete;
+  BenchBuffer& operator=(const BenchBuffer&) = delete;
+
+  void* data() {
+    return device_ != nullptr ? device_ : host_.data();
+  }
+  std::byte* host() {
+    return host_.data();
+  }
+  void upload(size_t bytes) {
+    copy(device_, host_.data(), bytes, true);
+  }
+  void download(size_t bytes) {
+    copy(host_.data(), device_, bytes, false);
+  }
+  void zero() {
+    std::fill(host_.begin(), host_.end(), std::byte{0});
+    upload(bytes_);
+  }
+
+ private:
+  static void copy([[maybe_unused]] void* to, [[maybe_unused]] const void* from,
+                   [[maybe_unused]] size_t bytes, [[maybe_unused]] bool up) {
+#ifdef AUTOTRAIN_HAVE_CUDA
+    if (to == nullptr || from == nullptr) return;
+    cudaMemcpy(to, from, bytes, up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+#endif
+  }
+  size_t bytes_;
+  std::vector<std::byte> host_;
+  void* device_ = nullptr;
+};
+
+// Rank-dependent small integers: exact in every dtype, and so are their sums over many ranks.
+double check_value(int rank, size_t i) {
+  return static_cast<double>(static_cast<int>((i * 7 + static_cast<size_t>(rank) * 3) % 11) - 3);
+}
+
+void store_value(std::byte* base, size_t i, DType dtype, double value) {
+  std::byte* at = base + i * dtype_size(dtype);
+  auto put = [at](auto typed) { std::memcpy(at, &typed, sizeof typed); };
+  switch (dtype) {
+    case DType::fp32:
+      return put(static_cast<float>(value));
+    case DType::bf16:
+      return put(float_to_bf16(static_cast<float>(value)));
+    case DType::fp16:
+      return put(float_to_fp16(static_cast<float>(value)));
+    case DType::int32:
+      return put(static_cast<int32_t>(value));
+    case DType::int64:
+      return put(static_cast<int64_t>(value));
+  }
+}
+
+double load_value(const std::byte* base, size_t i, DType dtype) {
+  const std::byte* at = base + i * dtype_size(dtype);
+  auto get = [at]<typename T>(T typed) {
+    std::memcpy(&typed, at, sizeof typed);
+    return typed;
+  };
+  switch (dtype) {
+    case DType::fp32:
+      return get(0.0f);
+    case DType::bf16:
+      return bf16_to_float(get(uint16_t{0}));
+    case DType::fp16:
+      return fp16_to_float(get(uint16_t{0}));
+    case DType::int32:
+      return get(int32_t{0});
+    case DType::int64:
+      return static_cast<double>(get(int64_t{0}));
+  }
+  return NAN;
+}
+
+double expected_reduction(ReduceOp op, int world_size, size_t i) {
+  double sum = 0;
+  double max = -1e300;
+  for (int r = 0; r < world_size; ++r) {
+    sum += check_value(r, i);
+    max = std::max(max, check_value(r, i));
+  }
+  return op == ReduceOp::max ? max : op == ReduceOp::avg ? sum / world_size : sum;
+}
+
+bool close_enough(double got, double want, DType dtype) {
+  const double relative = dtype == DType::bf16   ? 1.0 / 128
+                          : dtype == DType::fp16 ? 1.0 / 1024
+                                                 : 1e-6;
+  return std::abs(got - want) <= std::abs(want) * relative + 1e-12;
+}
+
+struct Row {
+  size_t bytes = 0;
+  size_t count = 0;
+  double time_us = 0;
+  double algbw = 0;
+  double busbw = 0;
+  long long wrong = -1;  // -1: not checked
+};
+
+// Times one collective at one size on every rank; returns rank-agreed figures.
+class CollectiveBench {
+ public:
+  CollectiveBench(Communicator& comm, Collective op, const CommBenchOptions& options, DType dtype,
+                  ReduceOp redop, size_t max_bytes, bool on_device)
+      : comm_(comm),
+        op_(op),
+        options_(options),
+        dtype_(dtype),
+        redop_(redop),
+        input_(max_bytes, on_device),
+        output_(max_bytes, on_device) {}
+
+  Row run(size_t bytes) {
+    const int n = comm_.size();
+    const size_t element = dtype_size(dtype_);
+    Row row;
+    row.count = bytes / element;
+    // reduce_scatter/allgather move equal parts: the count is rounded down to a multiple of n.
+    if (op_ == Collective::reduce_scatter || op_ == Collective::allgather) {
+      row.count -= row.count % static_cast<size_t>(n);
+    }
+    row.bytes = row.count * element;
+    if (options_.check) row.wrong = check(row.count);
+    input_.zero();  // timing on zeros: sums never overflow or turn denormal
+    for (int i = 0; i < options_.warmup_iters; ++i) issue(row.count);
+    MPI_Barrier(MPI_COMM_WORLD);
+    Timer timer;
+    for (int i = 0; i < options_.iters; ++i) issue(row.count);
+    double seconds = timer.seconds() / options_.iters;
+    // The slowest rank's time is the collective's time.
+    MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    row.time_us = seconds * 1e6;
+    row.algbw = seconds > 0 ? static_cast<double>(row.bytes) / seconds / 1e9 : 0;
+    row.busbw = row.algbw * bus_factor(op_, n);
+    return row;
+  }
+
+ private:
+  void issue(size_t count) {
+    const size_t part = count / static_cast<size_t>(comm_.size());
+    switch (op_) {
+      case Collective::allreduce:
+        return comm_.allreduce(input_.data(), count, dtype_, redop_);
+      case Collective::reduce_scatter:
+        return comm_.reduce_scatter(input_.data(), output_.data(), part, dtype_, redop_);
+      case Collective::allgather:
+        return comm_.allgather(input_.data(), output_.data(), part, dtype_);
+      case Collective::broadcast:
+        return comm_.broadcast(input_.data(), count, dtype_, options_.root);
+    }
+  }
+
+  // Returns the wrong elements summed over all ranks.
+  long long check(size_t count) {
+    const int rank = comm_.rank();
+    const int n = comm_.size();
+    const size_t part = count / static_cast<size_t>(n);
+    const size_t element = dtype_size(dtype_);
+    // allgather sends this rank's part; everything else sends the whole buffer.
+    const size_t input_count = op_ == Collective::allgather ? part : count;
+    const size_t input_first = op_ == Collective::allgather ? part * static_cast<size_t>(rank) : 0;
+    for (size_t i = 0; i < input_count; ++i) {
+      store_value(input_.host(), i, dtype_, check_value(rank, input_first + i));
+    }
+    input_.upload(input_count * element);
+    issue(count);
+    long long wrong = 0;
+    switch (op_) {
+      case Collective::allreduce:
+        input_.download(count * element);
+        for (size_t i = 0; i < count; ++i) {
+          wrong += !close_enough(load_value(input_.host(), i, dtype_),
+                                 expected_reduction(redop_, n, i), dtype_);
+        }
+        break;
+      case Collective::reduce_scatter:
+        output_.download(part * element);
+        for (size_t j = 0; j < part; ++j) {
+          const double want = expected_reduction(redop_, n, part * static_cast<size_t>(rank) + j);
+          wrong += !close_enough(load_value(output_.host(), j, dtype_), want, dtype_);
+        }
+        break;
+      case Collective::allgather:
+        output_.download(count * element);
+        for (size_t i = 0; i < count; ++i) {
+          const int owner = static_cast<int>(i / std::max<size_t>(part, 1));
+          wrong +=
+              !close_enough(load_value(output_.host(), i, dtype_), check_value(owner, i), dtype_);
+        }
+        break;
+      case Collective::broadcast:
+        input_.download(count * element);
+        for (size_t i = 0; i < count; ++i) {
+          wrong += !close_enough(load_value(input_.host(), i, dtype_),
+                                 check_value(options_.root, i), dtype_);
+        }
+        break;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return wrong;
+  }
+
+  Communicator& comm_;
+  Collective op_;
+  const CommBenchOptions& options_;
+  DType dtype_;
+  ReduceOp redop_;
+  BenchBuffer input_;
+  BenchBuffer output_;
+};
+
+std::vector<Collective> parse_collectives(const std::string& text) {
+  std::vector<Collective> result;
+  std::vector<std::string> names;
+  for (Collective op : kAllCollectives) names.emplace_back(collective_name(op));
+  for (const std::string& item : split(text, ',')) {
+    const std::string name = to_snake_case(trim(item));
+    if (name == "all") {
+      result.assign(std::begin(kAllCollectives), std::end(kAllCollectives));
+      continue;
+    }
+    auto found = std::find(names.begin(), names.end(), name);
+    if (found == names.end()) {
+      throw CollectiveError(
+          cat("bench comm: --op '", item, "' is not a collective", did_you_mean(name, names),
+              " (expected allreduce, reduce_scatter, allgather, broadcast or all)"));
+    }
+    result.push_back(kAllCollectives[found - names.begin()]);
+  }
+  return result;
+}
+
+void print_table_header(std::string_view backend, Collective op, int world_size, DType dtype,
+                        ReduceOp redop, const CommBenchOptions& options) {
+  std::printf("# %s on %s, %d ranks, dtype %s, redop %s, %d iters after %d warm-up\n",
+              std::string(collective_name(op)).c_str(), std::string(backend).c_str(), world_size,
+              std::string(dtype_name(dtype)).c_str(), std::string(reduce_op_name(redop)).c_str(),
+              options.iters, options.warmup_iters);
+  std::printf("#%13s %12s %6s %6s %5s %11s %9s %9s %7s\n", "size", "count", "type", "redop", "root",
+              "time", "algbw", "busbw", "#wrong");
+  std::printf("#%13s %12s %6s %6s %5s %11s %9s %9s %7s\n", "(B)", "(elements)", "", "", "", "(us)",
+              "(GB/s)", "(GB/s)", "");
+}
+
+int run_bench_comm(const std::vector<std::string>& args, MpiSession& mpi) {
+  const CommBenchOptions options = parse_comm_bench_options(args);
+  if (options.help) {
+    if (mpi.rank() == 0)
+      std::cout << comm_bench_options(const_cast<CommBenchOptions&>(options)) << "\n";
+    return 0;
+  }
+  const DType dtype = [&] {
+    try {
+      return parse_dtype(options.dtype, "bench comm: --dtype");
+    } catch (const Error& error) {
+      throw CollectiveError(error.what());
+    }
+  }();
+  const ReduceOp redop = [&] {
+    try {
+      return parse_reduce_op(options.redop, "bench comm: --redop");
+    } catch (const Error& error) {
+      throw CollectiveError(error.what());
+    }
+  }();
+  const std::vector<Collective> collectives = parse_collectives(options.ops);
+  const size_t min_bytes = std::max<size_t>(parse_size(options.min_bytes, "--min-bytes"), 1);
+  const size_t max_bytes = parse_size(options.max_bytes, "--max-bytes");
+  if (max_bytes < min_bytes) {
+    throw CollectiveError(cat("bench comm: --max-bytes ", options.max_bytes,
+                              " is below --min-bytes ", options.min_bytes));
+  }
+  if ((dtype == DType::int32 || dtype == DType::int64) && redop == ReduceOp::avg) {
+    throw CollectiveError(
+        cat("bench comm: --redop avg needs a floating-point --dtype, got ", dtype_name(dtype)));
+  }
+  if (options.root < 0 || options.root >= mpi.size()) {
+    throw CollectiveError(
+        cat("bench comm: --root ", options.root, " is not a rank (0..", mpi.size() - 1, ")"));
+  }
+
+  json results = json::array();
+  long long total_wrong = 0;
+  for (const std::string& backend_item : split(options.backends, ',')) {
+    const std::string backend_name = trim(backend_item);
+    std::unique_ptr<Communicator> comm;
+    bool on_device = false;
+    if (backend_name == "raw-mpi") {
+      RawMpiCommunicator::check_supported(dtype, redop);
+      comm = std::make_unique<RawMpiCommunicator>(MPI_COMM_WORLD);
+    } else {
+      CommBackend requested = CommBackend::automatic;
+      try {
+        requested = parse_comm_backend(backend_name, "bench comm: --backend");
+      } catch (const Error& error) {
+        throw CollectiveError(cat(error.what(), " or raw-mpi"));
+      }
+      DiscoverOptions discover;
+      discover.want_gpu = requested == CommBackend::nccl;
+      const Topology topology = discover_topology(MPI_COMM_WORLD, discover);
+      const CommBackend backend = resolve_comm_backend(requested, topology);
+      CommOptions comm_options;
+      comm_options.timeout_seconds = options.timeout;
+      comm_options.device = topology.device;
+      comm = make_communicator(backend, MPI_COMM_WORLD, comm_options);
+      on_device = backend == CommBackend::nccl;
+    }
+    for (Collective op : collectives) {
+      CollectiveBench bench(*comm, op, options, dtype, redop, max_bytes, on_device);
+      if (mpi.rank() == 0 && !options.json) {
+        print_table_header(comm->name(), op, comm->size(), dtype, redop, options);
+      }
+      for (double size = static_cast<double>(min_bytes);
+           size <= static_cast<double>(max_bytes) * 1.000001; size *= options.factor) {
+        const Row row = bench.run(static_cast<size_t>(size));
+        if (row.count == 0) continue;
+        if (row.wrong > 0) total_wrong += row.wrong;
+        const bool reduces = op == Collective::allreduce || op == Collective::reduce_scatter;
+        const int root = op == Collective::broadcast ? options.root : -1;
+        if (mpi.rank() != 0) continue;
+        if (options.json) {
+          json entry = {{"backend", comm->name()},
+                        {"op", collective_name(op)},
+                        {"world_size", comm->size()},
+                        {"size_bytes", row.bytes},
+                        {"count", row.count},
+                        {"dtype", dtype_name(dtype)},
+                        {"redop", reduces ? reduce_op_name(redop) : "none"},
+                        {"root", root},
+                        {"time_us", row.time_us},
+                        {"algbw_gbps", row.algbw},
+                        {"busbw_gbps", row.busbw}};
+          entry["wrong"] = row.wrong >= 0 ? json(row.wrong) : json(nullptr);
+          results.push_back(entry);
+        } else {
+          std::printf(" %13zu %12zu %6s %6s %5d %11.1f %9.3f %9.3f %7s\n", row.bytes, row.count,
+                      std::string(dtype_name(dtype)).c_str(),
+                      reduces ? std::string(reduce_op_name(redop)).c_str() : "none", root,
+                      row.time_us, row.algbw, row.busbw,
+                      row.wrong >= 0 ? std::to_string(row.wrong).c_str() : "N/A");
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  if (mpi.rank() == 0 && options.json) {
+    std::cout << json{{"benchmark", "comm"}, {"world_size", mpi.size()}, {"results", results}}.dump(
+                     2)
+              << "\n";
+  }
+  if (total_wrong > 0) {
+    throw CollectiveError(
+        cat("bench comm: --check found ", total_wrong, " wrong elements (see #wrong)"));
+  }
+  return 0;
+}
+
+// The kinds of benchmark: add a kind here.
+struct BenchKind {
+  std::string name;
+  std::string summary;
+  int (*run)(const std::vector<std::string>&, MpiSession&);
+};
+
+const std::vector<BenchKind>& bench_kinds() {
+  static const std::vector<BenchKind> kinds = {
+      {"comm", "time the communicator's collectives (nccl-tests style table)", run_bench_comm},
+  };
+  return kinds;
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& args, MpiSession& mpi) {
+  std::vector<std::string> names;
+  for (const auto& kind : bench_kinds()) names.push_back(kind.name);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    if (mpi.rank() == 0) {
+      std::cout << "usage: autotrain bench <kind> [options]\n\nkinds:\n";
+      for (const auto& kind : bench_kinds())
+        std::cout << "  " << kind.name << "  " << kind.summary << "\n";
+      std::cout << "\n'autotrain bench <kind> --help' shows a kind's options.\n";
+    }
+    if (args.empty())
+      throw CollectiveError(
+          cat("bench: which benchmark? (expected one of: ", join(names, ", "), ")"));
+    return 0;
+  }
+  for (const auto& kind : bench_kinds()) {
+    if (kind.name == args[0]) return kind.run({args.begin() + 1, args.end()}, mpi);
+  }
+  throw CollectiveError(cat("bench: unknown benchmark '", args[0], "'",
+                            did_you_mean(args[0], names), " (expected one of: ", join(names, ", "),
+                            ")"));
+}
+
+}  // namespace autotrain::cli
