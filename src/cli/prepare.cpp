@@ -34,8 +34,9 @@ constexpr Flag kFlags[] = {
     {"add-eos-token", "BOOL", "end-of-text token before each document (default true)"},
     {"threads", "N", "tokenizer threads (default: all cores)"},
     {"valid-fraction", "F",
-     "without a valid split file, move the last F of the train tokens to the valid split "
-     "(default 0.1 for a single-file data_path, else 0)"},
+     "without a valid split file, move the last F of the train\n"
+     "                              tokens to the valid split (default 0.1 for a single-file\n"
+     "                              data_path, else 0)"},
     {"shard-tokens", "N", "tokens per shard file at most (default 100000000)"},
 };
 
@@ -80,7 +81,8 @@ std::optional<data::PrepareOptions> parse(const std::vector<std::string>& args) 
   std::vector<std::string> spellings;
   for (const auto& flag : kFlags) {
     description.add_options()(flag.name, po::value<std::string>(), "");
-    description.add_options()(to_snake_case(flag.name).c_str(), po::value<std::string>(), "");
+    const std::string snake = to_snake_case(flag.name);
+    if (snake != flag.name) description.add_options()(snake.c_str(), po::value<std::string>(), "");
     spellings.push_back(cat("--", flag.name));
   }
   description.add_options()("help,h", "");

@@ -1,5 +1,7 @@
 #include "manifest.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -19,11 +21,14 @@ constexpr int kManifestVersion = 1;
 json describe_files(const SplitInput& input) {
   json files = json::array();
   for (const auto& file : input.files) {
-    const auto mtime = fs::last_write_time(file.path).time_since_epoch();
-    files.push_back(
-        {{"path", fs::absolute(file.path).lexically_normal().string()},
-         {"size", fs::file_size(file.path)},
-         {"mtime_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(mtime).count()}});
+    // POSIX stat: file_time_type's epoch is implementation-defined, st_mtim is Unix time.
+    struct stat info {};
+    AT_CHECK(::stat(file.path.c_str(), &info) == 0, "cannot stat ", file.path.string());
+    const int64_t mtime_ns =
+        static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+    files.push_back({{"path", fs::absolute(file.path).lexically_normal().string()},
+                     {"size", fs::file_size(file.path)},
+                     {"mtime_ns", mtime_ns}});
   }
   return {{"split", input.split}, {"files", files}};
 }
