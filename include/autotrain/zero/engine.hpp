@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
@@ -37,9 +38,9 @@
 namespace autotrain::zero {
 
 struct EngineOptions {
-  int stage = 0;                                // 0..3
-  std::size_t reduce_bucket_size = 1u << 24;    // gradient elements per reduction bucket
-  int prefetch = 1;                             // stage 3: units gathered ahead
+  int stage = 0;                              // 0..3
+  std::size_t reduce_bucket_size = 1u << 24;  // gradient elements per reduction bucket
+  int prefetch = 1;                           // stage 3: units gathered ahead
   OptimizerSettings optimizer;
 };
 
@@ -51,6 +52,10 @@ struct MemoryReport {
   std::size_t working_bytes = 0;    // gathered units / unit gradient buffers (stages 2 and 3)
   std::size_t total() const { return param_bytes + grad_bytes + optimizer_bytes + working_bytes; }
 };
+
+// "params 12.0 MiB, grads 3.0 MiB, optimizer 6.0 MiB, working 1.5 MiB, total 22.5 MiB" (the
+// per-rank line the trainer logs at start-up and `bench train` prints).
+std::string describe(const MemoryReport& memory);
 
 // A run [begin, end) of the flat buffer with pointers to where this rank keeps each kind of
 // state for it (exp_avg / exp_avg_sq are AdamW's m and v; SGD keeps momentum in exp_avg and has
@@ -100,6 +105,10 @@ class Engine : public model::UnitAccess {
   // Export: the whole unit's parameters (numel, padding excluded) into `out` on `root`
   // (collective; `out` is ignored on other ranks). Stage 3 streams a unit at a time with this.
   virtual void gather_unit(int unit, std::span<float> out, int root) = 0;
+
+  // Debug counter: the most whole units this rank has held gathered at once (stage 3: at most
+  // stage3_prefetch + 1; 0 for the stages that keep the full parameters anyway).
+  virtual int peak_gathered_units() const { return 0; }
 };
 
 }  // namespace autotrain::zero

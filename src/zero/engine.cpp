@@ -1,0 +1,291 @@
+// One engine for the four ZeRO stages: what differs between them is only which buffers are kept
+// whole and which in shard space, so each stage is a choice of parts, not a separate class.
+//
+//   stage  params                     gradients                 optimizer state
+//   0      full                       ReplicatedGradients       whole units
+//   1      full (+ allgather/step)    ReplicatedGradients       shard
+//   2      full (+ allgather/step)    PartitionedGradients      shard
+//   3      shard (ParamGatherer)      PartitionedGradients      shard
+//
+// The optimizer is one Optimizer per unit over the unit's owned range R(u) (the whole padded
+// unit under stage 0, shard(u, rank) otherwise), so parameters and gradients can be passed from
+// whichever buffer holds them with the range's flat offset as the base.
+#include "autotrain/zero/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/model/init.hpp"
+#include "autotrain/zero/partition.hpp"
+#include "gradients.hpp"
+#include "param_gatherer.hpp"
+#include "wait_clock.hpp"
+
+namespace autotrain::zero {
+
+std::string describe(const MemoryReport& memory) {
+  return cat("params ", human_bytes(static_cast<double>(memory.param_bytes)), ", grads ",
+             human_bytes(static_cast<double>(memory.grad_bytes)), ", optimizer ",
+             human_bytes(static_cast<double>(memory.optimizer_bytes)), ", working ",
+             human_bytes(static_cast<double>(memory.working_bytes)), ", total ",
+             human_bytes(static_cast<double>(memory.total())));
+}
+
+namespace {
+
+class ZeroEngine final : public Engine {
+ public:
+  ZeroEngine(const model::ParamLayout& layout, Communicator& comm, const EngineOptions& options)
+      : layout_(layout),
+        comm_(comm),
+        stage_(options.stage),
+        rank_(comm.rank()),
+        shard_offsets_(shard_offsets(layout)),
+        params_(stage_ == 3 ? shard_offsets_.back() : layout.padded_size(), 0.0f) {
+    if (stage_ <= 1) {
+      gradients_ =
+          std::make_unique<ReplicatedGradients>(layout, comm, clock_, options.reduce_bucket_size);
+    } else {
+      gradients_ =
+          std::make_unique<PartitionedGradients>(layout, comm, clock_, options.reduce_bucket_size);
+    }
+    if (stage_ == 3) {
+      gatherer_ = std::make_unique<ParamGatherer>(layout, comm, clock_, params_, options.prefetch);
+    }
+    optimizers_.reserve(static_cast<std::size_t>(layout.num_units()));
+    for (int u = 0; u < layout.num_units(); ++u) {
+      optimizers_.emplace_back(options.optimizer, owned_segments(layout, owned(u)));
+    }
+    gathers_.resize(static_cast<std::size_t>(layout.num_units()));
+  }
+
+  int stage() const override { return stage_; }
+
+  void init_parameters(std::uint64_t seed) override {
+    if (gatherer_) gatherer_->invalidate();
+    if (stage_ < 3) {
+      model::init_params(layout_, seed, params_);
+      return;
+    }
+    // Only the shard, from the seed alone: the same values a single rank computes for them.
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range shard = layout_.shard(u, rank_);
+      model::init_params(layout_, seed, shard_params(u), shard.offset);
+    }
+  }
+
+  // --- model::UnitAccess ---------------------------------------------------------------------
+  const float* params(int unit) override {
+    if (gatherer_) return gatherer_->acquire(unit);
+    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: unit ", unit, " out of range");
+    return params_.data() + layout_.units()[static_cast<std::size_t>(unit)].offset;
+  }
+  void release(int unit) override {
+    if (gatherer_) gatherer_->release(unit);
+  }
+  float* grads(int unit) override { return gradients_->grads(unit); }
+  void grads_ready(int unit) override { gradients_->grads_ready(unit); }
+
+  // --- the step -------------------------------------------------------------------------------
+  void begin_step() override { gradients_->zero(); }
+
+  void begin_micro_step(bool last_micro_step) override {
+    gradients_->begin_micro_step(last_micro_step);
+    if (gatherer_) gatherer_->begin_training_micro_step();
+  }
+
+  void finish_backward() override { gradients_->finish(); }
+
+  double grad_norm() override {
+    // Each rank sums the squares of its shard (every element counted once; padding is zero),
+    // in double. The partial sums travel as two floats (high and low part) so the total keeps
+    // double precision, and every rank adds them in rank order: the same norm on every rank.
+    double sum = 0;
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range shard = layout_.shard(u, rank_);
+      const float* g = gradients_->reduced(u, shard);
+      for (std::size_t i = 0; i < shard.size; ++i) sum += double{g[i]} * double{g[i]};
+    }
+    const auto world = static_cast<std::size_t>(comm_.size());
+    norm_parts_.assign(2 * world, 0.0f);
+    const auto high = static_cast<float>(sum);
+    const float mine[2] = {high, static_cast<float>(sum - double{high})};
+    auto handle = comm_.allgather_async(mine, norm_parts_.data(), 2, DType::fp32);
+    clock_.wait(handle);
+    double total = 0;
+    for (std::size_t r = 0; r < world; ++r) {
+      total += double{norm_parts_[2 * r]} + double{norm_parts_[2 * r + 1]};
+    }
+    return std::sqrt(total);
+  }
+
+  void step(float lr, float grad_scale) override {
+    // Stage 3: gathers in flight read the shard the optimizer is about to change.
+    if (gatherer_) gatherer_->invalidate();
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      std::span<float> p = stage_ == 3
+                               ? shard_params(u)
+                               : std::span<float>(params_.data() + range.offset, range.size);
+      std::span<const float> g(gradients_->reduced(u, range), range.size);
+      optimizers_[static_cast<std::size_t>(u)].step(p, g, range.offset, lr, grad_scale);
+    }
+    if (stage_ == 1 || stage_ == 2) {
+      // Every rank updated its part; the all-gather (in place) makes the full copy whole again.
+      for (int u = 0; u < layout_.num_units(); ++u) {
+        const auto& unit = layout_.units()[static_cast<std::size_t>(u)];
+        const model::Range shard = layout_.shard(u, rank_);
+        gathers_[static_cast<std::size_t>(u)] = comm_.allgather_async(
+            params_.data() + shard.offset, params_.data() + unit.offset, shard.size, DType::fp32);
+      }
+      for (auto& handle : gathers_) clock_.wait(handle);
+    }
+  }
+
+  MemoryReport memory() const override {
+    MemoryReport report;
+    report.param_bytes = params_.size() * sizeof(float);
+    report.grad_bytes = gradients_->persistent_bytes();
+    for (const auto& optimizer : optimizers_) {
+      report.optimizer_bytes += optimizer.state_elements() * sizeof(float);
+    }
+    report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
+    return report;
+  }
+
+  double take_comm_wait_seconds() override { return clock_.take(); }
+
+  // --- checkpoints ----------------------------------------------------------------------------
+  std::vector<StateRun> shard_runs() override { return runs(true); }
+  std::vector<StateRun> held_runs() override { return runs(false); }
+  void after_load() override {
+    if (gatherer_) gatherer_->invalidate();
+  }
+  long long optimizer_steps() const override { return optimizers_.front().steps_taken(); }
+  void set_optimizer_steps(long long steps) override {
+    for (auto& optimizer : optimizers_) optimizer.set_steps_taken(steps);
+  }
+
+  void gather_unit(int unit, std::span<float> out, int root) override {
+    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: gather_unit(", unit,
+             ") out of range [0, ", layout_.num_units(), ")");
+    AT_CHECK(root >= 0 && root < comm_.size(), "ZeRO: gather_unit root ", root,
+             " out of range [0, ", comm_.size(), ")");
+    const auto& info = layout_.units()[static_cast<std::size_t>(unit)];
+    AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
+             info.numel, " elements, got ", out.size());
+    if (!gatherer_) {
+      if (rank_ == root) std::copy_n(params_.data() + info.offset, info.numel, out.begin());
+      return;
+    }
+    // Stage 3 goes through a gather slot: one unit at a time, never the whole model.
+    gatherer_->invalidate();
+    const float* whole = gatherer_->acquire(unit);
+    if (rank_ == root) std::copy_n(whole, info.numel, out.begin());
+    gatherer_->release(unit);
+  }
+
+  int peak_gathered_units() const override {
+    return gatherer_ ? gatherer_->peak_resident_units() : 0;
+  }
+
+ private:
+  // The range the optimizer of `unit` updates on this rank.
+  model::Range owned(int unit) const {
+    if (stage_ == 0) {
+      const auto& info = layout_.units()[static_cast<std::size_t>(unit)];
+      return {info.offset, info.padded_numel};
+    }
+    return layout_.shard(unit, rank_);
+  }
+
+  // Stage 3: the rank's part of `unit` in the shard-space parameter buffer.
+  std::span<float> shard_params(int unit) {
+    return {params_.data() + shard_offsets_[static_cast<std::size_t>(unit)],
+            layout_.shard(unit, rank_).size};
+  }
+
+  // Parameters of flat element `index` of `unit` where this rank keeps them, or nullptr.
+  float* param_at(int unit, std::size_t index) {
+    if (stage_ < 3) return params_.data() + index;
+    const model::Range shard = layout_.shard(unit, rank_);
+    if (index < shard.offset || index >= shard.offset + shard.size) return nullptr;
+    return shard_params(unit).data() + (index - shard.offset);
+  }
+
+  // Fills the optimizer-state pointers of `run` (which lies inside one segment, or none).
+  void attach_state(int unit, StateRun& run) {
+    Optimizer& optimizer = optimizers_[static_cast<std::size_t>(unit)];
+    std::size_t state = 0;
+    for (const auto& segment : optimizer.segments()) {
+      if (run.begin >= segment.begin && run.begin < segment.end) {
+        const std::size_t at = state + (run.begin - segment.begin);
+        run.exp_avg = optimizer.first_moment().data() + at;
+        if (!optimizer.second_moment().empty())
+          run.exp_avg_sq = optimizer.second_moment().data() + at;
+        return;
+      }
+      state += segment.end - segment.begin;
+    }
+  }
+
+  // Every tensor cut at the rank-part boundaries of its unit, so each piece lies in one rank's
+  // shard and one optimizer segment. only_shard: just the pieces of this rank's shard.
+  std::vector<StateRun> runs(bool only_shard) {
+    std::vector<StateRun> result;
+    for (const auto& tensor : layout_.tensors()) {
+      const std::size_t end = tensor.offset + tensor.numel;
+      for (int r = 0; r < comm_.size(); ++r) {
+        if (only_shard && r != rank_) continue;
+        const model::Range part = layout_.shard(tensor.unit, r);
+        StateRun run;
+        run.begin = std::max(tensor.offset, part.offset);
+        run.end = std::min(end, part.offset + part.size);
+        if (run.begin >= run.end) continue;
+        run.params = param_at(tensor.unit, run.begin);
+        attach_state(tensor.unit, run);
+        if (run.params != nullptr || run.exp_avg != nullptr) result.push_back(run);
+      }
+    }
+    return result;
+  }
+
+  const model::ParamLayout& layout_;
+  Communicator& comm_;
+  int stage_;
+  int rank_;
+  WaitClock clock_;
+  std::vector<std::size_t> shard_offsets_;
+  std::vector<float> params_;  // whole flat buffer, or the shard in shard space (stage 3)
+  std::unique_ptr<GradientReducer> gradients_;
+  std::unique_ptr<ParamGatherer> gatherer_;
+  std::vector<Optimizer> optimizers_;  // one per unit, over owned(unit)
+  std::vector<CommHandle> gathers_;    // stage 1/2 parameter all-gathers of one step
+  std::vector<float> norm_parts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::create(const model::ParamLayout& layout, Communicator& comm,
+                                       const EngineOptions& options) {
+  if (options.stage < 0 || options.stage > 3) {
+    throw CollectiveError(cat("zero_stage must be 0, 1, 2 or 3, got ", options.stage));
+  }
+  if (layout.world_size() != comm.size()) {
+    throw Error(cat("ZeRO: the parameter layout was built for world size ", layout.world_size(),
+                    " but the communicator has ", comm.size(), " ranks"));
+  }
+  if (options.reduce_bucket_size < 1) {
+    throw CollectiveError(
+        cat("reduce_bucket_size must be at least 1 element, got ", options.reduce_bucket_size));
+  }
+  if (options.prefetch < 0) {
+    throw CollectiveError(cat("stage3_prefetch must be >= 0, got ", options.prefetch));
+  }
+  return std::make_unique<ZeroEngine>(layout, comm, options);
+}
+
+}  // namespace autotrain::zero

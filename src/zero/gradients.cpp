@@ -1,0 +1,215 @@
+#include "gradients.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "autotrain/core/error.hpp"
+
+namespace autotrain::zero {
+namespace {
+
+std::vector<std::size_t> index_units(const model::ParamLayout& layout,
+                                     const std::vector<UnitBucket>& buckets) {
+  std::vector<std::size_t> bucket_of_unit(static_cast<std::size_t>(layout.num_units()));
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    for (int u = buckets[b].first_unit; u <= buckets[b].last_unit; ++u) {
+      bucket_of_unit[static_cast<std::size_t>(u)] = b;
+    }
+  }
+  return bucket_of_unit;
+}
+
+void check_unit(const model::ParamLayout& layout, int unit) {
+  AT_CHECK(unit >= 0 && unit < layout.num_units(), "ZeRO: unit ", unit, " out of range [0, ",
+           layout.num_units(), ")");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Stages 0 and 1.
+
+ReplicatedGradients::ReplicatedGradients(const model::ParamLayout& layout, Communicator& comm,
+                                         WaitClock& clock, std::size_t bucket_elements)
+    : layout_(layout),
+      comm_(comm),
+      clock_(clock),
+      grads_(layout.padded_size(), 0.0f),
+      buckets_(plan_buckets(layout, bucket_elements)),
+      bucket_of_unit_(index_units(layout, buckets_)),
+      units_ready_(buckets_.size(), 0),
+      handles_(buckets_.size()),
+      launched_(buckets_.size(), false) {}
+
+float* ReplicatedGradients::grads(int unit) {
+  check_unit(layout_, unit);
+  return grads_.data() + layout_.units()[static_cast<std::size_t>(unit)].offset;
+}
+
+void ReplicatedGradients::grads_ready(int unit) {
+  check_unit(layout_, unit);
+  // Earlier micro-steps only accumulate locally: reducing a sum once equals summing reductions.
+  if (!last_micro_step_) return;
+  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  const UnitBucket& bucket = buckets_[b];
+  if (++units_ready_[b] == bucket.last_unit - bucket.first_unit + 1) launch(b);
+}
+
+void ReplicatedGradients::launch(std::size_t b) {
+  const UnitBucket& bucket = buckets_[b];
+  handles_[b] = comm_.allreduce_async(grads_.data() + bucket.offset, bucket.elements, DType::fp32,
+                                      ReduceOp::avg);
+  launched_[b] = true;
+  units_ready_[b] = 0;
+}
+
+void ReplicatedGradients::finish() {
+  // A bucket not launched yet (the trainer never flagged a last micro-step) goes now, in the
+  // same order on every rank.
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (!launched_[b]) launch(b);
+  }
+  for (auto& handle : handles_) clock_.wait(handle);
+}
+
+void ReplicatedGradients::zero() {
+  for (auto& handle : handles_) clock_.wait(handle);
+  std::fill(grads_.begin(), grads_.end(), 0.0f);
+  std::fill(launched_.begin(), launched_.end(), false);
+  std::fill(units_ready_.begin(), units_ready_.end(), 0);
+  last_micro_step_ = true;
+}
+
+float* ReplicatedGradients::reduced(int unit, model::Range range) {
+  check_unit(layout_, unit);
+  return grads_.data() + range.offset;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stages 2 and 3.
+
+PartitionedGradients::PartitionedGradients(const model::ParamLayout& layout, Communicator& comm,
+                                           WaitClock& clock, std::size_t bucket_elements)
+    : layout_(layout),
+      comm_(comm),
+      clock_(clock),
+      rank_(comm.rank()),
+      shard_offsets_(shard_offsets(layout)),
+      shard_(shard_offsets_.back(), 0.0f),
+      buckets_(plan_buckets(layout, bucket_elements)),
+      bucket_of_unit_(index_units(layout, buckets_)),
+      slot_of_bucket_(buckets_.size()),
+      units_ready_(buckets_.size(), 0) {
+  // Buckets of blocks alternate between two slots; unit 0 (the last bucket) has its own.
+  const std::size_t block_buckets = buckets_.size() - 1;
+  const std::size_t block_slots = std::min<std::size_t>(2, block_buckets);
+  slots_.resize(block_slots + 1);
+  std::size_t block_capacity = 0;
+  for (std::size_t b = 0; b < block_buckets; ++b) {
+    slot_of_bucket_[b] = b % 2;
+    block_capacity = std::max(block_capacity, buckets_[b].elements);
+  }
+  slot_of_bucket_.back() = block_slots;
+  const auto world = static_cast<std::size_t>(comm.size());
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    const std::size_t capacity = s < block_slots ? block_capacity : buckets_.back().elements;
+    slots_[s].buffer.assign(capacity, 0.0f);
+    slots_[s].received.assign(capacity / world, 0.0f);
+    slots_[s].handles.resize(static_cast<std::size_t>(layout.num_units()));
+  }
+}
+
+float* PartitionedGradients::grads(int unit) {
+  check_unit(layout_, unit);
+  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  const UnitBucket& bucket = buckets_[b];
+  Slot& slot = slot_of(b);
+  if (slot.open_bucket != static_cast<int>(b)) {
+    AT_CHECK(slot.open_bucket < 0, "ZeRO: gradients of unit ", unit,
+             " requested while another bucket of its working buffer is still being filled "
+             "(hooks out of the documented order)");
+    // The bounded working buffer: wait for the reduction that used this slot before reusing it.
+    drain(slot);
+    std::fill_n(slot.buffer.begin(), bucket.elements, 0.0f);
+    slot.open_bucket = static_cast<int>(b);
+    units_ready_[b] = 0;
+  }
+  return slot.buffer.data() +
+         (layout_.units()[static_cast<std::size_t>(unit)].offset - bucket.offset);
+}
+
+void PartitionedGradients::grads_ready(int unit) {
+  check_unit(layout_, unit);
+  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  const UnitBucket& bucket = buckets_[b];
+  Slot& slot = slot_of(b);
+  AT_CHECK(slot.open_bucket == static_cast<int>(b), "ZeRO: grads_ready(", unit, ") without grads(",
+           unit, ") first");
+  if (++units_ready_[b] < bucket.last_unit - bucket.first_unit + 1) return;
+  // Each unit is its own reduce-scatter: a unit's parts are contiguous in the flat layout, so
+  // no packing copy is needed, and units are large enough that fusing them would gain nothing.
+  const auto world = static_cast<std::size_t>(comm_.size());
+  for (int u = bucket.first_unit; u <= bucket.last_unit; ++u) {
+    const auto& unit_info = layout_.units()[static_cast<std::size_t>(u)];
+    const std::size_t in_bucket = unit_info.offset - bucket.offset;
+    slot.handles[static_cast<std::size_t>(u)] = comm_.reduce_scatter_async(
+        slot.buffer.data() + in_bucket, slot.received.data() + in_bucket / world,
+        unit_info.padded_numel / world, DType::fp32, ReduceOp::avg);
+  }
+  slot.open_bucket = -1;
+  slot.pending_bucket = static_cast<int>(b);
+  units_ready_[b] = 0;
+}
+
+void PartitionedGradients::drain(Slot& slot) {
+  if (slot.pending_bucket < 0) return;
+  const UnitBucket& bucket = buckets_[static_cast<std::size_t>(slot.pending_bucket)];
+  const auto world = static_cast<std::size_t>(comm_.size());
+  for (int u = bucket.first_unit; u <= bucket.last_unit; ++u) {
+    clock_.wait(slot.handles[static_cast<std::size_t>(u)]);
+    const auto& unit_info = layout_.units()[static_cast<std::size_t>(u)];
+    const float* part = slot.received.data() + (unit_info.offset - bucket.offset) / world;
+    float* shard = shard_.data() + shard_offsets_[static_cast<std::size_t>(u)];
+    const std::size_t count = unit_info.padded_numel / world;
+    for (std::size_t i = 0; i < count; ++i) shard[i] += part[i];
+  }
+  slot.pending_bucket = -1;
+}
+
+void PartitionedGradients::finish() {
+  for (auto& slot : slots_) {
+    AT_CHECK(slot.open_bucket < 0, "ZeRO: backward ended with units ",
+             buckets_[static_cast<std::size_t>(slot.open_bucket)].first_unit, "..",
+             buckets_[static_cast<std::size_t>(slot.open_bucket)].last_unit,
+             " never marked grads_ready");
+  }
+  // Launch order, so a rank never waits on a later collective while an earlier one is queued.
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    Slot& slot = slot_of(b);
+    if (slot.pending_bucket == static_cast<int>(b)) drain(slot);
+  }
+}
+
+void PartitionedGradients::zero() {
+  finish();
+  std::fill(shard_.begin(), shard_.end(), 0.0f);
+}
+
+float* PartitionedGradients::reduced(int unit, model::Range range) {
+  check_unit(layout_, unit);
+  const model::Range shard = layout_.shard(unit, rank_);
+  AT_CHECK(range.offset >= shard.offset && range.offset + range.size <= shard.offset + shard.size,
+           "ZeRO: gradients of [", range.offset, ", ", range.offset + range.size,
+           ") are not in this rank's shard of unit ", unit);
+  return shard_.data() + shard_offsets_[static_cast<std::size_t>(unit)] +
+         (range.offset - shard.offset);
+}
+
+std::size_t PartitionedGradients::working_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& slot : slots_)
+    bytes += (slot.buffer.size() + slot.received.size()) * sizeof(float);
+  return bytes;
+}
+
+}  // namespace autotrain::zero
