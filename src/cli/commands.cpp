@@ -8,6 +8,7 @@ const std::vector<Command>& commands() {
       {"train", "train a model (or check the plan with --dry-run)", run_train},
       {"env", "show the rank topology, devices and build", run_env},
       {"prepare", "tokenize a data_path into token shards (llm.c format)", run_prepare},
+      {"ckpt", "inspect or verify a checkpoint (ckpt inspect|verify FILE)", run_ckpt},
       {"bench", "benchmark collectives (bench comm) under mpirun", run_bench},
   };
   return table;

@@ -12,6 +12,7 @@ namespace autotrain::cli {
 int run_train(const std::vector<std::string>& args, MpiSession& mpi);
 int run_env(const std::vector<std::string>& args, MpiSession& mpi);
 int run_prepare(const std::vector<std::string>& args, MpiSession& mpi);
+int run_ckpt(const std::vector<std::string>& args, MpiSession& mpi);
 int run_bench(const std::vector<std::string>& args, MpiSession& mpi);
 
 }  // namespace autotrain::cli
