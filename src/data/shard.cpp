@@ -60,7 +60,8 @@ std::vector<std::filesystem::path> list_shards(const std::filesystem::path& dir,
     if (std::regex_match(rest, match, pattern)) indices.insert(std::stoull(match[1].str()));
   }
   std::vector<std::filesystem::path> paths;
-  size_t expected = 0;
+  // Numbering may start anywhere (llm.c's fineweb train shards start at 1) but has no gaps.
+  size_t expected = indices.empty() ? 0 : *indices.begin();
   for (const size_t index : indices) {
     AT_CHECK(index == expected, "shard ", shard_path(dir, split, expected).string(),
              " is missing but ", shard_path(dir, split, index).string(), " exists", kRemedy);

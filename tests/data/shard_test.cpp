@@ -96,6 +96,9 @@ TEST(Shard, ListsShardsInIndexOrderAndReportsAGap) {
 
   std::filesystem::remove(shard_path(dir.path(), "valid", 1));
   EXPECT_THROW(list_shards(dir.path(), "valid"), Error);
+
+  std::filesystem::remove(shard_path(dir.path(), "valid", 0));  // llm.c numbers from 1 too
+  EXPECT_EQ(list_shards(dir.path(), "valid").size(), 1u);
 }
 
 TEST(Shard, DatasetWithoutShardsSaysHowToCreateThem) {

@@ -22,7 +22,8 @@ constexpr size_t kShardHeaderBytes = kShardHeaderInts * sizeof(int32_t);
 // "<dir>/<split>_<index, 6 digits>.bin"
 std::filesystem::path shard_path(const std::filesystem::path& dir, const std::string& split,
                                  size_t index);
-// The shards of `split` in `dir`, in index order (gaps are an Error: a shard went missing).
+// The shards of `split` in `dir`, in index order. Numbering may start at any index (llm.c's
+// fineweb_train_000001.bin); a gap is an Error (a shard went missing).
 std::vector<std::filesystem::path> list_shards(const std::filesystem::path& dir,
                                                const std::string& split);
 
