@@ -334,7 +334,7 @@ TEST(ZeroEngine, MemoryReportFollowsTheZeroFormulas) {
 
 TEST(ZeroEngine, Stage3NeverHoldsMoreThanPrefetchPlusOneGatheredUnits) {
   kernels::set_num_threads(1);
-  auto comm = communicator(CommBackend::gloo);
+  auto comm = communicator(CommBackend::mpi);
   for (const int prefetch : {0, 1, 2}) {
     const EngineRun run = train(*comm, {.stage = 3, .prefetch = prefetch});
     EXPECT_GE(run.peak_gathered_units, 1);
