@@ -10,6 +10,7 @@ class MpiSession;
 namespace autotrain::cli {
 
 int run_train(const std::vector<std::string>& args, MpiSession& mpi);
+int run_generate(const std::vector<std::string>& args, MpiSession& mpi);
 int run_env(const std::vector<std::string>& args, MpiSession& mpi);
 int run_prepare(const std::vector<std::string>& args, MpiSession& mpi);
 int run_ckpt(const std::vector<std::string>& args, MpiSession& mpi);

@@ -1,0 +1,19 @@
+#pragma once
+// The one place subcommands turn their argument lists into Boost.Program_options values, so
+// every command reports a bad flag the same way: the flag, the closest valid one, and where
+// to look ("see autotrain <command> --help").
+#include <boost/program_options.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autotrain::cli {
+
+// Parses `args` against `description` (no abbreviations: a flag is spelled out). An unknown
+// flag, a missing value or a bad value is a CollectiveError (every rank parses the same
+// arguments) naming the flag, suggesting the closest one.
+boost::program_options::variables_map parse_command_options(
+    std::string_view command, const boost::program_options::options_description& description,
+    const std::vector<std::string>& args);
+
+}  // namespace autotrain::cli

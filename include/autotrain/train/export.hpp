@@ -1,0 +1,24 @@
+#pragma once
+// Export to a Hugging Face model folder that transformers' GPT2LMHeadModel loads:
+// model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte),
+// config.json, and the tokenizer files (vocab.json + merges.txt, plus encoder.json + vocab.bpe
+// so `autotrain generate` reads the same folder). Units are streamed to rank 0 one at a time
+// (zero::Engine::gather_unit), so no rank ever holds the whole model under ZeRO-3.
+#include <filesystem>
+
+#include "autotrain/config/training_params.hpp"
+#include "autotrain/core/dtype.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/zero/engine.hpp"
+
+namespace autotrain::train {
+
+// Collective. Writes into `dir` (created if needed); the dtype is params.export_dtype.
+void export_model(zero::Engine& engine, const model::ParamLayout& layout,
+                  const config::TrainingParams& params, const std::filesystem::path& dir);
+
+// config.json for GPT2LMHeadModel with this shape.
+std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
+                           DType dtype);
+
+}  // namespace autotrain::train

@@ -1,0 +1,60 @@
+#pragma once
+// What a run reports while it trains (rank 0 only): <project_name>/metrics.jsonl, one JSON line
+// per logging step, and progress on the terminal — a live bar when stdout is a terminal, plain
+// lines when it is a file (Slurm logs).
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace autotrain::train {
+
+struct StepMetrics {
+  long long step = 0;         // optimizer steps done
+  long long total_steps = 0;
+  double epoch = 0;           // fractional epochs done
+  double loss = 0;            // mean training loss of the step, over all ranks
+  std::optional<double> val_loss;
+  double lr = 0;
+  double grad_norm = 0;
+  double tokens_per_s = 0;    // over the steps since the previous report
+  double elapsed_s = 0;
+  double comm_wait_fraction = 0;
+};
+
+// Appends one line per logged step to metrics.jsonl (flushed, so `autotrain status` and
+// `tail -f` see it at once). A resumed run appends to the same file.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::filesystem::path& path);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const StepMetrics& metrics);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+class Progress {
+ public:
+  explicit Progress(bool interactive);
+  // Called every step: redraws the bar on a terminal.
+  void update(const StepMetrics& metrics);
+  // Called at logging steps: a permanent line (on a terminal, above the bar).
+  void log_line(const StepMetrics& metrics);
+  void finish();
+
+  // A live bar only on a terminal with no launcher in between (mpirun hands its ranks a
+  // pseudo-terminal even when its own output goes to a file); AUTOTRAIN_PROGRESS=bar|lines
+  // overrides.
+  static bool want_bar();
+
+ private:
+  bool interactive_;
+  bool bar_drawn_ = false;
+};
+
+std::string format_duration(double seconds);  // "1h02m", "3m05s", "12s"
+
+}  // namespace autotrain::train

@@ -1,0 +1,37 @@
+#pragma once
+// Everything a run decides before it touches data: the resolved parameters (with where each
+// value came from), the rank topology, the communicator, the ZeRO stage and the threads. This
+// is what `autotrain train --dry-run` prints, so a batch user can check the plan before
+// spending an allocation on it.
+#include <mpi.h>
+
+#include <string>
+
+#include "autotrain/comm/backend.hpp"
+#include "autotrain/config/command_line.hpp"
+#include "autotrain/config/load.hpp"
+#include "autotrain/launch/topology.hpp"
+
+namespace autotrain::train {
+
+struct RunSetup {
+  config::ResolvedParams resolved;
+  Topology topology;
+  CommBackend comm_backend = CommBackend::mpi;  // resolved: never `automatic`
+  int zero_stage = 0;
+  int threads = 1;               // CPU threads of this rank
+  std::string threads_source;    // "--threads", "OMP_NUM_THREADS", "CPU affinity / ranks per node"
+
+  const config::TrainingParams& params() const { return resolved.params; }
+};
+
+// Collective over `world`: loads and validates the parameters on every rank (a failure on any
+// rank is a CollectiveError on all), discovers and exports the topology, checks the parameters
+// against it and across ranks, picks the communicator and the threads.
+RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world);
+
+// The plan as rank 0 prints it: job shape, communicator, ZeRO stage, batch arithmetic, then
+// every parameter with its value and source.
+std::string render_plan(const RunSetup& setup);
+
+}  // namespace autotrain::train

@@ -1,0 +1,128 @@
+#include "autotrain/train/export.hpp"
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "autotrain/ckpt/safetensors.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/paths.hpp"
+
+namespace autotrain::train {
+namespace {
+
+// The exported shape of a tensor: wte loses the padded vocabulary rows.
+std::vector<uint64_t> export_shape(const model::ParamTensor& tensor, const model::ModelConfig& config) {
+  std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
+  if (tensor.name == "transformer.wte.weight") shape[0] = static_cast<uint64_t>(config.vocab_size);
+  return shape;
+}
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::FILE* file = std::fopen(tmp.c_str(), "w");
+    AT_CHECK(file != nullptr, "cannot write ", tmp);
+    const bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+    AT_CHECK(std::fclose(file) == 0 && ok, "cannot write ", tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelConfig& config,
+                           const std::string& tokenizer) {
+  if (tokenizer != "gpt2") {
+    // Hugging Face has no byte-level tokenizer class for raw bytes; autotrain generate reads this.
+    write_text(dir / "autotrain_tokenizer.json", nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
+    return;
+  }
+  const auto vocab = data_dir() / "gpt2";
+  const auto copy = [&](const char* from, const char* to) {
+    std::filesystem::copy_file(vocab / from, dir / to, std::filesystem::copy_options::overwrite_existing);
+  };
+  // transformers' GPT2Tokenizer reads vocab.json + merges.txt; ours reads encoder.json + vocab.bpe.
+  copy("encoder.json", "vocab.json");
+  copy("vocab.bpe", "merges.txt");
+  copy("encoder.json", "encoder.json");
+  copy("vocab.bpe", "vocab.bpe");
+  nlohmann::ordered_json tokenizer_config = {
+      {"tokenizer_class", "GPT2Tokenizer"}, {"model_max_length", config.block_size},
+      {"bos_token", "<|endoftext|>"},       {"eos_token", "<|endoftext|>"},
+      {"unk_token", "<|endoftext|>"},       {"add_prefix_space", false}};
+  write_text(dir / "tokenizer_config.json", tokenizer_config.dump(2) + "\n");
+  nlohmann::ordered_json special = {{"bos_token", "<|endoftext|>"},
+                                    {"eos_token", "<|endoftext|>"},
+                                    {"unk_token", "<|endoftext|>"}};
+  write_text(dir / "special_tokens_map.json", special.dump(2) + "\n");
+  write_text(dir / "autotrain_tokenizer.json", nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
+}
+
+}  // namespace
+
+std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer, DType dtype) {
+  const int eot = tokenizer == "gpt2" ? 50256 : config.vocab_size - 1;
+  nlohmann::ordered_json json = {
+      {"architectures", {"GPT2LMHeadModel"}},
+      {"model_type", "gpt2"},
+      {"vocab_size", config.vocab_size},
+      {"n_positions", config.block_size},
+      {"n_ctx", config.block_size},
+      {"n_embd", config.n_embd},
+      {"n_layer", config.n_layer},
+      {"n_head", config.n_head},
+      {"n_inner", nullptr},
+      {"activation_function", "gelu_new"},
+      {"layer_norm_epsilon", 1e-5},
+      {"initializer_range", 0.02},
+      {"resid_pdrop", 0.0},
+      {"embd_pdrop", 0.0},
+      {"attn_pdrop", 0.0},
+      {"scale_attn_weights", true},
+      {"tie_word_embeddings", true},
+      {"bos_token_id", eot},
+      {"eos_token_id", eot},
+      {"torch_dtype", dtype == DType::bf16 ? "bfloat16" : dtype == DType::fp16 ? "float16" : "float32"},
+      {"autotrain_tokenizer", tokenizer},
+      {"autotrain_version", version()}};
+  return json.dump(2) + "\n";
+}
+
+void export_model(zero::Engine& engine, const model::ParamLayout& layout,
+                  const config::TrainingParams& params, const std::filesystem::path& dir) {
+  const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
+  const auto& config = layout.config();
+  const bool root = world_rank() == 0;
+  std::optional<ckpt::SafetensorsWriter> writer;
+  if (root) {
+    std::filesystem::create_directories(dir);
+    std::vector<ckpt::SafetensorsEntry> entries;
+    for (const auto& tensor : layout.tensors()) {
+      entries.push_back({tensor.name, dtype, export_shape(tensor, config)});
+    }
+    writer.emplace(dir / "model.safetensors", std::move(entries),
+                   std::map<std::string, std::string>{{"format", "pt"}});
+  }
+  // One unit at a time: rank 0 never holds more than the largest unit.
+  std::vector<float> unit_values;
+  for (int unit = 0; unit < layout.num_units(); ++unit) {
+    const auto& info = layout.units()[static_cast<size_t>(unit)];
+    if (root) unit_values.resize(info.numel);
+    engine.gather_unit(unit, std::span<float>(unit_values.data(), root ? info.numel : 0), 0);
+    if (!root) continue;
+    for (int t = info.first_tensor; t < info.first_tensor + info.tensor_count; ++t) {
+      const auto& tensor = layout.tensors()[static_cast<size_t>(t)];
+      size_t count = 1;
+      for (auto extent : export_shape(tensor, config)) count *= extent;
+      writer->append(std::span<const float>(unit_values.data() + layout.offset_in_unit(tensor), count));
+    }
+  }
+  if (!root) return;
+  writer->finish();
+  write_text(dir / "config.json", hf_config_json(config, params.tokenizer, dtype));
+  write_tokenizer_files(dir, config, params.tokenizer);
+  log::info("export: wrote ", (dir / "model.safetensors").string(), " (", params.export_dtype,
+            "), config.json and tokenizer files");
+}
+
+}  // namespace autotrain::train

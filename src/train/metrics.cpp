@@ -1,0 +1,122 @@
+#include "autotrain/train/metrics.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <nlohmann/json.hpp>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+
+namespace autotrain::train {
+
+MetricsLog::MetricsLog(const std::filesystem::path& path) {
+  std::filesystem::create_directories(path.parent_path());
+  file_ = std::fopen(path.c_str(), "a");
+  AT_CHECK(file_ != nullptr, "cannot open ", path.string(), " for appending metrics");
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const StepMetrics& m) {
+  nlohmann::ordered_json line;
+  line["step"] = m.step;
+  line["epoch"] = std::round(m.epoch * 1e4) / 1e4;
+  line["loss"] = m.loss;
+  if (m.val_loss) {
+    line["val_loss"] = *m.val_loss;
+    line["val_perplexity"] = std::exp(*m.val_loss);
+  }
+  line["lr"] = m.lr;
+  line["grad_norm"] = m.grad_norm;
+  line["tokens_per_s"] = std::round(m.tokens_per_s * 10) / 10;
+  line["elapsed_s"] = std::round(m.elapsed_s * 1000) / 1000;
+  line["total_steps"] = m.total_steps;
+  const std::string text = line.dump() + "\n";
+  std::fputs(text.c_str(), file_);
+  std::fflush(file_);
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long long s = std::llround(seconds);
+  char text[32];
+  if (s >= 3600) {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  } else if (s >= 60) {
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%llds", s);
+  }
+  return text;
+}
+
+Progress::Progress(bool interactive) : interactive_(interactive) {}
+
+bool Progress::want_bar() {
+  if (const char* choice = std::getenv("AUTOTRAIN_PROGRESS"); choice && *choice) {
+    const std::string value = choice;
+    AT_CHECK(value == "bar" || value == "lines", "AUTOTRAIN_PROGRESS: expected bar or lines, got '",
+             value, "'");
+    return value == "bar";
+  }
+  // mpirun gives ranks a pseudo-terminal even when its own output goes to a file, so a terminal
+  // is only trusted when no launcher stands between us and it.
+  const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+                        std::getenv("SLURM_STEP_ID") || std::getenv("PMIX_RANK");
+  return isatty(STDOUT_FILENO) == 1 && !launched;
+}
+
+namespace {
+
+std::string describe(const StepMetrics& m) {
+  const double remaining =
+      m.step > 0 ? m.elapsed_s / double(m.step) * double(m.total_steps - m.step) : NAN;
+  char text[256];
+  std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  lr %.3g  grad %.3f  %.0f tok/s  ETA %s",
+                m.step, m.total_steps, m.loss, m.lr, m.grad_norm, m.tokens_per_s,
+                format_duration(remaining).c_str());
+  std::string line = text;
+  if (m.val_loss) {
+    std::snprintf(text, sizeof text, "  val_loss %.4f (ppl %.2f)", *m.val_loss, std::exp(*m.val_loss));
+    line += text;
+  }
+  return line;
+}
+
+}  // namespace
+
+void Progress::update(const StepMetrics& m) {
+  if (!interactive_) return;
+  constexpr int kWidth = 24;
+  const double done = m.total_steps > 0 ? double(m.step) / double(m.total_steps) : 0.0;
+  const int filled = static_cast<int>(done * kWidth);
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.resize(kWidth, '.');
+  std::printf("\r\033[K[%s] %s", bar.c_str(), describe(m).c_str());
+  std::fflush(stdout);
+  bar_drawn_ = true;
+}
+
+void Progress::log_line(const StepMetrics& m) {
+  if (interactive_ && bar_drawn_) {
+    std::printf("\r\033[K");
+    std::fflush(stdout);
+  }
+  log::info(describe(m));
+  if (interactive_) update(m);
+}
+
+void Progress::finish() {
+  if (interactive_ && bar_drawn_) {
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  bar_drawn_ = false;
+}
+
+}  // namespace autotrain::train

@@ -1,0 +1,130 @@
+#include "autotrain/train/run_setup.hpp"
+
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include "autotrain/config/consistency.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/launch/affinity.hpp"
+#include "autotrain/launch/discover.hpp"
+
+namespace autotrain::train {
+namespace {
+
+// --threads wins; then OMP_NUM_THREADS; then the CPUs this rank may use: the launcher's binding
+// when it bound us (mpirun --bind-to, srun --cpus-per-task), else the node's cores shared among
+// its ranks.
+void choose_threads(RunSetup& setup) {
+  const auto& params = setup.params();
+  if (params.threads > 0) {
+    setup.threads = static_cast<int>(params.threads);
+    setup.threads_source = "--threads / threads";
+    return;
+  }
+  if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp && std::atoi(omp) > 0) {
+    setup.threads = std::atoi(omp);
+    setup.threads_source = "OMP_NUM_THREADS";
+    return;
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int allowed = static_cast<int>(cpu_affinity().size());
+  if (allowed > 0 && allowed < cores) {
+    setup.threads = allowed;
+    setup.threads_source = "CPU affinity set by the launcher";
+  } else {
+    setup.threads = std::max(1, cores / std::max(1, setup.topology.local_world_size));
+    setup.threads_source = "cores per node / ranks per node";
+  }
+}
+
+}  // namespace
+
+RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world) {
+  RunSetup setup;
+  // Every rank reads the files itself; whoever fails first speaks for all.
+  std::string failure;
+  try {
+    setup.resolved = config::load_params(command_line.inputs());
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, world);
+  const auto& params = setup.params();
+  // log_level from a config or flag wins; otherwise AUTOTRAIN_LOG_LEVEL (read by the logger).
+  if (setup.resolved.provenance.at("log_level") != "default") {
+    log::set_level(log::parse_level(params.log_level, "log_level"));
+  }
+
+  DiscoverOptions discover;
+  discover.master_port = static_cast<int>(params.master_port);
+  discover.want_gpu = params.comm_backend == "nccl" || params.device == "cuda";
+  setup.topology = discover_topology(world, discover);
+  export_topology(setup.topology);
+
+  failure.clear();
+  try {
+    config::validate_for_topology(params, setup.topology);
+    setup.comm_backend =
+        resolve_comm_backend(parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
+    if (params.device == "cuda") {
+      throw Error("device: 'cuda' was requested but the CUDA training path is not built yet; "
+                  "use --device cpu (or auto)");
+    }
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, world);
+  config::check_same_params_across_ranks(params, world);
+
+  // `auto` resolves per rank; nodes that see different devices must not pick different ones.
+  const int mine = static_cast<int>(setup.comm_backend);
+  int lowest = mine;
+  int highest = mine;
+  AT_MPI_CHECK(MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, world));
+  AT_MPI_CHECK(MPI_Allreduce(&mine, &highest, 1, MPI_INT, MPI_MAX, world));
+  if (lowest != highest) {
+    throw CollectiveError(cat("comm_backend ", params.comm_backend,
+                              " resolved to different communicators on different ranks (some "
+                              "ranks have a GPU, others not); set comm_backend explicitly"));
+  }
+
+  setup.zero_stage = static_cast<int>(params.zero_stage);
+  choose_threads(setup);
+  return setup;
+}
+
+std::string render_plan(const RunSetup& setup) {
+  const auto& params = setup.params();
+  const auto& topology = setup.topology;
+  const long long world = topology.world_size;
+  const long long global_batch = params.batch_size * params.gradient_accumulation * world;
+  std::ostringstream out;
+  out << "autotrain training plan\n"
+      << "  job          " << world << " rank" << (world == 1 ? "" : "s") << " on "
+      << topology.num_nodes << " node" << (topology.num_nodes == 1 ? "" : "s") << " ("
+      << topology.local_world_size << " per node on rank 0's node), launched by "
+      << topology.launcher << "\n"
+      << "  devices      " << (topology.device >= 0 ? "GPU" : "CPU") << ", " << setup.threads
+      << " thread" << (setup.threads == 1 ? "" : "s") << " per rank (" << setup.threads_source
+      << ")\n"
+      << "  communicator " << comm_backend_name(setup.comm_backend) << " (comm_backend "
+      << params.comm_backend << ")\n"
+      << "  ZeRO stage   " << setup.zero_stage << " (" << setup.resolved.provenance.at("zero_stage")
+      << ")\n"
+      << "  model        " << params.model << ": n_layer " << params.n_layer << ", n_head "
+      << params.n_head << ", n_embd " << params.n_embd << ", context " << params.n_positions
+      << ", vocab " << params.vocab_size << "\n"
+      << "  batch        " << params.batch_size << " sequences x " << params.block_size
+      << " tokens per rank and micro-step; x " << params.gradient_accumulation
+      << " accumulation x " << world << " ranks = " << global_batch << " sequences ("
+      << global_batch * params.block_size << " tokens) per optimizer step\n"
+      << "  output       " << params.project_name << "/\n";
+  for (const auto& note : setup.resolved.notes) out << "  note         " << note << "\n";
+  out << "\nparameters (value, and where it came from):\n" << config::render_params_table(setup.resolved);
+  return out.str();
+}
+
+}  // namespace autotrain::train

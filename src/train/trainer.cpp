@@ -1,0 +1,277 @@
+#include "autotrain/train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/config/load.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/paths.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/core/timer.hpp"
+#include "autotrain/data/prepare.hpp"
+#include "autotrain/data/sampler.hpp"
+#include "autotrain/data/shard.hpp"
+#include "autotrain/kernels/threads.hpp"
+#include "autotrain/model/gpt2.hpp"
+#include "autotrain/optim/schedule.hpp"
+#include "autotrain/train/export.hpp"
+#include "autotrain/train/metrics.hpp"
+#include "autotrain/zero/engine.hpp"
+
+namespace autotrain::train {
+namespace {
+
+// Evaluation reads at most this many batches of W x B windows, from the start of the valid
+// split, so an evaluation costs a bounded, predictable time on large validation sets.
+constexpr long long kMaxEvalBatches = 64;
+
+struct Datasets {
+  data::TokenDataset train;
+  std::optional<data::TokenDataset> valid;
+};
+
+Datasets prepare_data(const RunSetup& setup) {
+  const auto& params = setup.params();
+  data::PrepareOptions options;
+  options.data_path = params.data_path.empty() ? data_dir() / "tinyshakespeare.txt"
+                                               : std::filesystem::path(params.data_path);
+  options.output_dir = std::filesystem::path(params.project_name) / "data";
+  options.tokenizer = params.tokenizer;
+  options.train_split = params.train_split;
+  options.valid_split = params.valid_split;
+  options.text_column = params.text_column;
+  options.add_eos_token = params.add_eos_token;
+  options.threads = setup.threads;
+  options.show_progress = setup.topology.rank == 0;
+  const auto prepared = data::prepare_if_needed_collective(options, MPI_COMM_WORLD);
+  if (prepared.reused) {
+    log::info("data: reusing the prepared shards in ", options.output_dir.string());
+  }
+  AT_CHECK(prepared.vocab_size <= params.vocab_size, "vocab_size: ", params.vocab_size,
+           " is smaller than the ", params.tokenizer, " tokenizer's ", prepared.vocab_size,
+           " tokens; raise vocab_size or leave it at -1");
+  const auto* train_split = prepared.find(params.train_split);
+  AT_CHECK(train_split != nullptr, "data: no '", params.train_split, "' split was prepared from ",
+           options.data_path.string());
+  Datasets datasets{data::TokenDataset(train_split->shards), std::nullopt};
+  if (!params.valid_split.empty() && params.eval_strategy != "no") {
+    const auto* valid_split = prepared.find(params.valid_split);
+    AT_CHECK(valid_split != nullptr, "valid_split: no '", params.valid_split,
+             "' split was found or carved from ", options.data_path.string(),
+             " (add a ", params.valid_split, ".csv/.jsonl/.txt file, or set valid_split to empty)");
+    datasets.valid.emplace(valid_split->shards);
+  }
+  return datasets;
+}
+
+model::ModelConfig model_config(const config::TrainingParams& params) {
+  auto config = model::ModelConfig::gpt2(static_cast<int>(params.n_layer),
+                                         static_cast<int>(params.n_head),
+                                         static_cast<int>(params.n_embd),
+                                         static_cast<int>(params.n_positions),
+                                         static_cast<int>(params.vocab_size));
+  config.validate();
+  return config;
+}
+
+OptimizerSettings optimizer_settings(const config::TrainingParams& params) {
+  OptimizerSettings settings;
+  settings.kind = parse_optimizer(params.optimizer, "optimizer");
+  settings.weight_decay = static_cast<float>(params.weight_decay);
+  return settings;
+}
+
+long long resolve_logging_steps(const config::TrainingParams& params, long long steps_per_epoch) {
+  if (params.logging_steps > 0) return params.logging_steps;
+  // AutoTrain: 20% of the steps of an epoch, clamped to 1..25.
+  return std::clamp<long long>(static_cast<long long>(0.2 * double(steps_per_epoch)), 1, 25);
+}
+
+// Mean loss over the first windows of the valid split, every rank taking its rows of each
+// batch. All ranks run the same number of forwards (ZeRO-3 gathers are collective).
+double evaluate(model::Gpt2Model& model, zero::Engine& engine, Communicator& comm,
+                const data::TokenDataset& valid, std::vector<int32_t>& inputs,
+                std::vector<int32_t>& targets) {
+  const long long B = model.batch_size();
+  const long long T = model.seq_len();
+  const long long W = comm.size();
+  const long long windows = (static_cast<long long>(valid.num_tokens()) - 1) / T;
+  AT_CHECK(windows >= 1, "valid split: ", valid.num_tokens(), " tokens are fewer than one window of ",
+           T + 1, " tokens; provide more validation data or set eval_strategy no");
+  const long long batches = std::min(kMaxEvalBatches, (windows + W * B - 1) / (W * B));
+  double loss_sum = 0;
+  double count = 0;
+  for (long long batch = 0; batch < batches; ++batch) {
+    long long valid_rows = 0;
+    for (long long b = 0; b < B; ++b) {
+      const long long window = batch * W * B + comm.rank() * B + b;
+      const bool real = window < windows;
+      valid_rows += real ? 1 : 0;
+      data::load_window(valid, static_cast<uint64_t>(T), static_cast<uint64_t>(real ? window : 0),
+                        std::span<int32_t>(inputs).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)),
+                        std::span<int32_t>(targets).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)));
+    }
+    model.forward(engine, inputs.data(), targets.data());
+    const auto losses = model.losses();
+    for (long long i = 0; i < valid_rows * T; ++i) loss_sum += losses[static_cast<size_t>(i)];
+    count += double(valid_rows * T);
+  }
+  float totals[2] = {static_cast<float>(loss_sum), static_cast<float>(count)};
+  comm.allreduce(std::span<float>(totals, 2), ReduceOp::sum);
+  return double(totals[0]) / double(totals[1]);
+}
+
+}  // namespace
+
+TrainSummary run_training(const RunSetup& setup) {
+  const auto& params = setup.params();
+  const auto& topology = setup.topology;
+  const bool talker = topology.rank == 0;
+  const std::filesystem::path project = params.project_name;
+  kernels::set_num_threads(setup.threads);
+  if (talker) config::write_training_params(params, project / "training_params.json");
+
+  Datasets datasets = prepare_data(setup);
+  const auto config = model_config(params);
+  const int B = static_cast<int>(params.batch_size);
+  const int T = static_cast<int>(params.block_size);
+  const long long accumulation = params.gradient_accumulation;
+
+  data::SamplerOptions sampler_options;
+  sampler_options.block_size = static_cast<uint64_t>(T);
+  sampler_options.batch_size = static_cast<uint64_t>(B);
+  sampler_options.gradient_accumulation = static_cast<uint64_t>(accumulation);
+  sampler_options.world_size = static_cast<uint64_t>(topology.world_size);
+  sampler_options.rank = static_cast<uint64_t>(topology.rank);
+  sampler_options.seed = static_cast<uint64_t>(params.seed);
+  data::Sampler sampler(datasets.train.num_tokens(), sampler_options);
+  const long long steps_per_epoch = static_cast<long long>(sampler.steps_per_epoch());
+  const long long total_steps = params.max_steps > 0 ? params.max_steps : params.epochs * steps_per_epoch;
+  const long long logging_steps = resolve_logging_steps(params, steps_per_epoch);
+  const long long eval_every = params.eval_strategy == "steps"
+                                   ? (params.eval_steps > 0 ? params.eval_steps : logging_steps)
+                                   : steps_per_epoch;
+
+  CommOptions comm_options;
+  comm_options.timeout_seconds = static_cast<double>(params.comm_timeout);
+  comm_options.device = topology.device;
+  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options);
+
+  const model::ParamLayout layout(config, topology.world_size);
+  zero::EngineOptions engine_options;
+  engine_options.stage = setup.zero_stage;
+  engine_options.reduce_bucket_size = static_cast<size_t>(params.reduce_bucket_size);
+  engine_options.prefetch = static_cast<int>(params.stage3_prefetch);
+  engine_options.optimizer = optimizer_settings(params);
+  auto engine = zero::Engine::create(layout, *comm, engine_options);
+  engine->init_parameters(static_cast<uint64_t>(params.seed));
+  model::Gpt2Model model(layout, B, T);
+
+  const auto memory = engine->memory();
+  log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(), " units; ZeRO stage ",
+            engine->stage(), " holds per rank: params ", human_bytes(double(memory.param_bytes)),
+            ", grads ", human_bytes(double(memory.grad_bytes)), ", optimizer ",
+            human_bytes(double(memory.optimizer_bytes)), ", working ",
+            human_bytes(double(memory.working_bytes)), "; activations ",
+            human_bytes(double(model.activation_bytes())));
+  log::info("data: ", datasets.train.num_tokens(), " training tokens, ", sampler.num_windows(),
+            " windows of ", T, " tokens, ", steps_per_epoch, " steps per epoch of ",
+            sampler.global_batch_size(), " sequences; training for ", total_steps, " steps");
+
+  const LrSchedule schedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total_steps,
+                            params.warmup_ratio);
+  std::vector<int32_t> inputs(static_cast<size_t>(B) * static_cast<size_t>(T));
+  std::vector<int32_t> targets(inputs.size());
+  const double tokens_per_step = double(sampler.global_batch_size()) * double(T);
+
+  std::optional<MetricsLog> metrics_log;
+  if (talker) metrics_log.emplace(project / "metrics.jsonl");
+  Progress progress(talker && Progress::want_bar());
+
+  TrainSummary summary;
+  if (datasets.valid) {
+    // The starting point, so the curve shows how far training moved the validation loss.
+    const double initial = evaluate(model, *engine, *comm, *datasets.valid, inputs, targets);
+    log::info("step 0/", total_steps, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
+    if (talker) {
+      StepMetrics metrics;
+      metrics.total_steps = total_steps;
+      metrics.val_loss = initial;
+      metrics.lr = schedule.lr(0);
+      metrics.loss = std::nan("");
+      metrics_log->write(metrics);
+    }
+  }
+  const Timer run_timer;
+  Timer interval_timer;
+  long long interval_steps = 0;
+  double comm_wait = 0;
+  for (long long step = 0; step < total_steps; ++step) {
+    engine->begin_step();
+    double loss_sum = 0;
+    for (long long micro = 0; micro < accumulation; ++micro) {
+      sampler.load_micro_batch(datasets.train, static_cast<uint64_t>(micro), inputs, targets);
+      engine->begin_micro_step(micro == accumulation - 1);
+      loss_sum += model.forward(*engine, inputs.data(), targets.data());
+      model.backward(*engine, 1.0f / static_cast<float>(accumulation));
+    }
+    engine->finish_backward();
+    const double grad_norm = engine->grad_norm();
+    const double lr = schedule.lr(step);
+    engine->step(static_cast<float>(lr), clip_factor(grad_norm, params.max_grad_norm));
+    sampler.advance();
+    comm_wait += engine->take_comm_wait_seconds();
+
+    float step_loss = static_cast<float>(loss_sum / double(accumulation));
+    comm->allreduce(std::span<float>(&step_loss, 1), ReduceOp::avg);
+    AT_CHECK(std::isfinite(step_loss), "training diverged: the loss of step ", step + 1, " is ",
+             step_loss, " (lower lr, or check the data)");
+    ++interval_steps;
+
+    StepMetrics metrics;
+    metrics.step = step + 1;
+    metrics.total_steps = total_steps;
+    metrics.epoch = double(step + 1) / double(steps_per_epoch);
+    metrics.loss = step_loss;
+    metrics.lr = lr;
+    metrics.grad_norm = grad_norm;
+    metrics.elapsed_s = run_timer.seconds();
+    const bool last = step + 1 == total_steps;
+    if (datasets.valid && ((step + 1) % eval_every == 0 || last)) {
+      metrics.val_loss = evaluate(model, *engine, *comm, *datasets.valid, inputs, targets);
+      summary.final_val_loss = metrics.val_loss;
+    }
+    const bool log_now = (step + 1) % logging_steps == 0 || last || step == 0 || metrics.val_loss;
+    if (log_now) {
+      const double seconds = interval_timer.seconds();
+      metrics.tokens_per_s = double(interval_steps) * tokens_per_step / std::max(seconds, 1e-9);
+      metrics.comm_wait_fraction = comm_wait / std::max(seconds, 1e-9);
+      interval_timer.reset();
+      interval_steps = 0;
+      comm_wait = 0;
+      if (talker) {
+        metrics_log->write(metrics);
+        progress.log_line(metrics);
+      }
+    } else if (talker) {
+      metrics.tokens_per_s = double(interval_steps) * tokens_per_step / std::max(interval_timer.seconds(), 1e-9);
+      progress.update(metrics);
+    }
+    summary.final_loss = step_loss;
+  }
+  progress.finish();
+  summary.steps = total_steps;
+  summary.steps_this_run = total_steps;
+  summary.wall_s = run_timer.seconds();
+  summary.tokens = tokens_per_step * double(summary.steps_this_run);
+  summary.tokens_per_s = summary.tokens / std::max(summary.wall_s, 1e-9);
+
+  summary.export_dir = project;
+  export_model(*engine, layout, params, project);
+  return summary;
+}
+
+}  // namespace autotrain::train
