@@ -2,7 +2,7 @@
 """Writes unicode_tables.cpp: the code point ranges of Unicode letters (\\p{L}: Lu Ll Lt Lm Lo)
 and numbers (\\p{N}: Nd Nl No) that the GPT-2 pre-tokenizer needs.
 
-Run from this folder:  python3 unicode_tables.py > unicode_tables.cpp
+Run from this folder:  python3 unicode_tables.py > unicode_tables.cpp && clang-format -i unicode_tables.cpp
 The Unicode version is the one of the Python that runs it (unicodedata.unidata_version)."""
 import sys
 import unicodedata
