@@ -65,9 +65,9 @@ TEST(CheckpointBenchmark, DISABLED_SaveAndLoadThroughput) {
     content.pieces.push_back({t, begin, owned[t]});
   }
   const double gigabytes = static_cast<double>(length * kTensors * sizeof(float)) / 1e9;
-  double dd = 0.0;
-  if (rank == 0) dd = dd_bandwidth(folder, megabytes);
-  MPI_Bcast(&dd, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  // The disk is shared with other jobs: every figure is the best of kRepeats, and dd is
+  // measured right before each save, so both see the same conditions.
+  constexpr int kRepeats = 3;
 
   if (rank == 0) {
     std::printf("%8s %4s %10s %10s %10s %10s %10s %10s %9s %8s\n", "layout", "np", "size(GB)",
@@ -76,22 +76,32 @@ TEST(CheckpointBenchmark, DISABLED_SaveAndLoadThroughput) {
   }
   for (Layout layout : {Layout::shared, Layout::per_rank}) {
     const fs::path path = folder / cat("bench-", layout_name(layout), ".h5");
-    const double save =
-        timed([&] { write_checkpoint(path, content, {.layout = layout}, MPI_COMM_WORLD); });
-    std::vector<std::vector<float>> loaded(kTensors);
-    std::unique_ptr<CheckpointReader> reader;
-    const double load = timed([&] {
-      reader = std::make_unique<CheckpointReader>(path, MPI_COMM_WORLD, content.tensors);
-      for (uint64_t t = 0; t < kTensors; ++t) {
-        loaded[t].resize(owned[t].size());
-        reader->read(content.tensors[t].name, content.pieces[t].offset, loaded[t]);
-      }
-    });
-    for (uint64_t t = 0; t < kTensors; ++t) ASSERT_EQ(loaded[t], owned[t]);
-    std::vector<std::string> problems;
-    const double verify = timed([&] { problems = reader->verify_checksums(); });
-    EXPECT_TRUE(problems.empty());
-    reader.reset();
+    double dd = 0.0;
+    double save = 1e30;
+    double load = 1e30;
+    double verify = 1e30;
+    for (int repeat = 0; repeat < kRepeats; ++repeat) {
+      double dd_now = rank == 0 ? dd_bandwidth(folder, megabytes) : 0.0;
+      MPI_Bcast(&dd_now, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      dd = std::max(dd, dd_now);
+      save = std::min(save, timed([&] {
+                        write_checkpoint(path, content, {.layout = layout}, MPI_COMM_WORLD);
+                      }));
+      std::vector<std::vector<float>> loaded(kTensors);
+      std::unique_ptr<CheckpointReader> reader;
+      load = std::min(
+          load, timed([&] {
+            reader = std::make_unique<CheckpointReader>(path, MPI_COMM_WORLD, content.tensors);
+            for (uint64_t t = 0; t < kTensors; ++t) {
+              loaded[t].resize(owned[t].size());
+              reader->read(content.tensors[t].name, content.pieces[t].offset, loaded[t]);
+            }
+          }));
+      for (uint64_t t = 0; t < kTensors; ++t) ASSERT_EQ(loaded[t], owned[t]);
+      std::vector<std::string> problems;
+      verify = std::min(verify, timed([&] { problems = reader->verify_checksums(); }));
+      EXPECT_TRUE(problems.empty());
+    }
     if (rank == 0) {
       std::printf("%8s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.3f %7.0f%%\n",
                   std::string(layout_name(layout)).c_str(), size, gigabytes, save, gigabytes / save,
