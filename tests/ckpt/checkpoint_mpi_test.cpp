@@ -329,6 +329,24 @@ TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
   EXPECT_EQ(folder.resolve_auto(MPI_COMM_WORLD), folder.path_for(10));
 }
 
+TEST(CheckpointLayout, LargeDatasetsStartOnTheConfiguredAlignment) {
+  SharedTempDir dir;
+  Fixture fixture;
+  const fs::path path = dir.path() / "checkpoint-3.h5";
+  // Every tensor (>= 140 bytes) is above the 64-byte threshold, so each starts on 4 KiB.
+  write_checkpoint(path, fixture.content, {.alignment_threshold = 64, .alignment = 4096},
+                   MPI_COMM_WORLD);
+  if (rank() != 0) return;
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  for (const auto& spec : fixture.tensors) {
+    hid_t dataset = H5Dopen2(file, spec.name.c_str(), H5P_DEFAULT);
+    EXPECT_EQ(H5Dget_offset(dataset) % 4096, 0u) << spec.name;
+    H5Dclose(dataset);
+  }
+  H5Fclose(file);
+}
+
 TEST(CheckpointLayout, H5dumpShowsDocumentedGroupsAndAttributes) {
   SharedTempDir dir;
   Fixture fixture;
