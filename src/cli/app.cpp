@@ -1,6 +1,7 @@
 #include "autotrain/cli/app.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "autotrain/core/error.hpp"
@@ -35,6 +36,17 @@ std::vector<std::string> command_names() {
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
+// AUTOTRAIN_INJECT_FAILURE=<rank> makes that rank fail as the command starts, while the others
+// go on into their first collective: the tests use it to prove that one rank's error aborts the
+// whole job instead of leaving the others waiting.
+void inject_failure_if_asked(int rank) {
+  const char* target = std::getenv("AUTOTRAIN_INJECT_FAILURE");
+  if (target == nullptr || *target == '\0') return;
+  if (std::atoi(target) == rank) {
+    throw Error(cat("injected failure on rank ", rank, " (AUTOTRAIN_INJECT_FAILURE=", target, ")"));
+  }
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -57,9 +69,18 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (!command->needs_mpi) {
+    try {
+      return command->run_local(rest);
+    } catch (const std::exception& error) {
+      std::cerr << "error: " << error.what() << "\n";
+      return kExitError;
+    }
+  }
 
   MpiSession mpi(&argc, &argv);
   try {
+    inject_failure_if_asked(mpi.rank());
     return command->run(rest, mpi);
   } catch (const CollectiveError& error) {
     // Every rank met the same error: say it once and leave together.
