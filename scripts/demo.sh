@@ -15,5 +15,8 @@ bin=build/release/autotrain
 echo "== autotrain env: the rank topology and the build =="
 mpirun "${mpirun_flags[@]}" -np 2 "$bin" env
 echo
-echo "== autotrain train --dry-run: the resolved plan =="
-mpirun "${mpirun_flags[@]}" -np 2 "$bin" train --config configs/demo.yaml --dry-run
+echo "== autotrain train: a small GPT-2 on tiny Shakespeare, 2 ranks, data parallel =="
+mpirun "${mpirun_flags[@]}" -np 2 "$bin" train --config configs/demo.yaml
+echo
+echo "== autotrain generate: sampling from the exported model in demo-project/ =="
+"$bin" generate --model demo-project --prompt "ROMEO:" --max-new-tokens 60 --temperature 0.8
