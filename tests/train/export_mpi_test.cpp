@@ -1,0 +1,122 @@
+// Export streams a unit at a time to rank 0 from any ZeRO stage and world size, and the folder it
+// writes loads back (load_model_folder) to exactly the model that was trained.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/config/training_params.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/model/init.hpp"
+#include "autotrain/train/export.hpp"
+#include "autotrain/train/generate.hpp"
+#include "autotrain/zero/engine.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::train {
+namespace {
+
+int rank() {
+  int value = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &value);
+  return value;
+}
+
+// A folder name every rank agrees on (rank 0's temporary folder).
+std::filesystem::path shared_folder(const testing::TempDir& mine) {
+  std::string path = mine.path().string();
+  int length = static_cast<int>(path.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  path.resize(static_cast<size_t>(length));
+  MPI_Bcast(path.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return path;
+}
+
+class ExportTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExportTest, FolderLoadsBackToTheSeedsParametersFromEveryStage) {
+  const int stage = GetParam();
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const auto shape = model::ModelConfig::gpt2(2, 2, 32, 16, 256);
+  const model::ParamLayout layout(shape, world);
+  auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
+  zero::EngineOptions options;
+  options.stage = stage;
+  auto engine = zero::Engine::create(layout, *comm, options);
+  engine->init_parameters(11);
+
+  testing::TempDir temp;
+  const auto dir = shared_folder(temp) / "export";
+  config::TrainingParams params;
+  params.tokenizer = "byte";
+  params.export_dtype = "fp32";
+  export_model(*engine, layout, params, dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() != 0) return;
+
+  const LoadedModel loaded = load_model_folder(dir);
+  const model::ParamLayout single(shape, 1);
+  std::vector<float> expected(single.padded_size());
+  model::init_params(single, 11, expected);
+  ASSERT_EQ(loaded.params.size(), expected.size());
+  EXPECT_EQ(loaded.params, expected);
+  EXPECT_EQ(loaded.tokenizer->name(), "byte");
+
+  std::ifstream in(dir / "config.json");
+  const auto config = nlohmann::json::parse(in);
+  EXPECT_EQ(config["model_type"], "gpt2");
+  EXPECT_EQ(config["n_layer"], 2);
+  EXPECT_EQ(config["n_positions"], 16);
+  EXPECT_EQ(config["vocab_size"], 256);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, ExportTest, ::testing::Values(0, 3));
+
+TEST(Export, Bf16WeightsRoundToNearestAndGenerateRuns) {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  const auto shape = model::ModelConfig::gpt2(1, 2, 16, 8, 256);
+  const model::ParamLayout layout(shape, world);
+  auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
+  auto engine = zero::Engine::create(layout, *comm, zero::EngineOptions{});
+  engine->init_parameters(5);
+  testing::TempDir temp;
+  const auto dir = shared_folder(temp) / "bf16";
+  config::TrainingParams params;
+  params.tokenizer = "byte";
+  params.export_dtype = "bf16";
+  export_model(*engine, layout, params, dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() != 0) return;
+
+  const LoadedModel loaded = load_model_folder(dir);
+  const model::ParamLayout single(shape, 1);
+  std::vector<float> expected(single.padded_size());
+  model::init_params(single, 5, expected);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(loaded.params[i], bf16_to_float(float_to_bf16(expected[i]))) << i;
+  }
+  GenerateOptions options;
+  options.prompt = "abc";
+  options.max_new_tokens = 5;
+  options.temperature = 0;  // greedy: deterministic
+  EXPECT_EQ(generate_text(loaded, options), generate_text(loaded, options));
+}
+
+TEST(Generate, MissingConfigNamesTheFile) {
+  if (rank() != 0) return;
+  testing::TempDir temp;
+  try {
+    load_model_folder(temp.path());
+    FAIL() << "loaded a folder without config.json";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("config.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace autotrain::train
