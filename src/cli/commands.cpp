@@ -9,6 +9,7 @@ const std::vector<Command>& commands() {
       {"env", "show the rank topology, devices and build", run_env},
       {"prepare", "tokenize a data_path into token shards (llm.c format)", run_prepare},
       {"ckpt", "inspect or verify a checkpoint (ckpt inspect|verify FILE)", run_ckpt},
+      {"export", "write a checkpoint's model as a Hugging Face folder", run_export},
       {"generate", "sample text from an exported model folder", run_generate},
       {"bench", "benchmark collectives (bench comm) under mpirun", run_bench},
   };

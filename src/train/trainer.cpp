@@ -17,8 +17,10 @@
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/optim/schedule.hpp"
+#include "autotrain/train/checkpointing.hpp"
 #include "autotrain/train/export.hpp"
 #include "autotrain/train/metrics.hpp"
+#include "autotrain/train/signals.hpp"
 #include "autotrain/zero/engine.hpp"
 
 namespace autotrain::train {
@@ -60,19 +62,18 @@ Datasets prepare_data(const RunSetup& setup) {
   if (!params.valid_split.empty() && params.eval_strategy != "no") {
     const auto* valid_split = prepared.find(params.valid_split);
     AT_CHECK(valid_split != nullptr, "valid_split: no '", params.valid_split,
-             "' split was found or carved from ", options.data_path.string(),
-             " (add a ", params.valid_split, ".csv/.jsonl/.txt file, or set valid_split to empty)");
+             "' split was found or carved from ", options.data_path.string(), " (add a ",
+             params.valid_split, ".csv/.jsonl/.txt file, or set valid_split to empty)");
     datasets.valid.emplace(valid_split->shards);
   }
   return datasets;
 }
 
 model::ModelConfig model_config(const config::TrainingParams& params) {
-  auto config = model::ModelConfig::gpt2(static_cast<int>(params.n_layer),
-                                         static_cast<int>(params.n_head),
-                                         static_cast<int>(params.n_embd),
-                                         static_cast<int>(params.n_positions),
-                                         static_cast<int>(params.vocab_size));
+  auto config = model::ModelConfig::gpt2(
+      static_cast<int>(params.n_layer), static_cast<int>(params.n_head),
+      static_cast<int>(params.n_embd), static_cast<int>(params.n_positions),
+      static_cast<int>(params.vocab_size));
   config.validate();
   return config;
 }
@@ -99,8 +100,9 @@ double evaluate(model::Gpt2Model& model, zero::Engine& engine, Communicator& com
   const long long T = model.seq_len();
   const long long W = comm.size();
   const long long windows = (static_cast<long long>(valid.num_tokens()) - 1) / T;
-  AT_CHECK(windows >= 1, "valid split: ", valid.num_tokens(), " tokens are fewer than one window of ",
-           T + 1, " tokens; provide more validation data or set eval_strategy no");
+  AT_CHECK(windows >= 1, "valid split: ", valid.num_tokens(),
+           " tokens are fewer than one window of ", T + 1,
+           " tokens; provide more validation data or set eval_strategy no");
   const long long batches = std::min(kMaxEvalBatches, (windows + W * B - 1) / (W * B));
   double loss_sum = 0;
   double count = 0;
@@ -110,9 +112,10 @@ double evaluate(model::Gpt2Model& model, zero::Engine& engine, Communicator& com
       const long long window = batch * W * B + comm.rank() * B + b;
       const bool real = window < windows;
       valid_rows += real ? 1 : 0;
-      data::load_window(valid, static_cast<uint64_t>(T), static_cast<uint64_t>(real ? window : 0),
-                        std::span<int32_t>(inputs).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)),
-                        std::span<int32_t>(targets).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)));
+      data::load_window(
+          valid, static_cast<uint64_t>(T), static_cast<uint64_t>(real ? window : 0),
+          std::span<int32_t>(inputs).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)),
+          std::span<int32_t>(targets).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)));
     }
     model.forward(engine, inputs.data(), targets.data());
     const auto losses = model.losses();
@@ -149,7 +152,8 @@ TrainSummary run_training(const RunSetup& setup) {
   sampler_options.seed = static_cast<uint64_t>(params.seed);
   data::Sampler sampler(datasets.train.num_tokens(), sampler_options);
   const long long steps_per_epoch = static_cast<long long>(sampler.steps_per_epoch());
-  const long long total_steps = params.max_steps > 0 ? params.max_steps : params.epochs * steps_per_epoch;
+  const long long total_steps =
+      params.max_steps > 0 ? params.max_steps : params.epochs * steps_per_epoch;
   const long long logging_steps = resolve_logging_steps(params, steps_per_epoch);
   const long long eval_every = params.eval_strategy == "steps"
                                    ? (params.eval_steps > 0 ? params.eval_steps : logging_steps)
@@ -171,15 +175,86 @@ TrainSummary run_training(const RunSetup& setup) {
   model::Gpt2Model model(layout, B, T);
 
   const auto memory = engine->memory();
-  log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(), " units; ZeRO stage ",
-            engine->stage(), " holds per rank: params ", human_bytes(double(memory.param_bytes)),
-            ", grads ", human_bytes(double(memory.grad_bytes)), ", optimizer ",
+  log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(),
+            " units; ZeRO stage ", engine->stage(), " holds per rank: params ",
+            human_bytes(double(memory.param_bytes)), ", grads ",
+            human_bytes(double(memory.grad_bytes)), ", optimizer ",
             human_bytes(double(memory.optimizer_bytes)), ", working ",
             human_bytes(double(memory.working_bytes)), "; activations ",
             human_bytes(double(model.activation_bytes())));
   log::info("data: ", datasets.train.num_tokens(), " training tokens, ", sampler.num_windows(),
             " windows of ", T, " tokens, ", steps_per_epoch, " steps per epoch of ",
             sampler.global_batch_size(), " sequences; training for ", total_steps, " steps");
+
+  // Resume: the parameters, the optimizer state and the data position of a checkpoint of any
+  // world size and stage (docs/training.md, "Resuming").
+  const OptimizerKind optimizer_kind = engine_options.optimizer.kind;
+  const long long global_batch = static_cast<long long>(sampler.global_batch_size());
+  const ckpt::CheckpointDir checkpoint_dir(project / "checkpoints");
+  long long start_step = 0;
+  TrainSummary summary;
+  if (const auto resume_path =
+          resolve_resume(params.resume_from_checkpoint, checkpoint_dir, MPI_COMM_WORLD)) {
+    const std::string name = resume_path->string();
+    std::optional<ckpt::CheckpointReader> reader;
+    reader.emplace(*resume_path, MPI_COMM_WORLD);
+    const ResumePoint saved = read_resume_point(*reader);
+    const auto problems = compatibility_problems(saved, config, optimizer_kind);
+    if (!problems.empty()) {
+      throw CollectiveError(cat("cannot resume from ", name,
+                                ": its model differs from this run's (", join(problems, "; "),
+                                "); train with the checkpoint's settings, or set ",
+                                "resume_from_checkpoint: none to start fresh"));
+    }
+    if (saved.global_batch_size != global_batch) {
+      throw CollectiveError(
+          cat("cannot resume from ", name, ": it was trained with a global batch of ",
+              saved.global_batch_size,
+              " sequences (batch_size x gradient_accumulation x ranks) and this run's is ",
+              global_batch, " (", B, " x ", accumulation, " x ", topology.world_size,
+              "); keep the global batch by setting ", "gradient_accumulation to ",
+              saved.global_batch_size, " / (batch_size x ranks)"));
+    }
+    // Reopened with the expected tensors: each must be present with its length.
+    reader.reset();
+    const auto expected = checkpoint_tensors(layout, optimizer_kind);
+    reader.emplace(*resume_path, MPI_COMM_WORLD, expected);
+    load_engine_state(*reader, *engine, layout, optimizer_kind, true);
+    engine->set_optimizer_steps(saved.optimizer_steps);
+    sampler.restore(saved.position);
+    start_step = saved.step;
+    summary.resumed_from = *resume_path;
+    log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
+              " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
+              saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
+    if (saved.total_steps != total_steps) {
+      log::warn(
+          "resume: the checkpoint's run planned ", saved.total_steps, " steps and this one plans ",
+          total_steps,
+          " (max_steps/epochs changed); the learning-rate schedule follows the new total, so ",
+          "losses will differ from an uninterrupted run");
+    }
+  }
+  CheckpointSaver saver(
+      checkpoint_dir,
+      ckpt::WriteOptions{ckpt::parse_layout(params.checkpoint_layout, "checkpoint_layout")},
+      static_cast<size_t>(params.save_total_limit), params.async_checkpoint, MPI_COMM_WORLD);
+  const auto save_at = [&](long long steps_done) {
+    ResumePoint point;
+    point.step = steps_done;
+    point.position = sampler.position();
+    point.global_batch_size = global_batch;
+    point.total_steps = total_steps;
+    point.optimizer_steps = engine->optimizer_steps();
+    point.world_size = topology.world_size;
+    point.zero_stage = engine->stage();
+    point.model = config;
+    point.optimizer = optimizer_kind;
+    const double stalled = saver.save(checkpoint_content(*engine, layout, point, params));
+    log::info("checkpoint: step ", steps_done, ": training stalled ", stalled, " s",
+              saver.async() ? " (host copy; the write continues in the background)" : "");
+  };
+  const StopSignals stop_signals;
 
   const LrSchedule schedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total_steps,
                             params.warmup_ratio);
@@ -191,8 +266,7 @@ TrainSummary run_training(const RunSetup& setup) {
   if (talker) metrics_log.emplace(project / "metrics.jsonl");
   Progress progress(talker && Progress::want_bar());
 
-  TrainSummary summary;
-  if (datasets.valid) {
+  if (datasets.valid && start_step == 0) {
     // The starting point, so the curve shows how far training moved the validation loss.
     const double initial = evaluate(model, *engine, *comm, *datasets.valid, inputs, targets);
     log::info("step 0/", total_steps, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
@@ -209,7 +283,12 @@ TrainSummary run_training(const RunSetup& setup) {
   Timer interval_timer;
   long long interval_steps = 0;
   double comm_wait = 0;
-  for (long long step = 0; step < total_steps; ++step) {
+  if (start_step >= total_steps) {
+    log::info("resume: the checkpoint already has all ", total_steps,
+              " steps; nothing left to train");
+  }
+  long long step = start_step;
+  for (; step < total_steps; ++step) {
     engine->begin_step();
     double loss_sum = 0;
     for (long long micro = 0; micro < accumulation; ++micro) {
@@ -257,18 +336,41 @@ TrainSummary run_training(const RunSetup& setup) {
         progress.log_line(metrics);
       }
     } else if (talker) {
-      metrics.tokens_per_s = double(interval_steps) * tokens_per_step / std::max(interval_timer.seconds(), 1e-9);
+      metrics.tokens_per_s =
+          double(interval_steps) * tokens_per_step / std::max(interval_timer.seconds(), 1e-9);
       progress.update(metrics);
     }
     summary.final_loss = step_loss;
+
+    // Step boundary: the ranks agree on a stop signal (one that reached any rank stops all).
+    float stop = static_cast<float>(StopSignals::received());
+    comm->allreduce(std::span<float>(&stop, 1), ReduceOp::max);
+    const bool preempt = stop != 0 && !last;
+    if (preempt || last ||
+        (params.checkpoint_every > 0 && (step + 1) % params.checkpoint_every == 0)) {
+      save_at(step + 1);
+    }
+    if (preempt) {
+      summary.preempted = true;
+      summary.stop_signal = static_cast<int>(stop);
+      ++step;
+      break;
+    }
   }
+  saver.wait();
   progress.finish();
-  summary.steps = total_steps;
-  summary.steps_this_run = total_steps;
+  summary.steps = step;
+  summary.steps_this_run = step - start_step;
   summary.wall_s = run_timer.seconds();
   summary.tokens = tokens_per_step * double(summary.steps_this_run);
   summary.tokens_per_s = summary.tokens / std::max(summary.wall_s, 1e-9);
 
+  if (summary.preempted) {
+    log::warn("stopped by ", signal_name(summary.stop_signal), " after step ", step,
+              ": checkpoint saved in ", checkpoint_dir.folder().string(), "; exiting with ",
+              kExitPreempted, " (requeue; resume_from_checkpoint: auto continues)");
+    return summary;
+  }
   summary.export_dir = project;
   export_model(*engine, layout, params, project);
   return summary;

@@ -14,6 +14,7 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi);
 int run_env(const std::vector<std::string>& args, MpiSession& mpi);
 int run_prepare(const std::vector<std::string>& args, MpiSession& mpi);
 int run_ckpt(const std::vector<std::string>& args, MpiSession& mpi);
+int run_export(const std::vector<std::string>& args, MpiSession& mpi);
 int run_bench(const std::vector<std::string>& args, MpiSession& mpi);
 
 }  // namespace autotrain::cli

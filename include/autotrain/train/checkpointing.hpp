@@ -1,0 +1,121 @@
+#pragma once
+// Checkpoints of a training run (docs/checkpoint-format.md, docs/training.md): what the trainer
+// puts into a checkpoint, how it reads one back into a ZeRO engine of any world size and
+// stage, and the saver that writes them (synchronously, or from host copies on a background
+// thread).
+//
+// Tensors, in this order for every parameter p of the layout (Hugging Face names):
+//   model/<p>                   the fp32 master weights (wte keeps its padded vocabulary rows)
+//   optimizer/exp_avg/<p>       AdamW's first moment (SGD: the momentum buffer)
+//   optimizer/exp_avg_sq/<p>    AdamW's second moment (absent for SGD)
+// Each rank writes its zero::Engine::shard_runs() and reads back its held_runs(), so a
+// checkpoint written by any (world size, stage) loads into any other.
+#include <mpi.h>
+
+#include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autotrain/ckpt/checkpoint.hpp"
+#include "autotrain/ckpt/checkpoint_dir.hpp"
+#include "autotrain/config/training_params.hpp"
+#include "autotrain/data/sampler.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/optim/optimizer.hpp"
+#include "autotrain/zero/engine.hpp"
+
+namespace autotrain::train {
+
+// The run state a checkpoint records besides its tensors (run_state/json/* and the root
+// attributes).
+struct ResumePoint {
+  long long step = 0;               // optimizer steps done
+  data::SamplerPosition position;   // where the data order continues
+  long long global_batch_size = 0;  // G of the run that wrote it
+  long long total_steps = 0;        // the learning-rate schedule's total
+  long long optimizer_steps = 0;    // AdamW's bias-correction count
+  int world_size = 0;               // of the run that wrote it
+  int zero_stage = 0;
+  model::ModelConfig model;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  std::string training_params_json;  // the resolved parameters of the run that wrote it
+};
+
+std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layout,
+                                                 OptimizerKind optimizer);
+
+std::string model_config_json(const model::ModelConfig& config);
+
+// Collective. The pieces point into the engine's memory: valid until its next step().
+ckpt::CheckpointContent checkpoint_content(zero::Engine& engine, const model::ParamLayout& layout,
+                                           const ResumePoint& point,
+                                           const config::TrainingParams& params);
+
+// Reads the run state of an open checkpoint. Throws Error naming the checkpoint and the key
+// when a document is missing or malformed.
+ResumePoint read_resume_point(const ckpt::CheckpointReader& reader);
+
+// Empty when a checkpoint with `saved` loads into a model of `config` with `optimizer`;
+// otherwise one line per differing field: "n_layer: 2 in the checkpoint, 4 in this run".
+std::vector<std::string> compatibility_problems(const ResumePoint& saved,
+                                                const model::ModelConfig& config,
+                                                OptimizerKind optimizer);
+
+// Collective: reads into every range the engine holds (held_runs: the parameters, and with
+// `optimizer_state` the moments too), then engine.after_load(). Does not set the optimizer's
+// step count.
+void load_engine_state(ckpt::CheckpointReader& reader, zero::Engine& engine,
+                       const model::ParamLayout& layout, OptimizerKind optimizer,
+                       bool optimizer_state);
+
+// resume_from_checkpoint: "none" -> nullopt; "auto" -> the newest valid checkpoint in `dir`
+// (skipping, with a warning, each newer one that fails to open or verify), nullopt when there
+// is none; anything else is a path that must open and verify, or Error. Collective.
+std::optional<std::filesystem::path> resolve_resume(const std::string& setting,
+                                                    const ckpt::CheckpointDir& dir, MPI_Comm comm);
+
+// `autotrain export`: the model of checkpoint `checkpoint` as a Hugging Face folder in `dir`
+// (export.hpp), in `export_dtype` (fp32|bf16|fp16). Collective over MPI_COMM_WORLD with any
+// world size: the parameters are loaded into a ZeRO-3 engine, so each rank holds only its shard.
+void export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& dir,
+                       const std::string& export_dtype);
+
+// Writes checkpoints into one folder with its own duplicate of the communicator (MPI-IO from
+// the background thread never shares a communicator with the step loop). Asynchronous: save()
+// copies this rank's pieces into host buffers it reuses, starts the write on a background
+// thread and returns; a second save() first waits for the previous write, so at most one is
+// ever in flight. Collective: every rank constructs, saves and waits in the same order.
+class CheckpointSaver {
+ public:
+  CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,
+                  size_t save_total_limit, bool async, MPI_Comm comm);
+  ~CheckpointSaver();  // waits for a write in flight (errors are logged, not thrown)
+  CheckpointSaver(const CheckpointSaver&) = delete;
+  CheckpointSaver& operator=(const CheckpointSaver&) = delete;
+
+  // Returns the seconds the caller was held up: the whole write when synchronous; waiting for
+  // the previous write plus the host copy when asynchronous.
+  double save(const ckpt::CheckpointContent& content);
+  // Waits for a write in flight; rethrows its error.
+  void wait();
+  bool async() const { return async_; }
+
+ private:
+  void write(const ckpt::CheckpointContent& content);
+
+  ckpt::CheckpointDir dir_;
+  ckpt::WriteOptions options_;
+  size_t save_total_limit_;
+  bool async_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  // The host copy the background thread writes from: pieces point into host_.
+  std::vector<float> host_;
+  ckpt::CheckpointContent snapshot_;
+  std::thread thread_;
+  std::exception_ptr error_;
+};
+
+}  // namespace autotrain::train

@@ -1,0 +1,45 @@
+// `autotrain export --checkpoint FILE --output DIR [--export-dtype fp32|bf16|fp16]`: the model of
+// a checkpoint as a Hugging Face folder. Runs alone or under mpirun with any world size.
+#include <iostream>
+
+#include "autotrain/cli/commands.hpp"
+#include "autotrain/cli/options.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/train/checkpointing.hpp"
+
+namespace autotrain::cli {
+
+namespace po = boost::program_options;
+
+int run_export(const std::vector<std::string>& args, MpiSession& mpi) {
+  std::string checkpoint;
+  std::string output;
+  std::string dtype = "fp32";
+  po::options_description description("autotrain export --checkpoint FILE --output DIR [options]");
+  description.add_options()  //
+      ("checkpoint", po::value(&checkpoint)->value_name("FILE"),
+       "checkpoint to export (project/checkpoints/checkpoint-<step>.h5)")  //
+      ("output", po::value(&output)->value_name("DIR"),
+       "folder to write model.safetensors, config.json and the tokenizer files into")  //
+      ("export-dtype", po::value(&dtype)->value_name("fp32|bf16|fp16"),
+       "precision of model.safetensors (default fp32)")  //
+      ("help,h", "show this help");
+  const auto values = parse_command_options("export", description, args);
+  if (values.count("help")) {
+    if (mpi.rank() == 0) std::cout << description << "\n";
+    return 0;
+  }
+  if (checkpoint.empty() || output.empty()) {
+    throw CollectiveError(
+        "export: --checkpoint FILE and --output DIR are required; see autotrain export --help");
+  }
+  if (dtype != "fp32" && dtype != "bf16" && dtype != "fp16") {
+    throw CollectiveError(
+        cat("export: --export-dtype must be fp32, bf16 or fp16, got '", dtype, "'"));
+  }
+  train::export_checkpoint(checkpoint, output, dtype);
+  return 0;
+}
+
+}  // namespace autotrain::cli

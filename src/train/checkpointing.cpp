@@ -1,0 +1,308 @@
+#include "autotrain/train/checkpointing.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "autotrain/comm/backend.hpp"
+#include "autotrain/config/load.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/core/timer.hpp"
+#include "autotrain/train/export.hpp"
+
+namespace autotrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Kinds of state per parameter, in checkpoint order.
+enum Kind { kParams = 0, kExpAvg = 1, kExpAvgSq = 2 };
+
+int kinds_for(OptimizerKind optimizer) {
+  return optimizer == OptimizerKind::adamw ? 3 : 2;
+}
+
+const char* optimizer_name(OptimizerKind optimizer) {
+  return optimizer == OptimizerKind::adamw ? "adamw" : "sgd";
+}
+
+// The tensor of the layout that holds flat index `begin` (runs never cross a tensor).
+size_t tensor_of(const model::ParamLayout& layout, size_t begin) {
+  const auto& tensors = layout.tensors();
+  const auto after =
+      std::upper_bound(tensors.begin(), tensors.end(), begin,
+                       [](size_t index, const model::ParamTensor& t) { return index < t.offset; });
+  AT_CHECK(after != tensors.begin(), "checkpoint: flat index ", begin, " precedes every tensor");
+  const auto t = static_cast<size_t>(after - tensors.begin()) - 1;
+  AT_CHECK(begin < tensors[t].offset + tensors[t].numel, "checkpoint: flat index ", begin,
+           " lies in padding, not in a tensor");
+  return t;
+}
+
+float* state_of(const zero::StateRun& run, int kind) {
+  return kind == kParams ? run.params : kind == kExpAvg ? run.exp_avg : run.exp_avg_sq;
+}
+
+const std::string& json_doc(const ckpt::CheckpointReader& reader, const std::string& name) {
+  const auto& docs = reader.info().json;
+  const auto found = docs.find(name);
+  AT_CHECK(found != docs.end(), "checkpoint ", reader.path().string(), ": run_state/json/", name,
+           " is missing (not written by the autotrain trainer?)");
+  return found->second;
+}
+
+}  // namespace
+
+std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layout,
+                                                 OptimizerKind optimizer) {
+  static const char* const prefixes[] = {"model/", "optimizer/exp_avg/", "optimizer/exp_avg_sq/"};
+  std::vector<ckpt::TensorSpec> specs;
+  for (const auto& tensor : layout.tensors()) {
+    std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
+    for (int kind = 0; kind < kinds_for(optimizer); ++kind) {
+      specs.push_back({cat(prefixes[kind], tensor.name), tensor.numel, shape});
+    }
+  }
+  return specs;
+}
+
+std::string model_config_json(const model::ModelConfig& config) {
+  return json{{"n_layer", config.n_layer},       {"n_head", config.n_head},
+              {"n_embd", config.n_embd},         {"block_size", config.block_size},
+              {"vocab_size", config.vocab_size}, {"padded_vocab_size", config.padded_vocab_size}}
+      .dump();
+}
+
+ckpt::CheckpointContent checkpoint_content(zero::Engine& engine, const model::ParamLayout& layout,
+                                           const ResumePoint& point,
+                                           const config::TrainingParams& params) {
+  ckpt::CheckpointContent content;
+  content.tensors = checkpoint_tensors(layout, point.optimizer);
+  const int kinds = kinds_for(point.optimizer);
+  for (const auto& run : engine.shard_runs()) {
+    const size_t t = tensor_of(layout, run.begin);
+    const auto& tensor = layout.tensors()[t];
+    for (int kind = 0; kind < kinds; ++kind) {
+      const float* data = state_of(run, kind);
+      AT_CHECK(data != nullptr, "checkpoint: the ZeRO engine's shard of ", tensor.name,
+               " lacks state kind ", kind);
+      content.pieces.push_back({t * static_cast<size_t>(kinds) + static_cast<size_t>(kind),
+                                run.begin - tensor.offset,
+                                std::span<const float>(data, run.end - run.begin)});
+    }
+  }
+  auto& state = content.state;
+  state.step = point.step;
+  state.epoch = static_cast<int64_t>(point.position.epoch);
+  state.consumed_samples = point.step * point.global_batch_size;
+  state.zero_stage = point.zero_stage;
+  state.json["training_params"] = config::to_json(params).dump();
+  state.json["model_config"] = model_config_json(layout.config());
+  state.json["scheduler"] = json{
+      {"kind", params.scheduler},
+      {"lr", params.lr},
+      {"warmup_ratio", params.warmup_ratio},
+      {"total_steps",
+       point.total_steps}}.dump();
+  state.json["data_position"] = json{
+      {"epoch", point.position.epoch},
+      {"sample_in_epoch", point.position.sample_in_epoch},
+      {"global_batch_size", point.global_batch_size},
+      {"seed", params.seed}}.dump();
+  state.json["optimizer"] =
+      json{{"kind", optimizer_name(point.optimizer)}, {"steps", point.optimizer_steps}}.dump();
+  return content;
+}
+
+ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
+  const auto& info = reader.info();
+  ResumePoint point;
+  point.step = info.step;
+  point.world_size = info.world_size;
+  point.zero_stage = info.zero_stage;
+  std::string key;
+  try {
+    key = "model_config";
+    const json model = json::parse(json_doc(reader, key));
+    point.model.n_layer = model.at("n_layer").get<int>();
+    point.model.n_head = model.at("n_head").get<int>();
+    point.model.n_embd = model.at("n_embd").get<int>();
+    point.model.block_size = model.at("block_size").get<int>();
+    point.model.vocab_size = model.at("vocab_size").get<int>();
+    point.model.padded_vocab_size = model.at("padded_vocab_size").get<int>();
+    key = "data_position";
+    const json position = json::parse(json_doc(reader, key));
+    point.position.epoch = position.at("epoch").get<uint64_t>();
+    point.position.sample_in_epoch = position.at("sample_in_epoch").get<uint64_t>();
+    point.global_batch_size = position.at("global_batch_size").get<long long>();
+    key = "scheduler";
+    point.total_steps = json::parse(json_doc(reader, key)).at("total_steps").get<long long>();
+    key = "optimizer";
+    const json optimizer = json::parse(json_doc(reader, key));
+    point.optimizer = parse_optimizer(optimizer.at("kind").get<std::string>(),
+                                      cat(reader.path().string(), ": run_state/json/optimizer"));
+    point.optimizer_steps = optimizer.at("steps").get<long long>();
+    key = "training_params";
+    point.training_params_json = json_doc(reader, key);
+  } catch (const json::exception& error) {
+    throw Error(cat("checkpoint ", reader.path().string(), ": run_state/json/", key,
+                    " is malformed (", error.what(), ")"));
+  }
+  return point;
+}
+
+std::vector<std::string> compatibility_problems(const ResumePoint& saved,
+                                                const model::ModelConfig& config,
+                                                OptimizerKind optimizer) {
+  std::vector<std::string> problems;
+  const auto compare = [&](const char* field, auto in_checkpoint, auto in_run) {
+    if (in_checkpoint != in_run) {
+      problems.push_back(
+          cat(field, ": ", in_checkpoint, " in the checkpoint, ", in_run, " in this run"));
+    }
+  };
+  compare("n_layer", saved.model.n_layer, config.n_layer);
+  compare("n_head", saved.model.n_head, config.n_head);
+  compare("n_embd", saved.model.n_embd, config.n_embd);
+  compare("block_size (n_positions)", saved.model.block_size, config.block_size);
+  compare("vocab_size", saved.model.vocab_size, config.vocab_size);
+  compare("padded vocab_size", saved.model.padded_vocab_size, config.padded_vocab_size);
+  compare("optimizer", std::string(optimizer_name(saved.optimizer)),
+          std::string(optimizer_name(optimizer)));
+  return problems;
+}
+
+void load_engine_state(ckpt::CheckpointReader& reader, zero::Engine& engine,
+                       const model::ParamLayout& layout, OptimizerKind optimizer,
+                       bool optimizer_state) {
+  const auto specs = checkpoint_tensors(layout, optimizer);
+  const int kinds = kinds_for(optimizer);
+  // Ranges per checkpoint tensor; every rank then reads every tensor in the same order (the
+  // reads are collective), with whatever ranges it holds, possibly none.
+  std::vector<std::vector<ckpt::ReadRange>> ranges(specs.size());
+  for (const auto& run : engine.held_runs()) {
+    const size_t t = tensor_of(layout, run.begin);
+    const auto& tensor = layout.tensors()[t];
+    for (int kind = 0; kind < (optimizer_state ? kinds : 1); ++kind) {
+      float* data = state_of(run, kind);
+      if (data == nullptr) continue;
+      ranges[t * static_cast<size_t>(kinds) + static_cast<size_t>(kind)].push_back(
+          {run.begin - tensor.offset, std::span<float>(data, run.end - run.begin)});
+    }
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!optimizer_state && i % static_cast<size_t>(kinds) != kParams) continue;
+    reader.read(specs[i].name, ranges[i]);
+  }
+  engine.after_load();
+}
+
+std::optional<fs::path> resolve_resume(const std::string& setting, const ckpt::CheckpointDir& dir,
+                                       MPI_Comm comm) {
+  if (setting == "none") return std::nullopt;
+  if (setting == "auto") return dir.resolve_auto(comm);
+  const fs::path path = setting;
+  std::vector<std::string> problems;
+  {
+    ckpt::CheckpointReader reader(path, comm);
+    problems = reader.verify_checksums();
+  }
+  if (!problems.empty()) {
+    throw CollectiveError(cat("resume_from_checkpoint: ", path.string(),
+                              " fails verification: ", join(problems, "; "),
+                              " (use an earlier checkpoint, or resume_from_checkpoint: auto)"));
+  }
+  return path;
+}
+
+void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
+                       const std::string& export_dtype) {
+  ckpt::CheckpointReader reader(checkpoint, MPI_COMM_WORLD);
+  const ResumePoint saved = read_resume_point(reader);
+  config::TrainingParams params;
+  params.export_dtype = export_dtype;
+  try {
+    params.tokenizer = json::parse(saved.training_params_json).at("tokenizer").get<std::string>();
+  } catch (const json::exception& error) {
+    throw Error(cat("checkpoint ", checkpoint.string(),
+                    ": run_state/json/training_params has no tokenizer (", error.what(), ")"));
+  }
+  int world_size = 1;
+  AT_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
+  const model::ParamLayout layout(saved.model, world_size);
+  zero::EngineOptions options;
+  options.stage = 3;  // each rank holds only its shard; export_model gathers a unit at a time
+  options.optimizer.kind = saved.optimizer;
+  auto engine = zero::Engine::create(layout, *comm, options);
+  load_engine_state(reader, *engine, layout, saved.optimizer, false);
+  export_model(*engine, layout, params, dir);
+}
+
+CheckpointSaver::CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,
+                                 size_t save_total_limit, bool async, MPI_Comm comm)
+    : dir_(std::move(dir)), options_(options), save_total_limit_(save_total_limit), async_(async) {
+  AT_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+}
+
+CheckpointSaver::~CheckpointSaver() {
+  try {
+    wait();
+  } catch (const std::exception& error) {
+    log::error("checkpoint: the background save failed: ", error.what());
+  }
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void CheckpointSaver::write(const ckpt::CheckpointContent& content) {
+  const Timer timer;
+  const fs::path path = ckpt::save_checkpoint(dir_, content, options_, save_total_limit_, comm_);
+  log::info("checkpoint: saved ", path.string(), " in ", timer.seconds(), " s",
+            async_ ? " (background)" : "");
+}
+
+double CheckpointSaver::save(const ckpt::CheckpointContent& content) {
+  const Timer stall;
+  wait();
+  if (!async_) {
+    write(content);
+    return stall.seconds();
+  }
+  // Host copy of this rank's pieces: one buffer, reused (grown only when a save is larger).
+  size_t total = 0;
+  for (const auto& piece : content.pieces) total += piece.data.size();
+  if (host_.size() < total) host_.resize(total);
+  snapshot_.tensors = content.tensors;
+  snapshot_.state = content.state;
+  snapshot_.pieces.clear();
+  size_t at = 0;
+  for (const auto& piece : content.pieces) {
+    std::memcpy(host_.data() + at, piece.data.data(), piece.data.size_bytes());
+    snapshot_.pieces.push_back(
+        {piece.tensor, piece.offset, std::span<const float>(host_.data() + at, piece.data.size())});
+    at += piece.data.size();
+  }
+  thread_ = std::thread([this] {
+    try {
+      write(snapshot_);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  });
+  return stall.seconds();
+}
+
+void CheckpointSaver::wait() {
+  if (thread_.joinable()) thread_.join();
+  if (error_) {
+    const std::exception_ptr error = error_;
+    error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+}  // namespace autotrain::train
