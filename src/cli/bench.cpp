@@ -6,6 +6,10 @@
 // broadcast: the per-link traffic of the optimal ring algorithm, comparable across rank counts.
 // `size` is the whole buffer (the unscattered input of reduce_scatter, the gathered output of
 // allgather), as in nccl-tests.
+//
+// `bench train` runs real optimizer steps of a training config (train/bench_train.hpp) and prints
+// tokens/s, the forward/backward/optimizer split with the communication wait, GFLOP/s, MFU
+// against a measured sgemm peak, and each rank's memory.
 #include <mpi.h>
 
 #include <algorithm>
@@ -21,11 +25,15 @@
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/comm/backend.hpp"
 #include "autotrain/comm/communicator.hpp"
+#include "autotrain/config/command_line.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/timer.hpp"
+#include "autotrain/kernels/threads.hpp"
 #include "autotrain/launch/discover.hpp"
+#include "autotrain/train/bench_train.hpp"
+#include "autotrain/train/run_setup.hpp"
 
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -601,6 +609,177 @@ int run_bench_comm(const std::vector<std::string>& args, MpiSession& mpi) {
   return 0;
 }
 
+// `bench train`: its own flags (--steps, --warmup-steps, --sgemm-size, --no-profile, --json) are
+// taken out; everything else is `autotrain train`'s command line, parsed by the config layer.
+struct TrainBenchCommandLine {
+  train::TrainBenchOptions options;
+  bool json = false;
+  std::vector<std::string> train_args;
+};
+
+constexpr std::string_view kTrainBenchHelp =
+    "usage: autotrain bench train --config X.yaml [train options...] [--steps N]\n"
+    "                             [--warmup-steps W] [--sgemm-size N] [--no-profile] [--json]\n"
+    "\n"
+    "Runs N real optimizer steps (ZeRO engine + model + optimizer, as `train` does) on random\n"
+    "tokens and prints tokens/s, the step time split, GFLOP/s, MFU against a measured sgemm peak,\n"
+    "and per-rank memory.\n"
+    "\n"
+    "  --steps N         timed optimizer steps (default 10)\n"
+    "  --warmup-steps W  untimed steps first (default 2)\n"
+    "  --sgemm-size N    n of the n x n x n sgemm that measures each rank's peak (default 2048)\n"
+    "  --no-profile      skip the extra step with per-kernel timers\n"
+    "  --json            print one JSON document instead of tables\n"
+    "\n"
+    "Every `autotrain train` option is accepted (see 'autotrain train --help').\n";
+
+long long parse_count(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    throw CollectiveError(cat("bench train: ", flag, " '", text, "' is not an integer"));
+  }
+  return value;
+}
+
+TrainBenchCommandLine split_train_bench_args(const std::vector<std::string>& args) {
+  TrainBenchCommandLine line;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const std::size_t equals = arg.find('=');
+    const std::string flag = arg.substr(0, equals);
+    auto value = [&]() -> std::string {
+      if (equals != std::string::npos) return arg.substr(equals + 1);
+      if (i + 1 >= args.size()) throw CollectiveError(cat("bench train: ", flag, " needs a value"));
+      return args[++i];
+    };
+    if (flag == "--steps") {
+      line.options.steps = parse_count(flag, value());
+    } else if (flag == "--warmup-steps") {
+      line.options.warmup_steps = parse_count(flag, value());
+    } else if (flag == "--sgemm-size") {
+      line.options.sgemm_size = static_cast<int>(parse_count(flag, value()));
+    } else if (arg == "--no-profile") {
+      line.options.profile = false;
+    } else if (arg == "--json") {
+      line.json = true;
+    } else {
+      line.train_args.push_back(arg);
+    }
+  }
+  if (line.options.steps < 1)
+    throw CollectiveError(cat("bench train: --steps ", line.options.steps, " must be at least 1"));
+  if (line.options.warmup_steps < 0)
+    throw CollectiveError(
+        cat("bench train: --warmup-steps ", line.options.warmup_steps, " must be 0 or more"));
+  if (line.options.sgemm_size < 64)
+    throw CollectiveError(
+        cat("bench train: --sgemm-size ", line.options.sgemm_size, " must be at least 64"));
+  return line;
+}
+
+json train_bench_json(const train::TrainBenchResult& r) {
+  json profile = json::array();
+  for (const auto& p : r.profile)
+    profile.push_back(
+        {{"kernel", p.name}, {"forward_s", p.forward_s}, {"backward_s", p.backward_s}});
+  const double step = r.step_mean_s;
+  return {{"benchmark", "train"},
+          {"world_size", r.world_size},
+          {"threads_per_rank", r.threads},
+          {"zero_stage", r.zero_stage},
+          {"comm_backend", r.comm_backend},
+          {"batch_size", r.batch_size},
+          {"seq_len", r.seq_len},
+          {"gradient_accumulation", r.gradient_accumulation},
+          {"steps", r.steps},
+          {"warmup_steps", r.warmup_steps},
+          {"num_parameters", r.num_parameters},
+          {"flops_per_token", r.flops_per_token},
+          {"tokens_per_s", r.tokens_per_s},
+          {"step_mean_s", r.step_mean_s},
+          {"step_min_s", r.step_min_s},
+          {"forward_s", r.forward_s},
+          {"backward_s", r.backward_s},
+          {"optimizer_s", r.optimizer_s},
+          {"comm_wait_s", r.comm_wait_s},
+          {"comm_wait_fraction", step > 0 ? r.comm_wait_s / step : 0.0},
+          {"gflops_per_s", r.gflops_per_s},
+          {"peak_gflops_per_s", r.peak_gflops_per_s},
+          {"mfu", r.mfu},
+          {"final_loss", r.final_loss},
+          {"model_state_bytes",
+           {{"params", r.model_state.param_bytes},
+            {"grads", r.model_state.grad_bytes},
+            {"optimizer", r.model_state.optimizer_bytes},
+            {"working", r.model_state.working_bytes},
+            {"total", r.model_state.total()}}},
+          {"activation_bytes", r.activation_bytes},
+          {"peak_rss_bytes", r.peak_rss_bytes},
+          {"blas_threading", kernels::blas_threading()},
+          {"profile", profile}};
+}
+
+void print_train_bench(const train::TrainBenchResult& r) {
+  std::printf(
+      "bench train: %d rank(s) x %d thread(s), ZeRO stage %d, %s communicator, %zu parameters, "
+      "B=%d T=%d accumulation %lld, %lld steps after %lld warm-up\n",
+      r.world_size, r.threads, r.zero_stage, r.comm_backend.c_str(), r.num_parameters, r.batch_size,
+      r.seq_len, r.gradient_accumulation, r.steps, r.warmup_steps);
+  std::printf("%10s %10s %10s %9s %9s %9s %14s %9s %9s %6s\n", "tokens/s", "step(ms)", "min(ms)",
+              "fwd(ms)", "bwd(ms)", "optim(ms)", "comm wait(ms)", "GFLOP/s", "peak", "MFU");
+  char wait[40];
+  std::snprintf(wait, sizeof wait, "%.1f (%.0f%%)", r.comm_wait_s * 1e3,
+                100.0 * r.comm_wait_s / r.step_mean_s);
+  std::printf("%10.0f %10.2f %10.2f %9.2f %9.2f %9.2f %14s %9.1f %9.1f %5.1f%%\n", r.tokens_per_s,
+              r.step_mean_s * 1e3, r.step_min_s * 1e3, r.forward_s * 1e3, r.backward_s * 1e3,
+              r.optimizer_s * 1e3, wait, r.gflops_per_s, r.peak_gflops_per_s, 100.0 * r.mfu);
+  std::printf("model state per rank: %s; activations %s\n", zero::describe(r.model_state).c_str(),
+              human_bytes(static_cast<double>(r.activation_bytes)).c_str());
+  std::printf("peak resident memory (VmHWM) per rank:");
+  for (std::size_t rank = 0; rank < r.peak_rss_bytes.size(); ++rank)
+    std::printf(" %s", human_bytes(static_cast<double>(r.peak_rss_bytes[rank])).c_str());
+  std::printf("\nfinal loss %.4f (random tokens), blas threading %s\n", r.final_loss,
+              kernels::blas_threading());
+  if (r.profile.empty()) return;
+  std::printf("\n%-14s %10s %10s   (rank 0, one profiled step)\n", "kernel", "fwd(ms)", "bwd(ms)");
+  for (const auto& p : r.profile)
+    std::printf("%-14s %10.2f %10.2f\n", p.name.c_str(), p.forward_s * 1e3, p.backward_s * 1e3);
+}
+
+int run_bench_train(const std::vector<std::string>& args, MpiSession& mpi) {
+  const TrainBenchCommandLine line = split_train_bench_args(args);
+  config::TrainCommandLine command_line;
+  try {
+    command_line = config::parse_train_command_line(line.train_args);
+  } catch (const Error& error) {
+    throw CollectiveError(cat("bench train: ", error.what(),
+                              "\nrun 'autotrain bench train --help' for every option"));
+  }
+  if (command_line.help) {
+    if (mpi.rank() == 0) std::cout << kTrainBenchHelp;
+    return 0;
+  }
+  const train::RunSetup setup = train::setup_run(command_line, MPI_COMM_WORLD);
+  if (command_line.dry_run) {
+    if (mpi.rank() == 0) std::cout << train::render_plan(setup) << std::flush;
+    return 0;
+  }
+  const train::TrainBenchResult result = train::run_train_bench(setup, line.options);
+  if (mpi.rank() != 0) return 0;
+  if (line.json) {
+    std::cout << train_bench_json(result).dump(2) << "\n";
+  } else {
+    print_train_bench(result);
+  }
+  return 0;
+}
+
 // The kinds of benchmark: add a kind here.
 struct BenchKind {
   std::string name;
@@ -611,6 +790,8 @@ struct BenchKind {
 const std::vector<BenchKind>& bench_kinds() {
   static const std::vector<BenchKind> kinds = {
       {"comm", "time the communicator's collectives (nccl-tests style table)", run_bench_comm},
+      {"train", "time real optimizer steps of a config: tokens/s, step split, MFU, memory",
+       run_bench_train},
   };
   return kinds;
 }

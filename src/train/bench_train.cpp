@@ -1,0 +1,215 @@
+#include "autotrain/train/bench_train.hpp"
+
+#include <mpi.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/timer.hpp"
+#include "autotrain/kernels/matmul.hpp"
+#include "autotrain/kernels/threads.hpp"
+#include "autotrain/optim/schedule.hpp"
+
+namespace autotrain::train {
+namespace {
+
+// The micro-batches cycle through this many distinct random batches: enough that the loss does
+// not collapse onto one batch, few enough to build before the first step.
+constexpr int kRandomBatches = 4;
+
+struct PhaseSeconds {
+  double step = 0;
+  double forward = 0;
+  double backward = 0;
+  double optimizer = 0;
+  double comm_wait = 0;
+};
+
+template <typename T>
+void allreduce_in_place(T* values, int count, MPI_Datatype type, MPI_Op op) {
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, count, type, op, MPI_COMM_WORLD));
+}
+
+}  // namespace
+
+std::size_t peak_resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      std::istringstream fields(line.substr(6));
+      std::size_t kib = 0;
+      fields >> kib;
+      return kib * 1024;
+    }
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
+}
+
+TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions& options) {
+  AT_CHECK(options.steps >= 1, "bench train: --steps ", options.steps, " must be at least 1");
+  AT_CHECK(options.warmup_steps >= 0, "bench train: --warmup-steps ", options.warmup_steps,
+           " must be 0 or more");
+  const auto& params = setup.params();
+  const auto& topology = setup.topology;
+  kernels::set_num_threads(setup.threads);
+
+  auto config = model::ModelConfig::gpt2(
+      static_cast<int>(params.n_layer), static_cast<int>(params.n_head),
+      static_cast<int>(params.n_embd), static_cast<int>(params.n_positions),
+      static_cast<int>(params.vocab_size));
+  config.validate();
+  const int B = static_cast<int>(params.batch_size);
+  const int T = static_cast<int>(params.block_size);
+  const long long accumulation = params.gradient_accumulation;
+
+  CommOptions comm_options;
+  comm_options.timeout_seconds = static_cast<double>(params.comm_timeout);
+  comm_options.device = topology.device;
+  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options);
+
+  const model::ParamLayout layout(config, topology.world_size);
+  zero::EngineOptions engine_options;
+  engine_options.stage = setup.zero_stage;
+  engine_options.reduce_bucket_size = static_cast<std::size_t>(params.reduce_bucket_size);
+  engine_options.prefetch = static_cast<int>(params.stage3_prefetch);
+  engine_options.optimizer.kind = parse_optimizer(params.optimizer, "optimizer");
+  engine_options.optimizer.weight_decay = static_cast<float>(params.weight_decay);
+  auto engine = zero::Engine::create(layout, *comm, engine_options);
+  engine->init_parameters(static_cast<std::uint64_t>(params.seed));
+  model::Gpt2Model model(layout, B, T);
+
+  // Every rank draws its own tokens (as its slice of a global batch would differ).
+  const std::size_t batch_tokens = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  std::mt19937_64 generator(static_cast<std::uint64_t>(params.seed) * 1000003u +
+                            static_cast<std::uint64_t>(topology.rank));
+  std::uniform_int_distribution<std::int32_t> token(0, config.vocab_size - 1);
+  std::vector<std::int32_t> tokens(kRandomBatches * (batch_tokens + 1));
+  for (auto& t : tokens) t = token(generator);
+
+  const long long total = options.warmup_steps + options.steps + (options.profile ? 1 : 0);
+  const LrSchedule schedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total,
+                            params.warmup_ratio);
+  std::vector<PhaseSeconds> timed(static_cast<std::size_t>(options.steps));
+  long long micro_index = 0;
+  float last_loss = 0;
+
+  // One optimizer step, as the trainer runs it (src/train/trainer.cpp).
+  auto optimizer_step = [&](long long step, PhaseSeconds& seconds) {
+    const Timer step_timer;
+    engine->begin_step();
+    double loss_sum = 0;
+    for (long long micro = 0; micro < accumulation; ++micro, ++micro_index) {
+      // Targets are the inputs shifted by one, as in a window of real text.
+      const std::int32_t* window =
+          tokens.data() +
+          static_cast<std::size_t>(micro_index % kRandomBatches) * (batch_tokens + 1);
+      engine->begin_micro_step(micro == accumulation - 1);
+      const Timer forward_timer;
+      loss_sum += model.forward(*engine, window, window + 1);
+      seconds.forward += forward_timer.seconds();
+      const Timer backward_timer;
+      model.backward(*engine, 1.0f / static_cast<float>(accumulation));
+      seconds.backward += backward_timer.seconds();
+    }
+    const Timer optimizer_timer;
+    engine->finish_backward();
+    const double grad_norm = engine->grad_norm();
+    engine->step(static_cast<float>(schedule.lr(step)),
+                 clip_factor(grad_norm, params.max_grad_norm));
+    seconds.optimizer = optimizer_timer.seconds();
+    seconds.comm_wait = engine->take_comm_wait_seconds();
+    seconds.step = step_timer.seconds();
+    last_loss = static_cast<float>(loss_sum / static_cast<double>(accumulation));
+  };
+
+  long long step = 0;
+  for (; step < options.warmup_steps; ++step) {
+    PhaseSeconds ignored;
+    optimizer_step(step, ignored);
+  }
+  for (auto& seconds : timed) optimizer_step(step++, seconds);
+  float final_loss = last_loss;
+
+  TrainBenchResult r;
+  if (options.profile) {
+    // A separate step, so the per-kernel timers cost the timed steps nothing.
+    model.set_profiling(true);
+    PhaseSeconds ignored;
+    optimizer_step(step++, ignored);
+    model.set_profiling(false);
+    if (topology.rank == 0) r.profile = model.profile();
+  }
+
+  // Read before the sgemm below allocates its matrices.
+  const auto rss = static_cast<unsigned long long>(peak_resident_bytes());
+  double peak_gflops = kernels::measure_sgemm_gflops(options.sgemm_size, 3);
+
+  // Reductions: each step's time is the slowest rank's; phases the slowest rank's mean.
+  std::vector<double> step_seconds(timed.size());
+  double phases[4] = {0, 0, 0, 0};
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    step_seconds[i] = timed[i].step;
+    phases[0] += timed[i].forward;
+    phases[1] += timed[i].backward;
+    phases[2] += timed[i].optimizer;
+    phases[3] += timed[i].comm_wait;
+  }
+  allreduce_in_place(step_seconds.data(), static_cast<int>(step_seconds.size()), MPI_DOUBLE,
+                     MPI_MAX);
+  allreduce_in_place(phases, 4, MPI_DOUBLE, MPI_MAX);
+  allreduce_in_place(&peak_gflops, 1, MPI_DOUBLE, MPI_SUM);
+  allreduce_in_place(&final_loss, 1, MPI_FLOAT, MPI_SUM);
+  const auto memory = engine->memory();
+  unsigned long long memory_bytes[4] = {memory.param_bytes, memory.grad_bytes,
+                                        memory.optimizer_bytes, memory.working_bytes};
+  allreduce_in_place(memory_bytes, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX);
+  std::vector<unsigned long long> rss_by_rank(static_cast<std::size_t>(topology.world_size));
+  AT_MPI_CHECK(MPI_Allgather(&rss, 1, MPI_UNSIGNED_LONG_LONG, rss_by_rank.data(), 1,
+                             MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD));
+
+  const double steps = static_cast<double>(options.steps);
+  r.world_size = topology.world_size;
+  r.threads = setup.threads;
+  r.zero_stage = engine->stage();
+  r.comm_backend = std::string(comm_backend_name(setup.comm_backend));
+  r.batch_size = B;
+  r.seq_len = T;
+  r.gradient_accumulation = accumulation;
+  r.steps = options.steps;
+  r.warmup_steps = options.warmup_steps;
+  r.num_parameters = layout.num_parameters();
+  r.flops_per_token = model::flops_per_token(config, T);
+  double sum = 0;
+  for (double s : step_seconds) sum += s;
+  r.step_mean_s = sum / steps;
+  r.step_min_s = *std::min_element(step_seconds.begin(), step_seconds.end());
+  r.forward_s = phases[0] / steps;
+  r.backward_s = phases[1] / steps;
+  r.optimizer_s = phases[2] / steps;
+  r.comm_wait_s = phases[3] / steps;
+  const double tokens_per_step =
+      static_cast<double>(batch_tokens) * static_cast<double>(accumulation) * topology.world_size;
+  r.tokens_per_s = tokens_per_step / r.step_mean_s;
+  r.gflops_per_s = r.flops_per_token * r.tokens_per_s * 1e-9;
+  r.peak_gflops_per_s = peak_gflops;
+  r.mfu = peak_gflops > 0 ? r.gflops_per_s / peak_gflops : 0;
+  r.final_loss = static_cast<double>(final_loss) / topology.world_size;
+  r.model_state.param_bytes = memory_bytes[0];
+  r.model_state.grad_bytes = memory_bytes[1];
+  r.model_state.optimizer_bytes = memory_bytes[2];
+  r.model_state.working_bytes = memory_bytes[3];
+  r.activation_bytes = model.activation_bytes();
+  r.peak_rss_bytes.assign(rss_by_rank.begin(), rss_by_rank.end());
+  return r;
+}
+
+}  // namespace autotrain::train
