@@ -1,10 +1,16 @@
-// The MPI backend: non-blocking MPI collectives on host buffers, over a duplicate of the
-// caller's communicator. bf16/fp16 have no MPI type: they travel as MPI_UINT16_T with our own
-// commutative MPI_Ops that add (or compare) in fp32 and round each partial result to 16 bits.
+// The MPI backend: blocking MPI collectives on host buffers, issued in order by one
+// communication thread per communicator, over a duplicate of the caller's communicator. bf16/fp16
+// have no MPI type: they travel as MPI_UINT16_T with our own commutative MPI_Ops that add (or
+// compare) in fp32 and round each partial result to 16 bits.
 #include <mpi.h>
 
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
+#include <vector>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/watchdog.hpp"
@@ -59,50 +65,74 @@ MPI_Datatype mpi_type(DType dtype) {
   return MPI_DATATYPE_NULL;
 }
 
+class MpiCommunicator;
+
+// One collective as the communication thread runs it: the arguments of one blocking MPI call,
+// and its completion. Lives in the handle; the queue only points at it (a handle waits before
+// it is destroyed, so the pointer never outlives the call).
 class MpiPending final : public PendingCollective {
  public:
-  MpiPending(Watchdog& watchdog, uint64_t sequence, MPI_Request request)
-      : watchdog_(watchdog), sequence_(sequence), request_(request) {}
-  // avg: after the sum arrives, divide `count` elements of `data` by `divisor`.
-  void divide_after(void* data, size_t count, DType dtype, int divisor) {
-    divide_data_ = data;
-    divide_count_ = count;
-    divide_dtype_ = dtype;
-    divisor_ = divisor;
-  }
-  ~MpiPending() override {
-    // Reached without wait() only when starting the collective failed: nothing is in flight.
-    if (!ended_) watchdog_.end(sequence_);
-  }
-  MPI_Request* request() { return &request_; }
+  enum class Kind { allreduce, reduce_scatter, allgather, broadcast, barrier };
+  struct Call {
+    Kind kind = Kind::barrier;
+    const void* input = nullptr;  // reduce_scatter, allgather (nullptr: in place)
+    void* output = nullptr;       // the buffer the result lands in
+    int count = 0;                // elements (per rank's part for reduce_scatter/allgather)
+    DType dtype = DType::fp32;
+    ReduceOp op = ReduceOp::sum;
+    int root = 0;
+  };
 
-  void wait() override {
-    const int status = MPI_Wait(&request_, MPI_STATUS_IGNORE);
-    watchdog_.end(sequence_);
-    ended_ = true;
-    AT_MPI_CHECK(status);
-    if (divide_data_ != nullptr)
-      divide_in_place(divide_data_, divide_count_, divide_dtype_, divisor_);
+  MpiPending(MpiCommunicator& owner, uint64_t sequence, const Call& call)
+      : owner_(owner), sequence_(sequence), call_(call) {}
+  ~MpiPending() override;
+  void wait() override;
+
+  const Call& call() const { return call_; }
+  uint64_t sequence() const { return sequence_; }
+  // Communication thread only, under the owner's mutex.
+  void finish(std::exception_ptr error) {
+    error_ = std::move(error);
+    done_ = true;
   }
 
  private:
-  Watchdog& watchdog_;
+  friend class MpiCommunicator;
+  MpiCommunicator& owner_;
   uint64_t sequence_;
-  MPI_Request request_;
-  void* divide_data_ = nullptr;
-  size_t divide_count_ = 0;
-  DType divide_dtype_ = DType::fp32;
-  int divisor_ = 1;
+  Call call_;
+  bool queued_ = false;
+  bool done_ = false;  // guarded by the owner's mutex
   bool ended_ = false;
+  std::exception_ptr error_;
 };
 
+// Collectives run on one communication thread per communicator, as BLOCKING MPI calls, in issue
+// order (the order every rank agrees on). Why not MPI_I* collectives: Open MPI 4.1 runs those
+// through libnbc, whose schedules are slower than the tuned blocking algorithms (up to 2x at
+// MiB sizes, docs/benchmarks.md), and they only progress inside MPI calls, so an async allreduce
+// barely moved while the caller computed. A thread in a blocking call progresses on its own:
+// async ops overlap compute for real. Needs MPI_THREAD_MULTIPLE (MpiSession asks for it): the
+// caller may use other communicators meanwhile.
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm parent, const CommOptions& options)
       : comm_(parent),
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
-        watchdog_("mpi", rank_, options.timeout_seconds, abort_job_on_collective_timeout) {}
+        watchdog_("mpi", rank_, options.timeout_seconds, abort_job_on_collective_timeout) {
+    queue_.reserve(256);
+    thread_ = std::thread([this] { communicate(); });
+  }
+
+  ~MpiCommunicator() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_ready_.notify_all();
+    thread_.join();  // drains the queue first: an issued collective always runs
+  }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -111,22 +141,17 @@ class MpiCommunicator final : public Communicator {
   CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
     check_reduction("mpi", "allreduce", dtype, op);
     const int n = checked_int_count(count, "allreduce");
-    auto pending = begin("allreduce", count * dtype_size(dtype));
-    AT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, mpi_type(dtype), mpi_op(dtype, op),
-                                comm_.get(), pending->request()));
-    if (op == ReduceOp::avg) pending->divide_after(data, count, dtype, size_);
-    return CommHandle(std::move(pending));
+    return issue("allreduce", count * dtype_size(dtype),
+                 {MpiPending::Kind::allreduce, nullptr, data, n, dtype, op, 0});
   }
 
   CommHandle reduce_scatter_async(const void* input, void* output, size_t part, DType dtype,
                                   ReduceOp op) override {
     check_reduction("mpi", "reduce_scatter", dtype, op);
     checked_int_count(part * static_cast<size_t>(size_), "reduce_scatter");
-    auto pending = begin("reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype));
-    AT_MPI_CHECK(MPI_Ireduce_scatter_block(input, output, static_cast<int>(part), mpi_type(dtype),
-                                           mpi_op(dtype, op), comm_.get(), pending->request()));
-    if (op == ReduceOp::avg) pending->divide_after(output, part, dtype, size_);
-    return CommHandle(std::move(pending));
+    return issue(
+        "reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype),
+        {MpiPending::Kind::reduce_scatter, input, output, static_cast<int>(part), dtype, op, 0});
   }
 
   CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
@@ -134,29 +159,24 @@ class MpiCommunicator final : public Communicator {
     const size_t bytes = part * dtype_size(dtype);
     const bool in_place =
         input == static_cast<const std::byte*>(output) + static_cast<size_t>(rank_) * bytes;
-    auto pending = begin("allgather", bytes * static_cast<size_t>(size_));
-    AT_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : input, static_cast<int>(part),
-                                mpi_type(dtype), output, static_cast<int>(part), mpi_type(dtype),
-                                comm_.get(), pending->request()));
-    return CommHandle(std::move(pending));
+    return issue("allgather", bytes * static_cast<size_t>(size_),
+                 {MpiPending::Kind::allgather, in_place ? nullptr : input, output,
+                  static_cast<int>(part), dtype, ReduceOp::sum, 0});
   }
 
   CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
     AT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is not a rank of a ", size_,
              "-rank communicator");
     const int n = checked_int_count(count, "broadcast");
-    auto pending = begin("broadcast", count * dtype_size(dtype));
-    AT_MPI_CHECK(MPI_Ibcast(data, n, mpi_type(dtype), root, comm_.get(), pending->request()));
-    return CommHandle(std::move(pending));
+    return issue("broadcast", count * dtype_size(dtype),
+                 {MpiPending::Kind::broadcast, nullptr, data, n, dtype, ReduceOp::sum, root});
   }
 
-  CommHandle barrier_async() override {
-    auto pending = begin("barrier", 0);
-    AT_MPI_CHECK(MPI_Ibarrier(comm_.get(), pending->request()));
-    return CommHandle(std::move(pending));
-  }
+  CommHandle barrier_async() override { return issue("barrier", 0, {}); }
 
  private:
+  friend class MpiPending;
+
   static int comm_rank(MPI_Comm comm) {
     int rank = 0;
     AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -168,10 +188,77 @@ class MpiCommunicator final : public Communicator {
     return size;
   }
 
-  // Registers the collective with the watchdog; the caller starts it into pending->request().
-  std::unique_ptr<MpiPending> begin(std::string_view operation, size_t bytes) {
-    const uint64_t sequence = watchdog_.begin(operation, bytes);
-    return std::make_unique<MpiPending>(watchdog_, sequence, MPI_REQUEST_NULL);
+  // Registers the collective with the watchdog (in flight from now until its handle is waited
+  // on) and queues it for the communication thread.
+  CommHandle issue(std::string_view operation, size_t bytes, const MpiPending::Call& call) {
+    auto pending = std::make_unique<MpiPending>(*this, watchdog_.begin(operation, bytes), call);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(pending.get());
+      pending->queued_ = true;
+    }
+    work_ready_.notify_one();
+    return CommHandle(std::move(pending));
+  }
+
+  // Blocks until the communication thread has finished `pending`.
+  void wait_for(MpiPending& pending) {
+    std::unique_lock lock(mutex_);
+    work_done_.wait(lock, [&] { return pending.done_; });
+  }
+
+  void communicate() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      work_ready_.wait(lock, [this] { return stopping_ || next_ < queue_.size(); });
+      if (next_ == queue_.size()) return;  // stopping and drained
+      MpiPending* pending = queue_[next_++];
+      if (next_ == queue_.size()) {
+        // Drained: start over at the front, keeping the capacity (no allocation per call).
+        queue_.clear();
+        next_ = 0;
+      }
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        run(pending->call());
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      pending->finish(std::move(error));
+      work_done_.notify_all();
+    }
+  }
+
+  // Communication thread only.
+  void run(const MpiPending::Call& call) {
+    const MPI_Datatype type = mpi_type(call.dtype);
+    MPI_Comm comm = comm_.get();
+    switch (call.kind) {
+      case MpiPending::Kind::allreduce:
+        AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, call.output, call.count, type,
+                                   mpi_op(call.dtype, call.op), comm));
+        if (call.op == ReduceOp::avg)
+          divide_in_place(call.output, static_cast<size_t>(call.count), call.dtype, size_);
+        return;
+      case MpiPending::Kind::reduce_scatter:
+        AT_MPI_CHECK(MPI_Reduce_scatter_block(call.input, call.output, call.count, type,
+                                              mpi_op(call.dtype, call.op), comm));
+        if (call.op == ReduceOp::avg)
+          divide_in_place(call.output, static_cast<size_t>(call.count), call.dtype, size_);
+        return;
+      case MpiPending::Kind::allgather:
+        AT_MPI_CHECK(MPI_Allgather(call.input == nullptr ? MPI_IN_PLACE : call.input, call.count,
+                                   type, call.output, call.count, type, comm));
+        return;
+      case MpiPending::Kind::broadcast:
+        AT_MPI_CHECK(MPI_Bcast(call.output, call.count, type, call.root, comm));
+        return;
+      case MpiPending::Kind::barrier:
+        AT_MPI_CHECK(MPI_Barrier(comm));
+        return;
+    }
   }
 
   MPI_Op mpi_op(DType dtype, ReduceOp op) const {
@@ -194,7 +281,27 @@ class MpiCommunicator final : public Communicator {
   UserOp fp16_sum_{&reduce_16bit<fp16_to_float, float_to_fp16, false>};
   UserOp fp16_max_{&reduce_16bit<fp16_to_float, float_to_fp16, true>};
   Watchdog watchdog_;
+
+  std::mutex mutex_;
+  std::condition_variable work_ready_;  // the communication thread waits for issued calls
+  std::condition_variable work_done_;   // handles wait for finished calls
+  std::vector<MpiPending*> queue_;      // issue order; [next_, size) not yet started
+  size_t next_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;  // started last in the constructor, joined first in the destructor
 };
+
+MpiPending::~MpiPending() {
+  // Reached without wait() only when queueing failed: nothing is in flight.
+  if (!ended_) owner_.watchdog_.end(sequence_);
+}
+
+void MpiPending::wait() {
+  if (queued_) owner_.wait_for(*this);
+  owner_.watchdog_.end(sequence_);
+  ended_ = true;
+  if (error_) std::rethrow_exception(error_);
+}
 
 }  // namespace
 
