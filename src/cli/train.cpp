@@ -2,6 +2,7 @@
 // then train.
 #include <iostream>
 
+#include "autotrain/ckpt/checkpoint_dir.hpp"
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/config/command_line.hpp"
 #include "autotrain/core/error.hpp"
@@ -9,9 +10,50 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/train/metrics.hpp"
 #include "autotrain/train/run_setup.hpp"
+#include "autotrain/train/signals.hpp"
 #include "autotrain/train/trainer.hpp"
 
 namespace autotrain::cli {
+namespace {
+
+// The end-of-run summary a batch user reads at the bottom of the job's output file.
+void log_summary(const train::RunSetup& setup, const train::TrainSummary& summary) {
+  const std::filesystem::path project = setup.params().project_name;
+  std::string checkpoint = "none";
+  try {
+    if (auto latest = ckpt::CheckpointDir(project / "checkpoints").latest())
+      checkpoint = latest->string();
+  } catch (const std::exception& error) {
+    checkpoint = cat("unknown (", error.what(), ")");
+  }
+  const std::string val =
+      summary.final_val_loss ? cat(", final validation loss ", *summary.final_val_loss) : "";
+  if (summary.preempted) {
+    log::info("stopped by ", train::signal_name(summary.stop_signal), " after step ", summary.steps,
+              ": checkpoint saved, exiting with status ", train::kExitPreempted,
+              " so the job script can requeue (the next run resumes)");
+  } else {
+    log::info("done: ", summary.steps, " steps in ", train::format_duration(summary.wall_s), ", ",
+              static_cast<long long>(summary.tokens), " tokens (",
+              static_cast<long long>(summary.tokens_per_s), " tokens/s), final loss ",
+              summary.final_loss, val);
+  }
+  log::info("summary: wall time ", train::format_duration(summary.wall_s), " | steps ",
+            summary.steps, " (", summary.steps_this_run, " this run) | tokens ",
+            static_cast<long long>(summary.tokens), " | tokens/s ",
+            static_cast<long long>(summary.tokens_per_s));
+  log::info("summary: final train loss ", summary.final_loss, " | final validation loss ",
+            summary.final_val_loss ? cat(*summary.final_val_loss) : std::string("n/a"));
+  log::info("summary: checkpoint ", checkpoint);
+  log::info("summary: model ",
+            summary.export_dir.empty()
+                ? std::string("not exported")
+                : cat(summary.export_dir.string(), " (model.safetensors, config.json)"),
+            " | status: autotrain status ", project.string(), " | curves: autotrain plot ",
+            project.string());
+}
+
+}  // namespace
 
 int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   config::TrainCommandLine command_line;
@@ -33,12 +75,8 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
             " rank(s), ZeRO stage ", setup.zero_stage, ", communicator ",
             comm_backend_name(setup.comm_backend));
   const train::TrainSummary summary = train::run_training(setup);
-  std::string val;
-  if (summary.final_val_loss) val = cat(", final validation loss ", *summary.final_val_loss);
-  log::info("done: ", summary.steps, " steps in ", train::format_duration(summary.wall_s), ", ",
-            static_cast<long long>(summary.tokens), " tokens (",
-            static_cast<long long>(summary.tokens_per_s), " tokens/s), final loss ",
-            summary.final_loss, val, "; model exported to ", summary.export_dir.string());
+  log_summary(setup, summary);
+  if (summary.preempted) return train::kExitPreempted;
   return 0;
 }
 

@@ -13,12 +13,15 @@ namespace autotrain::cli {
 
 // The arguments after the subcommand name, and the MPI session the command runs in.
 using CommandFunction = std::function<int(const std::vector<std::string>& args, MpiSession& mpi)>;
+// Commands that run without MPI (launch, status, plot: on login nodes, before any launcher).
+using LocalCommandFunction = std::function<int(const std::vector<std::string>& args)>;
 
 struct Command {
   std::string name;
   std::string summary;
   CommandFunction run;
   bool needs_mpi = true;  // false for commands that never talk to other ranks
+  LocalCommandFunction run_local{};  // set (and run, `run` unset) when needs_mpi is false
 };
 
 // The table of every subcommand (src/cli/commands.cpp).

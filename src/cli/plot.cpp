@@ -1,0 +1,105 @@
+// `autotrain plot PROJECT`: the loss curves (train and validation against the step) as
+// <project>/loss.svg, drawn by our own code, and loss.png when rsvg-convert or ImageMagick's
+// convert is installed (the PNG is a convenience; the SVG is always written).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "autotrain/cli/commands.hpp"
+#include "autotrain/cli/options.hpp"
+#include "autotrain/cli/project_report.hpp"
+#include "autotrain/core/error.hpp"
+
+extern char** environ;
+
+namespace autotrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs `argv` (looked up in PATH) with its output discarded; true when it exits 0.
+bool run_quietly(const std::vector<std::string>& argv) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& word : argv) args.push_back(const_cast<char*>(word.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) return false;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The first converter that works, or "" when none does.
+std::string svg_to_png(const fs::path& svg, const fs::path& png) {
+  if (run_quietly({"rsvg-convert", "-o", png.string(), svg.string()}) && fs::exists(png)) {
+    return "rsvg-convert";
+  }
+  if (run_quietly({"convert", svg.string(), png.string()}) && fs::exists(png)) return "convert";
+  return "";
+}
+
+}  // namespace
+
+int run_plot(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  bool help = false;
+  bool no_png = false;
+  std::string output;
+  po::options_description description("options");
+  description.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "output,o", po::value(&output), "SVG file to write; default PROJECT/loss.svg")(
+      "no-png", po::bool_switch(&no_png), "do not convert to PNG");
+  std::vector<std::string> flags;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].starts_with("-")) {
+      positional.push_back(args[i]);
+      continue;
+    }
+    flags.push_back(args[i]);
+    if ((args[i] == "--output" || args[i] == "-o") && i + 1 < args.size())
+      flags.push_back(args[++i]);
+  }
+  parse_command_options("plot", description, flags);
+  if (help) {
+    std::cout << "usage: autotrain plot PROJECT [--output FILE.svg] [--no-png]\n\n" << description;
+    return 0;
+  }
+  AT_CHECK(positional.size() == 1, "plot: give one project folder, e.g. autotrain plot my-run");
+  const fs::path project = positional.front();
+  const fs::path metrics = project / "metrics.jsonl";
+  AT_CHECK(fs::exists(metrics), "plot: ", metrics.string(),
+           " does not exist; give the folder of a run that has started (its project_name)");
+  const auto curve = latest_per_step(read_metrics(metrics));
+  const fs::path svg_path = output.empty() ? project / "loss.svg" : fs::path(output);
+  {
+    std::ofstream out(svg_path);
+    AT_CHECK(out, "plot: cannot write ", svg_path.string());
+    out << render_loss_svg(curve, cat(project.filename().string(), ": loss"));
+    AT_CHECK(out.flush(), "plot: writing ", svg_path.string(), " failed");
+  }
+  std::cout << "wrote " << svg_path.string() << " (" << curve.size() << " steps)\n";
+  if (!no_png) {
+    fs::path png_path = svg_path;
+    png_path.replace_extension(".png");
+    const std::string converter = svg_to_png(svg_path, png_path);
+    if (converter.empty()) {
+      std::cout << "no PNG: neither rsvg-convert nor ImageMagick's convert worked (install "
+                   "librsvg2-bin for PNGs); the SVG opens in any browser\n";
+    } else {
+      std::cout << "wrote " << png_path.string() << " (" << converter << ")\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace autotrain::cli

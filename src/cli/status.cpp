@@ -1,0 +1,41 @@
+// `autotrain status PROJECT [--json]`: progress of a running or finished run, read from its
+// project folder — what a batch user checks from a login node.
+#include <iostream>
+
+#include "autotrain/cli/commands.hpp"
+#include "autotrain/cli/options.hpp"
+#include "autotrain/cli/project_report.hpp"
+#include "autotrain/core/error.hpp"
+
+namespace autotrain::cli {
+
+int run_status(const std::vector<std::string>& args) {
+  namespace po = boost::program_options;
+  bool help = false;
+  bool json = false;
+  std::vector<std::string> projects;
+  po::options_description description("options");
+  description.add_options()("help,h", po::bool_switch(&help), "show this help")(
+      "json", po::bool_switch(&json), "one JSON object per project instead of text")(
+      "project", po::value(&projects), "project folder(s)");
+  std::vector<std::string> flags;
+  std::vector<std::string> positional;
+  for (const auto& arg : args) (arg.starts_with("-") ? flags : positional).push_back(arg);
+  parse_command_options("status", description, flags);
+  if (help) {
+    std::cout << "usage: autotrain status PROJECT... [--json]\n\n" << description;
+    return 0;
+  }
+  AT_CHECK(!positional.empty(), "status: give the project folder, e.g. autotrain status my-run");
+  for (size_t i = 0; i < positional.size(); ++i) {
+    const ProjectStatus status = read_project_status(positional[i]);
+    if (json) {
+      std::cout << render_status_json(status);
+    } else {
+      std::cout << (i > 0 ? "\n" : "") << render_status(status);
+    }
+  }
+  return 0;
+}
+
+}  // namespace autotrain::cli
