@@ -38,6 +38,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "gloo_reduce_scatter.hpp"
 #include "internal.hpp"
 
 namespace autotrain::comm_detail {
@@ -169,8 +170,6 @@ class GlooPending final : public PendingCollective {
   std::future<void> done_;
   bool ended_ = false;
 };
-
-using ReduceFunction = void (*)(void*, const void*, const void*, size_t);
 
 template <typename T>
 ReduceFunction reduce_function(ReduceOp op) {
@@ -372,10 +371,8 @@ class GlooCommunicator final : public Communicator {
     }
   }
 
-  // Gloo 0.5 has no options-style reduce-scatter, and its ReduceScatterHalvingDoubling left
-  // ranks 1 and 2 of 4 each other's part (bit-reversed placement) in our checks. So: a ring
-  // allreduce of the whole buffer in staging, then this rank keeps its part. Correct for every
-  // size and world size, at up to twice the traffic of a true reduce-scatter (docs/benchmarks.md).
+  // The input is copied (or widened to fp32) into staging, which the ring reduces in place;
+  // this rank's part of staging is then the result.
   void run_reduce_scatter(const void* input, void* output, size_t part, DType dtype, ReduceOp op,
                           uint32_t tag) {
     const size_t total = part * static_cast<size_t>(size_);
@@ -387,25 +384,32 @@ class GlooCommunicator final : public Communicator {
       case DType::fp16: {
         auto* work = static_cast<float*>(staging(total * sizeof(float)));
         widen(input, work, total, dtype);
-        allreduce_typed(work, total, op, tag);  // divides for avg
+        ring_reduce_scatter(work, part, op, tag);
+        if (op == ReduceOp::avg) divide_in_place(work + offset, part, DType::fp32, size_);
         narrow(work + offset, output, part, dtype);
         return;
       }
-      case DType::int32: {
-        auto* work = static_cast<int32_t*>(staging(total * sizeof(int32_t)));
-        std::memcpy(work, input, total * sizeof(int32_t));
-        allreduce_typed(work, total, op, tag);
-        std::memcpy(output, work + offset, part * sizeof(int32_t));
-        return;
-      }
-      case DType::int64: {
-        auto* work = static_cast<int64_t*>(staging(total * sizeof(int64_t)));
-        std::memcpy(work, input, total * sizeof(int64_t));
-        allreduce_typed(work, total, op, tag);
-        std::memcpy(output, work + offset, part * sizeof(int64_t));
-        return;
-      }
+      case DType::int32:
+        return reduce_scatter_integers<int32_t>(input, output, part, op, tag);
+      case DType::int64:
+        return reduce_scatter_integers<int64_t>(input, output, part, op, tag);
     }
+  }
+
+  template <typename T>
+  void reduce_scatter_integers(const void* input, void* output, size_t part, ReduceOp op,
+                               uint32_t tag) {
+    const size_t total = part * static_cast<size_t>(size_);
+    auto* work = static_cast<T*>(staging(total * sizeof(T)));
+    std::memcpy(work, input, total * sizeof(T));
+    ring_reduce_scatter(work, part, op, tag);
+    std::memcpy(output, work + part * static_cast<size_t>(rank_), part * sizeof(T));
+  }
+
+  template <typename T>
+  void ring_reduce_scatter(T* work, size_t part, ReduceOp op, uint32_t tag) {
+    ring_.run(*context_, reinterpret_cast<std::byte*>(work), part, sizeof(T),
+              reduce_function<T>(op), tag);
   }
 
   // fp32/bf16/fp16 host values -> fp32, and back.
@@ -435,6 +439,7 @@ class GlooCommunicator final : public Communicator {
   int size_;
   std::shared_ptr<gloo::Context> context_;
   std::vector<std::byte> staging_;  // worker thread only
+  RingReduceScatter ring_;          // worker thread only
   Watchdog watchdog_;
   OrderedWorker worker_;  // last: destroyed first, so queued collectives finish while all is alive
 };
