@@ -207,13 +207,18 @@ TrainSummary run_training(const RunSetup& setup) {
                                 "resume_from_checkpoint: none to start fresh"));
     }
     if (saved.global_batch_size != global_batch) {
+      const long long per_step = static_cast<long long>(B) * topology.world_size;
+      const std::string fix =
+          saved.global_batch_size % per_step == 0
+              ? cat("set gradient_accumulation to ", saved.global_batch_size / per_step,
+                    " to keep it")
+              : cat("no gradient_accumulation gives it with batch_size ", B, " on ",
+                    topology.world_size, " rank(s); change batch_size or the number of ranks");
       throw CollectiveError(
           cat("cannot resume from ", name, ": it was trained with a global batch of ",
               saved.global_batch_size,
               " sequences (batch_size x gradient_accumulation x ranks) and this run's is ",
-              global_batch, " (", B, " x ", accumulation, " x ", topology.world_size,
-              "); keep the global batch by setting ", "gradient_accumulation to ",
-              saved.global_batch_size, " / (batch_size x ranks)"));
+              global_batch, " (", B, " x ", accumulation, " x ", topology.world_size, "); ", fix));
     }
     // Reopened with the expected tensors: each must be present with its length.
     reader.reset();
@@ -227,7 +232,7 @@ TrainSummary run_training(const RunSetup& setup) {
     log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
               " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
               saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
-    if (saved.total_steps != total_steps) {
+    if (saved.total_steps != total_steps && talker) {
       log::warn(
           "resume: the checkpoint's run planned ", saved.total_steps, " steps and this one plans ",
           total_steps,
@@ -366,9 +371,10 @@ TrainSummary run_training(const RunSetup& setup) {
   summary.tokens_per_s = summary.tokens / std::max(summary.wall_s, 1e-9);
 
   if (summary.preempted) {
-    log::warn("stopped by ", signal_name(summary.stop_signal), " after step ", step,
-              ": checkpoint saved in ", checkpoint_dir.folder().string(), "; exiting with ",
-              kExitPreempted, " (requeue; resume_from_checkpoint: auto continues)");
+    if (talker)
+      log::warn("stopped by ", signal_name(summary.stop_signal), " after step ", step,
+                ": checkpoint saved in ", checkpoint_dir.folder().string(), "; exiting with ",
+                kExitPreempted, " (requeue; resume_from_checkpoint: auto continues)");
     return summary;
   }
   summary.export_dir = project;
