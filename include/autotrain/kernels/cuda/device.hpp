@@ -1,0 +1,68 @@
+#pragma once
+// Device handles for the CUDA kernels: the visible device count, a stream and a buffer of device
+// memory, each owned by one RAII object. Only declared in builds with CUDA (AUTOTRAIN_HAVE_CUDA).
+// The element types the kernels take are float, __nv_bfloat16 and __half: 16-bit storage,
+// fp32 arithmetic inside every kernel.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace autotrain::kernels::gpu {
+
+// Devices this process can use; 0 when there is no GPU or no driver (never throws), so callers
+// can fall back to the CPU or skip.
+int device_count();
+
+// A non-blocking stream (does not synchronise with the legacy default stream).
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  cudaStream_t get() const { return stream_; }
+  // Waits for the queued work and throws Error if any of it failed.
+  void synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// `bytes` of device memory (cudaMalloc: 256-byte aligned), uninitialised.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  std::size_t bytes() const { return bytes_; }
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+  // Blocking copies of `bytes` (at most bytes()) from/to host memory.
+  void copy_from_host(const void* host, std::size_t bytes);
+  void copy_to_host(void* host, std::size_t bytes) const;
+  // Sets every byte to zero, queued on `stream`.
+  void zero(cudaStream_t stream);
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace autotrain::kernels::gpu
+
+#endif  // AUTOTRAIN_HAVE_CUDA

@@ -1,0 +1,56 @@
+#pragma once
+// CUDA matmuls through cuBLASLt (mirrors kernels/matmul.hpp): row-major, weights in Hugging Face
+// Conv1D layout [IC, OC]. Inputs float, __nv_bfloat16 or __half; accumulation always fp32.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cublasLt.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "autotrain/kernels/cuda/device.hpp"
+
+namespace autotrain::kernels::gpu {
+
+// A cuBLASLt handle and the workspace its algorithms may use; create once, before the first step.
+class BlasHandle {
+ public:
+  explicit BlasHandle(std::size_t workspace_bytes = std::size_t{32} << 20);
+  ~BlasHandle();
+  BlasHandle(const BlasHandle&) = delete;
+  BlasHandle& operator=(const BlasHandle&) = delete;
+
+  cublasLtHandle_t get() const { return handle_; }
+  void* workspace() const { return workspace_.data(); }
+  std::size_t workspace_bytes() const { return workspace_.bytes(); }
+
+  // Descriptors and the chosen algorithm per gemm shape, built on a shape's first call so the
+  // step loop neither allocates nor asks the heuristic again.
+  struct Plans;
+  Plans& plans() const { return *plans_; }
+
+ private:
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;
+  std::unique_ptr<Plans> plans_;
+};
+
+// out[N, OC] = inp[N, IC] · weight[IC, OC] + bias[OC] (bias may be null; it is added in the
+// cuBLASLt epilogue).
+template <typename F>
+void matmul_forward(const BlasHandle& blas, F* out, const F* inp, const F* weight, const F* bias,
+                    std::size_t N, int IC, int OC, cudaStream_t stream);
+
+// Floats of scratch matmul_backward needs for the bias gradient (0 is enough without a bias).
+std::size_t matmul_backward_scratch_floats(std::size_t N, int OC);
+
+// dinp[N, IC] = dout · weightᵀ (overwritten: an activation gradient);
+// dweight[IC, OC] += inpᵀ · dout; dbias[OC] += Σ_n dout[n, :] (dbias may be null). The bias
+// gradient is our own deterministic reduction: cuBLASLt's BGRAD epilogue overwrites, and
+// parameter gradients must accumulate.
+template <typename F>
+void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
+                     const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
+                     cudaStream_t stream);
+
+}  // namespace autotrain::kernels::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

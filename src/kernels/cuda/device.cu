@@ -1,0 +1,85 @@
+// Device count, Stream and DeviceBuffer: RAII over cudaStream_t and cudaMalloc'd memory.
+#include <utility>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/kernels/cuda/check.hpp"
+#include "autotrain/kernels/cuda/device.hpp"
+
+namespace autotrain::kernels::gpu {
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: clear the error so later calls do not see it
+    return 0;
+  }
+  return count;
+}
+
+Stream::Stream() {
+  AT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
+Stream::~Stream() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+Stream::Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+
+void Stream::synchronize() const {
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  const cudaError_t status = cudaMalloc(&data_, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    throw Error(cat("out of device memory: cannot allocate ", bytes, " bytes (", free_bytes, " of ",
+                    total_bytes, " bytes free); use a smaller micro-batch or block size"));
+  }
+  AT_CUDA_CHECK(status);
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) cudaFree(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::copy_from_host(const void* host, std::size_t bytes) {
+  AT_CHECK(bytes <= bytes_, "copy of ", bytes, " bytes into a device buffer of ", bytes_);
+  AT_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+}
+
+void DeviceBuffer::copy_to_host(void* host, std::size_t bytes) const {
+  AT_CHECK(bytes <= bytes_, "copy of ", bytes, " bytes out of a device buffer of ", bytes_);
+  AT_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
+}
+
+void DeviceBuffer::zero(cudaStream_t stream) {
+  if (bytes_ > 0) AT_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
+}
+
+}  // namespace autotrain::kernels::gpu

@@ -1,0 +1,413 @@
+// Every CUDA kernel, forward and backward, against the CPU kernel (run in double on the same
+// inputs, rounded first to the GPU's element type) on random inputs. Tolerances per element type,
+// |gpu - cpu| <= atol + rtol·|cpu|:
+//   fp32: rtol 1e-4, atol 1e-5  (summation order and exp differ; nothing is rounded)
+//   fp16: rtol 1e-2, atol 1e-2  (10-bit mantissa: 5e-4 per rounding, a few roundings deep)
+//   bf16: rtol 5e-2, atol 5e-2  (7-bit mantissa: 4e-3 per rounding)
+// Gradient buffers start from random values, so accumulate (+=) and overwrite (=) are checked.
+// Shapes are tiny: B = 2, T = 7, C = 64, NH = 4 (HS = 16), V = 50 padded to Vp = 64.
+// Skips with a message in builds without CUDA and on machines without a GPU.
+#include <gtest/gtest.h>
+
+#ifndef AUTOTRAIN_HAVE_CUDA
+
+TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
+  GTEST_SKIP() << "this build has no CUDA (AUTOTRAIN_CUDA=off or no toolkit): CUDA kernels not "
+                  "tested";
+}
+
+#else
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autotrain/core/dtype.hpp"
+#include "autotrain/kernels/attention.hpp"
+#include "autotrain/kernels/crossentropy.hpp"
+#include "autotrain/kernels/cuda/adamw.hpp"
+#include "autotrain/kernels/cuda/attention.hpp"
+#include "autotrain/kernels/cuda/crossentropy.hpp"
+#include "autotrain/kernels/cuda/device.hpp"
+#include "autotrain/kernels/cuda/encoder.hpp"
+#include "autotrain/kernels/cuda/gelu.hpp"
+#include "autotrain/kernels/cuda/layernorm.hpp"
+#include "autotrain/kernels/cuda/matmul.hpp"
+#include "autotrain/kernels/cuda/residual.hpp"
+#include "autotrain/kernels/encoder.hpp"
+#include "autotrain/kernels/gelu.hpp"
+#include "autotrain/kernels/layernorm.hpp"
+#include "autotrain/kernels/matmul.hpp"
+#include "autotrain/kernels/residual.hpp"
+
+namespace autotrain::kernels {
+namespace {
+
+using Vec = std::vector<double>;
+
+constexpr int kB = 2;
+constexpr int kT = 7;
+constexpr int kC = 64;
+constexpr int kNH = 4;
+constexpr int kV = 50;
+constexpr int kVp = 64;
+constexpr std::size_t kN = static_cast<std::size_t>(kB) * kT;
+
+// How one element type is stored on the host and how close it must come to the reference.
+template <typename F>
+struct Precision;
+template <>
+struct Precision<float> {
+  using Bits = float;
+  static constexpr double rtol = 1e-4;
+  static constexpr double atol = 1e-5;
+  static Bits encode(double x) { return static_cast<float>(x); }
+  static double decode(Bits bits) { return bits; }
+};
+template <>
+struct Precision<__nv_bfloat16> {
+  using Bits = std::uint16_t;
+  static constexpr double rtol = 5e-2;
+  static constexpr double atol = 5e-2;
+  static Bits encode(double x) { return float_to_bf16(static_cast<float>(x)); }
+  static double decode(Bits bits) { return bf16_to_float(bits); }
+};
+template <>
+struct Precision<__half> {
+  using Bits = std::uint16_t;
+  static constexpr double rtol = 1e-2;
+  static constexpr double atol = 1e-2;
+  static Bits encode(double x) { return float_to_fp16(static_cast<float>(x)); }
+  static double decode(Bits bits) { return fp16_to_float(bits); }
+};
+
+Vec random_vec(std::size_t n, std::uint32_t seed, double scale = 1.0) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  Vec v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+std::vector<std::int32_t> random_ids(std::size_t n, int bound, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<std::int32_t> dist(0, bound - 1);
+  std::vector<std::int32_t> ids(n);
+  for (auto& id : ids) id = dist(gen);
+  return ids;
+}
+
+// A device copy of `values` as F. The constructor rounds `values` in place to F's precision, so
+// the CPU reference computes on exactly what the GPU sees.
+template <typename F>
+class DeviceTensor {
+ public:
+  explicit DeviceTensor(Vec& values) : buffer_(values.size() * sizeof(F)), size_(values.size()) {
+    std::vector<typename Precision<F>::Bits> bits(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      bits[i] = Precision<F>::encode(values[i]);
+      values[i] = Precision<F>::decode(bits[i]);
+    }
+    buffer_.copy_from_host(bits.data(), bits.size() * sizeof(F));
+  }
+  F* get() const { return buffer_.as<F>(); }
+  Vec download() const {
+    std::vector<typename Precision<F>::Bits> bits(size_);
+    buffer_.copy_to_host(bits.data(), bits.size() * sizeof(F));
+    Vec values(size_);
+    for (std::size_t i = 0; i < size_; ++i) values[i] = Precision<F>::decode(bits[i]);
+    return values;
+  }
+
+ private:
+  gpu::DeviceBuffer buffer_;
+  std::size_t size_;
+};
+
+gpu::DeviceBuffer upload_ids(const std::vector<std::int32_t>& ids) {
+  gpu::DeviceBuffer buffer(ids.size() * sizeof(std::int32_t));
+  buffer.copy_from_host(ids.data(), ids.size() * sizeof(std::int32_t));
+  return buffer;
+}
+
+void expect_close(const Vec& gpu, const Vec& cpu, double rtol, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  std::size_t worst = 0;
+  double worst_excess = -1.0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double excess = std::abs(gpu[i] - cpu[i]) - (atol + rtol * std::abs(cpu[i]));
+    if (!(excess <= worst_excess) || std::isnan(gpu[i])) {
+      worst_excess = std::isnan(gpu[i]) ? INFINITY : excess;
+      worst = i;
+    }
+  }
+  EXPECT_LE(worst_excess, 0.0) << what << ": element " << worst << " is " << gpu[worst]
+                               << " on the GPU, " << cpu[worst] << " on the CPU (rtol " << rtol
+                               << ", atol " << atol << ")";
+}
+
+template <typename F>
+class CudaKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gpu::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount reports none, CUDA kernels not tested";
+    }
+    stream_.emplace();
+  }
+  cudaStream_t stream() const { return stream_->get(); }
+  void sync() const { stream_->synchronize(); }
+  void expect_close(const Vec& gpu, const Vec& cpu, const std::string& what) const {
+    kernels::expect_close(gpu, cpu, Precision<F>::rtol, Precision<F>::atol, what);
+  }
+
+ private:
+  std::optional<gpu::Stream> stream_;
+};
+
+struct TypeNames {
+  template <typename F>
+  static std::string GetName(int) {
+    if (std::is_same_v<F, float>) return "fp32";
+    if (std::is_same_v<F, __nv_bfloat16>) return "bf16";
+    return "fp16";
+  }
+};
+using ElementTypes = ::testing::Types<float, __nv_bfloat16, __half>;
+TYPED_TEST_SUITE(CudaKernelsTest, ElementTypes, TypeNames);
+
+TYPED_TEST(CudaKernelsTest, EncoderMatchesCpuAndAccumulatesRepeatedTokens) {
+  using F = TypeParam;
+  constexpr int kSmallV = 5;  // B·T = 14 ids over 5 tokens: rows of dwte must collide
+  const auto ids = random_ids(kN, kSmallV, 1);
+  Vec wte = random_vec(static_cast<std::size_t>(kSmallV) * kC, 2);
+  Vec wpe = random_vec(static_cast<std::size_t>(kT) * kC, 3);
+  Vec dout = random_vec(kN * kC, 4);
+  Vec dwte = random_vec(wte.size(), 5);
+  Vec dwpe = random_vec(wpe.size(), 6);
+  Vec out(kN * kC);
+  const auto d_ids = upload_ids(ids);
+  DeviceTensor<F> d_wte(wte), d_wpe(wpe), d_dout(dout), d_dwte(dwte), d_dwpe(dwpe), d_out(out);
+
+  gpu::encoder_forward(d_out.get(), d_ids.as<std::int32_t>(), d_wte.get(), d_wpe.get(), kB, kT, kC,
+                       this->stream());
+  gpu::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), d_ids.as<std::int32_t>(), kB, kT,
+                        kC, this->stream());
+  this->sync();
+  encoder_forward(out.data(), ids.data(), wte.data(), wpe.data(), kB, kT, kC);
+  encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), kB, kT, kC);
+  this->expect_close(d_out.download(), out, "encoder out");
+  this->expect_close(d_dwte.download(), dwte, "encoder dwte");
+  this->expect_close(d_dwpe.download(), dwpe, "encoder dwpe");
+}
+
+TYPED_TEST(CudaKernelsTest, LayerNormMatchesCpuForwardAndBackward) {
+  using F = TypeParam;
+  Vec inp = random_vec(kN * kC, 11, 2.0);
+  Vec weight = random_vec(kC, 12);
+  Vec bias = random_vec(kC, 13);
+  Vec dout = random_vec(kN * kC, 14);
+  Vec dinp = random_vec(kN * kC, 15);
+  Vec dweight = random_vec(kC, 16);
+  Vec dbias = random_vec(kC, 17);
+  Vec out(kN * kC), mean(kN), rstd(kN);
+  DeviceTensor<F> d_inp(inp), d_weight(weight), d_bias(bias), d_dout(dout), d_dinp(dinp),
+      d_dweight(dweight), d_dbias(dbias), d_out(out);
+  DeviceTensor<float> d_mean(mean), d_rstd(rstd);
+  gpu::DeviceBuffer scratch(gpu::layernorm_backward_scratch_floats(kN, kC) * sizeof(float));
+
+  gpu::layernorm_forward(d_out.get(), d_mean.get(), d_rstd.get(), d_inp.get(), d_weight.get(),
+                         d_bias.get(), kN, kC, this->stream());
+  gpu::layernorm_backward(d_dinp.get(), d_dweight.get(), d_dbias.get(), d_dout.get(), d_inp.get(),
+                          d_weight.get(), d_mean.get(), d_rstd.get(), scratch.as<float>(), kN, kC,
+                          this->stream());
+  this->sync();
+  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                    kN, kC);
+  layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                     weight.data(), mean.data(), rstd.data(), kN, kC);
+  this->expect_close(d_out.download(), out, "layernorm out");
+  // Statistics are fp32 for every element type.
+  expect_close(d_mean.download(), mean, 1e-4, 1e-5, "layernorm mean");
+  expect_close(d_rstd.download(), rstd, 1e-4, 1e-5, "layernorm rstd");
+  this->expect_close(d_dinp.download(), dinp, "layernorm dinp");
+  this->expect_close(d_dweight.download(), dweight, "layernorm dweight");
+  this->expect_close(d_dbias.download(), dbias, "layernorm dbias");
+}
+
+TYPED_TEST(CudaKernelsTest, MatmulMatchesCpuWithFusedBiasAndAccumulatedGradients) {
+  using F = TypeParam;
+  constexpr int IC = kC;
+  constexpr int OC = 3 * kC;
+  Vec inp = random_vec(kN * IC, 21);
+  Vec weight = random_vec(static_cast<std::size_t>(IC) * OC, 22, 0.2);
+  Vec bias = random_vec(OC, 23);
+  Vec dout = random_vec(kN * OC, 24);
+  Vec dinp = random_vec(kN * IC, 25);  // garbage: must be overwritten
+  Vec dweight = random_vec(weight.size(), 26);
+  Vec dbias = random_vec(OC, 27);
+  Vec out(kN * OC), out_nobias(kN * OC);
+  DeviceTensor<F> d_inp(inp), d_weight(weight), d_bias(bias), d_dout(dout), d_dinp(dinp),
+      d_dweight(dweight), d_dbias(dbias), d_out(out), d_out_nobias(out_nobias);
+  gpu::DeviceBuffer scratch(gpu::matmul_backward_scratch_floats(kN, OC) * sizeof(float));
+  const gpu::BlasHandle blas;
+
+  gpu::matmul_forward(blas, d_out.get(), d_inp.get(), d_weight.get(), d_bias.get(), kN, IC, OC,
+                      this->stream());
+  gpu::matmul_forward<F>(blas, d_out_nobias.get(), d_inp.get(), d_weight.get(), nullptr, kN, IC, OC,
+                         this->stream());
+  gpu::matmul_backward(blas, d_dinp.get(), d_dweight.get(), d_dbias.get(), d_dout.get(),
+                       d_inp.get(), d_weight.get(), scratch.as<float>(), kN, IC, OC,
+                       this->stream());
+  this->sync();
+  matmul_forward(out.data(), inp.data(), weight.data(), bias.data(), kN, IC, OC);
+  matmul_forward<double>(out_nobias.data(), inp.data(), weight.data(), nullptr, kN, IC, OC);
+  matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
+                  kN, IC, OC);
+  this->expect_close(d_out.download(), out, "matmul out (bias epilogue)");
+  this->expect_close(d_out_nobias.download(), out_nobias, "matmul out (no bias)");
+  this->expect_close(d_dinp.download(), dinp, "matmul dinp");
+  this->expect_close(d_dweight.download(), dweight, "matmul dweight");
+  this->expect_close(d_dbias.download(), dbias, "matmul dbias");
+}
+
+TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
+  using F = TypeParam;
+  const std::size_t att_size = static_cast<std::size_t>(kB) * kNH * kT * kT;
+  Vec qkv = random_vec(kN * 3 * kC, 31);
+  Vec dout = random_vec(kN * kC, 32);
+  Vec dqkv = random_vec(qkv.size(), 33);  // garbage: must be overwritten
+  Vec out(kN * kC);
+  Vec att(att_size, 0.0);  // the CPU leaves t2 > t untouched; the GPU writes 0 there
+  Vec gpu_scratch(att_size);
+  Vec cpu_scratch(static_cast<std::size_t>(kB) * kNH * kT);
+  DeviceTensor<F> d_qkv(qkv), d_dout(dout), d_dqkv(dqkv), d_out(out), d_att(att),
+      d_scratch(gpu_scratch);
+
+  gpu::attention_forward(d_out.get(), d_att.get(), d_qkv.get(), kB, kT, kC, kNH, this->stream());
+  gpu::attention_backward(d_dqkv.get(), d_scratch.get(), d_dout.get(), d_qkv.get(), d_att.get(), kB,
+                          kT, kC, kNH, this->stream());
+  this->sync();
+  attention_forward(out.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
+  attention_backward(dqkv.data(), cpu_scratch.data(), dout.data(), qkv.data(), att.data(), kB, kT,
+                     kC, kNH);
+  this->expect_close(d_att.download(), att, "attention att");
+  this->expect_close(d_out.download(), out, "attention out");
+  this->expect_close(d_dqkv.download(), dqkv, "attention dqkv");
+}
+
+TYPED_TEST(CudaKernelsTest, GeluMatchesCpuForwardAndBackward) {
+  using F = TypeParam;
+  constexpr std::size_t n = 1000;
+  Vec inp = random_vec(n, 41, 2.0);
+  Vec dout = random_vec(n, 42);
+  Vec out(n), dinp = random_vec(n, 43);
+  DeviceTensor<F> d_inp(inp), d_dout(dout), d_out(out), d_dinp(dinp);
+
+  gpu::gelu_forward(d_out.get(), d_inp.get(), n, this->stream());
+  gpu::gelu_backward(d_dinp.get(), d_inp.get(), d_dout.get(), n, this->stream());
+  this->sync();
+  gelu_forward(out.data(), inp.data(), n);
+  gelu_backward(dinp.data(), inp.data(), dout.data(), n);
+  this->expect_close(d_out.download(), out, "gelu out");
+  this->expect_close(d_dinp.download(), dinp, "gelu dinp");
+}
+
+TYPED_TEST(CudaKernelsTest, ResidualMatchesCpuAndAccumulatesBothGradients) {
+  using F = TypeParam;
+  constexpr std::size_t n = kN * kC;
+  Vec a = random_vec(n, 51), b = random_vec(n, 52), dout = random_vec(n, 53);
+  Vec da = random_vec(n, 54), db = random_vec(n, 55), out(n);
+  DeviceTensor<F> d_a(a), d_b(b), d_dout(dout), d_da(da), d_db(db), d_out(out);
+
+  gpu::residual_forward(d_out.get(), d_a.get(), d_b.get(), n, this->stream());
+  gpu::residual_backward(d_da.get(), d_db.get(), d_dout.get(), n, this->stream());
+  this->sync();
+  residual_forward(out.data(), a.data(), b.data(), n);
+  residual_backward(da.data(), db.data(), dout.data(), n);
+  this->expect_close(d_out.download(), out, "residual out");
+  this->expect_close(d_da.download(), da, "residual dinp1");
+  this->expect_close(d_db.download(), db, "residual dinp2");
+}
+
+TYPED_TEST(CudaKernelsTest, CrossEntropyMatchesCpuAndIgnoresPaddedColumns) {
+  using F = TypeParam;
+  const auto targets = random_ids(kN, kV, 61);
+  Vec logits = random_vec(kN * kVp, 62, 2.0);
+  for (std::size_t n = 0; n < kN; ++n) {
+    for (int v = kV; v < kVp; ++v) logits[n * kVp + v] = 100.0;  // would dominate if read
+  }
+  Vec dlogits = random_vec(logits.size(), 63);  // garbage: must be overwritten
+  Vec losses(kN), lse(kN);
+  const double dloss = 1.0 / static_cast<double>(kN);
+  const auto d_targets = upload_ids(targets);
+  DeviceTensor<F> d_logits(logits), d_dlogits(dlogits);
+  DeviceTensor<float> d_losses(losses), d_lse(lse);
+
+  gpu::crossentropy_forward(d_losses.get(), d_lse.get(), d_logits.get(),
+                            d_targets.as<std::int32_t>(), kN, kV, kVp, this->stream());
+  gpu::crossentropy_backward(d_dlogits.get(), d_logits.get(), d_lse.get(),
+                             d_targets.as<std::int32_t>(), static_cast<float>(dloss), kN, kV, kVp,
+                             this->stream());
+  this->sync();
+  crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), kN, kV, kVp);
+  crossentropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(), dloss, kN, kV,
+                        kVp);
+  // Losses and lse are fp32 for every element type; the inputs were already rounded.
+  expect_close(d_losses.download(), losses, 1e-4, 1e-5, "crossentropy losses");
+  expect_close(d_lse.download(), lse, 1e-4, 1e-5, "crossentropy lse");
+  const Vec gpu_dlogits = d_dlogits.download();
+  this->expect_close(gpu_dlogits, dlogits, "crossentropy dlogits");
+  for (std::size_t n = 0; n < kN; ++n) {
+    for (int v = kV; v < kVp; ++v) {
+      ASSERT_EQ(gpu_dlogits[n * kVp + v], 0.0) << "padded column " << v << " of row " << n;
+    }
+  }
+}
+
+TYPED_TEST(CudaKernelsTest, AdamWMatchesTheCpuUpdateAndWritesTheComputeCopy) {
+  using G = TypeParam;
+  constexpr std::size_t n = 777;
+  Vec params = random_vec(n, 71);
+  Vec grads = random_vec(n, 72);
+  Vec m = random_vec(n, 73, 0.1);
+  Vec v = random_vec(n, 74, 0.1);
+  for (auto& x : v) x = x * x;  // second moments are non-negative
+  Vec copy(n, 0.0);
+  DeviceTensor<float> d_params(params), d_m(m), d_v(v);
+  DeviceTensor<G> d_grads(grads), d_copy(copy);
+  gpu::AdamWSettings settings;
+  settings.lr = 1e-2f;
+  settings.weight_decay = 0.1f;
+  settings.grad_scale = 0.5f;
+  settings.step = 3;
+
+  gpu::adamw_update(d_params.get(), d_copy.get(), d_grads.get(), d_m.get(), d_v.get(), n, settings,
+                    this->stream());
+  this->sync();
+  // optim/optimizer.cpp's AdamW, in double.
+  const double c1 = 1.0 - std::pow(double{settings.beta1}, 3.0);
+  const double c2 = 1.0 - std::pow(double{settings.beta2}, 3.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = grads[i] * settings.grad_scale;
+    m[i] = settings.beta1 * m[i] + (1.0 - settings.beta1) * g;
+    v[i] = settings.beta2 * v[i] + (1.0 - settings.beta2) * g * g;
+    params[i] -= settings.lr * ((m[i] / c1) / (std::sqrt(v[i] / c2) + settings.eps) +
+                                settings.weight_decay * params[i]);
+  }
+  // Master weights and moments are fp32 for every gradient type.
+  expect_close(d_params.download(), params, 1e-5, 1e-6, "adamw params");
+  expect_close(d_m.download(), m, 1e-5, 1e-6, "adamw m");
+  expect_close(d_v.download(), v, 1e-5, 1e-7, "adamw v");
+  this->expect_close(d_copy.download(), params, "adamw compute copy");
+}
+
+}  // namespace
+}  // namespace autotrain::kernels
+
+#endif  // AUTOTRAIN_HAVE_CUDA
