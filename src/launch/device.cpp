@@ -9,7 +9,7 @@
 namespace autotrain {
 namespace {
 
-std::string format_cuda_version(int version) {
+[[maybe_unused]] std::string format_cuda_version(int version) {  // used only with CUDA
   return cat(version / 1000, ".", (version % 1000) / 10);
 }
 
