@@ -107,11 +107,12 @@ class MpiPending final : public PendingCollective {
   std::exception_ptr error_;
 };
 
-// Collectives run on one communication thread per communicator, as BLOCKING MPI calls, in issue
-// order (the order every rank agrees on). Why not MPI_I* collectives: Open MPI 4.1 runs those
-// through libnbc, whose schedules are slower than the tuned blocking algorithms (up to 2x at
-// MiB sizes, docs/benchmarks.md), and they only progress inside MPI calls, so an async allreduce
-// barely moved while the caller computed. A thread in a blocking call progresses on its own:
+// Collectives run as BLOCKING MPI calls, one at a time, in issue order (the order every rank
+// agrees on), on one communication thread per communicator, or on the caller's thread when it
+// waits on the next call while nothing runs. Why not MPI_I* collectives: Open MPI 4.1 runs those
+// through libnbc, whose schedules are slower than the tuned blocking algorithms
+// (docs/benchmarks.md), and they only progress inside MPI calls, so an async allreduce barely
+// moved while the caller computed. A thread in a blocking call progresses on its own:
 // async ops overlap compute for real. Needs MPI_THREAD_MULTIPLE (MpiSession asks for it): the
 // caller may use other communicators meanwhile.
 class MpiCommunicator final : public Communicator {
@@ -201,37 +202,54 @@ class MpiCommunicator final : public Communicator {
     return CommHandle(std::move(pending));
   }
 
-  // Blocks until the communication thread has finished `pending`.
+  // Blocks until `pending` has run. When it is next in line and nothing is running (the
+  // blocking API: issue, then wait at once), the waiting thread runs it itself: the same call
+  // in the same order, without the two thread wake-ups that dominate small collectives.
   void wait_for(MpiPending& pending) {
     std::unique_lock lock(mutex_);
-    work_done_.wait(lock, [&] { return pending.done_; });
+    while (!pending.done_) {
+      if (!running_ && next_ < queue_.size() && queue_[next_] == &pending) {
+        run_next(lock);
+        continue;
+      }
+      work_done_.wait(lock);
+    }
   }
 
   void communicate() {
     std::unique_lock lock(mutex_);
     while (true) {
-      work_ready_.wait(lock, [this] { return stopping_ || next_ < queue_.size(); });
+      work_ready_.wait(lock, [this] { return stopping_ || (!running_ && next_ < queue_.size()); });
       if (next_ == queue_.size()) return;  // stopping and drained
-      MpiPending* pending = queue_[next_++];
-      if (next_ == queue_.size()) {
-        // Drained: start over at the front, keeping the capacity (no allocation per call).
-        queue_.clear();
-        next_ = 0;
-      }
-      lock.unlock();
-      std::exception_ptr error;
-      try {
-        run(pending->call());
-      } catch (...) {
-        error = std::current_exception();
-      }
-      lock.lock();
-      pending->finish(std::move(error));
-      work_done_.notify_all();
+      run_next(lock);
     }
   }
 
-  // Communication thread only.
+  // Takes the next queued call and runs it with `lock` released; one call runs at a time (in
+  // issue order), on whichever thread got here first.
+  void run_next(std::unique_lock<std::mutex>& lock) {
+    MpiPending* pending = queue_[next_++];
+    if (next_ == queue_.size()) {
+      // Drained: start over at the front, keeping the capacity (no allocation per call).
+      queue_.clear();
+      next_ = 0;
+    }
+    running_ = true;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      run(pending->call());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    running_ = false;
+    pending->finish(std::move(error));
+    work_done_.notify_all();
+    work_ready_.notify_one();  // a caller ran this one: the thread may have more queued
+  }
+
+  // One collective as a blocking MPI call; on the communication thread or a waiting caller.
   void run(const MpiPending::Call& call) {
     const MPI_Datatype type = mpi_type(call.dtype);
     MPI_Comm comm = comm_.get();
@@ -287,6 +305,7 @@ class MpiCommunicator final : public Communicator {
   std::condition_variable work_done_;   // handles wait for finished calls
   std::vector<MpiPending*> queue_;      // issue order; [next_, size) not yet started
   size_t next_ = 0;
+  bool running_ = false;  // a call is between run_next's unlock and lock
   bool stopping_ = false;
   std::thread thread_;  // started last in the constructor, joined first in the destructor
 };

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -12,6 +14,7 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
@@ -311,6 +314,42 @@ TEST_P(CommunicatorTest, AsyncAllreducesOverlapComputeAndManyInFlightAllComplete
     }
     EXPECT_NO_MISMATCH(mismatches, "collective " << k);
   }
+}
+
+// An async collective must progress while the caller computes and makes no communication calls
+// (the backward pass, in training), not only once it is waited on: after a pause several times
+// longer than the collective takes, waiting must find it (nearly) done. Open MPI's MPI_I*
+// collectives failed this: they only progress inside MPI calls.
+TEST_P(CommunicatorTest, AsyncAllreduceProgressesWhileTheCallerMakesNoCalls) {
+  if (comm().size() == 1) GTEST_SKIP() << "a one-rank allreduce has nothing to progress";
+  constexpr size_t kCount = size_t{1} << 21;  // 8 MiB of fp32: many protocol rounds
+  std::vector<float> buffer(kCount, 1.0f);
+  // The median of three blocking runs: what one allreduce of this size takes here and now.
+  std::array<double, 3> blocking{};
+  for (double& seconds : blocking) {
+    comm().barrier();
+    const auto start = std::chrono::steady_clock::now();
+    comm().allreduce(buffer.data(), kCount, DType::fp32, ReduceOp::max);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::sort(blocking.begin(), blocking.end());
+  const double blocking_seconds = blocking[1];
+  comm().barrier();
+  CommHandle handle = comm().allreduce_async(buffer.data(), kCount, DType::fp32, ReduceOp::max);
+  // Long enough to finish many times over, even on oversubscribed, loaded cores.
+  const double pause_seconds = std::max(0.5, 20 * blocking_seconds);
+  std::this_thread::sleep_for(std::chrono::duration<double>(pause_seconds));
+  const auto start = std::chrono::steady_clock::now();
+  handle.wait();
+  const double wait_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Judged on the slowest rank, on every rank (only rank 0 prints).
+  double worst_share = wait_seconds / blocking_seconds;
+  MPI_Allreduce(MPI_IN_PLACE, &worst_share, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_LT(worst_share, 0.5) << "waiting took this share of a blocking allreduce on the slowest "
+                                 "rank: the collective did not progress during a pause of "
+                              << pause_seconds << " s";
+  EXPECT_EQ(buffer[kCount - 1], 1.0f);
 }
 
 TEST_P(CommunicatorTest, MixedAsyncOpsAndBarrierCompleteInIssueOrder) {
