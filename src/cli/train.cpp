@@ -28,11 +28,8 @@ void log_summary(const train::RunSetup& setup, const train::TrainSummary& summar
   }
   const std::string val =
       summary.final_val_loss ? cat(", final validation loss ", *summary.final_val_loss) : "";
-  if (summary.preempted) {
-    log::info("stopped by ", train::signal_name(summary.stop_signal), " after step ", summary.steps,
-              ": checkpoint saved, exiting with status ", train::kExitPreempted,
-              " so the job script can requeue (the next run resumes)");
-  } else {
+  // A preempted run: the trainer has said where the checkpoint is; the summary follows.
+  if (!summary.preempted) {
     log::info("done: ", summary.steps, " steps in ", train::format_duration(summary.wall_s), ", ",
               static_cast<long long>(summary.tokens), " tokens (",
               static_cast<long long>(summary.tokens_per_s), " tokens/s), final loss ",

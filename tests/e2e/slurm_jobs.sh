@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The job scripts in slurm/ and `autotrain launch` on a real single-node Slurm
+# (scripts/slurm-local.sh):
+#  - slurm/train-single-node.sbatch with 2 tasks trains the tiny model: exit 0, the project
+#    folder holds the parameters, metrics, a checkpoint and the exported model, and the output
+#    file ends with the run summary;
+#  - slurm/train-preemptible.sbatch with a one-minute limit is signalled (USR1), checkpoints,
+#    requeues itself, resumes at the checkpoint's step and completes with the same losses as an
+#    uninterrupted run;
+#  - `autotrain launch --dry-run` plans srun inside an allocation and mpirun outside.
+# The test cluster has no GPUs: the scripts' --gpus-per-node line is removed, the one edit a
+# CPU site makes. Skips (77) only when not root and no cluster is reachable.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}"
+read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+src=$AUTOTRAIN_SOURCE_DIR
+check="python3 $src/tests/e2e/metrics_check.py"
+slurm_dir=${AUTOTRAIN_SLURM_DIR:-/var/tmp/autotrain-slurm}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+on_failure() {
+  echo "slurm_jobs: FAILED; job output and cluster state follow" >&2
+  for out in "$work"/*.out; do [ -f "$out" ] && { echo "---- $out" >&2; tail -n 40 "$out" >&2; }; done
+  squeue >&2 || true
+  [ -f "$slurm_dir/log/slurmctld.log" ] && tail -n 20 "$slurm_dir/log/slurmctld.log" >&2
+}
+if [ "$(id -u)" -eq 0 ]; then
+  "$src/scripts/slurm-local.sh" start || exit 1
+  export SLURM_CONF=$slurm_dir/slurm.conf
+elif ! timeout 20 sinfo -h >/dev/null 2>&1; then
+  echo "slurm_jobs: skipped: not root (cannot start a local Slurm) and no Slurm cluster reachable"
+  exit 77
+fi
+finish() {
+  local status=$?
+  [ "$status" -eq 0 ] || on_failure
+  [ -n "${preempt_job:-}" ] && scancel "$preempt_job" 2>/dev/null
+  rm -rf "$work"
+}
+trap finish EXIT
+cd "$work"
+export AUTOTRAIN=$AUTOTRAIN_BIN AUTOTRAIN_PROGRESS=lines
+for script in train-single-node train-preemptible; do
+  sed '/--gpus-per-node/d' "$src/slurm/$script.sbatch" > "$script.sbatch"
+done
+fail() { echo "slurm_jobs: $*" >&2; exit 1; }
+
+# --- launch --dry-run outside and inside an allocation.
+env -u SLURM_JOB_ID "$AUTOTRAIN_BIN" launch --dry-run -- train --config c.yaml > outside.txt
+grep -q "^mpirun -np 1 .*$AUTOTRAIN_BIN train --config c.yaml" outside.txt || fail "outside: $(cat outside.txt)"
+timeout 120 sbatch --wait -n 2 -t 2 -o inside.out \
+  --wrap "$AUTOTRAIN_BIN launch --dry-run -- train --config c.yaml" > /dev/null || fail "sbatch launch failed"
+grep -q "^srun --mpi=pmix --nodes=1 --ntasks-per-node=2 .*$AUTOTRAIN_BIN train --config c.yaml" inside.out ||
+  fail "inside: $(cat inside.out)"
+if env -u SLURM_JOB_ID "$AUTOTRAIN_BIN" launch --num-nodes 2 --dry-run -- train > nodes.txt 2>&1; then
+  fail "--num-nodes 2 outside an allocation was accepted"
+fi
+grep -q "needs a Slurm allocation" nodes.txt || fail "$(cat nodes.txt)"
+
+# --- the single-node script, 2 tasks.
+config=$src/tests/e2e/configs/tiny.yaml
+timeout 300 sbatch --wait --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o single-%j.out \
+  train-single-node.sbatch "$config" --project-name single --checkpoint-every 10 > /dev/null ||
+  fail "train-single-node.sbatch failed"
+for file in training_params.json metrics.jsonl model.safetensors config.json checkpoints/latest; do
+  [ -s "single/$file" ] || fail "single/$file is missing"
+done
+grep -q "2 rank(s)" single-*.out || fail "the single-node job did not run 2 ranks"
+grep -q "summary: model single" single-*.out || fail "no run summary in the job output"
+"$AUTOTRAIN_BIN" status single | grep -q "state       finished" || fail "status: $("$AUTOTRAIN_BIN" status single)"
+
+# --- the preemptible script: a 1-minute limit, USR1 40 s before it (Slurm sends it 20-40 s into
+# a run); 8000 tiny steps take longer than one run here (about 200 steps/s on 2 cores).
+steps=8000
+flags=(--project-name preempt --max-steps "$steps" --eval-steps 500 --logging-steps 100)
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" --project-name straight \
+  --max-steps "$steps" --eval-steps 500 --logging-steps 100 > straight.log 2>&1 || { cat straight.log; exit 1; }
+preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 1 --signal=B:USR1@40 \
+  -o preempt.out train-preemptible.sbatch "$config" "${flags[@]}")
+deadline=$((SECONDS + 420))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  state=$(squeue -h -j "$preempt_job" -o '%T %r' 2>/dev/null || true)
+  [ -z "$state" ] && break
+  # Slurm holds a requeued job for about two minutes (BeginTime); the test does not wait.
+  case "$state" in PENDING*BeginTime*) scontrol update jobid="$preempt_job" StartTime=now ;; esac
+  sleep 2
+done
+[ -z "$(squeue -h -j "$preempt_job" 2>/dev/null)" ] || fail "preemptible job still queued after 7 minutes"
+grep -q "SIGUSR1 received" preempt.out || fail "the batch script never got SIGUSR1"
+grep -q "checkpoint saved; requeueing" preempt.out || fail "the job did not requeue itself"
+grep -q "resume: .* at step" preempt.out || fail "no run resumed from a checkpoint"
+# Every resume starts at the step the previous run's stop checkpoint saved.
+python3 - preempt.out <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+stops = [int(s) for s in re.findall(r"stopped by SIGUSR1 after step (\d+)", text)]
+resumes = [int(s) for s in re.findall(r"resume: .* at step (\d+)", text)]
+assert stops and resumes[: len(stops)] == stops, f"stopped at {stops}, resumed at {resumes}"
+print(f"slurm_jobs: preempted at steps {stops}, resumed at {resumes}")
+PY
+grep -q "training exited with status 0" preempt.out || fail "the last run did not complete"
+[ -s preempt/model.safetensors ] || fail "the preempted run exported no model"
+$check same straight/metrics.jsonl preempt/metrics.jsonl 1e-6
+preempt_job=
+echo "slurm_jobs: ok"
