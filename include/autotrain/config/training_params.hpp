@@ -82,7 +82,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, comm_backend, "auto", one_of({"auto", "nccl", "gloo", "mpi"}), "Communicator; auto = NCCL on GPUs, MPI on CPUs. YAML: distributed.backend.") \
   X(int64_t, max_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps to run; -1 = from epochs.") \
   X(int64_t, checkpoint_every, 0, at_least(0), "Optimizer steps between checkpoints; 0 = only at the end.") \
-  X(std::string, resume_from_checkpoint, "auto", any_value(), "auto = resume from <project_name>/checkpoints/latest if present; none = start fresh; or a checkpoint path.") \
+  X(std::string, resume_from_checkpoint, "auto", any_value(), "auto = resume from the newest valid checkpoint in <project_name>/checkpoints (falling back past damaged ones), or start fresh when there is none; none = start fresh; or a checkpoint path.") \
   X(int64_t, comm_timeout, 600, at_least(1), "Seconds a collective may take before the job aborts naming it.") \
   X(int64_t, master_port, 29500, between(1, 65535), "TCP port of rank 0 for the Gloo and NCCL rendezvous.") \
   X(int64_t, num_nodes, 0, at_least(0), "Nodes the job is expected to span; 0 = not given. Checked against the launcher. YAML: distributed.num_nodes.") \
