@@ -51,7 +51,7 @@ struct TrainBenchResult {
   zero::MemoryReport model_state;  // per rank, the largest of each kind over ranks
   std::size_t activation_bytes = 0;
   std::vector<std::size_t> peak_rss_bytes;   // per rank (VmHWM), index = rank
-  std::vector<model::ProfileEntry> profile;  // rank 0's profiled step (empty if not profiled)
+  std::vector<model::ProfileEntry> profile;  // this rank's profiled step (empty if not profiled)
 };
 
 // Collective over MPI_COMM_WORLD: builds the communicator, engine and model of `setup`, runs
