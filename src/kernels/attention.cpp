@@ -1,7 +1,11 @@
 // Causal multi-head attention forward and backward (the part between the qkv and output
 // projections). Work is split over the B·NH (batch, head) pairs: each pair reads and writes only
 // its own slices, so threads never share an output and the result does not depend on timing.
-// Invariant: dqkv is overwritten (=); it is zeroed here and then accumulated over positions.
+// Inside a pair every product is one gemm over the whole [T, T] score matrix (OpenBLAS runs
+// single-threaded inside our parallel loop): the causal half that a gemm computes for nothing
+// costs less than dot products of HS = 64 floats at a time, which run at a fraction of the FMA
+// rate. The masked half of att is stored as 0, so it drops out of every product.
+// Invariant: dqkv is overwritten (=).
 #include "autotrain/kernels/attention.hpp"
 
 #include <algorithm>
@@ -10,31 +14,32 @@
 #include <limits>
 
 #include "autotrain/kernels/fast_math.hpp"
+#include "autotrain/kernels/matmul.hpp"
 
 namespace autotrain::kernels {
 
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
   const int HS = C / NH;
-  const std::ptrdiff_t C3 = 3 * static_cast<std::ptrdiff_t>(C);
+  const auto uT = static_cast<std::size_t>(T);
+  const auto uHS = static_cast<std::size_t>(HS);
+  const auto C3 = 3 * static_cast<std::size_t>(C);
   const F scale = F(1) / std::sqrt(static_cast<F>(HS));
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
     const int h = bh % NH;
-    const F* base = qkv + static_cast<std::ptrdiff_t>(b) * T * C3 + h * HS;  // q of (b, 0, h)
+    const F* q = qkv + static_cast<std::size_t>(b) * uT * C3 + static_cast<std::size_t>(h) * uHS;
+    const F* k = q + C;
+    const F* v = q + 2 * static_cast<std::size_t>(C);
+    F* scores = att + static_cast<std::size_t>(bh) * uT * uT;  // [T, T]
+    // scores = q[T, HS] · k[T, HS]ᵀ · scale
+    gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, scale, q, C3, k, C3, F(0), scores, uT);
     for (int t = 0; t < T; ++t) {
-      const F* q = base + t * C3;
-      F* row = att + (static_cast<std::ptrdiff_t>(bh) * T + t) * T;
+      F* row = scores + static_cast<std::size_t>(t) * uT;
       F maxv = -std::numeric_limits<F>::infinity();
-      for (int t2 = 0; t2 <= t; ++t2) {
-        const F* k = base + t2 * C3 + C;
-        F dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int i = 0; i < HS; ++i) dot += q[i] * k[i];
-        row[t2] = dot * scale;
-        maxv = std::max(maxv, row[t2]);
-      }
+#pragma omp simd reduction(max : maxv)
+      for (int t2 = 0; t2 <= t; ++t2) maxv = row[t2] > maxv ? row[t2] : maxv;
       F sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int t2 = 0; t2 <= t; ++t2) {
@@ -44,16 +49,12 @@ void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH
       const F inv = F(1) / sum;
 #pragma omp simd
       for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
-
-      F* o = out + (static_cast<std::ptrdiff_t>(b) * T + t) * C + h * HS;
-      std::fill(o, o + HS, F(0));
-      for (int t2 = 0; t2 <= t; ++t2) {
-        const F* v = base + t2 * C3 + 2 * C;
-        const F p = row[t2];
-#pragma omp simd
-        for (int i = 0; i < HS; ++i) o[i] += p * v[i];
-      }
+      std::fill(row + t + 1, row + T, F(0));  // the future: masked
     }
+    // out[T, HS] (row stride C) = att[T, T] · v[T, HS]
+    F* o = out + static_cast<std::size_t>(b) * uT * C + static_cast<std::size_t>(h) * uHS;
+    gemm<F>(Transpose::no, Transpose::no, uT, uHS, uT, F(1), scores, uT, v, C3, F(0), o,
+            static_cast<std::size_t>(C));
   }
 }
 
@@ -61,53 +62,44 @@ template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH) {
   const int HS = C / NH;
-  const std::ptrdiff_t C3 = 3 * static_cast<std::ptrdiff_t>(C);
+  const auto uT = static_cast<std::size_t>(T);
+  const auto uHS = static_cast<std::size_t>(HS);
+  const auto uC = static_cast<std::size_t>(C);
+  const auto C3 = 3 * uC;
   const F scale = F(1) / std::sqrt(static_cast<F>(HS));
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
     const int h = bh % NH;
-    const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(b) * T * C3 + h * HS;
-    const F* base = qkv + first;
-    F* dbase = dqkv + first;
+    const std::size_t first =
+        static_cast<std::size_t>(b) * uT * C3 + static_cast<std::size_t>(h) * uHS;
+    const F* q = qkv + first;
+    const F* k = q + uC;
+    const F* v = q + 2 * uC;
+    F* dq = dqkv + first;
+    F* dk = dq + uC;
+    F* dv = dq + 2 * uC;
+    const F* probs = att + static_cast<std::size_t>(bh) * uT * uT;  // [T, T], 0 above the diagonal
+    F* dscores = scratch + static_cast<std::size_t>(bh) * uT * uT;  // [T, T]
+    const F* dO = dout + static_cast<std::size_t>(b) * uT * uC + static_cast<std::size_t>(h) * uHS;
+    // out = att · v  =>  dv = attᵀ · dO;  datt = dO · vᵀ
+    gemm<F>(Transpose::yes, Transpose::no, uT, uHS, uT, F(1), probs, uT, dO, uC, F(0), dv, C3);
+    gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, F(1), dO, uC, v, C3, F(0), dscores, uT);
+    // softmax: dpre[t2] = att[t2]·(datt[t2] - Σ_j att[j]·datt[j]), times the score scale. Masked
+    // entries have att = 0, so their dpre is 0 and they add nothing below.
     for (int t = 0; t < T; ++t) {
-      for (int part = 0; part < 3; ++part) std::fill_n(dbase + t * C3 + part * C, HS, F(0));
-    }
-    F* datt = scratch + static_cast<std::ptrdiff_t>(bh) * T;  // [T] one row of d(att)
-    for (int t = 0; t < T; ++t) {
-      const F* row = att + (static_cast<std::ptrdiff_t>(bh) * T + t) * T;
-      const F* dO = dout + (static_cast<std::ptrdiff_t>(b) * T + t) * C + h * HS;
-      // out = Σ att·v  =>  datt[t2] = dO·v[t2];  dv[t2] += att[t2]·dO
-      for (int t2 = 0; t2 <= t; ++t2) {
-        const F* v = base + t2 * C3 + 2 * C;
-        F* dv = dbase + t2 * C3 + 2 * C;
-        const F p = row[t2];
-        F dot = 0;
-#pragma omp simd reduction(+ : dot)
-        for (int i = 0; i < HS; ++i) {
-          dot += dO[i] * v[i];
-          dv[i] += p * dO[i];
-        }
-        datt[t2] = dot;
-      }
-      // softmax: dpre[t2] = att[t2]·(datt[t2] - Σ_j att[j]·datt[j])
+      const F* p = probs + static_cast<std::size_t>(t) * uT;
+      F* d = dscores + static_cast<std::size_t>(t) * uT;
       F weighted = 0;
 #pragma omp simd reduction(+ : weighted)
-      for (int t2 = 0; t2 <= t; ++t2) weighted += row[t2] * datt[t2];
-      // pre = q·k·scale  =>  dq[t] += dpre·k[t2]·scale;  dk[t2] += dpre·q[t]·scale
-      const F* q = base + t * C3;
-      F* dq = dbase + t * C3;
-      for (int t2 = 0; t2 <= t; ++t2) {
-        const F dpre = row[t2] * (datt[t2] - weighted) * scale;
-        const F* k = base + t2 * C3 + C;
-        F* dk = dbase + t2 * C3 + C;
+      for (int t2 = 0; t2 <= t; ++t2) weighted += p[t2] * d[t2];
 #pragma omp simd
-        for (int i = 0; i < HS; ++i) {
-          dq[i] += dpre * k[i];
-          dk[i] += dpre * q[i];
-        }
-      }
+      for (int t2 = 0; t2 <= t; ++t2) d[t2] = p[t2] * (d[t2] - weighted) * scale;
+      std::fill(d + t + 1, d + T, F(0));
     }
+    // pre = q · kᵀ  =>  dq = dpre · k;  dk = dpreᵀ · q
+    gemm<F>(Transpose::no, Transpose::no, uT, uHS, uT, F(1), dscores, uT, k, C3, F(0), dq, C3);
+    gemm<F>(Transpose::yes, Transpose::no, uT, uHS, uT, F(1), dscores, uT, q, C3, F(0), dk, C3);
   }
 }
 

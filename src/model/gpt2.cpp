@@ -151,7 +151,7 @@ BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
   dresidual_.assign(bt * C, F(0));
   dsmall_.assign(bt * C, F(0));
   dlarge_.assign(bt * 4 * C, F(0));
-  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T, F(0));
+  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T * T, F(0));
 }
 
 template <typename F>

@@ -172,7 +172,7 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
     return dot(out, w);
   };
   objective();
-  Vec dqkv(N * 3 * C, 77.0), scratch(static_cast<std::size_t>(B) * NH * T);
+  Vec dqkv(N * 3 * C, 77.0), scratch(static_cast<std::size_t>(B) * NH * T * T);
   attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
   expect_matches_finite_differences(qkv, dqkv, objective, "dqkv");
 }

@@ -119,7 +119,7 @@ class BasicGpt2 {
   std::vector<F> dresidual_;  // [B, T, C] the residual stream, accumulated through the blocks
   std::vector<F> dsmall_;     // [B, T, C] d(ln output) / d(attention output) / d(lnf)
   std::vector<F> dlarge_;     // [B, T, 4C] d(fch) in the MLP, d(qkv) [B, T, 3C] in attention
-  std::vector<F> datt_row_;   // [B, NH, T] attention backward scratch
+  std::vector<F> datt_row_;   // [B, NH, T, T] attention backward scratch (d scores)
   bool ready_for_backward_ = false;
   bool profiling_ = false;
   std::array<double, 16> profile_{};
