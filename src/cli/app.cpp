@@ -64,7 +64,8 @@ int run(int argc, char** argv) {
     if (candidate.name == args[0]) command = &candidate;
   }
   if (command == nullptr) {
-    std::cerr << "error: unknown command '" << args[0] << "'" << did_you_mean(args[0], command_names())
+    std::cerr << "error: unknown command '" << args[0] << "'"
+              << did_you_mean(args[0], command_names())
               << "\nrun 'autotrain --help' for the list of commands\n";
     return kExitUsage;
   }

@@ -1,5 +1,6 @@
-#include "autotrain/cli/app.hpp"
 #include "autotrain/cli/commands.hpp"
+
+#include "autotrain/cli/app.hpp"
 
 namespace autotrain::cli {
 
@@ -12,8 +13,16 @@ const std::vector<Command>& commands() {
       {"export", "write a checkpoint's model as a Hugging Face folder", run_export},
       {"generate", "sample text from an exported model folder", run_generate},
       {"bench", "benchmark collectives (bench comm) under mpirun", run_bench},
-      {"launch", "start training with srun or mpirun (or write an sbatch script)", {}, false, run_launch},
-      {"status", "show a project's progress: step, loss, tokens/s, ETA, checkpoint", {}, false, run_status},
+      {"launch",
+       "start training with srun or mpirun (or write an sbatch script)",
+       {},
+       false,
+       run_launch},
+      {"status",
+       "show a project's progress: step, loss, tokens/s, ETA, checkpoint",
+       {},
+       false,
+       run_status},
       {"plot", "draw a project's loss curves into loss.svg (and loss.png)", {}, false, run_plot},
   };
   return table;

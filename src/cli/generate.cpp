@@ -1,11 +1,12 @@
 // `autotrain generate`: sample text from an exported model folder.
+#include "autotrain/train/generate.hpp"
+
 #include <iostream>
 
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/cli/options.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
-#include "autotrain/train/generate.hpp"
 
 namespace autotrain::cli {
 
@@ -17,25 +18,28 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
   int top_k = options.top_k;
   long long seed = static_cast<long long>(options.seed);
   po::options_description description("autotrain generate --model FOLDER [options]");
-  description.add_options()                                                              //
+  description.add_options()  //
       ("model", po::value(&model_dir)->value_name("FOLDER"),
-       "model folder written by train or export (model.safetensors, config.json)")         //
-      ("prompt", po::value(&options.prompt)->value_name("TEXT"), "text to continue (default: "
-       "start a new document)")                                                            //
+       "model folder written by train or export (model.safetensors, config.json)")  //
+      ("prompt", po::value(&options.prompt)->value_name("TEXT"),
+       "text to continue (default: "
+       "start a new document)")  //
       ("max-new-tokens", po::value(&options.max_new_tokens)->value_name("N"),
-       "tokens to generate (default 100)")                                                 //
+       "tokens to generate (default 100)")  //
       ("temperature", po::value(&options.temperature)->value_name("T"),
-       "sampling temperature; 0 = greedy (default 1.0)")                                   //
-      ("top-k", po::value(&top_k)->value_name("K"), "sample among the K likeliest tokens; "
-       "0 = all (default 50)")                                                             //
-      ("seed", po::value(&seed)->value_name("N"), "random seed (default 42)")             //
+       "sampling temperature; 0 = greedy (default 1.0)")  //
+      ("top-k", po::value(&top_k)->value_name("K"),
+       "sample among the K likeliest tokens; "
+       "0 = all (default 50)")                                                 //
+      ("seed", po::value(&seed)->value_name("N"), "random seed (default 42)")  //
       ("help,h", "show this help");
   const auto values = parse_command_options("generate", description, args);
   if (values.count("help")) {
     if (mpi.rank() == 0) std::cout << description << "\n";
     return 0;
   }
-  if (model_dir.empty()) throw CollectiveError("generate: --model FOLDER is required; see autotrain generate --help");
+  if (model_dir.empty())
+    throw CollectiveError("generate: --model FOLDER is required; see autotrain generate --help");
   options.top_k = top_k;
   options.seed = static_cast<uint64_t>(seed);
   // Generation is a single-process job: under a launcher, rank 0 does it and the others wait.

@@ -12,12 +12,12 @@ po::variables_map parse_command_options(std::string_view command,
                                         const std::vector<std::string>& args) {
   po::variables_map values;
   try {
-    po::store(po::command_line_parser(args)
-                  .options(description)
-                  .style(po::command_line_style::unix_style &
-                         ~po::command_line_style::allow_guessing)
-                  .run(),
-              values);
+    po::store(
+        po::command_line_parser(args)
+            .options(description)
+            .style(po::command_line_style::unix_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        values);
     po::notify(values);
   } catch (const po::unknown_option& error) {
     std::vector<std::string> flags;

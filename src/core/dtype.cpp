@@ -10,14 +10,15 @@ DType parse_dtype(std::string_view text, std::string_view what) {
   if (text == "fp16" || text == "float16") return DType::fp16;
   if (text == "int32") return DType::int32;
   if (text == "int64") return DType::int64;
-  throw Error(cat(what, ": unknown dtype '", text, "' (expected fp32, bf16, fp16, int32 or int64)"));
+  throw Error(
+      cat(what, ": unknown dtype '", text, "' (expected fp32, bf16, fp16, int32 or int64)"));
 }
 
 uint16_t float_to_fp16(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
   if (abs < 0x38800000u) {
     // Subnormal or zero in fp16: scale into the 10-bit mantissa with round to nearest even.

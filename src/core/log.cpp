@@ -16,7 +16,8 @@ Level level_from_env() {
   try {
     return parse_level(text, "AUTOTRAIN_LOG_LEVEL");
   } catch (const Error&) {
-    std::fprintf(stderr, "warning: ignoring AUTOTRAIN_LOG_LEVEL=%s (expected debug|info|warning|error)\n",
+    std::fprintf(stderr,
+                 "warning: ignoring AUTOTRAIN_LOG_LEVEL=%s (expected debug|info|warning|error)\n",
                  text);
     return Level::info;
   }
@@ -46,23 +47,39 @@ Level parse_level(std::string_view text, std::string_view source) {
   if (text == "info") return Level::info;
   if (text == "warning" || text == "warn") return Level::warning;
   if (text == "error") return Level::error;
-  throw Error(cat(source, ": unknown log level '", text, "' (expected debug, info, warning or error)"));
+  throw Error(
+      cat(source, ": unknown log level '", text, "' (expected debug, info, warning or error)"));
 }
 
-void set_level(Level level) { g_level = level; }
-Level level() { return g_level.load(); }
-void set_rank(int rank) { g_rank = rank; }
-void set_timestamps(bool on) { g_timestamps = on; }
+void set_level(Level level) {
+  g_level = level;
+}
+Level level() {
+  return g_level.load();
+}
+void set_rank(int rank) {
+  g_rank = rank;
+}
+void set_timestamps(bool on) {
+  g_timestamps = on;
+}
 
 void write(Level level, const std::string& message) {
   const int rank = g_rank.load();
   if (level <= Level::info && rank != 0) return;  // rank 0 talks, everyone computes
   std::string line = prefix();
   switch (level) {
-    case Level::debug: line += cat("[rank ", rank, "] debug: "); break;
-    case Level::info: break;
-    case Level::warning: line += cat("[rank ", rank, "] warning: "); break;
-    case Level::error: line += cat("[rank ", rank, "] error: "); break;
+    case Level::debug:
+      line += cat("[rank ", rank, "] debug: ");
+      break;
+    case Level::info:
+      break;
+    case Level::warning:
+      line += cat("[rank ", rank, "] warning: ");
+      break;
+    case Level::error:
+      line += cat("[rank ", rank, "] error: ");
+      break;
   }
   line += message;
   line += '\n';

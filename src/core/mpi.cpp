@@ -12,7 +12,8 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw Error(cat("MPI call failed: ", call, " returned ", code, " (", text, ") at ", file, ":", line));
+  throw Error(
+      cat("MPI call failed: ", call, " returned ", code, " (", text, ") at ", file, ":", line));
 }
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -74,7 +75,8 @@ void agree_or_throw(bool ok, const std::string& message, MPI_Comm comm) {
   if (first_failing == size) return;
   int length = rank == first_failing ? static_cast<int>(message.size()) : 0;
   AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first_failing, comm));
-  std::string text = rank == first_failing ? message : std::string(static_cast<size_t>(length), '\0');
+  std::string text =
+      rank == first_failing ? message : std::string(static_cast<size_t>(length), '\0');
   AT_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, first_failing, comm));
   if (size > 1 && first_failing != 0) text = cat("[rank ", first_failing, "] ", text);
   throw CollectiveError(text);

@@ -16,7 +16,8 @@ std::filesystem::path executable_path() {
 
 std::filesystem::path data_dir() {
   std::vector<std::filesystem::path> candidates;
-  if (const char* env = std::getenv("AUTOTRAIN_DATA_DIR"); env && *env) candidates.emplace_back(env);
+  if (const char* env = std::getenv("AUTOTRAIN_DATA_DIR"); env && *env)
+    candidates.emplace_back(env);
   if (const auto exe = executable_path(); !exe.empty()) {
     candidates.push_back(exe.parent_path().parent_path() / "share" / "autotrain" / "data");
   }
@@ -30,6 +31,8 @@ std::filesystem::path data_dir() {
                   "); set AUTOTRAIN_DATA_DIR to the folder holding tinyshakespeare.txt and gpt2/"));
 }
 
-std::string version() { return AUTOTRAIN_VERSION; }
+std::string version() {
+  return AUTOTRAIN_VERSION;
+}
 
 }  // namespace autotrain

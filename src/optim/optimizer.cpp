@@ -7,8 +7,8 @@
 namespace autotrain {
 
 OptimizerKind parse_optimizer(std::string_view name, std::string_view source) {
-  if (name == "adamw_torch" || name == "adamw_hf" || name == "adamw" || name == "adamw_apex_fused" ||
-      name == "adamw_torch_fused") {
+  if (name == "adamw_torch" || name == "adamw_hf" || name == "adamw" ||
+      name == "adamw_apex_fused" || name == "adamw_torch_fused") {
     return OptimizerKind::adamw;
   }
   if (name == "sgd") return OptimizerKind::sgd;
@@ -41,7 +41,8 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, size
   for (const auto& segment : segments_) {
     AT_CHECK(segment.begin >= base && segment.end - base <= params.size() &&
                  segment.end - base <= grads.size(),
-             "optimizer segment [", segment.begin, ", ", segment.end, ") outside the buffer at ", base);
+             "optimizer segment [", segment.begin, ", ", segment.end, ") outside the buffer at ",
+             base);
     float* p = params.data() + (segment.begin - base);
     const float* g = grads.data() + (segment.begin - base);
     float* m = first_moment_.data() + state;
@@ -64,7 +65,8 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, size
       const bool first = steps_ == 1;
 #pragma omp parallel for simd schedule(static)
       for (long long i = 0; i < count; ++i) {
-        // torch.optim.SGD: weight decay is added to the gradient; the buffer starts as the gradient.
+        // torch.optim.SGD: weight decay is added to the gradient; the buffer starts as the
+        // gradient.
         const float grad = g[i] * grad_scale + decay * p[i];
         m[i] = first ? grad : momentum * m[i] + grad;
         p[i] -= lr * m[i];

@@ -13,7 +13,8 @@ namespace autotrain::train {
 namespace {
 
 // The exported shape of a tensor: wte loses the padded vocabulary rows.
-std::vector<uint64_t> export_shape(const model::ParamTensor& tensor, const model::ModelConfig& config) {
+std::vector<uint64_t> export_shape(const model::ParamTensor& tensor,
+                                   const model::ModelConfig& config) {
   std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
   if (tensor.name == "transformer.wte.weight") shape[0] = static_cast<uint64_t>(config.vocab_size);
   return shape;
@@ -34,12 +35,14 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
                            const std::string& tokenizer) {
   if (tokenizer != "gpt2") {
     // Hugging Face has no byte-level tokenizer class for raw bytes; autotrain generate reads this.
-    write_text(dir / "autotrain_tokenizer.json", nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
+    write_text(dir / "autotrain_tokenizer.json",
+               nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
     return;
   }
   const auto vocab = data_dir() / "gpt2";
   const auto copy = [&](const char* from, const char* to) {
-    std::filesystem::copy_file(vocab / from, dir / to, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(vocab / from, dir / to,
+                               std::filesystem::copy_options::overwrite_existing);
   };
   // transformers' GPT2Tokenizer reads vocab.json + merges.txt; ours reads encoder.json + vocab.bpe.
   copy("encoder.json", "vocab.json");
@@ -55,36 +58,39 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
                                     {"eos_token", "<|endoftext|>"},
                                     {"unk_token", "<|endoftext|>"}};
   write_text(dir / "special_tokens_map.json", special.dump(2) + "\n");
-  write_text(dir / "autotrain_tokenizer.json", nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
+  write_text(dir / "autotrain_tokenizer.json",
+             nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
 }
 
 }  // namespace
 
-std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer, DType dtype) {
+std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
+                           DType dtype) {
   const int eot = tokenizer == "gpt2" ? 50256 : config.vocab_size - 1;
-  nlohmann::ordered_json json = {
-      {"architectures", {"GPT2LMHeadModel"}},
-      {"model_type", "gpt2"},
-      {"vocab_size", config.vocab_size},
-      {"n_positions", config.block_size},
-      {"n_ctx", config.block_size},
-      {"n_embd", config.n_embd},
-      {"n_layer", config.n_layer},
-      {"n_head", config.n_head},
-      {"n_inner", nullptr},
-      {"activation_function", "gelu_new"},
-      {"layer_norm_epsilon", 1e-5},
-      {"initializer_range", 0.02},
-      {"resid_pdrop", 0.0},
-      {"embd_pdrop", 0.0},
-      {"attn_pdrop", 0.0},
-      {"scale_attn_weights", true},
-      {"tie_word_embeddings", true},
-      {"bos_token_id", eot},
-      {"eos_token_id", eot},
-      {"torch_dtype", dtype == DType::bf16 ? "bfloat16" : dtype == DType::fp16 ? "float16" : "float32"},
-      {"autotrain_tokenizer", tokenizer},
-      {"autotrain_version", version()}};
+  nlohmann::ordered_json json = {{"architectures", {"GPT2LMHeadModel"}},
+                                 {"model_type", "gpt2"},
+                                 {"vocab_size", config.vocab_size},
+                                 {"n_positions", config.block_size},
+                                 {"n_ctx", config.block_size},
+                                 {"n_embd", config.n_embd},
+                                 {"n_layer", config.n_layer},
+                                 {"n_head", config.n_head},
+                                 {"n_inner", nullptr},
+                                 {"activation_function", "gelu_new"},
+                                 {"layer_norm_epsilon", 1e-5},
+                                 {"initializer_range", 0.02},
+                                 {"resid_pdrop", 0.0},
+                                 {"embd_pdrop", 0.0},
+                                 {"attn_pdrop", 0.0},
+                                 {"scale_attn_weights", true},
+                                 {"tie_word_embeddings", true},
+                                 {"bos_token_id", eot},
+                                 {"eos_token_id", eot},
+                                 {"torch_dtype", dtype == DType::bf16   ? "bfloat16"
+                                                 : dtype == DType::fp16 ? "float16"
+                                                                        : "float32"},
+                                 {"autotrain_tokenizer", tokenizer},
+                                 {"autotrain_version", version()}};
   return json.dump(2) + "\n";
 }
 
@@ -114,7 +120,8 @@ void export_model(zero::Engine& engine, const model::ParamLayout& layout,
       const auto& tensor = layout.tensors()[static_cast<size_t>(t)];
       size_t count = 1;
       for (auto extent : export_shape(tensor, config)) count *= extent;
-      writer->append(std::span<const float>(unit_values.data() + layout.offset_in_unit(tensor), count));
+      writer->append(
+          std::span<const float>(unit_values.data() + layout.offset_in_unit(tensor), count));
     }
   }
   if (!root) return;

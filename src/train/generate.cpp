@@ -35,8 +35,9 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
   const std::string model_type = config.value("model_type", "");
   AT_CHECK(model_type == "gpt2", config_path.string(), ": model_type '", model_type,
            "' is not supported (expected gpt2)");
-  const int n_positions = config.contains("n_positions") ? config_int(config, "n_positions", config_path)
-                                                         : config_int(config, "n_ctx", config_path);
+  const int n_positions = config.contains("n_positions")
+                              ? config_int(config, "n_positions", config_path)
+                              : config_int(config, "n_ctx", config_path);
   auto shape = model::ModelConfig::gpt2(config_int(config, "n_layer", config_path),
                                         config_int(config, "n_head", config_path),
                                         config_int(config, "n_embd", config_path), n_positions,
@@ -58,8 +59,10 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
                                                                 : size_t(tensor.shape[0]);
     const size_t expected = rows * (tensor.shape.size() > 1 ? size_t(tensor.shape[1]) : 1);
     AT_CHECK(values.size() == expected, (dir / "model.safetensors").string(), ": tensor ", name,
-             " has ", values.size(), " values, expected ", expected, " for the shape in config.json");
-    std::copy(values.begin(), values.end(), loaded.params.begin() + static_cast<long>(tensor.offset));
+             " has ", values.size(), " values, expected ", expected,
+             " for the shape in config.json");
+    std::copy(values.begin(), values.end(),
+              loaded.params.begin() + static_cast<long>(tensor.offset));
   }
   const std::string tokenizer = config.value("autotrain_tokenizer", std::string("gpt2"));
   const bool own_vocab = std::filesystem::exists(dir / "encoder.json");
@@ -88,7 +91,8 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
         access, std::span<const int32_t>(tokens.data() + start, tokens.size() - start));
     int next = 0;
     if (options.temperature == 0.0) {
-      next = static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
+      next = static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) -
+                              logits.begin());
     } else {
       // Top-k: keep the k largest logits, softmax them at the temperature, draw one.
       const int k = options.top_k > 0 ? std::min(options.top_k, vocab) : vocab;
@@ -98,7 +102,8 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
       const double top = logits[size_t(order[0])];
       double total = 0;
       for (int j = 0; j < k; ++j) {
-        probabilities[size_t(j)] = std::exp((logits[size_t(order[size_t(j)])] - top) / options.temperature);
+        probabilities[size_t(j)] =
+            std::exp((logits[size_t(order[size_t(j)])] - top) / options.temperature);
         total += probabilities[size_t(j)];
       }
       double draw = double(rng.next() >> 11) * 0x1.0p-53 * total;
@@ -114,7 +119,8 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
     if (next == loaded.tokenizer->eot_token()) break;
     tokens.push_back(next);
   }
-  return loaded.tokenizer->decode(std::vector<int32_t>(tokens.begin() + static_cast<long>(prompt_length), tokens.end()));
+  return loaded.tokenizer->decode(
+      std::vector<int32_t>(tokens.begin() + static_cast<long>(prompt_length), tokens.end()));
 }
 
 }  // namespace autotrain::train

@@ -4,8 +4,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
@@ -77,12 +77,14 @@ std::string describe(const StepMetrics& m) {
   const double remaining =
       m.step > 0 ? m.elapsed_s / double(m.step) * double(m.total_steps - m.step) : NAN;
   char text[256];
-  std::snprintf(text, sizeof text, "step %lld/%lld  loss %.4f  lr %.3g  grad %.3f  %.0f tok/s  ETA %s",
-                m.step, m.total_steps, m.loss, m.lr, m.grad_norm, m.tokens_per_s,
+  std::snprintf(text, sizeof text,
+                "step %lld/%lld  loss %.4f  lr %.3g  grad %.3f  %.0f tok/s  ETA %s", m.step,
+                m.total_steps, m.loss, m.lr, m.grad_norm, m.tokens_per_s,
                 format_duration(remaining).c_str());
   std::string line = text;
   if (m.val_loss) {
-    std::snprintf(text, sizeof text, "  val_loss %.4f (ppl %.2f)", *m.val_loss, std::exp(*m.val_loss));
+    std::snprintf(text, sizeof text, "  val_loss %.4f (ppl %.2f)", *m.val_loss,
+                  std::exp(*m.val_loss));
     line += text;
   }
   return line;

@@ -67,11 +67,12 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   failure.clear();
   try {
     config::validate_for_topology(params, setup.topology);
-    setup.comm_backend =
-        resolve_comm_backend(parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
+    setup.comm_backend = resolve_comm_backend(
+        parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
     if (params.device == "cuda") {
-      throw Error("device: 'cuda' was requested but the CUDA training path is not built yet; "
-                  "use --device cpu (or auto)");
+      throw Error(
+          "device: 'cuda' was requested but the CUDA training path is not built yet; "
+          "use --device cpu (or auto)");
     }
   } catch (const Error& error) {
     failure = error.what();
@@ -118,12 +119,13 @@ std::string render_plan(const RunSetup& setup) {
       << params.n_head << ", n_embd " << params.n_embd << ", context " << params.n_positions
       << ", vocab " << params.vocab_size << "\n"
       << "  batch        " << params.batch_size << " sequences x " << params.block_size
-      << " tokens per rank and micro-step; x " << params.gradient_accumulation
-      << " accumulation x " << world << " ranks = " << global_batch << " sequences ("
-      << global_batch * params.block_size << " tokens) per optimizer step\n"
+      << " tokens per rank and micro-step; x " << params.gradient_accumulation << " accumulation x "
+      << world << " ranks = " << global_batch << " sequences (" << global_batch * params.block_size
+      << " tokens) per optimizer step\n"
       << "  output       " << params.project_name << "/\n";
   for (const auto& note : setup.resolved.notes) out << "  note         " << note << "\n";
-  out << "\nparameters (value, and where it came from):\n" << config::render_params_table(setup.resolved);
+  out << "\nparameters (value, and where it came from):\n"
+      << config::render_params_table(setup.resolved);
   return out.str();
 }
 

@@ -11,7 +11,8 @@ namespace autotrain {
 namespace {
 
 TEST(Strings, SuggestsClosestNameTreatingDashesAsUnderscores) {
-  const std::vector<std::string> names = {"batch_size", "block_size", "lr", "gradient_accumulation"};
+  const std::vector<std::string> names = {"batch_size", "block_size", "lr",
+                                          "gradient_accumulation"};
   EXPECT_EQ(closest_match("batch-sise", names), "batch_size");
   EXPECT_EQ(closest_match("gradient-accumulaton", names), "gradient_accumulation");
   EXPECT_EQ(closest_match("completely_unrelated", names), "");

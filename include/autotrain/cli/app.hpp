@@ -20,7 +20,7 @@ struct Command {
   std::string name;
   std::string summary;
   CommandFunction run;
-  bool needs_mpi = true;  // false for commands that never talk to other ranks
+  bool needs_mpi = true;             // false for commands that never talk to other ranks
   LocalCommandFunction run_local{};  // set (and run, `run` unset) when needs_mpi is false
 };
 

@@ -34,14 +34,14 @@ class CollectiveError : public Error {
 
 }  // namespace autotrain
 
-#define AT_CHECK(cond, ...)                                   \
-  do {                                                        \
+#define AT_CHECK(cond, ...)                                               \
+  do {                                                                    \
     if (!(cond)) throw ::autotrain::Error(::autotrain::cat(__VA_ARGS__)); \
   } while (0)
 
-#define AT_MPI_CHECK(call)                                                      \
-  do {                                                                          \
-    int at_mpi_status_ = (call);                                                \
-    if (at_mpi_status_ != 0)                                                    \
-      ::autotrain::throw_mpi_error(at_mpi_status_, #call, __FILE__, __LINE__);  \
+#define AT_MPI_CHECK(call)                                                     \
+  do {                                                                         \
+    int at_mpi_status_ = (call);                                               \
+    if (at_mpi_status_ != 0)                                                   \
+      ::autotrain::throw_mpi_error(at_mpi_status_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -24,10 +24,10 @@ OptimizerKind parse_optimizer(std::string_view name, std::string_view source);
 
 struct OptimizerSettings {
   OptimizerKind kind = OptimizerKind::adamw;
-  float beta1 = 0.9f;    // AdamW
-  float beta2 = 0.999f;  // AdamW
-  float eps = 1e-8f;     // AdamW
-  float momentum = 0.9f; // SGD
+  float beta1 = 0.9f;     // AdamW
+  float beta2 = 0.999f;   // AdamW
+  float eps = 1e-8f;      // AdamW
+  float momentum = 0.9f;  // SGD
   float weight_decay = 0.0f;
 };
 

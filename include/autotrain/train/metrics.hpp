@@ -10,14 +10,14 @@
 namespace autotrain::train {
 
 struct StepMetrics {
-  long long step = 0;         // optimizer steps done
+  long long step = 0;  // optimizer steps done
   long long total_steps = 0;
-  double epoch = 0;           // fractional epochs done
-  double loss = 0;            // mean training loss of the step, over all ranks
+  double epoch = 0;  // fractional epochs done
+  double loss = 0;   // mean training loss of the step, over all ranks
   std::optional<double> val_loss;
   double lr = 0;
   double grad_norm = 0;
-  double tokens_per_s = 0;    // over the steps since the previous report
+  double tokens_per_s = 0;  // over the steps since the previous report
   double elapsed_s = 0;
   double comm_wait_fraction = 0;
 };

@@ -19,8 +19,8 @@ struct RunSetup {
   Topology topology;
   CommBackend comm_backend = CommBackend::mpi;  // resolved: never `automatic`
   int zero_stage = 0;
-  int threads = 1;               // CPU threads of this rank
-  std::string threads_source;    // "--threads", "OMP_NUM_THREADS", "CPU affinity / ranks per node"
+  int threads = 1;             // CPU threads of this rank
+  std::string threads_source;  // "--threads", "OMP_NUM_THREADS", "CPU affinity / ranks per node"
 
   const config::TrainingParams& params() const { return resolved.params; }
 };
