@@ -9,6 +9,7 @@
 
 #include "autotrain/ckpt/checkpoint.hpp"
 #include "autotrain/cli/commands.hpp"
+#include "autotrain/cli/options.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
@@ -39,17 +40,7 @@ CkptOptions parse_ckpt_options(const std::vector<std::string>& args) {
   all.add(description).add(hidden);
   po::positional_options_description positional;
   positional.add("action", 1).add("file", 1);
-  try {
-    po::variables_map values;
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), values);
-    po::notify(values);
-  } catch (const po::unknown_option& error) {
-    throw CollectiveError(cat("ckpt: unknown option '", error.get_option_name(), "'",
-                              did_you_mean(error.get_option_name(), {"--help"}),
-                              "; run 'autotrain ckpt --help'"));
-  } catch (const po::error& error) {
-    throw CollectiveError(cat("ckpt: ", error.what(), "; run 'autotrain ckpt --help'"));
-  }
+  parse_command_options("ckpt", all, args, positional);
   if (options.help) return options;
   const std::vector<std::string> actions = {"inspect", "verify"};
   if (options.action.empty()) throw CollectiveError(cat("ckpt: missing action\n", kUsage));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autotrain/cli/commands.hpp"
+#include "autotrain/cli/options.hpp"
 #include "autotrain/comm/backend.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -52,18 +53,7 @@ po::options_description env_options(EnvOptions& options) {
 EnvOptions parse_env_options(const std::vector<std::string>& args) {
   EnvOptions options;
   const po::options_description description = env_options(options);
-  try {
-    po::variables_map values;
-    po::store(po::command_line_parser(args).options(description).run(), values);
-    po::notify(values);
-  } catch (const po::unknown_option& error) {
-    const std::vector<std::string> flags = {"--json", "--master-port", "--help"};
-    throw CollectiveError(cat("env: unknown option '", error.get_option_name(), "'",
-                              did_you_mean(error.get_option_name(), flags),
-                              "; run 'autotrain env --help'"));
-  } catch (const po::error& error) {
-    throw CollectiveError(cat("env: ", error.what(), "; run 'autotrain env --help'"));
-  }
+  parse_command_options("env", description, args);
   if (options.master_port < 1 || options.master_port > 65535) {
     throw CollectiveError(
         cat("env: --master-port ", options.master_port, " is not a TCP port (expected 1..65535)"));

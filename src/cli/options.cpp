@@ -9,12 +9,14 @@ namespace po = boost::program_options;
 
 po::variables_map parse_command_options(std::string_view command,
                                         const po::options_description& description,
-                                        const std::vector<std::string>& args) {
+                                        const std::vector<std::string>& args,
+                                        const po::positional_options_description& positional) {
   po::variables_map values;
   try {
     po::store(
         po::command_line_parser(args)
             .options(description)
+            .positional(positional)
             .style(po::command_line_style::unix_style & ~po::command_line_style::allow_guessing)
             .run(),
         values);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "autotrain/cli/commands.hpp"
+#include "autotrain/cli/options.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -78,30 +79,13 @@ T parse_number(const std::string& flag, const std::string& text) {
 // Returns nothing when --help was asked for.
 std::optional<data::PrepareOptions> parse(const std::vector<std::string>& args) {
   po::options_description description;
-  std::vector<std::string> spellings;
   for (const auto& flag : kFlags) {
     description.add_options()(flag.name, po::value<std::string>(), "");
     const std::string snake = to_snake_case(flag.name);
     if (snake != flag.name) description.add_options()(snake.c_str(), po::value<std::string>(), "");
-    spellings.push_back(cat("--", flag.name));
   }
   description.add_options()("help,h", "");
-  spellings.push_back("--help");
-  po::variables_map values;
-  try {
-    po::store(
-        po::command_line_parser(args)
-            .options(description)
-            .style(po::command_line_style::unix_style & ~po::command_line_style::allow_guessing)
-            .run(),
-        values);
-  } catch (const po::unknown_option& error) {
-    const std::string name = error.get_option_name();
-    throw CollectiveError(cat("prepare: unknown option '", name, "'", did_you_mean(name, spellings),
-                              "; see autotrain prepare --help"));
-  } catch (const po::error& error) {
-    throw CollectiveError(cat("prepare: ", error.what(), "; see autotrain prepare --help"));
-  }
+  const po::variables_map values = parse_command_options("prepare", description, args);
   if (values.count("help")) return std::nullopt;
 
   const auto get = [&](const char* name) -> std::optional<std::string> {
