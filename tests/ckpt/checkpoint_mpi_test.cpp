@@ -30,28 +30,6 @@ int world() {
   return value;
 }
 
-// One folder every rank sees: rank 0 owns it, the others learn its name.
-class SharedTempDir {
- public:
-  SharedTempDir() {
-    std::string name;
-    if (rank() == 0) {
-      owned_ = std::make_unique<testing::TempDir>();
-      name = owned_->path().string();
-    }
-    int length = static_cast<int>(name.size());
-    MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    name.resize(static_cast<size_t>(length));
-    MPI_Bcast(name.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = name;
-  }
-  ~SharedTempDir() { MPI_Barrier(MPI_COMM_WORLD); }
-  const fs::path& path() const { return path_; }
-
- private:
-  std::unique_ptr<testing::TempDir> owned_;
-  fs::path path_;
-};
 
 float value_at(size_t tensor, uint64_t index) {
   return static_cast<float>(tensor) * 1000.0f + static_cast<float>(index) * 0.5f + 0.25f;
@@ -106,7 +84,7 @@ std::vector<float> read_whole(CheckpointReader& reader, const std::string& name)
 class LayoutTest : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(LayoutTest, EveryRankReadsWholeTensorsWrittenInPieces) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {.layout = GetParam()}, MPI_COMM_WORLD);
@@ -119,7 +97,7 @@ TEST_P(LayoutTest, EveryRankReadsWholeTensorsWrittenInPieces) {
 }
 
 TEST_P(LayoutTest, ReversedContiguousOwnershipReadsItsOwnRanges) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {.layout = GetParam()}, MPI_COMM_WORLD);
@@ -144,7 +122,7 @@ TEST_P(LayoutTest, ReversedContiguousOwnershipReadsItsOwnRanges) {
 }
 
 TEST_P(LayoutTest, RunStateAndChecksumsRoundTrip) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {.layout = GetParam()}, MPI_COMM_WORLD);
@@ -190,7 +168,7 @@ void flip_byte(const fs::path& file, const std::string& dataset_name, uint64_t b
 }
 
 TEST_P(LayoutTest, FlippedByteFailsVerificationNamingTheDataset) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {.layout = GetParam()}, MPI_COMM_WORLD);
@@ -229,7 +207,7 @@ void expect_error(Body&& body, std::initializer_list<std::string> fragments) {
 }
 
 TEST(CheckpointErrors, TruncatedFileIsRefusedNamingIt) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
@@ -239,7 +217,7 @@ TEST(CheckpointErrors, TruncatedFileIsRefusedNamingIt) {
 }
 
 TEST(CheckpointErrors, NewerFormatVersionAsksToUpgrade) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
@@ -257,7 +235,7 @@ TEST(CheckpointErrors, NewerFormatVersionAsksToUpgrade) {
 }
 
 TEST(CheckpointErrors, MissingOrResizedExpectedDatasetIsNamed) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
@@ -270,7 +248,7 @@ TEST(CheckpointErrors, MissingOrResizedExpectedDatasetIsNamed) {
 }
 
 TEST(CheckpointErrors, UnownedElementsAreRejectedOnEveryRank) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   fixture.content.pieces.pop_back();  // the last rank's second piece of the last tensor...
   if (rank() != world() - 1) fixture.content.pieces = Fixture().content.pieces;  // ...only there
@@ -280,7 +258,7 @@ TEST(CheckpointErrors, UnownedElementsAreRejectedOnEveryRank) {
 }
 
 TEST(CheckpointErrors, DoublyOwnedElementsAreRejected) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   fixture.content.pieces.push_back({0, 0, std::span<const float>(fixture.values[0].data(), 1)});
   expect_error([&] { write_checkpoint(dir.path() / "c.h5", fixture.content, {}, MPI_COMM_WORLD); },
@@ -288,7 +266,7 @@ TEST(CheckpointErrors, DoublyOwnedElementsAreRejected) {
 }
 
 TEST(CheckpointDirTest, KeepsNewestAndLatestAndSkipsUnfinishedSaves) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   CheckpointDir folder(dir.path());
   for (int64_t step = 1; step <= 4; ++step) {
     Fixture fixture(step);
@@ -316,7 +294,7 @@ TEST(CheckpointDirTest, KeepsNewestAndLatestAndSkipsUnfinishedSaves) {
 }
 
 TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   CheckpointDir folder(dir.path());
   for (int64_t step : {10, 20}) {
     Fixture fixture(step);
@@ -330,7 +308,7 @@ TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
 }
 
 TEST(CheckpointLayout, LargeDatasetsStartOnTheConfiguredAlignment) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   // Every tensor (>= 140 bytes) is above the 64-byte threshold, so each starts on 4 KiB.
@@ -348,7 +326,7 @@ TEST(CheckpointLayout, LargeDatasetsStartOnTheConfiguredAlignment) {
 }
 
 TEST(CheckpointLayout, H5dumpShowsDocumentedGroupsAndAttributes) {
-  SharedTempDir dir;
+  testing::SharedTempDir dir;
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);

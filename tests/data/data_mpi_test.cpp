@@ -26,31 +26,9 @@ int world() {
   return value;
 }
 
-// A folder created by rank 0 and known to every rank (the ranks share this machine's /tmp).
-class SharedTempDir {
- public:
-  SharedTempDir() {
-    std::string path;
-    if (rank() == 0) {
-      owned_ = std::make_unique<testing::TempDir>();
-      path = owned_->path().string();
-    }
-    int size = static_cast<int>(path.size());
-    MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    path.resize(static_cast<size_t>(size));
-    MPI_Bcast(path.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = path;
-  }
-  ~SharedTempDir() { MPI_Barrier(MPI_COMM_WORLD); }  // nobody reads while rank 0 removes it
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::unique_ptr<testing::TempDir> owned_;
-  std::filesystem::path path_;
-};
 
 TEST(DataMpi, EveryRankSeesTheShardsRankZeroPrepared) {
-  const SharedTempDir dir;
+  const testing::SharedTempDir dir;
   if (rank() == 0) testing::write_file(dir.path() / "in/train.txt", std::string(1000, 'a'));
   MPI_Barrier(MPI_COMM_WORLD);
   PrepareOptions options;
@@ -65,7 +43,7 @@ TEST(DataMpi, EveryRankSeesTheShardsRankZeroPrepared) {
 }
 
 TEST(DataMpi, APrepareFailureOnRankZeroIsRaisedOnEveryRank) {
-  const SharedTempDir dir;
+  const testing::SharedTempDir dir;
   PrepareOptions options;
   options.data_path = dir.path() / "does-not-exist";
   options.output_dir = dir.path() / "out";

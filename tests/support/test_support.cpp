@@ -1,5 +1,6 @@
 #include "test_support.hpp"
 
+#include <mpi.h>
 #include <stdlib.h>
 
 #include <fstream>
@@ -25,6 +26,25 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
+}
+
+SharedTempDir::SharedTempDir() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::string name;
+  if (rank == 0) {
+    owned_ = std::make_unique<TempDir>();
+    name = owned_->path().string();
+  }
+  int length = static_cast<int>(name.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  name.resize(static_cast<size_t>(length));
+  MPI_Bcast(name.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+  path_ = name;
+}
+
+SharedTempDir::~SharedTempDir() {
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 void write_file(const std::filesystem::path& path, const std::string& content) {

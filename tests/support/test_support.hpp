@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests: fixture paths and self-cleaning temporary folders.
 #include <filesystem>
+#include <memory>
 #include <string>
 
 namespace autotrain::testing {
@@ -21,6 +22,23 @@ class TempDir {
   std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
  private:
+  std::filesystem::path path_;
+};
+
+// A folder created by rank 0 and known to every rank of MPI_COMM_WORLD (the ranks of a test share
+// this machine's /tmp). Collective: construct and destroy it on every rank; the destructor waits
+// for everyone before rank 0 removes it, so nobody reads a folder that is going away.
+class SharedTempDir {
+ public:
+  SharedTempDir();
+  ~SharedTempDir();
+  SharedTempDir(const SharedTempDir&) = delete;
+  SharedTempDir& operator=(const SharedTempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::unique_ptr<TempDir> owned_;  // rank 0 only
   std::filesystem::path path_;
 };
 

@@ -25,16 +25,6 @@ int rank() {
   return value;
 }
 
-// A folder name every rank agrees on (rank 0's temporary folder).
-std::filesystem::path shared_folder(const testing::TempDir& mine) {
-  std::string path = mine.path().string();
-  int length = static_cast<int>(path.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  path.resize(static_cast<size_t>(length));
-  MPI_Bcast(path.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return path;
-}
-
 class ExportTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(ExportTest, FolderLoadsBackToTheSeedsParametersFromEveryStage) {
@@ -49,13 +39,12 @@ TEST_P(ExportTest, FolderLoadsBackToTheSeedsParametersFromEveryStage) {
   auto engine = zero::Engine::create(layout, *comm, options);
   engine->init_parameters(11);
 
-  testing::TempDir temp;
-  const auto dir = shared_folder(temp) / "export";
+  const testing::SharedTempDir temp;
+  const auto dir = temp / "export";
   config::TrainingParams params;
   params.tokenizer = "byte";
   params.export_dtype = "fp32";
   export_model(*engine, layout, params, dir);
-  MPI_Barrier(MPI_COMM_WORLD);
   if (rank() != 0) return;
 
   const LoadedModel loaded = load_model_folder(dir);
@@ -84,13 +73,12 @@ TEST(Export, Bf16WeightsRoundToNearestAndGenerateRuns) {
   auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
   auto engine = zero::Engine::create(layout, *comm, zero::EngineOptions{});
   engine->init_parameters(5);
-  testing::TempDir temp;
-  const auto dir = shared_folder(temp) / "bf16";
+  const testing::SharedTempDir temp;
+  const auto dir = temp / "bf16";
   config::TrainingParams params;
   params.tokenizer = "byte";
   params.export_dtype = "bf16";
   export_model(*engine, layout, params, dir);
-  MPI_Barrier(MPI_COMM_WORLD);
   if (rank() != 0) return;
 
   const LoadedModel loaded = load_model_folder(dir);
