@@ -5,7 +5,9 @@
 #    5..12. Every stage 0-3 and every np 1, 2, 4 is covered (np1: 0 and 3; np2: 1 and 2; np4: 3
 #    and 0), the global batch G = 16 throughout.
 #  - reshape: checkpoint-4 of np=4 stage 3 resumes on np=2 stage 1 and np=1 stage 0
-#    (gradient_accumulation keeps G) with losses within 1e-5 relative of the np=4 run.
+#    (gradient_accumulation keeps G) with losses within 1e-5 relative of the np=4 run, and the
+#    np=1 run's checkpoint-8 continues on np=4 stage 2;
+#  - the per-rank layout resumes exactly and reshapes np=2 -> np=4.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
@@ -41,4 +43,17 @@ train 2 reshape-2-1 1 --resume-from-checkpoint ref-4-3/checkpoints/checkpoint-4.
 $check tail ref-4-3/metrics.jsonl reshape-2-1/metrics.jsonl 5 1e-5
 train 1 reshape-1-0 0 --resume-from-checkpoint ref-4-3/checkpoints/checkpoint-4.h5
 $check tail ref-4-3/metrics.jsonl reshape-1-0/metrics.jsonl 5 1e-5
+# ... and on to np=4 stage 2 (the chain 4 -> 2 -> 1 -> 4 of the issue): the np=1 stage-0 run's
+# checkpoint-8 continues at np=4.
+train 4 reshape-4-2 2 --resume-from-checkpoint reshape-1-0/checkpoints/checkpoint-8.h5
+$check tail ref-4-3/metrics.jsonl reshape-4-2/metrics.jsonl 9 1e-5
+
+# The per-rank layout (one HDF5 file per rank behind a master of virtual datasets) resumes
+# exactly too, and reshapes from np=2 to np=4.
+train 2 ref-per-rank 2 --checkpoint-layout per-rank
+[ -d ref-per-rank/checkpoints/checkpoint-4.ranks ] || { ls -R ref-per-rank/checkpoints; exit 1; }
+train 2 res-per-rank 2 --checkpoint-layout per-rank --resume-from-checkpoint ref-per-rank/checkpoints/checkpoint-4.h5
+$check tail ref-per-rank/metrics.jsonl res-per-rank/metrics.jsonl 5 0
+train 4 reshape-per-rank 3 --resume-from-checkpoint ref-per-rank/checkpoints/checkpoint-4.h5
+$check tail ref-per-rank/metrics.jsonl reshape-per-rank/metrics.jsonl 5 1e-5
 echo "ckpt_resume: ok"
