@@ -140,42 +140,85 @@ class MpiCommunicator final : public Communicator {
   std::string_view name() const override { return "mpi"; }
 
   CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
-    check_reduction("mpi", "allreduce", dtype, op);
-    const int n = checked_int_count(count, "allreduce");
-    return issue("allreduce", count * dtype_size(dtype),
-                 {MpiPending::Kind::allreduce, nullptr, data, n, dtype, op, 0});
+    return issue(allreduce_request(data, count, dtype, op));
   }
-
   CommHandle reduce_scatter_async(const void* input, void* output, size_t part, DType dtype,
                                   ReduceOp op) override {
-    check_reduction("mpi", "reduce_scatter", dtype, op);
-    checked_int_count(part * static_cast<size_t>(size_), "reduce_scatter");
-    return issue(
-        "reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype),
-        {MpiPending::Kind::reduce_scatter, input, output, static_cast<int>(part), dtype, op, 0});
+    return issue(reduce_scatter_request(input, output, part, dtype, op));
+  }
+  CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
+    return issue(allgather_request(input, output, part, dtype));
+  }
+  CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
+    return issue(broadcast_request(data, count, dtype, root));
+  }
+  CommHandle barrier_async() override { return issue(barrier_request()); }
+
+  using Communicator::allreduce;
+  using Communicator::broadcast;
+  void allreduce(void* data, size_t count, DType dtype, ReduceOp op) override {
+    run_blocking(allreduce_request(data, count, dtype, op));
+  }
+  void reduce_scatter(const void* input, void* output, size_t part, DType dtype,
+                      ReduceOp op) override {
+    run_blocking(reduce_scatter_request(input, output, part, dtype, op));
+  }
+  void allgather(const void* input, void* output, size_t part, DType dtype) override {
+    run_blocking(allgather_request(input, output, part, dtype));
+  }
+  void broadcast(void* data, size_t count, DType dtype, int root) override {
+    run_blocking(broadcast_request(data, count, dtype, root));
+  }
+  void barrier() override { run_blocking(barrier_request()); }
+
+ private:
+  // A validated collective: what the watchdog reports, and the MPI call.
+  struct Request {
+    std::string_view operation;  // a string literal
+    size_t bytes;
+    MpiPending::Call call;
+  };
+
+  Request allreduce_request(void* data, size_t count, DType dtype, ReduceOp op) const {
+    check_reduction("mpi", "allreduce", dtype, op);
+    const int n = checked_int_count(count, "allreduce");
+    return {"allreduce",
+            count * dtype_size(dtype),
+            {MpiPending::Kind::allreduce, nullptr, data, n, dtype, op, 0}};
   }
 
-  CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
+  Request reduce_scatter_request(const void* input, void* output, size_t part, DType dtype,
+                                 ReduceOp op) const {
+    check_reduction("mpi", "reduce_scatter", dtype, op);
+    checked_int_count(part * static_cast<size_t>(size_), "reduce_scatter");
+    return {
+        "reduce_scatter",
+        part * static_cast<size_t>(size_) * dtype_size(dtype),
+        {MpiPending::Kind::reduce_scatter, input, output, static_cast<int>(part), dtype, op, 0}};
+  }
+
+  Request allgather_request(const void* input, void* output, size_t part, DType dtype) const {
     checked_int_count(part * static_cast<size_t>(size_), "allgather");
     const size_t bytes = part * dtype_size(dtype);
     const bool in_place =
         input == static_cast<const std::byte*>(output) + static_cast<size_t>(rank_) * bytes;
-    return issue("allgather", bytes * static_cast<size_t>(size_),
-                 {MpiPending::Kind::allgather, in_place ? nullptr : input, output,
-                  static_cast<int>(part), dtype, ReduceOp::sum, 0});
+    return {"allgather",
+            bytes * static_cast<size_t>(size_),
+            {MpiPending::Kind::allgather, in_place ? nullptr : input, output,
+             static_cast<int>(part), dtype, ReduceOp::sum, 0}};
   }
 
-  CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
+  Request broadcast_request(void* data, size_t count, DType dtype, int root) const {
     AT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is not a rank of a ", size_,
              "-rank communicator");
     const int n = checked_int_count(count, "broadcast");
-    return issue("broadcast", count * dtype_size(dtype),
-                 {MpiPending::Kind::broadcast, nullptr, data, n, dtype, ReduceOp::sum, root});
+    return {"broadcast",
+            count * dtype_size(dtype),
+            {MpiPending::Kind::broadcast, nullptr, data, n, dtype, ReduceOp::sum, root}};
   }
 
-  CommHandle barrier_async() override { return issue("barrier", 0, {}); }
+  static Request barrier_request() { return {"barrier", 0, {}}; }
 
- private:
   friend class MpiPending;
 
   static int comm_rank(MPI_Comm comm) {
@@ -191,8 +234,9 @@ class MpiCommunicator final : public Communicator {
 
   // Registers the collective with the watchdog (in flight from now until its handle is waited
   // on) and queues it for the communication thread.
-  CommHandle issue(std::string_view operation, size_t bytes, const MpiPending::Call& call) {
-    auto pending = std::make_unique<MpiPending>(*this, watchdog_.begin(operation, bytes), call);
+  CommHandle issue(const Request& request) {
+    auto pending = std::make_unique<MpiPending>(
+        *this, watchdog_.begin(request.operation, request.bytes), request.call);
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(pending.get());
@@ -200,6 +244,37 @@ class MpiCommunicator final : public Communicator {
     }
     work_ready_.notify_one();
     return CommHandle(std::move(pending));
+  }
+
+  // A blocking collective runs right here when nothing is queued or running: no hand-off and
+  // no wake-up of the communication thread, which on oversubscribed cores costs more than a
+  // small collective. Otherwise it queues behind the others (issue order) and waits.
+  void run_blocking(const Request& request) {
+    {
+      std::unique_lock lock(mutex_);
+      if (running_ || next_ < queue_.size()) {
+        lock.unlock();
+        issue(request).wait();
+        return;
+      }
+      running_ = true;  // the communication thread starts nothing until this call is done
+    }
+    const uint64_t sequence = watchdog_.begin(request.operation, request.bytes);
+    std::exception_ptr error;
+    try {
+      run(request.call);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    watchdog_.end(sequence);
+    bool queued_meanwhile = false;  // by another thread; waking the thread needlessly is a syscall
+    {
+      std::lock_guard lock(mutex_);
+      running_ = false;
+      queued_meanwhile = next_ < queue_.size();
+    }
+    if (queued_meanwhile) work_ready_.notify_one();
+    if (error) std::rethrow_exception(error);
   }
 
   // Blocks until `pending` has run. When it is next in line and nothing is running (the

@@ -367,6 +367,23 @@ TEST_P(CommunicatorTest, MixedAsyncOpsAndBarrierCompleteInIssueOrder) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(gathered[static_cast<size_t>(r)], static_cast<float>(r));
 }
 
+// A blocking call issued while async calls are still queued must run after them on every rank
+// (the mpi backend runs blocking calls on the caller's thread when nothing is queued).
+TEST_P(CommunicatorTest, BlockingCallAfterQueuedAsyncCallsKeepsIssueOrder) {
+  constexpr size_t kCount = 100003;
+  std::vector<float> first(kCount, 1.0f);
+  std::vector<float> second(kCount, 2.0f);
+  std::vector<int32_t> blocking(1, 3);
+  CommHandle a = comm().allreduce_async(first.data(), kCount, DType::fp32, ReduceOp::sum);
+  CommHandle b = comm().allreduce_async(second.data(), kCount, DType::fp32, ReduceOp::max);
+  comm().allreduce(blocking.data(), 1, DType::int32, ReduceOp::sum);
+  EXPECT_EQ(blocking[0], 3 * comm().size());
+  a.wait();
+  b.wait();
+  EXPECT_EQ(first[kCount - 1], static_cast<float>(comm().size()));
+  EXPECT_EQ(second[kCount - 1], 2.0f);
+}
+
 TEST_P(CommunicatorTest, DroppedHandleStillCompletesItsCollective) {
   std::vector<int32_t> value(1, 1);
   { CommHandle dropped = comm().allreduce_async(value.data(), 1, DType::int32, ReduceOp::sum); }

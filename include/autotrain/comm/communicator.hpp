@@ -114,19 +114,22 @@ class Communicator {
   virtual CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) = 0;
   virtual CommHandle barrier_async() = 0;
 
-  void allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
+  // The blocking forms: the async call, waited on at once. Virtual so that a backend can run a
+  // blocking collective without handing it to another thread (the mpi backend does).
+  virtual void allreduce(void* data, size_t count, DType dtype, ReduceOp op) {
     allreduce_async(data, count, dtype, op).wait();
   }
-  void reduce_scatter(const void* input, void* output, size_t part, DType dtype, ReduceOp op) {
+  virtual void reduce_scatter(const void* input, void* output, size_t part, DType dtype,
+                              ReduceOp op) {
     reduce_scatter_async(input, output, part, dtype, op).wait();
   }
-  void allgather(const void* input, void* output, size_t part, DType dtype) {
+  virtual void allgather(const void* input, void* output, size_t part, DType dtype) {
     allgather_async(input, output, part, dtype).wait();
   }
-  void broadcast(void* data, size_t count, DType dtype, int root) {
+  virtual void broadcast(void* data, size_t count, DType dtype, int root) {
     broadcast_async(data, count, dtype, root).wait();
   }
-  void barrier() { barrier_async().wait(); }
+  virtual void barrier() { barrier_async().wait(); }
 
   // Typed views for the common host-memory cases.
   void allreduce(std::span<float> data, ReduceOp op) {
