@@ -769,7 +769,17 @@ int run_bench_train(const std::vector<std::string>& args, MpiSession& mpi) {
   try {
     command_line = config::parse_train_command_line(line.train_args);
   } catch (const Error& error) {
-    throw CollectiveError(cat("bench train: ", error.what(),
+    // A misspelt bench flag reaches the train parser, which does not know the bench flags.
+    const std::vector<std::string> bench_flags = {"--steps", "--warmup-steps", "--sgemm-size",
+                                                  "--no-profile", "--json"};
+    std::string hint;
+    for (const auto& arg : line.train_args) {
+      const std::string flag = arg.substr(0, arg.find('='));
+      if (flag.rfind("--", 0) == 0 && std::string(error.what()).find(flag) != std::string::npos)
+        hint = did_you_mean(flag, bench_flags);
+      if (!hint.empty()) break;
+    }
+    throw CollectiveError(cat("bench train: ", error.what(), hint,
                               "\nrun 'autotrain bench train --help' for every option"));
   }
   if (command_line.help) {
@@ -815,8 +825,12 @@ int run_bench(const std::vector<std::string>& args, MpiSession& mpi) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     if (mpi.rank() == 0) {
       std::cout << "usage: autotrain bench <kind> [options]\n\nkinds:\n";
-      for (const auto& kind : bench_kinds())
-        std::cout << "  " << kind.name << "  " << kind.summary << "\n";
+      std::size_t width = 0;
+      for (const auto& kind : bench_kinds()) width = std::max(width, kind.name.size());
+      for (const auto& kind : bench_kinds()) {
+        std::cout << "  " << kind.name << std::string(width - kind.name.size() + 2, ' ')
+                  << kind.summary << "\n";
+      }
       std::cout << "\n'autotrain bench <kind> --help' shows a kind's options.\n";
     }
     if (args.empty())

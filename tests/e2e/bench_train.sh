@@ -61,4 +61,10 @@ if timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" bench train \
   echo "bench train --steps 0 succeeded"; exit 1
 fi
 grep -q "steps 0 must be at least 1" bad.out || { cat bad.out; exit 1; }
+# A misspelt bench flag is suggested even though the train parser saw it.
+if timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" bench train \
+  --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --stpes 2 > typo.out 2>&1; then
+  echo "bench train --stpes succeeded"; exit 1
+fi
+grep -q "did you mean '--steps'?" typo.out || { cat typo.out; exit 1; }
 echo "bench_train: ok"
