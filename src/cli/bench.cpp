@@ -718,6 +718,8 @@ json train_bench_json(const train::TrainBenchResult& r) {
           {"forward_s", r.forward_s},
           {"backward_s", r.backward_s},
           {"optimizer_s", r.optimizer_s},
+          {"reduce_tail_s", r.reduce_tail_s},
+          {"grad_norm_s", r.grad_norm_s},
           {"comm_wait_s", r.comm_wait_s},
           {"comm_wait_fraction", step > 0 ? r.comm_wait_s / step : 0.0},
           {"gflops_per_s", r.gflops_per_s},
@@ -750,6 +752,9 @@ void print_train_bench(const train::TrainBenchResult& r) {
   std::printf("%10.0f %10.2f %10.2f %9.2f %9.2f %9.2f %14s %9.1f %9.1f %5.1f%%\n", r.tokens_per_s,
               r.step_mean_s * 1e3, r.step_min_s * 1e3, r.forward_s * 1e3, r.backward_s * 1e3,
               r.optimizer_s * 1e3, wait, r.gflops_per_s, r.peak_gflops_per_s, 100.0 * r.mfu);
+  std::printf("optimizer phase: reduction tail %.2f ms, grad norm %.2f ms, update %.2f ms\n",
+              r.reduce_tail_s * 1e3, r.grad_norm_s * 1e3,
+              (r.optimizer_s - r.reduce_tail_s - r.grad_norm_s) * 1e3);
   std::printf("model state per rank: %s; activations %s\n", zero::describe(r.model_state).c_str(),
               human_bytes(static_cast<double>(r.activation_bytes)).c_str());
   std::printf("peak resident memory (VmHWM) per rank:");

@@ -30,6 +30,8 @@ struct PhaseSeconds {
   double forward = 0;
   double backward = 0;
   double optimizer = 0;
+  double reduce_tail = 0;  // parts of optimizer
+  double grad_norm = 0;
   double comm_wait = 0;
 };
 
@@ -127,7 +129,9 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
     }
     const Timer optimizer_timer;
     engine->finish_backward();
+    seconds.reduce_tail = optimizer_timer.seconds();
     const double grad_norm = engine->grad_norm();
+    seconds.grad_norm = optimizer_timer.seconds() - seconds.reduce_tail;
     engine->step(static_cast<float>(schedule.lr(step)),
                  clip_factor(grad_norm, params.max_grad_norm));
     seconds.optimizer = optimizer_timer.seconds();
@@ -163,17 +167,19 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
 
   // Reductions: each step's time is the slowest rank's; phases the slowest rank's mean.
   std::vector<double> step_seconds(timed.size());
-  double phases[4] = {0, 0, 0, 0};
+  double phases[6] = {0, 0, 0, 0, 0, 0};
   for (std::size_t i = 0; i < timed.size(); ++i) {
     step_seconds[i] = timed[i].step;
     phases[0] += timed[i].forward;
     phases[1] += timed[i].backward;
     phases[2] += timed[i].optimizer;
     phases[3] += timed[i].comm_wait;
+    phases[4] += timed[i].reduce_tail;
+    phases[5] += timed[i].grad_norm;
   }
   allreduce_in_place(step_seconds.data(), static_cast<int>(step_seconds.size()), MPI_DOUBLE,
                      MPI_MAX);
-  allreduce_in_place(phases, 4, MPI_DOUBLE, MPI_MAX);
+  allreduce_in_place(phases, 6, MPI_DOUBLE, MPI_MAX);
   allreduce_in_place(&peak_gflops, 1, MPI_DOUBLE, MPI_SUM);
   allreduce_in_place(&final_loss, 1, MPI_FLOAT, MPI_SUM);
   const auto memory = engine->memory();
@@ -204,6 +210,8 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   r.backward_s = phases[1] / steps;
   r.optimizer_s = phases[2] / steps;
   r.comm_wait_s = phases[3] / steps;
+  r.reduce_tail_s = phases[4] / steps;
+  r.grad_norm_s = phases[5] / steps;
   const double tokens_per_step =
       static_cast<double>(batch_tokens) * static_cast<double>(accumulation) * topology.world_size;
   r.tokens_per_s = tokens_per_step / r.step_mean_s;

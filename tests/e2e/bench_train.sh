@@ -18,7 +18,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 stage = int(sys.argv[2])
 numbers = ["tokens_per_s", "step_mean_s", "step_min_s", "forward_s", "backward_s", "optimizer_s",
-           "comm_wait_s", "comm_wait_fraction", "gflops_per_s", "peak_gflops_per_s", "mfu",
+           "comm_wait_s", "comm_wait_fraction", "reduce_tail_s", "grad_norm_s", "gflops_per_s", "peak_gflops_per_s", "mfu",
            "flops_per_token", "final_loss"]
 for key in numbers:
     assert isinstance(doc[key], (int, float)), (key, doc.get(key))

@@ -40,7 +40,9 @@ struct TrainBenchResult {
   double step_min_s = 0;
   double forward_s = 0;
   double backward_s = 0;
-  double optimizer_s = 0;  // finish_backward + grad_norm + step (the reductions' tail included)
+  double optimizer_s = 0;    // finish_backward + grad_norm + step (the reductions' tail included)
+  double reduce_tail_s = 0;  // of which finish_backward: waiting for the last reductions
+  double grad_norm_s = 0;    // of which grad_norm (its allgather included); the rest is the update
   double comm_wait_s = 0;
   double tokens_per_s = 0;       // all ranks: B·T·accumulation·world_size / step_mean_s
   double gflops_per_s = 0;       // all ranks: flops_per_token · tokens_per_s
