@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   openmpi-bin libopenmpi-dev
-  libhdf5-openmpi-dev hdf5-tools
+  libhdf5-openmpi-dev hdf5-tools python3-h5py
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev
