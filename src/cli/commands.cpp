@@ -12,7 +12,7 @@ const std::vector<Command>& commands() {
       {"ckpt", "inspect or verify a checkpoint (ckpt inspect|verify FILE)", run_ckpt},
       {"export", "write a checkpoint's model as a Hugging Face folder", run_export},
       {"generate", "sample text from an exported model folder", run_generate},
-      {"bench", "benchmark collectives (bench comm) under mpirun", run_bench},
+      {"bench", "benchmark collectives (bench comm) or training steps (bench train)", run_bench},
       {"launch",
        "start training with srun or mpirun (or write an sbatch script)",
        {},
