@@ -26,15 +26,6 @@ void log_summary(const train::RunSetup& setup, const train::TrainSummary& summar
   } catch (const std::exception& error) {
     checkpoint = cat("unknown (", error.what(), ")");
   }
-  const std::string val =
-      summary.final_val_loss ? cat(", final validation loss ", *summary.final_val_loss) : "";
-  // A preempted run: the trainer has said where the checkpoint is; the summary follows.
-  if (!summary.preempted) {
-    log::info("done: ", summary.steps, " steps in ", train::format_duration(summary.wall_s), ", ",
-              static_cast<long long>(summary.tokens), " tokens (",
-              static_cast<long long>(summary.tokens_per_s), " tokens/s), final loss ",
-              summary.final_loss, val);
-  }
   log::info("summary: wall time ", train::format_duration(summary.wall_s), " | steps ",
             summary.steps, " (", summary.steps_this_run, " this run) | tokens ",
             static_cast<long long>(summary.tokens), " | tokens/s ",
