@@ -30,7 +30,6 @@ int world() {
   return value;
 }
 
-
 float value_at(size_t tensor, uint64_t index) {
   return static_cast<float>(tensor) * 1000.0f + static_cast<float>(index) * 0.5f + 0.25f;
 }

@@ -26,7 +26,6 @@ int world() {
   return value;
 }
 
-
 TEST(DataMpi, EveryRankSeesTheShardsRankZeroPrepared) {
   const testing::SharedTempDir dir;
   if (rank() == 0) testing::write_file(dir.path() / "in/train.txt", std::string(1000, 'a'));
