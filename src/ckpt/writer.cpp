@@ -43,18 +43,6 @@ struct PieceRecord {
   uint64_t rank = 0;
 };
 
-int comm_rank(MPI_Comm comm) {
-  int rank = 0;
-  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  return rank;
-}
-
-int comm_size(MPI_Comm comm) {
-  int size = 1;
-  AT_MPI_CHECK(MPI_Comm_size(comm, &size));
-  return size;
-}
-
 void check_specs(const std::vector<TensorSpec>& tensors) {
   std::vector<std::string> names;
   for (const auto& spec : tensors) {

@@ -298,17 +298,6 @@ class GlooCommunicator final : public Communicator {
   }
 
  private:
-  static int comm_rank(MPI_Comm comm) {
-    int rank = 0;
-    AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    return rank;
-  }
-  static int comm_size(MPI_Comm comm) {
-    int size = 0;
-    AT_MPI_CHECK(MPI_Comm_size(comm, &size));
-    return size;
-  }
-
   void agree_or_throw_local(const std::string& failure) {
     agree_or_throw(failure.empty(), failure, comm_.get());
   }

@@ -15,6 +15,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/watchdog.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
 #include "internal.hpp"
 
 namespace autotrain::comm_detail {
@@ -220,17 +221,6 @@ class MpiCommunicator final : public Communicator {
   static Request barrier_request() { return {"barrier", 0, {}}; }
 
   friend class MpiPending;
-
-  static int comm_rank(MPI_Comm comm) {
-    int rank = 0;
-    AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    return rank;
-  }
-  static int comm_size(MPI_Comm comm) {
-    int size = 0;
-    AT_MPI_CHECK(MPI_Comm_size(comm, &size));
-    return size;
-  }
 
   // Registers the collective with the watchdog (in flight from now until its handle is waited
   // on) and queues it for the communication thread.

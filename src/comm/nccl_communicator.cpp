@@ -250,17 +250,6 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  static int comm_rank(MPI_Comm comm) {
-    int rank = 0;
-    AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    return rank;
-  }
-  static int comm_size(MPI_Comm comm) {
-    int size = 0;
-    AT_MPI_CHECK(MPI_Comm_size(comm, &size));
-    return size;
-  }
-
   // Non-blocking NCCL returns ncclInProgress until the call is done; give up after comm_timeout.
   void wait_until_ready(const char* what) {
     Timer timer;

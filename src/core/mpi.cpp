@@ -54,6 +54,18 @@ int world_size() {
   return size;
 }
 
+int comm_rank(MPI_Comm comm) {
+  int rank = 0;
+  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
+int comm_size(MPI_Comm comm) {
+  int size = 1;
+  AT_MPI_CHECK(MPI_Comm_size(comm, &size));
+  return size;
+}
+
 void abort_job(int exit_code) {
   int initialized = 0;
   int finalized = 0;

@@ -29,6 +29,9 @@ class MpiSession {
 
 int world_rank();
 int world_size();
+// This process's rank in, and the size of, `comm` (checked: an MPI error throws).
+int comm_rank(MPI_Comm comm);
+int comm_size(MPI_Comm comm);
 
 // Prints nothing; aborts every rank of the job with `exit_code` (MPI_Abort when MPI is up,
 // std::exit otherwise). The caller has already logged why.
