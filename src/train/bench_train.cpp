@@ -65,11 +65,7 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   const auto& topology = setup.topology;
   kernels::set_num_threads(setup.threads);
 
-  auto config = model::ModelConfig::gpt2(
-      static_cast<int>(params.n_layer), static_cast<int>(params.n_head),
-      static_cast<int>(params.n_embd), static_cast<int>(params.n_positions),
-      static_cast<int>(params.vocab_size));
-  config.validate();
+  const auto config = model_config(params);
   const int B = static_cast<int>(params.batch_size);
   const int T = static_cast<int>(params.block_size);
   const long long accumulation = params.gradient_accumulation;
@@ -78,18 +74,10 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   // peak resident figure below is the model's whenever the model needs more than they did.
   const double peak_before = kernels::measure_sgemm_gflops(options.sgemm_size, kSgemmRepeats);
 
-  CommOptions comm_options;
-  comm_options.timeout_seconds = static_cast<double>(params.comm_timeout);
-  comm_options.device = topology.device;
-  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options);
+  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
 
   const model::ParamLayout layout(config, topology.world_size);
-  zero::EngineOptions engine_options;
-  engine_options.stage = setup.zero_stage;
-  engine_options.reduce_bucket_size = static_cast<std::size_t>(params.reduce_bucket_size);
-  engine_options.prefetch = static_cast<int>(params.stage3_prefetch);
-  engine_options.optimizer.kind = parse_optimizer(params.optimizer, "optimizer");
-  engine_options.optimizer.weight_decay = static_cast<float>(params.weight_decay);
+  const zero::EngineOptions engine_options = train::engine_options(setup);
   auto engine = zero::Engine::create(layout, *comm, engine_options);
   engine->init_parameters(static_cast<std::uint64_t>(params.seed));
   model::Gpt2Model model(layout, B, T);

@@ -97,6 +97,33 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   return setup;
 }
 
+model::ModelConfig model_config(const config::TrainingParams& params) {
+  auto config = model::ModelConfig::gpt2(
+      static_cast<int>(params.n_layer), static_cast<int>(params.n_head),
+      static_cast<int>(params.n_embd), static_cast<int>(params.n_positions),
+      static_cast<int>(params.vocab_size));
+  config.validate();
+  return config;
+}
+
+CommOptions comm_options(const RunSetup& setup) {
+  CommOptions options;
+  options.timeout_seconds = static_cast<double>(setup.params().comm_timeout);
+  options.device = setup.topology.device;
+  return options;
+}
+
+zero::EngineOptions engine_options(const RunSetup& setup) {
+  const auto& params = setup.params();
+  zero::EngineOptions options;
+  options.stage = setup.zero_stage;
+  options.reduce_bucket_size = static_cast<size_t>(params.reduce_bucket_size);
+  options.prefetch = static_cast<int>(params.stage3_prefetch);
+  options.optimizer.kind = parse_optimizer(params.optimizer, "optimizer");
+  options.optimizer.weight_decay = static_cast<float>(params.weight_decay);
+  return options;
+}
+
 std::string render_plan(const RunSetup& setup) {
   const auto& params = setup.params();
   const auto& topology = setup.topology;

@@ -69,22 +69,6 @@ Datasets prepare_data(const RunSetup& setup) {
   return datasets;
 }
 
-model::ModelConfig model_config(const config::TrainingParams& params) {
-  auto config = model::ModelConfig::gpt2(
-      static_cast<int>(params.n_layer), static_cast<int>(params.n_head),
-      static_cast<int>(params.n_embd), static_cast<int>(params.n_positions),
-      static_cast<int>(params.vocab_size));
-  config.validate();
-  return config;
-}
-
-OptimizerSettings optimizer_settings(const config::TrainingParams& params) {
-  OptimizerSettings settings;
-  settings.kind = parse_optimizer(params.optimizer, "optimizer");
-  settings.weight_decay = static_cast<float>(params.weight_decay);
-  return settings;
-}
-
 long long resolve_logging_steps(const config::TrainingParams& params, long long steps_per_epoch) {
   if (params.logging_steps > 0) return params.logging_steps;
   // AutoTrain: 20% of the steps of an epoch, clamped to 1..25.
@@ -159,17 +143,10 @@ TrainSummary run_training(const RunSetup& setup) {
                                    ? (params.eval_steps > 0 ? params.eval_steps : logging_steps)
                                    : steps_per_epoch;
 
-  CommOptions comm_options;
-  comm_options.timeout_seconds = static_cast<double>(params.comm_timeout);
-  comm_options.device = topology.device;
-  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options);
+  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
 
   const model::ParamLayout layout(config, topology.world_size);
-  zero::EngineOptions engine_options;
-  engine_options.stage = setup.zero_stage;
-  engine_options.reduce_bucket_size = static_cast<size_t>(params.reduce_bucket_size);
-  engine_options.prefetch = static_cast<int>(params.stage3_prefetch);
-  engine_options.optimizer = optimizer_settings(params);
+  const zero::EngineOptions engine_options = train::engine_options(setup);
   auto engine = zero::Engine::create(layout, *comm, engine_options);
   engine->init_parameters(static_cast<uint64_t>(params.seed));
   model::Gpt2Model model(layout, B, T);

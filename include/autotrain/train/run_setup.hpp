@@ -8,9 +8,12 @@
 #include <string>
 
 #include "autotrain/comm/backend.hpp"
+#include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/command_line.hpp"
 #include "autotrain/config/load.hpp"
 #include "autotrain/launch/topology.hpp"
+#include "autotrain/model/config.hpp"
+#include "autotrain/zero/engine.hpp"
 
 namespace autotrain::train {
 
@@ -29,6 +32,12 @@ struct RunSetup {
 // rank is a CollectiveError on all), discovers and exports the topology, checks the parameters
 // against it and across ranks, picks the communicator and the threads.
 RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world);
+
+// What the parameters mean for the parts a run builds (the trainer and `bench train` build them
+// the same way): the model's shape (validated), the communicator's options, the engine's options.
+model::ModelConfig model_config(const config::TrainingParams& params);
+CommOptions comm_options(const RunSetup& setup);
+zero::EngineOptions engine_options(const RunSetup& setup);
 
 // The plan as rank 0 prints it: job shape, communicator, ZeRO stage, batch arithmetic, then
 // every parameter with its value and source.
