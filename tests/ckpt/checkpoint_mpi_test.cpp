@@ -12,23 +12,12 @@
 #include "autotrain/ckpt/checkpoint.hpp"
 #include "autotrain/ckpt/checkpoint_dir.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
 #include "test_support.hpp"
 
 namespace autotrain::ckpt {
 namespace {
 namespace fs = std::filesystem;
-
-int rank() {
-  int value = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &value);
-  return value;
-}
-
-int world() {
-  int value = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &value);
-  return value;
-}
 
 float value_at(size_t tensor, uint64_t index) {
   return static_cast<float>(tensor) * 1000.0f + static_cast<float>(index) * 0.5f + 0.25f;
@@ -51,8 +40,8 @@ struct Fixture {
       for (uint64_t i = 0; i < tensors[t].length; ++i) values[t][i] = value_at(t, i);
     }
     content.tensors = tensors;
-    const auto size = static_cast<uint64_t>(world());
-    const auto me = static_cast<uint64_t>(rank());
+    const auto size = static_cast<uint64_t>(world_size());
+    const auto me = static_cast<uint64_t>(world_rank());
     for (size_t t = 0; t < tensors.size(); ++t) {
       const uint64_t chunks = 2 * size;
       for (uint64_t chunk : {me, me + size}) {
@@ -68,8 +57,8 @@ struct Fixture {
     content.state.zero_stage = 3;
     content.state.json["model_config"] = R"({"n_layer": 1, "n_embd": 12})";
     content.state.json["training_params"] = R"({"lr": 0.0003, "batch_size": 2})";
-    content.state.per_rank["rng"] = {static_cast<uint64_t>(rank()) * 10 + 1,
-                                     static_cast<uint64_t>(rank()) * 10 + 2};
+    content.state.per_rank["rng"] = {static_cast<uint64_t>(world_rank()) * 10 + 1,
+                                     static_cast<uint64_t>(world_rank()) * 10 + 2};
   }
 };
 
@@ -103,8 +92,8 @@ TEST_P(LayoutTest, ReversedContiguousOwnershipReadsItsOwnRanges) {
   CheckpointReader reader(path, MPI_COMM_WORLD);
   // The reader's partition: rank r owns the (world-1-r)-th contiguous block, asked for as two
   // ranges (first element alone, then the rest) to exercise several ranges per call.
-  const auto size = static_cast<uint64_t>(world());
-  const auto block = size - 1 - static_cast<uint64_t>(rank());
+  const auto size = static_cast<uint64_t>(world_size());
+  const auto block = size - 1 - static_cast<uint64_t>(world_rank());
   for (size_t t = 0; t < fixture.tensors.size(); ++t) {
     const uint64_t length = fixture.tensors[t].length;
     const uint64_t begin = length * block / size;
@@ -133,10 +122,10 @@ TEST_P(LayoutTest, RunStateAndChecksumsRoundTrip) {
   EXPECT_EQ(info.epoch, 1);
   EXPECT_EQ(info.consumed_samples, 96);
   EXPECT_EQ(info.zero_stage, 3);
-  EXPECT_EQ(info.world_size, world());
+  EXPECT_EQ(info.world_size, world_size());
   EXPECT_EQ(info.json.at("model_config"), fixture.content.state.json["model_config"]);
-  ASSERT_EQ(info.per_rank.at("rng").size(), static_cast<size_t>(world()));
-  for (int r = 0; r < world(); ++r) {
+  ASSERT_EQ(info.per_rank.at("rng").size(), static_cast<size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) {
     const std::vector<uint64_t> expected = {static_cast<uint64_t>(r) * 10 + 1,
                                             static_cast<uint64_t>(r) * 10 + 2};
     EXPECT_EQ(info.per_rank.at("rng")[static_cast<size_t>(r)], expected);
@@ -171,7 +160,7 @@ TEST_P(LayoutTest, FlippedByteFailsVerificationNamingTheDataset) {
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {.layout = GetParam()}, MPI_COMM_WORLD);
-  if (rank() == 0) {
+  if (world_rank() == 0) {
     const fs::path target =
         GetParam() == Layout::shared ? path : rank_folder(path) / "rank-00000.h5";
     flip_byte(target, "model/transformer.h.0.attn.c_attn.weight", 2);
@@ -210,7 +199,7 @@ TEST(CheckpointErrors, TruncatedFileIsRefusedNamingIt) {
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
-  if (rank() == 0) fs::resize_file(path, fs::file_size(path) / 2);
+  if (world_rank() == 0) fs::resize_file(path, fs::file_size(path) / 2);
   MPI_Barrier(MPI_COMM_WORLD);
   expect_error([&] { CheckpointReader reader(path, MPI_COMM_WORLD); }, {path.string()});
 }
@@ -220,7 +209,7 @@ TEST(CheckpointErrors, NewerFormatVersionAsksToUpgrade) {
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
-  if (rank() == 0) {
+  if (world_rank() == 0) {
     hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
     hid_t attribute = H5Aopen(file, "format_version", H5P_DEFAULT);
     const int64_t newer = 2;
@@ -250,7 +239,8 @@ TEST(CheckpointErrors, UnownedElementsAreRejectedOnEveryRank) {
   testing::SharedTempDir dir;
   Fixture fixture;
   fixture.content.pieces.pop_back();  // the last rank's second piece of the last tensor...
-  if (rank() != world() - 1) fixture.content.pieces = Fixture().content.pieces;  // ...only there
+  if (world_rank() != world_size() - 1)
+    fixture.content.pieces = Fixture().content.pieces;  // ...only there
   // The last chunk of the last tensor is non-empty, so the gap is real on every world size.
   EXPECT_THROW(write_checkpoint(dir.path() / "c.h5", fixture.content, {}, MPI_COMM_WORLD),
                CollectiveError);
@@ -272,7 +262,7 @@ TEST(CheckpointDirTest, KeepsNewestAndLatestAndSkipsUnfinishedSaves) {
     save_checkpoint(folder, fixture.content, {}, 2, MPI_COMM_WORLD);
   }
   // An interrupted save of step 5 leaves its temporary file behind (a prefix of a real one).
-  if (rank() == 0) {
+  if (world_rank() == 0) {
     fs::copy_file(folder.path_for(4), dir.path() / "checkpoint-5.h5.tmp");
     fs::resize_file(dir.path() / "checkpoint-5.h5.tmp", 1000);
   }
@@ -284,7 +274,7 @@ TEST(CheckpointDirTest, KeepsNewestAndLatestAndSkipsUnfinishedSaves) {
   EXPECT_EQ(folder.latest(), folder.path_for(4));
   EXPECT_EQ(folder.resolve_auto(MPI_COMM_WORLD), folder.path_for(4));
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank() == 0) {
+  if (world_rank() == 0) {
     folder.set_latest(folder.path_for(3));
     folder.prune(1);  // keeps 4 (newest) and 3 (latest)
   }
@@ -299,7 +289,7 @@ TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
     Fixture fixture(step);
     save_checkpoint(folder, fixture.content, {.layout = Layout::per_rank}, 0, MPI_COMM_WORLD);
   }
-  if (rank() == 0)
+  if (world_rank() == 0)
     flip_byte(rank_folder(folder.path_for(20)) / "rank-00000.h5", "model/transformer.wte.weight",
               0);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -313,7 +303,7 @@ TEST(CheckpointLayout, LargeDatasetsStartOnTheConfiguredAlignment) {
   // Every tensor (>= 140 bytes) is above the 64-byte threshold, so each starts on 4 KiB.
   write_checkpoint(path, fixture.content, {.alignment_threshold = 64, .alignment = 4096},
                    MPI_COMM_WORLD);
-  if (rank() != 0) return;
+  if (world_rank() != 0) return;
   hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   ASSERT_GE(file, 0);
   for (const auto& spec : fixture.tensors) {
@@ -329,7 +319,7 @@ TEST(CheckpointLayout, H5dumpShowsDocumentedGroupsAndAttributes) {
   Fixture fixture;
   const fs::path path = dir.path() / "checkpoint-3.h5";
   write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
-  if (rank() != 0) return;
+  if (world_rank() != 0) return;
   if (std::system("command -v h5dump >/dev/null 2>&1") != 0) GTEST_SKIP() << "no h5dump";
   const fs::path listing = dir.path() / "header.txt";
   ASSERT_EQ(std::system(("h5dump -H " + path.string() + " > " + listing.string()).c_str()), 0);

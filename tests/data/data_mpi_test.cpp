@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
 #include "autotrain/data/prepare.hpp"
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/data/shard.hpp"
@@ -14,21 +15,9 @@
 namespace autotrain::data {
 namespace {
 
-int rank() {
-  int value = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &value);
-  return value;
-}
-
-int world() {
-  int value = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &value);
-  return value;
-}
-
 TEST(DataMpi, EveryRankSeesTheShardsRankZeroPrepared) {
   const testing::SharedTempDir dir;
-  if (rank() == 0) testing::write_file(dir.path() / "in/train.txt", std::string(1000, 'a'));
+  if (world_rank() == 0) testing::write_file(dir.path() / "in/train.txt", std::string(1000, 'a'));
   MPI_Barrier(MPI_COMM_WORLD);
   PrepareOptions options;
   options.data_path = dir.path() / "in";
@@ -52,14 +41,14 @@ TEST(DataMpi, APrepareFailureOnRankZeroIsRaisedOnEveryRank) {
 
 TEST(DataMpi, RankSlicesOfAStepTogetherAreTheSingleRankGlobalBatch) {
   // G = 2 x (12 / W) x W = 24 windows per step for every world size that divides 12.
-  const auto W = static_cast<uint64_t>(world());
+  const auto W = static_cast<uint64_t>(world_size());
   if (12 % W != 0) GTEST_SKIP() << "world size " << W << " does not divide 12";
   const uint64_t tokens = 16 * 500 + 1;
   SamplerOptions mine{.block_size = 16,
                       .batch_size = 2,
                       .gradient_accumulation = 12 / W,
                       .world_size = W,
-                      .rank = static_cast<uint64_t>(rank()),
+                      .rank = static_cast<uint64_t>(world_rank()),
                       .seed = 7};
   SamplerOptions single = mine;
   single.gradient_accumulation = 12, single.world_size = 1, single.rank = 0;

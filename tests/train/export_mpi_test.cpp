@@ -10,6 +10,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/training_params.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/train/export.hpp"
 #include "autotrain/train/generate.hpp"
@@ -18,12 +19,6 @@
 
 namespace autotrain::train {
 namespace {
-
-int rank() {
-  int value = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &value);
-  return value;
-}
 
 class ExportTest : public ::testing::TestWithParam<int> {};
 
@@ -45,7 +40,7 @@ TEST_P(ExportTest, FolderLoadsBackToTheSeedsParametersFromEveryStage) {
   params.tokenizer = "byte";
   params.export_dtype = "fp32";
   export_model(*engine, layout, params, dir);
-  if (rank() != 0) return;
+  if (world_rank() != 0) return;
 
   const LoadedModel loaded = load_model_folder(dir);
   const model::ParamLayout single(shape, 1);
@@ -79,7 +74,7 @@ TEST(Export, Bf16WeightsRoundToNearestAndGenerateRuns) {
   params.tokenizer = "byte";
   params.export_dtype = "bf16";
   export_model(*engine, layout, params, dir);
-  if (rank() != 0) return;
+  if (world_rank() != 0) return;
 
   const LoadedModel loaded = load_model_folder(dir);
   const model::ParamLayout single(shape, 1);
@@ -96,7 +91,7 @@ TEST(Export, Bf16WeightsRoundToNearestAndGenerateRuns) {
 }
 
 TEST(Generate, MissingConfigNamesTheFile) {
-  if (rank() != 0) return;
+  if (world_rank() != 0) return;
   testing::TempDir temp;
   try {
     load_model_folder(temp.path());
