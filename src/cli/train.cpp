@@ -54,6 +54,11 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
     if (mpi.rank() == 0) std::cout << config::train_help_text();
     return 0;
   }
+  // Installed before set-up so that a stop signal during data preparation, training or the
+  // final export never kills a rank with the default action: the trainer stops at the next step
+  // boundary (after the first step if the signal came during set-up); after the last step the
+  // run simply completes.
+  const train::StopSignals stop_signals;
   const train::RunSetup setup = train::setup_run(command_line, MPI_COMM_WORLD);
   if (command_line.dry_run) {
     if (mpi.rank() == 0) std::cout << train::render_plan(setup) << std::flush;
@@ -65,6 +70,9 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   const train::TrainSummary summary = train::run_training(setup);
   log_summary(setup, summary);
   if (summary.preempted) return train::kExitPreempted;
+  if (const int late = train::StopSignals::received(); late != 0 && mpi.rank() == 0)
+    log::info("autotrain: ", train::signal_name(late),
+              " arrived after the last step; the run completed normally");
   return 0;
 }
 

@@ -236,8 +236,6 @@ TrainSummary run_training(const RunSetup& setup) {
     log::info("checkpoint: step ", steps_done, ": training stalled ", stalled, " s",
               saver.async() ? " (host copy; the write continues in the background)" : "");
   };
-  const StopSignals stop_signals;
-
   const LrSchedule schedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total_steps,
                             params.warmup_ratio);
   std::vector<int32_t> inputs(static_cast<size_t>(B) * static_cast<size_t>(T));

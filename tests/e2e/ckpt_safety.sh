@@ -27,11 +27,15 @@ timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project
   --checkpoint-every 50 > ref.log 2>&1 || fail "reference run"
 
 # --- SIGUSR1 mid-training -> exit 3, checkpoint at that step, resume completes identically. ---
-"${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name sig --max-steps 150 \
-  --checkpoint-every 50 > sig.log 2>&1 &
+# A model whose 60 steps take seconds, so the signal surely lands mid-run even when the poll
+# below is slow on a loaded machine (the tiny model runs 150 steps in a fraction of a second).
+wide=(--n-layer 4 --n-embd 256 --n-head 4 --max-steps 60 --checkpoint-every 20)
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" "${wide[@]}" --project-name wide \
+  > wide.log 2>&1 || fail "wide reference run"
+"${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" "${wide[@]}" --project-name sig > sig.log 2>&1 &
 job=$!
-for _ in $(seq 600); do
-  [ -s sig/metrics.jsonl ] && [ "$($check last sig/metrics.jsonl 2>/dev/null || echo 0)" -ge 3 ] && break
+for _ in $(seq 1200); do
+  grep -q "^step [3-9]/" sig.log 2>/dev/null && break
   sleep 0.05
 done
 kill -USR1 "$job"
@@ -40,14 +44,14 @@ wait "$job" || status=$?
 [ "$status" -eq 3 ] || fail "SIGUSR1: exit status $status, expected 3"
 grep -q "stopped by SIGUSR1 after step" sig.log || fail "no preemption message"
 stopped=$(sed -n 's/.*stopped by SIGUSR1 after step \([0-9]*\).*/\1/p' sig.log | head -1)
-[ "$stopped" -lt 150 ] || fail "the run finished before the signal"
+[ "$stopped" -lt 60 ] || fail "the run finished before the signal"
 [ -s "sig/checkpoints/checkpoint-$stopped.h5" ] || fail "no checkpoint-$stopped.h5 after SIGUSR1"
 [ "$(cat sig/checkpoints/latest)" = "checkpoint-$stopped.h5" ] || fail "latest is not checkpoint-$stopped.h5"
 [ ! -e sig/model.safetensors ] || fail "a preempted run exported"
-timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name sig --max-steps 150 \
-  --checkpoint-every 50 > sig-resume.log 2>&1 || fail "resume after SIGUSR1"
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" "${wide[@]}" --project-name sig \
+  > sig-resume.log 2>&1 || fail "resume after SIGUSR1"
 grep -q "resume: sig/checkpoints/checkpoint-$stopped.h5 at step $stopped" sig-resume.log || fail "resume point"
-$check tail ref/metrics.jsonl sig/metrics.jsonl $((stopped + 1)) 0
+$check tail wide/metrics.jsonl sig/metrics.jsonl $((stopped + 1)) 0
 
 # --- Truncated newest, corrupted older: auto falls back to checkpoint-50. ---
 cp -r ref fallback

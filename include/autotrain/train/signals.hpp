@@ -4,7 +4,8 @@
 // flag. The trainer polls it at every step boundary, the ranks agree (a max-allreduce of the
 // flag, so a signal that reached one rank stops all of them at the same step), save a
 // checkpoint and exit with kExitPreempted so the job script can requeue; the requeued job
-// resumes with resume_from_checkpoint: auto.
+// resumes with resume_from_checkpoint: auto. `autotrain train` installs the handlers for its
+// whole life (set-up, training, export); run_training only polls them.
 namespace autotrain::train {
 
 // `autotrain train` exit status after a preemption: checkpoint saved, requeue me.
