@@ -153,8 +153,8 @@ const BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape&
   return plans.emplace(shape, std::move(plan)).first->second;
 }
 
-void gemm(const BlasHandle& blas, GemmShape shape, const void* a, const void* b, void* c,
-          float beta, const void* bias, cudaStream_t stream) {
+void launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const void* b, void* c,
+                 float beta, const void* bias, cudaStream_t stream) {
   shape.bias = bias != nullptr;
   shape.align_a = alignment_of(a);
   shape.align_b = alignment_of(b);
@@ -215,8 +215,8 @@ void matmul_forward(const BlasHandle& blas, F* out, const F* inp, const F* weigh
   if (N == 0) return;
   const auto n = static_cast<std::int64_t>(N);
   // outᵀ[OC, N] = weightᵀ[OC, IC] · inpᵀ[IC, N] (+ bias down the OC rows)
-  gemm(blas, GemmShape{data_type<F>(), false, false, OC, n, IC, OC, IC, OC, false, 0, 0, 0}, weight,
-       inp, out, 0.0f, bias, stream);
+  launch_gemm(blas, GemmShape{data_type<F>(), false, false, OC, n, IC, OC, IC, OC, false, 0, 0, 0},
+              weight, inp, out, 0.0f, bias, stream);
 }
 
 template <typename F>
@@ -226,11 +226,11 @@ void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
   if (N == 0) return;
   const auto n = static_cast<std::int64_t>(N);
   // dinpᵀ[IC, N] = weight[IC, OC] · doutᵀ[OC, N]: weight is stored column-major as [OC, IC].
-  gemm(blas, GemmShape{data_type<F>(), true, false, IC, n, OC, OC, OC, IC, false, 0, 0, 0}, weight,
-       dout, dinp, 0.0f, nullptr, stream);
+  launch_gemm(blas, GemmShape{data_type<F>(), true, false, IC, n, OC, OC, OC, IC, false, 0, 0, 0},
+              weight, dout, dinp, 0.0f, nullptr, stream);
   // dweightᵀ[OC, IC] += doutᵀ[OC, N] · inp[N, IC]: inp is stored column-major as [IC, N].
-  gemm(blas, GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, false, 0, 0, 0}, dout,
-       inp, dweight, 1.0f, nullptr, stream);
+  launch_gemm(blas, GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, false, 0, 0, 0},
+              dout, inp, dweight, 1.0f, nullptr, stream);
   if (dbias != nullptr) {
     const unsigned chunks = ceil_div(N, kChunkRows);
     const dim3 grid(ceil_div(static_cast<std::size_t>(OC), kWarp), chunks);
@@ -242,11 +242,28 @@ void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
   }
 }
 
+template <typename F>
+void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std::size_t N,
+          std::size_t K, const F* a, std::size_t lda, const F* b, std::size_t ldb, float beta, F* c,
+          std::size_t ldc, cudaStream_t stream) {
+  if (M == 0 || N == 0) return;
+  const auto i64 = [](std::size_t x) { return static_cast<std::int64_t>(x); };
+  // cᵀ[N, M] = op(b)ᵀ[N, K] · op(a)ᵀ[K, M]: a row-major operand is its column-major transpose,
+  // so b goes first with b's transpose flag, then a with a's.
+  launch_gemm(blas,
+              GemmShape{data_type<F>(), tb == Transpose::yes, ta == Transpose::yes, i64(N), i64(M),
+                        i64(K), i64(ldb), i64(lda), i64(ldc), false, 0, 0, 0},
+              b, a, c, beta, nullptr, stream);
+}
+
 #define AT_MATMUL(F)                                                                            \
   template void matmul_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,          \
                                   std::size_t, int, int, cudaStream_t);                         \
   template void matmul_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
-                                   float*, std::size_t, int, int, cudaStream_t);
+                                   float*, std::size_t, int, int, cudaStream_t);                \
+  template void gemm<F>(const BlasHandle&, Transpose, Transpose, std::size_t, std::size_t,      \
+                        std::size_t, const F*, std::size_t, const F*, std::size_t, float, F*,   \
+                        std::size_t, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_MATMUL)
 
 }  // namespace autotrain::kernels::gpu
