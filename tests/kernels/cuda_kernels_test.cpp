@@ -276,6 +276,41 @@ TYPED_TEST(CudaKernelsTest, MatmulMatchesCpuWithFusedBiasAndAccumulatedGradients
   this->expect_close(d_dbias.download(), dbias, "matmul dbias");
 }
 
+TYPED_TEST(CudaKernelsTest, GemmMatchesCpuForEveryTransposePairOverwritingAndAccumulating) {
+  using F = TypeParam;
+  constexpr std::size_t M = kN, N = 48, K = kC;
+  // Leading dimensions wider than the rows (and whole 16-byte multiples): strides are honoured and
+  // the padding columns are left alone.
+  const auto ld_for = [](std::size_t columns) { return (columns + 7) / 8 * 8 + 8; };
+  const gpu::BlasHandle blas;
+  std::uint32_t seed = 80;
+  for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+    for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+      for (const double beta : {0.0, 1.0}) {
+        // Stored shapes: op(a) is [M, K], so a is [K, M] when transposed; likewise b.
+        const std::size_t a_rows = ta == Transpose::no ? M : K;
+        const std::size_t lda = ld_for(ta == Transpose::no ? K : M);
+        const std::size_t b_rows = tb == Transpose::no ? K : N;
+        const std::size_t ldb = ld_for(tb == Transpose::no ? N : K);
+        const std::size_t ldc = ld_for(N);
+        Vec a = random_vec(a_rows * lda, ++seed);
+        Vec b = random_vec(b_rows * ldb, ++seed, 0.2);
+        Vec c = random_vec(M * ldc, ++seed);  // accumulated into, or garbage to overwrite
+        DeviceTensor<F> d_a(a), d_b(b), d_c(c);
+
+        gpu::gemm(blas, ta, tb, M, N, K, d_a.get(), lda, d_b.get(), ldb, static_cast<float>(beta),
+                  d_c.get(), ldc, this->stream());
+        this->sync();
+        gemm<double>(ta, tb, M, N, K, 1.0, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        this->expect_close(d_c.download(), c,
+                           std::string("gemm ta=") + (ta == Transpose::yes ? "T" : "N") +
+                               " tb=" + (tb == Transpose::yes ? "T" : "N") +
+                               " beta=" + (beta == 0.0 ? "0" : "1"));
+      }
+    }
+  }
+}
+
 TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
   using F = TypeParam;
   const std::size_t att_size = static_cast<std::size_t>(kB) * kNH * kT * kT;
