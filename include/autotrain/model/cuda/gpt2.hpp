@@ -1,0 +1,93 @@
+#pragma once
+// GPT-2 forward and backward on one CUDA device: the same model, ParamLayout and unit hook order
+// as model/gpt2.hpp (read its contract), over device buffers of element type F (float,
+// __nv_bfloat16 or __half: the compute precision of mixed_precision no|bf16|fp16; every kernel
+// accumulates in fp32).
+//
+// All device memory (activations, activation gradients, scratch, the token ids) is allocated at
+// construction; forward() and backward() allocate nothing. Work is queued on the stream given at
+// construction; forward() waits for it only to read the loss back.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "autotrain/kernels/cuda/device.hpp"
+#include "autotrain/kernels/cuda/matmul.hpp"
+#include "autotrain/model/param_layout.hpp"
+
+namespace autotrain::model::gpu {
+
+// What a device engine hands the model: the same hooks as BasicUnitAccess, with device pointers
+// of the compute type. params(u) must be usable by work queued on the model's stream after the
+// call returns (an engine that gathers on another stream makes the model's stream wait on it).
+// grads_ready(u) is called on the host right after the unit's last gradient kernel is queued:
+// an engine orders its reduction after that point of the model's stream (an event).
+template <typename F>
+class DeviceUnitAccess {
+ public:
+  virtual ~DeviceUnitAccess() = default;
+  virtual const F* params(int unit) = 0;
+  virtual void release(int /*unit*/) {}
+  virtual F* grads(int unit) = 0;
+  virtual void grads_ready(int /*unit*/) {}
+};
+
+// Whole flat device buffers (padded layout), as data parallel stage 0 and the tests use them.
+template <typename F>
+class DeviceFlatUnitAccess final : public DeviceUnitAccess<F> {
+ public:
+  DeviceFlatUnitAccess(const ParamLayout& layout, const F* params, F* grads);
+  const F* params(int unit) override;
+  F* grads(int unit) override;
+
+ private:
+  const ParamLayout& layout_;
+  const F* params_;
+  F* grads_;
+};
+
+template <typename F>
+class DeviceGpt2 {
+ public:
+  // Allocates everything one micro-batch [B, T] needs (T <= block_size) on the current device.
+  DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
+             const kernels::gpu::BlasHandle& blas);
+  ~DeviceGpt2();
+  DeviceGpt2(const DeviceGpt2&) = delete;
+  DeviceGpt2& operator=(const DeviceGpt2&) = delete;
+
+  int batch_size() const { return B_; }
+  int seq_len() const { return T_; }
+  cudaStream_t stream() const { return stream_; }
+
+  // inputs, targets: [B, T] token ids in host memory (checked, then copied to the device).
+  // Returns the mean loss over B·T (fp32, summed in double on the host after one stream sync).
+  float forward(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
+                const std::int32_t* targets);
+
+  // Adds d(loss_scale · mean loss)/d(params) into access.grads() (loss_scale also carries fp16's
+  // loss scaling). Queues work only; does not synchronise.
+  void backward(DeviceUnitAccess<F>& access, float loss_scale);
+
+  // Per-position losses [B, T] of the last forward (host copy made by forward()).
+  std::span<const float> losses() const;
+
+  // Bytes of device memory held for activations, their gradients and scratch.
+  std::size_t activation_bytes() const;
+
+ private:
+  struct Buffers;
+  int B_;
+  int T_;
+  cudaStream_t stream_;
+  const kernels::gpu::BlasHandle& blas_;
+  std::unique_ptr<Buffers> buffers_;
+  std::vector<float> host_losses_;
+  bool ready_for_backward_ = false;
+};
+
+}  // namespace autotrain::model::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

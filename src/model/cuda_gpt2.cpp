@@ -1,0 +1,372 @@
+// GPT-2 forward and backward on one CUDA device: src/model/gpt2.cpp step for step (same tensor
+// offsets, same unit hook order, same residual-gradient trick), with the kernels of
+// kernels/cuda/ queued on one stream. Shapes: B batch, T positions, C = n_embd, NH heads,
+// L layers, V vocabulary, Vp padded vocabulary.
+// Invariants: all device memory is one allocation made at construction; parameter gradients
+// accumulate (+=); activation gradients are overwritten, except the residual stream, whose single
+// gradient buffer [B, T, C] is zeroed before ln_f backward and collects every block's
+// contribution (LayerNorm backward adds into it).
+// This is host code only (it launches no kernel of its own), so it is a .cpp compiled as C++20:
+// the header's std::span needs C++20 and the .cu files are C++17 (CMake 3.25 has no C++20 flag for
+// nvcc).
+#include "autotrain/model/cuda/gpt2.hpp"
+
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/kernels/cuda/attention.hpp"
+#include "autotrain/kernels/cuda/check.hpp"
+#include "autotrain/kernels/cuda/crossentropy.hpp"
+#include "autotrain/kernels/cuda/encoder.hpp"
+#include "autotrain/kernels/cuda/gelu.hpp"
+#include "autotrain/kernels/cuda/layernorm.hpp"
+#include "autotrain/kernels/cuda/residual.hpp"
+
+namespace autotrain::model::gpu {
+
+using namespace autotrain::kernels::gpu;
+using autotrain::kernels::Transpose;
+
+namespace {
+
+// Every sub-buffer starts on a 256-byte boundary (as cudaMalloc's own), so cuBLASLt may pick its
+// vectorised algorithms for any of them.
+constexpr std::size_t kSubBufferAlignment = 256;
+
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + kSubBufferAlignment - 1) / kSubBufferAlignment * kSubBufferAlignment;
+}
+
+void check_tokens(const std::int32_t* tokens, std::size_t count, int vocab_size, const char* what) {
+  for (std::size_t i = 0; i < count; ++i) {
+    AT_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size, "model: ", what, "[", i, "] = ", tokens[i],
+             " is not a token id in [0, vocab_size = ", vocab_size, ")");
+  }
+}
+
+}  // namespace
+
+template <typename F>
+DeviceFlatUnitAccess<F>::DeviceFlatUnitAccess(const ParamLayout& layout, const F* params, F* grads)
+    : layout_(layout), params_(params), grads_(grads) {}
+
+template <typename F>
+const F* DeviceFlatUnitAccess<F>::params(int unit) {
+  return params_ + layout_.units()[unit].offset;
+}
+
+template <typename F>
+F* DeviceFlatUnitAccess<F>::grads(int unit) {
+  AT_CHECK(grads_ != nullptr, "this DeviceUnitAccess has no gradient buffer (inference only)");
+  return grads_ + layout_.units()[unit].offset;
+}
+
+// The model's shape, the tensor offsets inside a unit, and every device buffer, carved from one
+// allocation. Per-layer activations are [L, ...] with a stride of one layer's tensor.
+// LayerNorm statistics and losses are fp32 whatever F is (the kernels' contract).
+template <typename F>
+struct DeviceGpt2<F>::Buffers {
+  ModelConfig config;
+  // Offsets of each tensor from the start of its unit (the same for every block).
+  std::size_t wte, wpe;
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  std::size_t lnfw, lnfb;
+
+  std::size_t bt;          // B·T: stride of per-layer [B, T] statistics
+  std::size_t btc;         // B·T·C: stride of per-layer [B, T, C] tensors
+  std::size_t att_stride;  // B·NH·T·T
+
+  DeviceBuffer memory;
+  F* encoded;                      // [B, T, C]
+  F* ln1;                          // [L, B, T, C]
+  float *ln1_mean, *ln1_rstd;      // [L, B, T]
+  F* qkv;                          // [L, B, T, 3C]
+  F* atty;                         // [L, B, T, C]
+  F* att;                          // [L, B, NH, T, T]
+  F* residual2;                    // [L, B, T, C]
+  F* ln2;                          // [L, B, T, C]
+  float *ln2_mean, *ln2_rstd;      // [L, B, T]
+  F *fch, *fch_gelu;               // [L, B, T, 4C]
+  F* residual3;                    // [L, B, T, C]
+  F* lnf;                          // [B, T, C]
+  float *lnf_mean, *lnf_rstd;      // [B, T]
+  F* proj;                         // [B, T, C] output of c_proj before the residual add
+  F* logits;                       // [B, T, Vp]; holds dlogits once backward starts
+  float *lse, *losses;             // [B, T]
+  std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
+  F* dresidual;                    // [B, T, C] the residual stream, accumulated
+  F* dsmall;                       // [B, T, C] d(ln output) / d(attention output) / d(lnf)
+  F* dlarge;                       // [B, T, 4C] d(fch) / d(qkv)
+  F* datt;                         // [B, NH, T, T] attention_backward's d(scores) scratch
+  float* scratch;                  // LayerNorm and bias-gradient partial sums
+
+  Buffers(const ParamLayout& layout, int B, int T) : config(layout.config()) {
+    auto rel = [&](const std::string& name) { return layout.offset_in_unit(layout.tensor(name)); };
+    wte = rel("transformer.wte.weight");
+    wpe = rel("transformer.wpe.weight");
+    ln1w = rel("transformer.h.0.ln_1.weight");
+    ln1b = rel("transformer.h.0.ln_1.bias");
+    qkvw = rel("transformer.h.0.attn.c_attn.weight");
+    qkvb = rel("transformer.h.0.attn.c_attn.bias");
+    attprojw = rel("transformer.h.0.attn.c_proj.weight");
+    attprojb = rel("transformer.h.0.attn.c_proj.bias");
+    ln2w = rel("transformer.h.0.ln_2.weight");
+    ln2b = rel("transformer.h.0.ln_2.bias");
+    fcw = rel("transformer.h.0.mlp.c_fc.weight");
+    fcb = rel("transformer.h.0.mlp.c_fc.bias");
+    fcprojw = rel("transformer.h.0.mlp.c_proj.weight");
+    fcprojb = rel("transformer.h.0.mlp.c_proj.bias");
+    lnfw = rel("transformer.ln_f.weight");
+    lnfb = rel("transformer.ln_f.bias");
+
+    const std::size_t L = static_cast<std::size_t>(config.n_layer);
+    const std::size_t C = static_cast<std::size_t>(config.n_embd);
+    const std::size_t Vp = static_cast<std::size_t>(config.padded_vocab_size);
+    bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+    btc = bt * C;
+    att_stride = static_cast<std::size_t>(B) * static_cast<std::size_t>(config.n_head) *
+                 static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
+    const std::size_t scratch_floats =
+        std::max(layernorm_backward_scratch_floats(bt, config.n_embd),
+                 matmul_backward_scratch_floats(bt, 4 * config.n_embd));
+
+    // Run twice: first with no base to size the allocation, then to point into it.
+    auto carve = [&](char* base) {
+      std::size_t offset = 0;
+      auto take = [&](auto*& pointer, std::size_t count) {
+        using Element = std::remove_reference_t<decltype(*pointer)>;
+        pointer =
+            base == nullptr ? nullptr : static_cast<Element*>(static_cast<void*>(base + offset));
+        offset += round_up(count * sizeof(Element));
+      };
+      take(encoded, btc);
+      take(ln1, L * btc);
+      take(ln1_mean, L * bt);
+      take(ln1_rstd, L * bt);
+      take(qkv, L * 3 * btc);
+      take(atty, L * btc);
+      take(att, L * att_stride);
+      take(residual2, L * btc);
+      take(ln2, L * btc);
+      take(ln2_mean, L * bt);
+      take(ln2_rstd, L * bt);
+      take(fch, L * 4 * btc);
+      take(fch_gelu, L * 4 * btc);
+      take(residual3, L * btc);
+      take(lnf, btc);
+      take(lnf_mean, bt);
+      take(lnf_rstd, bt);
+      take(proj, btc);
+      take(logits, bt * Vp);
+      take(lse, bt);
+      take(losses, bt);
+      take(inputs, bt);
+      take(targets, bt);
+      take(dresidual, btc);
+      take(dsmall, btc);
+      take(dlarge, 4 * btc);
+      take(datt, att_stride);
+      take(scratch, scratch_floats);
+      return offset;
+    };
+    memory = DeviceBuffer(carve(nullptr));
+    carve(memory.as<char>());
+  }
+};
+
+template <typename F>
+DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
+                          const BlasHandle& blas)
+    : B_(B), T_(T), stream_(stream), blas_(blas) {
+  const ModelConfig& c = layout.config();
+  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
+  AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
+           " must be in [1, block_size = ", c.block_size, "]");
+  AT_CHECK(c.n_head >= 1 && c.n_embd % c.n_head == 0 && c.head_size() <= kMaxAttentionHeadSize,
+           "model: the CUDA attention kernels need n_embd (", c.n_embd, ") divisible by n_head (",
+           c.n_head, ") and a head size of at most ", kMaxAttentionHeadSize);
+  buffers_ = std::make_unique<Buffers>(layout, B, T);
+  host_losses_.assign(buffers_->bt, 0.0f);
+}
+
+template <typename F>
+DeviceGpt2<F>::~DeviceGpt2() = default;
+
+template <typename F>
+float DeviceGpt2<F>::forward(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
+                             const std::int32_t* targets) {
+  Buffers& b = *buffers_;
+  const ModelConfig& cfg = b.config;
+  const int B = B_, T = T_;
+  const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer;
+  const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+  const std::size_t bt = b.bt, btc = b.btc;
+  check_tokens(inputs, bt, V, "inputs");
+  check_tokens(targets, bt, V, "targets");
+  ready_for_backward_ = false;
+  // The caller's arrays outlive these copies: forward() synchronises the stream before returning.
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.inputs, inputs, bt * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                stream_));
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.targets, targets, bt * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+
+  const F* p = access.params(0);
+  encoder_forward(b.encoded, b.inputs, p + b.wte, p + b.wpe, B, T, C, stream_);
+  access.release(0);
+
+  const F* residual = b.encoded;
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    const std::size_t layer = static_cast<std::size_t>(l);
+    F* ln1 = b.ln1 + layer * btc;
+    float* ln1_mean = b.ln1_mean + layer * bt;
+    float* ln1_rstd = b.ln1_rstd + layer * bt;
+    F* qkv = b.qkv + layer * 3 * btc;
+    F* atty = b.atty + layer * btc;
+    F* att = b.att + layer * b.att_stride;
+    F* residual2 = b.residual2 + layer * btc;
+    F* ln2 = b.ln2 + layer * btc;
+    float* ln2_mean = b.ln2_mean + layer * bt;
+    float* ln2_rstd = b.ln2_rstd + layer * bt;
+    F* fch = b.fch + layer * 4 * btc;
+    F* fch_gelu = b.fch_gelu + layer * 4 * btc;
+    F* residual3 = b.residual3 + layer * btc;
+
+    layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C, stream_);
+    matmul_forward(blas_, qkv, ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
+    attention_forward(atty, att, qkv, B, T, C, NH, stream_);
+    matmul_forward(blas_, b.proj, atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_);
+    residual_forward(residual2, residual, b.proj, btc, stream_);
+    layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p + b.ln2w, p + b.ln2b, bt, C, stream_);
+    matmul_forward(blas_, fch, ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_);
+    gelu_forward(fch_gelu, fch, 4 * btc, stream_);
+    matmul_forward(blas_, b.proj, fch_gelu, p + b.fcprojw, p + b.fcprojb, bt, 4 * C, C, stream_);
+    residual_forward(residual3, residual2, b.proj, btc, stream_);
+    access.release(unit);
+    residual = residual3;
+  }
+
+  const int ln_f = L + 1;
+  p = access.params(ln_f);
+  layernorm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, residual, p + b.lnfw, p + b.lnfb, bt, C,
+                    stream_);
+  access.release(ln_f);
+
+  p = access.params(0);
+  // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
+  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp),
+       static_cast<std::size_t>(C), b.lnf, static_cast<std::size_t>(C), p + b.wte,
+       static_cast<std::size_t>(C), 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
+  access.release(0);
+  crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_);
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), b.losses, bt * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  double sum = 0;  // in order, in double: as the CPU model sums its losses
+  for (const float loss : host_losses_) sum += loss;
+  ready_for_backward_ = true;
+  return static_cast<float>(sum / static_cast<double>(bt));
+}
+
+template <typename F>
+void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
+  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
+  ready_for_backward_ = false;  // the logits buffer becomes dlogits
+  Buffers& b = *buffers_;
+  const ModelConfig& cfg = b.config;
+  const int B = B_, T = T_;
+  const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer;
+  const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+  const std::size_t bt = b.bt, btc = b.btc;
+  const std::size_t Cs = static_cast<std::size_t>(C), Vps = static_cast<std::size_t>(Vp);
+  F* dres = b.dresidual;
+  F* dsmall = b.dsmall;
+  F* dlarge = b.dlarge;
+
+  // d(mean loss · scale)/d(loss of one position)
+  const float dloss = loss_scale / static_cast<float>(bt);
+  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
+  {
+    const F* p = access.params(0);
+    F* g = access.grads(0);
+    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · wte[Vp, C]
+    gemm(blas_, Transpose::yes, Transpose::no, Vps, Cs, bt, b.logits, Vps, b.lnf, Cs, 1.0f,
+         g + b.wte, Cs, stream_);
+    gemm(blas_, Transpose::no, Transpose::no, bt, Cs, Vps, b.logits, Vps, p + b.wte, Cs, 0.0f,
+         dsmall, Cs, stream_);
+    access.release(0);
+  }
+  {
+    const int ln_f = L + 1;
+    const F* p = access.params(ln_f);
+    F* g = access.grads(ln_f);
+    AT_CUDA_CHECK(cudaMemsetAsync(dres, 0, btc * sizeof(F), stream_));
+    layernorm_backward(dres, g + b.lnfw, g + b.lnfb, dsmall,
+                       b.residual3 + static_cast<std::size_t>(L - 1) * btc, p + b.lnfw, b.lnf_mean,
+                       b.lnf_rstd, b.scratch, bt, C, stream_);
+    access.release(ln_f);
+    access.grads_ready(ln_f);
+  }
+  for (int l = L - 1; l >= 0; --l) {
+    const int unit = ParamLayout::block_unit(l);
+    const F* p = access.params(unit);
+    F* g = access.grads(unit);
+    const std::size_t layer = static_cast<std::size_t>(l);
+    const F* residual = l == 0 ? b.encoded : b.residual3 + (layer - 1) * btc;
+    const F* ln1 = b.ln1 + layer * btc;
+    const F* qkv = b.qkv + layer * 3 * btc;
+    const F* atty = b.atty + layer * btc;
+    const F* att = b.att + layer * b.att_stride;
+    const F* residual2 = b.residual2 + layer * btc;
+    const F* ln2 = b.ln2 + layer * btc;
+    const F* fch = b.fch + layer * 4 * btc;
+    const F* fch_gelu = b.fch_gelu + layer * 4 * btc;
+
+    // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
+    matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, fch_gelu, p + b.fcprojw,
+                    b.scratch, bt, 4 * C, C, stream_);
+    gelu_backward(dlarge, fch, dlarge, 4 * btc, stream_);
+    matmul_backward(blas_, dsmall, g + b.fcw, g + b.fcb, dlarge, ln2, p + b.fcw, b.scratch, bt, C,
+                    4 * C, stream_);
+    layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, residual2, p + b.ln2w,
+                       b.ln2_mean + layer * bt, b.ln2_rstd + layer * bt, b.scratch, bt, C, stream_);
+    // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
+    // dres = d residual2 now
+    matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, atty, p + b.attprojw,
+                    b.scratch, bt, C, C, stream_);
+    attention_backward(dlarge, b.datt, dsmall, qkv, att, B, T, C, NH, stream_);
+    matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, ln1, p + b.qkvw, b.scratch, bt,
+                    C, 3 * C, stream_);
+    layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w,
+                       b.ln1_mean + layer * bt, b.ln1_rstd + layer * bt, b.scratch, bt, C, stream_);
+    access.release(unit);
+    access.grads_ready(unit);
+  }
+  F* g = access.grads(0);
+  encoder_backward(g + b.wte, g + b.wpe, dres, b.inputs, B, T, C, stream_);
+  access.grads_ready(0);
+}
+
+template <typename F>
+std::span<const float> DeviceGpt2<F>::losses() const {
+  return {host_losses_.data(), host_losses_.size()};
+}
+
+template <typename F>
+std::size_t DeviceGpt2<F>::activation_bytes() const {
+  return buffers_->memory.bytes();
+}
+
+template class DeviceFlatUnitAccess<float>;
+template class DeviceFlatUnitAccess<__nv_bfloat16>;
+template class DeviceFlatUnitAccess<__half>;
+template class DeviceGpt2<float>;
+template class DeviceGpt2<__nv_bfloat16>;
+template class DeviceGpt2<__half>;
+
+}  // namespace autotrain::model::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA
