@@ -733,6 +733,9 @@ json train_bench_json(const train::TrainBenchResult& r) {
             {"working", r.model_state.working_bytes},
             {"total", r.model_state.total()}}},
           {"activation_bytes", r.activation_bytes},
+          {"device", r.device},
+          {"precision", r.precision},
+          {"device_memory_bytes", r.device_memory_bytes},
           {"peak_rss_bytes", r.peak_rss_bytes},
           {"blas_threading", kernels::blas_threading()},
           {"profile", profile}};
@@ -757,6 +760,11 @@ void print_train_bench(const train::TrainBenchResult& r) {
               (r.optimizer_s - r.reduce_tail_s - r.grad_norm_s) * 1e3);
   std::printf("model state per rank: %s; activations %s\n", zero::describe(r.model_state).c_str(),
               human_bytes(static_cast<double>(r.activation_bytes)).c_str());
+  std::printf("device %s, compute in %s", r.device.c_str(), r.precision.c_str());
+  if (r.device_memory_bytes > 0)
+    std::printf(", GPU memory per rank %s (all allocated before the first step)",
+                human_bytes(static_cast<double>(r.device_memory_bytes)).c_str());
+  std::printf("\n");
   std::printf("peak resident memory (VmHWM) per rank:");
   for (std::size_t rank = 0; rank < r.peak_rss_bytes.size(); ++rank)
     std::printf(" %s", human_bytes(static_cast<double>(r.peak_rss_bytes[rank])).c_str());

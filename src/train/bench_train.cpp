@@ -16,6 +16,7 @@
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/optim/schedule.hpp"
+#include "autotrain/train/replica.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -72,15 +73,17 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
 
   // Measured before any model memory exists: its matrices (3·n² floats) are freed again, so the
   // peak resident figure below is the model's whenever the model needs more than they did.
-  const double peak_before = kernels::measure_sgemm_gflops(options.sgemm_size, kSgemmRepeats);
+  // On a GPU the peak is the device's datasheet figure for the compute precision instead.
+  const bool on_gpu = setup.device == Device::cuda;
+  const double peak_before =
+      on_gpu ? 0.0 : kernels::measure_sgemm_gflops(options.sgemm_size, kSgemmRepeats);
 
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
 
   const model::ParamLayout layout(config, topology.world_size);
-  const zero::EngineOptions engine_options = train::engine_options(setup);
-  auto engine = zero::Engine::create(layout, *comm, engine_options);
-  engine->init_parameters(static_cast<std::uint64_t>(params.seed));
-  model::Gpt2Model model(layout, B, T);
+  const auto replica =
+      make_replica(setup, layout, *comm, B, T, static_cast<std::uint64_t>(params.seed));
+  zero::ModelState* const engine = &replica->state();
 
   // Every rank draws its own tokens (as its slice of a global batch would differ).
   const std::size_t batch_tokens = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
@@ -109,10 +112,10 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
           static_cast<std::size_t>(micro_index % kRandomBatches) * (batch_tokens + 1);
       engine->begin_micro_step(micro == accumulation - 1);
       const Timer forward_timer;
-      loss_sum += model.forward(*engine, window, window + 1);
+      loss_sum += replica->forward(window, window + 1);
       seconds.forward += forward_timer.seconds();
       const Timer backward_timer;
-      model.backward(*engine, 1.0f / static_cast<float>(accumulation));
+      replica->backward(1.0f / static_cast<float>(accumulation));
       seconds.backward += backward_timer.seconds();
     }
     const Timer optimizer_timer;
@@ -139,11 +142,11 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   TrainBenchResult r;
   if (options.profile) {
     // A separate step, so the per-kernel timers cost the timed steps nothing.
-    model.set_profiling(true);
+    replica->set_profiling(true);
     PhaseSeconds ignored;
     optimizer_step(step++, ignored);
-    r.profile = model.profile();  // before set_profiling(false), which clears the timers
-    model.set_profiling(false);
+    r.profile = replica->profile();  // before set_profiling(false), which clears the timers
+    replica->set_profiling(false);
   }
 
   // Read before the sgemm below allocates its matrices. The peak is the better of a measurement
@@ -151,7 +154,9 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   // and the MFU should not exceed 100% because the peak was measured in one.
   const auto rss = static_cast<unsigned long long>(peak_resident_bytes());
   double peak_gflops =
-      std::max(peak_before, kernels::measure_sgemm_gflops(options.sgemm_size, kSgemmRepeats));
+      on_gpu
+          ? replica->peak_flops_per_s() * 1e-9
+          : std::max(peak_before, kernels::measure_sgemm_gflops(options.sgemm_size, kSgemmRepeats));
 
   // Reductions: each step's time is the slowest rank's; phases the slowest rank's mean.
   std::vector<double> step_seconds(timed.size());
@@ -211,7 +216,12 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   r.model_state.grad_bytes = memory_bytes[1];
   r.model_state.optimizer_bytes = memory_bytes[2];
   r.model_state.working_bytes = memory_bytes[3];
-  r.activation_bytes = model.activation_bytes();
+  r.activation_bytes = replica->activation_bytes();
+  r.device = replica->device();
+  r.precision = replica->precision();
+  auto device_bytes = static_cast<unsigned long long>(replica->device_memory_bytes());
+  allreduce_in_place(&device_bytes, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX);
+  r.device_memory_bytes = device_bytes;
   r.peak_rss_bytes.assign(rss_by_rank.begin(), rss_by_rank.end());
   return r;
 }

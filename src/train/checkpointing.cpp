@@ -77,7 +77,8 @@ std::string model_config_json(const model::ModelConfig& config) {
       .dump();
 }
 
-ckpt::CheckpointContent checkpoint_content(zero::Engine& engine, const model::ParamLayout& layout,
+ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
+                                           const model::ParamLayout& layout,
                                            const ResumePoint& point,
                                            const config::TrainingParams& params) {
   ckpt::CheckpointContent content;
@@ -176,7 +177,7 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
   return problems;
 }
 
-void load_engine_state(ckpt::CheckpointReader& reader, zero::Engine& engine,
+void load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
                        const model::ParamLayout& layout, OptimizerKind optimizer,
                        bool optimizer_state) {
   const auto specs = checkpoint_tensors(layout, optimizer);

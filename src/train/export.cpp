@@ -94,7 +94,7 @@ std::string hf_config_json(const model::ModelConfig& config, const std::string& 
   return json.dump(2) + "\n";
 }
 
-void export_model(zero::Engine& engine, const model::ParamLayout& layout,
+void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                   const config::TrainingParams& params, const std::filesystem::path& dir) {
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
   const auto& config = layout.config();

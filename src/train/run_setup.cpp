@@ -14,6 +14,13 @@
 namespace autotrain::train {
 namespace {
 
+// The GPU training path needs the CUDA kernels and the NCCL communicator.
+#if defined(AUTOTRAIN_HAVE_CUDA) && defined(AUTOTRAIN_HAVE_NCCL)
+constexpr bool kCudaTrainingBuilt = true;
+#else
+constexpr bool kCudaTrainingBuilt = false;
+#endif
+
 // --threads wins; then OMP_NUM_THREADS; then the CPUs this rank may use: the launcher's binding
 // when it bound us (mpirun --bind-to, srun --cpus-per-task), else the node's cores shared among
 // its ranks.
@@ -40,7 +47,56 @@ void choose_threads(RunSetup& setup) {
   }
 }
 
+// device: auto = the rank's GPU when the build has CUDA and the topology bound one, else the
+// CPU. The GPU path reduces gradients in device memory, so it needs the NCCL communicator.
+void choose_device_and_precision(RunSetup& setup) {
+  const auto& params = setup.params();
+  const bool gpu = setup.topology.device >= 0;
+  const bool built = kCudaTrainingBuilt;
+  if (params.device == "cuda") {
+    if (!built) {
+      throw Error(
+          "device: 'cuda' was requested but this build has no CUDA and NCCL (rebuild with "
+          "AUTOTRAIN_CUDA=on, see docs/install.md); use --device cpu");
+    }
+    if (!gpu) {
+      throw Error(cat("device: 'cuda' was requested but rank ", setup.topology.rank,
+                      " has no GPU bound (see `autotrain env`); use --device cpu"));
+    }
+  }
+  setup.device = params.device == "cuda" || (params.device == "auto" && built && gpu) ? Device::cuda
+                                                                                      : Device::cpu;
+  setup.precision = params.mixed_precision == "bf16"   ? Precision::bf16
+                    : params.mixed_precision == "fp16" ? Precision::fp16
+                                                       : Precision::fp32;
+  if (setup.device == Device::cpu && setup.comm_backend == CommBackend::nccl) {
+    // NCCL reduces device memory; the CPU engine's buffers are host memory.
+    if (params.comm_backend != "auto") {
+      throw Error("comm_backend nccl reduces GPU memory, but this run trains on the CPU (device " +
+                  params.device + "); set device cuda (or auto), or comm_backend mpi or gloo");
+    }
+    setup.comm_backend = CommBackend::mpi;
+  }
+  if (setup.device == Device::cuda && setup.comm_backend != CommBackend::nccl) {
+    throw Error(
+        cat("device cuda keeps gradients in GPU memory and reduces them with NCCL, but "
+            "comm_backend is ",
+            params.comm_backend, "; set comm_backend nccl (or auto), or device cpu"));
+  }
+}
+
 }  // namespace
+
+const char* precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp16:
+      return "fp16";
+    default:
+      return "fp32";
+  }
+}
 
 RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world) {
   RunSetup setup;
@@ -60,7 +116,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
 
   DiscoverOptions discover;
   discover.master_port = static_cast<int>(params.master_port);
-  discover.want_gpu = params.comm_backend == "nccl" || params.device == "cuda";
+  discover.want_gpu = params.comm_backend == "nccl";  // device cuda is checked below
   setup.topology = discover_topology(world, discover);
   export_topology(setup.topology);
 
@@ -69,11 +125,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
     config::validate_for_topology(params, setup.topology);
     setup.comm_backend = resolve_comm_backend(
         parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
-    if (params.device == "cuda") {
-      throw Error(
-          "device: 'cuda' was requested but the CUDA training path is not built yet; "
-          "use --device cpu (or auto)");
-    }
+    choose_device_and_precision(setup);
   } catch (const Error& error) {
     failure = error.what();
   }
@@ -90,6 +142,21 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
     throw CollectiveError(cat("comm_backend ", params.comm_backend,
                               " resolved to different communicators on different ranks (some "
                               "ranks have a GPU, others not); set comm_backend explicitly"));
+  }
+
+  // Every rank must train on the same kind of device (ranks without a GPU would pick the CPU).
+  const int device = static_cast<int>(setup.device);
+  int devices[2] = {device, -device};
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, devices, 2, MPI_INT, MPI_MAX, world));
+  if (devices[0] != -devices[1]) {
+    throw CollectiveError(cat("device ", params.device,
+                              " resolved to the GPU on some ranks and the CPU on others; give "
+                              "every rank a GPU or set device cpu"));
+  }
+  if (setup.precision != Precision::fp32 && setup.device == Device::cpu &&
+      setup.topology.rank == 0) {
+    log::warn("mixed_precision ", params.mixed_precision,
+              " runs on GPUs only; on the CPU this run computes in fp32");
   }
 
   setup.zero_stage = static_cast<int>(params.zero_stage);
@@ -135,9 +202,12 @@ std::string render_plan(const RunSetup& setup) {
       << topology.num_nodes << " node" << (topology.num_nodes == 1 ? "" : "s") << " ("
       << topology.local_world_size << " per node on rank 0's node), launched by "
       << topology.launcher << "\n"
-      << "  devices      " << (topology.device >= 0 ? "GPU" : "CPU") << ", " << setup.threads
-      << " thread" << (setup.threads == 1 ? "" : "s") << " per rank (" << setup.threads_source
-      << ")\n"
+      << "  devices      "
+      << (setup.device == Device::cuda ? cat("GPU ", topology.device, ", ") : std::string("CPU, "))
+      << setup.threads << " thread" << (setup.threads == 1 ? "" : "s") << " per rank ("
+      << setup.threads_source << "); compute in "
+      << precision_name(setup.device == Device::cuda ? setup.precision : Precision::fp32)
+      << " (device " << params.device << ", mixed_precision " << params.mixed_precision << ")\n"
       << "  communicator " << comm_backend_name(setup.comm_backend) << " (comm_backend "
       << params.comm_backend << ")\n"
       << "  ZeRO stage   " << setup.zero_stage << " (" << setup.resolved.provenance.at("zero_stage")

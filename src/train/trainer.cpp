@@ -19,7 +19,9 @@
 #include "autotrain/optim/schedule.hpp"
 #include "autotrain/train/checkpointing.hpp"
 #include "autotrain/train/export.hpp"
+#include "autotrain/train/loss_scaler.hpp"
 #include "autotrain/train/metrics.hpp"
+#include "autotrain/train/replica.hpp"
 #include "autotrain/train/signals.hpp"
 #include "autotrain/zero/engine.hpp"
 
@@ -77,11 +79,11 @@ long long resolve_logging_steps(const config::TrainingParams& params, long long 
 
 // Mean loss over the first windows of the valid split, every rank taking its rows of each
 // batch. All ranks run the same number of forwards (ZeRO-3 gathers are collective).
-double evaluate(model::Gpt2Model& model, zero::Engine& engine, Communicator& comm,
+double evaluate(Replica& replica, int B_, int T_, Communicator& comm,
                 const data::TokenDataset& valid, std::vector<int32_t>& inputs,
                 std::vector<int32_t>& targets) {
-  const long long B = model.batch_size();
-  const long long T = model.seq_len();
+  const long long B = B_;
+  const long long T = T_;
   const long long W = comm.size();
   const long long windows = (static_cast<long long>(valid.num_tokens()) - 1) / T;
   AT_CHECK(windows >= 1, "valid split: ", valid.num_tokens(),
@@ -101,8 +103,8 @@ double evaluate(model::Gpt2Model& model, zero::Engine& engine, Communicator& com
           std::span<int32_t>(inputs).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)),
           std::span<int32_t>(targets).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)));
     }
-    model.forward(engine, inputs.data(), targets.data());
-    const auto losses = model.losses();
+    replica.forward(inputs.data(), targets.data());
+    const auto losses = replica.losses();
     for (long long i = 0; i < valid_rows * T; ++i) loss_sum += losses[static_cast<size_t>(i)];
     count += double(valid_rows * T);
   }
@@ -147,9 +149,8 @@ TrainSummary run_training(const RunSetup& setup) {
 
   const model::ParamLayout layout(config, topology.world_size);
   const zero::EngineOptions engine_options = train::engine_options(setup);
-  auto engine = zero::Engine::create(layout, *comm, engine_options);
-  engine->init_parameters(static_cast<uint64_t>(params.seed));
-  model::Gpt2Model model(layout, B, T);
+  const auto replica = make_replica(setup, layout, *comm, B, T, static_cast<uint64_t>(params.seed));
+  zero::ModelState* const engine = &replica->state();
 
   const auto memory = engine->memory();
   log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(),
@@ -158,7 +159,11 @@ TrainSummary run_training(const RunSetup& setup) {
             human_bytes(double(memory.grad_bytes)), ", optimizer ",
             human_bytes(double(memory.optimizer_bytes)), ", working ",
             human_bytes(double(memory.working_bytes)), "; activations ",
-            human_bytes(double(model.activation_bytes())));
+            human_bytes(double(replica->activation_bytes())), "; on ", replica->device(), " in ",
+            replica->precision(),
+            replica->device_memory_bytes() > 0
+                ? cat(" (", human_bytes(double(replica->device_memory_bytes())), " on the GPU)")
+                : std::string());
   log::info("data: ", datasets.train.num_tokens(), " training tokens, ", sampler.num_windows(),
             " windows of ", T, " tokens, ", steps_per_epoch, " steps per epoch of ",
             sampler.global_batch_size(), " sequences; training for ", total_steps, " steps");
@@ -248,7 +253,7 @@ TrainSummary run_training(const RunSetup& setup) {
 
   if (datasets.valid && start_step == 0) {
     // The starting point, so the curve shows how far training moved the validation loss.
-    const double initial = evaluate(model, *engine, *comm, *datasets.valid, inputs, targets);
+    const double initial = evaluate(*replica, B, T, *comm, *datasets.valid, inputs, targets);
     log::info("step 0/", total_steps, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
     if (talker) {
       StepMetrics metrics;
@@ -259,6 +264,7 @@ TrainSummary run_training(const RunSetup& setup) {
       metrics_log->write(metrics);
     }
   }
+  LossScaler scaler(replica->precision() == std::string("fp16"));
   const Timer run_timer;
   Timer interval_timer;
   long long interval_steps = 0;
@@ -271,16 +277,25 @@ TrainSummary run_training(const RunSetup& setup) {
   for (; step < total_steps; ++step) {
     engine->begin_step();
     double loss_sum = 0;
+    const float loss_scale = scaler.scale();
     for (long long micro = 0; micro < accumulation; ++micro) {
       sampler.load_micro_batch(datasets.train, static_cast<uint64_t>(micro), inputs, targets);
       engine->begin_micro_step(micro == accumulation - 1);
-      loss_sum += model.forward(*engine, inputs.data(), targets.data());
-      model.backward(*engine, 1.0f / static_cast<float>(accumulation));
+      loss_sum += replica->forward(inputs.data(), targets.data());
+      replica->backward(loss_scale / static_cast<float>(accumulation));
     }
     engine->finish_backward();
-    const double grad_norm = engine->grad_norm();
+    const double scaled_norm = engine->grad_norm();
+    const double grad_norm = scaled_norm / double(loss_scale);
     const double lr = schedule.lr(step);
-    engine->step(static_cast<float>(lr), clip_factor(grad_norm, params.max_grad_norm));
+    if (scaler.update(scaled_norm)) {
+      engine->step(static_cast<float>(lr),
+                   clip_factor(grad_norm, params.max_grad_norm) / loss_scale);
+    } else if (talker) {
+      log::warn("fp16: the gradients of step ", step + 1, " overflowed at loss scale ", loss_scale,
+                "; step skipped (", scaler.skipped_steps(), " so far), loss scale now ",
+                scaler.scale());
+    }
     sampler.advance();
     comm_wait += engine->take_comm_wait_seconds();
 
@@ -300,7 +315,7 @@ TrainSummary run_training(const RunSetup& setup) {
     metrics.elapsed_s = run_timer.seconds();
     const bool last = step + 1 == total_steps;
     if (datasets.valid && ((step + 1) % eval_every == 0 || last)) {
-      metrics.val_loss = evaluate(model, *engine, *comm, *datasets.valid, inputs, targets);
+      metrics.val_loss = evaluate(*replica, B, T, *comm, *datasets.valid, inputs, targets);
       summary.final_val_loss = metrics.val_loss;
     }
     const bool log_now = (step + 1) % logging_steps == 0 || last || step == 0 || metrics.val_loss;

@@ -38,4 +38,18 @@ text=$(timeout 60 "$AUTOTRAIN_BIN" generate --model two-ranks --prompt "ROMEO:" 
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --training-config two-ranks/training_params.json \
   --project-name rerun > rerun.log 2>&1 || { cat rerun.log; exit 1; }
 $check same two-ranks/metrics.jsonl rerun/metrics.jsonl 0
+
+# Device and precision on a machine without a GPU: bf16 falls back to fp32 with a warning (and
+# the plan says so); asking for the GPU is refused by name.
+"${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --mixed-precision bf16 --dry-run \
+  > bf16.log 2>&1 || { cat bf16.log; exit 1; }
+grep -q "mixed_precision bf16 runs on GPUs only; on the CPU this run computes in fp32" bf16.log ||
+  { cat bf16.log; exit 1; }
+grep -q "devices      CPU, .*compute in fp32 (device auto, mixed_precision bf16)" bf16.log ||
+  { cat bf16.log; exit 1; }
+status=0
+"${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --device cuda --dry-run \
+  > cuda.log 2>&1 || status=$?
+[ "$status" -eq 1 ] || { echo "--device cuda without a GPU: status $status, expected 1"; cat cuda.log; exit 1; }
+grep -q "device: 'cuda' was requested but" cuda.log || { cat cuda.log; exit 1; }
 echo "train_mpirun: ok"

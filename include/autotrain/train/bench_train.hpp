@@ -52,6 +52,9 @@ struct TrainBenchResult {
 
   zero::MemoryReport model_state;  // per rank, the largest of each kind over ranks
   std::size_t activation_bytes = 0;
+  std::string device;                        // rank 0's: "cpu" or "cuda:0 (NVIDIA H200)"
+  std::string precision;                     // compute precision: "fp32", "bf16", "fp16"
+  std::size_t device_memory_bytes = 0;       // GPU memory per rank (largest over ranks); 0 on CPUs
   std::vector<std::size_t> peak_rss_bytes;   // per rank (VmHWM), index = rank
   std::vector<model::ProfileEntry> profile;  // this rank's profiled step (empty if not profiled)
 };

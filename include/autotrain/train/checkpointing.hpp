@@ -8,7 +8,7 @@
 //   model/<p>                   the fp32 master weights (wte keeps its padded vocabulary rows)
 //   optimizer/exp_avg/<p>       AdamW's first moment (SGD: the momentum buffer)
 //   optimizer/exp_avg_sq/<p>    AdamW's second moment (absent for SGD)
-// Each rank writes its zero::Engine::shard_runs() and reads back its held_runs(), so a
+// Each rank writes its zero::ModelState::shard_runs() and reads back its held_runs(), so a
 // checkpoint written by any (world size, stage) loads into any other.
 #include <mpi.h>
 
@@ -50,7 +50,8 @@ std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layou
 std::string model_config_json(const model::ModelConfig& config);
 
 // Collective. The pieces point into the engine's memory: valid until its next step().
-ckpt::CheckpointContent checkpoint_content(zero::Engine& engine, const model::ParamLayout& layout,
+ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
+                                           const model::ParamLayout& layout,
                                            const ResumePoint& point,
                                            const config::TrainingParams& params);
 
@@ -67,7 +68,7 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
 // Collective: reads into every range the engine holds (held_runs: the parameters, and with
 // `optimizer_state` the moments too), then engine.after_load(). Does not set the optimizer's
 // step count.
-void load_engine_state(ckpt::CheckpointReader& reader, zero::Engine& engine,
+void load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
                        const model::ParamLayout& layout, OptimizerKind optimizer,
                        bool optimizer_state);
 

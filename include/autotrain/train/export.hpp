@@ -3,7 +3,7 @@
 // model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte),
 // config.json, and the tokenizer files (vocab.json + merges.txt, plus encoder.json + vocab.bpe
 // so `autotrain generate` reads the same folder). Units are streamed to rank 0 one at a time
-// (zero::Engine::gather_unit), so no rank ever holds the whole model under ZeRO-3.
+// (zero::ModelState::gather_unit), so no rank ever holds the whole model under ZeRO-3.
 #include <filesystem>
 
 #include "autotrain/config/training_params.hpp"
@@ -14,7 +14,7 @@
 namespace autotrain::train {
 
 // Collective. Writes into `dir` (created if needed); the dtype is params.export_dtype.
-void export_model(zero::Engine& engine, const model::ParamLayout& layout,
+void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                   const config::TrainingParams& params, const std::filesystem::path& dir);
 
 // config.json for GPT2LMHeadModel with this shape.

@@ -17,10 +17,18 @@
 
 namespace autotrain::train {
 
+// Where the model runs (`device`, resolved: never `auto`) and its compute precision
+// (`mixed_precision`: fp32 master weights and optimizer state in every case).
+enum class Device { cpu, cuda };
+enum class Precision { fp32, bf16, fp16 };
+const char* precision_name(Precision precision);  // "fp32", "bf16", "fp16"
+
 struct RunSetup {
   config::ResolvedParams resolved;
   Topology topology;
   CommBackend comm_backend = CommBackend::mpi;  // resolved: never `automatic`
+  Device device = Device::cpu;
+  Precision precision = Precision::fp32;
   int zero_stage = 0;
   int threads = 1;             // CPU threads of this rank
   std::string threads_source;  // "--threads", "OMP_NUM_THREADS", "CPU affinity / ranks per node"

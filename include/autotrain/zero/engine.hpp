@@ -69,11 +69,13 @@ struct StateRun {
   float* exp_avg_sq = nullptr;
 };
 
-class Engine : public model::UnitAccess {
+// The model state one rank holds and updates, wherever it lives (host memory here, a GPU in the
+// device engine of zero/cuda/): what the trainer, checkpoints and export use. Pointers in
+// StateRun and gather_unit's output are host memory on every device (a GPU engine stages
+// through pinned host memory).
+class ModelState {
  public:
-  // `layout` must be built with world_size = comm.size(). Allocates every buffer now.
-  static std::unique_ptr<Engine> create(const model::ParamLayout& layout, Communicator& comm,
-                                        const EngineOptions& options);
+  virtual ~ModelState() = default;
 
   virtual int stage() const = 0;
   // Initialises the parameters this rank holds from the seed alone (stage 3: only its shard;
@@ -109,6 +111,14 @@ class Engine : public model::UnitAccess {
   // Debug counter: the most whole units this rank has held gathered at once (stage 3: at most
   // stage3_prefetch + 1; 0 for the stages that keep the full parameters anyway).
   virtual int peak_gathered_units() const { return 0; }
+};
+
+// The CPU engine: the model state in host memory, handed to the CPU model unit by unit.
+class Engine : public ModelState, public model::UnitAccess {
+ public:
+  // `layout` must be built with world_size = comm.size(). Allocates every buffer now.
+  static std::unique_ptr<Engine> create(const model::ParamLayout& layout, Communicator& comm,
+                                        const EngineOptions& options);
 };
 
 }  // namespace autotrain::zero

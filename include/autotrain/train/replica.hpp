@@ -1,0 +1,56 @@
+#pragma once
+// One rank's model and ZeRO engine on its device (`device: cpu|cuda`, docs/gpu.md): what the
+// trainer, the evaluation and `bench train` drive, so none of them depends on where the kernels
+// run. The CPU replica is model::Gpt2Model over a zero::Engine; the CUDA replica (builds with
+// CUDA) is model::gpu::DeviceGpt2 over zero::gpu's device engine in the compute precision of
+// mixed_precision.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/train/run_setup.hpp"
+#include "autotrain/zero/engine.hpp"
+
+namespace autotrain::train {
+
+class Replica {
+ public:
+  virtual ~Replica() = default;
+
+  // Parameters, gradients and optimizer state, and the step calls of zero/engine.hpp.
+  virtual zero::ModelState& state() = 0;
+
+  // Mean loss of one micro-batch [B, T] of host token ids; keeps what backward needs.
+  virtual float forward(const std::int32_t* inputs, const std::int32_t* targets) = 0;
+  // Adds d(loss_scale · mean loss)/d(params) into the engine's gradients.
+  virtual void backward(float loss_scale) = 0;
+  // Per-position losses [B, T] of the last forward, in host memory.
+  virtual std::span<const float> losses() = 0;
+
+  virtual std::size_t activation_bytes() const = 0;
+  // Bytes this rank holds on its GPU (all of it allocated at construction); 0 on the CPU.
+  virtual std::size_t device_memory_bytes() const { return 0; }
+  // "cpu" or "cuda:<device> (<name>)", and the compute precision: "fp32", "bf16", "fp16".
+  virtual std::string device() const = 0;
+  virtual std::string precision() const = 0;
+  // The device's dense peak FLOP/s in the compute precision (datasheet), for the MFU of
+  // `bench train`; 0 when unknown (the CPU measures an sgemm instead).
+  virtual double peak_flops_per_s() const { return 0; }
+
+  // Per-kernel timers (the CPU model only; empty elsewhere).
+  virtual void set_profiling(bool /*on*/) {}
+  virtual std::vector<model::ProfileEntry> profile() const { return {}; }
+};
+
+// The replica `setup` asks for (setup.device, setup.precision), with its engine's parameters
+// initialised from `seed`. `layout` and `comm` must outlive it.
+std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
+                                      Communicator& comm, int B, int T, std::uint64_t seed);
+
+}  // namespace autotrain::train

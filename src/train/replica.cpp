@@ -1,0 +1,50 @@
+#include "autotrain/train/replica.hpp"
+
+#include "autotrain/core/error.hpp"
+#include "cuda_replica.hpp"
+
+namespace autotrain::train {
+namespace {
+
+class CpuReplica final : public Replica {
+ public:
+  CpuReplica(const model::ParamLayout& layout, Communicator& comm,
+             const zero::EngineOptions& options, int B, int T)
+      : engine_(zero::Engine::create(layout, comm, options)), model_(layout, B, T) {}
+
+  zero::ModelState& state() override { return *engine_; }
+  float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
+    return model_.forward(*engine_, inputs, targets);
+  }
+  void backward(float loss_scale) override { model_.backward(*engine_, loss_scale); }
+  std::span<const float> losses() override { return model_.losses(); }
+  std::size_t activation_bytes() const override { return model_.activation_bytes(); }
+  std::string device() const override { return "cpu"; }
+  std::string precision() const override { return "fp32"; }
+  void set_profiling(bool on) override { model_.set_profiling(on); }
+  std::vector<model::ProfileEntry> profile() const override { return model_.profile(); }
+
+ private:
+  std::unique_ptr<zero::Engine> engine_;
+  model::Gpt2Model model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
+                                      Communicator& comm, int B, int T, std::uint64_t seed) {
+  std::unique_ptr<Replica> replica;
+  if (setup.device == Device::cuda) {
+#ifdef AUTOTRAIN_HAVE_CUDA
+    replica = make_cuda_replica(setup, layout, comm, B, T);
+#else
+    throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
+#endif
+  } else {
+    replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T);
+  }
+  replica->state().init_parameters(seed);
+  return replica;
+}
+
+}  // namespace autotrain::train
