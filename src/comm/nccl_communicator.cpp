@@ -167,6 +167,7 @@ class NcclCommunicator final : public Communicator {
       AT_CUDA_CHECK(cudaSetDevice(options.device));
       AT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
       AT_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
+      AT_CUDA_CHECK(cudaEventCreateWithFlags(&producer_, cudaEventDisableTiming));
     } catch (const std::exception& error) {
       failure = error.what();
     }
@@ -206,6 +207,7 @@ class NcclCommunicator final : public Communicator {
       ncclCommDestroy(nccl_);
     }
     if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+    if (producer_ != nullptr) cudaEventDestroy(producer_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -240,6 +242,11 @@ class NcclCommunicator final : public Communicator {
     return issue("broadcast", count * dtype_size(dtype), [&] {
       return ncclBroadcast(data, data, count, nccl_type(dtype), root, nccl_, stream_);
     });
+  }
+
+  void wait_for_stream(void* stream) override {
+    AT_CUDA_CHECK(cudaEventRecord(producer_, static_cast<cudaStream_t>(stream)));
+    AT_CUDA_CHECK(cudaStreamWaitEvent(stream_, producer_, 0));
   }
 
   CommHandle barrier_async() override {
@@ -290,6 +297,7 @@ class NcclCommunicator final : public Communicator {
   double timeout_seconds_;
   cudaStream_t stream_ = nullptr;
   int* barrier_word_ = nullptr;
+  cudaEvent_t producer_ = nullptr;  // wait_for_stream: the caller's stream up to the call
   ncclComm_t nccl_ = nullptr;
   std::unique_ptr<Watchdog> watchdog_;
 };

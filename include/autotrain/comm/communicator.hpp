@@ -114,6 +114,12 @@ class Communicator {
   virtual CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) = 0;
   virtual CommHandle barrier_async() = 0;
 
+  // Device backends (nccl): collectives issued after this call start only once the work queued
+  // so far on `stream` (a cudaStream_t, e.g. the backward that wrote a gradient bucket) is done,
+  // without blocking the host. Host backends have nothing to order: a buffer is complete when a
+  // call is issued.
+  virtual void wait_for_stream(void* /*stream*/) {}
+
   // The blocking forms: the async call, waited on at once. Virtual so that a backend can run a
   // blocking collective without handing it to another thread (the mpi backend does).
   virtual void allreduce(void* data, size_t count, DType dtype, ReduceOp op) {

@@ -1,0 +1,451 @@
+// The ZeRO engine on a CUDA device, stages 0 and 1 (zero/device_engine.hpp). Host code: the
+// kernels it queues live in kernels/cuda/ (adamw, vector).
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include "autotrain/zero/device_engine.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/kernels/cuda/adamw.hpp"
+#include "autotrain/kernels/cuda/check.hpp"
+#include "autotrain/kernels/cuda/device.hpp"
+#include "autotrain/kernels/cuda/vector.hpp"
+#include "autotrain/model/init.hpp"
+#include "autotrain/zero/partition.hpp"
+#include "wait_clock.hpp"
+
+namespace autotrain::zero::gpu {
+namespace {
+
+using kernels::gpu::DeviceBuffer;
+
+template <typename F>
+constexpr DType compute_dtype() {
+  if constexpr (std::is_same_v<F, float>) return DType::fp32;
+  if constexpr (std::is_same_v<F, __nv_bfloat16>) return DType::bf16;
+  return DType::fp16;
+}
+
+// Page-locked host floats: the staging area of checkpoints (cudaMemcpy at full PCIe speed).
+class PinnedFloats {
+ public:
+  explicit PinnedFloats(std::size_t count) : count_(count) {
+    if (count_ > 0) {
+      void* data = nullptr;
+      AT_CUDA_CHECK(cudaMallocHost(&data, count_ * sizeof(float)));
+      data_ = static_cast<float*>(data);
+    }
+  }
+  ~PinnedFloats() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  PinnedFloats(const PinnedFloats&) = delete;
+  PinnedFloats& operator=(const PinnedFloats&) = delete;
+  float* data() const { return data_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t count_;
+  float* data_ = nullptr;
+};
+
+template <typename F>
+class DeviceZeroEngine final : public DeviceEngine<F> {
+  static constexpr bool kMasterIsCompute = std::is_same_v<F, float>;
+
+ public:
+  DeviceZeroEngine(const model::ParamLayout& layout, Communicator& comm,
+                   const EngineOptions& options, cudaStream_t stream)
+      : layout_(layout),
+        comm_(comm),
+        stage_(options.stage),
+        rank_(comm.rank()),
+        settings_(options.optimizer),
+        stream_(stream),
+        owned_offsets_(owned_offsets()),
+        owned_total_(owned_offsets_.back()),
+        params_(layout.padded_size() * sizeof(F)),
+        master_(kMasterIsCompute ? 0 : owned_total_ * sizeof(float)),
+        grads_(layout.padded_size() * sizeof(F)),
+        m_(owned_total_ * sizeof(float)),
+        v_(owned_total_ * sizeof(float)),
+        norm_total_(sizeof(double)),
+        norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
+        norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
+        host_master_(owned_total_),
+        host_m_(owned_total_),
+        host_v_(owned_total_),
+        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())),
+        buckets_(plan_buckets(layout, options.reduce_bucket_size)),
+        units_ready_(buckets_.size(), 0),
+        handles_(buckets_.size()),
+        launched_(buckets_.size(), false) {
+    bucket_of_unit_.resize(static_cast<std::size_t>(layout.num_units()));
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      for (int u = buckets_[b].first_unit; u <= buckets_[b].last_unit; ++u)
+        bucket_of_unit_[static_cast<std::size_t>(u)] = b;
+    }
+    for (int u = 0; u < layout.num_units(); ++u)
+      segments_.push_back(owned_segments(layout, owned(u)));
+    gathers_.resize(static_cast<std::size_t>(layout.num_units()));
+    grads_.zero(stream_);
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  int stage() const override { return stage_; }
+
+  void init_parameters(std::uint64_t seed) override {
+    // The whole model on the host once (stages 0 and 1 hold the full parameters anyway), then
+    // the owned ranges become the master weights and the compute copy is rebuilt from them.
+    std::vector<float> full(layout_.padded_size());
+    model::init_params(layout_, seed, full);
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      std::copy_n(full.data() + range.offset, range.size, host_master_.data() + owned_at(u));
+    }
+    std::fill_n(host_m_.data(), owned_total_, 0.0f);
+    std::fill_n(host_v_.data(), owned_total_, 0.0f);
+    upload();
+  }
+
+  // --- model::gpu::DeviceUnitAccess -----------------------------------------------------------
+  const F* params(int unit) override { return params_.as<F>() + unit_info(unit).offset; }
+  F* grads(int unit) override { return grads_.as<F>() + unit_info(unit).offset; }
+  void grads_ready(int unit) override {
+    unit_info(unit);
+    // Earlier micro-steps only accumulate: reducing a sum once equals summing reductions.
+    if (!last_micro_step_) return;
+    const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+    const UnitBucket& bucket = buckets_[b];
+    if (++units_ready_[b] == bucket.last_unit - bucket.first_unit + 1) launch(b);
+  }
+
+  // --- the step -------------------------------------------------------------------------------
+  void begin_step() override {
+    for (auto& handle : handles_) clock_.wait(handle);
+    grads_.zero(stream_);
+    std::fill(launched_.begin(), launched_.end(), false);
+    std::fill(units_ready_.begin(), units_ready_.end(), 0);
+    last_micro_step_ = true;
+  }
+
+  void begin_micro_step(bool last_micro_step) override { last_micro_step_ = last_micro_step; }
+
+  void finish_backward() override {
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      if (!launched_[b]) launch(b);
+    }
+    // The host waits for the reductions, so everything queued on stream_ afterwards sees them.
+    for (auto& handle : handles_) clock_.wait(handle);
+  }
+
+  double grad_norm() override {
+    // Each rank sums the squares of its shard (every element counted once), in double; the
+    // partial sums travel as two floats (high, low) and every rank adds them in rank order.
+    auto* total = norm_total_.as<double>();
+    AT_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream_));
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range shard = layout_.shard(u, rank_);
+      kernels::gpu::sum_of_squares(total, grads_.as<F>() + shard.offset, shard.size,
+                                   norm_scratch_.as<float>(), stream_);
+    }
+    double sum = 0;
+    AT_CUDA_CHECK(cudaMemcpyAsync(&sum, total, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const auto high = static_cast<float>(sum);
+    const float mine[2] = {high, static_cast<float>(sum - double{high})};
+    float* parts = norm_parts_.as<float>();
+    AT_CUDA_CHECK(cudaMemcpyAsync(parts + 2 * rank_, mine, sizeof mine, cudaMemcpyHostToDevice,
+                                  stream_));
+    comm_.wait_for_stream(stream_);
+    auto handle = comm_.allgather_async(parts + 2 * rank_, parts, 2, DType::fp32);
+    clock_.wait(handle);
+    const std::size_t count = host_norm_parts_.size();
+    AT_CUDA_CHECK(cudaMemcpy(host_norm_parts_.data(), parts, count * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+    double all = 0;
+    for (std::size_t i = 0; i < count; i += 2) {
+      all += double{host_norm_parts_.data()[i]} + double{host_norm_parts_.data()[i + 1]};
+    }
+    return std::sqrt(all);
+  }
+
+  void step(float lr, float grad_scale) override {
+    ++steps_;
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
+        kernels::gpu::AdamWSettings settings;
+        settings.lr = lr;
+        settings.beta1 = settings_.beta1;
+        settings.beta2 = settings_.beta2;
+        settings.eps = settings_.eps;
+        settings.weight_decay = segment.decay ? settings_.weight_decay : 0.0f;
+        settings.grad_scale = grad_scale;
+        settings.step = steps_;
+        const std::size_t at = state_index(u, segment.begin);
+        kernels::gpu::adamw_update(master_at(u, segment.begin), compute_copy_at(segment.begin),
+                                   grads_.as<F>() + segment.begin, m_.as<float>() + at,
+                                   v_.as<float>() + at, segment.end - segment.begin, settings,
+                                   stream_);
+      }
+    }
+    if (stage_ == 1) gather_compute_params();
+  }
+
+  MemoryReport memory() const override {
+    MemoryReport report;
+    report.param_bytes = params_.bytes() + master_.bytes();
+    report.grad_bytes = grads_.bytes();
+    report.optimizer_bytes = m_.bytes() + v_.bytes();
+    return report;
+  }
+
+  std::size_t device_bytes() const override {
+    return params_.bytes() + master_.bytes() + grads_.bytes() + m_.bytes() + v_.bytes() +
+           norm_total_.bytes() + norm_scratch_.bytes() + norm_parts_.bytes() +
+           gather_scratch_.bytes();
+  }
+
+  double take_comm_wait_seconds() override { return clock_.take(); }
+
+  // --- checkpoints ----------------------------------------------------------------------------
+  std::vector<StateRun> shard_runs() override {
+    download();
+    return runs(true);
+  }
+  std::vector<StateRun> held_runs() override {
+    download();  // a partial load keeps the values it does not overwrite
+    return runs(false);
+  }
+  void after_load() override { upload(); }
+  long long optimizer_steps() const override { return steps_; }
+  void set_optimizer_steps(long long steps) override { steps_ = steps; }
+
+  void gather_unit(int unit, std::span<float> out, int root) override {
+    const auto& info = unit_info(unit);
+    AT_CHECK(root >= 0 && root < comm_.size(), "ZeRO: gather_unit root ", root,
+             " out of range [0, ", comm_.size(), ")");
+    AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
+             info.numel, " elements, got ", out.size());
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (stage_ == 0 || kMasterIsCompute) {
+      // The whole unit's fp32 master weights are on this rank already.
+      if (rank_ == root) {
+        AT_CUDA_CHECK(cudaMemcpy(out.data(), master_at(unit, info.offset),
+                                 info.numel * sizeof(float), cudaMemcpyDeviceToHost));
+      }
+      return;
+    }
+    // Stage 1 in 16 bits: each rank holds the fp32 master of its shard; all-gather the unit into
+    // a scratch the size of the largest unit (allocated on the first export, after training).
+    if (gather_scratch_.bytes() == 0) {
+      std::size_t largest = 0;
+      for (const auto& u : layout_.units()) largest = std::max(largest, u.padded_numel);
+      gather_scratch_ = DeviceBuffer(largest * sizeof(float));
+    }
+    const model::Range shard = layout_.shard(unit, rank_);
+    float* scratch = gather_scratch_.as<float>();
+    float* mine = scratch + (shard.offset - info.offset);
+    AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset), shard.size * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream_));
+    comm_.wait_for_stream(stream_);
+    auto handle = comm_.allgather_async(mine, scratch, shard.size, DType::fp32);
+    clock_.wait(handle);
+    if (rank_ == root) {
+      AT_CUDA_CHECK(cudaMemcpy(out.data(), scratch, info.numel * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+    }
+  }
+
+ private:
+  const model::ParamUnit& unit_info(int unit) const {
+    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: unit ", unit, " out of range [0, ",
+             layout_.num_units(), ")");
+    return layout_.units()[static_cast<std::size_t>(unit)];
+  }
+
+  // The range the optimizer of `unit` updates on this rank.
+  model::Range owned(int unit) const {
+    if (stage_ == 0) {
+      const auto& info = layout_.units()[static_cast<std::size_t>(unit)];
+      return {info.offset, info.padded_numel};
+    }
+    return layout_.shard(unit, rank_);
+  }
+
+  std::vector<std::size_t> owned_offsets() const {
+    std::vector<std::size_t> offsets{0};
+    for (int u = 0; u < layout_.num_units(); ++u) offsets.push_back(offsets.back() + owned(u).size);
+    return offsets;
+  }
+  std::size_t owned_at(int unit) const { return owned_offsets_[static_cast<std::size_t>(unit)]; }
+  // Where flat element `index` (inside owned(unit)) sits in owned space (m, v, host staging).
+  std::size_t state_index(int unit, std::size_t index) const {
+    return owned_at(unit) + (index - owned(unit).offset);
+  }
+
+  float* master_at(int unit, std::size_t index) {
+    if constexpr (kMasterIsCompute) {
+      return params_.as<float>() + index;
+    } else {
+      return master_.as<float>() + state_index(unit, index);
+    }
+  }
+  F* compute_copy_at(std::size_t index) {
+    if constexpr (kMasterIsCompute) {
+      return nullptr;  // the master weights are the compute parameters
+    } else {
+      return params_.as<F>() + index;
+    }
+  }
+
+  void launch(std::size_t b) {
+    const UnitBucket& bucket = buckets_[b];
+    comm_.wait_for_stream(stream_);  // after the backward kernels that wrote the bucket
+    handles_[b] = comm_.allreduce_async(grads_.as<F>() + bucket.offset, bucket.elements,
+                                        compute_dtype<F>(), ReduceOp::avg);
+    launched_[b] = true;
+    units_ready_[b] = 0;
+  }
+
+  // Stage 1: every rank updated its shard of the compute parameters; make them whole again.
+  void gather_compute_params() {
+    comm_.wait_for_stream(stream_);
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const auto& info = layout_.units()[static_cast<std::size_t>(u)];
+      const model::Range shard = layout_.shard(u, rank_);
+      gathers_[static_cast<std::size_t>(u)] =
+          comm_.allgather_async(params_.as<F>() + shard.offset, params_.as<F>() + info.offset,
+                                shard.size, compute_dtype<F>());
+    }
+    for (auto& handle : gathers_) clock_.wait(handle);
+  }
+
+  // Device master weights and moments of the owned ranges -> the pinned host copies.
+  void download() {
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      AT_CUDA_CHECK(cudaMemcpyAsync(host_master_.data() + owned_at(u), master_at(u, range.offset),
+                                    range.size * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    }
+    AT_CUDA_CHECK(cudaMemcpyAsync(host_m_.data(), m_.data(), m_.bytes(), cudaMemcpyDeviceToHost,
+                                  stream_));
+    AT_CUDA_CHECK(cudaMemcpyAsync(host_v_.data(), v_.data(), v_.bytes(), cudaMemcpyDeviceToHost,
+                                  stream_));
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // The pinned host copies -> device; the compute copy rebuilt from the master weights.
+  void upload() {
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      AT_CUDA_CHECK(cudaMemcpyAsync(master_at(u, range.offset), host_master_.data() + owned_at(u),
+                                    range.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      if constexpr (!kMasterIsCompute) {
+        kernels::gpu::cast_from_float(compute_copy_at(range.offset), master_at(u, range.offset),
+                                      range.size, stream_);
+      }
+    }
+    AT_CUDA_CHECK(cudaMemcpyAsync(m_.data(), host_m_.data(), m_.bytes(), cudaMemcpyHostToDevice,
+                                  stream_));
+    AT_CUDA_CHECK(cudaMemcpyAsync(v_.data(), host_v_.data(), v_.bytes(), cudaMemcpyHostToDevice,
+                                  stream_));
+    if (stage_ == 1) gather_compute_params();
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // Every tensor cut at the rank-part boundaries of its unit; only_shard: this rank's parts;
+  // otherwise the owned ranges (everything under stage 0, the shard under stage 1).
+  std::vector<StateRun> runs(bool only_shard) {
+    std::vector<StateRun> result;
+    for (const auto& tensor : layout_.tensors()) {
+      const std::size_t end = tensor.offset + tensor.numel;
+      for (int r = 0; r < comm_.size(); ++r) {
+        if ((only_shard || stage_ == 1) && r != rank_) continue;
+        const model::Range part = layout_.shard(tensor.unit, r);
+        StateRun run;
+        run.begin = std::max(tensor.offset, part.offset);
+        run.end = std::min(end, part.offset + part.size);
+        if (run.begin >= run.end) continue;
+        const std::size_t at = state_index(tensor.unit, run.begin);
+        run.params = host_master_.data() + at;
+        run.exp_avg = host_m_.data() + at;
+        run.exp_avg_sq = host_v_.data() + at;
+        result.push_back(run);
+      }
+    }
+    return result;
+  }
+
+  const model::ParamLayout& layout_;
+  Communicator& comm_;
+  int stage_;
+  int rank_;
+  OptimizerSettings settings_;
+  cudaStream_t stream_;
+  WaitClock clock_;
+  std::vector<std::size_t> owned_offsets_;  // per unit, + the total
+  std::size_t owned_total_;
+  DeviceBuffer params_;  // [padded_size] F: what the model reads
+  DeviceBuffer master_;  // [owned_total] fp32, unless F is float
+  DeviceBuffer grads_;   // [padded_size] F
+  DeviceBuffer m_;       // [owned_total] fp32
+  DeviceBuffer v_;       // [owned_total] fp32
+  DeviceBuffer norm_total_;
+  DeviceBuffer norm_scratch_;
+  DeviceBuffer norm_parts_;      // [2 · world] fp32
+  DeviceBuffer gather_scratch_;  // export under stage 1 in 16 bits only
+  PinnedFloats host_master_;
+  PinnedFloats host_m_;
+  PinnedFloats host_v_;
+  PinnedFloats host_norm_parts_;
+  std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
+  std::vector<UnitBucket> buckets_;
+  std::vector<std::size_t> bucket_of_unit_;
+  std::vector<int> units_ready_;
+  std::vector<CommHandle> handles_;
+  std::vector<bool> launched_;
+  std::vector<CommHandle> gathers_;
+  bool last_micro_step_ = true;
+  long long steps_ = 0;
+};
+
+}  // namespace
+
+template <typename F>
+std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayout& layout,
+                                                         Communicator& comm,
+                                                         const EngineOptions& options,
+                                                         cudaStream_t stream) {
+  if (options.stage < 0 || options.stage > 1) {
+    throw CollectiveError(cat("device cuda runs ZeRO stages 0 and 1 so far, not zero_stage ",
+                              options.stage, "; use zero_stage 0 or 1, or device cpu"));
+  }
+  if (options.optimizer.kind != OptimizerKind::adamw) {
+    throw CollectiveError("device cuda has the AdamW optimizer only; use optimizer adamw, or "
+                          "device cpu");
+  }
+  if (layout.world_size() != comm.size()) {
+    throw Error(cat("ZeRO: the parameter layout was built for world size ", layout.world_size(),
+                    " but the communicator has ", comm.size(), " ranks"));
+  }
+  if (options.reduce_bucket_size < 1) {
+    throw CollectiveError(
+        cat("reduce_bucket_size must be at least 1 element, got ", options.reduce_bucket_size));
+  }
+  return std::make_unique<DeviceZeroEngine<F>>(layout, comm, options, stream);
+}
+
+template class DeviceEngine<float>;
+template class DeviceEngine<__nv_bfloat16>;
+template class DeviceEngine<__half>;
+
+}  // namespace autotrain::zero::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA
