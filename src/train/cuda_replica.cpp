@@ -39,7 +39,7 @@ double peak_flops(const cudaDeviceProp& properties, Precision precision) {
     return std::atof(forced) * 1e12;
   }
   const bool fp32 = precision == Precision::fp32;
-  if (properties.major == 9) return fp32 ? 66.9e12 : 989.4e12;                      // H100/H200
+  if (properties.major == 9) return fp32 ? 66.9e12 : 989.4e12;                         // H100/H200
   if (properties.major == 8 && properties.minor == 0) return fp32 ? 19.5e12 : 312e12;  // A100
   return 0;
 }
@@ -51,8 +51,8 @@ class CudaReplica final : public Replica {
               int T)
       : binding_(setup.topology.device),
         precision_(setup.precision),
-        engine_(zero::gpu::DeviceEngine<F>::create(layout, comm, engine_options(setup),
-                                                   stream_.get())),
+        engine_(
+            zero::gpu::DeviceEngine<F>::create(layout, comm, engine_options(setup), stream_.get())),
         model_(layout, B, T, stream_.get(), blas_) {}
 
   zero::ModelState& state() override { return *engine_; }
@@ -69,9 +69,7 @@ class CudaReplica final : public Replica {
     return cat("cuda:", binding_.index, " (", binding_.properties.name, ")");
   }
   std::string precision() const override { return precision_name(precision_); }
-  double peak_flops_per_s() const override {
-    return peak_flops(binding_.properties, precision_);
-  }
+  double peak_flops_per_s() const override { return peak_flops(binding_.properties, precision_); }
 
  private:
   DeviceBinding binding_;  // first: every member below lives on this device

@@ -162,14 +162,14 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     const auto high = static_cast<float>(sum);
     const float mine[2] = {high, static_cast<float>(sum - double{high})};
     float* parts = norm_parts_.as<float>();
-    AT_CUDA_CHECK(cudaMemcpyAsync(parts + 2 * rank_, mine, sizeof mine, cudaMemcpyHostToDevice,
-                                  stream_));
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(parts + 2 * rank_, mine, sizeof mine, cudaMemcpyHostToDevice, stream_));
     comm_.wait_for_stream(stream_);
     auto handle = comm_.allgather_async(parts + 2 * rank_, parts, 2, DType::fp32);
     clock_.wait(handle);
     const std::size_t count = host_norm_parts_.size();
-    AT_CUDA_CHECK(cudaMemcpy(host_norm_parts_.data(), parts, count * sizeof(float),
-                             cudaMemcpyDeviceToHost));
+    AT_CUDA_CHECK(
+        cudaMemcpy(host_norm_parts_.data(), parts, count * sizeof(float), cudaMemcpyDeviceToHost));
     double all = 0;
     for (std::size_t i = 0; i < count; i += 2) {
       all += double{host_norm_parts_.data()[i]} + double{host_norm_parts_.data()[i + 1]};
@@ -259,8 +259,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     auto handle = comm_.allgather_async(mine, scratch, shard.size, DType::fp32);
     clock_.wait(handle);
     if (rank_ == root) {
-      AT_CUDA_CHECK(cudaMemcpy(out.data(), scratch, info.numel * sizeof(float),
-                               cudaMemcpyDeviceToHost));
+      AT_CUDA_CHECK(
+          cudaMemcpy(out.data(), scratch, info.numel * sizeof(float), cudaMemcpyDeviceToHost));
     }
   }
 
@@ -335,10 +335,10 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
       AT_CUDA_CHECK(cudaMemcpyAsync(host_master_.data() + owned_at(u), master_at(u, range.offset),
                                     range.size * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     }
-    AT_CUDA_CHECK(cudaMemcpyAsync(host_m_.data(), m_.data(), m_.bytes(), cudaMemcpyDeviceToHost,
-                                  stream_));
-    AT_CUDA_CHECK(cudaMemcpyAsync(host_v_.data(), v_.data(), v_.bytes(), cudaMemcpyDeviceToHost,
-                                  stream_));
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(host_m_.data(), m_.data(), m_.bytes(), cudaMemcpyDeviceToHost, stream_));
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(host_v_.data(), v_.data(), v_.bytes(), cudaMemcpyDeviceToHost, stream_));
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -353,10 +353,10 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
                                       range.size, stream_);
       }
     }
-    AT_CUDA_CHECK(cudaMemcpyAsync(m_.data(), host_m_.data(), m_.bytes(), cudaMemcpyHostToDevice,
-                                  stream_));
-    AT_CUDA_CHECK(cudaMemcpyAsync(v_.data(), host_v_.data(), v_.bytes(), cudaMemcpyHostToDevice,
-                                  stream_));
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(m_.data(), host_m_.data(), m_.bytes(), cudaMemcpyHostToDevice, stream_));
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(v_.data(), host_v_.data(), v_.bytes(), cudaMemcpyHostToDevice, stream_));
     if (stage_ == 1) gather_compute_params();
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -429,8 +429,9 @@ std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayou
                               options.stage, "; use zero_stage 0 or 1, or device cpu"));
   }
   if (options.optimizer.kind != OptimizerKind::adamw) {
-    throw CollectiveError("device cuda has the AdamW optimizer only; use optimizer adamw, or "
-                          "device cpu");
+    throw CollectiveError(
+        "device cuda has the AdamW optimizer only; use optimizer adamw, or "
+        "device cpu");
   }
   if (layout.world_size() != comm.size()) {
     throw Error(cat("ZeRO: the parameter layout was built for world size ", layout.world_size(),

@@ -34,9 +34,8 @@ class DeviceEngine : public ModelState, public model::gpu::DeviceUnitAccess<F> {
   // `layout` with world_size = comm.size(); `comm` must be a device communicator (nccl);
   // `stream` is the model's stream (the optimizer runs on it too). Throws CollectiveError for
   // stages 2 and 3 and for the SGD optimizer.
-  static std::unique_ptr<DeviceEngine> create(const model::ParamLayout& layout,
-                                              Communicator& comm, const EngineOptions& options,
-                                              cudaStream_t stream);
+  static std::unique_ptr<DeviceEngine> create(const model::ParamLayout& layout, Communicator& comm,
+                                              const EngineOptions& options, cudaStream_t stream);
 
   // Bytes of device memory the engine holds.
   virtual std::size_t device_bytes() const = 0;
