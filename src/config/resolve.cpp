@@ -61,6 +61,12 @@ void resolve_params(ResolvedParams& resolved) {
          params.distributed_backend.empty()
              ? std::string("derived from distributed_backend (none)")
              : cat("derived from distributed_backend (", params.distributed_backend, ")"));
+  // Stages 0-1 reduce views of the full gradient buffer: a bucket costs no memory, only sets
+  // the message size. Stages 2-3 hold a bucket's gradients in working buffers until its
+  // reduce-scatter: the smallest bucket (one unit) keeps that working set smallest.
+  derive(resolved, params.reduce_bucket_size, "reduce_bucket_size",
+         params.zero_stage >= 2 ? 1 : kDefaultBucketElements,
+         cat("derived from zero_stage (", params.zero_stage, ")"));
   // AutoTrain evaluates only when there is a validation split, whatever eval_strategy says
   // (its own training_params.json holds eval_strategy "epoch" with valid_split null).
   if (params.valid_split.empty() && params.eval_strategy != "no") {
