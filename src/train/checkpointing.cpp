@@ -116,6 +116,11 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
       {"seed", params.seed}}.dump();
   state.json["optimizer"] =
       json{{"kind", optimizer_name(point.optimizer)}, {"steps", point.optimizer_steps}}.dump();
+  state.json["loss_scaler"] = json{{"enabled", point.loss_scaler.enabled},
+                                   {"scale", point.loss_scaler.scale},
+                                   {"good_steps", point.loss_scaler.good_steps},
+                                   {"skipped_steps", point.loss_scaler.skipped_steps}}
+                                  .dump();
   return content;
 }
 
@@ -149,6 +154,14 @@ ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
     point.optimizer_steps = optimizer.at("steps").get<long long>();
     key = "training_params";
     point.training_params_json = json_doc(reader, key);
+    key = "loss_scaler";
+    if (reader.info().json.count(key) != 0) {
+      const json scaler = json::parse(json_doc(reader, key));
+      point.loss_scaler.enabled = scaler.at("enabled").get<bool>();
+      point.loss_scaler.scale = scaler.at("scale").get<float>();
+      point.loss_scaler.good_steps = scaler.at("good_steps").get<int>();
+      point.loss_scaler.skipped_steps = scaler.at("skipped_steps").get<long long>();
+    }
   } catch (const json::exception& error) {
     throw Error(cat("checkpoint ", reader.path().string(), ": run_state/json/", key,
                     " is malformed (", error.what(), ")"));

@@ -31,4 +31,12 @@ bool LossScaler::update(double scaled_grad_norm) {
   return true;
 }
 
+void LossScaler::restore(const LossScalerState& saved) {
+  skipped_ = saved.skipped_steps;
+  if (!enabled_ || !saved.enabled) return;
+  AT_CHECK(saved.scale >= 1.0f, "loss scaler: a saved scale must be >= 1, got ", saved.scale);
+  scale_ = saved.scale;
+  good_steps_ = saved.good_steps;
+}
+
 }  // namespace autotrain::train

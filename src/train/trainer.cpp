@@ -151,6 +151,7 @@ TrainSummary run_training(const RunSetup& setup) {
   const zero::EngineOptions engine_options = train::engine_options(setup);
   const auto replica = make_replica(setup, layout, *comm, B, T, static_cast<uint64_t>(params.seed));
   zero::ModelState* const engine = &replica->state();
+  LossScaler scaler(replica->precision() == std::string("fp16"));
 
   const auto memory = engine->memory();
   log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(),
@@ -209,6 +210,7 @@ TrainSummary run_training(const RunSetup& setup) {
     load_engine_state(*reader, *engine, layout, optimizer_kind, true);
     engine->set_optimizer_steps(saved.optimizer_steps);
     sampler.restore(saved.position);
+    scaler.restore(saved.loss_scaler);
     start_step = saved.step;
     summary.resumed_from = *resume_path;
     log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
@@ -237,6 +239,7 @@ TrainSummary run_training(const RunSetup& setup) {
     point.zero_stage = engine->stage();
     point.model = config;
     point.optimizer = optimizer_kind;
+    point.loss_scaler = scaler.state();
     const double stalled = saver.save(checkpoint_content(*engine, layout, point, params));
     log::info("checkpoint: step ", steps_done, ": training stalled ", stalled, " s",
               saver.async() ? " (host copy; the write continues in the background)" : "");
@@ -264,7 +267,6 @@ TrainSummary run_training(const RunSetup& setup) {
       metrics_log->write(metrics);
     }
   }
-  LossScaler scaler(replica->precision() == std::string("fp16"));
   const Timer run_timer;
   Timer interval_timer;
   long long interval_steps = 0;

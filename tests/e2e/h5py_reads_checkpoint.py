@@ -31,6 +31,8 @@ def main():
     with h5py.File(checkpoint, "r") as f:
         assert f.attrs["format"] in (b"autotrain-checkpoint", "autotrain-checkpoint"), f.attrs["format"]
         config = json.loads(f["run_state/json/model_config"][()].decode())
+        scaler = json.loads(f["run_state/json/loss_scaler"][()].decode())
+        assert scaler == {"enabled": False, "scale": 1.0, "good_steps": 0, "skipped_steps": 0}, scaler
         for name, values in exported.items():
             dataset = f[f"model/{name}"]
             full = dataset[...].reshape(dataset.attrs["shape"])

@@ -61,6 +61,35 @@ TEST(LossScaler, TheScaleStaysWithinOneAndTwoToTheTwentyFour) {
   EXPECT_EQ(high.scale(), 16777216.0f);
 }
 
+TEST(LossScaler, RestoringASavedStateContinuesWithItsScaleAndCounts) {
+  LossScaler first(true, 1024.0f, 3);
+  first.update(kInf);
+  first.update(1.0);
+  first.update(1.0);
+  const LossScalerState saved = first.state();
+  EXPECT_TRUE(saved.enabled);
+  EXPECT_EQ(saved.scale, 512.0f);
+  EXPECT_EQ(saved.good_steps, 2);
+  EXPECT_EQ(saved.skipped_steps, 1);
+
+  LossScaler resumed(true, 1024.0f, 3);
+  resumed.restore(saved);
+  EXPECT_EQ(resumed.scale(), 512.0f);
+  EXPECT_EQ(resumed.skipped_steps(), 1);
+  EXPECT_TRUE(resumed.update(1.0));  // the third good step in a row, as in the first run
+  EXPECT_EQ(resumed.scale(), 1024.0f);
+}
+
+TEST(LossScaler, AStateWithoutScalingLeavesAnFp16ScalerAtItsInitialScale) {
+  LossScaler bf16(false);
+  LossScaler fp16(true, 1024.0f);
+  fp16.restore(bf16.state());
+  EXPECT_EQ(fp16.scale(), 1024.0f);
+  LossScaler scaled(true, 64.0f);
+  bf16.restore(scaled.state());
+  EXPECT_EQ(bf16.scale(), 1.0f);
+}
+
 TEST(LossScaler, RejectsAScaleBelowOneOrAnEmptyInterval) {
   EXPECT_THROW(LossScaler(true, 0.5f), Error);
   EXPECT_THROW(LossScaler(true, 2.0f, 0), Error);

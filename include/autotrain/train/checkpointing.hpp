@@ -25,6 +25,7 @@
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/optim/optimizer.hpp"
+#include "autotrain/train/loss_scaler.hpp"
 #include "autotrain/zero/engine.hpp"
 
 namespace autotrain::train {
@@ -42,6 +43,7 @@ struct ResumePoint {
   model::ModelConfig model;
   OptimizerKind optimizer = OptimizerKind::adamw;
   std::string training_params_json;  // the resolved parameters of the run that wrote it
+  LossScalerState loss_scaler;       // fp16's; older checkpoints have none: the defaults
 };
 
 std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layout,

@@ -6,6 +6,15 @@
 // bf16 and fp32 have fp32's exponent range and use no scaling (scale 1, never skip).
 namespace autotrain::train {
 
+// What a checkpoint keeps of the scaler (run_state/json/loss_scaler), so a resumed fp16 run
+// continues with the scale it had.
+struct LossScalerState {
+  bool enabled = false;
+  float scale = 1.0f;
+  int good_steps = 0;  // good steps since the last change of scale
+  long long skipped_steps = 0;
+};
+
 class LossScaler {
  public:
   static constexpr float kInitialScale = 65536.0f;  // 2^16, as PyTorch's GradScaler
@@ -23,6 +32,11 @@ class LossScaler {
   bool update(double scaled_grad_norm);
 
   long long skipped_steps() const { return skipped_; }
+
+  LossScalerState state() const { return {enabled_, scale_, good_steps_, skipped_}; }
+  // Continues from a checkpoint's state. A state of a run without scaling (bf16, fp32, CPU)
+  // leaves an enabled scaler at its initial scale, and the other way round.
+  void restore(const LossScalerState& saved);
 
  private:
   bool enabled_;
