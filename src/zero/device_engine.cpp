@@ -1,5 +1,11 @@
-// The ZeRO engine on a CUDA device, stages 0 and 1 (zero/device_engine.hpp). Host code: the
-// kernels it queues live in kernels/cuda/ (adamw, vector).
+// The ZeRO engine on a CUDA device, stages 0-3 (zero/device_engine.hpp). Host code: the kernels
+// it queues live in kernels/cuda/ (adamw, vector). As in engine.cpp, a stage is a choice of parts:
+//
+//   stage  compute params              gradients                    master, m, v
+//   0      full                        DeviceReplicatedGradients    whole units
+//   1      full (+ allgather/step)     DeviceReplicatedGradients    shard
+//   2      full (+ allgather/step)     DevicePartitionedGradients   shard
+//   3      shard (DeviceParamGatherer) DevicePartitionedGradients   shard
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include "autotrain/zero/device_engine.hpp"
 
@@ -19,19 +25,14 @@
 #include "autotrain/kernels/cuda/vector.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/zero/partition.hpp"
+#include "device_gatherer.hpp"
+#include "device_gradients.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero::gpu {
 namespace {
 
 using kernels::gpu::DeviceBuffer;
-
-template <typename F>
-constexpr DType compute_dtype() {
-  if constexpr (std::is_same_v<F, float>) return DType::fp32;
-  if constexpr (std::is_same_v<F, __nv_bfloat16>) return DType::bf16;
-  return DType::fp16;
-}
 
 // Page-locked host floats: the staging area of checkpoints (cudaMemcpy at full PCIe speed).
 class PinnedFloats {
@@ -71,9 +72,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         stream_(stream),
         owned_offsets_(owned_offsets()),
         owned_total_(owned_offsets_.back()),
-        params_(layout.padded_size() * sizeof(F)),
+        params_((stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
         master_(kMasterIsCompute ? 0 : owned_total_ * sizeof(float)),
-        grads_(layout.padded_size() * sizeof(F)),
         m_(owned_total_ * sizeof(float)),
         v_(owned_total_ * sizeof(float)),
         norm_total_(sizeof(double)),
@@ -82,33 +82,33 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         host_master_(owned_total_),
         host_m_(owned_total_),
         host_v_(owned_total_),
-        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())),
-        buckets_(plan_buckets(layout, options.reduce_bucket_size)),
-        units_ready_(buckets_.size(), 0),
-        handles_(buckets_.size()),
-        launched_(buckets_.size(), false) {
-    bucket_of_unit_.resize(static_cast<std::size_t>(layout.num_units()));
-    for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      for (int u = buckets_[b].first_unit; u <= buckets_[b].last_unit; ++u)
-        bucket_of_unit_[static_cast<std::size_t>(u)] = b;
+        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
+    if (stage_ <= 1) {
+      gradients_ = std::make_unique<DeviceReplicatedGradients<F>>(
+          layout, comm, clock_, options.reduce_bucket_size, stream_);
+    } else {
+      gradients_ = std::make_unique<DevicePartitionedGradients<F>>(
+          layout, comm, clock_, options.reduce_bucket_size, stream_);
+    }
+    if (stage_ == 3) {
+      gatherer_ = std::make_unique<DeviceParamGatherer<F>>(layout, comm, clock_, params_.as<F>(),
+                                                           options.prefetch, stream_);
     }
     for (int u = 0; u < layout.num_units(); ++u)
       segments_.push_back(owned_segments(layout, owned(u)));
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
-    grads_.zero(stream_);
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
   int stage() const override { return stage_; }
 
   void init_parameters(std::uint64_t seed) override {
-    // The whole model on the host once (stages 0 and 1 hold the full parameters anyway), then
-    // the owned ranges become the master weights and the compute copy is rebuilt from them.
-    std::vector<float> full(layout_.padded_size());
-    model::init_params(layout_, seed, full);
+    // Only the owned ranges, from the seed alone (the values a single rank computes for them),
+    // become the master weights; the compute copy is rebuilt from them.
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
-      std::copy_n(full.data() + range.offset, range.size, host_master_.data() + owned_at(u));
+      model::init_params(layout_, seed, {host_master_.data() + owned_at(u), range.size},
+                         range.offset);
     }
     std::fill_n(host_m_.data(), owned_total_, 0.0f);
     std::fill_n(host_v_.data(), owned_total_, 0.0f);
@@ -116,35 +116,26 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   }
 
   // --- model::gpu::DeviceUnitAccess -----------------------------------------------------------
-  const F* params(int unit) override { return params_.as<F>() + unit_info(unit).offset; }
-  F* grads(int unit) override { return grads_.as<F>() + unit_info(unit).offset; }
-  void grads_ready(int unit) override {
-    unit_info(unit);
-    // Earlier micro-steps only accumulate: reducing a sum once equals summing reductions.
-    if (!last_micro_step_) return;
-    const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
-    const UnitBucket& bucket = buckets_[b];
-    if (++units_ready_[b] == bucket.last_unit - bucket.first_unit + 1) launch(b);
+  const F* params(int unit) override {
+    if (gatherer_) return gatherer_->acquire(unit);
+    return params_.as<F>() + unit_info(unit).offset;
   }
+  void release(int unit) override {
+    if (gatherer_) gatherer_->release(unit);
+  }
+  F* grads(int unit) override { return gradients_->grads(unit); }
+  void grads_ready(int unit) override { gradients_->grads_ready(unit); }
 
   // --- the step -------------------------------------------------------------------------------
-  void begin_step() override {
-    for (auto& handle : handles_) clock_.wait(handle);
-    grads_.zero(stream_);
-    std::fill(launched_.begin(), launched_.end(), false);
-    std::fill(units_ready_.begin(), units_ready_.end(), 0);
-    last_micro_step_ = true;
+  void begin_step() override { gradients_->zero(); }
+
+  void begin_micro_step(bool last_micro_step) override {
+    gradients_->begin_micro_step(last_micro_step);
+    if (gatherer_) gatherer_->begin_training_micro_step();
   }
 
-  void begin_micro_step(bool last_micro_step) override { last_micro_step_ = last_micro_step; }
-
-  void finish_backward() override {
-    for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      if (!launched_[b]) launch(b);
-    }
-    // The host waits for the reductions, so everything queued on stream_ afterwards sees them.
-    for (auto& handle : handles_) clock_.wait(handle);
-  }
+  // Every reduction waited for on the host: what is queued on stream_ afterwards sees them.
+  void finish_backward() override { gradients_->finish(); }
 
   double grad_norm() override {
     // Each rank sums the squares of its shard (every element counted once), in double; the
@@ -153,7 +144,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     AT_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream_));
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range shard = layout_.shard(u, rank_);
-      kernels::gpu::sum_of_squares(total, grads_.as<F>() + shard.offset, shard.size,
+      kernels::gpu::sum_of_squares(total, gradients_->reduced(u, shard.offset), shard.size,
                                    norm_scratch_.as<float>(), stream_);
     }
     double sum = 0;
@@ -178,6 +169,9 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   }
 
   void step(float lr, float grad_scale) override {
+    // Stage 3: gathers in flight read the shard the update is about to change, and every
+    // gathered unit is stale after it; the next gathers start after the update (wait_for_stream).
+    if (gatherer_) gatherer_->invalidate();
     ++steps_;
     for (int u = 0; u < layout_.num_units(); ++u) {
       for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
@@ -190,27 +184,31 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         settings.grad_scale = grad_scale;
         settings.step = steps_;
         const std::size_t at = state_index(u, segment.begin);
-        kernels::gpu::adamw_update(master_at(u, segment.begin), compute_copy_at(segment.begin),
-                                   grads_.as<F>() + segment.begin, m_.as<float>() + at,
+        kernels::gpu::adamw_update(master_at(u, segment.begin), compute_copy_at(u, segment.begin),
+                                   gradients_->reduced(u, segment.begin), m_.as<float>() + at,
                                    v_.as<float>() + at, segment.end - segment.begin, settings,
                                    stream_);
       }
     }
-    if (stage_ == 1) gather_compute_params();
+    if (stage_ == 1 || stage_ == 2) gather_compute_params();
   }
 
   MemoryReport memory() const override {
     MemoryReport report;
     report.param_bytes = params_.bytes() + master_.bytes();
-    report.grad_bytes = grads_.bytes();
+    report.grad_bytes = gradients_->persistent_bytes();
     report.optimizer_bytes = m_.bytes() + v_.bytes();
+    report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
     return report;
   }
 
   std::size_t device_bytes() const override {
-    return params_.bytes() + master_.bytes() + grads_.bytes() + m_.bytes() + v_.bytes() +
-           norm_total_.bytes() + norm_scratch_.bytes() + norm_parts_.bytes() +
+    return memory().total() + norm_total_.bytes() + norm_scratch_.bytes() + norm_parts_.bytes() +
            gather_scratch_.bytes();
+  }
+
+  int peak_gathered_units() const override {
+    return gatherer_ ? gatherer_->peak_resident_units() : 0;
   }
 
   double take_comm_wait_seconds() override { return clock_.take(); }
@@ -235,7 +233,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
              info.numel, " elements, got ", out.size());
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (stage_ == 0 || kMasterIsCompute) {
+    if (stage_ == 0 || (kMasterIsCompute && stage_ < 3)) {
       // The whole unit's fp32 master weights are on this rank already.
       if (rank_ == root) {
         AT_CUDA_CHECK(cudaMemcpy(out.data(), master_at(unit, info.offset),
@@ -243,8 +241,9 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
       }
       return;
     }
-    // Stage 1 in 16 bits: each rank holds the fp32 master of its shard; all-gather the unit into
-    // a scratch the size of the largest unit (allocated on the first export, after training).
+    // Stages 1-2 in 16 bits and stage 3: each rank holds the fp32 master of its shard only;
+    // all-gather the unit into a scratch the size of the largest unit (allocated on the first
+    // export, after training).
     if (gather_scratch_.bytes() == 0) {
       std::size_t largest = 0;
       for (const auto& u : layout_.units()) largest = std::max(largest, u.padded_numel);
@@ -290,32 +289,28 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   std::size_t state_index(int unit, std::size_t index) const {
     return owned_at(unit) + (index - owned(unit).offset);
   }
+  // Where flat element `index` (inside owned(unit)) sits in params_: the flat buffer, or shard
+  // space under stage 3.
+  std::size_t param_index(int unit, std::size_t index) const {
+    return stage_ == 3 ? state_index(unit, index) : index;
+  }
 
   float* master_at(int unit, std::size_t index) {
     if constexpr (kMasterIsCompute) {
-      return params_.as<float>() + index;
+      return params_.as<float>() + param_index(unit, index);
     } else {
       return master_.as<float>() + state_index(unit, index);
     }
   }
-  F* compute_copy_at(std::size_t index) {
+  F* compute_copy_at(int unit, std::size_t index) {
     if constexpr (kMasterIsCompute) {
       return nullptr;  // the master weights are the compute parameters
     } else {
-      return params_.as<F>() + index;
+      return params_.as<F>() + param_index(unit, index);
     }
   }
 
-  void launch(std::size_t b) {
-    const UnitBucket& bucket = buckets_[b];
-    comm_.wait_for_stream(stream_);  // after the backward kernels that wrote the bucket
-    handles_[b] = comm_.allreduce_async(grads_.as<F>() + bucket.offset, bucket.elements,
-                                        compute_dtype<F>(), ReduceOp::avg);
-    launched_[b] = true;
-    units_ready_[b] = 0;
-  }
-
-  // Stage 1: every rank updated its shard of the compute parameters; make them whole again.
+  // Stages 1 and 2: every rank updated its shard of the compute parameters; make them whole again.
   void gather_compute_params() {
     comm_.wait_for_stream(stream_);
     for (int u = 0; u < layout_.num_units(); ++u) {
@@ -344,12 +339,13 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
 
   // The pinned host copies -> device; the compute copy rebuilt from the master weights.
   void upload() {
+    if (gatherer_) gatherer_->invalidate();  // gathers in flight read the compute shard
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
       AT_CUDA_CHECK(cudaMemcpyAsync(master_at(u, range.offset), host_master_.data() + owned_at(u),
                                     range.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
       if constexpr (!kMasterIsCompute) {
-        kernels::gpu::cast_from_float(compute_copy_at(range.offset), master_at(u, range.offset),
+        kernels::gpu::cast_from_float(compute_copy_at(u, range.offset), master_at(u, range.offset),
                                       range.size, stream_);
       }
     }
@@ -357,18 +353,18 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         cudaMemcpyAsync(m_.data(), host_m_.data(), m_.bytes(), cudaMemcpyHostToDevice, stream_));
     AT_CUDA_CHECK(
         cudaMemcpyAsync(v_.data(), host_v_.data(), v_.bytes(), cudaMemcpyHostToDevice, stream_));
-    if (stage_ == 1) gather_compute_params();
+    if (stage_ == 1 || stage_ == 2) gather_compute_params();
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
   // Every tensor cut at the rank-part boundaries of its unit; only_shard: this rank's parts;
-  // otherwise the owned ranges (everything under stage 0, the shard under stage 1).
+  // otherwise the owned ranges (everything under stage 0, the shard under stages 1-3).
   std::vector<StateRun> runs(bool only_shard) {
     std::vector<StateRun> result;
     for (const auto& tensor : layout_.tensors()) {
       const std::size_t end = tensor.offset + tensor.numel;
       for (int r = 0; r < comm_.size(); ++r) {
-        if ((only_shard || stage_ == 1) && r != rank_) continue;
+        if ((only_shard || stage_ >= 1) && r != rank_) continue;
         const model::Range part = layout_.shard(tensor.unit, r);
         StateRun run;
         run.begin = std::max(tensor.offset, part.offset);
@@ -393,27 +389,22 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   WaitClock clock_;
   std::vector<std::size_t> owned_offsets_;  // per unit, + the total
   std::size_t owned_total_;
-  DeviceBuffer params_;  // [padded_size] F: what the model reads
+  DeviceBuffer params_;  // [padded_size] F (stage 3: [owned_total] F in shard space)
   DeviceBuffer master_;  // [owned_total] fp32, unless F is float
-  DeviceBuffer grads_;   // [padded_size] F
   DeviceBuffer m_;       // [owned_total] fp32
   DeviceBuffer v_;       // [owned_total] fp32
   DeviceBuffer norm_total_;
   DeviceBuffer norm_scratch_;
   DeviceBuffer norm_parts_;      // [2 · world] fp32
-  DeviceBuffer gather_scratch_;  // export under stage 1 in 16 bits only
+  DeviceBuffer gather_scratch_;  // export from a master shard (stages 1-2 in 16 bits, stage 3)
   PinnedFloats host_master_;
   PinnedFloats host_m_;
   PinnedFloats host_v_;
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
-  std::vector<UnitBucket> buckets_;
-  std::vector<std::size_t> bucket_of_unit_;
-  std::vector<int> units_ready_;
-  std::vector<CommHandle> handles_;
-  std::vector<bool> launched_;
-  std::vector<CommHandle> gathers_;
-  bool last_micro_step_ = true;
+  std::unique_ptr<DeviceGradients<F>> gradients_;
+  std::unique_ptr<DeviceParamGatherer<F>> gatherer_;  // stage 3 only
+  std::vector<CommHandle> gathers_;                   // stage 1/2 parameter all-gathers
   long long steps_ = 0;
 };
 
@@ -424,9 +415,11 @@ std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayou
                                                          Communicator& comm,
                                                          const EngineOptions& options,
                                                          cudaStream_t stream) {
-  if (options.stage < 0 || options.stage > 1) {
-    throw CollectiveError(cat("device cuda runs ZeRO stages 0 and 1 so far, not zero_stage ",
-                              options.stage, "; use zero_stage 0 or 1, or device cpu"));
+  if (options.stage < 0 || options.stage > 3) {
+    throw CollectiveError(cat("zero_stage must be 0, 1, 2 or 3, got ", options.stage));
+  }
+  if (options.prefetch < 0) {
+    throw CollectiveError(cat("stage3_prefetch must be >= 0, got ", options.prefetch));
   }
   if (options.optimizer.kind != OptimizerKind::adamw) {
     throw CollectiveError(

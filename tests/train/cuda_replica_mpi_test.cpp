@@ -1,10 +1,15 @@
 // The CUDA replica against the CPU replica (docs/gpu.md): a few optimizer steps on the same
 // tokens give the same losses (fp32 tightly, bf16 and fp16 loosely), the checkpoint runs carry
-// the same state across devices, and ZeRO stages 0 and 1 over NCCL agree. Runs on ranks that
-// each have a GPU; skipped with the reason on machines without one, and in builds without CUDA.
-// Tolerances, relative to the CPU's loss at each step:
-//   fp32: 1e-4  (cuBLASLt and the kernels sum in other orders; nothing is rounded to 16 bits)
-//   bf16: 3e-2, fp16: 1e-2  (activations and gradients rounded to 8 / 11 significant bits)
+// the same state across devices for every ZeRO stage, and ZeRO stages 1, 2 and 3 over NCCL
+// follow stage 0 on the device, with one micro-step per optimizer step and with gradient
+// accumulation 2. Runs on ranks that each have a GPU; skipped with the reason on machines
+// without one, and in builds without CUDA.
+// Tolerances, relative to the reference loss at each step:
+//   against the CPU   fp32: 1e-4  (cuBLASLt and the kernels sum in other orders)
+//                     bf16: 3e-2, fp16: 1e-2  (activations and gradients rounded to 8 / 11 bits)
+//   against stage 0   fp32: 1e-5  (the same kernels; only the reductions' order may differ)
+//   on the device     bf16: 1e-3  (stages 2 and 3 round each micro-step's reduced gradient to
+//                                  bf16 before adding it into the shard; stage 0 adds first)
 #include <gtest/gtest.h>
 
 #if !defined(AUTOTRAIN_HAVE_CUDA) || !defined(AUTOTRAIN_HAVE_NCCL)
@@ -69,8 +74,9 @@ model::ParamLayout layout_of(const RunSetup& setup) {
   return model::ParamLayout(model_config(setup.params()), world_size());
 }
 
-// Losses of kSteps AdamW steps on seeded random tokens (each rank its own), clipped at 1.
-std::vector<double> train_steps(const RunSetup& setup) {
+// Losses of kSteps AdamW steps on seeded random tokens (each rank its own), clipped at 1; each
+// step averages `micro_steps` micro-batches (gradient accumulation), the loss is their mean.
+std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
   const auto layout = layout_of(setup);
   CommOptions options;
   options.device = setup.topology.device;
@@ -82,11 +88,14 @@ std::vector<double> train_steps(const RunSetup& setup) {
   std::vector<std::int32_t> tokens(kB * kT + 1);
   std::vector<double> losses;
   for (int step = 0; step < kSteps; ++step) {
-    for (auto& t : tokens) t = token(generator);
     state.begin_step();
-    state.begin_micro_step(true);
-    double loss = replica->forward(tokens.data(), tokens.data() + 1);
-    replica->backward(1.0f);
+    double loss = 0;
+    for (int m = 0; m < micro_steps; ++m) {
+      for (auto& t : tokens) t = token(generator);
+      state.begin_micro_step(m == micro_steps - 1);
+      loss += replica->forward(tokens.data(), tokens.data() + 1) / micro_steps;
+      replica->backward(1.0f / static_cast<float>(micro_steps));
+    }
     state.finish_backward();
     const double norm = state.grad_norm();
     state.step(1e-3f, static_cast<float>(norm > 1.0 ? 1.0 / norm : 1.0));
@@ -139,10 +148,29 @@ TEST_F(CudaReplicaTest, StageOneOverNcclMatchesStageZero) {
   expect_losses_near(zero16, one16, 1e-5, "bf16 stage 1 against stage 0");
 }
 
+// Stages 2 and 3 reduce-scatter every micro-step into a gradient shard (3 also gathers each unit
+// before its use): the same training as stage 0, which allreduces once per optimizer step.
+TEST_F(CudaReplicaTest, StagesTwoAndThreeMatchStageZero) {
+  for (const int micro_steps : {1, 2}) {
+    const std::string steps = micro_steps == 1 ? "" : ", accumulation 2";
+    const auto zero = train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), micro_steps);
+    const auto zero16 = train_steps(tiny_setup(Device::cuda, Precision::bf16, 0), micro_steps);
+    for (const int stage : {2, 3}) {
+      const std::string name = "stage " + std::to_string(stage) + steps;
+      expect_losses_near(zero,
+                         train_steps(tiny_setup(Device::cuda, Precision::fp32, stage), micro_steps),
+                         1e-5, "fp32 " + name + " against stage 0");
+      expect_losses_near(zero16,
+                         train_steps(tiny_setup(Device::cuda, Precision::bf16, stage), micro_steps),
+                         1e-3, "bf16 " + name + " against stage 0");
+    }
+  }
+}
+
 // What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,
 // and its parameters after init are the CPU's (the same seed gives the same model).
 TEST_F(CudaReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
-  for (const int stage : {0, 1}) {
+  for (const int stage : {0, 1, 2, 3}) {
     const auto cpu_setup = tiny_setup(Device::cpu, Precision::fp32, stage);
     const auto gpu_setup = tiny_setup(Device::cuda, Precision::bf16, stage);
     const auto layout = layout_of(cpu_setup);
@@ -177,7 +205,7 @@ TEST_F(CudaReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
         ASSERT_EQ(run.exp_avg_sq[i], 0.25f);
       }
     }
-    // Export reads fp32 master weights, whole units, from either stage.
+    // Export reads fp32 master weights, whole units, from any stage.
     const auto& unit = layout.units()[1];
     std::vector<float> whole(unit.numel);
     gpu->state().gather_unit(1, whole, 0);

@@ -1,4 +1,4 @@
-// Cast and sum of squares over flat device buffers (kernels/cuda/vector.hpp).
+// Cast, add and sum of squares over flat device buffers (kernels/cuda/vector.hpp).
 #include "autotrain/kernels/cuda/vector.hpp"
 #include "common.cuh"
 
@@ -10,6 +10,14 @@ __global__ void cast_kernel(G* out, const float* in, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x) {
     out[i] = from_float<G>(in[i]);
+  }
+}
+
+template <typename G>
+__global__ void add_kernel(G* shard, const G* part, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    shard[i] = from_float<G>(to_float(shard[i]) + to_float(part[i]));
   }
 }
 
@@ -57,8 +65,14 @@ void cast_from_float(G* out, const float* in, std::size_t n, cudaStream_t stream
 }
 
 template <typename G>
-void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch,
-                    cudaStream_t stream) {
+void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  add_kernel<<<grid_for(n), kBlockThreads, 0, stream>>>(shard, part, n);
+  AT_CUDA_CHECK_LAUNCH();
+}
+
+template <typename G>
+void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch, cudaStream_t stream) {
   if (n == 0) return;
   unsigned blocks = grid_for(n);
   if (blocks > kSumOfSquaresScratch) blocks = static_cast<unsigned>(kSumOfSquaresScratch);
@@ -68,8 +82,9 @@ void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch,
   AT_CUDA_CHECK_LAUNCH();
 }
 
-#define AT_VECTOR(G)                                                                   \
-  template void cast_from_float<G>(G*, const float*, std::size_t, cudaStream_t);      \
+#define AT_VECTOR(G)                                                             \
+  template void cast_from_float<G>(G*, const float*, std::size_t, cudaStream_t); \
+  template void add_into<G>(G*, const G*, std::size_t, cudaStream_t);            \
   template void sum_of_squares<G>(double*, const G*, std::size_t, float*, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_VECTOR)
 
