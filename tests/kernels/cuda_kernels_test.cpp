@@ -38,6 +38,7 @@ TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/kernels/cuda/layernorm.hpp"
 #include "autotrain/kernels/cuda/matmul.hpp"
 #include "autotrain/kernels/cuda/residual.hpp"
+#include "autotrain/kernels/cuda/vector.hpp"
 #include "autotrain/kernels/encoder.hpp"
 #include "autotrain/kernels/gelu.hpp"
 #include "autotrain/kernels/layernorm.hpp"
@@ -351,6 +352,51 @@ TYPED_TEST(CudaKernelsTest, GeluMatchesCpuForwardAndBackward) {
   gelu_backward(dinp.data(), inp.data(), dout.data(), n);
   this->expect_close(d_out.download(), out, "gelu out");
   this->expect_close(d_dinp.download(), dinp, "gelu dinp");
+}
+
+// The device engine's helpers: the fp32 -> F cast rounds exactly as the CPU's conversion, the
+// sum of squares accumulates over calls (several blocks, fp32 partials) to fp32 accuracy, and
+// add_into adds a reduced part into a gradient shard.
+TYPED_TEST(CudaKernelsTest, CastSumOfSquaresAndAddIntoMatchTheCpu) {
+  using F = TypeParam;
+  constexpr std::size_t n = 300000;  // more than one block's worth of the first pass
+  const Vec master = random_vec(n, 51);
+  std::vector<float> master32(master.begin(), master.end());
+  gpu::DeviceBuffer d_master(n * sizeof(float));
+  d_master.copy_from_host(master32.data(), n * sizeof(float));
+  Vec cast(n);
+  DeviceTensor<F> d_cast(cast);
+  gpu::cast_from_float(d_cast.get(), d_master.as<float>(), n, this->stream());
+  this->sync();
+  const Vec cast_back = d_cast.download();
+  for (std::size_t i = 0; i < n; ++i) {
+    const double expected = Precision<F>::decode(Precision<F>::encode(master32[i]));
+    ASSERT_EQ(cast_back[i], expected) << "cast element " << i;
+  }
+
+  Vec x = random_vec(n, 52);
+  Vec y = random_vec(n / 3, 53);
+  DeviceTensor<F> d_x(x), d_y(y);
+  gpu::DeviceBuffer total(sizeof(double));
+  gpu::DeviceBuffer scratch(gpu::kSumOfSquaresScratch * sizeof(float));
+  total.zero(this->stream());
+  gpu::sum_of_squares(total.as<double>(), d_x.get(), n, scratch.as<float>(), this->stream());
+  gpu::sum_of_squares(total.as<double>(), d_y.get(), y.size(), scratch.as<float>(), this->stream());
+  this->sync();
+  double gpu_sum = 0;
+  total.copy_to_host(&gpu_sum, sizeof gpu_sum);
+  double cpu_sum = 0;
+  for (double v : x) cpu_sum += v * v;
+  for (double v : y) cpu_sum += v * v;
+  EXPECT_NEAR(gpu_sum, cpu_sum, 1e-5 * cpu_sum) << "sum of squares over two calls";
+
+  Vec shard = random_vec(1000, 54);
+  Vec part = random_vec(1000, 55);
+  DeviceTensor<F> d_shard(shard), d_part(part);
+  gpu::add_into(d_shard.get(), d_part.get(), shard.size(), this->stream());
+  this->sync();
+  for (std::size_t i = 0; i < shard.size(); ++i) shard[i] += part[i];
+  this->expect_close(d_shard.download(), shard, "add_into");
 }
 
 TYPED_TEST(CudaKernelsTest, ResidualMatchesCpuAndAccumulatesBothGradients) {
