@@ -20,6 +20,13 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+#ifdef OMPI_MAJOR_VERSION
+    // Open MPI's own MPI-IO (ompio) wrote our shared HDF5 checkpoints at 0.5-1.2 GB/s and read
+    // them at 0.5-0.8 GB/s where ROMIO does 1.3-1.6 and 3.4-4.3 on the same disk (4 ranks,
+    // docs/benchmarks.md "Checkpoints"): prefer ROMIO unless the user chose an io component.
+    // "^ompio" excludes ompio rather than naming ROMIO's version-specific component.
+    setenv("OMPI_MCA_io", "^ompio", 0);
+#endif
     AT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_));
     owns_ = true;
   } else {
