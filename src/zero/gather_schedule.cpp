@@ -1,0 +1,142 @@
+#include "gather_schedule.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "autotrain/core/error.hpp"
+
+namespace autotrain::zero {
+
+GatherSchedule::GatherSchedule(int num_units, int prefetch, WaitClock& clock,
+                               StartGather start_gather)
+    : num_units_(num_units),
+      prefetch_(prefetch),
+      clock_(clock),
+      start_gather_(std::move(start_gather)) {
+  AT_CHECK(prefetch >= 0, "stage3_prefetch must be >= 0, got ", prefetch);
+  slots_.resize(static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
+
+  const int last = num_units - 1;  // L + 1
+  for (int u = 0; u <= last; ++u) forward_sequence_.push_back(u);
+  forward_sequence_.push_back(0);  // the tied LM head
+  training_sequence_ = forward_sequence_;
+  training_sequence_.push_back(0);  // backward: LM head, then ln_f and the blocks downwards
+  for (int u = last; u >= 1; --u) training_sequence_.push_back(u);
+  upcoming_.reserve(std::min(static_cast<std::size_t>(prefetch), training_sequence_.size()));
+}
+
+GatherSchedule::Slot* GatherSchedule::find(int unit) {
+  for (auto& slot : slots_) {
+    if (slot.unit == unit) return &slot;
+  }
+  return nullptr;
+}
+
+// A slot that may be overwritten: not in use and not holding a unit in `keep`; empty slots first,
+// then the least recently used.
+GatherSchedule::Slot* GatherSchedule::victim(std::span<const int> keep) {
+  Slot* best = nullptr;
+  for (auto& slot : slots_) {
+    if (slot.in_use) continue;
+    if (slot.unit >= 0 && std::find(keep.begin(), keep.end(), slot.unit) != keep.end()) continue;
+    if (best == nullptr || (best->unit >= 0 && slot.unit < 0) ||
+        ((best->unit >= 0) == (slot.unit >= 0) && slot.last_used < best->last_used)) {
+      best = &slot;
+    }
+  }
+  return best;
+}
+
+void GatherSchedule::start_gather(Slot& slot, int unit) {
+  // A mispredicted gather may still be writing this slot: the handle is replaced only when done.
+  clock_.wait(slot.gather);
+  slot.unit = unit;
+  slot.last_used = ++clock_tick_;
+  slot.gather = start_gather_(static_cast<std::size_t>(&slot - slots_.data()), unit);
+  int resident = 0;
+  for (const auto& s : slots_) resident += s.unit >= 0 ? 1 : 0;
+  peak_resident_ = std::max(peak_resident_, resident);
+}
+
+std::size_t GatherSchedule::acquire(int unit) {
+  AT_CHECK(unit >= 0 && unit < num_units_, "ZeRO-3: unit ", unit, " out of range [0, ", num_units_,
+           ")");
+  Slot* slot = find(unit);
+  if (slot == nullptr) {
+    slot = victim({});
+    AT_CHECK(slot != nullptr, "ZeRO-3: params(", unit,
+             ") while every gather slot is in use (a unit was not released)");
+    start_gather(*slot, unit);
+  }
+  clock_.wait(slot->gather);
+  slot->in_use = true;
+  slot->last_used = ++clock_tick_;
+  advance(unit);
+  prefetch_after(unit);
+  return static_cast<std::size_t>(slot - slots_.data());
+}
+
+void GatherSchedule::release(int unit) {
+  Slot* slot = find(unit);
+  AT_CHECK(slot != nullptr && slot->in_use, "ZeRO-3: release(", unit, ") of a unit not acquired");
+  slot->in_use = false;  // the values stay: a request for the same unit reuses them
+}
+
+void GatherSchedule::begin_training_micro_step() {
+  training_ = true;
+  position_ = 0;
+}
+
+// Moves the position past `unit` in the expected sequence; a request off the sequence (an
+// evaluation forward, a generation) switches to the repeating forward order.
+void GatherSchedule::advance(int unit) {
+  const auto& sequence = training_ ? training_sequence_ : forward_sequence_;
+  if (position_ < sequence.size() && sequence[position_] == unit) {
+    ++position_;
+    return;
+  }
+  training_ = false;
+  const auto at = std::find(forward_sequence_.begin(), forward_sequence_.end(), unit);
+  position_ = static_cast<std::size_t>(at - forward_sequence_.begin()) + 1;
+}
+
+void GatherSchedule::prefetch_after(int unit) {
+  if (prefetch_ == 0) return;
+  // The training sequence ends with the backward of unit 1; what follows is an optimizer step
+  // that changes the shard, so nothing is gathered ahead across it.
+  const auto& sequence = training_ ? training_sequence_ : forward_sequence_;
+  upcoming_.clear();
+  const std::size_t n = sequence.size();
+  for (std::size_t k = 0; k < n && static_cast<int>(upcoming_.size()) < prefetch_; ++k) {
+    std::size_t i = position_ + k;
+    if (i >= n) {
+      if (training_) break;
+      i -= n;  // the forward order repeats
+    }
+    const int next = sequence[i];
+    if (next == unit || std::find(upcoming_.begin(), upcoming_.end(), next) != upcoming_.end()) {
+      continue;
+    }
+    upcoming_.push_back(next);
+  }
+  for (const int next : upcoming_) {
+    if (find(next) != nullptr) continue;
+    Slot* slot = victim(upcoming_);
+    if (slot == nullptr) return;
+    start_gather(*slot, next);
+  }
+  if (training_ && position_ >= training_sequence_.size()) {
+    training_ = false;
+    position_ = 0;
+  }
+}
+
+void GatherSchedule::invalidate() {
+  for (auto& slot : slots_) {
+    clock_.wait(slot.gather);
+    slot.unit = -1;
+    slot.in_use = false;
+  }
+}
+
+}  // namespace autotrain::zero

@@ -1,0 +1,77 @@
+#pragma once
+// Which ZeRO stage 3 unit sits in which gather slot: the bookkeeping shared by the CPU
+// ParamGatherer (host slots) and the device DeviceParamGatherer (device slots). The owner keeps
+// one buffer per slot and starts a gather when the schedule asks for one (StartGather); the
+// schedule picks the slot, predicts what to gather ahead, and waits for gathers before a slot's
+// unit is used or its buffer overwritten. At most prefetch + 1 full units exist at a time.
+//
+// Prefetch follows the model's documented hook order (gpt2.hpp). In a training micro-step:
+//   forward  0, 1, ..., L+1, 0        backward  0, L+1, L, ..., 1
+// and in evaluation/inference the forward order repeats. After each acquire(u) the schedule
+// starts the gathers of the next `prefetch` units of that sequence, so they overlap the compute
+// of u. A unit still in a slot is reused without communication (unit 0 ends forward and starts
+// backward). A prediction that turns out wrong costs a wasted gather, never a wrong value:
+// every request looks up its unit by number.
+//
+// Slot choice: a slot not in use and not holding a unit predicted next; empty slots first, then
+// the least recently used.
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "autotrain/comm/communicator.hpp"
+#include "wait_clock.hpp"
+
+namespace autotrain::zero {
+
+class GatherSchedule {
+ public:
+  // Starts gathering `unit` into the buffer of `slot` and returns the gather's handle. Called
+  // only after the slot's previous gather is complete (its buffer is no longer being written).
+  using StartGather = std::function<CommHandle(std::size_t slot, int unit)>;
+
+  // min(prefetch + 1, num_units) slots: one for the unit in use, one per unit gathered ahead.
+  GatherSchedule(int num_units, int prefetch, WaitClock& clock, StartGather start_gather);
+
+  std::size_t slots() const { return slots_.size(); }
+  // The slot whose buffer holds `unit`, completely gathered (the host waited); it stays in use
+  // until release(unit). Starts the gathers predicted next.
+  std::size_t acquire(int unit);
+  void release(int unit);
+  // A training micro-step starts: expect the forward-then-backward sequence.
+  void begin_training_micro_step();
+  // What the gathers read is about to change: wait for those in flight and forget every unit.
+  void invalidate();
+
+  // Most units resident (gathered, being gathered or in use) at once since construction.
+  int peak_resident_units() const { return peak_resident_; }
+
+ private:
+  struct Slot {
+    int unit = -1;
+    CommHandle gather;
+    bool in_use = false;
+    long long last_used = 0;
+  };
+  Slot* find(int unit);
+  Slot* victim(std::span<const int> keep);
+  void start_gather(Slot& slot, int unit);
+  void advance(int unit);
+  void prefetch_after(int unit);
+
+  int num_units_;
+  int prefetch_;
+  WaitClock& clock_;
+  StartGather start_gather_;
+  std::vector<Slot> slots_;
+  std::vector<int> training_sequence_;  // forward then backward
+  std::vector<int> forward_sequence_;   // repeats
+  bool training_ = false;
+  std::size_t position_ = 0;   // index of the next expected request in the current sequence
+  std::vector<int> upcoming_;  // scratch: the predicted units (reserved, no allocation per call)
+  long long clock_tick_ = 0;
+  int peak_resident_ = 0;
+};
+
+}  // namespace autotrain::zero
