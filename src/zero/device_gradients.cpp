@@ -4,33 +4,13 @@
 #include "device_gradients.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/cuda/check.hpp"
 #include "autotrain/kernels/cuda/vector.hpp"
 
 namespace autotrain::zero::gpu {
-namespace {
-
-std::vector<std::size_t> index_units(const model::ParamLayout& layout,
-                                     const std::vector<UnitBucket>& buckets) {
-  std::vector<std::size_t> bucket_of_unit(static_cast<std::size_t>(layout.num_units()));
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    for (int u = buckets[b].first_unit; u <= buckets[b].last_unit; ++u) {
-      bucket_of_unit[static_cast<std::size_t>(u)] = b;
-    }
-  }
-  return bucket_of_unit;
-}
-
-const model::ParamUnit& unit_info(const model::ParamLayout& layout, int unit) {
-  AT_CHECK(unit >= 0 && unit < layout.num_units(), "ZeRO: unit ", unit, " out of range [0, ",
-           layout.num_units(), ")");
-  return layout.units()[static_cast<std::size_t>(unit)];
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Stages 0 and 1.
 
@@ -44,9 +24,7 @@ DeviceReplicatedGradients<F>::DeviceReplicatedGradients(const model::ParamLayout
       clock_(clock),
       stream_(stream),
       grads_(layout.padded_size() * sizeof(F)),
-      buckets_(plan_buckets(layout, bucket_elements)),
-      bucket_of_unit_(index_units(layout, buckets_)),
-      units_ready_(buckets_.size(), 0),
+      buckets_(layout, bucket_elements),
       handles_(buckets_.size()),
       launched_(buckets_.size(), false) {
   grads_.zero(stream_);
@@ -54,17 +32,16 @@ DeviceReplicatedGradients<F>::DeviceReplicatedGradients(const model::ParamLayout
 
 template <typename F>
 F* DeviceReplicatedGradients<F>::grads(int unit) {
-  return grads_.as<F>() + unit_info(layout_, unit).offset;
+  return grads_.as<F>() + checked_unit(layout_, unit).offset;
 }
 
 template <typename F>
 void DeviceReplicatedGradients<F>::grads_ready(int unit) {
-  unit_info(layout_, unit);
+  checked_unit(layout_, unit);
   // Earlier micro-steps only accumulate: reducing a sum once equals summing reductions.
   if (!last_micro_step_) return;
-  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
-  const UnitBucket& bucket = buckets_[b];
-  if (++units_ready_[b] == bucket.last_unit - bucket.first_unit + 1) launch(b);
+  const std::size_t b = buckets_.bucket_of(unit);
+  if (buckets_.unit_ready(b)) launch(b);
 }
 
 template <typename F>
@@ -74,7 +51,7 @@ void DeviceReplicatedGradients<F>::launch(std::size_t b) {
   handles_[b] = comm_.allreduce_async(grads_.as<F>() + bucket.offset, bucket.elements,
                                       compute_dtype<F>(), ReduceOp::avg);
   launched_[b] = true;
-  units_ready_[b] = 0;
+  buckets_.restart(b);
 }
 
 template <typename F>
@@ -93,13 +70,13 @@ void DeviceReplicatedGradients<F>::zero() {
   for (auto& handle : handles_) clock_.wait(handle);
   grads_.zero(stream_);
   std::fill(launched_.begin(), launched_.end(), false);
-  std::fill(units_ready_.begin(), units_ready_.end(), 0);
+  buckets_.restart_all();
   last_micro_step_ = true;
 }
 
 template <typename F>
 F* DeviceReplicatedGradients<F>::reduced(int unit, std::size_t index) {
-  unit_info(layout_, unit);
+  checked_unit(layout_, unit);
   return grads_.as<F>() + index;
 }
 
@@ -118,25 +95,14 @@ DevicePartitionedGradients<F>::DevicePartitionedGradients(const model::ParamLayo
       rank_(comm.rank()),
       shard_offsets_(shard_offsets(layout)),
       shard_(shard_offsets_.back() * sizeof(F)),
-      buckets_(plan_buckets(layout, bucket_elements)),
-      bucket_of_unit_(index_units(layout, buckets_)),
-      slot_of_bucket_(buckets_.size()),
-      units_ready_(buckets_.size(), 0) {
-  // Buckets of blocks alternate between two slots; unit 0 (the last bucket) has its own.
-  const std::size_t block_buckets = buckets_.size() - 1;
-  const std::size_t block_slots = std::min<std::size_t>(2, block_buckets);
-  slots_.resize(block_slots + 1);
-  std::size_t block_capacity = 0;
-  for (std::size_t b = 0; b < block_buckets; ++b) {
-    slot_of_bucket_[b] = b % 2;
-    block_capacity = std::max(block_capacity, buckets_[b].elements);
-  }
-  slot_of_bucket_.back() = block_slots;
+      buckets_(layout, bucket_elements) {
+  WorkingSlots plan = plan_working_slots(buckets_.buckets());
+  slot_of_bucket_ = std::move(plan.slot_of_bucket);
+  slots_.resize(plan.capacity.size());
   const auto world = static_cast<std::size_t>(comm.size());
   for (std::size_t s = 0; s < slots_.size(); ++s) {
-    const std::size_t capacity = s < block_slots ? block_capacity : buckets_.back().elements;
-    slots_[s].buffer = kernels::gpu::DeviceBuffer(capacity * sizeof(F));
-    slots_[s].received = kernels::gpu::DeviceBuffer(capacity / world * sizeof(F));
+    slots_[s].buffer = kernels::gpu::DeviceBuffer(plan.capacity[s] * sizeof(F));
+    slots_[s].received = kernels::gpu::DeviceBuffer(plan.capacity[s] / world * sizeof(F));
     slots_[s].handles.resize(static_cast<std::size_t>(layout.num_units()));
   }
   shard_.zero(stream_);
@@ -144,8 +110,8 @@ DevicePartitionedGradients<F>::DevicePartitionedGradients(const model::ParamLayo
 
 template <typename F>
 F* DevicePartitionedGradients<F>::grads(int unit) {
-  const model::ParamUnit& info = unit_info(layout_, unit);
-  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  const model::ParamUnit& info = checked_unit(layout_, unit);
+  const std::size_t b = buckets_.bucket_of(unit);
   const UnitBucket& bucket = buckets_[b];
   Slot& slot = slot_of(b);
   if (slot.open_bucket != static_cast<int>(b)) {
@@ -157,20 +123,20 @@ F* DevicePartitionedGradients<F>::grads(int unit) {
     drain(slot);
     AT_CUDA_CHECK(cudaMemsetAsync(slot.buffer.data(), 0, bucket.elements * sizeof(F), stream_));
     slot.open_bucket = static_cast<int>(b);
-    units_ready_[b] = 0;
+    buckets_.restart(b);
   }
   return slot.buffer.template as<F>() + (info.offset - bucket.offset);
 }
 
 template <typename F>
 void DevicePartitionedGradients<F>::grads_ready(int unit) {
-  unit_info(layout_, unit);
-  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  checked_unit(layout_, unit);
+  const std::size_t b = buckets_.bucket_of(unit);
   const UnitBucket& bucket = buckets_[b];
   Slot& slot = slot_of(b);
   AT_CHECK(slot.open_bucket == static_cast<int>(b), "ZeRO: grads_ready(", unit, ") without grads(",
            unit, ") first");
-  if (++units_ready_[b] < bucket.last_unit - bucket.first_unit + 1) return;
+  if (!buckets_.unit_ready(b)) return;
   // After the backward kernels that wrote the bucket, and after the add kernels that read the
   // slot's received parts last time (both queued on the stream before this point).
   comm_.wait_for_stream(stream_);
@@ -185,7 +151,6 @@ void DevicePartitionedGradients<F>::grads_ready(int unit) {
   }
   slot.open_bucket = -1;
   slot.pending_bucket = static_cast<int>(b);
-  units_ready_[b] = 0;
 }
 
 template <typename F>
@@ -227,7 +192,7 @@ void DevicePartitionedGradients<F>::zero() {
 
 template <typename F>
 F* DevicePartitionedGradients<F>::reduced(int unit, std::size_t index) {
-  unit_info(layout_, unit);
+  checked_unit(layout_, unit);
   const model::Range shard = layout_.shard(unit, rank_);
   AT_CHECK(index >= shard.offset && index < shard.offset + shard.size, "ZeRO: gradient of element ",
            index, " is not in this rank's shard of unit ", unit, " [", shard.offset, ", ",

@@ -30,6 +30,7 @@
 #include "autotrain/kernels/cuda/device.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/zero/partition.hpp"
+#include "bucket_tracker.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero::gpu {
@@ -82,11 +83,9 @@ class DeviceReplicatedGradients final : public DeviceGradients<F> {
   WaitClock& clock_;
   cudaStream_t stream_;
   kernels::gpu::DeviceBuffer grads_;  // [padded_size] F
-  std::vector<UnitBucket> buckets_;
-  std::vector<std::size_t> bucket_of_unit_;
-  std::vector<int> units_ready_;     // per bucket, on the last micro-step
-  std::vector<CommHandle> handles_;  // per bucket; pending between launch and finish()
-  std::vector<bool> launched_;       // per bucket, this step
+  BucketTracker buckets_;             // units ready counted on the last micro-step
+  std::vector<CommHandle> handles_;   // per bucket; pending between launch and finish()
+  std::vector<bool> launched_;        // per bucket, this step
   bool last_micro_step_ = true;
 };
 
@@ -123,10 +122,8 @@ class DevicePartitionedGradients final : public DeviceGradients<F> {
   int rank_;
   std::vector<std::size_t> shard_offsets_;
   kernels::gpu::DeviceBuffer shard_;  // [shard size] F in shard space, accumulated
-  std::vector<UnitBucket> buckets_;
-  std::vector<std::size_t> bucket_of_unit_;
+  BucketTracker buckets_;
   std::vector<std::size_t> slot_of_bucket_;
-  std::vector<int> units_ready_;
   std::vector<Slot> slots_;
 };
 

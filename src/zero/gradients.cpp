@@ -2,30 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "autotrain/core/error.hpp"
 
 namespace autotrain::zero {
-namespace {
-
-std::vector<std::size_t> index_units(const model::ParamLayout& layout,
-                                     const std::vector<UnitBucket>& buckets) {
-  std::vector<std::size_t> bucket_of_unit(static_cast<std::size_t>(layout.num_units()));
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    for (int u = buckets[b].first_unit; u <= buckets[b].last_unit; ++u) {
-      bucket_of_unit[static_cast<std::size_t>(u)] = b;
-    }
-  }
-  return bucket_of_unit;
-}
-
-void check_unit(const model::ParamLayout& layout, int unit) {
-  AT_CHECK(unit >= 0 && unit < layout.num_units(), "ZeRO: unit ", unit, " out of range [0, ",
-           layout.num_units(), ")");
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Stages 0 and 1.
 
@@ -35,24 +16,20 @@ ReplicatedGradients::ReplicatedGradients(const model::ParamLayout& layout, Commu
       comm_(comm),
       clock_(clock),
       grads_(layout.padded_size(), 0.0f),
-      buckets_(plan_buckets(layout, bucket_elements)),
-      bucket_of_unit_(index_units(layout, buckets_)),
-      units_ready_(buckets_.size(), 0),
+      buckets_(layout, bucket_elements),
       handles_(buckets_.size()),
       launched_(buckets_.size(), false) {}
 
 float* ReplicatedGradients::grads(int unit) {
-  check_unit(layout_, unit);
-  return grads_.data() + layout_.units()[static_cast<std::size_t>(unit)].offset;
+  return grads_.data() + checked_unit(layout_, unit).offset;
 }
 
 void ReplicatedGradients::grads_ready(int unit) {
-  check_unit(layout_, unit);
+  checked_unit(layout_, unit);
   // Earlier micro-steps only accumulate locally: reducing a sum once equals summing reductions.
   if (!last_micro_step_) return;
-  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
-  const UnitBucket& bucket = buckets_[b];
-  if (++units_ready_[b] == bucket.last_unit - bucket.first_unit + 1) launch(b);
+  const std::size_t b = buckets_.bucket_of(unit);
+  if (buckets_.unit_ready(b)) launch(b);
 }
 
 void ReplicatedGradients::launch(std::size_t b) {
@@ -60,7 +37,7 @@ void ReplicatedGradients::launch(std::size_t b) {
   handles_[b] = comm_.allreduce_async(grads_.data() + bucket.offset, bucket.elements, DType::fp32,
                                       ReduceOp::avg);
   launched_[b] = true;
-  units_ready_[b] = 0;
+  buckets_.restart(b);
 }
 
 void ReplicatedGradients::finish() {
@@ -76,12 +53,12 @@ void ReplicatedGradients::zero() {
   for (auto& handle : handles_) clock_.wait(handle);
   std::fill(grads_.begin(), grads_.end(), 0.0f);
   std::fill(launched_.begin(), launched_.end(), false);
-  std::fill(units_ready_.begin(), units_ready_.end(), 0);
+  buckets_.restart_all();
   last_micro_step_ = true;
 }
 
 float* ReplicatedGradients::reduced(int unit, model::Range range) {
-  check_unit(layout_, unit);
+  checked_unit(layout_, unit);
   return grads_.data() + range.offset;
 }
 
@@ -96,32 +73,21 @@ PartitionedGradients::PartitionedGradients(const model::ParamLayout& layout, Com
       rank_(comm.rank()),
       shard_offsets_(shard_offsets(layout)),
       shard_(shard_offsets_.back(), 0.0f),
-      buckets_(plan_buckets(layout, bucket_elements)),
-      bucket_of_unit_(index_units(layout, buckets_)),
-      slot_of_bucket_(buckets_.size()),
-      units_ready_(buckets_.size(), 0) {
-  // Buckets of blocks alternate between two slots; unit 0 (the last bucket) has its own.
-  const std::size_t block_buckets = buckets_.size() - 1;
-  const std::size_t block_slots = std::min<std::size_t>(2, block_buckets);
-  slots_.resize(block_slots + 1);
-  std::size_t block_capacity = 0;
-  for (std::size_t b = 0; b < block_buckets; ++b) {
-    slot_of_bucket_[b] = b % 2;
-    block_capacity = std::max(block_capacity, buckets_[b].elements);
-  }
-  slot_of_bucket_.back() = block_slots;
+      buckets_(layout, bucket_elements) {
+  WorkingSlots plan = plan_working_slots(buckets_.buckets());
+  slot_of_bucket_ = std::move(plan.slot_of_bucket);
+  slots_.resize(plan.capacity.size());
   const auto world = static_cast<std::size_t>(comm.size());
   for (std::size_t s = 0; s < slots_.size(); ++s) {
-    const std::size_t capacity = s < block_slots ? block_capacity : buckets_.back().elements;
-    slots_[s].buffer.assign(capacity, 0.0f);
-    slots_[s].received.assign(capacity / world, 0.0f);
+    slots_[s].buffer.assign(plan.capacity[s], 0.0f);
+    slots_[s].received.assign(plan.capacity[s] / world, 0.0f);
     slots_[s].handles.resize(static_cast<std::size_t>(layout.num_units()));
   }
 }
 
 float* PartitionedGradients::grads(int unit) {
-  check_unit(layout_, unit);
-  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  const model::ParamUnit& info = checked_unit(layout_, unit);
+  const std::size_t b = buckets_.bucket_of(unit);
   const UnitBucket& bucket = buckets_[b];
   Slot& slot = slot_of(b);
   if (slot.open_bucket != static_cast<int>(b)) {
@@ -132,20 +98,19 @@ float* PartitionedGradients::grads(int unit) {
     drain(slot);
     std::fill_n(slot.buffer.begin(), bucket.elements, 0.0f);
     slot.open_bucket = static_cast<int>(b);
-    units_ready_[b] = 0;
+    buckets_.restart(b);
   }
-  return slot.buffer.data() +
-         (layout_.units()[static_cast<std::size_t>(unit)].offset - bucket.offset);
+  return slot.buffer.data() + (info.offset - bucket.offset);
 }
 
 void PartitionedGradients::grads_ready(int unit) {
-  check_unit(layout_, unit);
-  const std::size_t b = bucket_of_unit_[static_cast<std::size_t>(unit)];
+  checked_unit(layout_, unit);
+  const std::size_t b = buckets_.bucket_of(unit);
   const UnitBucket& bucket = buckets_[b];
   Slot& slot = slot_of(b);
   AT_CHECK(slot.open_bucket == static_cast<int>(b), "ZeRO: grads_ready(", unit, ") without grads(",
            unit, ") first");
-  if (++units_ready_[b] < bucket.last_unit - bucket.first_unit + 1) return;
+  if (!buckets_.unit_ready(b)) return;
   // Each unit is its own reduce-scatter: a unit's parts are contiguous in the flat layout, so
   // no packing copy is needed, and units are large enough that fusing them would gain nothing.
   const auto world = static_cast<std::size_t>(comm_.size());
@@ -158,7 +123,6 @@ void PartitionedGradients::grads_ready(int unit) {
   }
   slot.open_bucket = -1;
   slot.pending_bucket = static_cast<int>(b);
-  units_ready_[b] = 0;
 }
 
 void PartitionedGradients::drain(Slot& slot) {
@@ -196,7 +160,7 @@ void PartitionedGradients::zero() {
 }
 
 float* PartitionedGradients::reduced(int unit, model::Range range) {
-  check_unit(layout_, unit);
+  checked_unit(layout_, unit);
   const model::Range shard = layout_.shard(unit, rank_);
   AT_CHECK(range.offset >= shard.offset && range.offset + range.size <= shard.offset + shard.size,
            "ZeRO: gradients of [", range.offset, ", ", range.offset + range.size,

@@ -19,6 +19,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/zero/partition.hpp"
+#include "bucket_tracker.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
@@ -58,10 +59,8 @@ class ReplicatedGradients final : public GradientReducer {
   const model::ParamLayout& layout_;
   Communicator& comm_;
   WaitClock& clock_;
-  std::vector<float> grads_;  // [padded_size]
-  std::vector<UnitBucket> buckets_;
-  std::vector<std::size_t> bucket_of_unit_;
-  std::vector<int> units_ready_;     // per bucket, on the last micro-step
+  std::vector<float> grads_;         // [padded_size]
+  BucketTracker buckets_;            // units ready counted on the last micro-step
   std::vector<CommHandle> handles_;  // per bucket; pending between launch and finish()
   std::vector<bool> launched_;       // per bucket, this step
   bool last_micro_step_ = true;
@@ -98,10 +97,8 @@ class PartitionedGradients final : public GradientReducer {
   int rank_;
   std::vector<std::size_t> shard_offsets_;
   std::vector<float> shard_;  // shard space: the rank's part of every unit, accumulated
-  std::vector<UnitBucket> buckets_;
-  std::vector<std::size_t> bucket_of_unit_;
+  BucketTracker buckets_;
   std::vector<std::size_t> slot_of_bucket_;
-  std::vector<int> units_ready_;
   std::vector<Slot> slots_;
 };
 
