@@ -27,6 +27,7 @@
 #include "autotrain/zero/partition.hpp"
 #include "device_gatherer.hpp"
 #include "device_gradients.hpp"
+#include "state_runs.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero::gpu {
@@ -271,13 +272,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   }
 
   // The range the optimizer of `unit` updates on this rank.
-  model::Range owned(int unit) const {
-    if (stage_ == 0) {
-      const auto& info = layout_.units()[static_cast<std::size_t>(unit)];
-      return {info.offset, info.padded_numel};
-    }
-    return layout_.shard(unit, rank_);
-  }
+  model::Range owned(int unit) const { return owned_range(layout_, stage_, rank_, unit); }
 
   std::vector<std::size_t> owned_offsets() const {
     std::vector<std::size_t> offsets{0};
@@ -361,21 +356,11 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   // otherwise the owned ranges (everything under stage 0, the shard under stages 1-3).
   std::vector<StateRun> runs(bool only_shard) {
     std::vector<StateRun> result;
-    for (const auto& tensor : layout_.tensors()) {
-      const std::size_t end = tensor.offset + tensor.numel;
-      for (int r = 0; r < comm_.size(); ++r) {
-        if ((only_shard || stage_ >= 1) && r != rank_) continue;
-        const model::Range part = layout_.shard(tensor.unit, r);
-        StateRun run;
-        run.begin = std::max(tensor.offset, part.offset);
-        run.end = std::min(end, part.offset + part.size);
-        if (run.begin >= run.end) continue;
-        const std::size_t at = state_index(tensor.unit, run.begin);
-        run.params = host_master_.data() + at;
-        run.exp_avg = host_m_.data() + at;
-        run.exp_avg_sq = host_v_.data() + at;
-        result.push_back(run);
-      }
+    for (const TensorPiece& piece :
+         tensor_pieces(layout_, (only_shard || stage_ >= 1) ? rank_ : -1)) {
+      const std::size_t at = state_index(piece.unit, piece.begin);
+      result.push_back({piece.begin, piece.end, host_master_.data() + at, host_m_.data() + at,
+                        host_v_.data() + at});
     }
     return result;
   }

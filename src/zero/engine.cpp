@@ -22,6 +22,7 @@
 #include "autotrain/zero/partition.hpp"
 #include "gradients.hpp"
 #include "param_gatherer.hpp"
+#include "state_runs.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
@@ -194,13 +195,7 @@ class ZeroEngine final : public Engine {
 
  private:
   // The range the optimizer of `unit` updates on this rank.
-  model::Range owned(int unit) const {
-    if (stage_ == 0) {
-      const auto& info = layout_.units()[static_cast<std::size_t>(unit)];
-      return {info.offset, info.padded_numel};
-    }
-    return layout_.shard(unit, rank_);
-  }
+  model::Range owned(int unit) const { return owned_range(layout_, stage_, rank_, unit); }
 
   // Stage 3: the rank's part of `unit` in the shard-space parameter buffer.
   std::span<float> shard_params(int unit) {
@@ -236,19 +231,13 @@ class ZeroEngine final : public Engine {
   // shard and one optimizer segment. only_shard: just the pieces of this rank's shard.
   std::vector<StateRun> runs(bool only_shard) {
     std::vector<StateRun> result;
-    for (const auto& tensor : layout_.tensors()) {
-      const std::size_t end = tensor.offset + tensor.numel;
-      for (int r = 0; r < comm_.size(); ++r) {
-        if (only_shard && r != rank_) continue;
-        const model::Range part = layout_.shard(tensor.unit, r);
-        StateRun run;
-        run.begin = std::max(tensor.offset, part.offset);
-        run.end = std::min(end, part.offset + part.size);
-        if (run.begin >= run.end) continue;
-        run.params = param_at(tensor.unit, run.begin);
-        attach_state(tensor.unit, run);
-        if (run.params != nullptr || run.exp_avg != nullptr) result.push_back(run);
-      }
+    for (const TensorPiece& piece : tensor_pieces(layout_, only_shard ? rank_ : -1)) {
+      StateRun run;
+      run.begin = piece.begin;
+      run.end = piece.end;
+      run.params = param_at(piece.unit, run.begin);
+      attach_state(piece.unit, run);
+      if (run.params != nullptr || run.exp_avg != nullptr) result.push_back(run);
     }
     return result;
   }
