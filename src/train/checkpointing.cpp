@@ -279,6 +279,21 @@ void CheckpointSaver::write(const ckpt::CheckpointContent& content) {
             async_ ? " (background)" : "");
 }
 
+namespace {
+
+size_t piece_floats(const ckpt::CheckpointContent& content) {
+  size_t total = 0;
+  for (const auto& piece : content.pieces) total += piece.data.size();
+  return total;
+}
+
+}  // namespace
+
+void CheckpointSaver::reserve(const ckpt::CheckpointContent& like) {
+  // resize() writes every element, so the pages are faulted in now, not during the first save.
+  if (async_ && host_.size() < piece_floats(like)) host_.resize(piece_floats(like));
+}
+
 double CheckpointSaver::save(const ckpt::CheckpointContent& content) {
   const Timer stall;
   wait();
@@ -287,8 +302,7 @@ double CheckpointSaver::save(const ckpt::CheckpointContent& content) {
     return stall.seconds();
   }
   // Host copy of this rank's pieces: one buffer, reused (grown only when a save is larger).
-  size_t total = 0;
-  for (const auto& piece : content.pieces) total += piece.data.size();
+  const size_t total = piece_floats(content);
   if (host_.size() < total) host_.resize(total);
   snapshot_.tensors = content.tensors;
   snapshot_.state = content.state;

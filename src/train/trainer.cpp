@@ -228,7 +228,7 @@ TrainSummary run_training(const RunSetup& setup) {
       checkpoint_dir,
       ckpt::WriteOptions{ckpt::parse_layout(params.checkpoint_layout, "checkpoint_layout")},
       static_cast<size_t>(params.save_total_limit), params.async_checkpoint, MPI_COMM_WORLD);
-  const auto save_at = [&](long long steps_done) {
+  const auto content_at = [&](long long steps_done) {
     ResumePoint point;
     point.step = steps_done;
     point.position = sampler.position();
@@ -240,7 +240,11 @@ TrainSummary run_training(const RunSetup& setup) {
     point.model = config;
     point.optimizer = optimizer_kind;
     point.loss_scaler = scaler.state();
-    const double stalled = saver.save(checkpoint_content(*engine, layout, point, params));
+    return checkpoint_content(*engine, layout, point, params);
+  };
+  if (saver.async()) saver.reserve(content_at(start_step));
+  const auto save_at = [&](long long steps_done) {
+    const double stalled = saver.save(content_at(steps_done));
     log::info("checkpoint: step ", steps_done, ": training stalled ", stalled, " s",
               saver.async() ? " (host copy; the write continues in the background)" : "");
   };

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Checkpoints under stress, driving the real binary under mpirun (docs/training.md):
+#  - async_checkpoint: true gives bitwise the same losses and model, and checkpoints that verify;
 #  - SIGUSR1 mid-training: exit status 3, a checkpoint at the step reached, and resuming (auto)
 #    ends with the same final loss as an uninterrupted run;
 #  - a truncated newest checkpoint and a corrupted older one are refused, auto falls back to
@@ -25,6 +26,17 @@ fail() { echo "FAIL: $*"; for f in *.log; do echo "== $f"; tail -20 "$f"; done; 
 # --- Uninterrupted reference: 150 steps, checkpoints every 50. ---
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name ref --max-steps 150 \
   --checkpoint-every 50 > ref.log 2>&1 || fail "reference run"
+
+# --- async_checkpoint: the same losses and model, and checkpoints that verify. ---
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name async --max-steps 150 \
+  --checkpoint-every 50 --async-checkpoint true > async.log 2>&1 || fail "async checkpoint run"
+grep -q "the write continues in the background" async.log || fail "no asynchronous save"
+$check tail ref/metrics.jsonl async/metrics.jsonl 1 0
+cmp ref/model.safetensors async/model.safetensors || fail "async run exported another model"
+for step in 50 100 150; do
+  "$AUTOTRAIN_BIN" ckpt verify "async/checkpoints/checkpoint-$step.h5" > verify.log 2>&1 ||
+    fail "ckpt verify of async checkpoint-$step.h5"
+done
 
 # --- SIGUSR1 mid-training -> exit 3, checkpoint at that step, resume completes identically. ---
 # A model whose 60 steps take seconds, so the signal surely lands mid-run even when the poll

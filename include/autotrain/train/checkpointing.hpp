@@ -102,6 +102,9 @@ class CheckpointSaver {
   // Returns the seconds the caller was held up: the whole write when synchronous; waiting for
   // the previous write plus the host copy when asynchronous.
   double save(const ckpt::CheckpointContent& content);
+  // Asynchronous saves: allocates (and touches) the host copy for a checkpoint like `like` now,
+  // so that the first save stalls training no longer than the later ones. No-op otherwise.
+  void reserve(const ckpt::CheckpointContent& like);
   // Waits for a write in flight; rethrows its error.
   void wait();
   bool async() const { return async_; }
