@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
+#include "autotrain/comm/backend.hpp"
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
@@ -146,6 +148,12 @@ TrainSummary run_training(const RunSetup& setup) {
                                    : steps_per_epoch;
 
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
+  // NCCL reduces device memory only: the host scalars (losses, stop signals) travel over MPI.
+  std::unique_ptr<Communicator> host_comm;
+  if (setup.comm_backend == CommBackend::nccl) {
+    host_comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, comm_options(setup));
+  }
+  Communicator& scalars = host_comm ? *host_comm : *comm;
 
   const model::ParamLayout layout(config, topology.world_size);
   const zero::EngineOptions engine_options = train::engine_options(setup);
@@ -260,7 +268,7 @@ TrainSummary run_training(const RunSetup& setup) {
 
   if (datasets.valid && start_step == 0) {
     // The starting point, so the curve shows how far training moved the validation loss.
-    const double initial = evaluate(*replica, B, T, *comm, *datasets.valid, inputs, targets);
+    const double initial = evaluate(*replica, B, T, scalars, *datasets.valid, inputs, targets);
     log::info("step 0/", total_steps, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
     if (talker) {
       StepMetrics metrics;
@@ -306,7 +314,7 @@ TrainSummary run_training(const RunSetup& setup) {
     comm_wait += engine->take_comm_wait_seconds();
 
     float step_loss = static_cast<float>(loss_sum / double(accumulation));
-    comm->allreduce(std::span<float>(&step_loss, 1), ReduceOp::avg);
+    scalars.allreduce(std::span<float>(&step_loss, 1), ReduceOp::avg);
     AT_CHECK(std::isfinite(step_loss), "training diverged: the loss of step ", step + 1, " is ",
              step_loss, " (lower lr, or check the data)");
     ++interval_steps;
@@ -321,7 +329,7 @@ TrainSummary run_training(const RunSetup& setup) {
     metrics.elapsed_s = run_timer.seconds();
     const bool last = step + 1 == total_steps;
     if (datasets.valid && ((step + 1) % eval_every == 0 || last)) {
-      metrics.val_loss = evaluate(*replica, B, T, *comm, *datasets.valid, inputs, targets);
+      metrics.val_loss = evaluate(*replica, B, T, scalars, *datasets.valid, inputs, targets);
       summary.final_val_loss = metrics.val_loss;
     }
     const bool log_now = (step + 1) % logging_steps == 0 || last || step == 0 || metrics.val_loss;
@@ -345,7 +353,7 @@ TrainSummary run_training(const RunSetup& setup) {
 
     // Step boundary: the ranks agree on a stop signal (one that reached any rank stops all).
     float stop = static_cast<float>(StopSignals::received());
-    comm->allreduce(std::span<float>(&stop, 1), ReduceOp::max);
+    scalars.allreduce(std::span<float>(&stop, 1), ReduceOp::max);
     const bool preempt = stop != 0 && !last;
     if (preempt || last ||
         (params.checkpoint_every > 0 && (step + 1) % params.checkpoint_every == 0)) {
