@@ -321,7 +321,7 @@ TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
   Vec out(kN * kC);
   Vec att(att_size, 0.0);  // the CPU leaves t2 > t untouched; the GPU writes 0 there
   Vec gpu_scratch(att_size);
-  Vec cpu_scratch(static_cast<std::size_t>(kB) * kNH * kT);
+  Vec cpu_scratch(att_size);  // the CPU kernel's d(scores) too is [B, NH, T, T]
   DeviceTensor<F> d_qkv(qkv), d_dout(dout), d_dqkv(dqkv), d_out(out), d_att(att),
       d_scratch(gpu_scratch);
 

@@ -14,8 +14,8 @@ template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                        cudaStream_t stream);
 
-// dqkv [B, T, 3C] is overwritten. scratch [B, NH, T, T] receives d(pre-softmax scores): unlike
-// the CPU kernel's one row per head, the GPU computes every row at once, without atomics.
+// dqkv [B, T, 3C] is overwritten. scratch [B, NH, T, T] receives d(pre-softmax scores) (rows
+// t2 <= t only; the rest is left as it was): every row at once, without atomics.
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH, cudaStream_t stream);
