@@ -71,6 +71,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 void DeviceBuffer::copy_from_host(const void* host, std::size_t bytes) {
   AT_CHECK(bytes <= bytes_, "copy of ", bytes, " bytes into a device buffer of ", bytes_);
   AT_CUDA_CHECK(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy may return before the last DMA into the device lands, and
+  // the kernels' non-blocking streams do not wait for the legacy stream that carries it.
+  AT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 void DeviceBuffer::copy_to_host(void* host, std::size_t bytes) const {
