@@ -16,8 +16,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 export AUTOTRAIN_PROGRESS=lines
-common=(--config "$config" --eval-strategy no --gradient-accumulation 1 --max-steps 40
-  --checkpoint-every 20 --save-total-limit 5)
+base=(--config "$config" --gradient-accumulation 1 --max-steps 40 --checkpoint-every 20
+  --save-total-limit 5)
+common=("${base[@]}" --eval-strategy no)
 fail() { echo "FAIL: $*"; for f in *.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
 
 for device in cpu cuda; do
@@ -40,8 +41,9 @@ for pair in "cpu cuda" "cuda cpu"; do
   $check tail "$from/metrics.jsonl" "$from-to-$to/metrics.jsonl" 21 1e-2
 done
 
-# bf16 trains too (its own curve, loosely the fp32 one).
-timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${common[@]}" --device cuda \
+# bf16 trains too (its own curve, loosely the fp32 one), with evaluation on the GPU.
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${base[@]}" --eval-strategy steps --device cuda \
   --mixed-precision bf16 --project-name bf16 > bf16.log 2>&1 || fail "bf16 training"
+grep -q "final validation loss [0-9]" bf16.log || fail "no validation loss from the GPU run"
 $check tail cpu/metrics.jsonl bf16/metrics.jsonl 1 5e-2
 echo "gpu_resume: ok"
