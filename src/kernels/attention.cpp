@@ -59,6 +59,34 @@ void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH
 }
 
 template <typename F>
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int C, int NH) {
+  const int HS = C / NH;
+  const auto uT = static_cast<std::size_t>(T);
+  const auto uHS = static_cast<std::size_t>(HS);
+  const auto C3 = 3 * static_cast<std::size_t>(C);
+  const F scale = F(1) / std::sqrt(static_cast<F>(HS));
+  for (int h = 0; h < NH; ++h) {
+    const F* q = qkv + (uT - 1) * C3 + static_cast<std::size_t>(h) * uHS;
+    const F* k = qkv + static_cast<std::size_t>(C) + static_cast<std::size_t>(h) * uHS;
+    const F* v = k + C;
+    // scores[T] = k[T, HS] · q · scale, then the softmax of the training kernel's last row.
+    gemm<F>(Transpose::no, Transpose::no, uT, 1, uHS, scale, k, C3, q, 1, F(0), scratch, 1);
+    F maxv = -std::numeric_limits<F>::infinity();
+    for (int t2 = 0; t2 < T; ++t2) maxv = scratch[t2] > maxv ? scratch[t2] : maxv;
+    F sum = 0;
+    for (int t2 = 0; t2 < T; ++t2) {
+      scratch[t2] = exp_approx(scratch[t2] - maxv);
+      sum += scratch[t2];
+    }
+    const F inv = F(1) / sum;
+    for (int t2 = 0; t2 < T; ++t2) scratch[t2] *= inv;
+    // out[HS] = att[T] · v[T, HS]
+    gemm<F>(Transpose::yes, Transpose::no, uHS, 1, uT, F(1), v, C3, scratch, 1, F(0),
+            out + static_cast<std::size_t>(h) * uHS, 1);
+  }
+}
+
+template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH) {
   const int HS = C / NH;
@@ -105,6 +133,8 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
 
 template void attention_forward<float>(float*, float*, const float*, int, int, int, int);
 template void attention_forward<double>(double*, double*, const double*, int, int, int, int);
+template void attention_forward_last<float>(float*, float*, const float*, int, int, int);
+template void attention_forward_last<double>(double*, double*, const double*, int, int, int);
 template void attention_backward<float>(float*, float*, const float*, const float*, const float*,
                                         int, int, int, int);
 template void attention_backward<double>(double*, double*, const double*, const double*,

@@ -47,6 +47,34 @@ template <>
 void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
                  float beta, float* c, std::size_t ldc) {
+  // One row or one column (generation with a key/value cache): a matrix-vector product. sgemm
+  // would pack the whole other matrix for a single row, which costs several times the product.
+  if (M == 1) {
+    // c[1, N] = a[1, K] · op(b)  <=>  cᵀ = op(b)ᵀ · aᵀ; a's K elements are at stride 1, or lda
+    // when a is stored transposed ([K, 1]).
+    const blasint inc_a = ta == Transpose::yes ? to_blasint(lda) : 1;
+    if (tb == Transpose::no) {  // b [K, N]
+      cblas_sgemv(CblasRowMajor, CblasTrans, to_blasint(K), to_blasint(N), alpha, b,
+                  to_blasint(ldb), a, inc_a, beta, c, 1);
+    } else {  // b [N, K]
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, to_blasint(N), to_blasint(K), alpha, b,
+                  to_blasint(ldb), a, inc_a, beta, c, 1);
+    }
+    return;
+  }
+  if (N == 1) {
+    // c[M, 1] (stride ldc) = op(a) · b[K, 1]; b's K elements are at stride ldb, or 1 when b is
+    // stored transposed ([1, K]).
+    const blasint inc_b = tb == Transpose::yes ? 1 : to_blasint(ldb);
+    if (ta == Transpose::no) {  // a [M, K]
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, to_blasint(M), to_blasint(K), alpha, a,
+                  to_blasint(lda), b, inc_b, beta, c, to_blasint(ldc));
+    } else {  // a [K, M]
+      cblas_sgemv(CblasRowMajor, CblasTrans, to_blasint(K), to_blasint(M), alpha, a,
+                  to_blasint(lda), b, inc_b, beta, c, to_blasint(ldc));
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), to_blasint(M), to_blasint(N),
               to_blasint(K), alpha, a, to_blasint(lda), b, to_blasint(ldb), beta, c,
               to_blasint(ldc));

@@ -372,6 +372,87 @@ std::span<const F> BasicGpt2<F>::next_token_logits(BasicUnitAccess<F>& access,
   return {a.logits, static_cast<std::size_t>(config_.vocab_size)};
 }
 
+// The key/value cache of incremental generation: every layer's qkv rows of the positions fed so
+// far, and one position's worth of every other activation (reused by every layer and token).
+template <typename F>
+struct BasicGpt2<F>::Cache {
+  std::vector<F> qkv;  // [L, block_size, 3C]
+  std::vector<F> x, ln, atty, proj, residual2, fch, fch_gelu, logits, scratch, stats;
+  int length = 0;
+
+  explicit Cache(const ModelConfig& c) {
+    const auto C = static_cast<std::size_t>(c.n_embd);
+    qkv.assign(static_cast<std::size_t>(c.n_layer) * static_cast<std::size_t>(c.block_size) * 3 * C,
+               F(0));
+    for (auto* v : {&x, &ln, &atty, &proj, &residual2}) v->assign(C, F(0));
+    fch.assign(4 * C, F(0));
+    fch_gelu.assign(4 * C, F(0));
+    logits.assign(static_cast<std::size_t>(c.padded_vocab_size), F(0));
+    scratch.assign(static_cast<std::size_t>(c.block_size), F(0));
+    stats.assign(2, F(0));  // one row's LayerNorm mean and rstd
+  }
+};
+
+template <typename F>
+void BasicGpt2<F>::reset_cache() {
+  if (!cache_) cache_ = std::make_unique<Cache>(config_);
+  cache_->length = 0;
+}
+
+template <typename F>
+int BasicGpt2<F>::cached_tokens() const {
+  return cache_ ? cache_->length : 0;
+}
+
+template <typename F>
+std::span<const F> BasicGpt2<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token) {
+  AT_CHECK(cache_ != nullptr, "generation: feed_token() needs reset_cache() first");
+  Cache& k = *cache_;
+  AT_CHECK(k.length < config_.block_size,
+           "generation: the cache holds block_size = ", config_.block_size,
+           " tokens already; reset it and feed the last window again");
+  check_tokens(&token, 1, config_.vocab_size, "token");
+  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
+  const int t = k.length;  // this token's position
+  const auto uC = static_cast<std::size_t>(C);
+  const Offsets& o = *offsets_;
+
+  const F* p = access.params(0);
+  encoder_forward(k.x.data(), &token, p + o.wte, p + o.wpe + static_cast<std::size_t>(t) * uC, 1, 1,
+                  C);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    p = access.params(ParamLayout::block_unit(l));
+    // This layer's qkv rows of positions 0..t; row t is computed now.
+    F* rows = k.qkv.data() + static_cast<std::size_t>(l) * config_.block_size * 3 * uC;
+    F* row = rows + static_cast<std::size_t>(t) * 3 * uC;
+    layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.x.data(), p + o.ln1w, p + o.ln1b, 1,
+                      C);
+    matmul_forward(row, k.ln.data(), p + o.qkvw, p + o.qkvb, 1, C, 3 * C);
+    attention_forward_last(k.atty.data(), k.scratch.data(), rows, t + 1, C, NH);
+    matmul_forward(k.proj.data(), k.atty.data(), p + o.attprojw, p + o.attprojb, 1, C, C);
+    residual_forward(k.residual2.data(), k.x.data(), k.proj.data(), uC);
+    layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.residual2.data(), p + o.ln2w,
+                      p + o.ln2b, 1, C);
+    matmul_forward(k.fch.data(), k.ln.data(), p + o.fcw, p + o.fcb, 1, C, 4 * C);
+    gelu_forward(k.fch_gelu.data(), k.fch.data(), 4 * uC);
+    matmul_forward(k.proj.data(), k.fch_gelu.data(), p + o.fcprojw, p + o.fcprojb, 1, 4 * C, C);
+    residual_forward(k.x.data(), k.residual2.data(), k.proj.data(), uC);
+    access.release(ParamLayout::block_unit(l));
+  }
+  p = access.params(L + 1);
+  layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.x.data(), p + o.lnfw, p + o.lnfb, 1,
+                    C);
+  access.release(L + 1);
+  p = access.params(0);
+  const int Vp = config_.padded_vocab_size;
+  gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1), k.ln.data(), C, p + o.wte, C, F(0),
+          k.logits.data(), Vp);
+  access.release(0);
+  ++k.length;
+  return {k.logits.data(), static_cast<std::size_t>(config_.vocab_size)};
+}
+
 template <typename F>
 std::span<const F> BasicGpt2<F>::losses() const {
   return {acts_->losses, static_cast<std::size_t>(B_) * T_};

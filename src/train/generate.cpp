@@ -85,10 +85,24 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
   data::SplitMix64 rng(options.seed);
   std::vector<int> order(static_cast<size_t>(vocab));
   std::vector<double> probabilities(static_cast<size_t>(vocab));
+  // Key/value cache: each new token costs one position's forward. When the context is full the
+  // window restarts from the last half of it (refed once), so the cost stays linear.
+  size_t fed = 0;  // tokens[0, fed) have been fed since the window started
+  std::span<const float> logits;
+  const auto refill = [&](size_t keep) {
+    model.reset_cache();
+    for (fed = tokens.size() - keep; fed < tokens.size(); ++fed)
+      logits = model.feed_token(access, tokens[fed]);
+  };
+  refill(std::min(tokens.size(), size_t(context)));
   for (int i = 0; i < options.max_new_tokens; ++i) {
-    const size_t start = tokens.size() > size_t(context) ? tokens.size() - size_t(context) : 0;
-    const auto logits = model.next_token_logits(
-        access, std::span<const int32_t>(tokens.data() + start, tokens.size() - start));
+    if (fed < tokens.size()) {
+      if (model.cached_tokens() == context) {
+        refill(std::max<size_t>(1, size_t(context) / 2));
+      } else {
+        logits = model.feed_token(access, tokens[fed++]);
+      }
+    }
     int next = 0;
     if (options.temperature == 0.0) {
       next = static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) -

@@ -163,6 +163,49 @@ TEST(Matmul, BackwardAccumulatesParameterGradients) {
   for (std::size_t i = 0; i < db.size(); ++i) EXPECT_NEAR(db2[i], 2 * db[i], 1e-12);
 }
 
+// The float gemm takes a matrix-vector path for a single row or column (generation); every
+// transpose pair, padded leading dimensions, alpha and beta must give the general product.
+TEST(Matmul, FloatGemmWithOneRowOrOneColumnMatchesTheDefinition) {
+  struct Shape {
+    std::size_t M, N, K;
+  };
+  for (const Shape shape : {Shape{1, 7, 5}, Shape{6, 1, 5}, Shape{1, 1, 9}, Shape{3, 4, 2}}) {
+    for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+      for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+        const std::size_t rows = shape.M, cols = shape.N, inner = shape.K;
+        // Stored shapes: a [rows, inner] or [inner, rows], b [inner, cols] or [cols, inner]; each
+        // row padded by 3.
+        const std::size_t a_rows = ta == Transpose::no ? rows : inner,
+                          a_cols = ta == Transpose::no ? inner : rows;
+        const std::size_t b_rows = tb == Transpose::no ? inner : cols,
+                          b_cols = tb == Transpose::no ? cols : inner;
+        const std::size_t lda = a_cols + 3, ldb = b_cols + 3, ldc = cols + 3;
+        const Vec a64 = random_vec(a_rows * lda, 61), b64 = random_vec(b_rows * ldb, 62);
+        const Vec c64 = random_vec(rows * ldc, 63);
+        std::vector<float> a(a64.begin(), a64.end()), b(b64.begin(), b64.end());
+        std::vector<float> c(c64.begin(), c64.end());
+        gemm<float>(ta, tb, rows, cols, inner, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(),
+                    ldc);
+        for (std::size_t i = 0; i < rows; ++i) {
+          for (std::size_t j = 0; j < cols; ++j) {
+            double sum = 0;
+            for (std::size_t k = 0; k < inner; ++k) {
+              const double x = ta == Transpose::no ? a[i * lda + k] : a[k * lda + i];
+              const double y = tb == Transpose::no ? b[k * ldb + j] : b[j * ldb + k];
+              sum += x * y;
+            }
+            const double expected = 0.5 * sum + 2.0 * static_cast<float>(c64[i * ldc + j]);
+            ASSERT_NEAR(c[i * ldc + j], expected, 1e-5)
+                << "M " << rows << " N " << cols << " K " << inner << " ta "
+                << int(ta == Transpose::yes) << " tb " << int(tb == Transpose::yes) << " at (" << i
+                << ", " << j << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Attention, BackwardMatchesFiniteDifferences) {
   Vec qkv = random_vec(N * 3 * C, 20);
   const Vec w = random_vec(N * C, 21);

@@ -280,6 +280,33 @@ TEST(Gpt2, NextTokenLogitsAgreeWithTheTrainingForward) {
   EXPECT_NEAR(std::log(sum) - logits[targets[n - 1]], last_loss, 1e-5);
 }
 
+TEST(Gpt2, CachedGenerationGivesTheLogitsOfTheFullForwardAtEveryPosition) {
+  const ParamLayout layout(tiny());
+  const auto params = initial_params<float>(layout, 9);
+  FlatUnitAccess access(layout, params.data(), nullptr);
+  Gpt2Model model(layout, 1, 1);
+  const int n = layout.config().block_size;
+  const auto tokens = random_tokens(n, 37, 21);
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass proves reset_cache() forgets
+    model.reset_cache();
+    for (int t = 0; t < n; ++t) {
+      const auto cached = model.feed_token(access, tokens[static_cast<std::size_t>(t)]);
+      const std::vector<float> got(cached.begin(), cached.end());
+      ASSERT_EQ(model.cached_tokens(), t + 1);
+      const auto full = model.next_token_logits(
+          access, std::span<const std::int32_t>(tokens.data(), static_cast<std::size_t>(t + 1)));
+      ASSERT_EQ(got.size(), full.size());
+      for (std::size_t v = 0; v < got.size(); ++v)
+        ASSERT_NEAR(got[v], full[v], 1e-4) << "position " << t << ", logit " << v;
+    }
+  }
+  EXPECT_THROW(model.feed_token(access, 0), Error);  // the cache is full
+  model.reset_cache();
+  EXPECT_THROW(model.feed_token(access, 37), Error);  // not a token id
+  Gpt2Model fresh(layout, 1, 1);
+  EXPECT_THROW(fresh.feed_token(access, 0), Error);  // no reset_cache() yet
+}
+
 TEST(Gpt2, RejectsOutOfRangeTokensNamingThePosition) {
   const ParamLayout layout(tiny());
   const auto params = initial_params<float>(layout, 1);

@@ -16,4 +16,10 @@ template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH);
 
+// The last position only, for generation with a key/value cache: qkv [T, 3C] holds the rows of
+// one sequence (B = 1) up to and including the query's; out [C] = attention of row T-1's q over
+// rows 0..T-1. scratch [T] holds one head's probabilities at a time.
+template <typename F>
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int C, int NH);
+
 }  // namespace autotrain::kernels

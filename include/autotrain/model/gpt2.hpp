@@ -91,6 +91,15 @@ class BasicGpt2 {
   std::span<const F> next_token_logits(BasicUnitAccess<F>& access,
                                        std::span<const std::int32_t> tokens);
 
+  // Generation with a key/value cache (batch 1, inference only): after reset_cache(), each
+  // feed_token() appends one token at the next position and returns the logits [vocab_size] of
+  // the token after it, computing only that position (the keys and values of the earlier ones are
+  // kept). At most block_size tokens fit between resets; the same logits as next_token_logits()
+  // on the tokens fed so far, to rounding. Buffers are allocated on the first reset_cache().
+  void reset_cache();
+  std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token);
+  int cached_tokens() const;
+
   // Per-position losses [B, T] of the last forward.
   std::span<const F> losses() const;
 
@@ -113,6 +122,8 @@ class BasicGpt2 {
   std::unique_ptr<Offsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
   std::vector<std::int32_t> inputs_;
   std::vector<std::int32_t> targets_;
   // Activation gradients, shared by all layers (each is overwritten before it is read):
