@@ -31,6 +31,7 @@ TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/kernels/crossentropy.hpp"
 #include "autotrain/kernels/cuda/adamw.hpp"
 #include "autotrain/kernels/cuda/attention.hpp"
+#include "autotrain/kernels/cuda/check.hpp"
 #include "autotrain/kernels/cuda/crossentropy.hpp"
 #include "autotrain/kernels/cuda/device.hpp"
 #include "autotrain/kernels/cuda/encoder.hpp"
@@ -312,29 +313,119 @@ TYPED_TEST(CudaKernelsTest, GemmMatchesCpuForEveryTransposePairOverwritingAndAcc
   }
 }
 
-TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
-  using F = TypeParam;
-  const std::size_t att_size = static_cast<std::size_t>(kB) * kNH * kT * kT;
-  Vec qkv = random_vec(kN * 3 * kC, 31);
-  Vec dout = random_vec(kN * kC, 32);
-  Vec dqkv = random_vec(qkv.size(), 33);  // garbage: must be overwritten
-  Vec out(kN * kC);
-  Vec att(att_size, 0.0);  // the CPU leaves t2 > t untouched; the GPU writes 0 there
-  Vec gpu_scratch(att_size);
-  Vec cpu_scratch(att_size);  // the CPU kernel's d(scores) too is [B, NH, T, T]
-  DeviceTensor<F> d_qkv(qkv), d_dout(dout), d_dqkv(dqkv), d_out(out), d_att(att),
-      d_scratch(gpu_scratch);
+// Attention runs at three shapes: the tiny one; T = 37 (> 32 and not a multiple of 8: rows span
+// two warp strides and the gemms get ragged edges); T = 128 with HS = 64 (GPT-2's head size).
+struct AttentionShape {
+  int B, T, C, NH;
+  std::size_t tokens() const { return static_cast<std::size_t>(B) * T; }
+  std::size_t att_size() const { return static_cast<std::size_t>(B) * NH * T * T; }
+};
+constexpr AttentionShape kTinyAttention{kB, kT, kC, kNH};
+constexpr AttentionShape kRaggedAttention{2, 37, 64, 4};
+constexpr AttentionShape kLongAttention{2, 128, 128, 2};
 
-  gpu::attention_forward(d_out.get(), d_att.get(), d_qkv.get(), kB, kT, kC, kNH, this->stream());
-  gpu::attention_backward(d_dqkv.get(), d_scratch.get(), d_dout.get(), d_qkv.get(), d_att.get(), kB,
-                          kT, kC, kNH, this->stream());
-  this->sync();
-  attention_forward(out.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
-  attention_backward(dqkv.data(), cpu_scratch.data(), dout.data(), qkv.data(), att.data(), kB, kT,
-                     kC, kNH);
-  this->expect_close(d_att.download(), att, "attention att");
-  this->expect_close(d_out.download(), out, "attention out");
-  this->expect_close(d_dqkv.download(), dqkv, "attention dqkv");
+enum class AttentionPath { dispatched, fast, reference };
+
+// What attention forward and backward produce, on the host.
+struct AttentionResult {
+  Vec att;   // [B, NH, T, T]
+  Vec out;   // [B, T, C]
+  Vec dqkv;  // [B, T, 3C]
+};
+
+// Random qkv and dout for `shape`; DeviceTensor rounds them in place to F.
+struct AttentionInputs {
+  explicit AttentionInputs(const AttentionShape& shape)
+      : qkv(random_vec(shape.tokens() * 3 * shape.C, 31)),
+        dout(random_vec(shape.tokens() * shape.C, 32)) {}
+  Vec qkv;
+  Vec dout;
+};
+
+// One GPU path's forward then backward. dqkv and the scratch start as garbage, so a path that
+// accumulates or leaves elements unwritten fails.
+template <typename F>
+AttentionResult gpu_attention(AttentionPath path, const AttentionShape& s, AttentionInputs& in,
+                              cudaStream_t stream) {
+  Vec dqkv = random_vec(in.qkv.size(), 33);
+  Vec scratch = random_vec(s.att_size(), 34);
+  Vec out = random_vec(s.tokens() * s.C, 35);
+  Vec att = random_vec(s.att_size(), 36);  // every element is written, zeros above the diagonal
+  DeviceTensor<F> d_qkv(in.qkv), d_dout(in.dout), d_dqkv(dqkv), d_out(out), d_att(att),
+      d_scratch(scratch);
+  if (path == AttentionPath::fast) {
+    gpu::attention_forward_fast(d_out.get(), d_att.get(), d_qkv.get(), s.B, s.T, s.C, s.NH, stream);
+    gpu::attention_backward_fast(d_dqkv.get(), d_scratch.get(), d_dout.get(), d_qkv.get(),
+                                 d_att.get(), s.B, s.T, s.C, s.NH, stream);
+  } else if (path == AttentionPath::reference) {
+    gpu::attention_forward_reference(d_out.get(), d_att.get(), d_qkv.get(), s.B, s.T, s.C, s.NH,
+                                     stream);
+    gpu::attention_backward_reference(d_dqkv.get(), d_scratch.get(), d_dout.get(), d_qkv.get(),
+                                      d_att.get(), s.B, s.T, s.C, s.NH, stream);
+  } else {
+    gpu::attention_forward(d_out.get(), d_att.get(), d_qkv.get(), s.B, s.T, s.C, s.NH, stream);
+    gpu::attention_backward(d_dqkv.get(), d_scratch.get(), d_dout.get(), d_qkv.get(), d_att.get(),
+                            s.B, s.T, s.C, s.NH, stream);
+  }
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return AttentionResult{d_att.download(), d_out.download(), d_dqkv.download()};
+}
+
+// The CPU kernels in double on the same (rounded) inputs.
+AttentionResult cpu_attention(const AttentionShape& s, const AttentionInputs& in) {
+  AttentionResult r{Vec(s.att_size(), 0.0), Vec(s.tokens() * s.C), Vec(in.qkv.size())};
+  Vec scratch(s.att_size());
+  attention_forward(r.out.data(), r.att.data(), in.qkv.data(), s.B, s.T, s.C, s.NH);
+  attention_backward(r.dqkv.data(), scratch.data(), in.dout.data(), in.qkv.data(), r.att.data(),
+                     s.B, s.T, s.C, s.NH);
+  return r;
+}
+
+template <typename F>
+void expect_attention_matches_cpu(AttentionPath path, const AttentionShape& s,
+                                  cudaStream_t stream) {
+  AttentionInputs in(s);
+  const AttentionResult gpu_result = gpu_attention<F>(path, s, in, stream);
+  const AttentionResult cpu_result = cpu_attention(s, in);
+  const std::string what = std::string(path == AttentionPath::fast        ? "fast"
+                                       : path == AttentionPath::reference ? "reference"
+                                                                          : "dispatched") +
+                           " attention T=" + std::to_string(s.T) + " ";
+  expect_close(gpu_result.att, cpu_result.att, Precision<F>::rtol, Precision<F>::atol,
+               what + "att");
+  expect_close(gpu_result.out, cpu_result.out, Precision<F>::rtol, Precision<F>::atol,
+               what + "out");
+  expect_close(gpu_result.dqkv, cpu_result.dqkv, Precision<F>::rtol, Precision<F>::atol,
+               what + "dqkv");
+}
+
+TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
+  // Whichever path AUTOTRAIN_CUDA_ATTENTION selects (the fast one unless it says reference).
+  expect_attention_matches_cpu<TypeParam>(AttentionPath::dispatched, kTinyAttention,
+                                          this->stream());
+}
+
+TYPED_TEST(CudaKernelsTest, AttentionFastPathMatchesCpuAtTinyAndRaggedShapes) {
+  expect_attention_matches_cpu<TypeParam>(AttentionPath::fast, kTinyAttention, this->stream());
+  expect_attention_matches_cpu<TypeParam>(AttentionPath::fast, kRaggedAttention, this->stream());
+}
+
+TYPED_TEST(CudaKernelsTest, AttentionReferencePathMatchesCpuAtTinyAndRaggedShapes) {
+  expect_attention_matches_cpu<TypeParam>(AttentionPath::reference, kTinyAttention, this->stream());
+  expect_attention_matches_cpu<TypeParam>(AttentionPath::reference, kRaggedAttention,
+                                          this->stream());
+}
+
+TYPED_TEST(CudaKernelsTest, AttentionFastPathMatchesReferencePathAtT128) {
+  using F = TypeParam;
+  AttentionInputs in(kLongAttention);
+  const AttentionResult fast =
+      gpu_attention<F>(AttentionPath::fast, kLongAttention, in, this->stream());
+  const AttentionResult reference =
+      gpu_attention<F>(AttentionPath::reference, kLongAttention, in, this->stream());
+  this->expect_close(fast.att, reference.att, "attention T=128 fast vs reference att");
+  this->expect_close(fast.out, reference.out, "attention T=128 fast vs reference out");
+  this->expect_close(fast.dqkv, reference.dqkv, "attention T=128 fast vs reference dqkv");
 }
 
 TYPED_TEST(CudaKernelsTest, GeluMatchesCpuForwardAndBackward) {

@@ -2,23 +2,55 @@
 // CUDA causal multi-head self-attention core (mirrors kernels/attention.hpp). Shapes:
 // qkv [B, T, 3C] holding q, k, v, each [B, T, NH, HS] with HS = C / NH; att [B, NH, T, T] softmax
 // probabilities (row t uses columns 0..t, the rest are written as 0); out [B, T, C].
+//
+// Two implementations with the same contract:
+// - fast (the default): per batch row b, cuBLAS strided-batched gemms over the NH heads on tensor
+//   cores (fp32 accumulation) and one fused causal softmax kernel. Scores and d(scores) pass
+//   through att / scratch in the element type F.
+// - reference: one warp per (b, h, t) row, fp32 dot products from global memory. Slow; kept to
+//   check the fast path against and as a fallback.
+// attention_forward / attention_backward pick the path once per process from the environment:
+// AUTOTRAIN_CUDA_ATTENTION=reference selects the reference, unset, empty or "fast" the fast one;
+// any other value throws Error. The fast path creates one cuBLAS handle per (thread, device) on
+// its first call there; later calls allocate nothing.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include "autotrain/kernels/cuda/device.hpp"
 
 namespace autotrain::kernels::gpu {
 
-// Largest head size the kernels accept (q is staged in shared memory).
+// Largest head size the kernels accept (the reference stages q in shared memory).
 inline constexpr int kMaxAttentionHeadSize = 256;
 
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                        cudaStream_t stream);
 
-// dqkv [B, T, 3C] is overwritten. scratch [B, NH, T, T] receives d(pre-softmax scores) (rows
-// t2 <= t only; the rest is left as it was): every row at once, without atomics.
+// dqkv [B, T, 3C] is overwritten. scratch [B, NH, T, T] receives d(pre-softmax scores) for
+// t2 <= t (every row at once, without atomics); above the diagonal the fast path writes 0 and the
+// reference leaves it as it was.
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH, cudaStream_t stream);
+
+// True when AUTOTRAIN_CUDA_ATTENTION=reference selected the reference path (read on the first
+// call, then fixed for the process).
+bool attention_uses_reference();
+
+// The tensor-core path, whatever the environment says.
+template <typename F>
+void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
+                            cudaStream_t stream);
+template <typename F>
+void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+                             int T, int C, int NH, cudaStream_t stream);
+
+// The slow reference path, whatever the environment says.
+template <typename F>
+void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
+                                 cudaStream_t stream);
+template <typename F>
+void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
+                                  int B, int T, int C, int NH, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA
