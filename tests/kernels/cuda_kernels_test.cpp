@@ -21,6 +21,7 @@ TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
@@ -397,6 +398,12 @@ void expect_attention_matches_cpu(AttentionPath path, const AttentionShape& s,
                what + "out");
   expect_close(gpu_result.dqkv, cpu_result.dqkv, Precision<F>::rtol, Precision<F>::atol,
                what + "dqkv");
+}
+
+// Needs no GPU: the choice is made from the environment alone.
+TEST(CudaAttentionPath, ReferenceIsSelectedExactlyWhenTheEnvironmentSaysReference) {
+  const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
+  EXPECT_EQ(gpu::attention_uses_reference(), value != nullptr && std::string(value) == "reference");
 }
 
 TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
