@@ -76,7 +76,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, eval_strategy, "epoch", one_of({"epoch", "steps", "no"}), "When to evaluate on valid_split.") \
   X(int64_t, eval_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between evaluations with eval_strategy steps; -1 = logging_steps.") \
   X(int64_t, save_total_limit, 1, at_least(1), "Checkpoints kept on disk; older ones are deleted.") \
-  X(std::string, mixed_precision, "no", one_of({"no", "fp16", "bf16"}, {{"", "no"}, {"none", "no"}, {"None", "no"}}), "Compute precision of forward and backward (master weights stay fp32).") \
+  X(std::string, mixed_precision, "no", one_of({"no", "fp16", "bf16"}, {{"", "no"}, {"none", "no"}, {"None", "no"}}), "Compute precision of forward and backward on GPUs (master weights stay fp32; fp16 adds dynamic loss scaling); CPUs compute in fp32.") \
   X(std::string, distributed_backend, "", one_of({"", "ddp", "deepspeed"}, {{"none", ""}, {"None", ""}}), "AutoTrain's switch: ddp = ZeRO stage 0, deepspeed = ZeRO stage 3 (unless zero_stage is given); empty = none.") \
   X(int64_t, zero_stage, -1, derived_or(-1, between(0, 3)), "ZeRO stage 0..3; -1 = from distributed_backend (deepspeed -> 3, otherwise 0).") \
   X(std::string, comm_backend, "auto", one_of({"auto", "nccl", "gloo", "mpi"}), "Communicator; auto = NCCL on GPUs, MPI on CPUs. YAML: distributed.backend.") \
@@ -93,7 +93,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, n_positions, -1, derived_or(-1, at_least(1)), "Model context length; -1 = from model (1024 for GPT-2, 128 for tiny).") \
   X(int64_t, vocab_size, -1, derived_or(-1, at_least(1)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte).") \
   X(int64_t, threads, 0, at_least(0), "CPU threads per rank; 0 = cores per node / ranks per node.") \
-  X(std::string, device, "auto", one_of({"auto", "cpu", "cuda"}), "auto = the rank's GPU when it has one, else CPU.") \
+  X(std::string, device, "auto", one_of({"auto", "cpu", "cuda"}), "auto = the rank's GPU when the build has CUDA and the rank has one, else CPU (docs/gpu.md).") \
   X(int64_t, reduce_bucket_size, -1, derived_or(-1, at_least(1)), "Gradient elements per reduce bucket; -1 = 16Mi (64 MiB fp32) for stages 0-1, one unit per bucket for stages 2-3.") \
   X(int64_t, stage3_prefetch, 1, at_least(0), "ZeRO-3: units gathered ahead of the one being computed.") \
   X(std::string, checkpoint_layout, "shared", one_of({"shared", "per-rank"}), "shared = one HDF5 file written collectively; per-rank = one file per rank.") \
