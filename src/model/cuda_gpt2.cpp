@@ -190,6 +190,7 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
            c.n_head, ") and a head size of at most ", kMaxAttentionHeadSize);
   buffers_ = std::make_unique<Buffers>(layout, B, T);
   host_losses_.assign(buffers_->bt, 0.0f);
+  attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
 template <typename F>

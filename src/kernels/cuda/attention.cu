@@ -362,6 +362,10 @@ bool reference_from_environment() {
 
 }  // namespace
 
+void attention_prepare(cudaStream_t stream) {
+  if (!attention_uses_reference()) cublas_on(stream);
+}
+
 bool attention_uses_reference() {
   static const bool reference = reference_from_environment();
   return reference;

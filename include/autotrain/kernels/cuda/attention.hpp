@@ -36,6 +36,11 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
 // call, then fixed for the process).
 bool attention_uses_reference();
 
+// Creates the calling thread's cuBLAS handle and workspace for the current device, which the
+// fast path otherwise creates on its first call: the device model calls it at construction, so
+// that training allocates no device memory after the first step starts.
+void attention_prepare(cudaStream_t stream);
+
 // The tensor-core path, whatever the environment says.
 template <typename F>
 void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
