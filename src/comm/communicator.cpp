@@ -1,6 +1,7 @@
 #include "autotrain/comm/communicator.hpp"
 
 #include <climits>
+#include <cstring>
 #include <span>
 
 #include "autotrain/core/error.hpp"
@@ -118,6 +119,28 @@ void divide_in_place(void* data, size_t count, DType dtype, double divisor) {
       break;
   }
   throw Error(cat("avg: cannot divide a ", dtype_name(dtype), " buffer"));
+}
+
+void widen(const void* from, float* to, size_t count, DType dtype) {
+  if (dtype == DType::fp32) {
+    std::memcpy(to, from, count * sizeof(float));
+    return;
+  }
+  std::span source(static_cast<const uint16_t*>(from), count);
+  for (size_t i = 0; i < count; ++i) {
+    to[i] = dtype == DType::bf16 ? bf16_to_float(source[i]) : fp16_to_float(source[i]);
+  }
+}
+
+void narrow(const float* from, void* to, size_t count, DType dtype) {
+  if (dtype == DType::fp32) {
+    std::memcpy(to, from, count * sizeof(float));
+    return;
+  }
+  std::span target(static_cast<uint16_t*>(to), count);
+  for (size_t i = 0; i < count; ++i) {
+    target[i] = dtype == DType::bf16 ? float_to_bf16(from[i]) : float_to_fp16(from[i]);
+  }
 }
 
 DuplicatedComm::DuplicatedComm(MPI_Comm parent) {

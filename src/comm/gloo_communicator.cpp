@@ -402,27 +402,6 @@ class GlooCommunicator final : public Communicator {
   }
 
   // fp32/bf16/fp16 host values -> fp32, and back.
-  static void widen(const void* from, float* to, size_t count, DType dtype) {
-    if (dtype == DType::fp32) {
-      std::memcpy(to, from, count * sizeof(float));
-      return;
-    }
-    std::span source(static_cast<const uint16_t*>(from), count);
-    for (size_t i = 0; i < count; ++i) {
-      to[i] = dtype == DType::bf16 ? bf16_to_float(source[i]) : fp16_to_float(source[i]);
-    }
-  }
-  static void narrow(const float* from, void* to, size_t count, DType dtype) {
-    if (dtype == DType::fp32) {
-      std::memcpy(to, from, count * sizeof(float));
-      return;
-    }
-    std::span target(static_cast<uint16_t*>(to), count);
-    for (size_t i = 0; i < count; ++i) {
-      target[i] = dtype == DType::bf16 ? float_to_bf16(from[i]) : float_to_fp16(from[i]);
-    }
-  }
-
   DuplicatedComm comm_;
   int rank_;
   int size_;

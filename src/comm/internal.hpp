@@ -27,6 +27,11 @@ int checked_int_count(size_t count, std::string_view operation);
 // data[i] /= divisor for a host buffer of a floating-point dtype (the second half of avg).
 void divide_in_place(void* data, size_t count, DType dtype, double divisor);
 
+// fp32, bf16 or fp16 host values to fp32 and back (rounding to nearest even): the backends
+// reduce 16-bit buffers in fp32 and round once.
+void widen(const void* from, float* to, size_t count, DType dtype);
+void narrow(const float* from, void* to, size_t count, DType dtype);
+
 // MPI_Comm_dup on construction, MPI_Comm_free on destruction (unless MPI is already finalized).
 class DuplicatedComm {
  public:

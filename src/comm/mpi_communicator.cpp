@@ -4,12 +4,17 @@
 // compare) in fp32 and round each partial result to 16 bits.
 #include <mpi.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
@@ -326,11 +331,14 @@ class MpiCommunicator final : public Communicator {
           divide_in_place(call.output, static_cast<size_t>(call.count), call.dtype, size_);
         return;
       case MpiPending::Kind::reduce_scatter:
-        AT_MPI_CHECK(MPI_Reduce_scatter_block(call.input, call.output, call.count, type,
-                                              mpi_op(call.dtype, call.op), comm));
-        if (call.op == ReduceOp::avg)
-          divide_in_place(call.output, static_cast<size_t>(call.count), call.dtype, size_);
-        return;
+        switch (call.dtype) {
+          case DType::int32:
+            return ring_reduce_scatter<std::int32_t>(call);
+          case DType::int64:
+            return ring_reduce_scatter<std::int64_t>(call);
+          default:
+            return ring_reduce_scatter<float>(call);  // fp32, and bf16/fp16 reduced in fp32
+        }
       case MpiPending::Kind::allgather:
         AT_MPI_CHECK(MPI_Allgather(call.input == nullptr ? MPI_IN_PLACE : call.input, call.count,
                                    type, call.output, call.count, type, comm));
@@ -341,6 +349,78 @@ class MpiCommunicator final : public Communicator {
       case MpiPending::Kind::barrier:
         AT_MPI_CHECK(MPI_Barrier(comm));
         return;
+    }
+  }
+
+  // Reduce-scatter as a ring of MPI_Sendrecv (Open MPI 4.1's MPI_Reduce_scatter_block ran at
+  // about 1 GB/s from 1 MiB up, a tenth of its allreduce: it allocates full-size temporaries
+  // every call). Step s sends chunk (rank-s-1) of the partial sums to the right neighbour and
+  // receives chunk (rank-s-2) from the left, which holds s+1 contributions, and adds this
+  // rank's own values: after n-1 steps chunk `rank` holds all n. Accumulates in A (fp32 for the
+  // float dtypes, so 16-bit values are rounded once), in segments of at most kRingSegment
+  // elements so the scratch stays small. Deterministic: a fixed order per chunk.
+  template <typename A>
+  void ring_reduce_scatter(const MpiPending::Call& call) {
+    const auto part = static_cast<size_t>(call.count);
+    const int n = size_;
+    const auto* input = static_cast<const std::byte*>(call.input);
+    const size_t element = dtype_size(call.dtype);
+    const bool is_max = call.op == ReduceOp::max;
+    // fp32 and the integers are sent and read straight from the input; bf16/fp16 go through fp32.
+    const bool widened = call.dtype == DType::bf16 || call.dtype == DType::fp16;
+    const size_t segment = std::min(part, kRingSegment);
+    if (ring_send_.size() < segment * sizeof(A)) {
+      ring_send_.resize(segment * sizeof(A));
+      ring_receive_.resize(segment * sizeof(A));
+    }
+    auto* send = reinterpret_cast<A*>(ring_send_.data());
+    auto* receive = reinterpret_cast<A*>(ring_receive_.data());
+    // Elements [begin, ...) of this rank's chunk `chunk` in the input.
+    const auto own = [&](int chunk, size_t begin) {
+      return input + (static_cast<size_t>((chunk % n + n) % n) * part + begin) * element;
+    };
+    const MPI_Datatype type = std::is_same_v<A, float>          ? MPI_FLOAT
+                              : std::is_same_v<A, std::int32_t> ? MPI_INT32_T
+                                                                : MPI_INT64_T;
+    const int left = (rank_ + n - 1) % n;
+    const int right = (rank_ + 1) % n;
+    for (size_t begin = 0; begin < part; begin += segment) {
+      const auto count = std::min(segment, part - begin);
+      const A* outgoing = reinterpret_cast<const A*>(own(rank_ - 1, begin));
+      if (widened) {
+        if constexpr (std::is_same_v<A, float>)
+          widen(own(rank_ - 1, begin), send, count, call.dtype);
+        outgoing = send;
+      }
+      for (int step = 0; step < n - 1; ++step) {
+        AT_MPI_CHECK(MPI_Sendrecv(outgoing, static_cast<int>(count), type, right, kRingTag, receive,
+                                  static_cast<int>(count), type, left, kRingTag, comm_.get(),
+                                  MPI_STATUS_IGNORE));
+        // send = this rank's values of the received chunk, combined with the received sums.
+        const std::byte* mine = own(rank_ - step - 2, begin);
+        const A* values = reinterpret_cast<const A*>(mine);
+        if (widened) {
+          if constexpr (std::is_same_v<A, float>) widen(mine, send, count, call.dtype);
+          values = send;
+        }
+        for (size_t i = 0; i < count; ++i) {
+          send[i] = is_max ? std::max(values[i], receive[i]) : values[i] + receive[i];
+        }
+        outgoing = send;
+      }
+      std::byte* out = static_cast<std::byte*>(call.output) + begin * element;
+      if (n == 1) {
+        std::memcpy(out, own(0, begin), count * element);
+        continue;
+      }
+      if constexpr (std::is_same_v<A, float>) {
+        if (call.op == ReduceOp::avg) {
+          for (size_t i = 0; i < count; ++i) send[i] /= static_cast<float>(n);
+        }
+        narrow(send, out, count, call.dtype);
+      } else {
+        std::memcpy(out, send, count * sizeof(A));
+      }
     }
   }
 
@@ -356,9 +436,14 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  static constexpr size_t kRingSegment = size_t{1} << 20;  // elements per ring pass (4 MiB fp32)
+  static constexpr int kRingTag = 17;
+
   DuplicatedComm comm_;
   int rank_;
   int size_;
+  std::vector<std::byte> ring_send_;  // reduce_scatter scratch: one segment each, kept
+  std::vector<std::byte> ring_receive_;
   UserOp bf16_sum_{&reduce_16bit<bf16_to_float, float_to_bf16, false>};
   UserOp bf16_max_{&reduce_16bit<bf16_to_float, float_to_bf16, true>};
   UserOp fp16_sum_{&reduce_16bit<fp16_to_float, float_to_fp16, false>};
