@@ -1,6 +1,10 @@
 #include "autotrain/core/mpi.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include "autotrain/core/error.hpp"
@@ -16,6 +20,48 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
       cat("MPI call failed: ", call, " returned ", code, " (", text, ") at ", file, ":", line));
 }
 
+#ifdef OMPI_MAJOR_VERSION
+namespace {
+
+// Whether this Open MPI installed a ROMIO io component as a module: mca_io_romio* in a
+// component folder near libmpi: <libdir>/openmpi (a plain install) or
+// <libdir>/openmpi/lib/openmpi3 (Debian). A build with ROMIO compiled into libmpi is not seen
+// and keeps Open MPI's default.
+bool open_mpi_has_romio_module() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&MPI_Init), &info) == 0 || info.dli_fname == nullptr)
+    return false;
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path library = fs::canonical(info.dli_fname, error);
+  if (error) return false;
+  const auto has_romio = [&](const fs::path& folder) {
+    for (const auto& file : fs::directory_iterator(folder, error)) {
+      if (file.path().filename().string().starts_with("mca_io_romio")) return true;
+    }
+    return false;
+  };
+  const auto openmpi_folders = [&](const fs::path& parent) {
+    std::vector<fs::path> folders;
+    for (const auto& entry : fs::directory_iterator(parent, error)) {
+      // The name first: libdir may hold thousands of entries, and is_directory() is a stat.
+      if (entry.path().filename().string().starts_with("openmpi") && entry.is_directory(error))
+        folders.push_back(entry.path());
+    }
+    return folders;
+  };
+  for (const fs::path& folder : openmpi_folders(library.parent_path())) {
+    if (has_romio(folder)) return true;
+    for (const fs::path& inner : openmpi_folders(folder / "lib")) {
+      if (has_romio(inner)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+#endif
+
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -24,8 +70,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     // Open MPI's own MPI-IO (ompio) wrote our shared HDF5 checkpoints at 0.5-1.2 GB/s and read
     // them at 0.5-0.8 GB/s where ROMIO does 1.3-1.6 and 3.4-4.3 on the same disk (4 ranks,
     // docs/benchmarks.md "Checkpoints"): prefer ROMIO unless the user chose an io component.
-    // "^ompio" excludes ompio rather than naming ROMIO's version-specific component.
-    setenv("OMPI_MCA_io", "^ompio", 0);
+    // "^ompio" excludes ompio rather than naming ROMIO's version-specific component; only when
+    // a ROMIO module is installed, or no io component would be left.
+    if (open_mpi_has_romio_module()) setenv("OMPI_MCA_io", "^ompio", 0);
 #endif
     AT_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_));
     owns_ = true;
