@@ -78,11 +78,10 @@ kernel_tests() {
 }
 
 ctest_gpu() {
-  # Discovered GPU tests by name (kernels, device model), the MPI tests at np=1 of the
-  # communicator (NCCL) and of the trainer (the CUDA replica against the CPU one), and the
-  # CPU <-> GPU checkpoint e2e test.
+  # Discovered GPU tests by name (kernels, device model), the communicator's MPI tests at np=1
+  # (NCCL), the CPU <-> GPU checkpoint e2e test, and below the trainer's CUDA replica tests.
   local out status=0
-  out=$(ctest --test-dir "$build" -R 'Cuda|cuda|Nccl|nccl|^mpi[.](comm|train)[.]np1$|^e2e[.]gpu_resume$' \
+  out=$(ctest --test-dir "$build" -R 'Cuda|cuda|Nccl|nccl|^mpi[.]comm[.]np1$|^e2e[.]gpu_resume$' \
     --output-on-failure --timeout 150 2>&1) || status=$?
   echo "$out" | tail -n 60
   # On this machine nothing GPU-related may be skipped (ctest counts a skip as a pass).
@@ -121,9 +120,9 @@ export root build jobs arch mpirun bin logs
 run_part machine 30 machine
 run_part build 330 build
 run_part kernel-tests 120 kernel_tests
-run_part ctest-gpu 150 ctest_gpu
+run_part ctest-gpu 210 ctest_gpu
 run_part bench-comm-nccl 90 bench_comm
-run_part bench-train 150 bench_train
+run_part bench-train 120 bench_train
 
 echo
 echo "=== summary (logs in $logs) ==="
