@@ -73,23 +73,11 @@ __global__ void attention_forward_kernel(F* out, F* att, const F* qkv, int B, Ge
   for (int i = lane; i < g.HS; i += kWarp) q[i] = to_float(q_row[i]) * g.scale;
   __syncwarp();
 
-  float row_max = -INFINITY;
-  float row_sum = 0.0f;
-  for (int t2 = lane; t2 <= t; t2 += kWarp) {
-    const float s = dot(q, qkv + qkv_at(g, b, t2, h, 1), g.HS);
-    const float m = fmaxf(row_max, s);
-    row_sum = row_sum * expf(row_max - m) + expf(s - m);
-    row_max = m;
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other_max = __shfl_xor_sync(0xffffffffu, row_max, offset);
-    const float other_sum = __shfl_xor_sync(0xffffffffu, row_sum, offset);
-    const float m = fmaxf(row_max, other_max);
-    // A lane with no keys holds (-inf, 0); two of them merge to (-inf, 0), not exp(-inf + inf).
-    if (m != -INFINITY) row_sum = row_sum * expf(row_max - m) + other_sum * expf(other_max - m);
-    row_max = m;
-  }
-  const float inv_sum = 1.0f / row_sum;
+  SoftmaxStats stats;
+  for (int t2 = lane; t2 <= t; t2 += kWarp) stats.add(dot(q, qkv + qkv_at(g, b, t2, h, 1), g.HS));
+  stats.warp_merge();
+  const float row_max = stats.max;
+  const float inv_sum = 1.0f / stats.sum;
   F* p_row = att + att_at(g, b, h, t);
   for (int t2 = lane; t2 < g.T; t2 += kWarp) {
     float p = 0.0f;
@@ -183,21 +171,6 @@ std::size_t staged_bytes(const Geometry& g) {
 
 // ---- fast path -------------------------------------------------------------------------------
 
-template <typename F>
-constexpr cudaDataType_t data_type();
-template <>
-constexpr cudaDataType_t data_type<float>() {
-  return CUDA_R_32F;
-}
-template <>
-constexpr cudaDataType_t data_type<__nv_bfloat16>() {
-  return CUDA_R_16BF;
-}
-template <>
-constexpr cudaDataType_t data_type<__half>() {
-  return CUDA_R_16F;
-}
-
 // cuBLAS workspace per handle: what NVIDIA recommends for Hopper; allocated with the handle.
 constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
 
@@ -280,23 +253,11 @@ __global__ void causal_softmax_kernel(F* att, long long rows, int T) {
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   F* p = att + row * T;
 
-  float row_max = -INFINITY;
-  float row_sum = 0.0f;
-  for (int t2 = lane; t2 <= t; t2 += kWarp) {
-    const float s = to_float(p[t2]);
-    const float m = fmaxf(row_max, s);
-    row_sum = row_sum * expf(row_max - m) + expf(s - m);
-    row_max = m;
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other_max = __shfl_xor_sync(0xffffffffu, row_max, offset);
-    const float other_sum = __shfl_xor_sync(0xffffffffu, row_sum, offset);
-    const float m = fmaxf(row_max, other_max);
-    // A lane with no keys holds (-inf, 0); two of them merge to (-inf, 0), not exp(-inf + inf).
-    if (m != -INFINITY) row_sum = row_sum * expf(row_max - m) + other_sum * expf(other_max - m);
-    row_max = m;
-  }
-  const float inv_sum = 1.0f / row_sum;
+  SoftmaxStats stats;
+  for (int t2 = lane; t2 <= t; t2 += kWarp) stats.add(to_float(p[t2]));
+  stats.warp_merge();
+  const float row_max = stats.max;
+  const float inv_sum = 1.0f / stats.sum;
   // Each lane rewrites only the columns it read itself, after the shuffles above: no hazard.
   for (int t2 = lane; t2 < T; t2 += kWarp) {
     const float prob = t2 <= t ? expf(to_float(p[t2]) - row_max) * inv_sum : 0.0f;

@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 
 #include "autotrain/core/error.hpp"
@@ -48,6 +49,44 @@ __device__ __forceinline__ float warp_max(float x) {
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
   return x;
 }
+
+// The cuBLAS / cuBLASLt type tag of an element type.
+template <typename F>
+constexpr cudaDataType_t data_type();
+template <>
+constexpr cudaDataType_t data_type<float>() {
+  return CUDA_R_32F;
+}
+template <>
+constexpr cudaDataType_t data_type<__nv_bfloat16>() {
+  return CUDA_R_16BF;
+}
+template <>
+constexpr cudaDataType_t data_type<__half>() {
+  return CUDA_R_16F;
+}
+
+// An online softmax denominator: the running maximum and Σ exp(x - max) of the values seen.
+struct SoftmaxStats {
+  float max = -INFINITY;
+  float sum = 0.0f;
+  __device__ __forceinline__ void add(float x) {
+    const float m = fmaxf(max, x);
+    sum = sum * expf(max - m) + expf(x - m);
+    max = m;
+  }
+  // Merges the lanes' statistics; every lane ends with the warp's.
+  __device__ __forceinline__ void warp_merge() {
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float other_max = __shfl_xor_sync(0xffffffffu, max, offset);
+      const float other_sum = __shfl_xor_sync(0xffffffffu, sum, offset);
+      const float m = fmaxf(max, other_max);
+      // A lane with no values holds (-inf, 0); two of them merge to (-inf, 0), not exp(inf - inf).
+      if (m != -INFINITY) sum = sum * expf(max - m) + other_sum * expf(other_max - m);
+      max = m;
+    }
+  }
+};
 
 inline constexpr int kWarp = 32;
 inline constexpr int kBlockThreads = 256;

@@ -12,21 +12,6 @@
 namespace autotrain::kernels::gpu {
 namespace {
 
-template <typename F>
-constexpr cudaDataType_t data_type();
-template <>
-constexpr cudaDataType_t data_type<float>() {
-  return CUDA_R_32F;
-}
-template <>
-constexpr cudaDataType_t data_type<__nv_bfloat16>() {
-  return CUDA_R_16BF;
-}
-template <>
-constexpr cudaDataType_t data_type<__half>() {
-  return CUDA_R_16F;
-}
-
 // Largest power of two (at most 256) dividing the address: what cuBLASLt may assume.
 unsigned alignment_of(const void* pointer) {
   const auto address = reinterpret_cast<std::uintptr_t>(pointer);
