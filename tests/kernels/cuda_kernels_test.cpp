@@ -46,6 +46,7 @@ TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/kernels/layernorm.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/residual.hpp"
+#include "cuda_element_types.hpp"
 
 namespace autotrain::kernels {
 namespace {
@@ -173,16 +174,8 @@ class CudaKernelsTest : public ::testing::Test {
   std::optional<gpu::Stream> stream_;
 };
 
-struct TypeNames {
-  template <typename F>
-  static std::string GetName(int) {
-    if (std::is_same_v<F, float>) return "fp32";
-    if (std::is_same_v<F, __nv_bfloat16>) return "bf16";
-    return "fp16";
-  }
-};
-using ElementTypes = ::testing::Types<float, __nv_bfloat16, __half>;
-TYPED_TEST_SUITE(CudaKernelsTest, ElementTypes, TypeNames);
+TYPED_TEST_SUITE(CudaKernelsTest, autotrain::testing::CudaElementTypes,
+                 autotrain::testing::CudaTypeNames);
 
 TYPED_TEST(CudaKernelsTest, EncoderMatchesCpuAndAccumulatesRepeatedTokens) {
   using F = TypeParam;

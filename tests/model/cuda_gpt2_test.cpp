@@ -43,6 +43,7 @@ TEST(CudaGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "cuda_element_types.hpp"
 
 namespace autotrain::model {
 namespace {
@@ -240,16 +241,8 @@ class CudaGpt2Test : public ::testing::Test {
   kg::DeviceBuffer d_grads_;
 };
 
-struct TypeNames {
-  template <typename F>
-  static std::string GetName(int) {
-    if (std::is_same_v<F, float>) return "fp32";
-    if (std::is_same_v<F, __nv_bfloat16>) return "bf16";
-    return "fp16";
-  }
-};
-using ElementTypes = ::testing::Types<float, __nv_bfloat16, __half>;
-TYPED_TEST_SUITE(CudaGpt2Test, ElementTypes, TypeNames);
+TYPED_TEST_SUITE(CudaGpt2Test, autotrain::testing::CudaElementTypes,
+                 autotrain::testing::CudaTypeNames);
 
 TYPED_TEST(CudaGpt2Test, LossAndEveryGradientMatchTheCpuModelInDouble) {
   using F = TypeParam;
