@@ -81,11 +81,9 @@ long long resolve_logging_steps(const config::TrainingParams& params, long long 
 
 // Mean loss over the first windows of the valid split, every rank taking its rows of each
 // batch. All ranks run the same number of forwards (ZeRO-3 gathers are collective).
-double evaluate(Replica& replica, int B_, int T_, Communicator& comm,
+double evaluate(Replica& replica, long long B, long long T, Communicator& comm,
                 const data::TokenDataset& valid, std::vector<int32_t>& inputs,
                 std::vector<int32_t>& targets) {
-  const long long B = B_;
-  const long long T = T_;
   const long long W = comm.size();
   const long long windows = (static_cast<long long>(valid.num_tokens()) - 1) / T;
   AT_CHECK(windows >= 1, "valid split: ", valid.num_tokens(),
@@ -159,7 +157,7 @@ TrainSummary run_training(const RunSetup& setup) {
   const zero::EngineOptions engine_options = train::engine_options(setup);
   const auto replica = make_replica(setup, layout, *comm, B, T, static_cast<uint64_t>(params.seed));
   zero::ModelState* const engine = &replica->state();
-  LossScaler scaler(replica->precision() == std::string("fp16"));
+  LossScaler scaler(setup.device == Device::cuda && setup.precision == Precision::fp16);
 
   const auto memory = engine->memory();
   log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(),
