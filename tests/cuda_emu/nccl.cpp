@@ -284,7 +284,7 @@ void reduce(ncclDataType_t type, const std::byte* contributions, int nranks, std
     case ncclBfloat16:
       return reduce_in_rank_order<__nv_bfloat16>(contributions, nranks, count, op, out);
     default:
-      cuda_emu::fail("cuda-emu: reduce: data type " + std::string(type_name(type)) +
+      cuda_emu::fail("reduce: data type " + std::string(type_name(type)) +
                      " is not emulated");
   }
 }
@@ -322,7 +322,7 @@ ncclResult_t require_matching_calls(ncclComm& comm, const Signature& mine, const
   if (code != MPI_SUCCESS) return mpi_failure(&comm, code, call, "MPI_Allgather");
   for (std::size_t r = 1; r < everyone.size(); ++r) {
     if (std::memcmp(&everyone[r], &everyone[0], sizeof(Signature)) != 0) {
-      cuda_emu::fail("cuda-emu: NCCL ranks issued different collectives: rank 0 called " +
+      cuda_emu::fail("NCCL ranks issued different collectives: rank 0 called " +
                      describe(everyone[0]) + ", rank " + std::to_string(r) + " called " +
                      describe(everyone[r]) +
                      "; every rank must issue the same NCCL collectives in the same order");
@@ -480,7 +480,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   std::lock_guard lock(cuda_emu::api_lock());
   ncclComm& live = require_live(comm, "ncclCommGetAsyncError");
-  if (asyncError == nullptr) cuda_emu::fail("cuda-emu: ncclCommGetAsyncError: asyncError is null");
+  if (asyncError == nullptr) cuda_emu::fail("ncclCommGetAsyncError: asyncError is null");
   *asyncError = live.async_error;
   return ncclSuccess;
 }
@@ -624,7 +624,7 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
   constexpr const char* call = "ncclBroadcast";
   ncclComm& live = require_usable(comm, call);
   if (root < 0 || root >= live.nranks) {
-    cuda_emu::fail("cuda-emu: ncclBroadcast: root " + std::to_string(root) +
+    cuda_emu::fail("ncclBroadcast: root " + std::to_string(root) +
                    " is not a rank of a " + std::to_string(live.nranks) + "-rank communicator");
   }
   const std::size_t bytes = count * element_bytes(datatype, call);

@@ -1,0 +1,48 @@
+# AUTOTRAIN_CUDA=emulate: the GPU path (src/<layer>/cuda/*.cu and the CUDA host code) built with
+# the host compiler and linked against the CUDA emulator in tests/cuda_emu instead of the CUDA
+# runtime, cuBLAS and NCCL. Only the toolkit's headers are needed, not nvcc or a GPU. The .cu
+# files go through tests/cuda_emu/translate.py (kernel launches become emulator calls) and are
+# compiled with tests/cuda_emu/prelude.hpp force-included. See docs/gpu.md.
+find_path(AUTOTRAIN_CUDA_INCLUDE cuda_runtime_api.h
+  HINTS ${CUDAToolkit_ROOT}/include /usr/local/cuda/include)
+find_path(AUTOTRAIN_NCCL_INCLUDE nccl.h HINTS ${AUTOTRAIN_CUDA_INCLUDE} /usr/local/cuda/include)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+if(NOT AUTOTRAIN_CUDA_INCLUDE OR NOT AUTOTRAIN_NCCL_INCLUDE)
+  message(FATAL_ERROR "AUTOTRAIN_CUDA=emulate needs the CUDA toolkit's headers and nccl.h "
+                      "(set CUDAToolkit_ROOT); found '${AUTOTRAIN_CUDA_INCLUDE}' and "
+                      "'${AUTOTRAIN_NCCL_INCLUDE}'")
+endif()
+
+set(AUTOTRAIN_HAVE_CUDA ON)
+set(AUTOTRAIN_HAVE_NCCL ON)
+set(AUTOTRAIN_CUDA_EMULATED ON)
+set(AUTOTRAIN_CUDA_EMU_DIR ${PROJECT_SOURCE_DIR}/tests/cuda_emu)
+
+file(GLOB cuda_emu_sources CONFIGURE_DEPENDS ${AUTOTRAIN_CUDA_EMU_DIR}/*.cpp)
+add_library(autotrain_cuda_emu STATIC ${cuda_emu_sources})
+target_include_directories(autotrain_cuda_emu SYSTEM PUBLIC ${AUTOTRAIN_CUDA_INCLUDE}
+                                                             ${AUTOTRAIN_NCCL_INCLUDE})
+target_link_libraries(autotrain_cuda_emu PUBLIC MPI::MPI_CXX)
+
+target_link_libraries(autotrain_cuda_runtime INTERFACE autotrain_cuda_emu)
+target_compile_definitions(autotrain_cuda_runtime INTERFACE AUTOTRAIN_HAVE_CUDA=1
+                                                            AUTOTRAIN_CUDA_EMULATED=1)
+target_link_libraries(autotrain_cublas INTERFACE autotrain_cuda_emu)
+target_link_libraries(autotrain_nccl INTERFACE autotrain_cuda_runtime)
+target_compile_definitions(autotrain_nccl INTERFACE AUTOTRAIN_HAVE_NCCL=1)
+
+# The C++ file that stands for one .cu file of a layer in the emulated build.
+function(autotrain_emulated_cuda_source layer cu_file out_var)
+  get_filename_component(name ${cu_file} NAME_WE)
+  set(out ${CMAKE_BINARY_DIR}/cuda_emu/${layer}/${name}.cpp)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${Python3_EXECUTABLE} ${AUTOTRAIN_CUDA_EMU_DIR}/translate.py ${cu_file} ${out}
+    DEPENDS ${cu_file} ${AUTOTRAIN_CUDA_EMU_DIR}/translate.py
+    COMMENT "cuda-emu: translating ${layer}/cuda/${name}.cu")
+  get_filename_component(cu_dir ${cu_file} DIRECTORY)
+  # The class-in-anonymous-namespace check sees the #line'd .cu name as a header: not ours.
+  set_source_files_properties(${out} PROPERTIES
+    INCLUDE_DIRECTORIES ${cu_dir}
+    COMPILE_OPTIONS "-include;${AUTOTRAIN_CUDA_EMU_DIR}/prelude.hpp;-Wno-subobject-linkage")
+  set(${out_var} ${out} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,261 @@
+// Kernel launches of the CUDA emulator. A launch is queued on its stream; when it runs, each
+// block runs on its own, its CUDA threads as fibers (ucontext) of the one calling OS thread. A
+// fiber runs until it finishes or waits at a barrier (__syncthreads, __syncwarp, a shuffle);
+// a barrier opens when every live thread it names waits there. A warp barrier that names a
+// lane that already exited, or threads that wait at different barriers for ever, stop the
+// process: on a GPU both are undefined behaviour or a hang.
+// prelude.hpp first: it defines __shared__ before the CUDA headers do.
+#include "prelude.hpp"
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "emulator.hpp"
+
+uint3 threadIdx;
+uint3 blockIdx;
+dim3 blockDim;
+dim3 gridDim;
+
+namespace cuda_emu {
+namespace {
+
+constexpr std::size_t kStackBytes = std::size_t{256} << 10;
+constexpr int kMaxThreads = 1024;
+constexpr int kWarpSize = 32;
+
+enum class FiberState { ready, at_block_barrier, at_warp_barrier, done };
+
+struct Fiber {
+  ucontext_t context{};
+  FiberState state = FiberState::ready;
+  unsigned mask = 0;           // lanes named by the warp barrier it waits at
+  std::uint64_t exchange = 0;  // the value it publishes to a shuffle
+};
+
+struct Block {
+  const char* kernel = "";
+  unsigned threads = 0;
+  std::vector<Fiber> fibers;
+  std::vector<unsigned char> dynamic_shared;
+  const std::function<void()>* body = nullptr;
+  ucontext_t scheduler{};
+  int current = -1;
+  unsigned char* stacks = nullptr;
+};
+
+Block& block() {
+  static Block b;
+  return b;
+}
+
+unsigned char* stacks() {
+  static unsigned char* memory = [] {
+    void* p = mmap(nullptr, kStackBytes * kMaxThreads, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail("cannot map fiber stacks");
+    return static_cast<unsigned char*>(p);
+  }();
+  return memory;
+}
+
+void set_thread_index(unsigned linear) {
+  threadIdx.x = linear % blockDim.x;
+  threadIdx.y = (linear / blockDim.x) % blockDim.y;
+  threadIdx.z = linear / (blockDim.x * blockDim.y);
+}
+
+void fiber_main() {
+  Block& b = block();
+  (*b.body)();
+  b.fibers[b.current].state = FiberState::done;
+  // Returning resumes uc_link: the scheduler.
+}
+
+// Suspends the running fiber in `state` until the scheduler opens its barrier.
+void wait(FiberState state, unsigned mask) {
+  Block& b = block();
+  if (b.current < 0) fail("a barrier or shuffle outside a kernel");
+  Fiber& f = b.fibers[b.current];
+  f.state = state;
+  f.mask = mask;
+  swapcontext(&f.context, &b.scheduler);
+}
+
+// Lanes of warp w that exist in this block, as a mask.
+unsigned existing_lanes(const Block& b, unsigned warp) {
+  const unsigned first = warp * kWarpSize;
+  const unsigned count = b.threads - first < kWarpSize ? b.threads - first : kWarpSize;
+  return count == kWarpSize ? 0xffffffffu : (1u << count) - 1;
+}
+
+std::string where(const Block& b, unsigned linear) {
+  return std::string("kernel ") + b.kernel + ", block (" + std::to_string(blockIdx.x) + "," +
+         std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + "), thread " +
+         std::to_string(linear);
+}
+
+// Opens the barriers whose threads have all arrived; false when none could open.
+bool open_barriers(Block& b) {
+  bool opened = false;
+  bool all_at_block = true;
+  bool any_at_block = false;
+  for (const Fiber& f : b.fibers) {
+    if (f.state == FiberState::at_block_barrier) any_at_block = true;
+    else if (f.state != FiberState::done) all_at_block = false;
+  }
+  if (any_at_block && all_at_block) {
+    for (Fiber& f : b.fibers)
+      if (f.state == FiberState::at_block_barrier) f.state = FiberState::ready;
+    return true;
+  }
+  const unsigned warps = (b.threads + kWarpSize - 1) / kWarpSize;
+  for (unsigned w = 0; w < warps; ++w) {
+    unsigned waiting = 0;
+    unsigned mask = 0;
+    for (unsigned lane = 0; lane < kWarpSize && w * kWarpSize + lane < b.threads; ++lane) {
+      const Fiber& f = b.fibers[w * kWarpSize + lane];
+      if (f.state == FiberState::at_warp_barrier) {
+        waiting |= 1u << lane;
+        mask = f.mask;
+      }
+    }
+    if (waiting == 0) continue;
+    const unsigned named = mask & existing_lanes(b, w);
+    for (unsigned lane = 0; lane < kWarpSize; ++lane) {
+      if ((named >> lane & 1u) == 0) continue;
+      const unsigned linear = w * kWarpSize + lane;
+      if (b.fibers[linear].state == FiberState::done)
+        fail(where(b, linear) + " exited before a warp-synchronous call (shuffle or __syncwarp) "
+             "whose mask names it");
+    }
+    if ((waiting & named) == named) {
+      for (unsigned lane = 0; lane < kWarpSize; ++lane)
+        if (named >> lane & 1u) b.fibers[w * kWarpSize + lane].state = FiberState::ready;
+      opened = true;
+    }
+  }
+  return opened;
+}
+
+void run_block(Block& b) {
+  for (unsigned t = 0; t < b.threads; ++t) {
+    Fiber& f = b.fibers[t];
+    f.state = FiberState::ready;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = b.stacks + std::size_t{t} * kStackBytes;
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = &b.scheduler;
+    makecontext(&f.context, fiber_main, 0);
+  }
+  std::memset(b.dynamic_shared.data(), 0xff, b.dynamic_shared.size());
+  unsigned live = b.threads;
+  while (live > 0) {
+    bool ran = false;
+    for (unsigned t = 0; t < b.threads; ++t) {
+      Fiber& f = b.fibers[t];
+      if (f.state != FiberState::ready) continue;
+      b.current = static_cast<int>(t);
+      set_thread_index(t);
+      swapcontext(&b.scheduler, &f.context);
+      b.current = -1;
+      if (f.state == FiberState::done) --live;
+      ran = true;
+    }
+    if (live == 0) break;
+    if (!open_barriers(b) && !ran)
+      fail(std::string("kernel ") + b.kernel +
+           ": threads wait at different barriers and none can proceed (a __syncthreads that "
+           "not every thread reaches, or a shuffle inside divergent code)");
+  }
+}
+
+void run_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared_bytes,
+              const std::function<void()>& body) {
+  Block& b = block();
+  if (b.body != nullptr) fail(std::string("kernel ") + name + " launched from inside a kernel");
+  b.kernel = name;
+  b.threads = block_dim.x * block_dim.y * block_dim.z;
+  b.fibers.assign(b.threads, Fiber{});
+  b.dynamic_shared.assign(shared_bytes, 0);
+  b.body = &body;
+  b.stacks = stacks();
+  gridDim = grid;
+  blockDim = block_dim;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        blockIdx = uint3{x, y, z};
+        run_block(b);
+      }
+  b.body = nullptr;
+}
+
+}  // namespace
+
+void launch_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared_bytes,
+                 cudaStream_t stream, std::function<void()> thread_body) {
+  std::lock_guard lock(api_lock());
+  const unsigned long long threads =
+      1ull * block_dim.x * block_dim.y * block_dim.z;
+  if (threads == 0 || threads > kMaxThreads || block_dim.z > 64 || grid.x == 0 || grid.y == 0 ||
+      grid.z == 0 || grid.y > 65535 || grid.z > 65535 || shared_bytes > 227 * 1024) {
+    // A GPU refuses the launch and reports it through cudaGetLastError.
+    std::fprintf(stderr,
+                 "cuda-emu: kernel %s: invalid launch configuration grid (%u,%u,%u) block "
+                 "(%u,%u,%u) shared %zu bytes\n",
+                 name, grid.x, grid.y, grid.z, block_dim.x, block_dim.y, block_dim.z,
+                 shared_bytes);
+    fail(std::string("kernel ") + name + ": invalid launch configuration");
+  }
+  enqueue(
+      stream,
+      [name, grid, block_dim, shared_bytes, body = std::move(thread_body)] {
+        run_grid(name, grid, block_dim, shared_bytes, body);
+      },
+      name);
+}
+
+void check_kernel_pointer(const char* kernel, int index, const void* pointer) {
+  if (pointer == nullptr) return;
+  if (!is_device(pointer, 0))
+    fail(std::string("kernel ") + kernel + ": argument " + std::to_string(index) +
+         " is a pointer outside every device allocation (a host pointer or a freed buffer)");
+}
+
+void* dynamic_shared_bytes() {
+  return block().dynamic_shared.data();
+}
+
+void sync_block() {
+  wait(FiberState::at_block_barrier, 0);
+}
+
+void sync_warp(unsigned mask) {
+  wait(FiberState::at_warp_barrier, mask);
+}
+
+int lane_id() {
+  return block().current % kWarpSize;
+}
+
+void exchange(unsigned mask, const void* value, std::size_t bytes, int source, void* out) {
+  Block& b = block();
+  if (bytes > sizeof(std::uint64_t)) fail("a shuffle of more than 8 bytes");
+  const int me = b.current;
+  std::memcpy(&b.fibers[me].exchange, value, bytes);
+  wait(FiberState::at_warp_barrier, mask);
+  const int warp_base = me - me % kWarpSize;
+  const int from = warp_base + source;
+  if (static_cast<unsigned>(from) >= b.threads || ((mask >> source) & 1u) == 0)
+    std::memcpy(out, value, bytes);  // an inactive source lane: CUDA leaves the result undefined
+  else
+    std::memcpy(out, &b.fibers[from].exchange, bytes);
+  wait(FiberState::at_warp_barrier, mask);  // nobody overwrites a value before all have read it
+}
+
+}  // namespace cuda_emu

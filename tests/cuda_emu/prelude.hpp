@@ -1,0 +1,143 @@
+#pragma once
+// Force-included (-include) before every .cu file that the emulator build compiles with g++ after
+// translate.py. Gives the device-side language the kernels use: thread and block indices,
+// __shared__, __syncthreads, warp shuffles, atomics and the device math functions that the host
+// C library lacks, and Launch, the target of translated <<<...>>> launches.
+#define __shared__ static
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// The running CUDA thread's coordinates, set by the emulator before it resumes a thread.
+extern uint3 threadIdx;
+extern uint3 blockIdx;
+extern dim3 blockDim;
+extern dim3 gridDim;
+inline constexpr int warpSize = 32;
+
+namespace cuda_emu {
+
+// Queues a grid of thread_body on stream; each CUDA thread runs thread_body once.
+void launch_grid(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes,
+                 cudaStream_t stream, std::function<void()> thread_body);
+// Checks a pointer argument of a kernel: null or inside a device allocation.
+void check_kernel_pointer(const char* kernel, int index, const void* pointer);
+// The running block's dynamic shared memory (the launch's shared_bytes).
+void* dynamic_shared_bytes();
+template <typename T>
+T* dynamic_shared() {
+  return static_cast<T*>(dynamic_shared_bytes());
+}
+
+void sync_block();
+void sync_warp(unsigned mask);
+// Publishes this lane's value, waits for the warp, reads lane `source`'s value, waits again.
+void exchange(unsigned mask, const void* value, std::size_t bytes, int source, void* out);
+int lane_id();
+
+class Launch {
+ public:
+  Launch(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes = 0,
+         cudaStream_t stream = nullptr)
+      : name_(name), grid_(grid), block_(block), shared_(shared_bytes), stream_(stream) {}
+
+  template <typename Kernel, typename... Args>
+  void run(Kernel kernel, Args&&... args) {
+    auto values = std::make_tuple(std::decay_t<Args>(std::forward<Args>(args))...);
+    check_pointers(values, std::index_sequence_for<Args...>{});
+    launch_grid(name_, grid_, block_, shared_, stream_,
+                [kernel, values]() mutable { std::apply(kernel, values); });
+  }
+
+ private:
+  template <typename Tuple, std::size_t... I>
+  void check_pointers(const Tuple& values, std::index_sequence<I...>) const {
+    (check_one(static_cast<int>(I), std::get<I>(values)), ...);
+  }
+  template <typename T>
+  void check_one(int index, const T& value) const {
+    if constexpr (std::is_pointer_v<T>) check_kernel_pointer(name_, index, value);
+  }
+
+  const char* name_;
+  dim3 grid_;
+  dim3 block_;
+  std::size_t shared_;
+  cudaStream_t stream_;
+};
+
+}  // namespace cuda_emu
+
+inline void __syncthreads() {
+  cuda_emu::sync_block();
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  cuda_emu::sync_warp(mask);
+}
+
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {
+  const int lane = cuda_emu::lane_id();
+  int source = lane ^ lane_mask;
+  if (source / width != lane / width) source = lane;  // outside this lane's segment
+  T out;
+  cuda_emu::exchange(mask, &value, sizeof(T), source, &out);
+  return out;
+}
+template <typename T>
+T __shfl_sync(unsigned mask, T value, int src_lane, int width = warpSize) {
+  const int lane = cuda_emu::lane_id();
+  T out;
+  cuda_emu::exchange(mask, &value, sizeof(T), (lane / width) * width + src_lane % width, &out);
+  return out;
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
+  const int lane = cuda_emu::lane_id();
+  int source = lane + static_cast<int>(delta);
+  if (source / width != lane / width) source = lane;
+  T out;
+  cuda_emu::exchange(mask, &value, sizeof(T), source, &out);
+  return out;
+}
+
+// One OS thread runs every CUDA thread, switching only at barriers: atomics are plain updates.
+inline float atomicAdd(float* address, float value) {
+  const float old = *address;
+  *address = old + value;
+  return old;
+}
+inline __nv_bfloat16 atomicAdd(__nv_bfloat16* address, __nv_bfloat16 value) {
+  const __nv_bfloat16 old = *address;
+  *address = __float2bfloat16_rn(__bfloat162float(old) + __bfloat162float(value));
+  return old;
+}
+inline __half atomicAdd(__half* address, __half value) {
+  const __half old = *address;
+  *address = __float2half_rn(__half2float(old) + __half2float(value));
+  return old;
+}
+inline int atomicAdd(int* address, int value) {
+  const int old = *address;
+  *address = old + value;
+  return old;
+}
+
+inline float rsqrtf(float x) {
+  return 1.0f / std::sqrt(x);
+}
+inline float __expf(float x) {
+  return std::exp(x);
+}
+inline float __fdividef(float x, float y) {
+  return x / y;
+}

@@ -1,0 +1,497 @@
+// The emulated CUDA runtime: one device whose memory is tracked host memory, lazy streams and
+// events, and the cudart functions that autotrain calls (cuda_runtime_api.h's declarations).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "emulator.hpp"
+
+// The opaque types behind cudaStream_t and cudaEvent_t.
+struct CUstream_st {
+  struct Op {
+    std::function<void()> run;
+    std::string what;
+  };
+  std::deque<Op> queue;        // not yet run, in issue order
+  std::uint64_t issued = 0;    // ops ever queued
+  std::uint64_t completed = 0; // ops run
+  bool blocking = false;       // synchronizes with the legacy stream
+  bool destroyed = false;
+};
+
+struct CUevent_st {
+  CUstream_st* stream = nullptr;  // where it was last recorded (null: never)
+  std::uint64_t position = 0;     // ops of that stream before the record
+};
+
+namespace cuda_emu {
+namespace {
+
+constexpr std::size_t kDeviceBytes = std::size_t{16} << 30;  // what cudaMemGetInfo reports
+constexpr int kDevices = 1;
+
+enum class Kind { device, pinned };
+struct Allocation {
+  std::size_t bytes;
+  Kind kind;
+};
+
+struct State {
+  CUstream_st legacy;
+  std::vector<std::unique_ptr<CUstream_st>> streams;  // kept after destroy: waits may name them
+  std::vector<std::unique_ptr<CUevent_st>> events;
+  std::map<std::uintptr_t, Allocation> allocations;  // by start address
+  std::size_t device_bytes = 0;
+  int device = 0;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+thread_local cudaError_t last_error = cudaSuccess;
+
+cudaError_t record(cudaError_t error) {
+  if (error != cudaSuccess) last_error = error;
+  return error;
+}
+
+CUstream_st* resolve(cudaStream_t stream) {
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+    return &state().legacy;
+  if (stream->destroyed) fail("use of a destroyed stream");
+  return stream;
+}
+
+const Allocation* find(const void* p, std::size_t bytes, std::uintptr_t* start = nullptr) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  auto& allocations = state().allocations;
+  auto it = allocations.upper_bound(address);
+  if (it == allocations.begin()) return nullptr;
+  --it;
+  if (address + bytes > it->first + it->second.bytes) return nullptr;
+  if (start != nullptr) *start = it->first;
+  return &it->second;
+}
+
+void flush_until(CUstream_st* stream, std::uint64_t position) {
+  while (stream->completed < position) {
+    CUstream_st::Op op = std::move(stream->queue.front());
+    stream->queue.pop_front();
+    op.run();
+    ++stream->completed;
+  }
+}
+
+// Queues on `stream` a wait for everything queued on `other` so far.
+void wait_for(CUstream_st* stream, CUstream_st* other) {
+  if (other == stream || other->completed == other->issued) return;
+  const std::uint64_t position = other->issued;
+  stream->queue.push_back({[other, position] { flush_until(other, position); }, "stream wait"});
+  ++stream->issued;
+}
+
+std::string describe(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", p);
+  return text;
+}
+
+void check_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                const char* call) {
+  if (bytes == 0) return;
+  const bool dst_device = is_device(dst, bytes);
+  const bool src_device = is_device(src, bytes);
+  const auto expect = [&](bool dst_on_device, bool src_on_device, const char* kind_name) {
+    if (dst_device != dst_on_device || src_device != src_on_device)
+      fail(std::string(call) + " with " + kind_name + " of " + std::to_string(bytes) +
+           " bytes: destination " + describe(dst) + (dst_device ? " is" : " is not") +
+           " device memory, source " + describe(src) + (src_device ? " is" : " is not") +
+           " device memory");
+  };
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      expect(true, false, "cudaMemcpyHostToDevice");
+      break;
+    case cudaMemcpyDeviceToHost:
+      expect(false, true, "cudaMemcpyDeviceToHost");
+      break;
+    case cudaMemcpyDeviceToDevice:
+      expect(true, true, "cudaMemcpyDeviceToDevice");
+      break;
+    case cudaMemcpyHostToHost:
+      expect(false, false, "cudaMemcpyHostToHost");
+      break;
+    default:
+      break;  // cudaMemcpyDefault: any combination
+  }
+}
+
+}  // namespace
+
+std::recursive_mutex& api_lock() {
+  static std::recursive_mutex lock;
+  return lock;
+}
+
+void fail(const std::string& message) {
+  std::fprintf(stderr, "cuda-emu: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+void enqueue(cudaStream_t stream, std::function<void()> op, std::string what) {
+  std::lock_guard lock(api_lock());
+  CUstream_st* target = resolve(stream);
+  State& s = state();
+  // The legacy stream and blocking streams wait for each other (CUDA's implicit sync).
+  if (target == &s.legacy) {
+    for (auto& other : s.streams)
+      if (other->blocking && !other->destroyed) wait_for(target, other.get());
+  } else if (target->blocking) {
+    wait_for(target, &s.legacy);
+  }
+  target->queue.push_back({std::move(op), std::move(what)});
+  ++target->issued;
+}
+
+void flush(cudaStream_t stream) {
+  std::lock_guard lock(api_lock());
+  CUstream_st* target = resolve(stream);
+  flush_until(target, target->issued);
+}
+
+void flush_all() {
+  std::lock_guard lock(api_lock());
+  State& s = state();
+  bool pending = true;
+  while (pending) {  // an op may queue more work (a wait), so repeat until all are empty
+    pending = false;
+    flush_until(&s.legacy, s.legacy.issued);
+    for (auto& stream : s.streams) {
+      if (stream->completed < stream->issued) pending = true;
+      flush_until(stream.get(), stream->issued);
+    }
+  }
+}
+
+bool is_device(const void* p, std::size_t bytes) {
+  std::lock_guard lock(api_lock());
+  const Allocation* a = find(p, bytes);
+  return a != nullptr && a->kind == Kind::device;
+}
+
+bool is_pinned(const void* p, std::size_t bytes) {
+  std::lock_guard lock(api_lock());
+  const Allocation* a = find(p, bytes);
+  return a != nullptr && a->kind == Kind::pinned;
+}
+
+void require_device(const void* p, std::size_t bytes, const std::string& what) {
+  if (!is_device(p, bytes))
+    fail(what + ": " + describe(p) + " .. +" + std::to_string(bytes) +
+         " bytes is not inside one device allocation (a host pointer, a freed buffer, or out of "
+         "bounds)");
+}
+
+std::size_t element_size(cudaDataType_t type) {
+  switch (type) {
+    case CUDA_R_32F:
+    case CUDA_R_32I:
+      return 4;
+    case CUDA_R_16F:
+    case CUDA_R_16BF:
+      return 2;
+    case CUDA_R_64F:
+      return 8;
+    case CUDA_R_8I:
+    case CUDA_R_8U:
+      return 1;
+    default:
+      fail("unsupported data type " + std::to_string(static_cast<int>(type)));
+  }
+}
+
+}  // namespace cuda_emu
+
+using cuda_emu::fail;
+using cuda_emu::record;
+using cuda_emu::state;
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = cuda_emu::kDevices;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= cuda_emu::kDevices) return record(cudaErrorInvalidDevice);
+  state().device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = state().device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device < 0 || device >= cuda_emu::kDevices) return record(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "%s", "autotrain CUDA emulator");
+  prop->totalGlobalMem = cuda_emu::kDeviceBytes;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 1;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->sharedMemPerBlock = 48 * 1024;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t error = cuda_emu::last_error;
+  cuda_emu::last_error = cudaSuccess;
+  return error;
+}
+
+cudaError_t cudaPeekAtLastError(void) {
+  return cuda_emu::last_error;
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    default:
+      return "cudaError (emulator)";
+  }
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  return cudaGetErrorName(error);
+}
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  auto& s = state();
+  if (s.device_bytes + bytes > cuda_emu::kDeviceBytes) return record(cudaErrorMemoryAllocation);
+  const std::size_t rounded = (bytes + 255) / 256 * 256;
+  void* p = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
+  if (p == nullptr) return record(cudaErrorMemoryAllocation);
+  // Fresh device memory is garbage on a GPU: all-ones bytes read as NaN in float, bf16 and fp16,
+  // so a kernel that reads memory nobody wrote shows it.
+  std::memset(p, 0xff, rounded == 0 ? 256 : rounded);
+  s.allocations[reinterpret_cast<std::uintptr_t>(p)] = {bytes, cuda_emu::Kind::device};
+  s.device_bytes += bytes;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (ptr == nullptr) return cudaSuccess;
+  cuda_emu::flush_all();  // cudaFree synchronizes the device
+  auto& s = state();
+  auto it = s.allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == s.allocations.end() || it->second.kind != cuda_emu::Kind::device)
+    fail("cudaFree of " + cuda_emu::describe(ptr) + ", which cudaMalloc did not return");
+  s.device_bytes -= it->second.bytes;
+  s.allocations.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  if (p == nullptr) return record(cudaErrorMemoryAllocation);
+  state().allocations[reinterpret_cast<std::uintptr_t>(p)] = {bytes, cuda_emu::Kind::pinned};
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (ptr == nullptr) return cudaSuccess;
+  cuda_emu::flush_all();
+  auto& s = state();
+  auto it = s.allocations.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == s.allocations.end() || it->second.kind != cuda_emu::Kind::pinned)
+    fail("cudaFreeHost of " + cuda_emu::describe(ptr) + ", which cudaMallocHost did not return");
+  s.allocations.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  *total_bytes = cuda_emu::kDeviceBytes;
+  *free_bytes = cuda_emu::kDeviceBytes - state().device_bytes;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  cuda_emu::check_copy(dst, src, bytes, kind, "cudaMemcpy");
+  // On the legacy stream, and the host waits for it: earlier legacy work runs first. Work on
+  // non-blocking streams does not (a kernel's result needs that stream synchronized first).
+  cuda_emu::enqueue(nullptr, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpy");
+  cuda_emu::flush(nullptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  cuda_emu::check_copy(dst, src, bytes, kind, "cudaMemcpyAsync");
+  const bool src_pageable = !cuda_emu::is_device(src, bytes) && !cuda_emu::is_pinned(src, bytes);
+  const bool dst_pageable = !cuda_emu::is_device(dst, bytes) && !cuda_emu::is_pinned(dst, bytes);
+  if (dst_pageable) {
+    // Into pageable memory the copy is synchronous: the stream's earlier work, then the copy.
+    cuda_emu::enqueue(stream, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
+    cuda_emu::flush(stream);
+  } else if (src_pageable) {
+    // From pageable memory CUDA stages the source before returning: the caller may reuse it.
+    auto staged = std::make_shared<std::vector<unsigned char>>(
+        static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + bytes);
+    cuda_emu::enqueue(
+        stream, [=] { std::memcpy(dst, staged->data(), bytes); }, "cudaMemcpyAsync");
+  } else {
+    cuda_emu::enqueue(stream, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  cuda_emu::require_device(dst, bytes, "cudaMemset destination");
+  cuda_emu::enqueue(nullptr, [=] { std::memset(dst, value, bytes); }, "cudaMemset");
+  cuda_emu::flush(nullptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  cuda_emu::require_device(dst, bytes, "cudaMemsetAsync destination");
+  cuda_emu::enqueue(stream, [=] { std::memset(dst, value, bytes); }, "cudaMemsetAsync");
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  auto created = std::make_unique<CUstream_st>();
+  created->blocking = (flags & cudaStreamNonBlocking) == 0;
+  *stream = created.get();
+  state().streams.push_back(std::move(created));
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  CUstream_st* target = cuda_emu::resolve(stream);
+  if (target == &state().legacy) return record(cudaErrorInvalidResourceHandle);
+  // Work already queued still completes; the stream object stays for waits that name it.
+  cuda_emu::flush_until(target, target->issued);
+  target->destroyed = true;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  cuda_emu::flush(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  cuda_emu::flush_all();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned /*flags*/) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  if (event->stream == nullptr) return cudaSuccess;  // never recorded: nothing to wait for
+  CUstream_st* other = event->stream;
+  const std::uint64_t position = event->position;
+  cuda_emu::enqueue(
+      stream, [other, position] { cuda_emu::flush_until(other, position); }, "event wait");
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned /*flags*/) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  auto created = std::make_unique<CUevent_st>();
+  *event = created.get();
+  state().events.push_back(std::move(created));
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;  // kept: a queued wait captured its stream and position, not the event
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  CUstream_st* target = cuda_emu::resolve(stream);
+  event->stream = target;
+  event->position = target->issued;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  if (event->stream != nullptr) cuda_emu::flush_until(event->stream, event->position);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  // Reports "not ready" until the host synchronizes: code that polls must not spin forever.
+  if (event->stream != nullptr && event->stream->completed < event->position) {
+    cuda_emu::flush_until(event->stream, event->position);
+  }
+  return cudaSuccess;
+}
+
+}  // extern "C"

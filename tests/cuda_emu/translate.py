@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Turns a .cu file into C++ that g++ compiles against the CUDA emulator (prelude.hpp).
+
+Two rewrites, both keeping every line where it was (errors point into the .cu file):
+  kernel<<<grid, block[, shared[, stream]]>>>(args);
+    -> ::cuda_emu::Launch("kernel", grid, block[, shared[, stream]])
+           .run([](auto... a) { kernel(a...); }, args);
+  extern __shared__ T name[];  ->  T* const name = ::cuda_emu::dynamic_shared<T>();
+The lambda lets the kernel's template arguments be deduced from the arguments, as nvcc does.
+Usage: translate.py input.cu output.cpp
+"""
+import re
+import sys
+
+DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+([\w:<> ]+?)\s+(\w+)\s*\[\s*\]\s*;")
+
+
+def callee_start(text, end):
+    """Start of the kernel expression that ends at text[end] (just before '<<<')."""
+    i = end
+    while i > 0:
+        c = text[i - 1]
+        if c.isalnum() or c in "_:":
+            i -= 1
+        elif c == ">":  # template arguments: skip to the matching '<'
+            depth = 0
+            while i > 0:
+                i -= 1
+                if text[i] == ">":
+                    depth += 1
+                elif text[i] == "<":
+                    depth -= 1
+                    if depth == 0:
+                        break
+        elif c.isspace() and i >= 2 and text[i - 2] == ">":
+            i -= 1
+        else:
+            break
+    return i
+
+
+def matching_paren(text, open_index):
+    depth = 0
+    for i in range(open_index, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise SystemExit(f"translate.py: unbalanced parentheses after index {open_index}")
+
+
+def translate(text):
+    out = []
+    pos = 0
+    while True:
+        launch = text.find("<<<", pos)
+        if launch < 0:
+            out.append(text[pos:])
+            break
+        start = callee_start(text, launch)
+        callee = text[start:launch].strip()
+        close = text.find(">>>", launch)
+        config = text[launch + 3:close]
+        paren = text.find("(", close)
+        end = matching_paren(text, paren)
+        args = text[paren + 1:end]
+        name = re.sub(r"\s+", " ", callee)
+        lambda_ = f"[](auto... at_emu_args) {{ {callee}(at_emu_args...); }}"
+        separator = ", " if args.strip() else ""
+        out.append(text[pos:start])
+        out.append(f'::cuda_emu::Launch("{name}", {config}).run({lambda_}{separator}{args})')
+        pos = end + 1
+    return DYNAMIC_SHARED.sub(
+        lambda m: f"{m.group(1)}* const {m.group(2)} = ::cuda_emu::dynamic_shared<{m.group(1)}>();",
+        "".join(out))
+
+
+def main():
+    source, target = sys.argv[1], sys.argv[2]
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    translated = f'#line 1 "{source}"\n' + translate(text)
+    with open(target, "w", encoding="utf-8") as f:
+        f.write(translated)
+
+
+if __name__ == "__main__":
+    main()
