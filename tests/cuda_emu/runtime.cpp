@@ -35,7 +35,7 @@ namespace cuda_emu {
 namespace {
 
 constexpr std::size_t kDeviceBytes = std::size_t{16} << 30;  // what cudaMemGetInfo reports
-constexpr int kDevices = 1;
+constexpr int kDevices = 8;  // one node of eight; every process emulates its own
 
 enum class Kind { device, pinned };
 struct Allocation {

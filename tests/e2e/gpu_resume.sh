@@ -16,8 +16,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 export AUTOTRAIN_PROGRESS=lines
+# comm-backend auto: NCCL for the GPU runs, MPI for the CPU ones (tiny.yaml says mpi).
 base=(--config "$config" --gradient-accumulation 1 --max-steps 40 --checkpoint-every 20
-  --save-total-limit 5)
+  --save-total-limit 5 --comm-backend auto)
 common=("${base[@]}" --eval-strategy no)
 fail() { echo "FAIL: $*"; for f in *.log; do echo "== $f"; tail -20 "$f"; done; exit 1; }
 
