@@ -57,6 +57,10 @@ void CommHandle::wait() {
   pending->wait();
 }
 
+void CommHandle::order_before(void* stream) {
+  if (pending_ && !pending_->order_before(stream)) wait();
+}
+
 std::unique_ptr<Communicator> make_communicator(CommBackend backend, MPI_Comm comm,
                                                 const CommOptions& options) {
   switch (backend) {

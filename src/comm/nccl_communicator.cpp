@@ -144,6 +144,10 @@ class NcclPending final : public PendingCollective {
     watchdog_.end(sequence_);
     AT_CUDA_CHECK(status);
   }
+  bool order_before(void* stream) override {
+    AT_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), event_.get(), 0));
+    return true;
+  }
 
  private:
   Watchdog& watchdog_;

@@ -89,7 +89,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
           layout, comm, clock_, options.reduce_bucket_size, stream_);
     } else {
       gradients_ = std::make_unique<DevicePartitionedGradients<F>>(
-          layout, comm, clock_, options.reduce_bucket_size, stream_);
+          layout, comm, options.reduce_bucket_size, stream_);
     }
     if (stage_ == 3) {
       gatherer_ = std::make_unique<DeviceParamGatherer<F>>(layout, comm, clock_, params_.as<F>(),

@@ -21,8 +21,9 @@ DeviceParamGatherer<F>::DeviceParamGatherer(const model::ParamLayout& layout, Co
       shard_(shard),
       stream_(stream),
       shard_offsets_(shard_offsets(layout)),
-      schedule_(layout.num_units(), prefetch, clock,
-                [this](std::size_t slot, int unit) { return start_gather(slot, unit); }) {
+      schedule_(
+          layout.num_units(), prefetch, clock,
+          [this](std::size_t slot, int unit) { return start_gather(slot, unit); }, stream) {
   std::size_t largest = 0;
   for (const auto& unit : layout.units()) largest = std::max(largest, unit.padded_numel);
   buffers_.reserve(schedule_.slots());

@@ -9,8 +9,8 @@
 //     after the kernels queued so far that read the slot's previous unit (release() comes right
 //     after they are queued, not after they ran), and reads the shard only after the optimizer
 //     step queued on the stream wrote it;
-//   - acquire() waits on the host for the unit's gather before returning, so the kernels the
-//     model queues next read a complete slot.
+//   - acquire() makes `stream` wait for the unit's gather (an event; the host goes on), so the
+//     kernels the model queues next read a complete slot while the host keeps queuing.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -34,8 +34,8 @@ class DeviceParamGatherer {
   DeviceParamGatherer(const DeviceParamGatherer&) = delete;  // the schedule calls back into this
   DeviceParamGatherer& operator=(const DeviceParamGatherer&) = delete;
 
-  // The schedule waits on the host for the unit's gather, so the kernels the model queues next
-  // read the whole unit.
+  // The model's stream waits for the unit's gather (not the host), so the kernels the model
+  // queues next read the whole unit.
   const F* acquire(int unit) { return buffers_[schedule_.acquire(unit)].template as<F>(); }
   void release(int unit) { schedule_.release(unit); }
   // A training micro-step starts: expect the forward-then-backward sequence.

@@ -85,12 +85,11 @@ F* DeviceReplicatedGradients<F>::reduced(int unit, std::size_t index) {
 
 template <typename F>
 DevicePartitionedGradients<F>::DevicePartitionedGradients(const model::ParamLayout& layout,
-                                                          Communicator& comm, WaitClock& clock,
+                                                          Communicator& comm,
                                                           std::size_t bucket_elements,
                                                           cudaStream_t stream)
     : layout_(layout),
       comm_(comm),
-      clock_(clock),
       stream_(stream),
       rank_(comm.rank()),
       shard_offsets_(shard_offsets(layout)),
@@ -118,8 +117,8 @@ F* DevicePartitionedGradients<F>::grads(int unit) {
     AT_CHECK(slot.open_bucket < 0, "ZeRO: gradients of unit ", unit,
              " requested while another bucket of its working slot is still being filled "
              "(hooks out of the documented order)");
-    // The slot's previous reduction is complete on the host after drain(), so zeroing it on the
-    // stream cannot race the collective that read it.
+    // After drain() the stream waits for the slot's previous reductions, so zeroing it on the
+    // stream cannot race the collectives that read it.
     drain(slot);
     AT_CUDA_CHECK(cudaMemsetAsync(slot.buffer.data(), 0, bucket.elements * sizeof(F), stream_));
     slot.open_bucket = static_cast<int>(b);
@@ -159,8 +158,8 @@ void DevicePartitionedGradients<F>::drain(Slot& slot) {
   const UnitBucket& bucket = buckets_[static_cast<std::size_t>(slot.pending_bucket)];
   const auto world = static_cast<std::size_t>(comm_.size());
   for (int u = bucket.first_unit; u <= bucket.last_unit; ++u) {
-    // The host waits, so the add queued next on the stream reads the finished part.
-    clock_.wait(slot.handles[static_cast<std::size_t>(u)]);
+    // The stream waits (not the host), so the add queued next on it reads the finished part.
+    slot.handles[static_cast<std::size_t>(u)].order_before(stream_);
     const auto& info = layout_.units()[static_cast<std::size_t>(u)];
     const F* part = slot.received.template as<F>() + (info.offset - bucket.offset) / world;
     F* shard = shard_.as<F>() + shard_offsets_[static_cast<std::size_t>(u)];

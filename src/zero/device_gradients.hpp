@@ -15,8 +15,9 @@
 //   - every collective is issued right after comm.wait_for_stream(stream), so it reads a bucket
 //     only after the backward kernels that wrote it, and overwrites a received part only after
 //     the add kernels that read its previous contents;
-//   - the host waits a slot's handles before queuing anything on `stream` that touches the slot
-//     (zeroing its buffer, adding its received parts), so those run after the collectives.
+//   - before queuing anything on `stream` that touches a slot (zeroing its buffer, adding its
+//     received parts), `stream` is made to wait for the slot's collectives (events; the host
+//     goes on), so those run after the collectives.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -92,7 +93,8 @@ class DeviceReplicatedGradients final : public DeviceGradients<F> {
 template <typename F>
 class DevicePartitionedGradients final : public DeviceGradients<F> {
  public:
-  DevicePartitionedGradients(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
+  // The host never waits here: the stream waits for the reductions (header comment).
+  DevicePartitionedGradients(const model::ParamLayout& layout, Communicator& comm,
                              std::size_t bucket_elements, cudaStream_t stream);
   F* grads(int unit) override;
   void grads_ready(int unit) override;
@@ -117,7 +119,6 @@ class DevicePartitionedGradients final : public DeviceGradients<F> {
 
   const model::ParamLayout& layout_;
   Communicator& comm_;
-  WaitClock& clock_;
   cudaStream_t stream_;
   int rank_;
   std::vector<std::size_t> shard_offsets_;

@@ -8,11 +8,12 @@
 namespace autotrain::zero {
 
 GatherSchedule::GatherSchedule(int num_units, int prefetch, WaitClock& clock,
-                               StartGather start_gather)
+                               StartGather start_gather, void* consumer_stream)
     : num_units_(num_units),
       prefetch_(prefetch),
       clock_(clock),
-      start_gather_(std::move(start_gather)) {
+      start_gather_(std::move(start_gather)),
+      consumer_stream_(consumer_stream) {
   AT_CHECK(prefetch >= 0, "stage3_prefetch must be >= 0, got ", prefetch);
   slots_.resize(static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
 
@@ -68,7 +69,11 @@ std::size_t GatherSchedule::acquire(int unit) {
              ") while every gather slot is in use (a unit was not released)");
     start_gather(*slot, unit);
   }
-  clock_.wait(slot->gather);
+  if (consumer_stream_ != nullptr) {
+    slot->gather.order_before(consumer_stream_);
+  } else {
+    clock_.wait(slot->gather);
+  }
   slot->in_use = true;
   slot->last_used = ++clock_tick_;
   advance(unit);

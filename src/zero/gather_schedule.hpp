@@ -32,11 +32,14 @@ class GatherSchedule {
   using StartGather = std::function<CommHandle(std::size_t slot, int unit)>;
 
   // min(prefetch + 1, num_units) slots: one for the unit in use, one per unit gathered ahead.
-  GatherSchedule(int num_units, int prefetch, WaitClock& clock, StartGather start_gather);
+  // With a `consumer_stream` (the CUDA stream of the kernels that read the slots), acquire
+  // orders that stream after the unit's gather instead of waiting on the host.
+  GatherSchedule(int num_units, int prefetch, WaitClock& clock, StartGather start_gather,
+                 void* consumer_stream = nullptr);
 
   std::size_t slots() const { return slots_.size(); }
-  // The slot whose buffer holds `unit`, completely gathered (the host waited); it stays in use
-  // until release(unit). Starts the gathers predicted next.
+  // The slot whose buffer holds `unit`, completely gathered (the host waited, or the consumer
+  // stream will); it stays in use until release(unit). Starts the gathers predicted next.
   std::size_t acquire(int unit);
   void release(int unit);
   // A training micro-step starts: expect the forward-then-backward sequence.
@@ -64,6 +67,7 @@ class GatherSchedule {
   int prefetch_;
   WaitClock& clock_;
   StartGather start_gather_;
+  void* consumer_stream_;
   std::vector<Slot> slots_;
   std::vector<int> training_sequence_;  // forward then backward
   std::vector<int> forward_sequence_;   // repeats

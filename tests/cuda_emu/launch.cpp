@@ -5,7 +5,6 @@
 // lane that already exited, or threads that wait at different barriers for ever, stop the
 // process: on a GPU both are undefined behaviour or a hang.
 // prelude.hpp first: it defines __shared__ before the CUDA headers do.
-#include "prelude.hpp"
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "emulator.hpp"
+#include "prelude.hpp"
 
 uint3 threadIdx;
 uint3 blockIdx;
@@ -180,8 +180,10 @@ bool open_barriers(Block& b) {
   bool all_at_block = true;
   bool any_at_block = false;
   for (const Fiber& f : b.fibers) {
-    if (f.state == FiberState::at_block_barrier) any_at_block = true;
-    else if (f.state != FiberState::done) all_at_block = false;
+    if (f.state == FiberState::at_block_barrier)
+      any_at_block = true;
+    else if (f.state != FiberState::done)
+      all_at_block = false;
   }
   if (any_at_block && all_at_block) {
     for (Fiber& f : b.fibers)
@@ -205,7 +207,8 @@ bool open_barriers(Block& b) {
       if ((named >> lane & 1u) == 0) continue;
       const unsigned linear = w * kWarpSize + lane;
       if (b.fibers[linear].state == FiberState::done)
-        fail(where(b, linear) + " exited before a warp-synchronous call (shuffle or __syncwarp) "
+        fail(where(b, linear) +
+             " exited before a warp-synchronous call (shuffle or __syncwarp) "
              "whose mask names it");
     }
     if ((waiting & named) == named) {
@@ -271,16 +274,14 @@ void run_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared_by
 void launch_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared_bytes,
                  cudaStream_t stream, std::function<void()> thread_body) {
   std::lock_guard lock(api_lock());
-  const unsigned long long threads =
-      1ull * block_dim.x * block_dim.y * block_dim.z;
+  const unsigned long long threads = 1ull * block_dim.x * block_dim.y * block_dim.z;
   if (threads == 0 || threads > kMaxThreads || block_dim.z > 64 || grid.x == 0 || grid.y == 0 ||
       grid.z == 0 || grid.y > 65535 || grid.z > 65535 || shared_bytes > 227 * 1024) {
     // A GPU refuses the launch and reports it through cudaGetLastError.
     std::fprintf(stderr,
                  "cuda-emu: kernel %s: invalid launch configuration grid (%u,%u,%u) block "
                  "(%u,%u,%u) shared %zu bytes\n",
-                 name, grid.x, grid.y, grid.z, block_dim.x, block_dim.y, block_dim.z,
-                 shared_bytes);
+                 name, grid.x, grid.y, grid.z, block_dim.x, block_dim.y, block_dim.z, shared_bytes);
     fail(std::string("kernel ") + name + ": invalid launch configuration");
   }
   enqueue(

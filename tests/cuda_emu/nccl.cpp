@@ -284,8 +284,7 @@ void reduce(ncclDataType_t type, const std::byte* contributions, int nranks, std
     case ncclBfloat16:
       return reduce_in_rank_order<__nv_bfloat16>(contributions, nranks, count, op, out);
     default:
-      cuda_emu::fail("reduce: data type " + std::string(type_name(type)) +
-                     " is not emulated");
+      cuda_emu::fail("reduce: data type " + std::string(type_name(type)) + " is not emulated");
   }
 }
 
@@ -624,8 +623,8 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
   constexpr const char* call = "ncclBroadcast";
   ncclComm& live = require_usable(comm, call);
   if (root < 0 || root >= live.nranks) {
-    cuda_emu::fail("ncclBroadcast: root " + std::to_string(root) +
-                   " is not a rank of a " + std::to_string(live.nranks) + "-rank communicator");
+    cuda_emu::fail("ncclBroadcast: root " + std::to_string(root) + " is not a rank of a " +
+                   std::to_string(live.nranks) + "-rank communicator");
   }
   const std::size_t bytes = count * element_bytes(datatype, call);
   const int message = mpi_bytes(bytes, call);

@@ -19,10 +19,10 @@ struct CUstream_st {
     std::function<void()> run;
     std::string what;
   };
-  std::deque<Op> queue;        // not yet run, in issue order
-  std::uint64_t issued = 0;    // ops ever queued
-  std::uint64_t completed = 0; // ops run
-  bool blocking = false;       // synchronizes with the legacy stream
+  std::deque<Op> queue;         // not yet run, in issue order
+  std::uint64_t issued = 0;     // ops ever queued
+  std::uint64_t completed = 0;  // ops run
+  bool blocking = false;        // synchronizes with the legacy stream
   bool destroyed = false;
 };
 
@@ -249,7 +249,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "%s", "autotrain CUDA emulator");
   prop->totalGlobalMem = cuda_emu::kDeviceBytes;
-  prop->major = 9;
+  prop->major = 0;  // no real architecture: the trainer knows no peak FLOP/s, so no MFU
   prop->minor = 0;
   prop->multiProcessorCount = 1;
   prop->warpSize = 32;
@@ -365,7 +365,8 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
   cuda_emu::check_copy(dst, src, bytes, kind, "cudaMemcpy");
   // On the legacy stream, and the host waits for it: earlier legacy work runs first. Work on
   // non-blocking streams does not (a kernel's result needs that stream synchronized first).
-  cuda_emu::enqueue(nullptr, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpy");
+  cuda_emu::enqueue(
+      nullptr, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpy");
   cuda_emu::flush(nullptr);
   return cudaSuccess;
 }
@@ -378,7 +379,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
   const bool dst_pageable = !cuda_emu::is_device(dst, bytes) && !cuda_emu::is_pinned(dst, bytes);
   if (dst_pageable) {
     // Into pageable memory the copy is synchronous: the stream's earlier work, then the copy.
-    cuda_emu::enqueue(stream, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
+    cuda_emu::enqueue(
+        stream, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
     cuda_emu::flush(stream);
   } else if (src_pageable) {
     // From pageable memory CUDA stages the source before returning: the caller may reuse it.
@@ -387,7 +389,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
     cuda_emu::enqueue(
         stream, [=] { std::memcpy(dst, staged->data(), bytes); }, "cudaMemcpyAsync");
   } else {
-    cuda_emu::enqueue(stream, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
+    cuda_emu::enqueue(
+        stream, [=] { std::memmove(dst, src, bytes); }, "cudaMemcpyAsync");
   }
   return cudaSuccess;
 }
@@ -395,7 +398,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
   std::lock_guard lock(cuda_emu::api_lock());
   cuda_emu::require_device(dst, bytes, "cudaMemset destination");
-  cuda_emu::enqueue(nullptr, [=] { std::memset(dst, value, bytes); }, "cudaMemset");
+  cuda_emu::enqueue(
+      nullptr, [=] { std::memset(dst, value, bytes); }, "cudaMemset");
   cuda_emu::flush(nullptr);
   return cudaSuccess;
 }
@@ -403,7 +407,8 @@ cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream) {
   std::lock_guard lock(cuda_emu::api_lock());
   cuda_emu::require_device(dst, bytes, "cudaMemsetAsync destination");
-  cuda_emu::enqueue(stream, [=] { std::memset(dst, value, bytes); }, "cudaMemsetAsync");
+  cuda_emu::enqueue(
+      stream, [=] { std::memset(dst, value, bytes); }, "cudaMemsetAsync");
   return cudaSuccess;
 }
 

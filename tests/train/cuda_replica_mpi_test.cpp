@@ -87,8 +87,8 @@ std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
   // at ln(97) whatever the model, so fresh ones would show no learning in four steps).
   std::mt19937 generator(17 + static_cast<unsigned>(world_rank()));
   std::uniform_int_distribution<int> token(0, 96);
-  std::vector<std::vector<std::int32_t>> batches(micro_steps,
-                                                 std::vector<std::int32_t>(kB * kT + 1));
+  std::vector<std::vector<std::int32_t> > batches(micro_steps,
+                                                  std::vector<std::int32_t>(kB * kT + 1));
   for (auto& batch : batches)
     for (auto& t : batch) t = token(generator);
   std::vector<double> losses;

@@ -70,6 +70,9 @@ class PendingCollective {
   virtual ~PendingCollective() = default;
   // Blocks until the collective is complete and its output is in place; throws Error.
   virtual void wait() = 0;
+  // Makes work queued later on the CUDA stream `stream` run after the collective, without
+  // blocking the host, and returns true; false where the backend cannot (no device streams).
+  virtual bool order_before(void* /*stream*/) { return false; }
 };
 
 // Move-only handle to an asynchronous collective. Destroying a handle that was not waited on
@@ -86,6 +89,10 @@ class CommHandle {
 
   // Waits for completion; a second wait returns at once.
   void wait();
+  // Work queued later on the CUDA stream `stream` runs after this collective. NCCL orders the
+  // stream with an event and the host goes on (the handle stays pending until it is waited on
+  // or dropped); the host backends wait here.
+  void order_before(void* stream);
   bool pending() const { return pending_ != nullptr; }
 
  private:

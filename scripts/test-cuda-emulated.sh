@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs the GPU tests without a GPU: builds the GPU path against the CUDA emulator
+# (AUTOTRAIN_CUDA=emulate, tests/cuda_emu, docs/gpu.md) and runs the CUDA kernel and device-model
+# tests, the NCCL communicator and CUDA replica tests under mpirun -np 1..4, the CPU <-> GPU
+# checkpoint test, and `bench train` / `bench comm` on the device path. On a GPU machine
+# scripts/gpu-check.sh runs the same tests for real. Nothing here may be skipped.
+#   scripts/test-cuda-emulated.sh            (called by scripts/test.sh)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=$root/build/emulate
+mpirun=(mpirun --oversubscribe)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+tiny=$root/tests/e2e/configs/tiny.yaml
+
+if [ ! -f /usr/local/cuda/include/cuda_runtime_api.h ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
+  echo "test-cuda-emulated: skipped: no CUDA toolkit headers (/usr/local/cuda/include)"
+  exit 0
+fi
+
+cmake --preset emulate > /dev/null
+cmake --build --preset emulate -j "$(nproc)" --target autotrain test_kernels test_model \
+  mpitest_comm mpitest_train
+
+# run NAME COMMAND...: runs a test command, shows its tail, fails on a failure or a skip.
+run() {
+  local name=$1 out status=0
+  shift
+  echo "--- $name"
+  out=$("$@" 2>&1) || status=$?
+  echo "$out" | tail -n 4
+  if [ "$status" -ne 0 ]; then
+    echo "$out" | tail -n 60
+    echo "test-cuda-emulated: FAILED: $name (exit $status)"
+    exit 1
+  fi
+  if grep -qE "SKIPPED|skipped" <<< "$out"; then
+    echo "$out" | grep -E "SKIPPED|skipped"
+    echo "test-cuda-emulated: FAILED: $name skipped GPU tests; under the emulator they must run"
+    exit 1
+  fi
+}
+
+start=$(date +%s)
+run "CUDA kernels" "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
+run "device model" "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+for np in 1 2 3 4; do
+  run "NCCL communicator, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_comm" \
+    --gtest_filter='*Nccl*' --gtest_brief=1
+  run "CUDA replica, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_train" \
+    --gtest_filter='Cuda*' --gtest_brief=1
+done
+run "CPU <-> GPU checkpoints" env AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" \
+  AUTOTRAIN_MPIRUN="${mpirun[*]}" bash "$root/tests/e2e/gpu_resume.sh"
+run "bench train on the device, ZeRO-3 bf16, np=2" "${mpirun[@]}" -np 2 "$build/autotrain" \
+  bench train --config "$tiny" --device cuda --comm-backend auto --mixed-precision bf16 \
+  --zero-stage 3 --steps 3
+run "bench comm on NCCL, np=2" "${mpirun[@]}" -np 2 "$build/autotrain" bench comm --backend nccl \
+  --op allreduce --check --min-bytes 1K --max-bytes 1M --factor 16 --iters 3 --warmup-iters 1
+echo "test-cuda-emulated: all GPU tests passed under the emulator in $(($(date +%s) - start)) s"
