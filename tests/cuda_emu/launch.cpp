@@ -14,6 +14,15 @@
 #include <vector>
 
 #include "emulator.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// A fiber that never returns leaves its frames' redzones poisoned on its stack; a fresh fiber
+// on the same stack must start from clean shadow memory.
+#define AT_EMU_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define AT_EMU_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 #include "prelude.hpp"
 
 uint3 threadIdx;
@@ -224,7 +233,9 @@ void run_block(Block& b) {
   for (unsigned t = 0; t < b.threads; ++t) {
     Fiber& f = b.fibers[t];
     f.state = FiberState::ready;
-    start_context(f.context, b.stacks + std::size_t{t} * kStackBytes, kStackBytes, fiber_main);
+    unsigned char* stack = b.stacks + std::size_t{t} * kStackBytes;
+    AT_EMU_UNPOISON(stack, kStackBytes);
+    start_context(f.context, stack, kStackBytes, fiber_main);
   }
   std::memset(b.dynamic_shared.data(), 0xff, b.dynamic_shared.size());
   unsigned live = b.threads;

@@ -13,6 +13,10 @@
 
 #include "emulator.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 // The opaque types behind cudaStream_t and cudaEvent_t.
 struct CUstream_st {
   struct Op {
@@ -311,6 +315,11 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   // Fresh device memory is garbage on a GPU: all-ones bytes read as NaN in float, bf16 and fp16,
   // so a kernel that reads memory nobody wrote shows it.
   std::memset(p, 0xff, rounded == 0 ? 256 : rounded);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer a read or write past `bytes`, even inside the rounding, is reported.
+  __asan_poison_memory_region(static_cast<char*>(p) + bytes,
+                              (rounded == 0 ? 256 : rounded) - bytes);
+#endif
   s.allocations[reinterpret_cast<std::uintptr_t>(p)] = {bytes, cuda_emu::Kind::device};
   s.device_bytes += bytes;
   *ptr = p;
@@ -326,6 +335,9 @@ cudaError_t cudaFree(void* ptr) {
   if (it == s.allocations.end() || it->second.kind != cuda_emu::Kind::device)
     fail("cudaFree of " + cuda_emu::describe(ptr) + ", which cudaMalloc did not return");
   s.device_bytes -= it->second.bytes;
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_unpoison_memory_region(ptr, (it->second.bytes + 255) / 256 * 256 + 256);
+#endif
   s.allocations.erase(it);
   std::free(ptr);
   return cudaSuccess;
