@@ -89,7 +89,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
           layout, comm, clock_, options.reduce_bucket_size, stream_);
     } else {
       gradients_ = std::make_unique<DevicePartitionedGradients<F>>(
-          layout, comm, options.reduce_bucket_size, stream_);
+          layout, comm, clock_, options.reduce_bucket_size, stream_);
     }
     if (stage_ == 3) {
       gatherer_ = std::make_unique<DeviceParamGatherer<F>>(layout, comm, clock_, params_.as<F>(),
@@ -320,6 +320,9 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
 
   // Device master weights and moments of the owned ranges -> the pinned host copies.
   void download() {
+    // A save may outlast comm_timeout: no gather handle may stay pending (the watchdog expects
+    // every handle waited within it), so the gathers are retired here.
+    if (gatherer_) gatherer_->invalidate();
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
       AT_CUDA_CHECK(cudaMemcpyAsync(host_master_.data() + owned_at(u), master_at(u, range.offset),

@@ -85,11 +85,12 @@ F* DeviceReplicatedGradients<F>::reduced(int unit, std::size_t index) {
 
 template <typename F>
 DevicePartitionedGradients<F>::DevicePartitionedGradients(const model::ParamLayout& layout,
-                                                          Communicator& comm,
+                                                          Communicator& comm, WaitClock& clock,
                                                           std::size_t bucket_elements,
                                                           cudaStream_t stream)
     : layout_(layout),
       comm_(comm),
+      clock_(clock),
       stream_(stream),
       rank_(comm.rank()),
       shard_offsets_(shard_offsets(layout)),
@@ -181,6 +182,10 @@ void DevicePartitionedGradients<F>::finish() {
     Slot& slot = slot_of(b);
     if (slot.pending_bucket == static_cast<int>(b)) drain(slot);
   }
+  // Once per step the host also waits for them (the optimizer needs them anyway), so no handle
+  // stays pending past the step (the watchdog expects every handle waited within comm_timeout).
+  for (auto& slot : slots_)
+    for (auto& handle : slot.handles) clock_.wait(handle);
 }
 
 template <typename F>

@@ -93,8 +93,9 @@ class DeviceReplicatedGradients final : public DeviceGradients<F> {
 template <typename F>
 class DevicePartitionedGradients final : public DeviceGradients<F> {
  public:
-  // The host never waits here: the stream waits for the reductions (header comment).
-  DevicePartitionedGradients(const model::ParamLayout& layout, Communicator& comm,
+  // During backward the stream, not the host, waits for the reductions (header comment);
+  // finish() waits for them on the host too.
+  DevicePartitionedGradients(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
                              std::size_t bucket_elements, cudaStream_t stream);
   F* grads(int unit) override;
   void grads_ready(int unit) override;
@@ -119,6 +120,7 @@ class DevicePartitionedGradients final : public DeviceGradients<F> {
 
   const model::ParamLayout& layout_;
   Communicator& comm_;
+  WaitClock& clock_;
   cudaStream_t stream_;
   int rank_;
   std::vector<std::size_t> shard_offsets_;
