@@ -109,9 +109,10 @@ bench_comm() {
 
 bench_train() {
   # GPT-2 124M, block 1024, bf16, B=16: tokens/s, MFU against the GPU's dense peak in the
-  # compute precision (H200 bf16: 989 TFLOP/s) and device memory per rank; then fp32.
+  # compute precision (H200 bf16: 989 TFLOP/s), device memory per rank, and the time of each
+  # kernel kind in one extra profiled step (where to work next); then fp32.
   $mpirun -np 1 "$bin" bench train --config "$root/configs/gpt2-124m.yaml" --device cuda \
-    --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 10 --no-profile
+    --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 10
   $mpirun -np 1 "$bin" bench train --config "$root/configs/gpt2-124m.yaml" --device cuda \
     --mixed-precision no --batch-size 8 --gradient-accumulation 1 --steps 5 --no-profile
 }

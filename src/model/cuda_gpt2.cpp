@@ -13,6 +13,7 @@
 
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <algorithm>
+#include <array>
 #include <string>
 #include <type_traits>
 
@@ -177,6 +178,47 @@ struct DeviceGpt2<F>::Buffers {
   }
 };
 
+// Event pairs around the timed calls of a profiled step. Events are created as the step needs
+// them (profiling only: the timed steps of bench train run without) and destroyed with it.
+template <typename F>
+struct DeviceGpt2<F>::Profiler {
+  struct Mark {
+    int row;  // 2 · ProfileOp + backward
+    cudaEvent_t start;
+    cudaEvent_t stop;
+  };
+  std::vector<cudaEvent_t> events;
+  std::vector<Mark> marks;
+
+  Profiler() = default;
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+  ~Profiler() {
+    for (cudaEvent_t event : events) cudaEventDestroy(event);
+  }
+  cudaEvent_t record(cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    AT_CUDA_CHECK(cudaEventCreate(&event));
+    events.push_back(event);
+    AT_CUDA_CHECK(cudaEventRecord(event, stream));
+    return event;
+  }
+  void finish(int op, int backward, cudaEvent_t start, cudaStream_t stream) {
+    marks.push_back({2 * op + backward, start, record(stream)});
+  }
+};
+
+#define AT_GPU_TIMED(op, backward, ...)                        \
+  do {                                                         \
+    if (profiler_) {                                           \
+      cudaEvent_t at_start_ = profiler_->record(stream_);      \
+      __VA_ARGS__;                                             \
+      profiler_->finish((op), (backward), at_start_, stream_); \
+    } else {                                                   \
+      __VA_ARGS__;                                             \
+    }                                                          \
+  } while (0)
+
 template <typename F>
 DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
                           const BlasHandle& blas)
@@ -215,7 +257,8 @@ float DeviceGpt2<F>::forward(DeviceUnitAccess<F>& access, const std::int32_t* in
                                 cudaMemcpyHostToDevice, stream_));
 
   const F* p = access.params(0);
-  encoder_forward(b.encoded, b.inputs, p + b.wte, p + b.wpe, B, T, C, stream_);
+  AT_GPU_TIMED(kEncoder, 0,
+               encoder_forward(b.encoded, b.inputs, p + b.wte, p + b.wpe, B, T, C, stream_));
   access.release(0);
 
   const F* residual = b.encoded;
@@ -237,33 +280,47 @@ float DeviceGpt2<F>::forward(DeviceUnitAccess<F>& access, const std::int32_t* in
     F* fch_gelu = b.fch_gelu + layer * 4 * btc;
     F* residual3 = b.residual3 + layer * btc;
 
-    layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C, stream_);
-    matmul_forward(blas_, qkv, ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
-    attention_forward(atty, att, qkv, B, T, C, NH, stream_);
-    matmul_forward(blas_, b.proj, atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_);
-    residual_forward(residual2, residual, b.proj, btc, stream_);
-    layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p + b.ln2w, p + b.ln2b, bt, C, stream_);
-    matmul_forward(blas_, fch, ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_);
-    gelu_forward(fch_gelu, fch, 4 * btc, stream_);
-    matmul_forward(blas_, b.proj, fch_gelu, p + b.fcprojw, p + b.fcprojb, bt, 4 * C, C, stream_);
-    residual_forward(residual3, residual2, b.proj, btc, stream_);
+    AT_GPU_TIMED(kLayerNorm, 0,
+                 layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C,
+                                   stream_));
+    AT_GPU_TIMED(kMatmul, 0,
+                 matmul_forward(blas_, qkv, ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_));
+    AT_GPU_TIMED(kAttention, 0, attention_forward(atty, att, qkv, B, T, C, NH, stream_));
+    AT_GPU_TIMED(
+        kMatmul, 0,
+        matmul_forward(blas_, b.proj, atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_));
+    AT_GPU_TIMED(kResidual, 0, residual_forward(residual2, residual, b.proj, btc, stream_));
+    AT_GPU_TIMED(kLayerNorm, 0,
+                 layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p + b.ln2w, p + b.ln2b, bt,
+                                   C, stream_));
+    AT_GPU_TIMED(kMatmul, 0,
+                 matmul_forward(blas_, fch, ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_));
+    AT_GPU_TIMED(kGelu, 0, gelu_forward(fch_gelu, fch, 4 * btc, stream_));
+    AT_GPU_TIMED(kMatmul, 0,
+                 matmul_forward(blas_, b.proj, fch_gelu, p + b.fcprojw, p + b.fcprojb, bt, 4 * C, C,
+                                stream_));
+    AT_GPU_TIMED(kResidual, 0, residual_forward(residual3, residual2, b.proj, btc, stream_));
     access.release(unit);
     residual = residual3;
   }
 
   const int ln_f = L + 1;
   p = access.params(ln_f);
-  layernorm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, residual, p + b.lnfw, p + b.lnfb, bt, C,
-                    stream_);
+  AT_GPU_TIMED(kLayerNorm, 0,
+               layernorm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, residual, p + b.lnfw, p + b.lnfb,
+                                 bt, C, stream_));
   access.release(ln_f);
 
   p = access.params(0);
   // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
-  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp),
-       static_cast<std::size_t>(C), b.lnf, static_cast<std::size_t>(C), p + b.wte,
-       static_cast<std::size_t>(C), 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
+  AT_GPU_TIMED(
+      kLmHead, 0,
+      gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp),
+           static_cast<std::size_t>(C), b.lnf, static_cast<std::size_t>(C), p + b.wte,
+           static_cast<std::size_t>(C), 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_));
   access.release(0);
-  crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_);
+  AT_GPU_TIMED(kCrossEntropy, 0,
+               crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_));
   AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), b.losses, bt * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_));
   AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -290,15 +347,19 @@ void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
 
   // d(mean loss · scale)/d(loss of one position)
   const float dloss = loss_scale / static_cast<float>(bt);
-  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
+  AT_GPU_TIMED(
+      kCrossEntropy, 1,
+      crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_));
   {
     const F* p = access.params(0);
     F* g = access.grads(0);
     // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · wte[Vp, C]
-    gemm(blas_, Transpose::yes, Transpose::no, Vps, Cs, bt, b.logits, Vps, b.lnf, Cs, 1.0f,
-         g + b.wte, Cs, stream_);
-    gemm(blas_, Transpose::no, Transpose::no, bt, Cs, Vps, b.logits, Vps, p + b.wte, Cs, 0.0f,
-         dsmall, Cs, stream_);
+    AT_GPU_TIMED(kLmHead, 1,
+                 gemm(blas_, Transpose::yes, Transpose::no, Vps, Cs, bt, b.logits, Vps, b.lnf, Cs,
+                      1.0f, g + b.wte, Cs, stream_));
+    AT_GPU_TIMED(kLmHead, 1,
+                 gemm(blas_, Transpose::no, Transpose::no, bt, Cs, Vps, b.logits, Vps, p + b.wte,
+                      Cs, 0.0f, dsmall, Cs, stream_));
     access.release(0);
   }
   {
@@ -306,9 +367,10 @@ void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
     const F* p = access.params(ln_f);
     F* g = access.grads(ln_f);
     AT_CUDA_CHECK(cudaMemsetAsync(dres, 0, btc * sizeof(F), stream_));
-    layernorm_backward(dres, g + b.lnfw, g + b.lnfb, dsmall,
-                       b.residual3 + static_cast<std::size_t>(L - 1) * btc, p + b.lnfw, b.lnf_mean,
-                       b.lnf_rstd, b.scratch, bt, C, stream_);
+    AT_GPU_TIMED(kLayerNorm, 1,
+                 layernorm_backward(dres, g + b.lnfw, g + b.lnfb, dsmall,
+                                    b.residual3 + static_cast<std::size_t>(L - 1) * btc, p + b.lnfw,
+                                    b.lnf_mean, b.lnf_rstd, b.scratch, bt, C, stream_));
     access.release(ln_f);
     access.grads_ready(ln_f);
   }
@@ -328,27 +390,37 @@ void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
     const F* fch_gelu = b.fch_gelu + layer * 4 * btc;
 
     // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
-    matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, fch_gelu, p + b.fcprojw,
-                    b.scratch, bt, 4 * C, C, stream_);
-    gelu_backward(dlarge, fch, dlarge, 4 * btc, stream_);
-    matmul_backward(blas_, dsmall, g + b.fcw, g + b.fcb, dlarge, ln2, p + b.fcw, b.scratch, bt, C,
-                    4 * C, stream_);
-    layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, residual2, p + b.ln2w,
-                       b.ln2_mean + layer * bt, b.ln2_rstd + layer * bt, b.scratch, bt, C, stream_);
+    AT_GPU_TIMED(kMatmul, 1,
+                 matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, fch_gelu,
+                                 p + b.fcprojw, b.scratch, bt, 4 * C, C, stream_));
+    AT_GPU_TIMED(kGelu, 1, gelu_backward(dlarge, fch, dlarge, 4 * btc, stream_));
+    AT_GPU_TIMED(kMatmul, 1,
+                 matmul_backward(blas_, dsmall, g + b.fcw, g + b.fcb, dlarge, ln2, p + b.fcw,
+                                 b.scratch, bt, C, 4 * C, stream_));
+    AT_GPU_TIMED(kLayerNorm, 1,
+                 layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, residual2, p + b.ln2w,
+                                    b.ln2_mean + layer * bt, b.ln2_rstd + layer * bt, b.scratch, bt,
+                                    C, stream_));
     // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
     // dres = d residual2 now
-    matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, atty, p + b.attprojw,
-                    b.scratch, bt, C, C, stream_);
-    attention_backward(dlarge, b.datt, dsmall, qkv, att, B, T, C, NH, stream_);
-    matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, ln1, p + b.qkvw, b.scratch, bt,
-                    C, 3 * C, stream_);
-    layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w,
-                       b.ln1_mean + layer * bt, b.ln1_rstd + layer * bt, b.scratch, bt, C, stream_);
+    AT_GPU_TIMED(kMatmul, 1,
+                 matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, atty,
+                                 p + b.attprojw, b.scratch, bt, C, C, stream_));
+    AT_GPU_TIMED(kAttention, 1,
+                 attention_backward(dlarge, b.datt, dsmall, qkv, att, B, T, C, NH, stream_));
+    AT_GPU_TIMED(kMatmul, 1,
+                 matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, ln1, p + b.qkvw,
+                                 b.scratch, bt, C, 3 * C, stream_));
+    AT_GPU_TIMED(kLayerNorm, 1,
+                 layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w,
+                                    b.ln1_mean + layer * bt, b.ln1_rstd + layer * bt, b.scratch, bt,
+                                    C, stream_));
     access.release(unit);
     access.grads_ready(unit);
   }
   F* g = access.grads(0);
-  encoder_backward(g + b.wte, g + b.wpe, dres, b.inputs, B, T, C, stream_);
+  AT_GPU_TIMED(kEncoder, 1,
+               encoder_backward(g + b.wte, g + b.wpe, dres, b.inputs, B, T, C, stream_));
   access.grads_ready(0);
 }
 
@@ -361,6 +433,36 @@ template <typename F>
 std::size_t DeviceGpt2<F>::activation_bytes() const {
   return buffers_->memory.bytes();
 }
+
+template <typename F>
+void DeviceGpt2<F>::set_profiling(bool on) {
+  if (on) {
+    profiler_ = std::make_unique<Profiler>();
+  } else {
+    profiler_.reset();
+  }
+}
+
+template <typename F>
+std::vector<ProfileEntry> DeviceGpt2<F>::profile() const {
+  std::array<double, 2 * kOpCount> seconds{};
+  if (profiler_) {
+    for (const auto& mark : profiler_->marks) {
+      AT_CUDA_CHECK(cudaEventSynchronize(mark.stop));
+      float ms = 0;
+      AT_CUDA_CHECK(cudaEventElapsedTime(&ms, mark.start, mark.stop));
+      seconds[static_cast<std::size_t>(mark.row)] += 1e-3 * ms;
+    }
+  }
+  std::vector<ProfileEntry> rows;
+  for (int op = 0; op < kOpCount; ++op) {
+    rows.push_back({kOpNames[op], seconds[2 * static_cast<std::size_t>(op)],
+                    seconds[2 * static_cast<std::size_t>(op) + 1]});
+  }
+  return rows;
+}
+
+#undef AT_GPU_TIMED
 
 template class DeviceFlatUnitAccess<float>;
 template class DeviceFlatUnitAccess<__nv_bfloat16>;

@@ -24,24 +24,6 @@ namespace autotrain::model {
 
 using namespace autotrain::kernels;
 
-namespace {
-
-enum Op {
-  kEncoder,
-  kLayerNorm,
-  kMatmul,
-  kAttention,
-  kGelu,
-  kResidual,
-  kLmHead,
-  kCrossEntropy,
-  kOpCount
-};
-constexpr const char* kOpNames[kOpCount] = {"encoder", "layernorm", "matmul",  "attention",
-                                            "gelu",    "residual",  "lm_head", "crossentropy"};
-
-}  // namespace
-
 // Offsets of each tensor from the start of its unit (the same for every block).
 template <typename F>
 struct BasicGpt2<F>::Offsets {

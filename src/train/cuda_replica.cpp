@@ -69,6 +69,8 @@ class CudaReplica final : public Replica {
     return cat("cuda:", binding_.index, " (", binding_.properties.name, ")");
   }
   std::string precision() const override { return precision_name(precision_); }
+  void set_profiling(bool on) override { model_.set_profiling(on); }
+  std::vector<model::ProfileEntry> profile() const override { return model_.profile(); }
   double peak_flops_per_s() const override { return peak_flops(binding_.properties, precision_); }
 
  private:

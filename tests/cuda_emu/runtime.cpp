@@ -2,6 +2,7 @@
 // events, and the cudart functions that autotrain calls (cuda_runtime_api.h's declarations).
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +33,9 @@ struct CUstream_st {
 
 struct CUevent_st {
   CUstream_st* stream = nullptr;  // where it was last recorded (null: never)
-  std::uint64_t position = 0;     // ops of that stream before the record
+  std::uint64_t position = 0;     // ops of that stream up to the record (its time stamp included)
+  bool timing = true;             // false: created with cudaEventDisableTiming
+  std::chrono::steady_clock::time_point stamp;  // when the stream reached the record
 };
 
 namespace cuda_emu {
@@ -468,9 +471,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned /*flags*/) {
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   std::lock_guard lock(cuda_emu::api_lock());
   auto created = std::make_unique<CUevent_st>();
+  created->timing = (flags & cudaEventDisableTiming) == 0;
   *event = created.get();
   state().events.push_back(std::move(created));
   return cudaSuccess;
@@ -489,8 +493,23 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard lock(cuda_emu::api_lock());
   if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
   CUstream_st* target = cuda_emu::resolve(stream);
+  // The time stamp is taken when the stream runs up to here (emulator wall-clock time).
+  cuda_emu::enqueue(
+      stream, [event] { event->stamp = std::chrono::steady_clock::now(); }, "event record");
   event->stream = target;
   event->position = target->issued;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (start == nullptr || end == nullptr || start->stream == nullptr || end->stream == nullptr ||
+      !start->timing || !end->timing)
+    return record(cudaErrorInvalidResourceHandle);  // as CUDA: unrecorded or without timing
+  // CUDA reports cudaErrorNotReady for work not done yet; the emulator runs it instead.
+  cuda_emu::flush_until(start->stream, start->position);
+  cuda_emu::flush_until(end->stream, end->position);
+  *ms = std::chrono::duration<float, std::milli>(end->stamp - start->stamp).count();
   return cudaSuccess;
 }
 

@@ -323,6 +323,31 @@ TYPED_TEST(CudaGpt2Test, CallsTheUnitHooksInTheCpuModelsOrder) {
   EXPECT_EQ(events, cpu_events);
 }
 
+// The profile has the CPU model's rows; every kernel kind the step runs has time in the
+// direction it runs in (the residual's backward is folded into the layers', as on the CPU), and
+// a model that is not profiling reports zeros.
+TYPED_TEST(CudaGpt2Test, ProfileTimesEveryKernelKindOfAStepWithTheCpuModelsRows) {
+  using F = TypeParam;
+  auto access = this->device_access();
+  gpu::DeviceGpt2<F> model(this->layout_, kB, kT, this->stream(), this->blas());
+  model.set_profiling(true);
+  model.forward(access, this->inputs_.data(), this->targets_.data());
+  model.backward(access, 1.0f);
+  const auto rows = model.profile();
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(kOpCount));
+  for (int op = 0; op < kOpCount; ++op) {
+    const auto& row = rows[static_cast<std::size_t>(op)];
+    EXPECT_EQ(row.name, kOpNames[op]);
+    EXPECT_GT(row.forward_s, 0.0) << row.name;
+    if (op != kResidual) {
+      EXPECT_GT(row.backward_s, 0.0) << row.name;
+    }
+  }
+  model.set_profiling(false);
+  model.forward(access, this->inputs_.data(), this->targets_.data());
+  for (const auto& row : model.profile()) EXPECT_EQ(row.forward_s + row.backward_s, 0.0);
+}
+
 TYPED_TEST(CudaGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingTheProblem) {
   using F = TypeParam;
   auto access = this->device_access();

@@ -65,6 +65,21 @@ struct ProfileEntry {
   double backward_s = 0;
 };
 
+// The kernel kinds of a profile, in its row order: the CPU and the CUDA models report the same.
+enum ProfileOp : int {
+  kEncoder,
+  kLayerNorm,
+  kMatmul,
+  kAttention,
+  kGelu,
+  kResidual,
+  kLmHead,
+  kCrossEntropy,
+  kOpCount
+};
+inline constexpr const char* kOpNames[kOpCount] = {
+    "encoder", "layernorm", "matmul", "attention", "gelu", "residual", "lm_head", "crossentropy"};
+
 template <typename F>
 class BasicGpt2 {
  public:

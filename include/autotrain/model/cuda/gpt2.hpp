@@ -16,6 +16,7 @@
 
 #include "autotrain/kernels/cuda/device.hpp"
 #include "autotrain/kernels/cuda/matmul.hpp"
+#include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/param_layout.hpp"
 
 namespace autotrain::model::gpu {
@@ -78,8 +79,14 @@ class DeviceGpt2 {
   // Bytes of device memory held for activations, their gradients and scratch.
   std::size_t activation_bytes() const;
 
+  // Per-kernel-kind timing, as the CPU model's (same rows): CUDA events around each call while
+  // profiling is on; profile() waits for them and sums since set_profiling(true).
+  void set_profiling(bool on);
+  std::vector<ProfileEntry> profile() const;
+
  private:
   struct Buffers;
+  struct Profiler;
   int B_;
   int T_;
   cudaStream_t stream_;
@@ -87,6 +94,7 @@ class DeviceGpt2 {
   std::unique_ptr<Buffers> buffers_;
   std::vector<float> host_losses_;
   bool ready_for_backward_ = false;
+  std::unique_ptr<Profiler> profiler_;  // null when not profiling
 };
 
 }  // namespace autotrain::model::gpu
