@@ -36,12 +36,28 @@ show_logs() {
   done
 }
 
+# Four GPUs the node advertises, so job scripts written for GPU nodes (--gpus-per-node) are
+# scheduled here; Slurm wants a device file per GPU, and these are copies of /dev/null. On this
+# machine the jobs reach the GPUs of autotrain's CUDA emulator (docs/gpu.md), or train on CPUs.
+# Prints the node's Gres= field, or nothing where device files cannot be made.
+fake_gpus() {
+  local i
+  for i in 0 1 2 3; do
+    [ -c "$dir/gpu$i" ] || mknod "$dir/gpu$i" c 1 3 2>/dev/null || return 0
+  done
+  echo "NodeName=$node Name=gpu File=$dir/gpu[0-3]" > "$dir/gres.conf"
+  # slurmd reads gres.conf next to /etc/slurm/slurm.conf when that is our link.
+  [ -L /etc/slurm/slurm.conf ] && ln -sf "$dir/gres.conf" /etc/slurm/gres.conf
+  echo " Gres=gpu:4"
+}
+
 write_config() {
-  local cpus memory_mb
+  local cpus memory_mb gres
   cpus=$(nproc)
   # Slurm drains a node that has less memory than configured: leave a margin.
   memory_mb=$(free -m | awk '/^Mem:/ {print int($2 * 0.9)}')
   mkdir -p "$dir"/state "$dir"/spool "$dir"/log "$dir"/run
+  gres=$(fake_gpus)
   cat > "$conf.new" <<EOF
 # Written by autotrain scripts/slurm-local.sh: a single-node test cluster.
 ClusterName=autotrain-local
@@ -57,6 +73,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
+GresTypes=gpu
 ReturnToService=2
 SchedulerType=sched/backfill
 StateSaveLocation=$dir/state
@@ -70,7 +87,7 @@ SlurmdPort=6818
 InactiveLimit=0
 KillWait=5
 MinJobAge=60
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory_mb$gres State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
   if ! cmp -s "$conf.new" "$conf" 2>/dev/null; then

@@ -2,7 +2,8 @@
 # Runs the GPU tests without a GPU: builds the GPU path against the CUDA emulator
 # (AUTOTRAIN_CUDA=emulate, tests/cuda_emu, docs/gpu.md) and runs the CUDA kernel and device-model
 # tests, the NCCL communicator and CUDA replica tests under mpirun -np 1..4, the CPU <-> GPU
-# checkpoint and GPU preemption tests, and `bench train` / `bench comm` on the device path. On a GPU machine
+# checkpoint and GPU preemption tests, slurm/train-single-node.sbatch on a Slurm node with
+# GPUs (as root, scripts/slurm-local.sh), and `bench train` / `bench comm` on the device path. On a GPU machine
 # scripts/gpu-check.sh runs the same tests for real. Nothing here may be skipped.
 #   scripts/test-cuda-emulated.sh            (called by scripts/test.sh)
 set -euo pipefail
@@ -55,6 +56,13 @@ run "CPU <-> GPU checkpoints" env AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOU
 run "preemption on GPUs: SIGUSR1, resume on the GPUs and on CPUs" env \
   AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" AUTOTRAIN_MPIRUN="${mpirun[*]}" \
   bash "$root/tests/e2e/gpu_preempt.sh"
+if [ "$(id -u)" = 0 ] || timeout 20 sinfo -h > /dev/null 2>&1; then
+  run "the GPU job script on Slurm (GPUs bound per local rank, ZeRO-2 bf16)" env \
+    AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" \
+    bash "$root/tests/e2e/slurm_gpu.sh"
+else
+  echo "--- the GPU job script on Slurm: not run (not root, so no local Slurm, and none reachable)"
+fi
 run "bench train on the device, ZeRO-3 bf16, np=2" "${mpirun[@]}" -np 2 "$build/autotrain" \
   bench train --config "$tiny" --device cuda --comm-backend auto --mixed-precision bf16 \
   --zero-stage 3 --steps 3
