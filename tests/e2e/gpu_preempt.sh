@@ -11,6 +11,10 @@ if ! "$AUTOTRAIN_BIN" env --json 2>/dev/null | grep -q '"device": *[0-9]'; then
   echo "gpu_preempt: skipped: no GPU bound to this rank (autotrain env), or a build without CUDA"
   exit 77
 fi
+if ! "$AUTOTRAIN_BIN" env --json 2>/dev/null | grep -qE '"visible_gpus": *([2-9]|[1-9][0-9])'; then
+  echo "gpu_preempt: skipped: it runs 2 ranks, one per GPU, and fewer than 2 GPUs are visible"
+  exit 77
+fi
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/ckpt_check.py"
 config="$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml"
 work=$(mktemp -d)
