@@ -222,7 +222,12 @@ struct DeviceGpt2<F>::Profiler {
 template <typename F>
 DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
                           const BlasHandle& blas)
-    : B_(B), T_(T), stream_(stream), blas_(blas) {
+    : B_(B),
+      T_(T),
+      stream_(stream),
+      blas_(blas),
+      host_tokens_(2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
+      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)) {
   const ModelConfig& c = layout.config();
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
@@ -231,7 +236,6 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
            "model: the CUDA attention kernels need n_embd (", c.n_embd, ") divisible by n_head (",
            c.n_head, ") and a head size of at most ", kMaxAttentionHeadSize);
   buffers_ = std::make_unique<Buffers>(layout, B, T);
-  host_losses_.assign(buffers_->bt, 0.0f);
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
@@ -241,6 +245,21 @@ DeviceGpt2<F>::~DeviceGpt2() = default;
 template <typename F>
 float DeviceGpt2<F>::forward(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
                              const std::int32_t* targets) {
+  forward_async(access, inputs, targets);
+  return loss();
+}
+
+template <typename F>
+float DeviceGpt2<F>::loss() const {
+  losses_copied_.synchronize();
+  double sum = 0;  // in order, in double: as the CPU model sums its losses
+  for (std::size_t i = 0; i < host_losses_.size(); ++i) sum += host_losses_.data()[i];
+  return static_cast<float>(sum / static_cast<double>(host_losses_.size()));
+}
+
+template <typename F>
+void DeviceGpt2<F>::forward_async(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
+                                  const std::int32_t* targets) {
   Buffers& b = *buffers_;
   const ModelConfig& cfg = b.config;
   const int B = B_, T = T_;
@@ -250,11 +269,16 @@ float DeviceGpt2<F>::forward(DeviceUnitAccess<F>& access, const std::int32_t* in
   check_tokens(inputs, bt, V, "inputs");
   check_tokens(targets, bt, V, "targets");
   ready_for_backward_ = false;
-  // The caller's arrays outlive these copies: forward() synchronises the stream before returning.
-  AT_CUDA_CHECK(cudaMemcpyAsync(b.inputs, inputs, bt * sizeof(std::int32_t), cudaMemcpyHostToDevice,
-                                stream_));
-  AT_CUDA_CHECK(cudaMemcpyAsync(b.targets, targets, bt * sizeof(std::int32_t),
+  // Staged in pinned memory (the previous forward's copy out of it has run by now), so the
+  // copy is asynchronous: from the caller's pageable arrays CUDA would first wait for the stream.
+  tokens_copied_.synchronize();
+  std::copy_n(inputs, bt, host_tokens_.data());
+  std::copy_n(targets, bt, host_tokens_.data() + bt);
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.inputs, host_tokens_.data(), bt * sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, stream_));
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.targets, host_tokens_.data() + bt, bt * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  tokens_copied_.record(stream_);
 
   const F* p = access.params(0);
   AT_GPU_TIMED(kEncoder, 0,
@@ -323,11 +347,8 @@ float DeviceGpt2<F>::forward(DeviceUnitAccess<F>& access, const std::int32_t* in
                crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_));
   AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), b.losses, bt * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_));
-  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  double sum = 0;  // in order, in double: as the CPU model sums its losses
-  for (const float loss : host_losses_) sum += loss;
+  losses_copied_.record(stream_);
   ready_for_backward_ = true;
-  return static_cast<float>(sum / static_cast<double>(bt));
 }
 
 template <typename F>
@@ -426,6 +447,7 @@ void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
 
 template <typename F>
 std::span<const float> DeviceGpt2<F>::losses() const {
+  losses_copied_.synchronize();
   return {host_losses_.data(), host_losses_.size()};
 }
 

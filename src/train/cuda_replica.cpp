@@ -59,6 +59,10 @@ class CudaReplica final : public Replica {
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
     return model_.forward(*engine_, inputs, targets);
   }
+  void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
+    model_.forward_async(*engine_, inputs, targets);
+  }
+  float last_loss() override { return model_.loss(); }
   void backward(float loss_scale) override { model_.backward(*engine_, loss_scale); }
   std::span<const float> losses() override { return model_.losses(); }
   std::size_t activation_bytes() const override { return model_.activation_bytes(); }

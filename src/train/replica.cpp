@@ -16,6 +16,10 @@ class CpuReplica final : public Replica {
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
     return model_.forward(*engine_, inputs, targets);
   }
+  void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
+    last_loss_ = model_.forward(*engine_, inputs, targets);
+  }
+  float last_loss() override { return last_loss_; }
   void backward(float loss_scale) override { model_.backward(*engine_, loss_scale); }
   std::span<const float> losses() override { return model_.losses(); }
   std::size_t activation_bytes() const override { return model_.activation_bytes(); }
@@ -27,6 +31,7 @@ class CpuReplica final : public Replica {
  private:
   std::unique_ptr<zero::Engine> engine_;
   model::Gpt2Model model_;
+  float last_loss_ = 0;
 };
 
 }  // namespace

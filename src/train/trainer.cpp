@@ -293,8 +293,9 @@ TrainSummary run_training(const RunSetup& setup) {
     for (long long micro = 0; micro < accumulation; ++micro) {
       sampler.load_micro_batch(datasets.train, static_cast<uint64_t>(micro), inputs, targets);
       engine->begin_micro_step(micro == accumulation - 1);
-      loss_sum += replica->forward(inputs.data(), targets.data());
+      replica->forward_async(inputs.data(), targets.data());
       replica->backward(loss_scale / static_cast<float>(accumulation));
+      loss_sum += replica->last_loss();  // after backward is queued: a GPU stays busy
     }
     engine->finish_backward();
     const double scaled_norm = engine->grad_norm();

@@ -36,27 +36,7 @@ namespace {
 using kernels::gpu::DeviceBuffer;
 
 // Page-locked host floats: the staging area of checkpoints (cudaMemcpy at full PCIe speed).
-class PinnedFloats {
- public:
-  explicit PinnedFloats(std::size_t count) : count_(count) {
-    if (count_ > 0) {
-      void* data = nullptr;
-      AT_CUDA_CHECK(cudaMallocHost(&data, count_ * sizeof(float)));
-      data_ = static_cast<float*>(data);
-    }
-  }
-  ~PinnedFloats() {
-    if (data_ != nullptr) cudaFreeHost(data_);
-  }
-  PinnedFloats(const PinnedFloats&) = delete;
-  PinnedFloats& operator=(const PinnedFloats&) = delete;
-  float* data() const { return data_; }
-  std::size_t size() const { return count_; }
-
- private:
-  std::size_t count_;
-  float* data_ = nullptr;
-};
+using PinnedFloats = kernels::gpu::PinnedArray<float>;
 
 template <typename F>
 class DeviceZeroEngine final : public DeviceEngine<F> {

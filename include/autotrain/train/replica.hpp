@@ -28,6 +28,11 @@ class Replica {
 
   // Mean loss of one micro-batch [B, T] of host token ids; keeps what backward needs.
   virtual float forward(const std::int32_t* inputs, const std::int32_t* targets) = 0;
+  // forward() without waiting for the loss, which last_loss() returns later. The GPU replica only
+  // queues the work: queue backward before reading the loss and the device never idles while
+  // the host queues kernels. The CPU computes everything here.
+  virtual void forward_async(const std::int32_t* inputs, const std::int32_t* targets) = 0;
+  virtual float last_loss() = 0;
   // Adds d(loss_scale · mean loss)/d(params) into the engine's gradients.
   virtual void backward(float loss_scale) = 0;
   // Per-position losses [B, T] of the last forward, in host memory.

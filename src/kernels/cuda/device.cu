@@ -81,6 +81,22 @@ void DeviceBuffer::copy_to_host(void* host, std::size_t bytes) const {
   AT_CUDA_CHECK(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost));
 }
 
+Event::Event() {
+  AT_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+}
+
+Event::~Event() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
+}
+
+void Event::record(cudaStream_t stream) {
+  AT_CUDA_CHECK(cudaEventRecord(event_, stream));
+}
+
+void Event::synchronize() const {
+  AT_CUDA_CHECK(cudaEventSynchronize(event_));
+}
+
 void DeviceBuffer::zero(cudaStream_t stream) {
   if (bytes_ > 0) AT_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
 }

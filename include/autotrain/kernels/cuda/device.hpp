@@ -10,6 +10,8 @@
 
 #include <cstddef>
 
+#include "autotrain/kernels/cuda/check.hpp"
+
 namespace autotrain::kernels::gpu {
 
 // Devices this process can use; 0 when there is no GPU or no driver (never throws), so callers
@@ -61,6 +63,48 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+// `count` page-locked host elements (cudaMallocHost): copies to and from the device run at full
+// speed and truly asynchronously (from pageable memory CUDA synchronises the stream first).
+template <typename T>
+class PinnedArray {
+ public:
+  explicit PinnedArray(std::size_t count) : count_(count) {
+    if (count_ > 0) {
+      void* data = nullptr;
+      AT_CUDA_CHECK(cudaMallocHost(&data, count_ * sizeof(T)));
+      data_ = static_cast<T*>(data);
+    }
+  }
+  ~PinnedArray() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+  T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t count_;
+  T* data_ = nullptr;
+};
+
+// A CUDA event without timing: marks a point of a stream that the host or another stream waits
+// for.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+  void record(cudaStream_t stream);
+  // Blocks the host until the stream has passed the last record (at once if never recorded).
+  void synchronize() const;
+
+ private:
+  cudaEvent_t event_ = nullptr;
 };
 
 }  // namespace autotrain::kernels::gpu

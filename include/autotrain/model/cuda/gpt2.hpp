@@ -64,8 +64,15 @@ class DeviceGpt2 {
   int seq_len() const { return T_; }
   cudaStream_t stream() const { return stream_; }
 
-  // inputs, targets: [B, T] token ids in host memory (checked, then copied to the device).
-  // Returns the mean loss over B·T (fp32, summed in double on the host after one stream sync).
+  // inputs, targets: [B, T] token ids in host memory (checked, then staged through pinned
+  // memory: the caller may reuse them on return). Queues the forward pass and the copy of the
+  // per-position losses to the host; the host does not wait, so it can queue backward meanwhile.
+  void forward_async(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
+                     const std::int32_t* targets);
+  // The mean loss over B·T of the last forward (fp32 losses summed in double on the host, in
+  // order); waits for that forward only, not for work queued after it.
+  float loss() const;
+  // forward_async(), then loss().
   float forward(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
                 const std::int32_t* targets);
 
@@ -73,7 +80,7 @@ class DeviceGpt2 {
   // loss scaling). Queues work only; does not synchronise.
   void backward(DeviceUnitAccess<F>& access, float loss_scale);
 
-  // Per-position losses [B, T] of the last forward (host copy made by forward()).
+  // Per-position losses [B, T] of the last forward (waits for it, as loss()).
   std::span<const float> losses() const;
 
   // Bytes of device memory held for activations, their gradients and scratch.
@@ -92,7 +99,10 @@ class DeviceGpt2 {
   cudaStream_t stream_;
   const kernels::gpu::BlasHandle& blas_;
   std::unique_ptr<Buffers> buffers_;
-  std::vector<float> host_losses_;
+  kernels::gpu::PinnedArray<std::int32_t> host_tokens_;  // [2, B, T] inputs then targets
+  kernels::gpu::PinnedArray<float> host_losses_;         // [B, T]
+  kernels::gpu::Event tokens_copied_;                    // host_tokens_ may be overwritten
+  kernels::gpu::Event losses_copied_;                    // host_losses_ holds the last forward's
   bool ready_for_backward_ = false;
   std::unique_ptr<Profiler> profiler_;  // null when not profiling
 };
