@@ -117,6 +117,14 @@ bench_train() {
     --mixed-precision no --batch-size 8 --gradient-accumulation 1 --steps 5 --no-profile
 }
 
+bench_train_flash() {
+  # The same bf16 run with flash attention (opt-in until measured): compare tokens/s, MFU, the
+  # attention rows of the profile and the GPU memory with the fast path's above.
+  AUTOTRAIN_CUDA_ATTENTION=flash $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
+    --config "$root/configs/gpt2-124m.yaml" --device cuda --mixed-precision bf16 \
+    --batch-size 16 --gradient-accumulation 1 --steps 10
+}
+
 export root build jobs arch mpirun bin logs
 run_part machine 30 machine
 run_part build 330 build
@@ -124,6 +132,7 @@ run_part kernel-tests 120 kernel_tests
 run_part ctest-gpu 210 ctest_gpu
 run_part bench-comm-nccl 90 bench_comm
 run_part bench-train 120 bench_train
+run_part bench-train-flash 60 bench_train_flash
 
 echo
 echo "=== summary (logs in $logs) ==="

@@ -51,6 +51,10 @@ for np in 1 2 3 4; do
   run "CUDA replica, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_train" \
     --gtest_filter='Cuda*' --gtest_brief=1
 done
+run "device model with flash attention" env AUTOTRAIN_CUDA_ATTENTION=flash \
+  "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+run "CUDA replica with flash attention, np=2" env AUTOTRAIN_CUDA_ATTENTION=flash \
+  "${mpirun[@]}" -np 2 "$build/tests/mpitest_train" --gtest_filter='Cuda*' --gtest_brief=1
 run "CPU <-> GPU checkpoints" env AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" \
   AUTOTRAIN_MPIRUN="${mpirun[*]}" bash "$root/tests/e2e/gpu_resume.sh"
 run "preemption on GPUs: SIGUSR1, resume on the GPUs and on CPUs" env \

@@ -18,10 +18,12 @@
 #include <type_traits>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
 #include "autotrain/kernels/cuda/attention.hpp"
 #include "autotrain/kernels/cuda/check.hpp"
 #include "autotrain/kernels/cuda/crossentropy.hpp"
 #include "autotrain/kernels/cuda/encoder.hpp"
+#include "autotrain/kernels/cuda/flash_attention.hpp"
 #include "autotrain/kernels/cuda/gelu.hpp"
 #include "autotrain/kernels/cuda/layernorm.hpp"
 #include "autotrain/kernels/cuda/residual.hpp"
@@ -103,8 +105,12 @@ struct DeviceGpt2<F>::Buffers {
   F* dlarge;                       // [B, T, 4C] d(fch) / d(qkv)
   F* datt;                         // [B, NH, T, T] attention_backward's d(scores) scratch
   float* scratch;                  // LayerNorm and bias-gradient partial sums
+  // Flash attention keeps no [T, T] matrices (att and datt are then empty) but these:
+  std::size_t rows_stride;  // B·NH·T
+  float* flash_lse;         // [L, B, NH, T] each row's log-sum-exp
+  float* flash_delta;       // [B, NH, T] the backward's Σ dout·out
 
-  Buffers(const ParamLayout& layout, int B, int T) : config(layout.config()) {
+  Buffers(const ParamLayout& layout, int B, int T, bool flash) : config(layout.config()) {
     auto rel = [&](const std::string& name) { return layout.offset_in_unit(layout.tensor(name)); };
     wte = rel("transformer.wte.weight");
     wpe = rel("transformer.wpe.weight");
@@ -128,8 +134,10 @@ struct DeviceGpt2<F>::Buffers {
     const std::size_t Vp = static_cast<std::size_t>(config.padded_vocab_size);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     btc = bt * C;
-    att_stride = static_cast<std::size_t>(B) * static_cast<std::size_t>(config.n_head) *
-                 static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
+    rows_stride = static_cast<std::size_t>(B) * static_cast<std::size_t>(config.n_head) *
+                  static_cast<std::size_t>(T);
+    att_stride = flash ? 0 : rows_stride * static_cast<std::size_t>(T);
+    const std::size_t flash_rows = flash ? rows_stride : 0;
     const std::size_t scratch_floats =
         std::max(layernorm_backward_scratch_floats(bt, config.n_embd),
                  matmul_backward_scratch_floats(bt, 4 * config.n_embd));
@@ -170,6 +178,8 @@ struct DeviceGpt2<F>::Buffers {
       take(dsmall, btc);
       take(dlarge, 4 * btc);
       take(datt, att_stride);
+      take(flash_lse, L * flash_rows);
+      take(flash_delta, flash_rows);
       take(scratch, scratch_floats);
       return offset;
     };
@@ -177,6 +187,37 @@ struct DeviceGpt2<F>::Buffers {
     carve(memory.as<char>());
   }
 };
+
+namespace {
+
+// One layer's attention: flash attention where the model chose it (16-bit types only), else the
+// path AUTOTRAIN_CUDA_ATTENTION selects.
+template <typename F>
+void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qkv, int B, int T,
+                             int C, int NH, cudaStream_t stream) {
+  if constexpr (sizeof(F) == 2) {
+    if (flash) {
+      flash_attention_forward(out, lse, qkv, B, T, C, NH, stream);
+      return;
+    }
+  }
+  attention_forward(out, att, qkv, B, T, C, NH, stream);
+}
+
+template <typename F>
+void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const F* dout,
+                              const F* qkv, const F* out, const F* att, const float* lse, int B,
+                              int T, int C, int NH, cudaStream_t stream) {
+  if constexpr (sizeof(F) == 2) {
+    if (flash) {
+      flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, C, NH, stream);
+      return;
+    }
+  }
+  attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH, stream);
+}
+
+}  // namespace
 
 // Event pairs around the timed calls of a profiled step. Events are created as the step needs
 // them (profiling only: the timed steps of bench train run without) and destroyed with it.
@@ -235,7 +276,18 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
   AT_CHECK(c.n_head >= 1 && c.n_embd % c.n_head == 0 && c.head_size() <= kMaxAttentionHeadSize,
            "model: the CUDA attention kernels need n_embd (", c.n_embd, ") divisible by n_head (",
            c.n_head, ") and a head size of at most ", kMaxAttentionHeadSize);
-  buffers_ = std::make_unique<Buffers>(layout, B, T);
+  // Flash attention where it was asked for and applies (16-bit, head size 16..64); elsewhere
+  // the fast path, with a line saying so.
+  flash_ = attention_kind() == AttentionKind::flash &&
+           flash_attention_supports(sizeof(F), c.n_embd, c.n_head);
+  if (attention_kind() == AttentionKind::flash && !flash_) {
+    log::warn(
+        "attention: flash attention needs bf16/fp16 and a head size that is a multiple of "
+        "16 up to 64 (here ",
+        sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", c.head_size(),
+        "); using the fast path");
+  }
+  buffers_ = std::make_unique<Buffers>(layout, B, T, flash_);
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
@@ -309,7 +361,9 @@ void DeviceGpt2<F>::forward_async(DeviceUnitAccess<F>& access, const std::int32_
                                    stream_));
     AT_GPU_TIMED(kMatmul, 0,
                  matmul_forward(blas_, qkv, ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_));
-    AT_GPU_TIMED(kAttention, 0, attention_forward(atty, att, qkv, B, T, C, NH, stream_));
+    AT_GPU_TIMED(kAttention, 0,
+                 layer_attention_forward(flash_, atty, att, b.flash_lse + layer * b.rows_stride,
+                                         qkv, B, T, C, NH, stream_));
     AT_GPU_TIMED(
         kMatmul, 0,
         matmul_forward(blas_, b.proj, atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_));
@@ -427,8 +481,10 @@ void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
     AT_GPU_TIMED(kMatmul, 1,
                  matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, atty,
                                  p + b.attprojw, b.scratch, bt, C, C, stream_));
-    AT_GPU_TIMED(kAttention, 1,
-                 attention_backward(dlarge, b.datt, dsmall, qkv, att, B, T, C, NH, stream_));
+    AT_GPU_TIMED(
+        kAttention, 1,
+        layer_attention_backward(flash_, dlarge, b.datt, b.flash_delta, dsmall, qkv, atty, att,
+                                 b.flash_lse + layer * b.rows_stride, B, T, C, NH, stream_));
     AT_GPU_TIMED(kMatmul, 1,
                  matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, ln1, p + b.qkvw,
                                  b.scratch, bt, C, 3 * C, stream_));

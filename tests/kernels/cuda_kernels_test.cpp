@@ -36,6 +36,7 @@ TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/kernels/cuda/crossentropy.hpp"
 #include "autotrain/kernels/cuda/device.hpp"
 #include "autotrain/kernels/cuda/encoder.hpp"
+#include "autotrain/kernels/cuda/flash_attention.hpp"
 #include "autotrain/kernels/cuda/gelu.hpp"
 #include "autotrain/kernels/cuda/layernorm.hpp"
 #include "autotrain/kernels/cuda/matmul.hpp"
@@ -397,6 +398,8 @@ void expect_attention_matches_cpu(AttentionPath path, const AttentionShape& s,
 TEST(CudaAttentionPath, ReferenceIsSelectedExactlyWhenTheEnvironmentSaysReference) {
   const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
   EXPECT_EQ(gpu::attention_uses_reference(), value != nullptr && std::string(value) == "reference");
+  EXPECT_EQ(gpu::attention_kind() == gpu::AttentionKind::flash,
+            value != nullptr && std::string(value) == "flash");
 }
 
 TYPED_TEST(CudaKernelsTest, AttentionMatchesCpuForwardAndBackward) {
@@ -426,6 +429,39 @@ TYPED_TEST(CudaKernelsTest, AttentionFastPathMatchesReferencePathAtT128) {
   this->expect_close(fast.att, reference.att, "attention T=128 fast vs reference att");
   this->expect_close(fast.out, reference.out, "attention T=128 fast vs reference out");
   this->expect_close(fast.dqkv, reference.dqkv, "attention T=128 fast vs reference dqkv");
+}
+
+// Flash attention (bf16/fp16, head sizes 16..64 in steps of 16) against the CPU in double: T = 37
+// (HS = 16, ragged tiles), T = 100 (HS = 64, a partial last tile of each size) and T = 128.
+// dqkv starts as garbage, so an element the kernels leave unwritten fails.
+TYPED_TEST(CudaKernelsTest, FlashAttentionMatchesCpuForwardAndBackward) {
+  using F = TypeParam;
+  if constexpr (sizeof(F) != 2) {
+    EXPECT_FALSE(gpu::flash_attention_supports(sizeof(F), 128, 2)) << "flash is 16-bit only";
+  } else {
+    EXPECT_FALSE(gpu::flash_attention_supports(sizeof(F), 96, 1)) << "head size 96 > 64";
+    EXPECT_FALSE(gpu::flash_attention_supports(sizeof(F), 40, 2)) << "head size 20";
+    for (const AttentionShape& s :
+         {kRaggedAttention, AttentionShape{1, 100, 128, 2}, kLongAttention}) {
+      ASSERT_TRUE(gpu::flash_attention_supports(sizeof(F), s.C, s.NH));
+      AttentionInputs in(s);
+      const AttentionResult cpu = cpu_attention(s, in);
+      const std::size_t rows = static_cast<std::size_t>(s.B) * s.NH * s.T;
+      Vec out = random_vec(s.tokens() * s.C, 35);
+      Vec dqkv = random_vec(in.qkv.size(), 33);
+      Vec stats = random_vec(rows, 37);
+      DeviceTensor<F> d_qkv(in.qkv), d_dout(in.dout), d_out(out), d_dqkv(dqkv);
+      DeviceTensor<float> d_lse(stats), d_delta(stats);
+      gpu::flash_attention_forward(d_out.get(), d_lse.get(), d_qkv.get(), s.B, s.T, s.C, s.NH,
+                                   this->stream());
+      gpu::flash_attention_backward(d_dqkv.get(), d_delta.get(), d_dout.get(), d_qkv.get(),
+                                    d_out.get(), d_lse.get(), s.B, s.T, s.C, s.NH, this->stream());
+      this->sync();
+      const std::string what = "flash attention T=" + std::to_string(s.T) + " ";
+      this->expect_close(d_out.download(), cpu.out, what + "out");
+      this->expect_close(d_dqkv.download(), cpu.dqkv, what + "dqkv");
+    }
+  }
 }
 
 TYPED_TEST(CudaKernelsTest, GeluMatchesCpuForwardAndBackward) {

@@ -306,19 +306,26 @@ BatchRow batch_row(const Geometry& g, int b) {
   return BatchRow{bs * T * 3 * g.C, bs * T * g.C, bs * g.NH * T * T};
 }
 
-bool reference_from_environment() {
+AttentionKind kind_from_environment() {
   const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
   const std::string choice = value == nullptr ? "" : value;
-  AT_CHECK(choice.empty() || choice == "fast" || choice == "reference",
+  AT_CHECK(choice.empty() || choice == "fast" || choice == "reference" || choice == "flash",
            "AUTOTRAIN_CUDA_ATTENTION = '", choice,
-           "': expected 'fast' (the cuBLAS path, also when unset) or 'reference' (the slow "
-           "reference kernels)");
+           "': expected 'fast' (the cuBLAS path, also when unset), 'flash' (flash attention in "
+           "bf16/fp16) or 'reference' (the slow reference kernels)");
   if (choice == "reference") {
     log::info(
         "attention: AUTOTRAIN_CUDA_ATTENTION=reference, using the slow reference CUDA "
         "attention kernels");
+    return AttentionKind::reference;
   }
-  return choice == "reference";
+  if (choice == "flash") {
+    log::info(
+        "attention: AUTOTRAIN_CUDA_ATTENTION=flash, using flash attention where the precision "
+        "is bf16/fp16 and the head size a multiple of 16 up to 64 (the fast path elsewhere)");
+    return AttentionKind::flash;
+  }
+  return AttentionKind::fast;
 }
 
 }  // namespace
@@ -327,9 +334,13 @@ void attention_prepare(cudaStream_t stream) {
   if (!attention_uses_reference()) cublas_on(stream);
 }
 
+AttentionKind attention_kind() {
+  static const AttentionKind kind = kind_from_environment();
+  return kind;
+}
+
 bool attention_uses_reference() {
-  static const bool reference = reference_from_environment();
-  return reference;
+  return attention_kind() == AttentionKind::reference;
 }
 
 template <typename F>

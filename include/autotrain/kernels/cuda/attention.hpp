@@ -10,8 +10,9 @@
 // - reference: one warp per (b, h, t) row, fp32 dot products from global memory. Slow; kept to
 //   check the fast path against and as a fallback.
 // attention_forward / attention_backward pick the path once per process from the environment:
-// AUTOTRAIN_CUDA_ATTENTION=reference selects the reference, unset, empty or "fast" the fast one;
-// any other value throws Error. The fast path creates one cuBLAS handle per (thread, device) on
+// AUTOTRAIN_CUDA_ATTENTION=reference selects the reference, unset, empty, "fast" or "flash" the
+// fast one (flash is the device model's choice, see attention_kind); any other value throws
+// Error. The fast path creates one cuBLAS handle per (thread, device) on
 // its first call there; later calls allocate nothing.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include "autotrain/kernels/cuda/device.hpp"
@@ -32,8 +33,12 @@ template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH, cudaStream_t stream);
 
-// True when AUTOTRAIN_CUDA_ATTENTION=reference selected the reference path (read on the first
-// call, then fixed for the process).
+// The path AUTOTRAIN_CUDA_ATTENTION selects (read on the first call, then fixed for the
+// process): fast (unset, empty or "fast"), reference, or flash (flash_attention.hpp, which the
+// device model calls itself where it applies; attention_forward/backward run the fast path).
+enum class AttentionKind { fast, reference, flash };
+AttentionKind attention_kind();
+// attention_kind() == AttentionKind::reference.
 bool attention_uses_reference();
 
 // Creates the calling thread's cuBLAS handle and workspace for the current device, which the

@@ -104,6 +104,7 @@ class DeviceGpt2 {
   kernels::gpu::Event tokens_copied_;                    // host_tokens_ may be overwritten
   kernels::gpu::Event losses_copied_;                    // host_losses_ holds the last forward's
   bool ready_for_backward_ = false;
+  bool flash_ = false;  // flash attention (AUTOTRAIN_CUDA_ATTENTION=flash, where it applies)
   std::unique_ptr<Profiler> profiler_;  // null when not profiling
 };
 
