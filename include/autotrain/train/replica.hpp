@@ -48,7 +48,7 @@ class Replica {
   // `bench train`; 0 when unknown (the CPU measures an sgemm instead).
   virtual double peak_flops_per_s() const { return 0; }
 
-  // Per-kernel timers (the CPU model only; empty elsewhere).
+  // Per-kernel timers of the model (CPU: wall time per call; GPU: CUDA events around each call).
   virtual void set_profiling(bool /*on*/) {}
   virtual std::vector<model::ProfileEntry> profile() const { return {}; }
 };
