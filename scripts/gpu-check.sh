@@ -51,8 +51,15 @@ machine() {
 
 build() {
   if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$bin" ]; then
-    echo "SKIP_BUILD=1: reusing $build"
-    return 0
+    # A build made elsewhere (scripts/gpu-prebuild.sh) serves only if it runs here and was made
+    # for this source folder (its tests find their fixtures by absolute path).
+    local source_dir
+    source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+    if "$bin" --version > /dev/null 2>&1 && [ "$source_dir" = "$root" ]; then
+      echo "SKIP_BUILD=1: reusing $build"
+      return 0
+    fi
+    echo "SKIP_BUILD=1, but $build does not run here or was built for '$source_dir': building"
   fi
   local generator=()
   command -v ninja > /dev/null && generator=(-G Ninja)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds what scripts/gpu-check.sh runs, on a machine without a GPU (nvcc compiles here), so the
+# scarce device time goes to the checks instead of to nvcc: sm_90, Release, warnings as errors,
+# no -march=native (the device machine's CPU may differ), into build-gpu; then deletes the object
+# files and static libraries so the folder is small enough to travel with the working tree
+# (the device tool's `carry`, 64 MiB in all). Then, on the device machine:
+#   SKIP_BUILD=1 scripts/gpu-check.sh         (with build-gpu carried)
+# gpu-check.sh reuses the build only if its binary runs there and the build was made for the same
+# source folder; otherwise it builds as usual.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build-gpu}
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
+  -DAUTOTRAIN_WERROR=ON -DAUTOTRAIN_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
+  mpitest_comm mpitest_train
+find "$build" \( -name '*.o' -o -name '*.a' \) -delete
+echo "gpu-prebuild: $build is $(du -sh "$build" | cut -f1); on the device machine run"
+echo "  SKIP_BUILD=1 BUILD_DIR=$build scripts/gpu-check.sh   (carry $(basename "$build"))"
