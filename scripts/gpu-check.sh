@@ -53,13 +53,17 @@ build() {
   if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$bin" ]; then
     # A build made elsewhere (scripts/gpu-prebuild.sh) serves only if it runs here and was made
     # for this source folder (its tests find their fixtures by absolute path).
-    local source_dir
+    local source_dir built_from head
     source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
-    if "$bin" --version > /dev/null 2>&1 && [ "$source_dir" = "$root" ]; then
+    built_from=$(cat "$build/prebuilt-from" 2>/dev/null || true)
+    head=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
+    if [ -n "$built_from" ] && [ -n "$head" ] && [ "$built_from" != "$head" ]; then
+      echo "SKIP_BUILD=1, but $build was prebuilt from $built_from and the tree is at $head"
+    elif "$bin" --version > /dev/null 2>&1 && [ "$source_dir" = "$root" ]; then
       echo "SKIP_BUILD=1: reusing $build"
       return 0
     fi
-    echo "SKIP_BUILD=1, but $build does not run here or was built for '$source_dir': building"
+    echo "SKIP_BUILD=1: not reusing $build (stale, does not run here, or built for '$source_dir'): building"
   fi
   local generator=()
   command -v ninja > /dev/null && generator=(-G Ninja)

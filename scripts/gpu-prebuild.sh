@@ -17,5 +17,7 @@ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTO
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
   mpitest_comm mpitest_train
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
+# The commit it was built from, so gpu-check.sh can tell a stale build.
+git -C "$root" rev-parse HEAD > "$build/prebuilt-from" 2> /dev/null || rm -f "$build/prebuilt-from"
 echo "gpu-prebuild: $build is $(du -sh "$build" | cut -f1); on the device machine run"
 echo "  SKIP_BUILD=1 BUILD_DIR=$build scripts/gpu-check.sh   (carry $(basename "$build"))"
