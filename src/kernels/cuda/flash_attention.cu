@@ -109,18 +109,21 @@ __global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) 
   __shared__ __align__(32) float scores[kForwardWarps][kTile * kKeys];
   __shared__ __align__(32) F probs[kForwardWarps][kTile * kKeys];
   __shared__ __align__(32) float acc[kForwardWarps][kTile * kMaxHead];
+  __shared__ float row_max[kForwardWarps][kTile];  // m: the running maximum of each row
+  __shared__ float row_sum[kForwardWarps][kTile];  // l: Σ exp(score - m) so far
   const int b = static_cast<int>(blockIdx.y) / s.NH;
   const int h = static_cast<int>(blockIdx.y) % s.NH;
   const int q0 = static_cast<int>(blockIdx.x) * kForwardRows;
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int row0 = q0 + warp * kTile;  // this warp's first query row
-  const int t = row0 + lane;           // the row lane < 16 owns
   load_tile(q_tile, q0, kForwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
   float* o = acc[warp];
   for (int i = lane; i < kTile * s.HS; i += kWarp) o[i] = 0.0f;
-  float m = -INFINITY;
-  float l = 0.0f;
+  if (lane < kTile) {
+    row_max[warp][lane] = -INFINITY;
+    row_sum[warp][lane] = 0.0f;
+  }
   const int last_row = (q0 + kForwardRows < s.T ? q0 + kForwardRows : s.T) - 1;
   for (int k0 = 0; k0 <= last_row; k0 += kKeys) {
     __syncthreads();  // the previous tiles are no longer read
@@ -130,35 +133,39 @@ __global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) 
     if (k0 > row0 + kTile - 1) continue;  // every key of the tile is above this warp's rows
     scores_16x32(scores[warp], q_tile + warp * kTile * s.HS, k_tile, s.HS);
     __syncwarp();
-    if (lane < kTile) {
-      float* row = scores[warp] + lane * kKeys;
-      float tile_max = -INFINITY;
-      for (int j = 0; j < kKeys; ++j) {
-        const int key = k0 + j;
-        row[j] = key <= t && key < s.T ? row[j] * s.scale : -INFINITY;
-        tile_max = fmaxf(tile_max, row[j]);
+    // Online softmax, a row at a time with the lanes across its 32 keys (consecutive shared
+    // memory words: no bank conflicts), then the row of O rescaled by exp(m_old - m_new).
+    const int key = k0 + lane;
+    for (int r = 0; r < kTile; ++r) {
+      const int t = row0 + r;
+      const float score =
+          key <= t && key < s.T ? scores[warp][r * kKeys + lane] * s.scale : -INFINITY;
+      const float m_old = row_max[warp][r];
+      const float m_new = fmaxf(m_old, warp_max(score));
+      const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
+      const float alpha = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+      const float sum = warp_sum(p);
+      probs[warp][r * kKeys + lane] = from_float<F>(p);
+      for (int d = lane; d < s.HS; d += kWarp) o[r * s.HS + d] *= alpha;
+      if (lane == 0) {
+        row_max[warp][r] = m_new;
+        row_sum[warp][r] = row_sum[warp][r] * alpha + sum;
       }
-      const float m_new = fmaxf(m, tile_max);
-      const float alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new);
-      float sum = 0.0f;
-      for (int j = 0; j < kKeys; ++j) {
-        const float p = row[j] == -INFINITY ? 0.0f : expf(row[j] - m_new);
-        sum += p;
-        probs[warp][lane * kKeys + j] = from_float<F>(p);
-      }
-      l = l * alpha + sum;
-      m = m_new;
-      for (int d = 0; d < s.HS; ++d) o[lane * s.HS + d] *= alpha;
     }
     __syncwarp();
     accumulate_16xHS(o, probs[warp], v_tile, s.HS);
     __syncwarp();
   }
-  if (lane < kTile && t < s.T) {
-    const float inv = 1.0f / l;
+  __syncwarp();
+  for (int r = 0; r < kTile && row0 + r < s.T; ++r) {
+    const int t = row0 + r;
+    const float inv = 1.0f / row_sum[warp][r];
     F* dst = out + out_at<F>(s, b, t, h);
-    for (int d = 0; d < s.HS; ++d) dst[d] = from_float<F>(o[lane * s.HS + d] * inv);
-    lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + t] = m + logf(l);
+    for (int d = lane; d < s.HS; d += kWarp) dst[d] = from_float<F>(o[r * s.HS + d] * inv);
+    if (lane == 0) {
+      lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + t] =
+          row_max[warp][r] + logf(row_sum[warp][r]);
+    }
   }
 }
 
@@ -230,36 +237,32 @@ __global__ void flash_dkdv_kernel(F* dqkv, const F* dout, const F* qkv, const fl
     if (q0 + kKeys - 1 < key0) continue;  // every query of the tile is before this warp's keys
     scores_16x32(scores[warp], k_w, q_tile, s.HS);  // Sᵀ[key, query]
     __syncwarp();
-    if (lane < kTile) {
-      for (int j = 0; j < kKeys; ++j) {
-        const float p =
-            probability(scores[warp][lane * kKeys + j], q0 + j, key0 + lane, s, lse_tile[j]);
-        probs[warp][lane * kKeys + j] = from_float<F>(p);
-      }
+    // Row r is key key0 + r, the lanes are its 32 queries (conflict-free shared memory).
+    for (int r = 0; r < kTile; ++r) {
+      const float p =
+          probability(scores[warp][r * kKeys + lane], q0 + lane, key0 + r, s, lse_tile[lane]);
+      probs[warp][r * kKeys + lane] = from_float<F>(p);
     }
     __syncwarp();
     accumulate_16xHS(dv_acc[warp], probs[warp], do_tile, s.HS);  // dV += Pᵀ·dO
     scores_16x32(scores[warp], v_w, do_tile, s.HS);              // dPᵀ[key, query] = V·dOᵀ
     __syncwarp();
-    if (lane < kTile) {
-      for (int j = 0; j < kKeys; ++j) {
-        const float p = to_float(probs[warp][lane * kKeys + j]);
-        const float dp = scores[warp][lane * kKeys + j];
-        probs[warp][lane * kKeys + j] = from_float<F>(p * (dp - delta_tile[j]));
-      }
+    for (int r = 0; r < kTile; ++r) {
+      const int at = r * kKeys + lane;
+      const float p = to_float(probs[warp][at]);
+      probs[warp][at] = from_float<F>(p * (scores[warp][at] - delta_tile[lane]));
     }
     __syncwarp();
     accumulate_16xHS(dk_acc[warp], probs[warp], q_tile, s.HS);  // dK += dSᵀ·Q
     __syncwarp();
   }
-  if (lane < kTile && key0 + lane < s.T) {
-    const int key = key0 + lane;
-    F* dk = dqkv + (static_cast<std::size_t>(b) * s.T + key) * 3 * s.C + s.C +
+  for (int r = 0; r < kTile && key0 + r < s.T; ++r) {
+    F* dk = dqkv + (static_cast<std::size_t>(b) * s.T + key0 + r) * 3 * s.C + s.C +
             static_cast<std::size_t>(h) * s.HS;
     F* dv = dk + s.C;
-    for (int d = 0; d < s.HS; ++d) {
-      dk[d] = from_float<F>(dk_acc[warp][lane * s.HS + d] * s.scale);
-      dv[d] = from_float<F>(dv_acc[warp][lane * s.HS + d]);
+    for (int d = lane; d < s.HS; d += kWarp) {
+      dk[d] = from_float<F>(dk_acc[warp][r * s.HS + d] * s.scale);
+      dv[d] = from_float<F>(dv_acc[warp][r * s.HS + d]);
     }
   }
 }
@@ -276,19 +279,24 @@ __global__ void flash_dq_kernel(F* dqkv, const F* dout, const F* qkv, const floa
   __shared__ __align__(32) float scores[kBackwardWarps][kTile * kKeys];
   __shared__ __align__(32) F probs[kBackwardWarps][kTile * kKeys];
   __shared__ __align__(32) float dq_acc[kBackwardWarps][kTile * kMaxHead];
+  __shared__ float row_lse[kBackwardWarps][kTile];
+  __shared__ float row_delta[kBackwardWarps][kTile];
   const int b = static_cast<int>(blockIdx.y) / s.NH;
   const int h = static_cast<int>(blockIdx.y) % s.NH;
   const int q0 = static_cast<int>(blockIdx.x) * kBackwardRows;
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int row0 = q0 + warp * kTile;
-  const int t = row0 + lane;
   const std::size_t head_rows = (static_cast<std::size_t>(b) * s.NH + h) * s.T;
   load_tile(q_tile, q0, kBackwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
   load_tile(do_tile, q0, kBackwardRows, s, [&](int r) { return dout + out_at<F>(s, b, r, h); });
   for (int i = lane; i < kTile * s.HS; i += kWarp) dq_acc[warp][i] = 0.0f;
-  const float row_lse = lane < kTile && t < s.T ? lse[head_rows + t] : 0.0f;
-  const float row_delta = lane < kTile && t < s.T ? delta[head_rows + t] : 0.0f;
+  if (lane < kTile) {
+    const bool real = row0 + lane < s.T;
+    row_lse[warp][lane] = real ? lse[head_rows + row0 + lane] : 0.0f;
+    row_delta[warp][lane] = real ? delta[head_rows + row0 + lane] : 0.0f;
+  }
+  __syncwarp();
   const F* q_w = q_tile + warp * kTile * s.HS;
   const F* do_w = do_tile + warp * kTile * s.HS;
   const int last_row = (q0 + kBackwardRows < s.T ? q0 + kBackwardRows : s.T) - 1;
@@ -300,30 +308,30 @@ __global__ void flash_dq_kernel(F* dqkv, const F* dout, const F* qkv, const floa
     if (k0 > row0 + kTile - 1) continue;
     scores_16x32(scores[warp], q_w, k_tile, s.HS);  // S
     __syncwarp();
-    if (lane < kTile) {
-      for (int j = 0; j < kKeys; ++j) {
-        const float p = probability(scores[warp][lane * kKeys + j], t, k0 + j, s, row_lse);
-        probs[warp][lane * kKeys + j] = from_float<F>(p);
-      }
+    // Row r is query row0 + r, the lanes are its 32 keys (conflict-free shared memory).
+    for (int r = 0; r < kTile; ++r) {
+      const float p =
+          probability(scores[warp][r * kKeys + lane], row0 + r, k0 + lane, s, row_lse[warp][r]);
+      probs[warp][r * kKeys + lane] = from_float<F>(p);
     }
     __syncwarp();
     scores_16x32(scores[warp], do_w, v_tile, s.HS);  // dP = dO·Vᵀ
     __syncwarp();
-    if (lane < kTile) {
-      for (int j = 0; j < kKeys; ++j) {
-        const float p = to_float(probs[warp][lane * kKeys + j]);
-        const float dp = scores[warp][lane * kKeys + j];
-        probs[warp][lane * kKeys + j] = from_float<F>(p * (dp - row_delta));
-      }
+    for (int r = 0; r < kTile; ++r) {
+      const int at = r * kKeys + lane;
+      const float p = to_float(probs[warp][at]);
+      probs[warp][at] = from_float<F>(p * (scores[warp][at] - row_delta[warp][r]));
     }
     __syncwarp();
     accumulate_16xHS(dq_acc[warp], probs[warp], k_tile, s.HS);  // dQ += dS·K
     __syncwarp();
   }
-  if (lane < kTile && t < s.T) {
-    F* dq = dqkv + (static_cast<std::size_t>(b) * s.T + t) * 3 * s.C +
+  for (int r = 0; r < kTile && row0 + r < s.T; ++r) {
+    F* dq = dqkv + (static_cast<std::size_t>(b) * s.T + row0 + r) * 3 * s.C +
             static_cast<std::size_t>(h) * s.HS;
-    for (int d = 0; d < s.HS; ++d) dq[d] = from_float<F>(dq_acc[warp][lane * s.HS + d] * s.scale);
+    for (int d = lane; d < s.HS; d += kWarp) {
+      dq[d] = from_float<F>(dq_acc[warp][r * s.HS + d] * s.scale);
+    }
   }
 }
 
