@@ -10,6 +10,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
+# The commit it is built from, recorded before building, so gpu-check.sh can tell a stale build.
+head=$(git -C "$root" rev-parse HEAD 2> /dev/null || true)
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
@@ -17,7 +19,10 @@ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTO
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
   mpitest_comm mpitest_train
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
-# The commit it was built from, so gpu-check.sh can tell a stale build.
-git -C "$root" rev-parse HEAD > "$build/prebuilt-from" 2> /dev/null || rm -f "$build/prebuilt-from"
+if [ -n "$head" ] && git -C "$root" diff --quiet HEAD 2> /dev/null; then
+  echo "$head" > "$build/prebuilt-from"
+else
+  rm -f "$build/prebuilt-from"  # uncommitted changes: no commit describes this build
+fi
 echo "gpu-prebuild: $build is $(du -sh "$build" | cut -f1); on the device machine run"
 echo "  SKIP_BUILD=1 BUILD_DIR=$build scripts/gpu-check.sh   (carry $(basename "$build"))"
