@@ -45,6 +45,11 @@ run() {
 start=$(date +%s)
 run "CUDA kernels" "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
 run "device model" "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+# Threads between two barriers run in thread order; in reverse order a missing barrier shows.
+run "CUDA kernels, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
+  "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
+run "device model, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
+  "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
 for np in 1 2 3 4; do
   run "NCCL communicator, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_comm" \
     --gtest_filter='*Nccl*' --gtest_brief=1

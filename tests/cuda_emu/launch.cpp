@@ -9,6 +9,7 @@
 #include <ucontext.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -145,6 +146,20 @@ unsigned char* stacks() {
   return memory;
 }
 
+// The order ready threads run in between barriers. A GPU gives none; running the same kernels
+// in both orders (AUTOTRAIN_CUDA_EMU_ORDER=reverse, scripts/test-cuda-emulated.sh) shows a read
+// that depends on another thread's write without a barrier between them.
+bool reverse_order() {
+  static const bool reverse = [] {
+    const char* value = std::getenv("AUTOTRAIN_CUDA_EMU_ORDER");
+    const std::string order = value == nullptr ? "" : value;
+    if (order != "" && order != "forward" && order != "reverse")
+      fail("AUTOTRAIN_CUDA_EMU_ORDER = '" + order + "': expected forward or reverse");
+    return order == "reverse";
+  }();
+  return reverse;
+}
+
 void set_thread_index(unsigned linear) {
   threadIdx.x = linear % blockDim.x;
   threadIdx.y = (linear / blockDim.x) % blockDim.y;
@@ -241,7 +256,8 @@ void run_block(Block& b) {
   unsigned live = b.threads;
   while (live > 0) {
     bool ran = false;
-    for (unsigned t = 0; t < b.threads; ++t) {
+    for (unsigned i = 0; i < b.threads; ++i) {
+      const unsigned t = reverse_order() ? b.threads - 1 - i : i;
       Fiber& f = b.fibers[t];
       if (f.state != FiberState::ready) continue;
       b.current = static_cast<int>(t);
