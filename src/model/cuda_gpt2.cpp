@@ -100,6 +100,7 @@ struct DeviceGpt2<F>::Buffers {
   F* logits;                       // [B, T, Vp]; holds dlogits once backward starts
   float *lse, *losses;             // [B, T]
   std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
+  std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
   F* dresidual;                    // [B, T, C] the residual stream, accumulated
   F* dsmall;                       // [B, T, C] d(ln output) / d(attention output) / d(lnf)
   F* dlarge;                       // [B, T, 4C] d(fch) / d(qkv)
@@ -174,6 +175,7 @@ struct DeviceGpt2<F>::Buffers {
       take(losses, bt);
       take(inputs, bt);
       take(targets, bt);
+      take(token_runs, 3 * bt + 1);
       take(dresidual, btc);
       take(dsmall, btc);
       take(dlarge, 4 * btc);
@@ -268,7 +270,8 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
       stream_(stream),
       blas_(blas),
       host_tokens_(2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
-      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)) {
+      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
+      host_runs_(3 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T) + 1) {
   const ModelConfig& c = layout.config();
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
@@ -329,6 +332,11 @@ void DeviceGpt2<F>::forward_async(DeviceUnitAccess<F>& access, const std::int32_
   AT_CUDA_CHECK(cudaMemcpyAsync(b.inputs, host_tokens_.data(), bt * sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   AT_CUDA_CHECK(cudaMemcpyAsync(b.targets, host_tokens_.data() + bt, bt * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  // The positions grouped by token, for the deterministic token-embedding gradient.
+  std::int32_t* runs = host_runs_.data();
+  token_runs_ = make_token_runs(inputs, bt, runs, runs + bt, runs + 2 * bt + 1, run_scratch_);
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.token_runs, runs, host_runs_.size() * sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   tokens_copied_.record(stream_);
 
@@ -496,8 +504,8 @@ void DeviceGpt2<F>::backward(DeviceUnitAccess<F>& access, float loss_scale) {
     access.grads_ready(unit);
   }
   F* g = access.grads(0);
-  AT_GPU_TIMED(kEncoder, 1,
-               encoder_backward(g + b.wte, g + b.wpe, dres, b.inputs, B, T, C, stream_));
+  const TokenRuns runs{b.token_runs, b.token_runs + bt, b.token_runs + 2 * bt + 1, token_runs_};
+  AT_GPU_TIMED(kEncoder, 1, encoder_backward(g + b.wte, g + b.wpe, dres, runs, B, T, C, stream_));
   access.grads_ready(0);
 }
 

@@ -193,8 +193,18 @@ TYPED_TEST(CudaKernelsTest, EncoderMatchesCpuAndAccumulatesRepeatedTokens) {
 
   gpu::encoder_forward(d_out.get(), d_ids.as<std::int32_t>(), d_wte.get(), d_wpe.get(), kB, kT, kC,
                        this->stream());
-  gpu::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), d_ids.as<std::int32_t>(), kB, kT,
-                        kC, this->stream());
+  // The token runs: positions grouped by token, built on the host as the device model does.
+  std::vector<std::int32_t> runs(3 * kN + 1);
+  std::vector<std::uint64_t> scratch;
+  const int run_count = gpu::make_token_runs(ids.data(), kN, runs.data(), runs.data() + kN,
+                                             runs.data() + 2 * kN + 1, scratch);
+  ASSERT_LE(run_count, kSmallV);
+  EXPECT_EQ(runs[kN + static_cast<std::size_t>(run_count)], static_cast<std::int32_t>(kN));
+  const auto d_runs = upload_ids(runs);
+  const auto* r = d_runs.as<std::int32_t>();
+  const gpu::TokenRuns token_runs{r, r + kN, r + 2 * kN + 1, run_count};
+  gpu::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), token_runs, kB, kT, kC,
+                        this->stream());
   this->sync();
   encoder_forward(out.data(), ids.data(), wte.data(), wpe.data(), kB, kT, kC);
   encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), kB, kT, kC);

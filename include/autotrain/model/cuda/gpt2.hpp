@@ -101,8 +101,11 @@ class DeviceGpt2 {
   std::unique_ptr<Buffers> buffers_;
   kernels::gpu::PinnedArray<std::int32_t> host_tokens_;  // [2, B, T] inputs then targets
   kernels::gpu::PinnedArray<float> host_losses_;         // [B, T]
-  kernels::gpu::Event tokens_copied_;                    // host_tokens_ may be overwritten
-  kernels::gpu::Event losses_copied_;                    // host_losses_ holds the last forward's
+  kernels::gpu::PinnedArray<std::int32_t> host_runs_;    // make_token_runs of the inputs
+  std::vector<std::uint64_t> run_scratch_;
+  int token_runs_ = 0;
+  kernels::gpu::Event tokens_copied_;  // host_tokens_ may be overwritten
+  kernels::gpu::Event losses_copied_;  // host_losses_ holds the last forward's
   bool ready_for_backward_ = false;
   bool flash_ = false;  // flash attention (AUTOTRAIN_CUDA_ATTENTION=flash, where it applies)
   std::unique_ptr<Profiler> profiler_;  // null when not profiling
