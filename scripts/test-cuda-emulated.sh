@@ -21,7 +21,7 @@ fi
 
 cmake --preset emulate > /dev/null
 cmake --build --preset emulate -j "$(nproc)" --target autotrain test_kernels test_model \
-  mpitest_comm mpitest_train
+  mpitest_comm mpitest_train test_cuda_emu
 
 # run NAME COMMAND...: runs a test command, shows its tail, fails on a failure or a skip.
 run() {
@@ -43,6 +43,10 @@ run() {
 }
 
 start=$(date +%s)
+# The emulator itself: the misuse it promises to catch is caught (tests/cuda_emu/emulator_test.cu).
+run "the emulator's own checks" "$build/tests/test_cuda_emu" --gtest_brief=1
+run "the emulator's own checks, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
+  "$build/tests/test_cuda_emu" --gtest_brief=1
 run "CUDA kernels" "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
 run "device model" "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
 # Threads between two barriers run in thread order; in reverse order a missing barrier shows.

@@ -1,0 +1,176 @@
+// The CUDA emulator's own checks (built only with AUTOTRAIN_CUDA=emulate): the misuse it
+// promises to catch is caught, and lazy streams really hide results nobody synchronized for.
+// Each kernel here is written the way a bug would be.
+#include <gtest/gtest.h>
+#include <mma.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+__global__ void fill_kernel(float* out, float value, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = value;
+}
+
+__global__ void copy_kernel(float* out, const float* in, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = in[i];
+}
+
+// Lanes past n return, then the others shuffle with a full mask: undefined on a GPU.
+__global__ void shuffle_after_exit_kernel(float* out, int n) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i >= n) return;
+  out[i] = __shfl_xor_sync(0xffffffffu, static_cast<float>(i), 1);
+}
+
+// Half the block skips a __syncthreads the other half waits at.
+__global__ void divergent_barrier_kernel(float* out) {
+  if (threadIdx.x < 16) {
+    __syncthreads();
+    out[threadIdx.x] = 1.0f;
+  } else {
+    __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+  }
+}
+
+// A WMMA load from a pointer 2 bytes past a 32-byte boundary.
+__global__ void misaligned_wmma_kernel(const __half* in) {
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> a;
+  nvcuda::wmma::load_matrix_sync(a, in + 1, 16);
+}
+
+// Warp 1 reads what warp 0 wrote to shared memory, with the __syncthreads between them missing.
+__global__ void missing_barrier_kernel(float* out) {
+  __shared__ float staged[64];
+  staged[threadIdx.x] = static_cast<float>(threadIdx.x + 1);
+  out[threadIdx.x] = staged[63 - threadIdx.x];
+}
+
+float* device_floats(int n) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, sizeof(float) * static_cast<std::size_t>(n)), cudaSuccess);
+  return static_cast<float*>(p);
+}
+
+TEST(CudaEmulator, ANonBlockingStreamsKernelRunsOnlyWhenTheHostSynchronizesWithIt) {
+  constexpr int n = 64;
+  float* d = device_floats(n);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  fill_kernel<<<1, n, 0, stream>>>(d, 3.0f, n);
+  std::vector<float> host(n);
+  // cudaMemcpy runs on the legacy stream, which does not wait for a non-blocking one.
+  ASSERT_EQ(cudaMemcpy(host.data(), d, sizeof(float) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::isnan(host[0])) << "fresh device memory reads NaN until the kernel runs";
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host.data(), d, sizeof(float) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[0], 3.0f);
+  EXPECT_EQ(host[n - 1], 3.0f);
+  cudaStreamDestroy(stream);
+  cudaFree(d);
+}
+
+TEST(CudaEmulator, AStreamSeesAnotherStreamsResultOnlyAfterWaitingOnItsEvent) {
+  constexpr int n = 32;
+  float* a = device_floats(n);
+  float* b = device_floats(n);
+  float* c = device_floats(n);
+  cudaStream_t producer = nullptr, consumer = nullptr;
+  cudaEvent_t done = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+  fill_kernel<<<1, n, 0, producer>>>(a, 7.0f, n);
+  copy_kernel<<<1, n, 0, consumer>>>(b, a, n);  // no wait: reads a before the fill ran
+  ASSERT_EQ(cudaEventRecord(done, producer), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(consumer, done, 0), cudaSuccess);
+  copy_kernel<<<1, n, 0, consumer>>>(c, a, n);  // after the wait: reads the fill
+  ASSERT_EQ(cudaStreamSynchronize(consumer), cudaSuccess);
+  std::vector<float> host_b(n), host_c(n);
+  ASSERT_EQ(cudaMemcpy(host_b.data(), b, sizeof(float) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host_c.data(), c, sizeof(float) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::isnan(host_b[0])) << "the copy without a wait read stale memory";
+  EXPECT_EQ(host_c[0], 7.0f);
+  cudaEventDestroy(done);
+  cudaStreamDestroy(producer);
+  cudaStreamDestroy(consumer);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+}
+
+TEST(CudaEmulator, ThreadOrderBetweenBarriersShowsAMissingSyncthreads) {
+  float* d = device_floats(64);
+  missing_barrier_kernel<<<1, 64>>>(d);
+  std::vector<float> host(64);
+  ASSERT_EQ(cudaMemcpy(host.data(), d, sizeof(float) * 64, cudaMemcpyDeviceToHost), cudaSuccess);
+  // In thread order thread 0 reads staged[63] before thread 63 writes it; with the barrier it
+  // would read 64. (Under AUTOTRAIN_CUDA_EMU_ORDER=reverse thread 63 reads staged[0] too early,
+  // where the barrier would give 1.)
+  const char* order = std::getenv("AUTOTRAIN_CUDA_EMU_ORDER");
+  const bool reverse = order != nullptr && std::string(order) == "reverse";
+  EXPECT_NE(host[reverse ? 63 : 0], reverse ? 1.0f : 64.0f);
+  cudaFree(d);
+}
+
+using CudaEmulatorDeathTest = ::testing::Test;
+
+TEST_F(CudaEmulatorDeathTest, AHostPointerGivenToAKernelStopsTheRun) {
+  std::vector<float> host(8);
+  EXPECT_DEATH(
+      {
+        fill_kernel<<<1, 8>>>(host.data(), 1.0f, 8);
+        cudaDeviceSynchronize();
+      },
+      "argument 0 is a pointer outside every device allocation");
+}
+
+TEST_F(CudaEmulatorDeathTest, AShuffleNamingALaneThatExitedStopsTheRun) {
+  float* d = device_floats(32);
+  EXPECT_DEATH(
+      {
+        shuffle_after_exit_kernel<<<1, 32>>>(d, 20);
+        cudaDeviceSynchronize();
+      },
+      "exited before a warp-synchronous call");
+  cudaFree(d);
+}
+
+TEST_F(CudaEmulatorDeathTest, ThreadsWaitingAtDifferentBarriersStopTheRun) {
+  float* d = device_floats(32);
+  EXPECT_DEATH(
+      {
+        divergent_barrier_kernel<<<1, 32>>>(d);
+        cudaDeviceSynchronize();
+      },
+      "wait at different barriers");
+  cudaFree(d);
+}
+
+TEST_F(CudaEmulatorDeathTest, AMisalignedWmmaLoadStopsTheRun) {
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 1024), cudaSuccess);
+  EXPECT_DEATH(
+      {
+        misaligned_wmma_kernel<<<1, 32>>>(static_cast<const __half*>(p));
+        cudaDeviceSynchronize();
+      },
+      "WMMA needs a 32-byte aligned pointer");
+  cudaFree(p);
+}
+
+TEST_F(CudaEmulatorDeathTest, ACopyInTheWrongDirectionStopsTheRun) {
+  float* d = device_floats(4);
+  std::vector<float> host(4);
+  EXPECT_DEATH(cudaMemcpy(d, host.data(), 16, cudaMemcpyDeviceToHost),
+               "cudaMemcpyDeviceToHost of 16 bytes");
+  cudaFree(d);
+}
+
+}  // namespace
