@@ -13,6 +13,7 @@
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/ckpt_check.py"
 config="$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml"
 work=$(mktemp -d)
@@ -46,11 +47,7 @@ timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" "${wide[@
   > wide.log 2>&1 || fail "wide reference run"
 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" "${wide[@]}" --project-name sig > sig.log 2>&1 &
 job=$!
-for _ in $(seq 1200); do
-  grep -q "^step [3-9]/" sig.log 2>/dev/null && break
-  sleep 0.05
-done
-kill -USR1 "$job"
+usr1_when_training sig.log "$job"
 status=0
 wait "$job" || status=$?
 [ "$status" -eq 3 ] || fail "SIGUSR1: exit status $status, expected 3"

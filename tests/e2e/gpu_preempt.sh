@@ -7,14 +7,8 @@
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
-if ! "$AUTOTRAIN_BIN" env --json 2>/dev/null | grep -q '"device": *[0-9]'; then
-  echo "gpu_preempt: skipped: no GPU bound to this rank (autotrain env), or a build without CUDA"
-  exit 77
-fi
-if ! "$AUTOTRAIN_BIN" env --json 2>/dev/null | grep -qE '"visible_gpus": *([2-9]|[1-9][0-9])'; then
-  echo "gpu_preempt: skipped: it runs 2 ranks, one per GPU, and fewer than 2 GPUs are visible"
-  exit 77
-fi
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"
+require_gpus gpu_preempt 2  # two ranks, one GPU each
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/ckpt_check.py"
 config="$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml"
 work=$(mktemp -d)
@@ -32,11 +26,7 @@ grep -q "on cuda:" ref.log || fail "the run did not train on the GPU"
 
 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${gpu[@]}" --project-name sig > sig.log 2>&1 &
 job=$!
-for _ in $(seq 3000); do
-  grep -q "^step [3-9]/" sig.log 2>/dev/null && break
-  sleep 0.05
-done
-kill -USR1 "$job"
+usr1_when_training sig.log "$job"
 status=0
 wait "$job" || status=$?
 [ "$status" -eq 3 ] || fail "SIGUSR1: exit status $status, expected 3"

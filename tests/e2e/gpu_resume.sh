@@ -6,10 +6,8 @@
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
-if ! "$AUTOTRAIN_BIN" env --json 2>/dev/null | grep -q '"device": *[0-9]'; then
-  echo "gpu_resume: skipped: no GPU bound to this rank (autotrain env), or a build without CUDA"
-  exit 77
-fi
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"
+require_gpus gpu_resume
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/ckpt_check.py"
 config="$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml"
 work=$(mktemp -d)

@@ -9,10 +9,8 @@ set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 src=$AUTOTRAIN_SOURCE_DIR
 slurm_dir=${AUTOTRAIN_SLURM_DIR:-/var/tmp/autotrain-slurm}
-if ! "$AUTOTRAIN_BIN" env --json 2>/dev/null | grep -q '"device": *[0-9]'; then
-  echo "slurm_gpu: skipped: no GPU bound to this rank (autotrain env), or a build without CUDA"
-  exit 77
-fi
+source "$src/tests/e2e/lib.bash"
+require_gpus slurm_gpu
 if [ "$(id -u)" -eq 0 ]; then
   "$src/scripts/slurm-local.sh" start > /dev/null || exit 1
   export SLURM_CONF=$slurm_dir/slurm.conf
