@@ -1,7 +1,7 @@
 #pragma once
 // Force-included (-include) before every .cu file that the emulator build compiles with g++ after
 // translate.py. Gives the device-side language the kernels use: thread and block indices,
-// __shared__, __syncthreads, warp shuffles, atomics and the device math functions that the host
+// __shared__, __syncthreads, warp shuffles, WMMA and the device math functions that the host
 // C library lacks, and Launch, the target of translated <<<...>>> launches.
 #define __shared__ static
 #include <cuda_bf16.h>
@@ -111,28 +111,6 @@ T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize)
   T out;
   cuda_emu::exchange(mask, &value, sizeof(T), source, &out);
   return out;
-}
-
-// One OS thread runs every CUDA thread, switching only at barriers: atomics are plain updates.
-inline float atomicAdd(float* address, float value) {
-  const float old = *address;
-  *address = old + value;
-  return old;
-}
-inline __nv_bfloat16 atomicAdd(__nv_bfloat16* address, __nv_bfloat16 value) {
-  const __nv_bfloat16 old = *address;
-  *address = __float2bfloat16_rn(__bfloat162float(old) + __bfloat162float(value));
-  return old;
-}
-inline __half atomicAdd(__half* address, __half value) {
-  const __half old = *address;
-  *address = __float2half_rn(__half2float(old) + __half2float(value));
-  return old;
-}
-inline int atomicAdd(int* address, int value) {
-  const int old = *address;
-  *address = old + value;
-  return old;
 }
 
 inline float rsqrtf(float x) {
