@@ -523,10 +523,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   std::lock_guard lock(cuda_emu::api_lock());
   if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
-  // Reports "not ready" until the host synchronizes: code that polls must not spin forever.
-  if (event->stream != nullptr && event->stream->completed < event->position) {
-    cuda_emu::flush_until(event->stream, event->position);
-  }
+  // A query runs the work up to the event and reports it done: code that polls until an event
+  // completes must not spin for ever on a stream that runs only when asked.
+  if (event->stream != nullptr) cuda_emu::flush_until(event->stream, event->position);
   return cudaSuccess;
 }
 
