@@ -67,6 +67,8 @@ struct DescState {
   cublasLtEpilogue_t epilogue;
   std::int32_t bias_type;  // -1: D's type, as in cuBLASLt
   const void* bias;
+  const void* aux;      // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER (the GELU's input)
+  std::int64_t aux_ld;  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, in elements
 };
 struct LayoutState {
   std::uint32_t magic;
@@ -85,6 +87,7 @@ struct PreferenceState {
 struct AlgoState {
   std::uint32_t magic;
   std::uint32_t align_a, align_b, align_c, align_d;
+  std::uint32_t align_aux;  // of the epilogue's aux pointer when the heuristic saw it; 0: none
 };
 
 template <typename State, typename Opaque>
@@ -189,6 +192,12 @@ struct Gemm {
   void* d;
   std::int64_t ldd, stride_d;
   const void* bias;  // nullptr: no bias epilogue; else m elements
+  // GELU epilogues (aux has D's type, column-major m×n with leading dimension aux_ld):
+  // gelu_aux: aux = the value before the GELU (after the bias), D = gelu(value);
+  // dgelu: D = value · gelu'(aux).
+  bool gelu_aux, dgelu;
+  void* aux;
+  std::int64_t aux_ld;
 };
 
 float to_float(float x) {
@@ -213,6 +222,16 @@ T from_float(float x) {
   }
 }
 
+// GELU with the tanh approximation (GPT-2's), and its derivative, in fp32.
+float gelu(float x) {
+  return 0.5f * x * (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+float gelu_grad(float x) {
+  const float th = std::tanh(0.7978845608f * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + th) +
+         0.5f * x * (1.0f - th * th) * 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 template <typename In, typename Out>
 void multiply(const Gemm& g) {
   const auto* a = static_cast<const In*>(g.a);
@@ -220,6 +239,7 @@ void multiply(const Gemm& g) {
   const auto* c = static_cast<const Out*>(g.c);
   const auto* bias = static_cast<const Out*>(g.bias);
   auto* d = static_cast<Out*>(g.d);
+  auto* aux = static_cast<Out*>(g.aux);
   const bool reads_ab = g.alpha != 0.0f;
   const bool reads_c = g.beta != 0.0f;
   for (std::int64_t batch = 0; batch < g.batch; ++batch) {
@@ -238,6 +258,12 @@ void multiply(const Gemm& g) {
         float value = g.alpha * sum;
         if (reads_c) value += g.beta * to_float(c[c0 + j * g.ldc + i]);
         if (bias != nullptr) value += to_float(bias[i]);
+        if (g.gelu_aux) {
+          aux[j * g.aux_ld + i] = from_float<Out>(value);
+          value = gelu(value);
+        } else if (g.dgelu) {
+          value *= gelu_grad(to_float(aux[j * g.aux_ld + i]));
+        }
         d[d0 + j * g.ldd + i] = from_float<Out>(value);
       }
     }
@@ -327,6 +353,10 @@ void check_and_queue(const Gemm& g, cudaStream_t stream) {
                              static_cast<std::size_t>(g.m) * cuda_emu::element_size(g.out_type),
                              prefix + "bias");
   }
+  const std::size_t aux_bytes =
+      g.aux != nullptr ? span_bytes(g.m, g.n, g.aux_ld, 0, 1, g.out_type) : 0;
+  if (g.aux != nullptr) cuda_emu::require_device(g.aux, aux_bytes, prefix + "epilogue aux");
+  if (overlap(g.d, d_bytes, g.aux, aux_bytes)) fail(api, "D overlaps the epilogue's aux matrix");
   // D is written while A and B are read: cuBLAS has no in-place product (C may be D).
   if (overlap(g.d, d_bytes, g.a, a_bytes)) fail(api, "D overlaps A");
   if (overlap(g.d, d_bytes, g.b, b_bytes)) fail(api, "D overlaps B");
@@ -393,7 +423,18 @@ LtShape lt_shape(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a_layout,
     fail(api, cat("C has type ", type_name(s.c.type), " but D has ", type_name(s.d.type)));
   }
   check_type_pair(s.a.type, s.d.type, api);
-  if (s.desc.epilogue == CUBLASLT_EPILOGUE_BIAS && s.desc.bias_type != -1 &&
+  const bool gelu_epilogue = s.desc.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+                             s.desc.epilogue == CUBLASLT_EPILOGUE_DGELU;
+  if (gelu_epilogue) {
+    // cuBLASLt's rules for the GELU input matrix (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD).
+    if (s.desc.aux_ld % 8 != 0 || s.desc.aux_ld < m) {
+      fail(api, cat("the epilogue's aux leading dimension is ", s.desc.aux_ld,
+                    "; cuBLASLt needs a multiple of 8 and at least the ", m, " rows of D"));
+    }
+    if (s.desc.aux == nullptr)
+      fail(api, "a GELU epilogue without CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER");
+  }
+  if (s.desc.epilogue != CUBLASLT_EPILOGUE_DEFAULT && s.desc.bias_type != -1 &&
       s.desc.bias_type != static_cast<std::int32_t>(s.d.type)) {
     fail(api, cat("the bias has type ", type_name(static_cast<cudaDataType_t>(s.desc.bias_type)),
                   "; with these types cuBLASLt takes it in D's type, ", type_name(s.d.type)));
@@ -438,8 +479,8 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc,
     fail(api, cat("scale type ", type_name(scale_type), " is not emulated (only CUDA_R_32F)"));
   }
   *desc = new cublasLtMatmulDescOpaque_t{};
-  store(*desc,
-        DescState{kDescMagic, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, -1, nullptr});
+  store(*desc, DescState{kDescMagic, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, -1,
+                         nullptr, nullptr, 0});
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -470,16 +511,24 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     case CUBLASLT_MATMUL_DESC_EPILOGUE: {
       const auto epilogue = static_cast<cublasLtEpilogue_t>(
           attribute<std::uint32_t>(buf, size, api, "CUBLASLT_MATMUL_DESC_EPILOGUE"));
-      if (epilogue != CUBLASLT_EPILOGUE_DEFAULT && epilogue != CUBLASLT_EPILOGUE_BIAS) {
-        fail(api,
-             cat("epilogue ", static_cast<int>(epilogue),
-                 " is not emulated (only CUBLASLT_EPILOGUE_DEFAULT and CUBLASLT_EPILOGUE_BIAS)"));
+      if (epilogue != CUBLASLT_EPILOGUE_DEFAULT && epilogue != CUBLASLT_EPILOGUE_BIAS &&
+          epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS && epilogue != CUBLASLT_EPILOGUE_DGELU) {
+        fail(api, cat("epilogue ", static_cast<int>(epilogue),
+                      " is not emulated (only DEFAULT, BIAS, GELU_AUX_BIAS and DGELU)"));
       }
       state.epilogue = epilogue;
       break;
     }
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
       state.bias = attribute<const void*>(buf, size, api, "CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+      break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+      state.aux =
+          attribute<const void*>(buf, size, api, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER");
+      break;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+      state.aux_ld =
+          attribute<std::int64_t>(buf, size, api, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD");
       break;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
       state.bias_type =
@@ -496,8 +545,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
       break;
     default:
       fail(api, cat("matmul descriptor attribute ", static_cast<int>(attr),
-                    " is not emulated (TRANSA, TRANSB, EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE and "
-                    "POINTER_MODE are)"));
+                    " is not emulated (TRANSA, TRANSB, EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE, "
+                    "EPILOGUE_AUX_POINTER, EPILOGUE_AUX_LD and POINTER_MODE are)"));
   }
   store(desc, state);
   return CUBLAS_STATUS_SUCCESS;
@@ -627,13 +676,19 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   std::lock_guard lock(cuda_emu::api_lock());
   const char* api = "cublasLtMatmulAlgoGetHeuristic";
   if (handle == nullptr || handle->magic != kLtHandleMagic) fail(api, "not a live cuBLASLt handle");
-  lt_shape(desc, a_layout, b_layout, c_layout, d_layout, api);
+  const LtShape s = lt_shape(desc, a_layout, b_layout, c_layout, d_layout, api);
+  // As cuBLASLt, the algorithm assumes the aux pointer's alignment at this call.
+  std::uint32_t align_aux = 0;
+  if (s.desc.aux != nullptr) {
+    align_aux = 256;
+    while (align_aux > 1 && address(s.desc.aux) % align_aux != 0) align_aux /= 2;
+  }
   const auto prefs = load<PreferenceState>(pref, kPreferenceMagic, api, "the preference");
   if (requested < 1) fail(api, cat("requestedAlgoCount is ", requested, "; ask for at least 1"));
   if (results == nullptr || returned == nullptr) fail(api, "a result pointer is null");
   results[0] = cublasLtMatmulHeuristicResult_t{};
-  store(&results[0].algo,
-        AlgoState{kAlgoMagic, prefs.align_a, prefs.align_b, prefs.align_c, prefs.align_d});
+  store(&results[0].algo, AlgoState{kAlgoMagic, prefs.align_a, prefs.align_b, prefs.align_c,
+                                    prefs.align_d, align_aux});
   results[0].workspaceSize = 0;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
@@ -657,25 +712,27 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
       const char* name;
       const void* pointer;
       std::uint32_t alignment;
-    } operands[] = {{"A", a, chosen.align_a},
-                    {"B", b, chosen.align_b},
-                    {"C", c, chosen.align_c},
-                    {"D", d, chosen.align_d}};
+      const char* set_by;
+    } operands[] = {{"A", a, chosen.align_a, "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES"},
+                    {"B", b, chosen.align_b, "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES"},
+                    {"C", c, chosen.align_c, "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES"},
+                    {"D", d, chosen.align_d, "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES"},
+                    {"the epilogue aux", s.desc.aux, chosen.align_aux,
+                     "the aux pointer set when the heuristic ran"}};
     for (const auto& operand : operands) {
       if (operand.alignment != 0 && address(operand.pointer) % operand.alignment != 0) {
         fail(api,
              cat(operand.name, " (", operand.pointer, ") is not aligned to the ", operand.alignment,
-                 " bytes its algorithm was chosen for "
-                 "(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_",
-                 operand.name, "_BYTES)"));
+                 " bytes its algorithm was chosen for (", operand.set_by, ")"));
       }
     }
   }
   if (workspace_bytes > 0)
     cuda_emu::require_device(workspace, workspace_bytes, "cublasLtMatmul workspace");
-  const bool has_bias = s.desc.epilogue == CUBLASLT_EPILOGUE_BIAS;
+  const bool has_bias = s.desc.epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                        s.desc.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
   if (has_bias && s.desc.bias == nullptr) {
-    fail(api, "CUBLASLT_EPILOGUE_BIAS without CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+    fail(api, "a bias epilogue without CUBLASLT_MATMUL_DESC_BIAS_POINTER");
   }
   Gemm g{};
   g.api = api;
@@ -698,6 +755,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   g.d = d;
   g.ldd = s.d.ld;
   g.bias = has_bias ? s.desc.bias : nullptr;
+  g.gelu_aux = s.desc.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  g.dgelu = s.desc.epilogue == CUBLASLT_EPILOGUE_DGELU;
+  if (g.gelu_aux || g.dgelu) {
+    g.aux = const_cast<void*>(s.desc.aux);  // written by GELU_AUX_BIAS, read by DGELU
+    g.aux_ld = s.desc.aux_ld;
+  }
   check_and_queue(g, stream);
   return CUBLAS_STATUS_SUCCESS;
 }

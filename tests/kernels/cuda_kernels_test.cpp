@@ -283,6 +283,55 @@ TYPED_TEST(CudaKernelsTest, MatmulMatchesCpuWithFusedBiasAndAccumulatedGradients
   this->expect_close(d_dbias.download(), dbias, "matmul dbias");
 }
 
+// The MLP's matmul + GELU pair, forward (pre and gelu(pre)) and backward (the gradient of the
+// GELU's input), against the CPU's separate matmul and GELU. A hidden width that is a multiple of 8
+// takes cuBLASLt's GELU epilogues; 20 breaks their aux leading-dimension rule and takes the
+// separate GELU kernels: both must give the same results.
+TYPED_TEST(CudaKernelsTest, MatmulWithGeluMatchesCpuMatmulThenGeluFusedOrNot) {
+  using F = TypeParam;
+  for (const int H : {4 * kC, 20}) {
+    const std::string what = "hidden " + std::to_string(H) + ": ";
+    constexpr int C = kC;
+    // Forward: pre[N, H] = inp[N, C] · w_fc[C, H] + b_fc, act = gelu(pre).
+    Vec inp = random_vec(kN * C, 61);
+    Vec w_fc = random_vec(static_cast<std::size_t>(C) * H, 62, 0.2);
+    Vec b_fc = random_vec(H, 63);
+    Vec pre(kN * H), act(kN * H);
+    DeviceTensor<F> d_inp(inp), d_w_fc(w_fc), d_b_fc(b_fc), d_pre(pre), d_act(act);
+    // Backward of out[N, C] = act · w_proj[H, C] + b_proj: dpre = (dout · w_projᵀ) ⊙ gelu'(pre).
+    Vec w_proj = random_vec(static_cast<std::size_t>(H) * C, 64, 0.2);
+    Vec dout = random_vec(kN * C, 65);
+    Vec dpre = random_vec(kN * H, 66);  // garbage: must be overwritten
+    Vec dw_proj = random_vec(w_proj.size(), 67);
+    Vec db_proj = random_vec(C, 68);
+    DeviceTensor<F> d_w_proj(w_proj), d_dout(dout), d_dpre(dpre), d_dw_proj(dw_proj),
+        d_db_proj(db_proj);
+    gpu::DeviceBuffer scratch(gpu::matmul_backward_scratch_floats(kN, C) * sizeof(float));
+    const gpu::BlasHandle blas;
+
+    gpu::matmul_gelu_forward(blas, d_act.get(), d_pre.get(), d_inp.get(), d_w_fc.get(),
+                             d_b_fc.get(), kN, C, H, this->stream());
+    gpu::matmul_backward(blas, d_dpre.get(), d_dw_proj.get(), d_db_proj.get(), d_dout.get(),
+                         d_act.get(), d_w_proj.get(), scratch.as<float>(), kN, H, C, this->stream(),
+                         d_pre.get());
+    this->sync();
+    matmul_forward(pre.data(), inp.data(), w_fc.data(), b_fc.data(), kN, C, H);
+    gelu_forward(act.data(), pre.data(), kN * H);
+    // The CPU backward reads the GPU's act and pre, so each side differentiates the same values.
+    const Vec gpu_act = d_act.download();
+    const Vec gpu_pre = d_pre.download();
+    Vec dact(kN * H);
+    matmul_backward(dact.data(), dw_proj.data(), db_proj.data(), dout.data(), gpu_act.data(),
+                    w_proj.data(), kN, H, C);
+    gelu_backward(dpre.data(), gpu_pre.data(), dact.data(), kN * H);
+    this->expect_close(gpu_pre, pre, what + "pre (the GELU's input)");
+    this->expect_close(gpu_act, act, what + "gelu(pre)");
+    this->expect_close(d_dpre.download(), dpre, what + "dpre");
+    this->expect_close(d_dw_proj.download(), dw_proj, what + "dweight");
+    this->expect_close(d_db_proj.download(), db_proj, what + "dbias");
+  }
+}
+
 TYPED_TEST(CudaKernelsTest, GemmMatchesCpuForEveryTransposePairOverwritingAndAccumulating) {
   using F = TypeParam;
   constexpr std::size_t M = kN, N = 48, K = kC;

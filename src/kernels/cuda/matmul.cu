@@ -3,9 +3,17 @@
 // overwritten (=, beta = 0).
 // cuBLASLt is column-major: a row-major [R, S] matrix is the column-major [S, R] one, so each
 // row-major product X = Y·Z is issued as Xᵀ = Zᵀ·Yᵀ with the operands swapped.
+// The MLP's GELU rides in the epilogues when cuBLASLt has them (GELU_AUX_BIAS forward, DGELU
+// backward): its input and output then never make an extra trip through memory. Otherwise (no
+// algorithm, an auxiliary leading dimension that is not a multiple of 8, or
+// AUTOTRAIN_CUDA_GELU_FUSION=off) the same results come from the plain gemm and the GELU kernels.
+#include <cstdlib>
 #include <map>
+#include <string>
 #include <tuple>
 
+#include "autotrain/core/log.hpp"
+#include "autotrain/kernels/cuda/gelu.hpp"
 #include "autotrain/kernels/cuda/matmul.hpp"
 #include "common.cuh"
 
@@ -37,18 +45,35 @@ using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
 using MatrixLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
 
-// One column-major gemm D[m, n] = op(A)[m, k]·op(B)[k, n] + beta·C (+ bias[m]), C == D.
+// What the epilogue does to the column-major product P = op(A)·op(B) + beta·C before D:
+// none: D = P; bias: D = P + bias[m]; gelu_aux_bias: aux = P + bias[m], D = gelu(aux);
+// dgelu: D = P ⊙ gelu'(aux) (aux read: the GELU's input saved by the forward).
+enum class Epilogue { none, bias, gelu_aux_bias, dgelu };
+
+bool fused_epilogue(Epilogue epilogue) {
+  return epilogue == Epilogue::gelu_aux_bias || epilogue == Epilogue::dgelu;
+}
+
+// The epilogue's extra operands: the bias vector [m] and the auxiliary matrix [m, n] (ld ld_aux).
+struct EpilogueOperands {
+  const void* bias = nullptr;
+  const void* aux = nullptr;
+  std::int64_t ld_aux = 0;
+};
+
+// One column-major gemm D[m, n] = op(A)[m, k]·op(B)[k, n] + beta·C through an epilogue, C == D.
 struct GemmShape {
   cudaDataType_t type;
   bool trans_a;
   bool trans_b;
   std::int64_t m, n, k, lda, ldb, ldc;
-  bool bias;
-  unsigned align_a, align_b, align_c;
+  Epilogue epilogue;
+  std::int64_t ld_aux;
+  unsigned align_a, align_b, align_c, align_aux;
 
   auto key() const {
-    return std::tie(type, trans_a, trans_b, m, n, k, lda, ldb, ldc, bias, align_a, align_b,
-                    align_c);
+    return std::tie(type, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, ld_aux, align_a,
+                    align_b, align_c, align_aux);
   }
   bool operator<(const GemmShape& other) const { return key() < other.key(); }
 };
@@ -68,6 +93,7 @@ struct BlasHandle::Plans {
     MatmulDesc desc;
     MatrixLayout a, b, c;
     cublasLtMatmulAlgo_t algo;
+    bool available;  // false: cuBLASLt has no algorithm for this fused epilogue
   };
   std::map<GemmShape, Plan> by_shape;
 };
@@ -84,24 +110,52 @@ BlasHandle::~BlasHandle() {
 
 namespace {
 
-const BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape& shape) {
+cublasLtEpilogue_t cublaslt_epilogue(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::bias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::gelu_aux_bias:
+      return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Epilogue::dgelu:
+      return CUBLASLT_EPILOGUE_DGELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+template <typename T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
+  AT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)));
+}
+
+// The pointers cuBLASLt reads at call time (and whose alignment its heuristic assumes).
+void set_epilogue_pointers(cublasLtMatmulDesc_t desc, Epilogue epilogue,
+                           const EpilogueOperands& operands) {
+  if (epilogue == Epilogue::bias || epilogue == Epilogue::gelu_aux_bias) {
+    set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, operands.bias);
+  }
+  if (fused_epilogue(epilogue))
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, operands.aux);
+}
+
+const BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape& shape,
+                                        const EpilogueOperands& operands) {
   auto& plans = blas.plans().by_shape;
   if (auto found = plans.find(shape); found != plans.end()) return found->second;
 
   cublasLtMatmulDesc_t desc = nullptr;
   AT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  BlasHandle::Plans::Plan plan{MatmulDesc(desc), nullptr, nullptr, nullptr, {}};
-  const cublasOperation_t op_a = shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  AT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-  AT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-  if (shape.bias) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    AT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                   sizeof(epilogue)));
+  BlasHandle::Plans::Plan plan{MatmulDesc(desc), nullptr, nullptr, nullptr, {}, true};
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, shape.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, shape.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
+  if (shape.epilogue != Epilogue::none) {
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, cublaslt_epilogue(shape.epilogue));
   }
+  if (fused_epilogue(shape.epilogue)) {
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, shape.ld_aux);
+  }
+  set_epilogue_pointers(desc, shape.epilogue, operands);
   // Stored shapes: op(A) is m×k, so A itself is k×m when transposed; likewise B.
   plan.a = shape.trans_a ? make_layout(shape.type, shape.k, shape.m, shape.lda)
                          : make_layout(shape.type, shape.m, shape.k, shape.lda);
@@ -128,31 +182,58 @@ const BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape&
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  AT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(blas.get(), desc, plan.a.get(), plan.b.get(),
-                                                 plan.c.get(), plan.c.get(), raw_pref, 1, &result,
-                                                 &found));
-  AT_CHECK(found > 0, "cuBLASLt has no algorithm for the ", shape.m, "x", shape.n, "x", shape.k,
-           " gemm (type ", static_cast<int>(shape.type), ", bias ", shape.bias,
-           "); check the shapes and the buffers' alignment");
-  plan.algo = result.algo;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(blas.get(), desc, plan.a.get(), plan.b.get(), plan.c.get(),
+                                     plan.c.get(), raw_pref, 1, &result, &found);
+  if (fused_epilogue(shape.epilogue) && (status != CUBLAS_STATUS_SUCCESS || found == 0)) {
+    // A fused GELU is an optimisation: without an algorithm for it the caller runs the plain
+    // gemm and the GELU kernel instead.
+    log::info("matmul: cuBLASLt has no ",
+              shape.epilogue == Epilogue::dgelu ? "DGELU" : "GELU_AUX_BIAS", " epilogue for the ",
+              shape.m, "x", shape.n, "x", shape.k, " gemm; the GELU runs as its own kernel there");
+    plan.available = false;
+  } else {
+    AT_CUBLAS_CHECK(status);
+    AT_CHECK(found > 0, "cuBLASLt has no algorithm for the ", shape.m, "x", shape.n, "x", shape.k,
+             " gemm (type ", static_cast<int>(shape.type), ", epilogue ",
+             static_cast<int>(shape.epilogue), "); check the shapes and the buffers' alignment");
+    plan.algo = result.algo;
+  }
   return plans.emplace(shape, std::move(plan)).first->second;
 }
 
-void launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const void* b, void* c,
-                 float beta, const void* bias, cudaStream_t stream) {
-  shape.bias = bias != nullptr;
+// Queues the gemm; false (nothing queued) when a fused epilogue has no algorithm.
+bool launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const void* b, void* c,
+                 float beta, const EpilogueOperands& operands, cudaStream_t stream) {
   shape.align_a = alignment_of(a);
   shape.align_b = alignment_of(b);
   shape.align_c = alignment_of(c);
-  const auto& plan = plan_for(blas, shape);
-  if (bias != nullptr) {
-    AT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  }
+  shape.ld_aux = fused_epilogue(shape.epilogue) ? operands.ld_aux : 0;
+  shape.align_aux = fused_epilogue(shape.epilogue) ? alignment_of(operands.aux) : 0;
+  const auto& plan = plan_for(blas, shape, operands);
+  if (!plan.available) return false;
+  set_epilogue_pointers(plan.desc.get(), shape.epilogue, operands);
   const float alpha = 1.0f;
   AT_CUBLAS_CHECK(cublasLtMatmul(blas.get(), plan.desc.get(), &alpha, a, plan.a.get(), b,
                                  plan.b.get(), &beta, c, plan.c.get(), c, plan.c.get(), &plan.algo,
                                  blas.workspace(), blas.workspace_bytes(), stream));
+  return true;
+}
+
+// Whether the MLP's GELU may ride in the matmul epilogues (AUTOTRAIN_CUDA_GELU_FUSION, default
+// on), and whether cuBLASLt's rule for the auxiliary matrix allows it here (ld a multiple of 8).
+bool gelu_fusion_allowed(std::int64_t ld_aux) {
+  static const bool enabled = [] {
+    const char* value = std::getenv("AUTOTRAIN_CUDA_GELU_FUSION");
+    const std::string choice = value == nullptr ? "" : value;
+    AT_CHECK(choice.empty() || choice == "on" || choice == "off", "AUTOTRAIN_CUDA_GELU_FUSION = '",
+             choice, "': expected 'on' (the default: GELU in the matmul epilogues) or 'off'");
+    if (choice == "off") {
+      log::info("matmul: AUTOTRAIN_CUDA_GELU_FUSION=off, the GELU runs as its own kernel");
+    }
+    return choice != "off";
+  }();
+  return enabled && ld_aux % 8 == 0;
 }
 
 constexpr int kChunkRows = 256;  // rows per partial column sum
@@ -190,6 +271,16 @@ __global__ void bias_accumulate_kernel(F* dbias, const float* partial, unsigned 
 
 }  // namespace
 
+namespace {
+
+// outᵀ[OC, N] = weightᵀ[OC, IC] · inpᵀ[IC, N]: weight [IC, OC] row-major is column-major [OC, IC].
+template <typename F>
+GemmShape forward_shape(std::int64_t n, int IC, int OC, Epilogue epilogue) {
+  return GemmShape{data_type<F>(), false, false, OC, n, IC, OC, IC, OC, epilogue, 0, 0, 0, 0, 0};
+}
+
+}  // namespace
+
 std::size_t matmul_backward_scratch_floats(std::size_t N, int OC) {
   return std::size_t{ceil_div(N, kChunkRows)} * static_cast<std::size_t>(OC);
 }
@@ -200,22 +291,50 @@ void matmul_forward(const BlasHandle& blas, F* out, const F* inp, const F* weigh
   if (N == 0) return;
   const auto n = static_cast<std::int64_t>(N);
   // outᵀ[OC, N] = weightᵀ[OC, IC] · inpᵀ[IC, N] (+ bias down the OC rows)
-  launch_gemm(blas, GemmShape{data_type<F>(), false, false, OC, n, IC, OC, IC, OC, false, 0, 0, 0},
-              weight, inp, out, 0.0f, bias, stream);
+  launch_gemm(blas, forward_shape<F>(n, IC, OC, bias != nullptr ? Epilogue::bias : Epilogue::none),
+              weight, inp, out, 0.0f, EpilogueOperands{bias}, stream);
+}
+
+template <typename F>
+void matmul_gelu_forward(const BlasHandle& blas, F* out, F* pre, const F* inp, const F* weight,
+                         const F* bias, std::size_t N, int IC, int OC, cudaStream_t stream) {
+  if (N == 0) return;
+  const auto n = static_cast<std::int64_t>(N);
+  if (gelu_fusion_allowed(OC) &&
+      launch_gemm(blas, forward_shape<F>(n, IC, OC, Epilogue::gelu_aux_bias), weight, inp, out,
+                  0.0f, EpilogueOperands{bias, pre, OC}, stream)) {
+    return;
+  }
+  matmul_forward(blas, pre, inp, weight, bias, N, IC, OC, stream);
+  gelu_forward(out, pre, N * static_cast<std::size_t>(OC), stream);
 }
 
 template <typename F>
 void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
                      const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, const F* gelu_pre) {
   if (N == 0) return;
   const auto n = static_cast<std::int64_t>(N);
   // dinpᵀ[IC, N] = weight[IC, OC] · doutᵀ[OC, N]: weight is stored column-major as [OC, IC].
-  launch_gemm(blas, GemmShape{data_type<F>(), true, false, IC, n, OC, OC, OC, IC, false, 0, 0, 0},
-              weight, dout, dinp, 0.0f, nullptr, stream);
+  // With gelu_pre, the DGELU epilogue turns it into the gradient of the GELU's input.
+  const GemmShape dinp_shape{data_type<F>(), true, false, IC, n, OC, OC, OC, IC,
+                             Epilogue::none, 0,    0,     0,  0, 0};
+  GemmShape dgelu_shape = dinp_shape;
+  dgelu_shape.epilogue = Epilogue::dgelu;
+  const bool fused = gelu_pre != nullptr && gelu_fusion_allowed(IC) &&
+                     launch_gemm(blas, dgelu_shape, weight, dout, dinp, 0.0f,
+                                 EpilogueOperands{nullptr, gelu_pre, IC}, stream);
+  if (!fused) {
+    launch_gemm(blas, dinp_shape, weight, dout, dinp, 0.0f, EpilogueOperands{}, stream);
+    if (gelu_pre != nullptr) {
+      gelu_backward(dinp, gelu_pre, dinp, N * static_cast<std::size_t>(IC), stream);
+    }
+  }
   // dweightᵀ[OC, IC] += doutᵀ[OC, N] · inp[N, IC]: inp is stored column-major as [IC, N].
-  launch_gemm(blas, GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, false, 0, 0, 0},
-              dout, inp, dweight, 1.0f, nullptr, stream);
+  launch_gemm(
+      blas,
+      GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, Epilogue::none, 0, 0, 0, 0, 0},
+      dout, inp, dweight, 1.0f, EpilogueOperands{}, stream);
   if (dbias != nullptr) {
     const unsigned chunks = ceil_div(N, kChunkRows);
     const dim3 grid(ceil_div(static_cast<std::size_t>(OC), kWarp), chunks);
@@ -237,15 +356,17 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
   // so b goes first with b's transpose flag, then a with a's.
   launch_gemm(blas,
               GemmShape{data_type<F>(), tb == Transpose::yes, ta == Transpose::yes, i64(N), i64(M),
-                        i64(K), i64(ldb), i64(lda), i64(ldc), false, 0, 0, 0},
-              b, a, c, beta, nullptr, stream);
+                        i64(K), i64(ldb), i64(lda), i64(ldc), Epilogue::none, 0, 0, 0, 0, 0},
+              b, a, c, beta, EpilogueOperands{}, stream);
 }
 
 #define AT_MATMUL(F)                                                                            \
   template void matmul_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,          \
                                   std::size_t, int, int, cudaStream_t);                         \
+  template void matmul_gelu_forward<F>(const BlasHandle&, F*, F*, const F*, const F*, const F*, \
+                                       std::size_t, int, int, cudaStream_t);                    \
   template void matmul_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
-                                   float*, std::size_t, int, int, cudaStream_t);                \
+                                   float*, std::size_t, int, int, cudaStream_t, const F*);      \
   template void gemm<F>(const BlasHandle&, Transpose, Transpose, std::size_t, std::size_t,      \
                         std::size_t, const F*, std::size_t, const F*, std::size_t, float, F*,   \
                         std::size_t, cudaStream_t);

@@ -41,6 +41,14 @@ template <typename F>
 void matmul_forward(const BlasHandle& blas, F* out, const F* inp, const F* weight, const F* bias,
                     std::size_t N, int IC, int OC, cudaStream_t stream);
 
+// The MLP's first half: pre[N, OC] = inp · weight + bias (the GELU's input, which backward needs)
+// and out[N, OC] = gelu(pre), in one cuBLASLt call with the GELU_AUX_BIAS epilogue where it has
+// one (the GELU then sees the fp32 accumulator before it is rounded to F), else the gemm and the
+// GELU kernel. AUTOTRAIN_CUDA_GELU_FUSION=off always takes the second way.
+template <typename F>
+void matmul_gelu_forward(const BlasHandle& blas, F* out, F* pre, const F* inp, const F* weight,
+                         const F* bias, std::size_t N, int IC, int OC, cudaStream_t stream);
+
 // Floats of scratch matmul_backward needs for the bias gradient (0 is enough without a bias).
 std::size_t matmul_backward_scratch_floats(std::size_t N, int OC);
 
@@ -48,10 +56,13 @@ std::size_t matmul_backward_scratch_floats(std::size_t N, int OC);
 // dweight[IC, OC] += inpᵀ · dout; dbias[OC] += Σ_n dout[n, :] (dbias may be null). The bias
 // gradient is our own deterministic reduction: cuBLASLt's BGRAD epilogue overwrites, and
 // parameter gradients must accumulate.
+// gelu_pre: when not null, inp = gelu(gelu_pre) [N, IC] and dinp receives the gradient with
+// respect to gelu_pre instead (dout · weightᵀ ⊙ gelu'(gelu_pre)), through cuBLASLt's DGELU
+// epilogue where it has one, else the gemm and the GELU backward kernel.
 template <typename F>
 void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
                      const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
-                     cudaStream_t stream);
+                     cudaStream_t stream, const F* gelu_pre = nullptr);
 
 // c[M, N] = op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions: the CPU
 // kernels::gemm with alpha = 1, for products the Conv1D layout cannot state (the tied LM head
