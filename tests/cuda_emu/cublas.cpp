@@ -6,9 +6,11 @@
 // runs in stream order with the emulated kernels. The arithmetic is cuBLAS's, column-major:
 //   D (m×n, ldd) = alpha · op(A) (m×k) · op(B) (k×n) + beta · C (m×n, ldc) [+ bias (m), per column]
 // each dot product accumulated in float in k order, rounded once to D's type; beta == 0 means C
-// is not read, alpha == 0 means A and B are not read. Anything else the libraries offer (other
-// epilogues, compute types, layout orders, device pointer mode, batched layouts) stops the
-// process with a "cuda-emu:" message rather than computing something different.
+// is not read, alpha == 0 means A and B are not read. The GELU epilogues (GELU_AUX_BIAS, DGELU)
+// apply GPT-2's tanh GELU to that fp32 value, with cuBLASLt's rules for the aux matrix. Anything
+// else the libraries offer (other epilogues, compute types, layout orders, device pointer mode,
+// batched layouts) stops the process with a "cuda-emu:" message rather than computing something
+// different.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -16,11 +18,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "emulator.hpp"
@@ -684,6 +688,15 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     while (align_aux > 1 && address(s.desc.aux) % align_aux != 0) align_aux /= 2;
   }
   const auto prefs = load<PreferenceState>(pref, kPreferenceMagic, api, "the preference");
+  // AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=plain plays a cuBLASLt without GELU epilogue algorithms for
+  // these shapes: the heuristic returns none, so callers' fallbacks get tested.
+  const char* epilogues = std::getenv("AUTOTRAIN_CUDA_EMU_LT_EPILOGUES");
+  if (epilogues != nullptr && std::string_view(epilogues) == "plain" &&
+      (s.desc.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+       s.desc.epilogue == CUBLASLT_EPILOGUE_DGELU)) {
+    *returned = 0;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   if (requested < 1) fail(api, cat("requestedAlgoCount is ", requested, "; ask for at least 1"));
   if (results == nullptr || returned == nullptr) fail(api, "a result pointer is null");
   results[0] = cublasLtMatmulHeuristicResult_t{};

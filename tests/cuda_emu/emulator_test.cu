@@ -165,6 +165,17 @@ TEST_F(CudaEmulatorDeathTest, AMisalignedWmmaLoadStopsTheRun) {
   cudaFree(p);
 }
 
+TEST_F(CudaEmulatorDeathTest, MoreThan48KbOfDynamicSharedMemoryStopsTheLaunch) {
+  float* d = device_floats(32);
+  EXPECT_DEATH(
+      {
+        fill_kernel<<<1, 32, 48 * 1024 + 16>>>(d, 1.0f, 32);
+        cudaDeviceSynchronize();
+      },
+      "exceed the 48 KB a launch may use");
+  cudaFree(d);
+}
+
 TEST_F(CudaEmulatorDeathTest, ACopyInTheWrongDirectionStopsTheRun) {
   float* d = device_floats(4);
   std::vector<float> host(4);

@@ -311,6 +311,14 @@ void launch_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared
                  name, grid.x, grid.y, grid.z, block_dim.x, block_dim.y, block_dim.z, shared_bytes);
     fail(std::string("kernel ") + name + ": invalid launch configuration");
   }
+  if (shared_bytes > 48 * 1024) {
+    // A GPU refuses more than 48 KB of dynamic shared memory unless the kernel's
+    // cudaFuncAttributeMaxDynamicSharedMemorySize was raised first, which the emulator does not
+    // model: stop rather than accept what a GPU would refuse.
+    fail(std::string("kernel ") + name + ": " + std::to_string(shared_bytes) +
+         " bytes of dynamic shared memory exceed the 48 KB a launch may use without "
+         "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize)");
+  }
   enqueue(
       stream,
       [name, grid, block_dim, shared_bytes, body = std::move(thread_body)] {
