@@ -67,13 +67,15 @@ struct GemmShape {
   bool trans_a;
   bool trans_b;
   std::int64_t m, n, k, lda, ldb, ldc;
-  Epilogue epilogue;
-  std::int64_t ld_aux;
-  unsigned align_a, align_b, align_c, align_aux;
+  Epilogue epilogue = Epilogue::none;
+  // Filled in by launch_gemm: the aux leading dimension, and the alignment of each pointer, which
+  // cuBLASLt's heuristic assumes for the algorithm it picks.
+  std::int64_t ld_aux = 0;
+  unsigned align_a = 0, align_b = 0, align_c = 0, align_bias = 0, align_aux = 0;
 
   auto key() const {
     return std::tie(type, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, ld_aux, align_a,
-                    align_b, align_c, align_aux);
+                    align_b, align_c, align_bias, align_aux);
   }
   bool operator<(const GemmShape& other) const { return key() < other.key(); }
 };
@@ -209,6 +211,7 @@ bool launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const v
   shape.align_b = alignment_of(b);
   shape.align_c = alignment_of(c);
   shape.ld_aux = fused_epilogue(shape.epilogue) ? operands.ld_aux : 0;
+  shape.align_bias = operands.bias != nullptr ? alignment_of(operands.bias) : 0;
   shape.align_aux = fused_epilogue(shape.epilogue) ? alignment_of(operands.aux) : 0;
   const auto& plan = plan_for(blas, shape, operands);
   if (!plan.available) return false;
@@ -276,7 +279,7 @@ namespace {
 // outᵀ[OC, N] = weightᵀ[OC, IC] · inpᵀ[IC, N]: weight [IC, OC] row-major is column-major [OC, IC].
 template <typename F>
 GemmShape forward_shape(std::int64_t n, int IC, int OC, Epilogue epilogue) {
-  return GemmShape{data_type<F>(), false, false, OC, n, IC, OC, IC, OC, epilogue, 0, 0, 0, 0, 0};
+  return GemmShape{data_type<F>(), false, false, OC, n, IC, OC, IC, OC, epilogue};
 }
 
 }  // namespace
@@ -317,8 +320,7 @@ void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
   const auto n = static_cast<std::int64_t>(N);
   // dinpᵀ[IC, N] = weight[IC, OC] · doutᵀ[OC, N]: weight is stored column-major as [OC, IC].
   // With gelu_pre, the DGELU epilogue turns it into the gradient of the GELU's input.
-  const GemmShape dinp_shape{data_type<F>(), true, false, IC, n, OC, OC, OC, IC,
-                             Epilogue::none, 0,    0,     0,  0, 0};
+  const GemmShape dinp_shape{data_type<F>(), true, false, IC, n, OC, OC, OC, IC, Epilogue::none};
   GemmShape dgelu_shape = dinp_shape;
   dgelu_shape.epilogue = Epilogue::dgelu;
   const bool fused = gelu_pre != nullptr && gelu_fusion_allowed(IC) &&
@@ -331,10 +333,8 @@ void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
     }
   }
   // dweightᵀ[OC, IC] += doutᵀ[OC, N] · inp[N, IC]: inp is stored column-major as [IC, N].
-  launch_gemm(
-      blas,
-      GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, Epilogue::none, 0, 0, 0, 0, 0},
-      dout, inp, dweight, 1.0f, EpilogueOperands{}, stream);
+  launch_gemm(blas, GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, Epilogue::none},
+              dout, inp, dweight, 1.0f, EpilogueOperands{}, stream);
   if (dbias != nullptr) {
     const unsigned chunks = ceil_div(N, kChunkRows);
     const dim3 grid(ceil_div(static_cast<std::size_t>(OC), kWarp), chunks);
@@ -356,7 +356,7 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
   // so b goes first with b's transpose flag, then a with a's.
   launch_gemm(blas,
               GemmShape{data_type<F>(), tb == Transpose::yes, ta == Transpose::yes, i64(N), i64(M),
-                        i64(K), i64(ldb), i64(lda), i64(ldc), Epilogue::none, 0, 0, 0, 0, 0},
+                        i64(K), i64(ldb), i64(lda), i64(ldc), Epilogue::none},
               b, a, c, beta, EpilogueOperands{}, stream);
 }
 
