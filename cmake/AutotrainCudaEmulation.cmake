@@ -43,6 +43,6 @@ function(autotrain_emulated_cuda_source layer cu_file out_var)
   # The class-in-anonymous-namespace check sees the #line'd .cu name as a header: not ours.
   set_source_files_properties(${out} PROPERTIES
     INCLUDE_DIRECTORIES ${cu_dir}
-    COMPILE_OPTIONS "-include;${AUTOTRAIN_CUDA_EMU_DIR}/prelude.hpp;-Wno-subobject-linkage")
+    COMPILE_OPTIONS "-include;${AUTOTRAIN_CUDA_EMU_DIR}/prelude.hpp;-Wno-subobject-linkage;-Wno-unknown-pragmas")
   set(${out_var} ${out} PARENT_SCOPE)
 endfunction()

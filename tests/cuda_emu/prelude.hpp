@@ -7,6 +7,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+// Register-allocation hints mean nothing on the CPU (the toolkit's headers define it only for
+// nvcc). #pragma unroll is ignored too (the build passes -Wno-unknown-pragmas).
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
 
 #include <cmath>
 #include <cstddef>

@@ -101,8 +101,12 @@ __device__ void accumulate_16xHS(float* acc, const F* p, const F* v, int HS) {
 // ---- forward -------------------------------------------------------------------------------
 
 // Block (query tile, b·NH + h), 4 warps; lane r < 16 of warp w owns query row q0 + 16w + r.
+// Five blocks per SM: the 44 KB of shared memory allow five on an H100/H200, and the launch
+// bound keeps the registers (the lanes' partial row sums) within the 102 per thread that five
+// need.
 template <typename F>
-__global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) {
+__global__ void __launch_bounds__(kForwardWarps* kWarp, 5)
+    flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) {
   __shared__ __align__(32) F q_tile[kForwardRows * kMaxHead];
   __shared__ __align__(32) F k_tile[kKeys * kMaxHead];
   __shared__ __align__(32) F v_tile[kKeys * kMaxHead];
@@ -110,7 +114,6 @@ __global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) 
   __shared__ __align__(32) F probs[kForwardWarps][kTile * kKeys];
   __shared__ __align__(32) float acc[kForwardWarps][kTile * kMaxHead];
   __shared__ float row_max[kForwardWarps][kTile];  // m: the running maximum of each row
-  __shared__ float row_sum[kForwardWarps][kTile];  // l: Σ exp(score - m) so far
   const int b = static_cast<int>(blockIdx.y) / s.NH;
   const int h = static_cast<int>(blockIdx.y) % s.NH;
   const int q0 = static_cast<int>(blockIdx.x) * kForwardRows;
@@ -120,10 +123,12 @@ __global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) 
   load_tile(q_tile, q0, kForwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
   float* o = acc[warp];
   for (int i = lane; i < kTile * s.HS; i += kWarp) o[i] = 0.0f;
-  if (lane < kTile) {
-    row_max[warp][lane] = -INFINITY;
-    row_sum[warp][lane] = 0.0f;
-  }
+  if (lane < kTile) row_max[warp][lane] = -INFINITY;
+  // l: Σ exp(score - m) of each row so far, this lane's keys only; the lanes' parts are summed
+  // once at the end (rescaling by exp(m_old - m_new) distributes over the sum).
+  float lane_sum[kTile];
+#pragma unroll
+  for (float& sum : lane_sum) sum = 0.0f;
   const int last_row = (q0 + kForwardRows < s.T ? q0 + kForwardRows : s.T) - 1;
   for (int k0 = 0; k0 <= last_row; k0 += kKeys) {
     __syncthreads();  // the previous tiles are no longer read
@@ -136,6 +141,7 @@ __global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) 
     // Online softmax, a row at a time with the lanes across its 32 keys (consecutive shared
     // memory words: no bank conflicts), then the row of O rescaled by exp(m_old - m_new).
     const int key = k0 + lane;
+#pragma unroll  // lane_sum[r] stays in registers only with r a constant
     for (int r = 0; r < kTile; ++r) {
       const int t = row0 + r;
       const float score =
@@ -144,27 +150,30 @@ __global__ void flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) 
       const float m_new = fmaxf(m_old, warp_max(score));
       const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
       const float alpha = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-      const float sum = warp_sum(p);
       probs[warp][r * kKeys + lane] = from_float<F>(p);
-      for (int d = lane; d < s.HS; d += kWarp) o[r * s.HS + d] *= alpha;
-      if (lane == 0) {
-        row_max[warp][r] = m_new;
-        row_sum[warp][r] = row_sum[warp][r] * alpha + sum;
+      lane_sum[r] = lane_sum[r] * alpha + p;
+      // alpha is the same in every lane: the row of O is rescaled only when its maximum grew,
+      // which along a causal row gets rarer tile by tile.
+      if (alpha != 1.0f) {
+        for (int d = lane; d < s.HS; d += kWarp) o[r * s.HS + d] *= alpha;
       }
+      if (lane == 0) row_max[warp][r] = m_new;
     }
     __syncwarp();
     accumulate_16xHS(o, probs[warp], v_tile, s.HS);
     __syncwarp();
   }
   __syncwarp();
-  for (int r = 0; r < kTile && row0 + r < s.T; ++r) {
+#pragma unroll
+  for (int r = 0; r < kTile; ++r) {
+    const float row_sum = warp_sum(lane_sum[r]);  // every lane takes part, rows past T too
     const int t = row0 + r;
-    const float inv = 1.0f / row_sum[warp][r];
+    if (t >= s.T) continue;
+    const float inv = 1.0f / row_sum;
     F* dst = out + out_at<F>(s, b, t, h);
     for (int d = lane; d < s.HS; d += kWarp) dst[d] = from_float<F>(o[r * s.HS + d] * inv);
     if (lane == 0) {
-      lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + t] =
-          row_max[warp][r] + logf(row_sum[warp][r]);
+      lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + t] = row_max[warp][r] + logf(row_sum);
     }
   }
 }
