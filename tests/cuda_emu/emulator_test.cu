@@ -45,6 +45,23 @@ __global__ void misaligned_wmma_kernel(const __half* in) {
   nvcuda::wmma::load_matrix_sync(a, in + 1, 16);
 }
 
+// A 16-byte load from a pointer 4 bytes past a 16-byte boundary, checked the way the kernels'
+// 128-bit access helper (src/kernels/cuda/common.cuh) checks each access.
+__global__ void misaligned_vector_load_kernel(float* out, const float* in) {
+  const float* p = in + 1;
+  cuda_emu::check_vector_access(p, sizeof(float4));
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  out[0] = x.x;
+}
+
+// The same load 16-byte aligned: allowed.
+__global__ void aligned_vector_load_kernel(float* out, const float* in) {
+  const float* p = in + 4;
+  cuda_emu::check_vector_access(p, sizeof(float4));
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  out[0] = x.x + x.y + x.z + x.w;
+}
+
 // Warp 1 reads what warp 0 wrote to shared memory, with the __syncthreads between them missing.
 __global__ void missing_barrier_kernel(float* out) {
   __shared__ float staged[64];
@@ -174,6 +191,25 @@ TEST_F(CudaEmulatorDeathTest, MoreThan48KbOfDynamicSharedMemoryStopsTheLaunch) {
       },
       "exceed the 48 KB a launch may use");
   cudaFree(d);
+}
+
+TEST_F(CudaEmulatorDeathTest, AMisaligned16ByteAccessStopsTheRunAndAnAlignedOneDoesNot) {
+  float* in = device_floats(16);
+  float* out = device_floats(1);
+  const std::vector<float> values{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  ASSERT_EQ(cudaMemcpy(in, values.data(), sizeof(float) * 16, cudaMemcpyHostToDevice), cudaSuccess);
+  aligned_vector_load_kernel<<<1, 1>>>(out, in);
+  float sum = 0;
+  ASSERT_EQ(cudaMemcpy(&sum, out, sizeof sum, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sum, 5.0f + 6.0f + 7.0f + 8.0f);
+  EXPECT_DEATH(
+      {
+        misaligned_vector_load_kernel<<<1, 1>>>(out, in);
+        cudaDeviceSynchronize();
+      },
+      "16-byte access at .*: misaligned address");
+  cudaFree(in);
+  cudaFree(out);
 }
 
 TEST_F(CudaEmulatorDeathTest, ACopyInTheWrongDirectionStopsTheRun) {

@@ -355,6 +355,15 @@ void fail_wmma(const char* call, const void* pointer, unsigned ldm) {
   fail(std::string("kernel ") + block().kernel + ": " + text);
 }
 
+void fail_misaligned(const void* pointer, std::size_t bytes) {
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "a %zu-byte access at %p: misaligned address (a vector access needs a %zu-byte "
+                "aligned pointer)",
+                bytes, pointer, bytes);
+  fail(std::string("kernel ") + block().kernel + ": " + text);
+}
+
 int lane_id() {
   return block().current % kWarpSize;
 }

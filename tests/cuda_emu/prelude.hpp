@@ -51,6 +51,14 @@ void exchange(unsigned mask, const void* value, std::size_t bytes, int source, v
 int lane_id();
 // Stops the run: a WMMA load or store broke the alignment rules.
 [[noreturn]] void fail_wmma(const char* call, const void* pointer, unsigned ldm);
+// Stops the run: a vector access of `bytes` (16: a uint4/float4 load or store) through a pointer
+// that is not `bytes`-aligned, which a GPU faults on with "misaligned address".
+[[noreturn]] void fail_misaligned(const void* pointer, std::size_t bytes);
+// What the kernels' 128-bit access helper (src/kernels/cuda/common.cuh) calls before each access;
+// the GPU build has no such check, the hardware faults instead.
+inline void check_vector_access(const void* pointer, std::size_t bytes) {
+  if (reinterpret_cast<std::uintptr_t>(pointer) % bytes != 0) fail_misaligned(pointer, bytes);
+}
 
 class Launch {
  public:

@@ -32,8 +32,13 @@ def callee_start(text, end):
                     depth -= 1
                     if depth == 0:
                         break
-        elif c.isspace() and i >= 2 and text[i - 2] == ">":
-            i -= 1
+        elif c.isspace():  # a line break clang-format put between template arguments and <<<
+            j = i - 1
+            while j > 0 and text[j - 1].isspace():
+                j -= 1
+            if j == 0 or text[j - 1] != ">":
+                break
+            i = j
         else:
             break
     return i
@@ -70,6 +75,7 @@ def translate(text):
         lambda_ = f"[](auto... at_emu_args) {{ {callee}(at_emu_args...); }}"
         separator = ", " if args.strip() else ""
         out.append(text[pos:start])
+        out.append("\n" * text[start:launch].count("\n"))  # keeps the lines of a wrapped launch
         out.append(f'::cuda_emu::Launch("{name}", {config}).run({lambda_}{separator}{args})')
         pos = end + 1
     return DYNAMIC_SHARED.sub(

@@ -6,6 +6,10 @@
 //   bf16: rtol 5e-2, atol 5e-2  (7-bit mantissa: 4e-3 per rounding)
 // Gradient buffers start from random values, so accumulate (+=) and overwrite (=) are checked.
 // Shapes are tiny: B = 2, T = 7, C = 64, NH = 4 (HS = 16), V = 50 padded to Vp = 64.
+// The memory-bound kernels move 16 bytes per access when rows and pointers allow and take a
+// scalar path otherwise: each is also run on shapes or pointers that rule packing out (C = 34, a
+// pointer one element past an allocation's start, odd lengths). The emulator stops any 16-byte
+// access that is not 16-byte aligned, so a wrong choice of path fails there.
 // Skips with a message in builds without CUDA and on machines without a GPU.
 #include <gtest/gtest.h>
 
@@ -25,6 +29,7 @@ TEST(CudaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autotrain/core/dtype.hpp"
@@ -181,70 +186,80 @@ TYPED_TEST_SUITE(CudaKernelsTest, autotrain::testing::CudaElementTypes,
 TYPED_TEST(CudaKernelsTest, EncoderMatchesCpuAndAccumulatesRepeatedTokens) {
   using F = TypeParam;
   constexpr int kSmallV = 5;  // B·T = 14 ids over 5 tokens: rows of dwte must collide
-  const auto ids = random_ids(kN, kSmallV, 1);
-  Vec wte = random_vec(static_cast<std::size_t>(kSmallV) * kC, 2);
-  Vec wpe = random_vec(static_cast<std::size_t>(kT) * kC, 3);
-  Vec dout = random_vec(kN * kC, 4);
-  Vec dwte = random_vec(wte.size(), 5);
-  Vec dwpe = random_vec(wpe.size(), 6);
-  Vec out(kN * kC);
-  const auto d_ids = upload_ids(ids);
-  DeviceTensor<F> d_wte(wte), d_wpe(wpe), d_dout(dout), d_dwte(dwte), d_dwpe(dwpe), d_out(out);
+  // C = 64 takes the packed path, C = 34 (not a multiple of a 16-byte pack) the scalar one.
+  for (const int C : {kC, 34}) {
+    const std::string shape = " C=" + std::to_string(C);
+    const auto ids = random_ids(kN, kSmallV, 1);
+    Vec wte = random_vec(static_cast<std::size_t>(kSmallV) * C, 2);
+    Vec wpe = random_vec(static_cast<std::size_t>(kT) * C, 3);
+    Vec dout = random_vec(kN * C, 4);
+    Vec dwte = random_vec(wte.size(), 5);
+    Vec dwpe = random_vec(wpe.size(), 6);
+    Vec out(kN * C);
+    const auto d_ids = upload_ids(ids);
+    DeviceTensor<F> d_wte(wte), d_wpe(wpe), d_dout(dout), d_dwte(dwte), d_dwpe(dwpe), d_out(out);
 
-  gpu::encoder_forward(d_out.get(), d_ids.as<std::int32_t>(), d_wte.get(), d_wpe.get(), kB, kT, kC,
-                       this->stream());
-  // The token runs: positions grouped by token, built on the host as the device model does.
-  std::vector<std::int32_t> runs(3 * kN + 1);
-  std::vector<std::uint64_t> scratch;
-  const int run_count = gpu::make_token_runs(ids.data(), kN, runs.data(), runs.data() + kN,
-                                             runs.data() + 2 * kN + 1, scratch);
-  ASSERT_LE(run_count, kSmallV);
-  EXPECT_EQ(runs[kN + static_cast<std::size_t>(run_count)], static_cast<std::int32_t>(kN));
-  const auto d_runs = upload_ids(runs);
-  const auto* r = d_runs.as<std::int32_t>();
-  const gpu::TokenRuns token_runs{r, r + kN, r + 2 * kN + 1, run_count};
-  gpu::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), token_runs, kB, kT, kC,
-                        this->stream());
-  this->sync();
-  encoder_forward(out.data(), ids.data(), wte.data(), wpe.data(), kB, kT, kC);
-  encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), kB, kT, kC);
-  this->expect_close(d_out.download(), out, "encoder out");
-  this->expect_close(d_dwte.download(), dwte, "encoder dwte");
-  this->expect_close(d_dwpe.download(), dwpe, "encoder dwpe");
+    gpu::encoder_forward(d_out.get(), d_ids.as<std::int32_t>(), d_wte.get(), d_wpe.get(), kB, kT, C,
+                         this->stream());
+    // The token runs: positions grouped by token, built on the host as the device model does.
+    std::vector<std::int32_t> runs(3 * kN + 1);
+    std::vector<std::uint64_t> scratch;
+    const int run_count = gpu::make_token_runs(ids.data(), kN, runs.data(), runs.data() + kN,
+                                               runs.data() + 2 * kN + 1, scratch);
+    ASSERT_LE(run_count, kSmallV);
+    EXPECT_EQ(runs[kN + static_cast<std::size_t>(run_count)], static_cast<std::int32_t>(kN));
+    const auto d_runs = upload_ids(runs);
+    const auto* r = d_runs.as<std::int32_t>();
+    const gpu::TokenRuns token_runs{r, r + kN, r + 2 * kN + 1, run_count};
+    gpu::encoder_backward(d_dwte.get(), d_dwpe.get(), d_dout.get(), token_runs, kB, kT, C,
+                          this->stream());
+    this->sync();
+    encoder_forward(out.data(), ids.data(), wte.data(), wpe.data(), kB, kT, C);
+    encoder_backward(dwte.data(), dwpe.data(), dout.data(), ids.data(), kB, kT, C);
+    this->expect_close(d_out.download(), out, "encoder out" + shape);
+    this->expect_close(d_dwte.download(), dwte, "encoder dwte" + shape);
+    this->expect_close(d_dwpe.download(), dwpe, "encoder dwpe" + shape);
+  }
 }
 
+// Rows x channels: the tiny shape (one chunk of rows, packed); 150 rows of C = 34 (three chunks
+// of the dweight/dbias partials, scalar path); 70 rows of C = 1600 (GPT-2 XL's width: the most
+// values per lane, two chunks).
 TYPED_TEST(CudaKernelsTest, LayerNormMatchesCpuForwardAndBackward) {
   using F = TypeParam;
-  Vec inp = random_vec(kN * kC, 11, 2.0);
-  Vec weight = random_vec(kC, 12);
-  Vec bias = random_vec(kC, 13);
-  Vec dout = random_vec(kN * kC, 14);
-  Vec dinp = random_vec(kN * kC, 15);
-  Vec dweight = random_vec(kC, 16);
-  Vec dbias = random_vec(kC, 17);
-  Vec out(kN * kC), mean(kN), rstd(kN);
-  DeviceTensor<F> d_inp(inp), d_weight(weight), d_bias(bias), d_dout(dout), d_dinp(dinp),
-      d_dweight(dweight), d_dbias(dbias), d_out(out);
-  DeviceTensor<float> d_mean(mean), d_rstd(rstd);
-  gpu::DeviceBuffer scratch(gpu::layernorm_backward_scratch_floats(kN, kC) * sizeof(float));
+  for (const auto& [N, C] : {std::pair<std::size_t, int>{kN, kC}, {150, 34}, {70, 1600}}) {
+    const std::string shape = " N=" + std::to_string(N) + " C=" + std::to_string(C);
+    Vec inp = random_vec(N * C, 11, 2.0);
+    Vec weight = random_vec(C, 12);
+    Vec bias = random_vec(C, 13);
+    Vec dout = random_vec(N * C, 14);
+    Vec dinp = random_vec(N * C, 15);
+    Vec dweight = random_vec(C, 16);
+    Vec dbias = random_vec(C, 17);
+    Vec out(N * C), mean(N), rstd(N);
+    DeviceTensor<F> d_inp(inp), d_weight(weight), d_bias(bias), d_dout(dout), d_dinp(dinp),
+        d_dweight(dweight), d_dbias(dbias), d_out(out);
+    DeviceTensor<float> d_mean(mean), d_rstd(rstd);
+    gpu::DeviceBuffer scratch(gpu::layernorm_backward_scratch_floats(N, C) * sizeof(float));
 
-  gpu::layernorm_forward(d_out.get(), d_mean.get(), d_rstd.get(), d_inp.get(), d_weight.get(),
-                         d_bias.get(), kN, kC, this->stream());
-  gpu::layernorm_backward(d_dinp.get(), d_dweight.get(), d_dbias.get(), d_dout.get(), d_inp.get(),
-                          d_weight.get(), d_mean.get(), d_rstd.get(), scratch.as<float>(), kN, kC,
-                          this->stream());
-  this->sync();
-  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
-                    kN, kC);
-  layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
-                     weight.data(), mean.data(), rstd.data(), kN, kC);
-  this->expect_close(d_out.download(), out, "layernorm out");
-  // Statistics are fp32 for every element type.
-  expect_close(d_mean.download(), mean, 1e-4, 1e-5, "layernorm mean");
-  expect_close(d_rstd.download(), rstd, 1e-4, 1e-5, "layernorm rstd");
-  this->expect_close(d_dinp.download(), dinp, "layernorm dinp");
-  this->expect_close(d_dweight.download(), dweight, "layernorm dweight");
-  this->expect_close(d_dbias.download(), dbias, "layernorm dbias");
+    gpu::layernorm_forward(d_out.get(), d_mean.get(), d_rstd.get(), d_inp.get(), d_weight.get(),
+                           d_bias.get(), N, C, this->stream());
+    gpu::layernorm_backward(d_dinp.get(), d_dweight.get(), d_dbias.get(), d_dout.get(), d_inp.get(),
+                            d_weight.get(), d_mean.get(), d_rstd.get(), scratch.as<float>(), N, C,
+                            this->stream());
+    this->sync();
+    layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                      N, C);
+    layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                       weight.data(), mean.data(), rstd.data(), N, C);
+    this->expect_close(d_out.download(), out, "layernorm out" + shape);
+    // Statistics are fp32 for every element type.
+    expect_close(d_mean.download(), mean, 1e-4, 1e-5, "layernorm mean" + shape);
+    expect_close(d_rstd.download(), rstd, 1e-4, 1e-5, "layernorm rstd" + shape);
+    this->expect_close(d_dinp.download(), dinp, "layernorm dinp" + shape);
+    this->expect_close(d_dweight.download(), dweight, "layernorm dweight" + shape);
+    this->expect_close(d_dbias.download(), dbias, "layernorm dbias" + shape);
+  }
 }
 
 TYPED_TEST(CudaKernelsTest, MatmulMatchesCpuWithFusedBiasAndAccumulatedGradients) {
@@ -523,21 +538,27 @@ TYPED_TEST(CudaKernelsTest, FlashAttentionMatchesCpuForwardAndBackward) {
   }
 }
 
+// `first` = 0: all 1000 elements, packed. `first` = 1: elements [1, 1000), pointers one element
+// past a 16-byte boundary, scalar.
 TYPED_TEST(CudaKernelsTest, GeluMatchesCpuForwardAndBackward) {
   using F = TypeParam;
   constexpr std::size_t n = 1000;
-  Vec inp = random_vec(n, 41, 2.0);
-  Vec dout = random_vec(n, 42);
-  Vec out(n), dinp = random_vec(n, 43);
-  DeviceTensor<F> d_inp(inp), d_dout(dout), d_out(out), d_dinp(dinp);
+  for (const std::size_t first : {0, 1}) {
+    const std::string where = " from element " + std::to_string(first);
+    Vec inp = random_vec(n, 41, 2.0);
+    Vec dout = random_vec(n, 42);
+    Vec out(n), dinp = random_vec(n, 43);
+    DeviceTensor<F> d_inp(inp), d_dout(dout), d_out(out), d_dinp(dinp);
 
-  gpu::gelu_forward(d_out.get(), d_inp.get(), n, this->stream());
-  gpu::gelu_backward(d_dinp.get(), d_inp.get(), d_dout.get(), n, this->stream());
-  this->sync();
-  gelu_forward(out.data(), inp.data(), n);
-  gelu_backward(dinp.data(), inp.data(), dout.data(), n);
-  this->expect_close(d_out.download(), out, "gelu out");
-  this->expect_close(d_dinp.download(), dinp, "gelu dinp");
+    gpu::gelu_forward(d_out.get() + first, d_inp.get() + first, n - first, this->stream());
+    gpu::gelu_backward(d_dinp.get() + first, d_inp.get() + first, d_dout.get() + first, n - first,
+                       this->stream());
+    this->sync();
+    gelu_forward(out.data() + first, inp.data() + first, n - first);
+    gelu_backward(dinp.data() + first, inp.data() + first, dout.data() + first, n - first);
+    this->expect_close(d_out.download(), out, "gelu out" + where);
+    this->expect_close(d_dinp.download(), dinp, "gelu dinp" + where);
+  }
 }
 
 // The device engine's helpers: the fp32 -> F cast rounds exactly as the CPU's conversion, the
@@ -545,7 +566,8 @@ TYPED_TEST(CudaKernelsTest, GeluMatchesCpuForwardAndBackward) {
 // add_into adds a reduced part into a gradient shard.
 TYPED_TEST(CudaKernelsTest, CastSumOfSquaresAndAddIntoMatchTheCpu) {
   using F = TypeParam;
-  constexpr std::size_t n = 300000;  // more than one block's worth of the first pass
+  // More than one block's worth of the first pass; odd, so the packed paths leave a scalar tail.
+  constexpr std::size_t n = 300001;
   const Vec master = random_vec(n, 51);
   std::vector<float> master32(master.begin(), master.end());
   gpu::DeviceBuffer d_master(n * sizeof(float));
@@ -567,111 +589,136 @@ TYPED_TEST(CudaKernelsTest, CastSumOfSquaresAndAddIntoMatchTheCpu) {
   gpu::DeviceBuffer scratch(gpu::kSumOfSquaresScratch * sizeof(float));
   total.zero(this->stream());
   gpu::sum_of_squares(total.as<double>(), d_x.get(), n, scratch.as<float>(), this->stream());
-  gpu::sum_of_squares(total.as<double>(), d_y.get(), y.size(), scratch.as<float>(), this->stream());
+  // y from its second element: not 16-byte aligned, the scalar path.
+  gpu::sum_of_squares(total.as<double>(), d_y.get() + 1, y.size() - 1, scratch.as<float>(),
+                      this->stream());
   this->sync();
   double gpu_sum = 0;
   total.copy_to_host(&gpu_sum, sizeof gpu_sum);
   double cpu_sum = 0;
   for (double v : x) cpu_sum += v * v;
-  for (double v : y) cpu_sum += v * v;
+  for (std::size_t i = 1; i < y.size(); ++i) cpu_sum += y[i] * y[i];
   EXPECT_NEAR(gpu_sum, cpu_sum, 1e-5 * cpu_sum) << "sum of squares over two calls";
 
-  Vec shard = random_vec(1000, 54);
-  Vec part = random_vec(1000, 55);
-  DeviceTensor<F> d_shard(shard), d_part(part);
-  gpu::add_into(d_shard.get(), d_part.get(), shard.size(), this->stream());
-  this->sync();
-  for (std::size_t i = 0; i < shard.size(); ++i) shard[i] += part[i];
-  this->expect_close(d_shard.download(), shard, "add_into");
+  // Packed with a scalar tail (1001 elements), then scalar from a misaligned second element.
+  for (const std::size_t first : {0, 1}) {
+    Vec shard = random_vec(1001, 54);
+    Vec part = random_vec(1001, 55);
+    DeviceTensor<F> d_shard(shard), d_part(part);
+    gpu::add_into(d_shard.get() + first, d_part.get() + first, shard.size() - first,
+                  this->stream());
+    this->sync();
+    for (std::size_t i = first; i < shard.size(); ++i) shard[i] += part[i];
+    this->expect_close(d_shard.download(), shard, "add_into from element " + std::to_string(first));
+  }
 }
 
+// `first` = 0: packed; `first` = 1: pointers one element past a 16-byte boundary, scalar.
 TYPED_TEST(CudaKernelsTest, ResidualMatchesCpuAndAccumulatesBothGradients) {
   using F = TypeParam;
   constexpr std::size_t n = kN * kC;
-  Vec a = random_vec(n, 51), b = random_vec(n, 52), dout = random_vec(n, 53);
-  Vec da = random_vec(n, 54), db = random_vec(n, 55), out(n);
-  DeviceTensor<F> d_a(a), d_b(b), d_dout(dout), d_da(da), d_db(db), d_out(out);
+  for (const std::size_t first : {0, 1}) {
+    const std::string where = " from element " + std::to_string(first);
+    Vec a = random_vec(n, 51), b = random_vec(n, 52), dout = random_vec(n, 53);
+    Vec da = random_vec(n, 54), db = random_vec(n, 55), out(n);
+    DeviceTensor<F> d_a(a), d_b(b), d_dout(dout), d_da(da), d_db(db), d_out(out);
 
-  gpu::residual_forward(d_out.get(), d_a.get(), d_b.get(), n, this->stream());
-  gpu::residual_backward(d_da.get(), d_db.get(), d_dout.get(), n, this->stream());
-  this->sync();
-  residual_forward(out.data(), a.data(), b.data(), n);
-  residual_backward(da.data(), db.data(), dout.data(), n);
-  this->expect_close(d_out.download(), out, "residual out");
-  this->expect_close(d_da.download(), da, "residual dinp1");
-  this->expect_close(d_db.download(), db, "residual dinp2");
+    const std::size_t count = n - first;
+    gpu::residual_forward(d_out.get() + first, d_a.get() + first, d_b.get() + first, count,
+                          this->stream());
+    gpu::residual_backward(d_da.get() + first, d_db.get() + first, d_dout.get() + first, count,
+                           this->stream());
+    this->sync();
+    residual_forward(out.data() + first, a.data() + first, b.data() + first, count);
+    residual_backward(da.data() + first, db.data() + first, dout.data() + first, count);
+    this->expect_close(d_out.download(), out, "residual out" + where);
+    this->expect_close(d_da.download(), da, "residual dinp1" + where);
+    this->expect_close(d_db.download(), db, "residual dinp2" + where);
+  }
 }
 
+// Vp = 64: packed rows, the last real pack partly padding (V = 50). Vp = 61: rows that are not
+// 16-byte multiples, the scalar path.
 TYPED_TEST(CudaKernelsTest, CrossEntropyMatchesCpuAndIgnoresPaddedColumns) {
   using F = TypeParam;
-  const auto targets = random_ids(kN, kV, 61);
-  Vec logits = random_vec(kN * kVp, 62, 2.0);
-  for (std::size_t n = 0; n < kN; ++n) {
-    for (int v = kV; v < kVp; ++v) logits[n * kVp + v] = 100.0;  // would dominate if read
-  }
-  Vec dlogits = random_vec(logits.size(), 63);  // garbage: must be overwritten
-  Vec losses(kN), lse(kN);
-  const double dloss = 1.0 / static_cast<double>(kN);
-  const auto d_targets = upload_ids(targets);
-  DeviceTensor<F> d_logits(logits), d_dlogits(dlogits);
-  DeviceTensor<float> d_losses(losses), d_lse(lse);
+  for (const int Vp : {kVp, 61}) {
+    const std::string shape = " Vp=" + std::to_string(Vp);
+    const auto targets = random_ids(kN, kV, 61);
+    Vec logits = random_vec(kN * Vp, 62, 2.0);
+    for (std::size_t n = 0; n < kN; ++n) {
+      for (int v = kV; v < Vp; ++v) logits[n * Vp + v] = 100.0;  // would dominate if read
+    }
+    Vec dlogits = random_vec(logits.size(), 63);  // garbage: must be overwritten
+    Vec losses(kN), lse(kN);
+    const double dloss = 1.0 / static_cast<double>(kN);
+    const auto d_targets = upload_ids(targets);
+    DeviceTensor<F> d_logits(logits), d_dlogits(dlogits);
+    DeviceTensor<float> d_losses(losses), d_lse(lse);
 
-  gpu::crossentropy_forward(d_losses.get(), d_lse.get(), d_logits.get(),
-                            d_targets.as<std::int32_t>(), kN, kV, kVp, this->stream());
-  gpu::crossentropy_backward(d_dlogits.get(), d_logits.get(), d_lse.get(),
-                             d_targets.as<std::int32_t>(), static_cast<float>(dloss), kN, kV, kVp,
-                             this->stream());
-  this->sync();
-  crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), kN, kV, kVp);
-  crossentropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(), dloss, kN, kV,
-                        kVp);
-  // Losses and lse are fp32 for every element type; the inputs were already rounded.
-  expect_close(d_losses.download(), losses, 1e-4, 1e-5, "crossentropy losses");
-  expect_close(d_lse.download(), lse, 1e-4, 1e-5, "crossentropy lse");
-  const Vec gpu_dlogits = d_dlogits.download();
-  this->expect_close(gpu_dlogits, dlogits, "crossentropy dlogits");
-  for (std::size_t n = 0; n < kN; ++n) {
-    for (int v = kV; v < kVp; ++v) {
-      ASSERT_EQ(gpu_dlogits[n * kVp + v], 0.0) << "padded column " << v << " of row " << n;
+    gpu::crossentropy_forward(d_losses.get(), d_lse.get(), d_logits.get(),
+                              d_targets.as<std::int32_t>(), kN, kV, Vp, this->stream());
+    gpu::crossentropy_backward(d_dlogits.get(), d_logits.get(), d_lse.get(),
+                               d_targets.as<std::int32_t>(), static_cast<float>(dloss), kN, kV, Vp,
+                               this->stream());
+    this->sync();
+    crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), kN, kV, Vp);
+    crossentropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(), dloss, kN, kV,
+                          Vp);
+    // Losses and lse are fp32 for every element type; the inputs were already rounded.
+    expect_close(d_losses.download(), losses, 1e-4, 1e-5, "crossentropy losses" + shape);
+    expect_close(d_lse.download(), lse, 1e-4, 1e-5, "crossentropy lse" + shape);
+    const Vec gpu_dlogits = d_dlogits.download();
+    this->expect_close(gpu_dlogits, dlogits, "crossentropy dlogits" + shape);
+    for (std::size_t n = 0; n < kN; ++n) {
+      for (int v = kV; v < Vp; ++v) {
+        ASSERT_EQ(gpu_dlogits[n * Vp + v], 0.0)
+            << "padded column " << v << " of row " << n << shape;
+      }
     }
   }
 }
 
+// `first` = 0: 777 elements, packed with a scalar tail; `first` = 1: from the second element, every
+// pointer off its 16-byte boundary, scalar.
 TYPED_TEST(CudaKernelsTest, AdamWMatchesTheCpuUpdateAndWritesTheComputeCopy) {
   using G = TypeParam;
   constexpr std::size_t n = 777;
-  Vec params = random_vec(n, 71);
-  Vec grads = random_vec(n, 72);
-  Vec m = random_vec(n, 73, 0.1);
-  Vec v = random_vec(n, 74, 0.1);
-  for (auto& x : v) x = x * x;  // second moments are non-negative
-  Vec copy(n, 0.0);
-  DeviceTensor<float> d_params(params), d_m(m), d_v(v);
-  DeviceTensor<G> d_grads(grads), d_copy(copy);
-  gpu::AdamWSettings settings;
-  settings.lr = 1e-2f;
-  settings.weight_decay = 0.1f;
-  settings.grad_scale = 0.5f;
-  settings.step = 3;
+  for (const std::size_t first : {0, 1}) {
+    const std::string where = " from element " + std::to_string(first);
+    Vec params = random_vec(n, 71);
+    Vec grads = random_vec(n, 72);
+    Vec m = random_vec(n, 73, 0.1);
+    Vec v = random_vec(n, 74, 0.1);
+    for (auto& x : v) x = x * x;  // second moments are non-negative
+    Vec copy(n, 0.0);
+    DeviceTensor<float> d_params(params), d_m(m), d_v(v);
+    DeviceTensor<G> d_grads(grads), d_copy(copy);
+    gpu::AdamWSettings settings;
+    settings.lr = 1e-2f;
+    settings.weight_decay = 0.1f;
+    settings.grad_scale = 0.5f;
+    settings.step = 3;
 
-  gpu::adamw_update(d_params.get(), d_copy.get(), d_grads.get(), d_m.get(), d_v.get(), n, settings,
-                    this->stream());
-  this->sync();
-  // optim/optimizer.cpp's AdamW, in double.
-  const double c1 = 1.0 - std::pow(double{settings.beta1}, 3.0);
-  const double c2 = 1.0 - std::pow(double{settings.beta2}, 3.0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double g = grads[i] * settings.grad_scale;
-    m[i] = settings.beta1 * m[i] + (1.0 - settings.beta1) * g;
-    v[i] = settings.beta2 * v[i] + (1.0 - settings.beta2) * g * g;
-    params[i] -= settings.lr * ((m[i] / c1) / (std::sqrt(v[i] / c2) + settings.eps) +
-                                settings.weight_decay * params[i]);
+    gpu::adamw_update(d_params.get() + first, d_copy.get() + first, d_grads.get() + first,
+                      d_m.get() + first, d_v.get() + first, n - first, settings, this->stream());
+    this->sync();
+    // optim/optimizer.cpp's AdamW, in double.
+    const double c1 = 1.0 - std::pow(double{settings.beta1}, 3.0);
+    const double c2 = 1.0 - std::pow(double{settings.beta2}, 3.0);
+    for (std::size_t i = first; i < n; ++i) {
+      const double g = grads[i] * settings.grad_scale;
+      m[i] = settings.beta1 * m[i] + (1.0 - settings.beta1) * g;
+      v[i] = settings.beta2 * v[i] + (1.0 - settings.beta2) * g * g;
+      params[i] -= settings.lr * ((m[i] / c1) / (std::sqrt(v[i] / c2) + settings.eps) +
+                                  settings.weight_decay * params[i]);
+      copy[i] = params[i];
+    }
+    // Master weights and moments are fp32 for every gradient type.
+    expect_close(d_params.download(), params, 1e-5, 1e-6, "adamw params" + where);
+    expect_close(d_m.download(), m, 1e-5, 1e-6, "adamw m" + where);
+    expect_close(d_v.download(), v, 1e-5, 1e-7, "adamw v" + where);
+    this->expect_close(d_copy.download(), copy, "adamw compute copy" + where);
   }
-  // Master weights and moments are fp32 for every gradient type.
-  expect_close(d_params.download(), params, 1e-5, 1e-6, "adamw params");
-  expect_close(d_m.download(), m, 1e-5, 1e-6, "adamw m");
-  expect_close(d_v.download(), v, 1e-5, 1e-7, "adamw v");
-  this->expect_close(d_copy.download(), params, "adamw compute copy");
 }
 
 }  // namespace

@@ -9,24 +9,37 @@
 namespace autotrain::kernels::gpu {
 namespace {
 
-template <typename G>
+// W elements per thread and step: W = kPack<G> (8 for bf16/fp16: one 128-bit access of grads
+// and of the compute copy, two of each fp32 array) or 1 on the scalar path. packs = count / W.
+template <int W, typename G>
 __global__ void adamw_kernel(float* params, G* params_copy, const G* grads, float* m, float* v,
-                             std::size_t count, float lr, float beta1, float beta2, float eps,
+                             std::size_t packs, float lr, float beta1, float beta2, float eps,
                              float weight_decay, float grad_scale, float correction1,
                              float correction2) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const float grad = to_float(grads[i]) * grad_scale;
-    const float mi = beta1 * m[i] + (1.0f - beta1) * grad;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-    m[i] = mi;
-    v[i] = vi;
-    const float m_hat = mi / correction1;
-    const float v_hat = vi / correction2;
-    const float p = params[i];
-    const float updated = p - lr * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * p);
-    params[i] = updated;
-    if (params_copy != nullptr) params_copy[i] = from_float<G>(updated);
+    const auto g = load_packed<W>(grads + i * W);
+    auto p = load_packed<W>(params + i * W);
+    auto mp = load_packed<W>(m + i * W);
+    auto vp = load_packed<W>(v + i * W);
+    Packed<G, W> copy;
+    for (int k = 0; k < W; ++k) {
+      const float grad = g.get(k) * grad_scale;
+      const float mi = beta1 * mp.values[k] + (1.0f - beta1) * grad;
+      const float vi = beta2 * vp.values[k] + (1.0f - beta2) * grad * grad;
+      mp.values[k] = mi;
+      vp.values[k] = vi;
+      const float m_hat = mi / correction1;
+      const float v_hat = vi / correction2;
+      const float old = p.values[k];
+      const float updated = old - lr * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * old);
+      p.values[k] = updated;
+      copy.set(k, updated);
+    }
+    store_packed(m + i * W, mp);
+    store_packed(v + i * W, vp);
+    store_packed(params + i * W, p);
+    if (params_copy != nullptr) store_packed(params_copy + i * W, copy);
   }
 }
 
@@ -41,11 +54,24 @@ void adamw_update(float* params, G* params_copy, const G* grads, float* m, float
   const auto correction = [&](float beta) {
     return static_cast<float>(1.0 - std::pow(double{beta}, static_cast<double>(settings.step)));
   };
-  adamw_kernel<<<grid_for(count), kBlockThreads, 0, stream>>>(
-      params, params_copy, grads, m, v, count, settings.lr, settings.beta1, settings.beta2,
-      settings.eps, settings.weight_decay, settings.grad_scale, correction(settings.beta1),
-      correction(settings.beta2));
-  AT_CUDA_CHECK_LAUNCH();
+  const float c1 = correction(settings.beta1);
+  const float c2 = correction(settings.beta2);
+  constexpr int W = kPack<G>;
+  const std::size_t packed = packed_prefix<G>(count, params, params_copy, grads, m, v);
+  if (packed > 0) {
+    adamw_kernel<W><<<grid_for(packed / W), kBlockThreads, 0, stream>>>(
+        params, params_copy, grads, m, v, packed / W, settings.lr, settings.beta1, settings.beta2,
+        settings.eps, settings.weight_decay, settings.grad_scale, c1, c2);
+    AT_CUDA_CHECK_LAUNCH();
+  }
+  if (packed < count) {
+    G* tail_copy = params_copy == nullptr ? nullptr : params_copy + packed;
+    adamw_kernel<1><<<grid_for(count - packed), kBlockThreads, 0, stream>>>(
+        params + packed, tail_copy, grads + packed, m + packed, v + packed, count - packed,
+        settings.lr, settings.beta1, settings.beta2, settings.eps, settings.weight_decay,
+        settings.grad_scale, c1, c2);
+    AT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 #define AT_ADAMW(G)                                                                \

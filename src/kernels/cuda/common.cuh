@@ -1,12 +1,15 @@
 #pragma once
-// Private helpers of the CUDA kernels: fp32 loads/stores of every element type, warp reductions,
-// launch sizes, and the explicit instantiation list (float, __nv_bfloat16, __half).
+// Private helpers of the CUDA kernels: fp32 loads/stores of every element type, 128-bit packed
+// accesses, warp reductions, launch sizes, and the explicit instantiation list (float,
+// __nv_bfloat16, __half).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/cuda/check.hpp"
@@ -37,6 +40,81 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
 template <>
 __device__ __forceinline__ __half from_float<__half>(float x) {
   return __float2half_rn(x);
+}
+
+// W consecutive elements of F moved together. With 16 bytes or more (kPack<F> = 8 bf16/fp16 or 4
+// fp32; 8 fp32 next to 8 bf16) each 16 bytes is one 128-bit load or store, which keeps 8x the
+// bytes of a 2-byte access in flight per instruction: what an H200 needs to reach its bandwidth.
+// W = 1 is the scalar path for rows and pointers that do not allow packing. Elements are read and
+// written in fp32 (get/set); set rounds to nearest even once, as from_float.
+template <typename F, int W>
+struct alignas(sizeof(F) * W < 16 ? sizeof(F) * W : 16) Packed {
+  F values[W];
+  __device__ __forceinline__ float get(int i) const { return to_float(values[i]); }
+  __device__ __forceinline__ void set(int i, float x) { values[i] = from_float<F>(x); }
+};
+
+// Elements of F in one 128-bit access.
+template <typename F>
+inline constexpr int kPack = static_cast<int>(16 / sizeof(F));
+
+// A GPU faults on a 16-byte access that is not 16-byte aligned ("misaligned address"); the
+// emulator stops the run the same way. Nothing is checked on the GPU.
+__device__ __forceinline__ void check_vector_access([[maybe_unused]] const void* pointer) {
+#ifdef AUTOTRAIN_CUDA_EMULATED
+  cuda_emu::check_vector_access(pointer, 16);
+#endif
+}
+
+template <int W, typename F>
+__device__ __forceinline__ Packed<F, W> load_packed(const F* p) {
+  Packed<F, W> x;
+  if constexpr (sizeof(x) % 16 == 0) {
+    for (std::size_t b = 0; b < sizeof(x); b += 16) {
+      const char* address = reinterpret_cast<const char*>(p) + b;
+      check_vector_access(address);
+      const uint4 bits = *reinterpret_cast<const uint4*>(address);
+      std::memcpy(reinterpret_cast<char*>(&x) + b, &bits, 16);
+    }
+  } else {
+    for (int i = 0; i < W; ++i) x.values[i] = p[i];
+  }
+  return x;
+}
+
+template <int W, typename F>
+__device__ __forceinline__ void store_packed(F* p, const Packed<F, W>& x) {
+  if constexpr (sizeof(x) % 16 == 0) {
+    for (std::size_t b = 0; b < sizeof(x); b += 16) {
+      char* address = reinterpret_cast<char*>(p) + b;
+      check_vector_access(address);
+      uint4 bits;
+      std::memcpy(&bits, reinterpret_cast<const char*>(&x) + b, 16);
+      *reinterpret_cast<uint4*>(address) = bits;
+    }
+  } else {
+    for (int i = 0; i < W; ++i) p[i] = x.values[i];
+  }
+}
+
+// Host side: whether every pointer allows 16-byte accesses (nullptr does: it is never accessed).
+template <typename... P>
+bool all_aligned_16(const P*... pointers) {
+  return ((reinterpret_cast<std::uintptr_t>(pointers) % 16 == 0) && ...);
+}
+
+// How many of n flat elements the packed path covers: the whole packs when every pointer is
+// 16-byte aligned, else none. The remaining n - result elements take the scalar path.
+template <typename F, typename... P>
+std::size_t packed_prefix(std::size_t n, const P*... pointers) {
+  return all_aligned_16(pointers...) ? n / kPack<F> * kPack<F> : 0;
+}
+
+// Whether rows of `length` elements starting at these row-0 pointers can be read in packs: every
+// row then starts 16-byte aligned.
+template <typename F, typename... P>
+bool rows_packable(std::size_t length, const P*... pointers) {
+  return length % kPack<F> == 0 && all_aligned_16(pointers...);
 }
 
 __device__ __forceinline__ float warp_sum(float x) {

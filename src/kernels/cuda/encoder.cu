@@ -10,29 +10,40 @@
 namespace autotrain::kernels::gpu {
 namespace {
 
-// One thread per element of out [B, T, C].
-template <typename F>
+// One thread per pack of W elements of out [B, T, C] (W = kPack<F>: 16-byte accesses, when C and
+// the pointers allow; else 1). packs = B·T·C / W; a pack never straddles two rows.
+template <int W, typename F>
 __global__ void encoder_forward_kernel(F* out, const std::int32_t* inp, const F* wte, const F* wpe,
-                                       int T, int C, std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < total;
+                                       int T, int C, std::size_t packs) {
+  const std::size_t row_packs = static_cast<std::size_t>(C / W);
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const std::size_t bt = i / C;
-    const std::size_t c = i % C;
+    const std::size_t bt = i / row_packs;
+    const std::size_t c = (i - bt * row_packs) * W;
     const std::size_t t = bt % T;
     const std::size_t token = static_cast<std::size_t>(inp[bt]);
-    out[i] = from_float<F>(to_float(wte[token * C + c]) + to_float(wpe[t * C + c]));
+    const auto a = load_packed<W>(wte + token * C + c);
+    const auto b = load_packed<W>(wpe + t * C + c);
+    Packed<F, W> sum;
+    for (int k = 0; k < W; ++k) sum.set(k, a.get(k) + b.get(k));
+    store_packed(out + i * W, sum);
   }
 }
 
-// One thread per element of dwpe [T, C]: sums the batch in order b = 0..B-1 (deterministic).
-template <typename F>
-__global__ void encoder_dwpe_kernel(F* dwpe, const F* dout, int B, int T, int C) {
-  const std::size_t TC = static_cast<std::size_t>(T) * C;
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < TC;
+// One thread per pack of W elements of dwpe [T, C] (packs = T·C / W): sums the batch in order
+// b = 0..B-1 (deterministic).
+template <int W, typename F>
+__global__ void encoder_dwpe_kernel(F* dwpe, const F* dout, int B, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    float sum = 0.0f;
-    for (int b = 0; b < B; ++b) sum += to_float(dout[b * TC + i]);
-    dwpe[i] = from_float<F>(to_float(dwpe[i]) + sum);
+    float sum[W] = {};
+    for (int b = 0; b < B; ++b) {
+      const auto d = load_packed<W>(dout + (b * packs + i) * W);
+      for (int k = 0; k < W; ++k) sum[k] += d.get(k);
+    }
+    auto grad = load_packed<W>(dwpe + i * W);
+    for (int k = 0; k < W; ++k) grad.set(k, grad.get(k) + sum[k]);
+    store_packed(dwpe + i * W, grad);
   }
 }
 
@@ -60,8 +71,15 @@ template <typename F>
 void encoder_forward(F* out, const std::int32_t* inp, const F* wte, const F* wpe, int B, int T,
                      int C, cudaStream_t stream) {
   const std::size_t total = static_cast<std::size_t>(B) * T * C;
-  encoder_forward_kernel<<<grid_for(total), kBlockThreads, 0, stream>>>(out, inp, wte, wpe, T, C,
-                                                                        total);
+  if (total == 0) return;
+  if (rows_packable<F>(static_cast<std::size_t>(C), out, wte, wpe)) {
+    constexpr int W = kPack<F>;
+    encoder_forward_kernel<W>
+        <<<grid_for(total / W), kBlockThreads, 0, stream>>>(out, inp, wte, wpe, T, C, total / W);
+  } else {
+    encoder_forward_kernel<1>
+        <<<grid_for(total), kBlockThreads, 0, stream>>>(out, inp, wte, wpe, T, C, total);
+  }
   AT_CUDA_CHECK_LAUNCH();
 }
 
@@ -90,8 +108,14 @@ int make_token_runs(const std::int32_t* ids, std::size_t n, std::int32_t* positi
 template <typename F>
 void encoder_backward(F* dwte, F* dwpe, const F* dout, const TokenRuns& runs, int B, int T, int C,
                       cudaStream_t stream) {
-  encoder_dwpe_kernel<<<grid_for(static_cast<std::size_t>(T) * C), kBlockThreads, 0, stream>>>(
-      dwpe, dout, B, T, C);
+  const std::size_t TC = static_cast<std::size_t>(T) * C;
+  if (TC == 0) return;
+  if (rows_packable<F>(TC, dwpe, dout)) {
+    constexpr int W = kPack<F>;
+    encoder_dwpe_kernel<W><<<grid_for(TC / W), kBlockThreads, 0, stream>>>(dwpe, dout, B, TC / W);
+  } else {
+    encoder_dwpe_kernel<1><<<grid_for(TC), kBlockThreads, 0, stream>>>(dwpe, dout, B, TC);
+  }
   AT_CUDA_CHECK_LAUNCH();
   if (runs.runs == 0) return;
   encoder_dwte_kernel<<<static_cast<unsigned>(runs.runs), kBlockThreads, 0, stream>>>(dwte, dout,

@@ -1,27 +1,40 @@
 // Residual connection forward and backward on the device, fp32 arithmetic.
 // Invariant: both input gradients accumulate (+=): the residual stream's gradient sums the skip
 // path and the block's path.
+// Each thread moves W elements per access (kPack<F>: 128-bit loads/stores) over the whole packs;
+// a scalar launch (W = 1) takes the tail and any buffer that is not 16-byte aligned.
 #include "autotrain/kernels/cuda/residual.hpp"
 #include "common.cuh"
 
 namespace autotrain::kernels::gpu {
 namespace {
 
-template <typename F>
-__global__ void residual_forward_kernel(F* out, const F* inp1, const F* inp2, std::size_t N) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < N;
+// packs = elements / W.
+template <int W, typename F>
+__global__ void residual_forward_kernel(F* out, const F* inp1, const F* inp2, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    out[i] = from_float<F>(to_float(inp1[i]) + to_float(inp2[i]));
+    const auto a = load_packed<W>(inp1 + i * W);
+    const auto b = load_packed<W>(inp2 + i * W);
+    Packed<F, W> sum;
+    for (int k = 0; k < W; ++k) sum.set(k, a.get(k) + b.get(k));
+    store_packed(out + i * W, sum);
   }
 }
 
-template <typename F>
-__global__ void residual_backward_kernel(F* dinp1, F* dinp2, const F* dout, std::size_t N) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < N;
+template <int W, typename F>
+__global__ void residual_backward_kernel(F* dinp1, F* dinp2, const F* dout, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const float d = to_float(dout[i]);
-    dinp1[i] = from_float<F>(to_float(dinp1[i]) + d);
-    dinp2[i] = from_float<F>(to_float(dinp2[i]) + d);
+    const auto d = load_packed<W>(dout + i * W);
+    auto d1 = load_packed<W>(dinp1 + i * W);
+    auto d2 = load_packed<W>(dinp2 + i * W);
+    for (int k = 0; k < W; ++k) {
+      d1.set(k, d1.get(k) + d.get(k));
+      d2.set(k, d2.get(k) + d.get(k));
+    }
+    store_packed(dinp1 + i * W, d1);
+    store_packed(dinp2 + i * W, d2);
   }
 }
 
@@ -29,14 +42,34 @@ __global__ void residual_backward_kernel(F* dinp1, F* dinp2, const F* dout, std:
 
 template <typename F>
 void residual_forward(F* out, const F* inp1, const F* inp2, std::size_t N, cudaStream_t stream) {
-  residual_forward_kernel<<<grid_for(N), kBlockThreads, 0, stream>>>(out, inp1, inp2, N);
-  AT_CUDA_CHECK_LAUNCH();
+  constexpr int W = kPack<F>;
+  const std::size_t packed = packed_prefix<F>(N, out, inp1, inp2);
+  if (packed > 0) {
+    residual_forward_kernel<W>
+        <<<grid_for(packed / W), kBlockThreads, 0, stream>>>(out, inp1, inp2, packed / W);
+    AT_CUDA_CHECK_LAUNCH();
+  }
+  if (packed < N) {
+    residual_forward_kernel<1><<<grid_for(N - packed), kBlockThreads, 0, stream>>>(
+        out + packed, inp1 + packed, inp2 + packed, N - packed);
+    AT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 template <typename F>
 void residual_backward(F* dinp1, F* dinp2, const F* dout, std::size_t N, cudaStream_t stream) {
-  residual_backward_kernel<<<grid_for(N), kBlockThreads, 0, stream>>>(dinp1, dinp2, dout, N);
-  AT_CUDA_CHECK_LAUNCH();
+  constexpr int W = kPack<F>;
+  const std::size_t packed = packed_prefix<F>(N, dinp1, dinp2, dout);
+  if (packed > 0) {
+    residual_backward_kernel<W>
+        <<<grid_for(packed / W), kBlockThreads, 0, stream>>>(dinp1, dinp2, dout, packed / W);
+    AT_CUDA_CHECK_LAUNCH();
+  }
+  if (packed < N) {
+    residual_backward_kernel<1><<<grid_for(N - packed), kBlockThreads, 0, stream>>>(
+        dinp1 + packed, dinp2 + packed, dout + packed, N - packed);
+    AT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 #define AT_RESIDUAL(F)                                                                  \

@@ -1,23 +1,32 @@
 // Cast, add and sum of squares over flat device buffers (kernels/cuda/vector.hpp).
+// Each thread moves W = kPack<G> elements per access (128-bit loads/stores) over the whole packs;
+// a scalar launch (W = 1) takes the tail and any buffer that is not 16-byte aligned.
 #include "autotrain/kernels/cuda/vector.hpp"
 #include "common.cuh"
 
 namespace autotrain::kernels::gpu {
 namespace {
 
-template <typename G>
-__global__ void cast_kernel(G* out, const float* in, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+// packs = elements / W.
+template <int W, typename G>
+__global__ void cast_kernel(G* out, const float* in, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    out[i] = from_float<G>(in[i]);
+    const auto x = load_packed<W>(in + i * W);
+    Packed<G, W> y;
+    for (int k = 0; k < W; ++k) y.set(k, x.values[k]);
+    store_packed(out + i * W, y);
   }
 }
 
-template <typename G>
-__global__ void add_kernel(G* shard, const G* part, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+template <int W, typename G>
+__global__ void add_kernel(G* shard, const G* part, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    shard[i] = from_float<G>(to_float(shard[i]) + to_float(part[i]));
+    auto s = load_packed<W>(shard + i * W);
+    const auto p = load_packed<W>(part + i * W);
+    for (int k = 0; k < W; ++k) s.set(k, s.get(k) + p.get(k));
+    store_packed(shard + i * W, s);
   }
 }
 
@@ -34,13 +43,20 @@ __device__ float block_sum(float value) {
   return value;
 }
 
-// Pass 1: block b sums the squares of its grid-stride elements into partials[b].
-template <typename G>
+// Pass 1: block b sums the squares of its grid-stride packs into partials[b]; the scalar tail
+// (n - packs·W elements, fewer than W) is added by block 0's first threads.
+template <int W, typename G>
 __global__ void squares_kernel(float* partials, const G* x, std::size_t n) {
+  const std::size_t packs = n / W;
   float sum = 0.0f;
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    const float value = to_float(x[i]);
+    const auto p = load_packed<W>(x + i * W);
+    for (int k = 0; k < W; ++k) sum += p.get(k) * p.get(k);
+  }
+  const std::size_t tail = packs * W + threadIdx.x;
+  if (blockIdx.x == 0 && tail < n) {
+    const float value = to_float(x[tail]);
     sum += value * value;
   }
   sum = block_sum(sum);
@@ -59,24 +75,46 @@ __global__ void total_kernel(double* total, const float* partials, unsigned coun
 
 template <typename G>
 void cast_from_float(G* out, const float* in, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  cast_kernel<<<grid_for(n), kBlockThreads, 0, stream>>>(out, in, n);
-  AT_CUDA_CHECK_LAUNCH();
+  constexpr int W = kPack<G>;
+  const std::size_t packed = packed_prefix<G>(n, out, in);
+  if (packed > 0) {
+    cast_kernel<W><<<grid_for(packed / W), kBlockThreads, 0, stream>>>(out, in, packed / W);
+    AT_CUDA_CHECK_LAUNCH();
+  }
+  if (packed < n) {
+    cast_kernel<1>
+        <<<grid_for(n - packed), kBlockThreads, 0, stream>>>(out + packed, in + packed, n - packed);
+    AT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 template <typename G>
 void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  add_kernel<<<grid_for(n), kBlockThreads, 0, stream>>>(shard, part, n);
-  AT_CUDA_CHECK_LAUNCH();
+  constexpr int W = kPack<G>;
+  const std::size_t packed = packed_prefix<G>(n, shard, part);
+  if (packed > 0) {
+    add_kernel<W><<<grid_for(packed / W), kBlockThreads, 0, stream>>>(shard, part, packed / W);
+    AT_CUDA_CHECK_LAUNCH();
+  }
+  if (packed < n) {
+    add_kernel<1><<<grid_for(n - packed), kBlockThreads, 0, stream>>>(shard + packed, part + packed,
+                                                                      n - packed);
+    AT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 template <typename G>
 void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch, cudaStream_t stream) {
   if (n == 0) return;
-  unsigned blocks = grid_for(n);
+  constexpr int W = kPack<G>;
+  const bool packed = all_aligned_16(x);
+  unsigned blocks = grid_for(packed ? n / W : n);
   if (blocks > kSumOfSquaresScratch) blocks = static_cast<unsigned>(kSumOfSquaresScratch);
-  squares_kernel<<<blocks, kBlockThreads, 0, stream>>>(scratch, x, n);
+  if (packed) {
+    squares_kernel<W><<<blocks, kBlockThreads, 0, stream>>>(scratch, x, n);
+  } else {
+    squares_kernel<1><<<blocks, kBlockThreads, 0, stream>>>(scratch, x, n);
+  }
   AT_CUDA_CHECK_LAUNCH();
   total_kernel<<<1, kWarp, 0, stream>>>(total, scratch, blocks);
   AT_CUDA_CHECK_LAUNCH();
