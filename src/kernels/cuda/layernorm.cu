@@ -69,11 +69,13 @@ __global__ void layernorm_forward_kernel(F* out, float* mean, float* rstd, const
 // and the lane adds dout·x̂ and dout to its channels' partials. The block then sums its warps in
 // order w = 0..7 through shared memory, one pack slot k at a time:
 // partial_w[chunk, c] = Σ_rows dout·x̂, partial_b[chunk, c] = Σ_rows dout.
+// Up to 24 values per lane (C = 768 in 16 bits) the launch bound fits two blocks per SM (at most
+// 128 registers, no spills at sm_90); wider rows need more registers than that without spilling.
 template <int W, int kPacks, typename F>
-__global__ void layernorm_backward_kernel(F* dinp, float* partial_w, float* partial_b,
-                                          const F* dout, const F* inp, const F* weight,
-                                          const float* mean, const float* rstd, std::size_t N,
-                                          int C) {
+__global__ void __launch_bounds__(kBlockThreads, kPacks* W <= 24 ? 2 : 1)
+    layernorm_backward_kernel(F* dinp, float* partial_w, float* partial_b, const F* dout,
+                              const F* inp, const F* weight, const float* mean, const float* rstd,
+                              std::size_t N, int C) {
   __shared__ float staged_w[kWarpsPerBlock][kWarp * W];
   __shared__ float staged_b[kWarpsPerBlock][kWarp * W];
   const int warp = static_cast<int>(threadIdx.x / kWarp);
