@@ -239,27 +239,32 @@ bool gelu_fusion_allowed(std::int64_t ld_aux) {
   return enabled && ld_aux % 8 == 0;
 }
 
-constexpr int kChunkRows = 256;  // rows per partial column sum
+constexpr int kChunkRows = 128;  // rows per partial column sum
 constexpr int kPartialRows = 8;  // threadIdx.y extent of the partials
 
-// Block (32 columns, kPartialRows) per (column tile, chunk): partial[chunk, o] = Σ_rows dout[:, o].
-template <typename F>
+// Block (32 threads of W columns each, kPartialRows) per (column tile, chunk):
+// partial[chunk, o] = Σ_rows dout[:, o], thread y summing rows y, y + 8, ... then y in order.
+// W = kPack<F>: 16-byte loads (OC a whole number of packs, dout aligned); W = 1 otherwise.
+template <int W, typename F>
 __global__ void column_partials_kernel(float* partial, const F* dout, std::size_t N, int OC) {
-  __shared__ float shared[kPartialRows][kWarp];
-  const int o = static_cast<int>(blockIdx.x) * kWarp + static_cast<int>(threadIdx.x);
+  __shared__ float shared[kPartialRows][kWarp * W];
+  const int o = (static_cast<int>(blockIdx.x) * kWarp + static_cast<int>(threadIdx.x)) * W;
   const std::size_t first = std::size_t{blockIdx.y} * kChunkRows;
   const std::size_t last = first + kChunkRows < N ? first + kChunkRows : N;
-  float sum = 0.0f;
+  float sum[W] = {};
   if (o < OC) {
     for (std::size_t n = first + threadIdx.y; n < last; n += kPartialRows) {
-      sum += to_float(dout[n * OC + o]);
+      const auto values = load_packed<W>(dout + n * OC + o);
+      for (int i = 0; i < W; ++i) sum[i] += values.get(i);
     }
   }
-  shared[threadIdx.y][threadIdx.x] = sum;
+  for (int i = 0; i < W; ++i) shared[threadIdx.y][threadIdx.x * W + i] = sum[i];
   __syncthreads();
   if (threadIdx.y == 0 && o < OC) {
-    for (int y = 1; y < kPartialRows; ++y) sum += shared[y][threadIdx.x];
-    partial[std::size_t{blockIdx.y} * OC + o] = sum;
+    for (int y = 1; y < kPartialRows; ++y) {
+      for (int i = 0; i < W; ++i) sum[i] += shared[y][threadIdx.x * W + i];
+    }
+    for (int i = 0; i < W; ++i) partial[std::size_t{blockIdx.y} * OC + o + i] = sum[i];
   }
 }
 
@@ -337,8 +342,17 @@ void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
               dout, inp, dweight, 1.0f, EpilogueOperands{}, stream);
   if (dbias != nullptr) {
     const unsigned chunks = ceil_div(N, kChunkRows);
-    const dim3 grid(ceil_div(static_cast<std::size_t>(OC), kWarp), chunks);
-    column_partials_kernel<<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
+    const auto columns = static_cast<std::size_t>(OC);
+    if (rows_packable<F>(columns, dout)) {
+      constexpr int W = kPack<F>;
+      const dim3 grid(ceil_div(columns, kWarp * W), chunks);
+      column_partials_kernel<W>
+          <<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
+    } else {
+      const dim3 grid(ceil_div(columns, kWarp), chunks);
+      column_partials_kernel<1>
+          <<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
+    }
     AT_CUDA_CHECK_LAUNCH();
     bias_accumulate_kernel<<<ceil_div(static_cast<std::size_t>(OC), kBlockThreads), kBlockThreads,
                              0, stream>>>(dbias, scratch, chunks, OC);
