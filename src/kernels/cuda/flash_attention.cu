@@ -55,12 +55,22 @@ __device__ __forceinline__ std::size_t out_at(const Shape& s, int b, int t, int 
 }
 
 // Copies rows [first, first + rows) of a [T, HS] operand into tile [rows, HS]; rows past T are 0.
+// 16 bytes per access: HS is a multiple of 16 elements and the launchers check the operands'
+// alignment, so every row starts on a 16-byte boundary.
 template <typename F, typename Row>
 __device__ __forceinline__ void load_tile(F* tile, int first, int rows, const Shape& s, Row row) {
-  for (int i = static_cast<int>(threadIdx.x); i < rows * s.HS; i += static_cast<int>(blockDim.x)) {
-    const int r = i / s.HS;
-    const int d = i % s.HS;
-    tile[i] = first + r < s.T ? row(first + r)[d] : from_float<F>(0.0f);
+  constexpr int W = kPack<F>;
+  const int packs = s.HS / W;
+  for (int i = static_cast<int>(threadIdx.x); i < rows * packs; i += static_cast<int>(blockDim.x)) {
+    const int r = i / packs;
+    const int d = (i - r * packs) * W;
+    Packed<F, W> values;
+    if (first + r < s.T) {
+      values = load_packed<W>(row(first + r) + d);
+    } else {
+      for (int j = 0; j < W; ++j) values.set(j, 0.0f);
+    }
+    store_packed(tile + r * s.HS + d, values);
   }
 }
 
@@ -353,6 +363,13 @@ Shape checked_shape(std::size_t element_bytes, int B, int T, int C, int NH) {
   return Shape{T, C, NH, HS, 1.0f / std::sqrt(static_cast<float>(HS))};
 }
 
+// The kernels move rows of qkv, out, dout and dqkv 16 bytes at a time.
+template <typename... P>
+void check_aligned(const P*... pointers) {
+  AT_CHECK(all_aligned_16(pointers...),
+           "flash attention: qkv, out, dout and dqkv must start on 16-byte boundaries");
+}
+
 }  // namespace
 
 bool flash_attention_supports(std::size_t element_bytes, int C, int NH) {
@@ -365,6 +382,7 @@ template <typename F>
 void flash_attention_forward(F* out, float* lse, const F* qkv, int B, int T, int C, int NH,
                              cudaStream_t stream) {
   const Shape s = checked_shape(sizeof(F), B, T, C, NH);
+  check_aligned(out, qkv);
   const dim3 grid(ceil_div(static_cast<std::size_t>(T), kForwardRows),
                   static_cast<unsigned>(B * NH));
   flash_forward_kernel<<<grid, kForwardWarps * kWarp, 0, stream>>>(out, lse, qkv, s);
@@ -375,6 +393,7 @@ template <typename F>
 void flash_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv, const F* out,
                               const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
   const Shape s = checked_shape(sizeof(F), B, T, C, NH);
+  check_aligned(dqkv, dout, qkv, out);
   const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
   flash_delta_kernel<<<ceil_div(rows, kBlockThreads / kWarp), kBlockThreads, 0, stream>>>(
       delta, dout, out, B, s);
