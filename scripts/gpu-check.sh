@@ -141,6 +141,20 @@ bench_train_flash() {
     --batch-size 16 --gradient-accumulation 1 --steps 5 --no-profile
 }
 
+train_124m() {
+  # The "done when": the documented command trains GPT-2 124M in bf16 on the GPU (one
+  # epoch of the embedded corpus: about 9 optimizer steps of 32 sequences of 1024 tokens), then
+  # saves its checkpoint and exports the model into the project folder.
+  cd "$logs"
+  $mpirun -np 1 "$bin" train --config "$root/configs/gpt2-124m.yaml" --mixed-precision bf16 \
+    2>&1 | tee train-124m.out
+  grep -E "on cuda:[0-9]+ .* in bf16" train-124m.out || {
+    echo "the run did not train on the GPU in bf16 (no 'on cuda:N ... in bf16' model line)"
+    return 1
+  }
+  ls -l gpt2-124m
+}
+
 export root build jobs arch mpirun bin logs
 run_part machine 30 machine
 run_part build 330 build
@@ -149,6 +163,7 @@ run_part ctest-gpu 210 ctest_gpu
 run_part bench-comm-nccl 90 bench_comm
 run_part bench-train 120 bench_train
 run_part bench-train-flash 100 bench_train_flash
+run_part train-124m 120 train_124m
 
 echo
 echo "=== summary (logs in $logs) ==="
