@@ -69,10 +69,10 @@ build() {
   command -v ninja > /dev/null && generator=(-G Ninja)
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
     -DAUTOTRAIN_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="$arch"
-  # Only what the check runs: the binary, the kernel and model tests, the MPI tests of the
-  # communicator and of the trainer's replicas.
-  cmake --build "$build" -j "$jobs" --target autotrain test_kernels test_model mpitest_comm \
-    mpitest_train
+  # Only what the check runs: the binary, the kernel and model tests, generate's tests
+  # (test_train), the MPI tests of the communicator and of the trainer's replicas.
+  cmake --build "$build" -j "$jobs" --target autotrain test_kernels test_model test_train \
+    mpitest_comm mpitest_train
 }
 
 kernel_tests() {
@@ -89,8 +89,9 @@ kernel_tests() {
 }
 
 ctest_gpu() {
-  # Discovered GPU tests by name (kernels, device model), the communicator's MPI tests at np=1
-  # (NCCL), the CPU <-> GPU checkpoint e2e test, and below the trainer's CUDA replica tests.
+  # Discovered GPU tests by name (kernels, device model, generate), the communicator's MPI
+  # tests at np=1 (NCCL), the CPU <-> GPU checkpoint e2e test (with generate on both devices),
+  # and below the trainer's CUDA replica tests.
   local out status=0
   out=$(ctest --test-dir "$build" -R 'Cuda|cuda|Nccl|nccl|^mpi[.]comm[.]np1$|^e2e[.]gpu_resume$' \
     --output-on-failure --timeout 150 2>&1) || status=$?

@@ -17,7 +17,7 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
   -DAUTOTRAIN_WERROR=ON -DAUTOTRAIN_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
-  mpitest_comm mpitest_train
+  test_train mpitest_comm mpitest_train
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
 if [ -n "$head" ] && git -C "$root" diff --quiet HEAD 2> /dev/null; then
   echo "$head" > "$build/prebuilt-from"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the GPU tests without a GPU: builds the GPU path against the CUDA emulator
-# (AUTOTRAIN_CUDA=emulate, tests/cuda_emu, docs/gpu.md) and runs the CUDA kernel and device-model
-# tests, the NCCL communicator and CUDA replica tests under mpirun -np 1..4, the CPU <-> GPU
-# checkpoint and GPU preemption tests, slurm/train-single-node.sbatch on a Slurm node with
+# (AUTOTRAIN_CUDA=emulate, tests/cuda_emu, docs/gpu.md) and runs the CUDA kernel, device-model
+# and generate tests, the NCCL communicator and CUDA replica tests under mpirun -np 1..4, the
+# CPU <-> GPU checkpoint and GPU preemption tests, slurm/train-single-node.sbatch on a Slurm node with
 # GPUs (as root, scripts/slurm-local.sh), and `bench train` / `bench comm` on the device path. On a GPU machine
 # scripts/gpu-check.sh runs the same tests for real. Nothing here may be skipped.
 #   scripts/test-cuda-emulated.sh            (called by scripts/test.sh)
@@ -21,7 +21,7 @@ fi
 
 cmake --preset emulate > /dev/null
 cmake --build --preset emulate -j "$(nproc)" --target autotrain test_kernels test_model \
-  mpitest_comm mpitest_train test_cuda_emu
+  test_train mpitest_comm mpitest_train test_cuda_emu
 
 # run NAME COMMAND...: runs a test command, shows its tail, fails on a failure or a skip.
 run() {
@@ -49,11 +49,14 @@ run "the emulator's own checks, threads in reverse order" env AUTOTRAIN_CUDA_EMU
   "$build/tests/test_cuda_emu" --gtest_brief=1
 run "CUDA kernels" "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
 run "device model" "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+run "generate on the device" "$build/tests/test_train" --gtest_filter='CudaGenerate*' --gtest_brief=1
 # Threads between two barriers run in thread order; in reverse order a missing barrier shows.
 run "CUDA kernels, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
   "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
 run "device model, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
   "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+run "generate on the device, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
+  "$build/tests/test_train" --gtest_filter='CudaGenerate*' --gtest_brief=1
 for np in 1 2 3 4; do
   run "NCCL communicator, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_comm" \
     --gtest_filter='*Nccl*' --gtest_brief=1

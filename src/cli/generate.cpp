@@ -2,6 +2,7 @@
 #include "autotrain/train/generate.hpp"
 
 #include <iostream>
+#include <string>
 
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/cli/options.hpp"
@@ -17,6 +18,8 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
   train::GenerateOptions options;
   int top_k = options.top_k;
   long long seed = static_cast<long long>(options.seed);
+  std::string device = "auto";
+  std::string mixed_precision = "no";
   po::options_description description("autotrain generate --model FOLDER [options]");
   description.add_options()  //
       ("model", po::value(&model_dir)->value_name("FOLDER"),
@@ -32,6 +35,11 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
        "sample among the K likeliest tokens; "
        "0 = all (default 50)")                                                 //
       ("seed", po::value(&seed)->value_name("N"), "random seed (default 42)")  //
+      ("device", po::value(&device)->value_name("auto|cpu|cuda"),
+       "where the model runs: auto = the first visible GPU when the build has CUDA and one is "
+       "visible, else the CPU (default auto)")  //
+      ("mixed-precision", po::value(&mixed_precision)->value_name("no|bf16|fp16"),
+       "compute precision on the GPU; the CPU computes in fp32 (default no)")  //
       ("help,h", "show this help");
   const auto values = parse_command_options("generate", description, args);
   if (values.count("help")) {
@@ -44,6 +52,10 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
   options.seed = static_cast<uint64_t>(seed);
   // Generation is a single-process job: under a launcher, rank 0 does it and the others wait.
   if (mpi.rank() == 0) {
+    const auto where = train::choose_generate_device(device, mixed_precision);
+    options.device = where.device;
+    options.precision = where.precision;
+    std::cerr << where.summary << "\n" << std::flush;
     const auto loaded = train::load_model_folder(model_dir);
     const std::string text = train::generate_text(loaded, options);
     std::cout << options.prompt << text << "\n" << std::flush;

@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 
+#include "autotrain/core/dtype.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/cuda/attention.hpp"
@@ -513,6 +514,34 @@ template <typename F>
 std::span<const float> DeviceGpt2<F>::losses() const {
   losses_copied_.synchronize();
   return {host_losses_.data(), host_losses_.size()};
+}
+
+template <typename F>
+void DeviceGpt2<F>::forward_logits_row(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
+                                       std::size_t position, std::span<float> out) {
+  const ModelConfig& cfg = buffers_->config;
+  const std::size_t V = static_cast<std::size_t>(cfg.vocab_size);
+  AT_CHECK(position < buffers_->bt, "model: logits row ", position,
+           " is not a position in [0, B·T = ", buffers_->bt, ")");
+  AT_CHECK(out.size() == V, "model: the logits row holds vocab_size = ", V, " values, not ",
+           out.size());
+  forward_async(access, inputs, inputs);
+  const F* row = buffers_->logits + position * static_cast<std::size_t>(cfg.padded_vocab_size);
+  if constexpr (std::is_same_v<F, float>) {
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(out.data(), row, V * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  } else {
+    static_assert(sizeof(F) == sizeof(std::uint16_t));
+    host_logits_bits_.resize(V);  // allocates on the first call only
+    AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_bits_.data(), row, V * sizeof(F),
+                                  cudaMemcpyDeviceToHost, stream_));
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (std::size_t i = 0; i < V; ++i) {
+      out[i] = std::is_same_v<F, __nv_bfloat16> ? bf16_to_float(host_logits_bits_[i])
+                                                : fp16_to_float(host_logits_bits_[i]);
+    }
+  }
 }
 
 template <typename F>

@@ -9,6 +9,8 @@
 #include "autotrain/ckpt/safetensors.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/data/sampler.hpp"
+#include "autotrain/kernels/cuda/device.hpp"
+#include "next_token_logits.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -18,6 +20,74 @@ int config_int(const nlohmann::json& config, const char* key, const std::filesys
            "' is missing or not an integer (expected a GPT-2 config.json)");
   return config[key].get<int>();
 }
+
+// The CPU model with a key/value cache: a restart feeds the whole window, then each call one
+// position.
+class CpuNextTokenLogits final : public NextTokenLogits {
+ public:
+  explicit CpuNextTokenLogits(const LoadedModel& loaded)
+      : model_(*loaded.layout, 1, 1), access_(*loaded.layout, loaded.params.data(), nullptr) {}
+
+  std::span<const float> logits(std::span<const std::int32_t> window, bool restart) override {
+    if (restart) {
+      model_.reset_cache();
+      for (const std::int32_t token : window) logits_ = model_.feed_token(access_, token);
+    } else {
+      logits_ = model_.feed_token(access_, window.back());
+    }
+    return logits_;
+  }
+
+ private:
+  model::Gpt2Model model_;
+  model::FlatUnitAccess access_;
+  std::span<const float> logits_;
+};
+
+// Draws the next token from `logits` [V]: the largest at temperature 0, else among the top k
+// after a softmax at the temperature. The same on every device, so a greedy GPU run and a CPU
+// run of an fp32 model give the same text.
+class TokenSampler {
+ public:
+  TokenSampler(const GenerateOptions& options, int vocab)
+      : options_(options),
+        vocab_(vocab),
+        rng_(options.seed),
+        order_(std::size_t(vocab)),
+        probabilities_(std::size_t(vocab)) {}
+
+  int next(std::span<const float> logits) {
+    if (options_.temperature == 0.0) {
+      return static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab_) -
+                              logits.begin());
+    }
+    // Top-k: keep the k largest logits, softmax them at the temperature, draw one.
+    const int k = options_.top_k > 0 ? std::min(options_.top_k, vocab_) : vocab_;
+    std::iota(order_.begin(), order_.end(), 0);
+    std::partial_sort(order_.begin(), order_.begin() + k, order_.end(),
+                      [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
+    const double top = logits[size_t(order_[0])];
+    double total = 0;
+    for (int j = 0; j < k; ++j) {
+      probabilities_[size_t(j)] =
+          std::exp((logits[size_t(order_[size_t(j)])] - top) / options_.temperature);
+      total += probabilities_[size_t(j)];
+    }
+    double draw = double(rng_.next() >> 11) * 0x1.0p-53 * total;
+    for (int j = 0; j < k; ++j) {
+      draw -= probabilities_[size_t(j)];
+      if (draw <= 0) return order_[size_t(j)];
+    }
+    return order_[size_t(k - 1)];
+  }
+
+ private:
+  const GenerateOptions& options_;
+  int vocab_;
+  data::SplitMix64 rng_;
+  std::vector<int> order_;
+  std::vector<double> probabilities_;
+};
 
 }  // namespace
 
@@ -74,67 +144,79 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
   AT_CHECK(options.max_new_tokens >= 0, "--max-new-tokens must be >= 0");
   AT_CHECK(options.temperature >= 0, "--temperature must be >= 0 (0 = greedy)");
   const auto& layout = *loaded.layout;
-  const int context = layout.config().block_size;
-  const int vocab = layout.config().vocab_size;
-  model::Gpt2Model model(layout, 1, 1);
-  model::FlatUnitAccess access(layout, loaded.params.data(), nullptr);
+  const std::size_t context = static_cast<std::size_t>(layout.config().block_size);
 
-  std::vector<int32_t> tokens = loaded.tokenizer->encode(options.prompt);
+  std::vector<std::int32_t> tokens = loaded.tokenizer->encode(options.prompt);
   if (tokens.empty()) tokens.push_back(loaded.tokenizer->eot_token());
-  const size_t prompt_length = tokens.size();
-  data::SplitMix64 rng(options.seed);
-  std::vector<int> order(static_cast<size_t>(vocab));
-  std::vector<double> probabilities(static_cast<size_t>(vocab));
-  // Key/value cache: each new token costs one position's forward. When the context is full the
-  // window restarts from the last half of it (refed once), so the cost stays linear.
-  size_t fed = 0;  // tokens[0, fed) have been fed since the window started
-  std::span<const float> logits;
-  const auto refill = [&](size_t keep) {
-    model.reset_cache();
-    for (fed = tokens.size() - keep; fed < tokens.size(); ++fed)
-      logits = model.feed_token(access, tokens[fed]);
-  };
-  refill(std::min(tokens.size(), size_t(context)));
+  const std::size_t prompt_length = tokens.size();
+  std::unique_ptr<NextTokenLogits> model;
+  if (options.device == Device::cuda) {
+#ifdef AUTOTRAIN_HAVE_CUDA
+    // The longest window this run reaches: the device model is built for no more positions.
+    const std::size_t longest =
+        std::min(context, prompt_length + static_cast<std::size_t>(options.max_new_tokens));
+    model = make_cuda_next_token_logits(loaded, options.precision, static_cast<int>(longest));
+#else
+    throw Error("generate: device cuda, but this build has no CUDA");
+#endif
+  } else {
+    model = std::make_unique<CpuNextTokenLogits>(loaded);
+  }
+  TokenSampler sampler(options, layout.config().vocab_size);
+
+  // The model sees tokens[start, end), at most `context` of them. When a new token would make
+  // the window longer, it restarts from the last half of the context (refed once on the CPU),
+  // so the cost per token stays bounded.
+  std::size_t start = prompt_length - std::min(prompt_length, context);
+  bool restart = true;
   for (int i = 0; i < options.max_new_tokens; ++i) {
-    if (fed < tokens.size()) {
-      if (model.cached_tokens() == context) {
-        refill(std::max<size_t>(1, size_t(context) / 2));
-      } else {
-        logits = model.feed_token(access, tokens[fed++]);
-      }
-    }
-    int next = 0;
-    if (options.temperature == 0.0) {
-      next = static_cast<int>(std::max_element(logits.begin(), logits.begin() + vocab) -
-                              logits.begin());
-    } else {
-      // Top-k: keep the k largest logits, softmax them at the temperature, draw one.
-      const int k = options.top_k > 0 ? std::min(options.top_k, vocab) : vocab;
-      std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
-      const double top = logits[size_t(order[0])];
-      double total = 0;
-      for (int j = 0; j < k; ++j) {
-        probabilities[size_t(j)] =
-            std::exp((logits[size_t(order[size_t(j)])] - top) / options.temperature);
-        total += probabilities[size_t(j)];
-      }
-      double draw = double(rng.next() >> 11) * 0x1.0p-53 * total;
-      next = order[size_t(k - 1)];
-      for (int j = 0; j < k; ++j) {
-        draw -= probabilities[size_t(j)];
-        if (draw <= 0) {
-          next = order[size_t(j)];
-          break;
-        }
-      }
-    }
+    const std::span<const std::int32_t> window(tokens.data() + start, tokens.size() - start);
+    const int next = sampler.next(model->logits(window, restart));
+    restart = false;
     if (next == loaded.tokenizer->eot_token()) break;
     tokens.push_back(next);
+    if (tokens.size() - start > context) {
+      start = tokens.size() - std::max<std::size_t>(1, context / 2);
+      restart = true;
+    }
   }
   return loaded.tokenizer->decode(
       std::vector<int32_t>(tokens.begin() + static_cast<long>(prompt_length), tokens.end()));
+}
+
+GenerateDevice choose_generate_device(const std::string& device,
+                                      const std::string& mixed_precision) {
+  AT_CHECK(device == "auto" || device == "cpu" || device == "cuda", "generate: --device '", device,
+           "' is not one of auto, cpu, cuda");
+  AT_CHECK(mixed_precision == "no" || mixed_precision == "bf16" || mixed_precision == "fp16",
+           "generate: --mixed-precision '", mixed_precision, "' is not one of no, bf16, fp16");
+  const Precision asked = mixed_precision == "bf16"   ? Precision::bf16
+                          : mixed_precision == "fp16" ? Precision::fp16
+                                                      : Precision::fp32;
+#ifdef AUTOTRAIN_HAVE_CUDA
+  const bool gpu = device != "cpu" && kernels::gpu::device_count() > 0;
+  if (device == "cuda" && !gpu) {
+    throw Error(
+        "generate: --device cuda, but no GPU is visible (cudaGetDeviceCount reports none: check "
+        "the driver and CUDA_VISIBLE_DEVICES); use --device cpu");
+  }
+  if (gpu) {
+    return {Device::cuda, asked,
+            cat("generate: on ", cuda_generate_device_name(), " in ", precision_name(asked))};
+  }
+#else
+  if (device == "cuda") {
+    throw Error(
+        "generate: --device cuda, but this build has no CUDA (rebuild with AUTOTRAIN_CUDA=on, see "
+        "docs/gpu.md); use --device cpu");
+  }
+#endif
+  return {Device::cpu, Precision::fp32,
+          cat("generate: on the CPU in fp32",
+              asked == Precision::fp32
+                  ? std::string()
+                  : cat(" (mixed_precision ", mixed_precision,
+                        " runs on GPUs only; on the CPU generate computes in fp32)"))};
 }
 
 }  // namespace autotrain::train

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoints move between devices (docs/gpu.md): a run trained on the CPU resumes on the GPU,
 # and one trained on the GPU resumes on the CPU, each continuing to the loss curve of the run it
-# left within 1e-2 relative (fp32 on both; kernels sum in other orders and the difference grows over 40 steps). Also `autotrain train --device cuda` end to end.
+# left within 1e-2 relative (fp32 on both; kernels sum in other orders and the difference grows over 40 steps). Also `autotrain train --device cuda` end to end, and
+# `autotrain generate` on the GPU (greedy: the CPU's text).
 # Skipped (77) where this build or machine has no GPU.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -27,6 +28,22 @@ done
 grep -q "on cuda:" cuda.log || fail "the cuda run did not train on the GPU"
 # Both devices learn the same curve (fp32 on both).
 $check tail cpu/metrics.jsonl cuda/metrics.jsonl 1 1e-2
+
+# generate on the GPU: greedy text equal to the CPU's (fp32 export; the window rule and the
+# sampling are shared), across window restarts (60 new tokens past a 32-token context).
+gen=(generate --model cuda --prompt "ROMEO:" --max-new-tokens 60 --temperature 0)
+for device in cpu cuda; do
+  timeout 120 "$AUTOTRAIN_BIN" "${gen[@]}" --device "$device" > "generate-$device.txt" \
+    2> "generate-$device.log" || fail "generate on $device"
+done
+grep -q "^generate: on cuda:0 (.*) in fp32$" generate-cuda.log || fail "generate did not run on the GPU"
+grep -q "^generate: on the CPU in fp32$" generate-cpu.log || fail "generate --device cpu did not say so"
+cmp -s generate-cpu.txt generate-cuda.txt ||
+  fail "greedy generate differs: CPU '$(cat generate-cpu.txt)', GPU '$(cat generate-cuda.txt)'"
+[ "$(wc -c < generate-cuda.txt)" -gt 20 ] || fail "generate printed too little: '$(cat generate-cuda.txt)'"
+timeout 120 "$AUTOTRAIN_BIN" "${gen[@]}" --mixed-precision bf16 > generate-bf16.txt \
+  2> generate-bf16.log || fail "generate in bf16"
+grep -q "^generate: on cuda:0 (.*) in bf16$" generate-bf16.log || fail "generate --mixed-precision bf16 did not say so"
 
 # CPU checkpoint -> GPU, GPU checkpoint -> CPU, each from step 20.
 for pair in "cpu cuda" "cuda cpu"; do

@@ -379,6 +379,33 @@ TYPED_TEST(CudaGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingThePro
   EXPECT_NE(too_long.find("sequence length 17"), std::string::npos) << too_long;
 }
 
+// generate's path: the logits row of one position after a forward over padded inputs against the
+// CPU model's next_token_logits over the tokens up to that position, in both batch rows.
+TYPED_TEST(CudaGpt2Test, LogitsRowMatchesTheCpuModelsNextTokenLogits) {
+  using F = TypeParam;
+  std::vector<double> cpu_params = this->params_;
+  BasicFlatUnitAccess<double> cpu_access(this->layout_, cpu_params.data(), nullptr);
+  BasicGpt2<double> cpu(this->layout_, 1, 1);
+  auto access = this->device_access();
+  gpu::DeviceGpt2<F> model(this->layout_, kB, kT, this->stream(), this->blas());
+  std::vector<float> row(kV);
+  for (const int b : {0, 1}) {
+    for (const int t : {0, 4, kT - 1}) {
+      const std::int32_t* tokens = this->inputs_.data() + b * kT;
+      const auto cpu_logits = cpu.next_token_logits(
+          cpu_access, std::span<const std::int32_t>(tokens, static_cast<std::size_t>(t) + 1));
+      model.forward_logits_row(access, this->inputs_.data(), static_cast<std::size_t>(b * kT + t),
+                               row);
+      this->expect_close_tensor(
+          Vec(row.begin(), row.end()), Vec(cpu_logits.begin(), cpu_logits.begin() + kV), 0, kV,
+          "logits of batch row " + std::to_string(b) + ", position " + std::to_string(t));
+    }
+  }
+  const std::string outside =
+      error_of([&] { model.forward_logits_row(access, this->inputs_.data(), kBT, row); });
+  EXPECT_NE(outside.find("logits row 16"), std::string::npos) << outside;
+}
+
 }  // namespace
 }  // namespace autotrain::model
 

@@ -10,6 +10,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/train/run_setup.hpp"
 
 namespace autotrain::train {
 
@@ -29,9 +30,28 @@ struct GenerateOptions {
   double temperature = 1.0;  // 0 = greedy
   int top_k = 50;            // 0 = the whole vocabulary
   std::uint64_t seed = 42;
+  // Where the model runs (resolved, as choose_generate_device returns it) and, on the GPU, its
+  // compute precision. The sampling above is the same code on both devices.
+  Device device = Device::cpu;
+  Precision precision = Precision::fp32;
 };
 
 // The generated continuation only (the prompt excluded); stops at the end-of-text token.
+// On the CPU each new token runs one position through the model (a key/value cache); on the GPU
+// one forward over the current window. When the window reaches n_positions it restarts from the
+// last half of it, on both devices.
 std::string generate_text(const LoadedModel& loaded, const GenerateOptions& options);
+
+// `--device auto|cpu|cuda` and `--mixed-precision no|bf16|fp16` resolved: auto is the first
+// visible GPU when the build has CUDA and one is visible, else the CPU; cuda without one is an
+// Error saying why. The CPU computes in fp32 whatever was asked. `summary` is the one line that
+// says where generation runs and in which precision.
+struct GenerateDevice {
+  Device device = Device::cpu;
+  Precision precision = Precision::fp32;
+  std::string summary;
+};
+GenerateDevice choose_generate_device(const std::string& device,
+                                      const std::string& mixed_precision);
 
 }  // namespace autotrain::train

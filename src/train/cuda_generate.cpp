@@ -1,0 +1,109 @@
+// Generation on the GPU (train/next_token_logits.hpp): model::gpu::DeviceGpt2 over the exported
+// parameters in the compute precision, one full forward of the current window per new token.
+// Host code (a .cpp: the headers need C++20).
+#include "next_token_logits.hpp"
+
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "autotrain/core/dtype.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/kernels/cuda/check.hpp"
+#include "autotrain/kernels/cuda/device.hpp"
+#include "autotrain/kernels/cuda/matmul.hpp"
+#include "autotrain/model/cuda/gpt2.hpp"
+
+namespace autotrain::train {
+namespace {
+
+namespace kg = autotrain::kernels::gpu;
+
+constexpr int kGenerateDevice = 0;  // the first visible GPU (CUDA_VISIBLE_DEVICES picks it)
+
+// Selects the device for this thread before any other CUDA object of the generator exists.
+struct DeviceBinding {
+  DeviceBinding() {
+    AT_CHECK(kg::device_count() > 0, "generate: --device cuda, but no GPU is visible");
+    AT_CUDA_CHECK(cudaSetDevice(kGenerateDevice));
+  }
+};
+
+// The flat parameters (padded layout) in F on the device.
+template <typename F>
+kg::DeviceBuffer upload_params(const std::vector<float>& params) {
+  kg::DeviceBuffer buffer(params.size() * sizeof(F));
+  if constexpr (std::is_same_v<F, float>) {
+    buffer.copy_from_host(params.data(), buffer.bytes());
+  } else {
+    std::vector<std::uint16_t> bits(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      bits[i] =
+          std::is_same_v<F, __nv_bfloat16> ? float_to_bf16(params[i]) : float_to_fp16(params[i]);
+    }
+    buffer.copy_from_host(bits.data(), buffer.bytes());
+  }
+  return buffer;
+}
+
+// The device model has a fixed [1, T] shape, so a window shorter than T is padded with token 0:
+// under the causal mask the padding does not change the logits of the window's last position.
+// (DeviceGpt2 cannot run fewer positions than it was built for; T is therefore kept to the
+// longest window the generation can reach.)
+template <typename F>
+class CudaNextTokenLogits final : public NextTokenLogits {
+ public:
+  CudaNextTokenLogits(const LoadedModel& loaded, int window)
+      : params_(upload_params<F>(loaded.params)),
+        access_(*loaded.layout, params_.as<F>(), nullptr),
+        model_(*loaded.layout, 1, window, stream_.get(), blas_),
+        inputs_(static_cast<std::size_t>(window), 0),
+        logits_(static_cast<std::size_t>(loaded.layout->config().vocab_size)) {}
+
+  std::span<const float> logits(std::span<const std::int32_t> window, bool /*restart*/) override {
+    AT_CHECK(!window.empty() && window.size() <= inputs_.size(), "generate: a window of ",
+             window.size(), " tokens does not fit the device model's ", inputs_.size(),
+             " positions");
+    std::fill(std::copy(window.begin(), window.end(), inputs_.begin()), inputs_.end(), 0);
+    model_.forward_logits_row(access_, inputs_.data(), window.size() - 1, logits_);
+    return logits_;
+  }
+
+ private:
+  DeviceBinding binding_;  // first: every member below lives on this device
+  kg::Stream stream_;
+  kg::BlasHandle blas_;
+  kg::DeviceBuffer params_;
+  model::gpu::DeviceFlatUnitAccess<F> access_;
+  model::gpu::DeviceGpt2<F> model_;
+  std::vector<std::int32_t> inputs_;  // [T] the window, then padding
+  std::vector<float> logits_;         // [V]
+};
+
+}  // namespace
+
+std::string cuda_generate_device_name() {
+  cudaDeviceProp properties{};
+  AT_CUDA_CHECK(cudaGetDeviceProperties(&properties, kGenerateDevice));
+  return cat("cuda:", kGenerateDevice, " (", properties.name, ")");
+}
+
+std::unique_ptr<NextTokenLogits> make_cuda_next_token_logits(const LoadedModel& loaded,
+                                                             Precision precision, int window) {
+  switch (precision) {
+    case Precision::bf16:
+      return std::make_unique<CudaNextTokenLogits<__nv_bfloat16>>(loaded, window);
+    case Precision::fp16:
+      return std::make_unique<CudaNextTokenLogits<__half>>(loaded, window);
+    default:
+      return std::make_unique<CudaNextTokenLogits<float>>(loaded, window);
+  }
+}
+
+}  // namespace autotrain::train
+#endif  // AUTOTRAIN_HAVE_CUDA
