@@ -154,6 +154,16 @@ train_124m() {
     return 1
   }
   ls -l gpt2-124m
+  # Sampling from the exported model on the GPU, fp32 then bf16: seconds per 200 tokens (the CPU
+  # takes 38 ms per token, docs/benchmarks.md "Generation").
+  local precision start
+  for precision in no bf16; do
+    start=$(date +%s.%N)
+    $mpirun -np 1 "$bin" generate --model gpt2-124m --device cuda --mixed-precision "$precision" \
+      --max-new-tokens 200 --prompt "The" > /dev/null
+    awk -v p="$precision" -v a="$start" -v b="$(date +%s.%N)" \
+      'BEGIN { printf "generate, 200 tokens, mixed_precision %s: %.2f s\n", p, b - a }'
+  done
 }
 
 export root build jobs arch mpirun bin logs
