@@ -56,22 +56,15 @@ void adamw_update(float* params, G* params_copy, const G* grads, float* m, float
   };
   const float c1 = correction(settings.beta1);
   const float c2 = correction(settings.beta2);
-  constexpr int W = kPack<G>;
-  const std::size_t packed = packed_prefix<G>(count, params, params_copy, grads, m, v);
-  if (packed > 0) {
-    adamw_kernel<W><<<grid_for(packed / W), kBlockThreads, 0, stream>>>(
-        params, params_copy, grads, m, v, packed / W, settings.lr, settings.beta1, settings.beta2,
-        settings.eps, settings.weight_decay, settings.grad_scale, c1, c2);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    G* copy = params_copy == nullptr ? nullptr : params_copy + first;
+    adamw_kernel<decltype(w)::value><<<grid_for(packs), kBlockThreads, 0, stream>>>(
+        params + first, copy, grads + first, m + first, v + first, packs, settings.lr,
+        settings.beta1, settings.beta2, settings.eps, settings.weight_decay, settings.grad_scale,
+        c1, c2);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < count) {
-    G* tail_copy = params_copy == nullptr ? nullptr : params_copy + packed;
-    adamw_kernel<1><<<grid_for(count - packed), kBlockThreads, 0, stream>>>(
-        params + packed, tail_copy, grads + packed, m + packed, v + packed, count - packed,
-        settings.lr, settings.beta1, settings.beta2, settings.eps, settings.weight_decay,
-        settings.grad_scale, c1, c2);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<G>(count, launch, params, params_copy, grads, m, v);
 }
 
 #define AT_ADAMW(G)                                                                \

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/cuda/check.hpp"
@@ -108,6 +109,18 @@ bool all_aligned_16(const P*... pointers) {
 template <typename F, typename... P>
 std::size_t packed_prefix(std::size_t n, const P*... pointers) {
   return all_aligned_16(pointers...) ? n / kPack<F> * kPack<F> : 0;
+}
+
+// Runs an elementwise kernel over n flat elements in two launches: the whole packs 16 bytes at a
+// time when every pointer allows (W = kPack<F>), then the rest one element at a time (W = 1).
+// launch(w, first, count) queues the kernel for W = decltype(w)::value over `count` packs of W
+// elements starting at element `first`.
+template <typename F, typename Launch, typename... P>
+void launch_packed_then_tail(std::size_t n, const Launch& launch, const P*... pointers) {
+  const std::size_t packed = packed_prefix<F>(n, pointers...);
+  if (packed > 0)
+    launch(std::integral_constant<int, kPack<F>>{}, std::size_t{0}, packed / kPack<F>);
+  if (packed < n) launch(std::integral_constant<int, 1>{}, packed, n - packed);
 }
 
 // Whether rows of `length` elements starting at these row-0 pointers can be read in packs: every

@@ -49,34 +49,22 @@ __global__ void gelu_backward_kernel(F* dinp, const F* inp, const F* dout, std::
 
 template <typename F>
 void gelu_forward(F* out, const F* inp, std::size_t N, cudaStream_t stream) {
-  constexpr int W = kPack<F>;
-  const std::size_t packed = packed_prefix<F>(N, out, inp);
-  if (packed > 0) {
-    gelu_forward_kernel<W>
-        <<<grid_for(packed / W), kBlockThreads, 0, stream>>>(out, inp, packed / W);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    gelu_forward_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(out + first, inp + first, packs);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < N) {
-    gelu_forward_kernel<1><<<grid_for(N - packed), kBlockThreads, 0, stream>>>(
-        out + packed, inp + packed, N - packed);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<F>(N, launch, out, inp);
 }
 
 template <typename F>
 void gelu_backward(F* dinp, const F* inp, const F* dout, std::size_t N, cudaStream_t stream) {
-  constexpr int W = kPack<F>;
-  const std::size_t packed = packed_prefix<F>(N, dinp, inp, dout);
-  if (packed > 0) {
-    gelu_backward_kernel<W>
-        <<<grid_for(packed / W), kBlockThreads, 0, stream>>>(dinp, inp, dout, packed / W);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    gelu_backward_kernel<decltype(w)::value><<<grid_for(packs), kBlockThreads, 0, stream>>>(
+        dinp + first, inp + first, dout + first, packs);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < N) {
-    gelu_backward_kernel<1><<<grid_for(N - packed), kBlockThreads, 0, stream>>>(
-        dinp + packed, inp + packed, dout + packed, N - packed);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<F>(N, launch, dinp, inp, dout);
 }
 
 #define AT_GELU(F)                                                        \

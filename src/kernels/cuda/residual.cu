@@ -42,34 +42,22 @@ __global__ void residual_backward_kernel(F* dinp1, F* dinp2, const F* dout, std:
 
 template <typename F>
 void residual_forward(F* out, const F* inp1, const F* inp2, std::size_t N, cudaStream_t stream) {
-  constexpr int W = kPack<F>;
-  const std::size_t packed = packed_prefix<F>(N, out, inp1, inp2);
-  if (packed > 0) {
-    residual_forward_kernel<W>
-        <<<grid_for(packed / W), kBlockThreads, 0, stream>>>(out, inp1, inp2, packed / W);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    residual_forward_kernel<decltype(w)::value><<<grid_for(packs), kBlockThreads, 0, stream>>>(
+        out + first, inp1 + first, inp2 + first, packs);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < N) {
-    residual_forward_kernel<1><<<grid_for(N - packed), kBlockThreads, 0, stream>>>(
-        out + packed, inp1 + packed, inp2 + packed, N - packed);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<F>(N, launch, out, inp1, inp2);
 }
 
 template <typename F>
 void residual_backward(F* dinp1, F* dinp2, const F* dout, std::size_t N, cudaStream_t stream) {
-  constexpr int W = kPack<F>;
-  const std::size_t packed = packed_prefix<F>(N, dinp1, dinp2, dout);
-  if (packed > 0) {
-    residual_backward_kernel<W>
-        <<<grid_for(packed / W), kBlockThreads, 0, stream>>>(dinp1, dinp2, dout, packed / W);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    residual_backward_kernel<decltype(w)::value><<<grid_for(packs), kBlockThreads, 0, stream>>>(
+        dinp1 + first, dinp2 + first, dout + first, packs);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < N) {
-    residual_backward_kernel<1><<<grid_for(N - packed), kBlockThreads, 0, stream>>>(
-        dinp1 + packed, dinp2 + packed, dout + packed, N - packed);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<F>(N, launch, dinp1, dinp2, dout);
 }
 
 #define AT_RESIDUAL(F)                                                                  \

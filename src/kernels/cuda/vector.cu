@@ -75,32 +75,22 @@ __global__ void total_kernel(double* total, const float* partials, unsigned coun
 
 template <typename G>
 void cast_from_float(G* out, const float* in, std::size_t n, cudaStream_t stream) {
-  constexpr int W = kPack<G>;
-  const std::size_t packed = packed_prefix<G>(n, out, in);
-  if (packed > 0) {
-    cast_kernel<W><<<grid_for(packed / W), kBlockThreads, 0, stream>>>(out, in, packed / W);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    cast_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(out + first, in + first, packs);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < n) {
-    cast_kernel<1>
-        <<<grid_for(n - packed), kBlockThreads, 0, stream>>>(out + packed, in + packed, n - packed);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<G>(n, launch, out, in);
 }
 
 template <typename G>
 void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
-  constexpr int W = kPack<G>;
-  const std::size_t packed = packed_prefix<G>(n, shard, part);
-  if (packed > 0) {
-    add_kernel<W><<<grid_for(packed / W), kBlockThreads, 0, stream>>>(shard, part, packed / W);
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    add_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(shard + first, part + first, packs);
     AT_CUDA_CHECK_LAUNCH();
-  }
-  if (packed < n) {
-    add_kernel<1><<<grid_for(n - packed), kBlockThreads, 0, stream>>>(shard + packed, part + packed,
-                                                                      n - packed);
-    AT_CUDA_CHECK_LAUNCH();
-  }
+  };
+  launch_packed_then_tail<G>(n, launch, shard, part);
 }
 
 template <typename G>
