@@ -18,18 +18,12 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/timer.hpp"
+#include "test_support.hpp"
 
 namespace autotrain {
 namespace {
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using autotrain::testing::error_of;
 
 TEST(CommBackend, ParsesEveryNameAndRejectsOthersNamingTheSource) {
   EXPECT_EQ(parse_comm_backend("gloo", "--comm-backend"), CommBackend::gloo);

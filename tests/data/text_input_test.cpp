@@ -9,6 +9,7 @@
 namespace autotrain::data {
 namespace {
 
+using testing::error_of;
 using testing::fixture;
 
 std::vector<std::string> documents(const std::filesystem::path& data_path, const std::string& split,
@@ -24,15 +25,6 @@ std::vector<std::string> documents(const std::filesystem::path& data_path, const
     });
   }
   return out;
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
 }
 
 TEST(CsvInput, HandlesQuotingBomUtf8AndSkipsEmptyRows) {

@@ -44,9 +44,12 @@ TEST(CudaGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "cuda_element_types.hpp"
+#include "test_support.hpp"
 
 namespace autotrain::model {
 namespace {
+
+using autotrain::testing::error_of;
 
 namespace kg = autotrain::kernels::gpu;
 using Vec = std::vector<double>;
@@ -136,15 +139,6 @@ class RecordingAccess final : public Access<F> {
   Access<F>& inner_;
   std::vector<std::string>& events_;
 };
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // GPT-2's initialisation plus noise on every real element, so biases and LayerNorm parameters are
 // not 0 and 1 and every path carries a gradient; rounded to F so both models see the same values.

@@ -7,10 +7,21 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autotrain/core/error.hpp"
+
 namespace autotrain::testing {
 
 std::filesystem::path fixture(const std::string& relative) {
   return std::filesystem::path(AUTOTRAIN_TEST_SOURCE_DIR) / "tests" / "data" / relative;
+}
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 std::filesystem::path source_path(const std::string& relative) {

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests: fixture paths and self-cleaning temporary folders.
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,9 @@ class SharedTempDir {
   std::unique_ptr<TempDir> owned_;  // rank 0 only
   std::filesystem::path path_;
 };
+
+// The message of the autotrain::Error that `call` throws, or "(no error)" when it throws none.
+std::string error_of(const std::function<void()>& call);
 
 void write_file(const std::filesystem::path& path, const std::string& content);
 std::string read_file(const std::filesystem::path& path);

@@ -26,10 +26,13 @@
 
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include "autotrain/kernels/cuda/device.hpp"
+#include "test_support.hpp"
 #endif
 
 namespace autotrain::train {
 namespace {
+
+using autotrain::testing::error_of;
 
 constexpr int kBlock = 16;
 constexpr int kNewTokens = 40;
@@ -62,15 +65,6 @@ GenerateOptions greedy(Device device, Precision precision) {
   options.device = device;
   options.precision = precision;
   return options;
-}
-
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 // The reference: the full forward (next_token_logits) over each window, the window restarting

@@ -8,8 +8,11 @@
 // else W = 1). kPacks packs per lane cover C <= 32·kPacks·W; C = 768 in bf16 is 3 packs of 8.
 // So forward reads x once; backward reads dout and x once and dinp once, and accumulates the
 // lane's channels of dweight/dbias in registers on the way (no second pass for the partials).
-// ptxas (sm_90, bf16): C = 768 forward 55 registers, backward 132; no spills on the packed path
-// up to C = 2048 (the scalar path keeps 64 values per lane in local memory above C = 1024).
+// ptxas (sm_90, bf16): C = 768 forward 55 registers, backward 128 (launch bound); no spills on the
+// packed path up to C = 2048 (the scalar path keeps 64 values per lane in local memory above C =
+// 1024).
+#include <type_traits>
+
 #include "autotrain/kernels/cuda/layernorm.hpp"
 #include "autotrain/kernels/layernorm.hpp"
 #include "common.cuh"
@@ -203,31 +206,32 @@ int values_per_lane(int C, int W) {
   return kMaxValuesPerLane;
 }
 
+// Calls run(std::integral_constant<int, packs>{}) with the packs of W per lane that
+// values_per_lane(C, W) picks: the kernels' template argument.
+template <int W, typename Run>
+void with_packs_per_lane(int C, const Run& run) {
+  switch (values_per_lane(C, W)) {
+    case 8:
+      return run(std::integral_constant<int, 8 / W>{});
+    case 16:
+      return run(std::integral_constant<int, 16 / W>{});
+    case 24:
+      return run(std::integral_constant<int, 24 / W>{});
+    case 32:
+      return run(std::integral_constant<int, 32 / W>{});
+    default:
+      return run(std::integral_constant<int, kMaxValuesPerLane / W>{});
+  }
+}
+
 template <int W, typename F>
 void forward_rows(F* out, float* mean, float* rstd, const F* inp, const F* weight, const F* bias,
                   std::size_t N, int C, cudaStream_t stream) {
   const unsigned blocks = ceil_div(N, kWarpsPerBlock);
-  switch (values_per_lane(C, W)) {
-    case 8:
-      layernorm_forward_kernel<W, 8 / W>
-          <<<blocks, kBlockThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
-      break;
-    case 16:
-      layernorm_forward_kernel<W, 16 / W>
-          <<<blocks, kBlockThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
-      break;
-    case 24:
-      layernorm_forward_kernel<W, 24 / W>
-          <<<blocks, kBlockThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
-      break;
-    case 32:
-      layernorm_forward_kernel<W, 32 / W>
-          <<<blocks, kBlockThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
-      break;
-    default:
-      layernorm_forward_kernel<W, kMaxValuesPerLane / W>
-          <<<blocks, kBlockThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
-  }
+  with_packs_per_lane<W>(C, [&](auto packs) {
+    layernorm_forward_kernel<W, decltype(packs)::value>
+        <<<blocks, kBlockThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N, C);
+  });
   AT_CUDA_CHECK_LAUNCH();
 }
 
@@ -236,27 +240,10 @@ void backward_rows(F* dinp, float* partial_w, float* partial_b, const F* dout, c
                    const F* weight, const float* mean, const float* rstd, std::size_t N, int C,
                    cudaStream_t stream) {
   const unsigned blocks = ceil_div(N, kChunkRows);
-  switch (values_per_lane(C, W)) {
-    case 8:
-      layernorm_backward_kernel<W, 8 / W><<<blocks, kBlockThreads, 0, stream>>>(
-          dinp, partial_w, partial_b, dout, inp, weight, mean, rstd, N, C);
-      break;
-    case 16:
-      layernorm_backward_kernel<W, 16 / W><<<blocks, kBlockThreads, 0, stream>>>(
-          dinp, partial_w, partial_b, dout, inp, weight, mean, rstd, N, C);
-      break;
-    case 24:
-      layernorm_backward_kernel<W, 24 / W><<<blocks, kBlockThreads, 0, stream>>>(
-          dinp, partial_w, partial_b, dout, inp, weight, mean, rstd, N, C);
-      break;
-    case 32:
-      layernorm_backward_kernel<W, 32 / W><<<blocks, kBlockThreads, 0, stream>>>(
-          dinp, partial_w, partial_b, dout, inp, weight, mean, rstd, N, C);
-      break;
-    default:
-      layernorm_backward_kernel<W, kMaxValuesPerLane / W><<<blocks, kBlockThreads, 0, stream>>>(
-          dinp, partial_w, partial_b, dout, inp, weight, mean, rstd, N, C);
-  }
+  with_packs_per_lane<W>(C, [&](auto packs) {
+    layernorm_backward_kernel<W, decltype(packs)::value><<<blocks, kBlockThreads, 0, stream>>>(
+        dinp, partial_w, partial_b, dout, inp, weight, mean, rstd, N, C);
+  });
   AT_CUDA_CHECK_LAUNCH();
 }
 
