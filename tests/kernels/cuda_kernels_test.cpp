@@ -303,9 +303,9 @@ TYPED_TEST(CudaKernelsTest, MatmulMatchesCpuWithFusedBiasAndAccumulatedGradients
 }
 
 // The MLP's matmul + GELU pair, forward (pre and gelu(pre)) and backward (the gradient of the
-// GELU's input), against the CPU's separate matmul and GELU. A hidden width that is a multiple of 8
-// takes cuBLASLt's GELU epilogues; 20 breaks their aux leading-dimension rule and takes the
-// separate GELU kernels: both must give the same results.
+// GELU's input), against the CPU's separate matmul and GELU. In bf16/fp16 a hidden width that is a
+// multiple of 8 takes cuBLASLt's GELU epilogues; 20 breaks their aux leading-dimension rule and
+// takes the separate GELU kernels (as fp32 always does): both must give the same results.
 TYPED_TEST(CudaKernelsTest, MatmulWithGeluMatchesCpuMatmulThenGeluFusedOrNot) {
   using F = TypeParam;
   for (const int H : {4 * kC, 20}) {

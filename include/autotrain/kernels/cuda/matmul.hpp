@@ -42,9 +42,10 @@ void matmul_forward(const BlasHandle& blas, F* out, const F* inp, const F* weigh
                     std::size_t N, int IC, int OC, cudaStream_t stream);
 
 // The MLP's first half: pre[N, OC] = inp · weight + bias (the GELU's input, which backward needs)
-// and out[N, OC] = gelu(pre), in one cuBLASLt call with the GELU_AUX_BIAS epilogue where it has
-// one (the GELU then sees the fp32 accumulator before it is rounded to F), else the gemm and the
-// GELU kernel. AUTOTRAIN_CUDA_GELU_FUSION=off always takes the second way.
+// and out[N, OC] = gelu(pre), in bf16/fp16 in one cuBLASLt call with the GELU_AUX_BIAS epilogue
+// where it has one (the GELU then sees the fp32 accumulator before it is rounded to F), else (and
+// in fp32, the mode that matches the CPU tightly) the gemm and the GELU kernel.
+// AUTOTRAIN_CUDA_GELU_FUSION=off always takes the second way.
 template <typename F>
 void matmul_gelu_forward(const BlasHandle& blas, F* out, F* pre, const F* inp, const F* weight,
                          const F* bias, std::size_t N, int IC, int OC, cudaStream_t stream);
@@ -58,7 +59,8 @@ std::size_t matmul_backward_scratch_floats(std::size_t N, int OC);
 // parameter gradients must accumulate.
 // gelu_pre: when not null, inp = gelu(gelu_pre) [N, IC] and dinp receives the gradient with
 // respect to gelu_pre instead (dout · weightᵀ ⊙ gelu'(gelu_pre)), through cuBLASLt's DGELU
-// epilogue where it has one, else the gemm and the GELU backward kernel.
+// epilogue where matmul_gelu_forward would use GELU_AUX_BIAS, else the gemm and the GELU backward
+// kernel.
 template <typename F>
 void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
                      const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
