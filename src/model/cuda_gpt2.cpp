@@ -279,6 +279,9 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
   AT_CHECK(c.n_head >= 1 && c.n_embd % c.n_head == 0 && c.head_size() <= kMaxAttentionHeadSize,
            "model: the CUDA attention kernels need n_embd (", c.n_embd, ") divisible by n_head (",
            c.n_head, ") and a head size of at most ", kMaxAttentionHeadSize);
+  AT_CHECK(c.n_embd <= kernels::gpu::kLayerNormMaxChannels, "model: n_embd = ", c.n_embd,
+           " is wider than the ", kernels::gpu::kLayerNormMaxChannels,
+           " channels the CUDA LayerNorm holds in one warp's registers (GPT-2 XL has 1600)");
   // Flash attention where it was asked for and applies (16-bit, head size 16..64); elsewhere
   // the fast path, with a line saying so.
   flash_ = attention_kind() == AttentionKind::flash &&

@@ -371,6 +371,16 @@ TYPED_TEST(CudaGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingThePro
   const std::string too_long =
       error_of([&] { gpu::DeviceGpt2<F>(this->layout_, kB, 17, this->stream(), this->blas()); });
   EXPECT_NE(too_long.find("sequence length 17"), std::string::npos) << too_long;
+
+  ModelConfig wide = tiny_config();  // 33 heads of 64: wider than the CUDA LayerNorm's 2048
+  wide.n_layer = 1;
+  wide.n_head = 33;
+  wide.n_embd = 33 * 64;
+  wide.validate();
+  const ParamLayout wide_layout(wide);
+  const std::string too_wide =
+      error_of([&] { gpu::DeviceGpt2<F>(wide_layout, kB, kT, this->stream(), this->blas()); });
+  EXPECT_NE(too_wide.find("n_embd = 2112 is wider than the 2048"), std::string::npos) << too_wide;
 }
 
 // generate's path: the logits row of one position after a forward over padded inputs against the

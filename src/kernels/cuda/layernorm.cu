@@ -22,8 +22,8 @@ namespace {
 
 constexpr int kWarpsPerBlock = kBlockThreads / kWarp;  // one warp per row
 constexpr int kChunkRows = 64;                         // rows per partial sum (one block)
-constexpr int kMaxValuesPerLane = 64;                  // registers: C <= 32 · 64 = 2048
-constexpr int kPartialRows = 8;                        // threadIdx.y extent of the final sum
+constexpr int kMaxValuesPerLane = kLayerNormMaxChannels / kWarp;  // registers per lane
+constexpr int kPartialRows = 8;  // threadIdx.y extent of the final sum
 
 template <int W, int kPacks, typename F>
 __global__ void layernorm_forward_kernel(F* out, float* mean, float* rstd, const F* inp,

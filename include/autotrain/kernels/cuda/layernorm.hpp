@@ -9,6 +9,9 @@
 
 namespace autotrain::kernels::gpu {
 
+// The widest row the kernels take: a row lives in one warp's registers (up to 64 values a lane).
+inline constexpr int kLayerNormMaxChannels = 2048;
+
 template <typename F>
 void layernorm_forward(F* out, float* mean, float* rstd, const F* inp, const F* weight,
                        const F* bias, std::size_t N, int C, cudaStream_t stream);
