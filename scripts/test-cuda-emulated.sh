@@ -68,6 +68,9 @@ run "device model with flash attention" env AUTOTRAIN_CUDA_ATTENTION=flash \
 # A cuBLASLt without the GELU epilogues (or AUTOTRAIN_CUDA_GELU_FUSION=off): the GELU kernels.
 run "device model without cuBLASLt's GELU epilogues" env AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=plain \
   "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+run "device model, cuBLASLt refusing the GELU epilogues at the call" env \
+  AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=refuse "$build/tests/test_model" --gtest_filter='Cuda*' \
+  --gtest_brief=1
 run "CUDA replica with flash attention, np=2" env AUTOTRAIN_CUDA_ATTENTION=flash \
   "${mpirun[@]}" -np 2 "$build/tests/mpitest_train" --gtest_filter='Cuda*' --gtest_brief=1
 run "CPU <-> GPU checkpoints" env AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" \

@@ -387,6 +387,16 @@ T attribute(const void* buf, std::size_t size, const char* api, const char* name
   return value;
 }
 
+bool is_gelu_epilogue(cublasLtEpilogue_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || epilogue == CUBLASLT_EPILOGUE_DGELU;
+}
+
+// Whether AUTOTRAIN_CUDA_EMU_LT_EPILOGUES (a test switch) is `value`.
+bool gelu_epilogues_are(std::string_view value) {
+  const char* setting = std::getenv("AUTOTRAIN_CUDA_EMU_LT_EPILOGUES");
+  return setting != nullptr && std::string_view(setting) == value;
+}
+
 // m, n, k and the types of one cuBLASLt product, from its descriptor and layouts.
 struct LtShape {
   std::int64_t m, n, k;
@@ -427,9 +437,7 @@ LtShape lt_shape(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a_layout,
     fail(api, cat("C has type ", type_name(s.c.type), " but D has ", type_name(s.d.type)));
   }
   check_type_pair(s.a.type, s.d.type, api);
-  const bool gelu_epilogue = s.desc.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
-                             s.desc.epilogue == CUBLASLT_EPILOGUE_DGELU;
-  if (gelu_epilogue) {
+  if (is_gelu_epilogue(s.desc.epilogue)) {
     // cuBLASLt's rules for the GELU input matrix (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD).
     if (s.desc.aux_ld % 8 != 0 || s.desc.aux_ld < m) {
       fail(api, cat("the epilogue's aux leading dimension is ", s.desc.aux_ld,
@@ -690,10 +698,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   const auto prefs = load<PreferenceState>(pref, kPreferenceMagic, api, "the preference");
   // AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=plain plays a cuBLASLt without GELU epilogue algorithms for
   // these shapes: the heuristic returns none, so callers' fallbacks get tested.
-  const char* epilogues = std::getenv("AUTOTRAIN_CUDA_EMU_LT_EPILOGUES");
-  if (epilogues != nullptr && std::string_view(epilogues) == "plain" &&
-      (s.desc.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
-       s.desc.epilogue == CUBLASLT_EPILOGUE_DGELU)) {
+  if (gelu_epilogues_are("plain") && is_gelu_epilogue(s.desc.epilogue)) {
     *returned = 0;
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
@@ -739,6 +744,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                  " bytes its algorithm was chosen for (", operand.set_by, ")"));
       }
     }
+  }
+  // AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=refuse: the heuristic offers an algorithm for the GELU
+  // epilogues but the call refuses it, before queuing anything, as cuBLASLt does with arguments
+  // it does not support.
+  if (gelu_epilogues_are("refuse") && is_gelu_epilogue(s.desc.epilogue)) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   if (workspace_bytes > 0)
     cuda_emu::require_device(workspace, workspace_bytes, "cublasLtMatmul workspace");

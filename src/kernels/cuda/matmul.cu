@@ -141,8 +141,8 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t desc, Epilogue epilogue,
     set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, operands.aux);
 }
 
-const BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape& shape,
-                                        const EpilogueOperands& operands) {
+BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape& shape,
+                                  const EpilogueOperands& operands) {
   auto& plans = blas.plans().by_shape;
   if (auto found = plans.find(shape); found != plans.end()) return found->second;
 
@@ -213,13 +213,24 @@ bool launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const v
   shape.ld_aux = fused_epilogue(shape.epilogue) ? operands.ld_aux : 0;
   shape.align_bias = operands.bias != nullptr ? alignment_of(operands.bias) : 0;
   shape.align_aux = fused_epilogue(shape.epilogue) ? alignment_of(operands.aux) : 0;
-  const auto& plan = plan_for(blas, shape, operands);
+  auto& plan = plan_for(blas, shape, operands);
   if (!plan.available) return false;
   set_epilogue_pointers(plan.desc.get(), shape.epilogue, operands);
   const float alpha = 1.0f;
-  AT_CUBLAS_CHECK(cublasLtMatmul(blas.get(), plan.desc.get(), &alpha, a, plan.a.get(), b,
-                                 plan.b.get(), &beta, c, plan.c.get(), c, plan.c.get(), &plan.algo,
-                                 blas.workspace(), blas.workspace_bytes(), stream));
+  const cublasStatus_t status = cublasLtMatmul(
+      blas.get(), plan.desc.get(), &alpha, a, plan.a.get(), b, plan.b.get(), &beta, c, plan.c.get(),
+      c, plan.c.get(), &plan.algo, blas.workspace(), blas.workspace_bytes(), stream);
+  if (status != CUBLAS_STATUS_SUCCESS && fused_epilogue(shape.epilogue)) {
+    // cuBLASLt checks its arguments before it queues anything: nothing ran, so the caller's
+    // unfused way can still produce the result. Later calls of this shape go that way directly.
+    log::info("matmul: cuBLASLt refused the ",
+              shape.epilogue == Epilogue::dgelu ? "DGELU" : "GELU_AUX_BIAS", " epilogue for the ",
+              shape.m, "x", shape.n, "x", shape.k, " gemm (", cublasGetStatusName(status),
+              "); the GELU runs as its own kernel there");
+    plan.available = false;
+    return false;
+  }
+  AT_CUBLAS_CHECK(status);
   return true;
 }
 
