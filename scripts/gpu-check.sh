@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
-# autotrain with CUDA, runs the GPU tests, benchmarks NCCL at np=1 and, once the GPU training
-# path exists, `bench train` on GPT-2 124M in bf16. Fits in 8 minutes; each part has its own
-# time limit, is timed, and a failing part does not stop the next. Ends with a summary table and
-# exits non-zero if any part failed.
+# autotrain with CUDA (or reuses a prebuilt build-gpu), runs the GPU tests, benchmarks NCCL at
+# np=1, `bench train` on GPT-2 124M in bf16 (fast and flash attention), trains it with the
+# documented command, times `generate`, and runs the kernel tests under compute-sanitizer. About
+# 6 minutes with a prebuilt build; each part has its own time limit, is timed, and a failing part
+# does not stop the next. Every part's log goes to $OUT/gpu-check when OUT is set (the device
+# tool's folder that comes back, even when the command runs out of time), else to a temporary
+# folder. Ends with a summary table and exits non-zero if any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
 # shellcheck disable=SC2317  # the part functions are called through run_part
@@ -14,7 +17,13 @@ jobs=${JOBS:-16}
 arch=${CUDA_ARCH:-90}
 mpirun=${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe $([ "$(id -u)" = 0 ] && echo --allow-run-as-root)}
 bin=$build/autotrain
-logs=$(mktemp -d)
+if [ -n "${OUT:-}" ]; then
+  logs=$OUT/gpu-check
+  mkdir -p "$logs"
+else
+  logs=$(mktemp -d)
+fi
+work=$(mktemp -d)  # what the runs write (the 124M project: GBs), kept out of $OUT
 names=()
 results=()
 seconds=()
@@ -27,9 +36,12 @@ run_part() {
   echo "=== $name (limit ${limit}s) ==="
   start=$(date +%s)
   set +e
+  # timeout signals its whole process group (not --foreground, which would spare mpirun and the
+  # ranks, and tee would wait on them forever); stdin is /dev/null so nothing in that background
+  # group stops on a terminal read; KILL follows 10 s after TERM.
   # shellcheck disable=SC2163  # export -f exports the function named by $fn
-  (set -e; export -f "$fn"; timeout --foreground "$limit" bash -c "set -euo pipefail; $fn") \
-    2>&1 | tee "$logs/$name.log"
+  (set -e; export -f "$fn"; timeout --kill-after=10 "$limit" bash -c "set -euo pipefail; $fn" \
+    < /dev/null) 2>&1 | tee "$logs/$name.log"
   status=${PIPESTATUS[0]}
   set -e
   names+=("$name")
@@ -37,7 +49,7 @@ run_part() {
   case $status in
     0) results+=(ok) ;;
     77) results+=("not built yet") ;;
-    124) results+=("FAILED (timed out after ${limit}s)") ;;
+    124 | 137) results+=("FAILED (timed out after ${limit}s)") ;;
     *) results+=("FAILED (exit $status)") ;;
   esac
 }
@@ -146,7 +158,7 @@ train_124m() {
   # The issue's "done when": the documented command trains GPT-2 124M in bf16 on the GPU (one
   # epoch of the embedded corpus: about 9 optimizer steps of 32 sequences of 1024 tokens), then
   # saves its checkpoint and exports the model into the project folder.
-  cd "$logs"
+  cd "$work"
   $mpirun -np 1 "$bin" train --config "$root/configs/gpt2-124m.yaml" --mixed-precision bf16 \
     2>&1 | tee train-124m.out
   grep -E "on cuda:[0-9]+ .* in bf16" train-124m.out || {
@@ -166,7 +178,26 @@ train_124m() {
   done
 }
 
-export root build jobs arch mpirun bin logs
+sanitize() {
+  # Races between warps through shared memory and out-of-bounds accesses: what the CUDA emulator
+  # cannot see (it runs a block's threads one at a time). The kernel tests' tiny shapes under
+  # compute-sanitizer, when the toolkit has it.
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ ! -x "$sanitizer" ]; then
+    echo "compute-sanitizer is not installed here: nothing checked"
+    return 0
+  fi
+  # bf16 and our own kernels with shared memory or 16-byte accesses (the sanitizer is slow).
+  local tool filter='CudaKernelsTest/bf16.*Flash*:CudaKernelsTest/bf16.*LayerNorm*'
+  filter+=':CudaKernelsTest/bf16.*CrossEntropy*:CudaKernelsTest/bf16.*Matmul*'
+  for tool in racecheck memcheck; do
+    "$sanitizer" --tool "$tool" --error-exitcode 1 "$build/tests/test_kernels" \
+      --gtest_filter="$filter" --gtest_brief=1
+  done
+}
+
+export root build jobs arch mpirun bin logs work
 run_part machine 30 machine
 run_part build 330 build
 run_part kernel-tests 120 kernel_tests
@@ -175,6 +206,7 @@ run_part bench-comm-nccl 90 bench_comm
 run_part bench-train 120 bench_train
 run_part bench-train-flash 100 bench_train_flash
 run_part train-124m 120 train_124m
+run_part sanitize 120 sanitize
 
 echo
 echo "=== summary (logs in $logs) ==="
