@@ -383,4 +383,19 @@ void exchange(unsigned mask, const void* value, std::size_t bytes, int source, v
   wait(FiberState::at_warp_barrier, mask);  // nobody overwrites a value before all have read it
 }
 
+void gather_warp(const void* value, std::size_t bytes, void* all) {
+  Block& b = block();
+  const int me = b.current;
+  const int warp_base = me - me % kWarpSize;
+  if (existing_lanes(b, static_cast<unsigned>(me / kWarpSize)) != 0xffffffffu)
+    fail(where(b, static_cast<unsigned>(me)) +
+         ": a warp-wide matrix operation (mma.sync) in a warp with fewer than 32 threads");
+  b.fibers[me].exchange = reinterpret_cast<std::uintptr_t>(value);
+  wait(FiberState::at_warp_barrier, 0xffffffffu);
+  for (int lane = 0; lane < kWarpSize; ++lane)
+    std::memcpy(static_cast<unsigned char*>(all) + lane * bytes,
+                reinterpret_cast<const void*>(b.fibers[warp_base + lane].exchange), bytes);
+  wait(FiberState::at_warp_barrier, 0xffffffffu);  // every copy is taken before a lane moves on
+}
+
 }  // namespace cuda_emu

@@ -49,6 +49,9 @@ void sync_warp(unsigned mask);
 // Publishes this lane's value, waits for the warp, reads lane `source`'s value, waits again.
 void exchange(unsigned mask, const void* value, std::size_t bytes, int source, void* out);
 int lane_id();
+// Every lane of a full warp publishes `bytes` at `value`; `all` receives the 32 copies in lane
+// order. Warp-synchronous, like the mma.sync it serves.
+void gather_warp(const void* value, std::size_t bytes, void* all);
 // Stops the run: a WMMA load or store broke the alignment rules.
 [[noreturn]] void fail_wmma(const char* call, const void* pointer, unsigned ldm);
 // Stops the run: a vector access of `bytes` (16: a uint4/float4 load or store) through a pointer
@@ -125,6 +128,59 @@ T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize)
   cuda_emu::exchange(mask, &value, sizeof(T), source, &out);
   return out;
 }
+
+namespace cuda_emu {
+
+// Element i (0 low, 1 high half) of a register holding two 16-bit F values, in fp32.
+template <typename F>
+float emu_half_of(std::uint32_t bits, int i) {
+  const auto raw = static_cast<std::uint16_t>(bits >> (16 * i));
+  F value;
+  std::memcpy(static_cast<void*>(&value), &raw, sizeof raw);
+  if constexpr (std::is_same_v<F, __nv_bfloat16>)
+    return __bfloat162float(value);
+  else
+    return __half2float(value);
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d += a·b for the warp, with the fragment
+// layout of the PTX ISA (src/kernels/cuda/mma.cuh spells it out). Each lane gathers the warp's
+// registers, rebuilds A and B, and computes the four elements of D it holds.
+template <typename F>
+void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  struct Registers {
+    std::uint32_t a[4];
+    std::uint32_t b[2];
+  };
+  const Registers mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
+  Registers warp[32];
+  gather_warp(&mine, sizeof mine, warp);
+  float A[16][16];
+  float B[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4;
+    const int t = lane % 4;
+    for (int i = 0; i < 2; ++i) {
+      A[g][2 * t + i] = emu_half_of<F>(warp[lane].a[0], i);
+      A[g + 8][2 * t + i] = emu_half_of<F>(warp[lane].a[1], i);
+      A[g][2 * t + 8 + i] = emu_half_of<F>(warp[lane].a[2], i);
+      A[g + 8][2 * t + 8 + i] = emu_half_of<F>(warp[lane].a[3], i);
+      B[2 * t + i][g] = emu_half_of<F>(warp[lane].b[0], i);
+      B[2 * t + 8 + i][g] = emu_half_of<F>(warp[lane].b[1], i);
+    }
+  }
+  const int g = lane_id() / 4;
+  const int t = lane_id() % 4;
+  for (int e = 0; e < 4; ++e) {
+    const int row = g + (e >= 2 ? 8 : 0);
+    const int col = 2 * t + e % 2;
+    float sum = d[e];
+    for (int k = 0; k < 16; ++k) sum += A[row][k] * B[k][col];
+    d[e] = sum;
+  }
+}
+
+}  // namespace cuda_emu
 
 inline float rsqrtf(float x) {
   return 1.0f / std::sqrt(x);

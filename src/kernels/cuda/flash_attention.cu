@@ -1,37 +1,40 @@
-// Flash attention (flash_attention.hpp). Tiles: a warp owns 16 rows (WMMA's M); the forward's
-// block owns 64 query rows and walks key tiles of 32 up to the diagonal, keeping each row's
-// running max m and sum l (online softmax) and its output accumulator O in shared memory. The
-// backward runs three kernels: delta = Σ dout·out per row; dK, dV per key tile of 32 (two warps)
-// over the query tiles at or below the diagonal; dQ per query tile of 32 over the key tiles up
-// to it. Nothing is accumulated with atomics: every output element is written by one thread.
-// P and dS are rounded to the element type before their products (as FlashAttention does).
-// WMMA wants 32-byte aligned tiles and leading dimensions that are multiples of 16 bytes: the
-// shared arrays are aligned, every tile offset is a multiple of 16 elements.
-#include <mma.h>
-
+// Flash attention (flash_attention.hpp) on mma.sync (mma.cuh): the scores, probabilities and
+// accumulators of a warp live in registers, in the fragments the PTX ISA documents, and a product's
+// result feeds the next product directly. Shared memory holds only the key/value (forward, dQ) or
+// query/dout (dK dV) tiles the block's warps share.
+//
+// Forward: a block owns 64 query rows (4 warps of 16) and walks key tiles of 64 up to the
+// diagonal, keeping each row's running maximum m and sum l (online softmax, in log2 units:
+// exp2f of scores pre-multiplied by scale·log2 e) and its output accumulator O. Backward: delta =
+// Σ dout·out per row; dK, dV per block of 64 keys over the query tiles of 32 at or below the
+// diagonal; dQ per block of 64 queries over the key tiles of 32 up to it. Nothing is accumulated
+// with atomics: every output element is written by one thread. P and dS are rounded to the element
+// type before their products (as FlashAttention does).
+//
+// Shared tiles are row-major with 8 elements (16 bytes) of padding per row: the 8 rows a fragment
+// load touches then start in 8 different groups of 4 banks, so fragment loads are conflict-free.
+// Operands whose B fragment runs along the rows of the source (V for P·V, dout and Q for the
+// backward's ·dO and ·Q, K for dS·K) are stored transposed ("cols" tiles) while loading.
 #include "autotrain/kernels/cuda/flash_attention.hpp"
 #include "common.cuh"
+#include "mma.cuh"
 
 namespace autotrain::kernels::gpu {
 namespace {
 
-namespace wmma = nvcuda::wmma;
+constexpr int kMaxHead = 64;                    // head size limit (shared memory stays under 48 KB)
+constexpr int kHeadStep = 16;                   // head sizes are multiples of mma's K
+constexpr int kWarps = 4;                       // warps per block
+constexpr int kWarpRows = 16;                   // mma's M: the rows (queries or keys) a warp owns
+constexpr int kBlockRows = kWarps * kWarpRows;  // rows a block owns
+constexpr int kForwardKeys = 64;                // keys per forward tile
+constexpr int kBackwardCols = 32;               // queries (dK dV) or keys (dQ) per backward tile
+constexpr float kLog2e = 1.4426950408889634f;
 
-constexpr int kTile = 16;     // WMMA's M = N = K
-constexpr int kKeys = 32;     // keys per tile
-constexpr int kMaxHead = 64;  // head size limit (shared memory stays under 48 KiB)
-constexpr int kForwardWarps = 4;
-constexpr int kForwardRows = kForwardWarps * kTile;  // query rows per forward block
-constexpr int kBackwardWarps = 2;
-constexpr int kBackwardRows = kBackwardWarps * kTile;  // keys (dK dV) or queries (dQ) per block
-
-template <typename F>
-using FragA = wmma::fragment<wmma::matrix_a, kTile, kTile, kTile, F, wmma::row_major>;
-template <typename F>
-using FragBRow = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, F, wmma::row_major>;
-template <typename F>
-using FragBCol = wmma::fragment<wmma::matrix_b, kTile, kTile, kTile, F, wmma::col_major>;
-using FragAcc = wmma::fragment<wmma::accumulator, kTile, kTile, kTile, float>;
+// Row stride of a shared tile of `cols` elements per row (see the top of this file).
+__host__ __device__ constexpr int padded(int cols) {
+  return cols + 8;
+}
 
 struct Shape {
   int T;
@@ -49,141 +52,178 @@ __device__ __forceinline__ const F* qkv_row(const F* qkv, const Shape& s, int b,
          static_cast<std::size_t>(part) * s.C + static_cast<std::size_t>(h) * s.HS;
 }
 
-template <typename F>
 __device__ __forceinline__ std::size_t out_at(const Shape& s, int b, int t, int h) {
   return (static_cast<std::size_t>(b) * s.T + t) * s.C + static_cast<std::size_t>(h) * s.HS;
 }
 
-// Copies rows [first, first + rows) of a [T, HS] operand into tile [rows, HS]; rows past T are 0.
-// 16 bytes per access: HS is a multiple of 16 elements and the launchers check the operands'
-// alignment, so every row starts on a 16-byte boundary.
-template <typename F, typename Row>
-__device__ __forceinline__ void load_tile(F* tile, int first, int rows, const Shape& s, Row row) {
+// Copies rows [first, first + Rows) of a [T, H] operand into `tile` (row-major, ld padded(H))
+// and/or `cols` (transposed: cols[d][r], ld padded(Rows)); either may be null. Rows past T are
+// zero. Global reads move 16 bytes: H is a multiple of 16 elements and the launchers check the
+// operands' alignment, so every row starts on a 16-byte boundary.
+template <int H, int Rows, typename F, typename Row>
+__device__ __forceinline__ void load_rows(F* tile, F* cols, int first, int T, Row row) {
   constexpr int W = kPack<F>;
-  const int packs = s.HS / W;
-  for (int i = static_cast<int>(threadIdx.x); i < rows * packs; i += static_cast<int>(blockDim.x)) {
+  constexpr int packs = H / W;
+  for (int i = static_cast<int>(threadIdx.x); i < Rows * packs; i += static_cast<int>(blockDim.x)) {
     const int r = i / packs;
     const int d = (i - r * packs) * W;
     Packed<F, W> values;
-    if (first + r < s.T) {
+    if (first + r < T) {
       values = load_packed<W>(row(first + r) + d);
     } else {
       for (int j = 0; j < W; ++j) values.set(j, 0.0f);
     }
-    store_packed(tile + r * s.HS + d, values);
+    if (tile != nullptr) store_packed(tile + r * padded(H) + d, values);
+    if (cols != nullptr) {
+      for (int j = 0; j < W; ++j) cols[(d + j) * padded(Rows) + r] = values.values[j];
+    }
   }
 }
 
-// acc[16, 32] (fp32, ld 32) = a[16, HS] · bᵀ where b is [32, HS] row-major (ld HS).
+// x rounded to F and back: the value a product sees.
 template <typename F>
-__device__ void scores_16x32(float* acc, const F* a, const F* b, int HS) {
-  for (int n = 0; n < 2; ++n) {
-    FragAcc c;
-    wmma::fill_fragment(c, 0.0f);
-    for (int k = 0; k < HS; k += kTile) {
-      FragA<F> fa;
-      FragBCol<F> fb;
-      wmma::load_matrix_sync(fa, a + k, HS);
-      wmma::load_matrix_sync(fb, b + n * kTile * HS + k, HS);
-      wmma::mma_sync(c, fa, fb, c);
-    }
-    wmma::store_matrix_sync(acc + n * kTile, c, kKeys, wmma::mem_row_major);
-  }
+__device__ __forceinline__ float rounded(float x) {
+  return to_float(from_float<F>(x));
 }
 
-// acc[16, HS] (fp32, ld HS) += p[16, 32] (ld 32) · v[32, HS] (ld HS).
-template <typename F>
-__device__ void accumulate_16xHS(float* acc, const F* p, const F* v, int HS) {
-  for (int n = 0; n < HS; n += kTile) {
-    FragAcc c;
-    wmma::load_matrix_sync(c, acc + n, HS, wmma::mem_row_major);
-    for (int k = 0; k < kKeys; k += kTile) {
-      FragA<F> fa;
-      FragBRow<F> fb;
-      wmma::load_matrix_sync(fa, p + k, kKeys);
-      wmma::load_matrix_sync(fb, v + k * HS + n, HS);
-      wmma::mma_sync(c, fa, fb, c);
+// The column (0..7) of n-tile element e (0..3) of this lane's accumulator, and its row half.
+__device__ __forceinline__ int fragment_col(int lane, int e) {
+  return (lane % 4) * 2 + (e & 1);
+}
+
+// Writes rows `rows` of a 16 x H accumulator, times `factor`, to row pointers dst(row) (rows past
+// T skipped).
+template <typename F, int H, typename Dst>
+__device__ __forceinline__ void store_rows(const float (&acc)[H / 8][4], const int (&rows)[2],
+                                           int T, float factor0, float factor1, int lane, Dst dst) {
+  for (int half = 0; half < 2; ++half) {
+    if (rows[half] >= T) continue;
+    const float factor = half == 0 ? factor0 : factor1;
+    F* p = dst(rows[half]) + (lane % 4) * 2;
+#pragma unroll
+    for (int n = 0; n < H / 8; ++n) {
+      store_pair(p + 8 * n, pack_pair<F>(acc[n][2 * half] * factor, acc[n][2 * half + 1] * factor));
     }
-    wmma::store_matrix_sync(acc + n, c, HS, wmma::mem_row_major);
   }
 }
 
 // ---- forward -------------------------------------------------------------------------------
 
-// Block (query tile, b·NH + h), 4 warps; lane r < 16 of warp w owns query row q0 + 16w + r.
-// Five blocks per SM: the 44 KB of shared memory allow five on an H100/H200, and the launch
-// bound keeps the registers (the lanes' partial row sums) within the 102 per thread that five
-// need.
-template <typename F>
-__global__ void __launch_bounds__(kForwardWarps* kWarp, 5)
+// Block (query tile, b·NH + h), 4 warps; warp w owns query rows q0 + 16w .. + 15, lane l rows
+// q0 + 16w + l/4 and + 8 (the fragments' rows). Tiles are taken last first: the last query tiles
+// see the most keys, and starting them first keeps the SMs busy to the end.
+template <typename F, int H>
+__global__ void __launch_bounds__(kWarps* kWarp)
     flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) {
-  __shared__ __align__(32) F q_tile[kForwardRows * kMaxHead];
-  __shared__ __align__(32) F k_tile[kKeys * kMaxHead];
-  __shared__ __align__(32) F v_tile[kKeys * kMaxHead];
-  __shared__ __align__(32) float scores[kForwardWarps][kTile * kKeys];
-  __shared__ __align__(32) F probs[kForwardWarps][kTile * kKeys];
-  __shared__ __align__(32) float acc[kForwardWarps][kTile * kMaxHead];
-  __shared__ float row_max[kForwardWarps][kTile];  // m: the running maximum of each row
+  __shared__ __align__(16) F k_tile[kForwardKeys * padded(H)];
+  __shared__ __align__(16) F v_cols[H * padded(kForwardKeys)];
   const int b = static_cast<int>(blockIdx.y) / s.NH;
   const int h = static_cast<int>(blockIdx.y) % s.NH;
-  const int q0 = static_cast<int>(blockIdx.x) * kForwardRows;
+  const int q0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kBlockRows;
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int row0 = q0 + warp * kTile;  // this warp's first query row
-  load_tile(q_tile, q0, kForwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
-  float* o = acc[warp];
-  for (int i = lane; i < kTile * s.HS; i += kWarp) o[i] = 0.0f;
-  if (lane < kTile) row_max[warp][lane] = -INFINITY;
-  // l: Σ exp(score - m) of each row so far, this lane's keys only; the lanes' parts are summed
-  // once at the end (rescaling by exp(m_old - m_new) distributes over the sum).
-  float lane_sum[kTile];
+  const int row0 = q0 + warp * kWarpRows;
+  const int rows[2] = {row0 + lane / 4, row0 + lane / 4 + 8};
+  // Q's A fragments straight from global memory, once (rows past T are zero).
+  std::uint32_t qa[H / 16][4];
 #pragma unroll
-  for (float& sum : lane_sum) sum = 0.0f;
-  const int last_row = (q0 + kForwardRows < s.T ? q0 + kForwardRows : s.T) - 1;
-  for (int k0 = 0; k0 <= last_row; k0 += kKeys) {
-    __syncthreads();  // the previous tiles are no longer read
-    load_tile(k_tile, k0, kKeys, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 1); });
-    load_tile(v_tile, k0, kKeys, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
-    __syncthreads();
-    if (k0 > row0 + kTile - 1) continue;  // every key of the tile is above this warp's rows
-    scores_16x32(scores[warp], q_tile + warp * kTile * s.HS, k_tile, s.HS);
-    __syncwarp();
-    // Online softmax, a row at a time with the lanes across its 32 keys (consecutive shared
-    // memory words: no bank conflicts), then the row of O rescaled by exp(m_old - m_new).
-    const int key = k0 + lane;
-#pragma unroll  // lane_sum[r] stays in registers only with r a constant
-    for (int r = 0; r < kTile; ++r) {
-      const int t = row0 + r;
-      const float score =
-          key <= t && key < s.T ? scores[warp][r * kKeys + lane] * s.scale : -INFINITY;
-      const float m_old = row_max[warp][r];
-      const float m_new = fmaxf(m_old, warp_max(score));
-      const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
-      const float alpha = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-      probs[warp][r * kKeys + lane] = from_float<F>(p);
-      lane_sum[r] = lane_sum[r] * alpha + p;
-      // alpha is the same in every lane: the row of O is rescaled only when its maximum grew,
-      // which along a causal row gets rarer tile by tile.
-      if (alpha != 1.0f) {
-        for (int d = lane; d < s.HS; d += kWarp) o[r * s.HS + d] *= alpha;
-      }
-      if (lane == 0) row_max[warp][r] = m_new;
+  for (int k = 0; k < H / 16; ++k) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = rows[i % 2];
+      const int col = 16 * k + (lane % 4) * 2 + (i / 2) * 8;
+      qa[k][i] = row < s.T ? load_pair(qkv_row(qkv, s, b, row, h, 0) + col) : 0u;
     }
-    __syncwarp();
-    accumulate_16xHS(o, probs[warp], v_tile, s.HS);
-    __syncwarp();
   }
-  __syncwarp();
+  float o[H / 8][4] = {};
+  float m[2] = {-INFINITY, -INFINITY};  // running maximum of each row (log2 units)
+  float l[2] = {0.0f, 0.0f};  // this lane's part of Σ 2^(x - m); the group sums at the end
+  const float scale = s.scale * kLog2e;
+  const int last_row = (q0 + kBlockRows < s.T ? q0 + kBlockRows : s.T) - 1;
+  for (int k0 = 0; k0 <= last_row; k0 += kForwardKeys) {
+    __syncthreads();  // the previous tiles are no longer read
+    load_rows<H, kForwardKeys>(k_tile, static_cast<F*>(nullptr), k0, s.T,
+                               [&](int r) { return qkv_row(qkv, s, b, r, h, 1); });
+    load_rows<H, kForwardKeys>(static_cast<F*>(nullptr), v_cols, k0, s.T,
+                               [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
+    __syncthreads();
+    if (k0 > row0 + kWarpRows - 1) continue;  // every key of the tile is after this warp's rows
+    // S = Q·Kᵀ for the 8 n-tiles of 8 keys; tiles wholly after the warp's last row stay 0 (masked
+    // below).
+    float x[kForwardKeys / 8][4] = {};
 #pragma unroll
-  for (int r = 0; r < kTile; ++r) {
-    const float row_sum = warp_sum(lane_sum[r]);  // every lane takes part, rows past T too
-    const int t = row0 + r;
-    if (t >= s.T) continue;
-    const float inv = 1.0f / row_sum;
-    F* dst = out + out_at<F>(s, b, t, h);
-    for (int d = lane; d < s.HS; d += kWarp) dst[d] = from_float<F>(o[r * s.HS + d] * inv);
-    if (lane == 0) {
-      lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + t] = row_max[warp][r] + logf(row_sum);
+    for (int j = 0; j < kForwardKeys / 8; ++j) {
+      if (k0 + 8 * j > row0 + kWarpRows - 1) continue;
+#pragma unroll
+      for (int k = 0; k < H / 16; ++k) {
+        std::uint32_t kb[2];
+        load_b_fragment(kb, k_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
+        mma_16x8x16<F>(x[j], qa[k], kb);
+      }
+    }
+    // Online softmax: the row maximum over the tile (the 4 lanes of a group share a row), the
+    // rescale of the old sum and O by 2^(m_old - m_new), then P = 2^(x - m).
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < kForwardKeys / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + 8 * j + fragment_col(lane, e);
+        x[j][e] = key <= rows[e / 2] && key < s.T ? x[j][e] * scale : -INFINITY;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], x[j][e]);
+      }
+    }
+    float alpha[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+      tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+      const float m_new = fmaxf(m[i], tile_max[i]);
+      alpha[i] = m_new == -INFINITY ? 1.0f : exp2f(m[i] - m_new);
+      m[i] = m_new;
+      l[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int j = 0; j < kForwardKeys / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        x[j][e] = x[j][e] == -INFINITY ? 0.0f : exp2f(x[j][e] - m[e / 2]);
+        l[e / 2] += x[j][e];
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < H / 8; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    // O += P·V: P's accumulators are its A fragments; V's B fragments come from its transpose.
+#pragma unroll
+    for (int k = 0; k < kForwardKeys / 16; ++k) {
+      std::uint32_t pa[4];
+      to_a_fragment<F>(pa, x, k);
+#pragma unroll
+      for (int n = 0; n < H / 8; ++n) {
+        std::uint32_t vb[2];
+        load_b_fragment(vb, v_cols + 8 * n * padded(kForwardKeys) + 16 * k, padded(kForwardKeys),
+                        lane);
+        mma_16x8x16<F>(o[n], pa, vb);
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+  store_rows<F, H>(o, rows, s.T, 1.0f / l[0], 1.0f / l[1], lane,
+                   [&](int row) { return out + out_at(s, b, row, h); });
+  if (lane % 4 == 0) {
+    for (int i = 0; i < 2; ++i) {
+      if (rows[i] < s.T) {
+        lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + rows[i]] = m[i] / kLog2e + logf(l[i]);
+      }
     }
   }
 }
@@ -200,157 +240,220 @@ __global__ void flash_delta_kernel(float* delta, const F* dout, const F* out, in
   const int t = static_cast<int>(row % s.T);
   const int h = static_cast<int>((row / s.T) % s.NH);
   const int b = static_cast<int>(row / (static_cast<long long>(s.T) * s.NH));
-  const std::size_t at = out_at<F>(s, b, t, h);
+  const std::size_t at = out_at(s, b, t, h);
   float sum = 0.0f;
   for (int d = lane; d < s.HS; d += kWarp) sum += to_float(dout[at + d]) * to_float(out[at + d]);
   sum = warp_sum(sum);
   if (lane == 0) delta[row] = sum;
 }
 
-// Probability p and score gradient ds = p·(dp - delta) of (row, key) for a masked-aware tile.
-__device__ __forceinline__ float probability(float score, int query, int key, const Shape& s,
-                                             float row_lse) {
-  return key <= query && key < s.T && query < s.T ? expf(score * s.scale - row_lse) : 0.0f;
-}
-
-// Block (key tile, b·NH + h), 2 warps; warp w owns keys k0 + 16w .. + 15. For each query tile of
-// 32 at or below the diagonal: Sᵀ = K_w·Qᵀ, Pᵀ, dV_w += Pᵀ·dO, dPᵀ = V_w·dOᵀ,
-// dSᵀ = Pᵀ∘(dPᵀ - delta), dK_w += dSᵀ·Q; dK is scaled once at the end.
-template <typename F>
-__global__ void flash_dkdv_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse,
-                                  const float* delta, Shape s) {
-  __shared__ __align__(32) F k_tile[kBackwardRows * kMaxHead];
-  __shared__ __align__(32) F v_tile[kBackwardRows * kMaxHead];
-  __shared__ __align__(32) F q_tile[kKeys * kMaxHead];
-  __shared__ __align__(32) F do_tile[kKeys * kMaxHead];
-  __shared__ __align__(32) float lse_tile[kKeys];
-  __shared__ __align__(32) float delta_tile[kKeys];
-  __shared__ __align__(32) float scores[kBackwardWarps][kTile * kKeys];
-  __shared__ __align__(32) F probs[kBackwardWarps][kTile * kKeys];
-  __shared__ __align__(32) float dk_acc[kBackwardWarps][kTile * kMaxHead];
-  __shared__ __align__(32) float dv_acc[kBackwardWarps][kTile * kMaxHead];
+// Block (key tile, b·NH + h), 4 warps; warp w owns keys k0 + 16w .. + 15 (lane l: keys
+// + l/4 and + l/4 + 8). For each query tile of 32 at or below the diagonal: Sᵀ = K_w·Qᵀ, Pᵀ,
+// dV_w += Pᵀ·dO, dPᵀ = V_w·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ - delta), dK_w += dSᵀ·Q; dK is scaled once at the
+// end. The first key tiles see the most queries and start first.
+template <typename F, int H>
+__global__ void __launch_bounds__(kWarps* kWarp)
+    flash_dkdv_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse, const float* delta,
+                      Shape s) {
+  __shared__ __align__(16) F k_tile[kBlockRows * padded(H)];
+  __shared__ __align__(16) F v_tile[kBlockRows * padded(H)];
+  __shared__ __align__(16) F q_tile[kBackwardCols * padded(H)];
+  __shared__ __align__(16) F q_cols[H * padded(kBackwardCols)];
+  __shared__ __align__(16) F do_tile[kBackwardCols * padded(H)];
+  __shared__ __align__(16) F do_cols[H * padded(kBackwardCols)];
+  __shared__ float lse_tile[kBackwardCols];  // log2 units
+  __shared__ float delta_tile[kBackwardCols];
   const int b = static_cast<int>(blockIdx.y) / s.NH;
   const int h = static_cast<int>(blockIdx.y) % s.NH;
-  const int k0 = static_cast<int>(blockIdx.x) * kBackwardRows;
+  const int k0 = static_cast<int>(blockIdx.x) * kBlockRows;
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int key0 = k0 + warp * kTile;
+  const int key0 = k0 + warp * kWarpRows;
+  const int keys[2] = {key0 + lane / 4, key0 + lane / 4 + 8};
   const std::size_t head_rows = (static_cast<std::size_t>(b) * s.NH + h) * s.T;
-  load_tile(k_tile, k0, kBackwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 1); });
-  load_tile(v_tile, k0, kBackwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
-  for (int i = lane; i < kTile * s.HS; i += kWarp) {
-    dk_acc[warp][i] = 0.0f;
-    dv_acc[warp][i] = 0.0f;
-  }
-  const F* k_w = k_tile + warp * kTile * s.HS;
-  const F* v_w = v_tile + warp * kTile * s.HS;
-  for (int q0 = k0 - k0 % kKeys; q0 < s.T; q0 += kKeys) {
-    __syncthreads();
-    load_tile(q_tile, q0, kKeys, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
-    load_tile(do_tile, q0, kKeys, s, [&](int r) { return dout + out_at<F>(s, b, r, h); });
-    for (int j = static_cast<int>(threadIdx.x); j < kKeys; j += static_cast<int>(blockDim.x)) {
-      lse_tile[j] = q0 + j < s.T ? lse[head_rows + q0 + j] : 0.0f;
+  const float scale = s.scale * kLog2e;
+  load_rows<H, kBlockRows>(k_tile, static_cast<F*>(nullptr), k0, s.T,
+                           [&](int r) { return qkv_row(qkv, s, b, r, h, 1); });
+  load_rows<H, kBlockRows>(v_tile, static_cast<F*>(nullptr), k0, s.T,
+                           [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
+  const F* k_w = k_tile + warp * kWarpRows * padded(H);
+  const F* v_w = v_tile + warp * kWarpRows * padded(H);
+  float dk[H / 8][4] = {};
+  float dv[H / 8][4] = {};
+  for (int q0 = k0; q0 < s.T; q0 += kBackwardCols) {
+    __syncthreads();  // the previous tiles are no longer read (and k, v are loaded)
+    load_rows<H, kBackwardCols>(q_tile, q_cols, q0, s.T,
+                                [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
+    load_rows<H, kBackwardCols>(do_tile, do_cols, q0, s.T,
+                                [&](int r) { return dout + out_at(s, b, r, h); });
+    for (int j = static_cast<int>(threadIdx.x); j < kBackwardCols;
+         j += static_cast<int>(blockDim.x)) {
+      lse_tile[j] = q0 + j < s.T ? lse[head_rows + q0 + j] * kLog2e : 0.0f;
       delta_tile[j] = q0 + j < s.T ? delta[head_rows + q0 + j] : 0.0f;
     }
     __syncthreads();
-    if (q0 + kKeys - 1 < key0) continue;  // every query of the tile is before this warp's keys
-    scores_16x32(scores[warp], k_w, q_tile, s.HS);  // Sᵀ[key, query]
-    __syncwarp();
-    // Row r is key key0 + r, the lanes are its 32 queries (conflict-free shared memory).
-    for (int r = 0; r < kTile; ++r) {
-      const float p =
-          probability(scores[warp][r * kKeys + lane], q0 + lane, key0 + r, s, lse_tile[lane]);
-      probs[warp][r * kKeys + lane] = from_float<F>(p);
+    if (q0 + kBackwardCols - 1 < key0) continue;  // every query of the tile is before the keys
+    float p[kBackwardCols / 8][4] = {};           // Sᵀ, then Pᵀ: keys x queries
+    float dp[kBackwardCols / 8][4] = {};          // dPᵀ, then dSᵀ
+#pragma unroll
+    for (int k = 0; k < H / 16; ++k) {
+      std::uint32_t ka[4];
+      std::uint32_t va[4];
+      load_a_fragment(ka, k_w + 16 * k, padded(H), lane);
+      load_a_fragment(va, v_w + 16 * k, padded(H), lane);
+#pragma unroll
+      for (int j = 0; j < kBackwardCols / 8; ++j) {
+        std::uint32_t qb[2];
+        std::uint32_t dob[2];
+        load_b_fragment(qb, q_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
+        load_b_fragment(dob, do_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
+        mma_16x8x16<F>(p[j], ka, qb);
+        mma_16x8x16<F>(dp[j], va, dob);
+      }
     }
-    __syncwarp();
-    accumulate_16xHS(dv_acc[warp], probs[warp], do_tile, s.HS);  // dV += Pᵀ·dO
-    scores_16x32(scores[warp], v_w, do_tile, s.HS);              // dPᵀ[key, query] = V·dOᵀ
-    __syncwarp();
-    for (int r = 0; r < kTile; ++r) {
-      const int at = r * kKeys + lane;
-      const float p = to_float(probs[warp][at]);
-      probs[warp][at] = from_float<F>(p * (scores[warp][at] - delta_tile[lane]));
+#pragma unroll
+    for (int j = 0; j < kBackwardCols / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = 8 * j + fragment_col(lane, e);
+        const int query = q0 + col;
+        const bool live = keys[e / 2] <= query && query < s.T;
+        p[j][e] = live ? rounded<F>(exp2f(p[j][e] * scale - lse_tile[col])) : 0.0f;
+        dp[j][e] = p[j][e] * (dp[j][e] - delta_tile[col]);
+      }
     }
-    __syncwarp();
-    accumulate_16xHS(dk_acc[warp], probs[warp], q_tile, s.HS);  // dK += dSᵀ·Q
-    __syncwarp();
+    // dV += Pᵀ·dO and dK += dSᵀ·Q, B fragments from the transposed tiles.
+#pragma unroll
+    for (int k = 0; k < kBackwardCols / 16; ++k) {
+      std::uint32_t pa[4];
+      std::uint32_t dsa[4];
+      to_a_fragment<F>(pa, p, k);
+      to_a_fragment<F>(dsa, dp, k);
+#pragma unroll
+      for (int n = 0; n < H / 8; ++n) {
+        std::uint32_t dob[2];
+        std::uint32_t qb[2];
+        load_b_fragment(dob, do_cols + 8 * n * padded(kBackwardCols) + 16 * k,
+                        padded(kBackwardCols), lane);
+        load_b_fragment(qb, q_cols + 8 * n * padded(kBackwardCols) + 16 * k, padded(kBackwardCols),
+                        lane);
+        mma_16x8x16<F>(dv[n], pa, dob);
+        mma_16x8x16<F>(dk[n], dsa, qb);
+      }
+    }
   }
-  for (int r = 0; r < kTile && key0 + r < s.T; ++r) {
-    F* dk = dqkv + (static_cast<std::size_t>(b) * s.T + key0 + r) * 3 * s.C + s.C +
-            static_cast<std::size_t>(h) * s.HS;
-    F* dv = dk + s.C;
-    for (int d = lane; d < s.HS; d += kWarp) {
-      dk[d] = from_float<F>(dk_acc[warp][r * s.HS + d] * s.scale);
-      dv[d] = from_float<F>(dv_acc[warp][r * s.HS + d]);
-    }
-  }
+  const auto row_of = [&](int key, int part) {
+    return dqkv + (static_cast<std::size_t>(b) * s.T + key) * 3 * s.C +
+           static_cast<std::size_t>(part) * s.C + static_cast<std::size_t>(h) * s.HS;
+  };
+  store_rows<F, H>(dk, keys, s.T, s.scale, s.scale, lane, [&](int key) { return row_of(key, 1); });
+  store_rows<F, H>(dv, keys, s.T, 1.0f, 1.0f, lane, [&](int key) { return row_of(key, 2); });
 }
 
-// Block (query tile, b·NH + h), 2 warps; warp w owns queries q0 + 16w .. + 15. For each key tile
+// Block (query tile, b·NH + h), 4 warps; warp w owns queries q0 + 16w .. + 15. For each key tile
 // of 32 up to the diagonal: S = Q_w·Kᵀ, P, dP = dO_w·Vᵀ, dS = P∘(dP - delta), dQ_w += dS·K.
-template <typename F>
-__global__ void flash_dq_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse,
-                                const float* delta, Shape s) {
-  __shared__ __align__(32) F q_tile[kBackwardRows * kMaxHead];
-  __shared__ __align__(32) F do_tile[kBackwardRows * kMaxHead];
-  __shared__ __align__(32) F k_tile[kKeys * kMaxHead];
-  __shared__ __align__(32) F v_tile[kKeys * kMaxHead];
-  __shared__ __align__(32) float scores[kBackwardWarps][kTile * kKeys];
-  __shared__ __align__(32) F probs[kBackwardWarps][kTile * kKeys];
-  __shared__ __align__(32) float dq_acc[kBackwardWarps][kTile * kMaxHead];
-  __shared__ float row_lse[kBackwardWarps][kTile];
-  __shared__ float row_delta[kBackwardWarps][kTile];
+// Query tiles are taken last first, as in the forward.
+template <typename F, int H>
+__global__ void __launch_bounds__(kWarps* kWarp)
+    flash_dq_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse, const float* delta,
+                    Shape s) {
+  __shared__ __align__(16) F q_tile[kBlockRows * padded(H)];
+  __shared__ __align__(16) F do_tile[kBlockRows * padded(H)];
+  __shared__ __align__(16) F k_tile[kBackwardCols * padded(H)];
+  __shared__ __align__(16) F k_cols[H * padded(kBackwardCols)];
+  __shared__ __align__(16) F v_tile[kBackwardCols * padded(H)];
   const int b = static_cast<int>(blockIdx.y) / s.NH;
   const int h = static_cast<int>(blockIdx.y) % s.NH;
-  const int q0 = static_cast<int>(blockIdx.x) * kBackwardRows;
+  const int q0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kBlockRows;
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int row0 = q0 + warp * kTile;
+  const int row0 = q0 + warp * kWarpRows;
+  const int rows[2] = {row0 + lane / 4, row0 + lane / 4 + 8};
   const std::size_t head_rows = (static_cast<std::size_t>(b) * s.NH + h) * s.T;
-  load_tile(q_tile, q0, kBackwardRows, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
-  load_tile(do_tile, q0, kBackwardRows, s, [&](int r) { return dout + out_at<F>(s, b, r, h); });
-  for (int i = lane; i < kTile * s.HS; i += kWarp) dq_acc[warp][i] = 0.0f;
-  if (lane < kTile) {
-    const bool real = row0 + lane < s.T;
-    row_lse[warp][lane] = real ? lse[head_rows + row0 + lane] : 0.0f;
-    row_delta[warp][lane] = real ? delta[head_rows + row0 + lane] : 0.0f;
+  const float scale = s.scale * kLog2e;
+  float row_lse[2];
+  float row_delta[2];
+  for (int i = 0; i < 2; ++i) {
+    const bool real = rows[i] < s.T;
+    row_lse[i] = real ? lse[head_rows + rows[i]] * kLog2e : 0.0f;
+    row_delta[i] = real ? delta[head_rows + rows[i]] : 0.0f;
   }
-  __syncwarp();
-  const F* q_w = q_tile + warp * kTile * s.HS;
-  const F* do_w = do_tile + warp * kTile * s.HS;
-  const int last_row = (q0 + kBackwardRows < s.T ? q0 + kBackwardRows : s.T) - 1;
-  for (int k0 = 0; k0 <= last_row; k0 += kKeys) {
+  load_rows<H, kBlockRows>(q_tile, static_cast<F*>(nullptr), q0, s.T,
+                           [&](int r) { return qkv_row(qkv, s, b, r, h, 0); });
+  load_rows<H, kBlockRows>(do_tile, static_cast<F*>(nullptr), q0, s.T,
+                           [&](int r) { return dout + out_at(s, b, r, h); });
+  const F* q_w = q_tile + warp * kWarpRows * padded(H);
+  const F* do_w = do_tile + warp * kWarpRows * padded(H);
+  float dq[H / 8][4] = {};
+  const int last_row = (q0 + kBlockRows < s.T ? q0 + kBlockRows : s.T) - 1;
+  for (int k0 = 0; k0 <= last_row; k0 += kBackwardCols) {
+    __syncthreads();  // the previous tiles are no longer read (and q, dout are loaded)
+    load_rows<H, kBackwardCols>(k_tile, k_cols, k0, s.T,
+                                [&](int r) { return qkv_row(qkv, s, b, r, h, 1); });
+    load_rows<H, kBackwardCols>(v_tile, static_cast<F*>(nullptr), k0, s.T,
+                                [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
     __syncthreads();
-    load_tile(k_tile, k0, kKeys, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 1); });
-    load_tile(v_tile, k0, kKeys, s, [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
-    __syncthreads();
-    if (k0 > row0 + kTile - 1) continue;
-    scores_16x32(scores[warp], q_w, k_tile, s.HS);  // S
-    __syncwarp();
-    // Row r is query row0 + r, the lanes are its 32 keys (conflict-free shared memory).
-    for (int r = 0; r < kTile; ++r) {
-      const float p =
-          probability(scores[warp][r * kKeys + lane], row0 + r, k0 + lane, s, row_lse[warp][r]);
-      probs[warp][r * kKeys + lane] = from_float<F>(p);
+    if (k0 > row0 + kWarpRows - 1) continue;  // every key of the tile is after this warp's rows
+    float p[kBackwardCols / 8][4] = {};       // S, then P
+    float ds[kBackwardCols / 8][4] = {};      // dP, then dS
+#pragma unroll
+    for (int k = 0; k < H / 16; ++k) {
+      std::uint32_t qa[4];
+      std::uint32_t doa[4];
+      load_a_fragment(qa, q_w + 16 * k, padded(H), lane);
+      load_a_fragment(doa, do_w + 16 * k, padded(H), lane);
+#pragma unroll
+      for (int j = 0; j < kBackwardCols / 8; ++j) {
+        std::uint32_t kb[2];
+        std::uint32_t vb[2];
+        load_b_fragment(kb, k_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
+        load_b_fragment(vb, v_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
+        mma_16x8x16<F>(p[j], qa, kb);
+        mma_16x8x16<F>(ds[j], doa, vb);
+      }
     }
-    __syncwarp();
-    scores_16x32(scores[warp], do_w, v_tile, s.HS);  // dP = dO·Vᵀ
-    __syncwarp();
-    for (int r = 0; r < kTile; ++r) {
-      const int at = r * kKeys + lane;
-      const float p = to_float(probs[warp][at]);
-      probs[warp][at] = from_float<F>(p * (scores[warp][at] - row_delta[warp][r]));
+#pragma unroll
+    for (int j = 0; j < kBackwardCols / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + 8 * j + fragment_col(lane, e);
+        const int half = e / 2;
+        const bool live = key <= rows[half] && rows[half] < s.T;
+        p[j][e] = live ? rounded<F>(exp2f(p[j][e] * scale - row_lse[half])) : 0.0f;
+        ds[j][e] = p[j][e] * (ds[j][e] - row_delta[half]);
+      }
     }
-    __syncwarp();
-    accumulate_16xHS(dq_acc[warp], probs[warp], k_tile, s.HS);  // dQ += dS·K
-    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < kBackwardCols / 16; ++k) {
+      std::uint32_t dsa[4];
+      to_a_fragment<F>(dsa, ds, k);
+#pragma unroll
+      for (int n = 0; n < H / 8; ++n) {
+        std::uint32_t kb[2];
+        load_b_fragment(kb, k_cols + 8 * n * padded(kBackwardCols) + 16 * k, padded(kBackwardCols),
+                        lane);
+        mma_16x8x16<F>(dq[n], dsa, kb);
+      }
+    }
   }
-  for (int r = 0; r < kTile && row0 + r < s.T; ++r) {
-    F* dq = dqkv + (static_cast<std::size_t>(b) * s.T + row0 + r) * 3 * s.C +
-            static_cast<std::size_t>(h) * s.HS;
-    for (int d = lane; d < s.HS; d += kWarp) {
-      dq[d] = from_float<F>(dq_acc[warp][r * s.HS + d] * s.scale);
-    }
+  store_rows<F, H>(dq, rows, s.T, s.scale, s.scale, lane, [&](int row) {
+    return dqkv + (static_cast<std::size_t>(b) * s.T + row) * 3 * s.C +
+           static_cast<std::size_t>(h) * s.HS;
+  });
+}
+
+// Calls body(std::integral_constant<int, HS>) for a supported head size (checked_shape ran).
+template <typename Body>
+void with_head_size(int HS, const Body& body) {
+  switch (HS) {
+    case 16:
+      return body(std::integral_constant<int, 16>{});
+    case 32:
+      return body(std::integral_constant<int, 32>{});
+    case 48:
+      return body(std::integral_constant<int, 48>{});
+    default:
+      return body(std::integral_constant<int, 64>{});
   }
 }
 
@@ -375,7 +478,7 @@ void check_aligned(const P*... pointers) {
 bool flash_attention_supports(std::size_t element_bytes, int C, int NH) {
   if (element_bytes != 2 || NH < 1 || C % NH != 0) return false;
   const int HS = C / NH;
-  return HS % kTile == 0 && HS <= kMaxHead;
+  return HS % kHeadStep == 0 && HS <= kMaxHead;
 }
 
 template <typename F>
@@ -383,9 +486,11 @@ void flash_attention_forward(F* out, float* lse, const F* qkv, int B, int T, int
                              cudaStream_t stream) {
   const Shape s = checked_shape(sizeof(F), B, T, C, NH);
   check_aligned(out, qkv);
-  const dim3 grid(ceil_div(static_cast<std::size_t>(T), kForwardRows),
-                  static_cast<unsigned>(B * NH));
-  flash_forward_kernel<<<grid, kForwardWarps * kWarp, 0, stream>>>(out, lse, qkv, s);
+  const dim3 grid(ceil_div(static_cast<std::size_t>(T), kBlockRows), static_cast<unsigned>(B * NH));
+  with_head_size(s.HS, [&](auto head) {
+    flash_forward_kernel<F, decltype(head)::value>
+        <<<grid, kWarps * kWarp, 0, stream>>>(out, lse, qkv, s);
+  });
   AT_CUDA_CHECK_LAUNCH();
 }
 
@@ -398,11 +503,16 @@ void flash_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv
   flash_delta_kernel<<<ceil_div(rows, kBlockThreads / kWarp), kBlockThreads, 0, stream>>>(
       delta, dout, out, B, s);
   AT_CUDA_CHECK_LAUNCH();
-  const dim3 grid(ceil_div(static_cast<std::size_t>(T), kBackwardRows),
-                  static_cast<unsigned>(B * NH));
-  flash_dkdv_kernel<<<grid, kBackwardWarps * kWarp, 0, stream>>>(dqkv, dout, qkv, lse, delta, s);
+  const dim3 grid(ceil_div(static_cast<std::size_t>(T), kBlockRows), static_cast<unsigned>(B * NH));
+  with_head_size(s.HS, [&](auto head) {
+    flash_dkdv_kernel<F, decltype(head)::value>
+        <<<grid, kWarps * kWarp, 0, stream>>>(dqkv, dout, qkv, lse, delta, s);
+  });
   AT_CUDA_CHECK_LAUNCH();
-  flash_dq_kernel<<<grid, kBackwardWarps * kWarp, 0, stream>>>(dqkv, dout, qkv, lse, delta, s);
+  with_head_size(s.HS, [&](auto head) {
+    flash_dq_kernel<F, decltype(head)::value>
+        <<<grid, kWarps * kWarp, 0, stream>>>(dqkv, dout, qkv, lse, delta, s);
+  });
   AT_CUDA_CHECK_LAUNCH();
 }
 
