@@ -2,9 +2,9 @@
 // promises to catch is caught, and lazy streams really hide results nobody synchronized for.
 // Each kernel here is written the way a bug would be.
 #include <gtest/gtest.h>
-#include <mma.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -39,10 +39,40 @@ __global__ void divergent_barrier_kernel(float* out) {
   }
 }
 
-// A WMMA load from a pointer 2 bytes past a 32-byte boundary.
-__global__ void misaligned_wmma_kernel(const __half* in) {
-  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> a;
-  nvcuda::wmma::load_matrix_sync(a, in + 1, 16);
+// One mma.sync m16n8k16 (fp16 in, fp32 out) with fragments built from row-major A [16, 16] and
+// B [16, 8] (k x n) as the PTX ISA's tables place them, D = A·B + 1 stored back row-major.
+// g = lane / 4, t = lane % 4: a = {A[g][2t..], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..]},
+// b = {B[2t..][g], B[2t+8..][g]}, d = {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}.
+__global__ void mma_kernel(float* d, const __half* a, const __half* b) {
+  const int g = static_cast<int>(threadIdx.x) / 4;
+  const int t = static_cast<int>(threadIdx.x) % 4;
+  const auto pair = [](__half lo, __half hi) {
+    std::uint16_t bits[2];
+    std::memcpy(&bits[0], static_cast<const void*>(&lo), 2);
+    std::memcpy(&bits[1], static_cast<const void*>(&hi), 2);
+    return static_cast<std::uint32_t>(bits[0]) | static_cast<std::uint32_t>(bits[1]) << 16;
+  };
+  const auto a_at = [&](int row, int col) {
+    return pair(a[row * 16 + col], a[row * 16 + col + 1]);
+  };
+  const auto b_at = [&](int k, int n) { return pair(b[k * 8 + n], b[(k + 1) * 8 + n]); };
+  const std::uint32_t ra[4] = {a_at(g, 2 * t), a_at(g + 8, 2 * t), a_at(g, 2 * t + 8),
+                               a_at(g + 8, 2 * t + 8)};
+  const std::uint32_t rb[2] = {b_at(2 * t, g), b_at(2 * t + 8, g)};
+  float acc[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  cuda_emu::mma_m16n8k16<__half>(acc, ra, rb);
+  d[g * 8 + 2 * t] = acc[0];
+  d[g * 8 + 2 * t + 1] = acc[1];
+  d[(g + 8) * 8 + 2 * t] = acc[2];
+  d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+// mma.sync needs the whole warp; a block of 16 threads has half of one.
+__global__ void half_warp_mma_kernel() {
+  const std::uint32_t ra[4] = {};
+  const std::uint32_t rb[2] = {};
+  float acc[4] = {};
+  cuda_emu::mma_m16n8k16<__half>(acc, ra, rb);
 }
 
 // A 16-byte load from a pointer 4 bytes past a 16-byte boundary, checked the way the kernels'
@@ -136,6 +166,36 @@ TEST(CudaEmulator, ThreadOrderBetweenBarriersShowsAMissingSyncthreads) {
   cudaFree(d);
 }
 
+// The emulated mma.sync follows the PTX ISA's fragment layout: small integers, so every product
+// and sum is exact in fp16 and fp32.
+TEST(CudaEmulator, MmaComputesTheProductOfItsDocumentedFragments) {
+  std::vector<__half> a(16 * 16), b(16 * 8);
+  for (int i = 0; i < 16 * 16; ++i) a[i] = __float2half(static_cast<float>(i % 7 - 3));
+  for (int i = 0; i < 16 * 8; ++i) b[i] = __float2half(static_cast<float>(i % 5 - 2));
+  void* d_a = nullptr;
+  void* d_b = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_a, a.size() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_b, b.size() * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_a, a.data(), a.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_b, b.data(), b.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  float* d_d = device_floats(16 * 8);
+  mma_kernel<<<1, 32>>>(d_d, static_cast<const __half*>(d_a), static_cast<const __half*>(d_b));
+  std::vector<float> d(16 * 8);
+  ASSERT_EQ(cudaMemcpy(d.data(), d_d, sizeof(float) * d.size(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int row = 0; row < 16; ++row) {
+    for (int col = 0; col < 8; ++col) {
+      float expected = 1.0f;
+      for (int k = 0; k < 16; ++k)
+        expected += __half2float(a[row * 16 + k]) * __half2float(b[k * 8 + col]);
+      EXPECT_EQ(d[row * 8 + col], expected) << "D[" << row << "][" << col << "]";
+    }
+  }
+  cudaFree(d_a);
+  cudaFree(d_b);
+  cudaFree(d_d);
+}
+
 using CudaEmulatorDeathTest = ::testing::Test;
 
 TEST_F(CudaEmulatorDeathTest, AHostPointerGivenToAKernelStopsTheRun) {
@@ -170,16 +230,13 @@ TEST_F(CudaEmulatorDeathTest, ThreadsWaitingAtDifferentBarriersStopTheRun) {
   cudaFree(d);
 }
 
-TEST_F(CudaEmulatorDeathTest, AMisalignedWmmaLoadStopsTheRun) {
-  void* p = nullptr;
-  ASSERT_EQ(cudaMalloc(&p, 1024), cudaSuccess);
+TEST_F(CudaEmulatorDeathTest, MmaInAWarpOfFewerThan32ThreadsStopsTheRun) {
   EXPECT_DEATH(
       {
-        misaligned_wmma_kernel<<<1, 32>>>(static_cast<const __half*>(p));
+        half_warp_mma_kernel<<<1, 16>>>();
         cudaDeviceSynchronize();
       },
-      "WMMA needs a 32-byte aligned pointer");
-  cudaFree(p);
+      "mma.sync. in a warp with fewer than 32 threads");
 }
 
 TEST_F(CudaEmulatorDeathTest, MoreThan48KbOfDynamicSharedMemoryStopsTheLaunch) {

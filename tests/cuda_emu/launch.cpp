@@ -346,15 +346,6 @@ void sync_warp(unsigned mask) {
   wait(FiberState::at_warp_barrier, mask);
 }
 
-void fail_wmma(const char* call, const void* pointer, unsigned ldm) {
-  char text[160];
-  std::snprintf(text, sizeof text,
-                "%s at %p with ldm %u: WMMA needs a 32-byte aligned pointer and ldm a multiple "
-                "of 16 bytes",
-                call, pointer, ldm);
-  fail(std::string("kernel ") + block().kernel + ": " + text);
-}
-
 void fail_misaligned(const void* pointer, std::size_t bytes) {
   char text[160];
   std::snprintf(text, sizeof text,

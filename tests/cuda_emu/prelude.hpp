@@ -1,7 +1,7 @@
 #pragma once
 // Force-included (-include) before every .cu file that the emulator build compiles with g++ after
 // translate.py. Gives the device-side language the kernels use: thread and block indices,
-// __shared__, __syncthreads, warp shuffles, WMMA and the device math functions that the host
+// __shared__, __syncthreads, warp shuffles, mma.sync and the device math functions that the host
 // C library lacks, and Launch, the target of translated <<<...>>> launches.
 #define __shared__ static
 #include <cuda_bf16.h>
@@ -52,8 +52,6 @@ int lane_id();
 // Every lane of a full warp publishes `bytes` at `value`; `all` receives the 32 copies in lane
 // order. Warp-synchronous, like the mma.sync it serves.
 void gather_warp(const void* value, std::size_t bytes, void* all);
-// Stops the run: a WMMA load or store broke the alignment rules.
-[[noreturn]] void fail_wmma(const char* call, const void* pointer, unsigned ldm);
 // Stops the run: a vector access of `bytes` (16: a uint4/float4 load or store) through a pointer
 // that is not `bytes`-aligned, which a GPU faults on with "misaligned address".
 [[noreturn]] void fail_misaligned(const void* pointer, std::size_t bytes);
@@ -191,96 +189,3 @@ inline float __expf(float x) {
 inline float __fdividef(float x, float y) {
   return x / y;
 }
-
-// Warp matrix operations (mma.h). On a GPU a fragment is spread over the warp's lanes in an
-// unspecified layout; here every lane holds the whole tile, row-major. Code that uses only the
-// documented operations (load, store, fill, mma, and the same update of every element x[i])
-// behaves the same either way. Each call is warp-synchronous, as the _sync names say.
-namespace nvcuda::wmma {
-
-struct matrix_a {};
-struct matrix_b {};
-struct accumulator {};
-struct row_major {};
-struct col_major {};
-enum layout_t { mem_row_major, mem_col_major };
-
-template <typename Use, int M, int N, int K, typename T, typename Layout = void>
-struct fragment {
-  static constexpr int rows = std::is_same_v<Use, matrix_b> ? K : M;
-  static constexpr int cols = std::is_same_v<Use, matrix_a> ? K : N;
-  static constexpr int num_elements = rows * cols;
-  T x[num_elements];
-};
-
-template <typename T>
-inline float emu_to_float(T value) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(value);
-  else if constexpr (std::is_same_v<T, __half>)
-    return __half2float(value);
-  else
-    return static_cast<float>(value);
-}
-
-// WMMA's documented limits: 256-bit aligned pointers, ldm a multiple of 16 bytes.
-template <typename T>
-void emu_check_tile(const T* p, unsigned ldm, const char* call) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 32 != 0 || (ldm * sizeof(T)) % 16 != 0)
-    cuda_emu::fail_wmma(call, p, ldm);
-}
-
-template <typename Use, int M, int N, int K, typename T, typename Layout>
-void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, T value) {
-  for (auto& x : f.x) x = value;
-}
-
-template <typename Use, int M, int N, int K, typename T, typename Layout>
-void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned ldm) {
-  static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load names its layout");
-  using F = fragment<Use, M, N, K, T, Layout>;
-  emu_check_tile(p, ldm, "load_matrix_sync");
-  cuda_emu::sync_warp(0xffffffffu);
-  for (int r = 0; r < F::rows; ++r)
-    for (int c = 0; c < F::cols; ++c)
-      f.x[r * F::cols + c] = std::is_same_v<Layout, col_major> ? p[c * ldm + r] : p[r * ldm + c];
-}
-
-template <int M, int N, int K, typename T>
-void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned ldm,
-                      layout_t layout) {
-  emu_check_tile(p, ldm, "load_matrix_sync");
-  cuda_emu::sync_warp(0xffffffffu);
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < N; ++c)
-      f.x[r * N + c] = layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c];
-}
-
-template <int M, int N, int K, typename T>
-void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm,
-                       layout_t layout) {
-  emu_check_tile(p, ldm, "store_matrix_sync");
-  cuda_emu::sync_warp(0xffffffffu);
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < N; ++c)
-      (layout == mem_col_major ? p[c * ldm + r] : p[r * ldm + c]) = f.x[r * N + c];
-  cuda_emu::sync_warp(0xffffffffu);  // every lane's copy is written before anyone reads it
-}
-
-template <int M, int N, int K, typename TA, typename LA, typename TB, typename LB, typename TC>
-void mma_sync(fragment<accumulator, M, N, K, TC>& d, const fragment<matrix_a, M, N, K, TA, LA>& a,
-              const fragment<matrix_b, M, N, K, TB, LB>& b,
-              const fragment<accumulator, M, N, K, TC>& c) {
-  cuda_emu::sync_warp(0xffffffffu);
-  fragment<accumulator, M, N, K, TC> out;
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float sum = emu_to_float(c.x[i * N + j]);
-      for (int k = 0; k < K; ++k)
-        sum += emu_to_float(a.x[i * K + k]) * emu_to_float(b.x[k * N + j]);
-      out.x[i * N + j] = static_cast<TC>(sum);
-    }
-  d = out;
-}
-
-}  // namespace nvcuda::wmma

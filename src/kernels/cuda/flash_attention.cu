@@ -59,14 +59,16 @@ __device__ __forceinline__ std::size_t out_at(const Shape& s, int b, int t, int 
 // Copies rows [first, first + Rows) of a [T, H] operand into `tile` (row-major, ld padded(H))
 // and/or `cols` (transposed: cols[d][r], ld padded(Rows)); either may be null. Rows past T are
 // zero. Global reads move 16 bytes: H is a multiple of 16 elements and the launchers check the
-// operands' alignment, so every row starts on a 16-byte boundary.
+// operands' alignment, so every row starts on a 16-byte boundary. Without `cols`, neighbouring
+// threads read neighbouring packs of a row (coalesced); with it, neighbouring rows, so that the
+// lanes' 2-byte stores into a row of `cols` fall in 16 different banks instead of 2.
 template <int H, int Rows, typename F, typename Row>
 __device__ __forceinline__ void load_rows(F* tile, F* cols, int first, int T, Row row) {
   constexpr int W = kPack<F>;
   constexpr int packs = H / W;
   for (int i = static_cast<int>(threadIdx.x); i < Rows * packs; i += static_cast<int>(blockDim.x)) {
-    const int r = i / packs;
-    const int d = (i - r * packs) * W;
+    const int r = cols == nullptr ? i / packs : i % Rows;
+    const int d = (cols == nullptr ? i % packs : i / Rows) * W;
     Packed<F, W> values;
     if (first + r < T) {
       values = load_packed<W>(row(first + r) + d);

@@ -1,8 +1,8 @@
 #pragma once
 // Flash attention on the device (FlashAttention-2's scheme): the causal attention of
 // attention.hpp without the [B, NH, T, T] matrices in global memory. Scores and probabilities
-// live in shared-memory tiles and go through the tensor cores (WMMA, 16x16x16, fp32
-// accumulation); the backward recomputes them from q, k and the forward's log-sum-exp.
+// live in registers and go through the tensor cores (mma.sync m16n8k16, fp32 accumulation); the
+// backward recomputes them from q, k and the forward's log-sum-exp.
 // bf16 and fp16 only, head sizes that are multiples of 16 up to 64 (GPT-2's is 64): see
 // flash_attention_supports. Opt-in until measured on a GPU: AUTOTRAIN_CUDA_ATTENTION=flash
 // (docs/gpu.md). Shapes: qkv [B, T, 3C] (q | k | v, each [NH, HS]), out and dout [B, T, C].
