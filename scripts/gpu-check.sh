@@ -212,6 +212,19 @@ run_part bench-comm-nccl 90 bench_comm
 run_part ctest-gpu 210 ctest_gpu
 run_part sanitize 120 sanitize
 
+# The figures docs/benchmarks.md's GPU table takes, again at the very end: the device tool returns
+# the output's tail even when the log files do not come back.
+echo
+echo "=== figures ==="
+for part in bench-train bench-train-flash train-124m bench-comm-nccl; do
+  log=$logs/$part.log
+  [ -f "$log" ] || continue
+  echo "--- $part"
+  grep -E -A1 '^ *tokens/s ' "$log" | grep -vE '^--$' || true
+  grep -E 'GPU memory per rank|^(attention|matmul|lm_head) |^(summary|generate)' "$log" || true
+  if [ "$part" = bench-comm-nccl ]; then tail -n 4 "$log"; fi
+done
+
 echo
 echo "=== summary (logs in $logs) ==="
 printf '%-18s %8s  %s\n' part seconds result
