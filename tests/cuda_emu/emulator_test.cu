@@ -99,6 +99,23 @@ __global__ void missing_barrier_kernel(float* out) {
   out[threadIdx.x] = staged[63 - threadIdx.x];
 }
 
+// Block b writes data[b], then reads the other block's data[1 - b]: nothing orders two blocks of
+// one launch, so one of them reads before the other wrote (launch with 2 blocks of 1 thread).
+__global__ void cross_block_kernel(float* out, float* data) {
+  const unsigned b = blockIdx.x;
+  data[b] = static_cast<float>(b + 1);
+  out[b] = data[1 - b];
+}
+
+// Only the first half of the block writes staged[]; every thread reads its own slot after the
+// barrier, so the second half reads shared memory nobody wrote.
+__global__ void unwritten_shared_kernel(float* out) {
+  __shared__ float staged[32];
+  if (threadIdx.x < 16) staged[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = staged[threadIdx.x];
+}
+
 float* device_floats(int n) {
   void* p = nullptr;
   EXPECT_EQ(cudaMalloc(&p, sizeof(float) * static_cast<std::size_t>(n)), cudaSuccess);
@@ -194,6 +211,44 @@ TEST(CudaEmulator, MmaComputesTheProductOfItsDocumentedFragments) {
   cudaFree(d_a);
   cudaFree(d_b);
   cudaFree(d_d);
+}
+
+TEST(CudaEmulator, BlockOrderShowsABlockReadingAnotherBlocksOutputOfTheSameLaunch) {
+  float* out = device_floats(2);
+  float* data = device_floats(2);  // cudaMalloc'd memory starts as NaN here
+  cross_block_kernel<<<2, 1>>>(out, data);
+  std::vector<float> host(2);
+  ASSERT_EQ(cudaMemcpy(host.data(), out, sizeof(float) * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  // Blocks in order: block 0 reads data[1] before block 1 writes it (had both written first, it
+  // would read 2). In reverse order block 1 reads data[0] too early (else 1).
+  const char* order = std::getenv("AUTOTRAIN_CUDA_EMU_ORDER");
+  const bool reverse = order != nullptr && std::string(order) == "reverse";
+  EXPECT_TRUE(std::isnan(host[reverse ? 1 : 0])) << host[reverse ? 1 : 0];
+  EXPECT_EQ(host[reverse ? 0 : 1], reverse ? 2.0f : 1.0f);
+  cudaFree(out);
+  cudaFree(data);
+}
+
+TEST(CudaEmulator, StaticSharedMemoryNobodyWroteReadsAsNanInEveryBlock) {
+  // Two launches of two blocks: neither a first block nor a later one finds zeros or what the
+  // previous block left, as a GPU's shared memory holds garbage.
+  float* d = device_floats(64);
+  std::vector<float> host(64);
+  for (int launch = 0; launch < 2; ++launch) {
+    unwritten_shared_kernel<<<2, 32>>>(d);
+    ASSERT_EQ(cudaMemcpy(host.data(), d, sizeof(float) * 64, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int block = 0; block < 2; ++block) {
+      for (int t = 0; t < 32; ++t) {
+        const float value = host[static_cast<std::size_t>(block * 32 + t)];
+        if (t < 16) {
+          EXPECT_EQ(value, 1.0f) << "block " << block << ", thread " << t;
+        } else {
+          EXPECT_TRUE(std::isnan(value)) << "block " << block << ", thread " << t << ": " << value;
+        }
+      }
+    }
+  }
+  cudaFree(d);
 }
 
 using CudaEmulatorDeathTest = ::testing::Test;

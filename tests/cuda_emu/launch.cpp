@@ -4,10 +4,16 @@
 // a barrier opens when every live thread it names waits there. A warp barrier that names a
 // lane that already exited, or threads that wait at different barriers for ever, stop the
 // process: on a GPU both are undefined behaviour or a hang.
+// A GPU runs a grid's blocks in no promised order and its shared memory starts as whatever the
+// last block left there, so blocks run in reverse order too (AUTOTRAIN_CUDA_EMU_ORDER=reverse:
+// a block that reads another block's output of the same launch shows), and every block's static
+// and dynamic shared memory starts as all-ones bytes (NaN in fp32, bf16 and fp16, as cudaMalloc'd
+// memory here), so a read of shared memory nobody wrote shows.
 // prelude.hpp first: it defines __shared__ before the CUDA headers do.
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -125,6 +131,7 @@ struct Block {
   unsigned threads = 0;
   std::vector<Fiber> fibers;
   std::vector<unsigned char> dynamic_shared;
+  std::vector<void*> poisoned_static_shared;  // static __shared__ arrays filled in this block
   const std::function<void()>* body = nullptr;
   Context scheduler;
   int current = -1;
@@ -146,9 +153,10 @@ unsigned char* stacks() {
   return memory;
 }
 
-// The order ready threads run in between barriers. A GPU gives none; running the same kernels
-// in both orders (AUTOTRAIN_CUDA_EMU_ORDER=reverse, scripts/test-cuda-emulated.sh) shows a read
-// that depends on another thread's write without a barrier between them.
+// The order ready threads run in between barriers, and blocks in a grid. A GPU gives none;
+// running the same kernels in both orders (AUTOTRAIN_CUDA_EMU_ORDER=reverse,
+// scripts/test-cuda-emulated.sh) shows a read that depends on another thread's write without a
+// barrier between them, or on another block's write in the same launch.
 bool reverse_order() {
   static const bool reverse = [] {
     const char* value = std::getenv("AUTOTRAIN_CUDA_EMU_ORDER");
@@ -253,6 +261,7 @@ void run_block(Block& b) {
     start_context(f.context, stack, kStackBytes, fiber_main);
   }
   std::memset(b.dynamic_shared.data(), 0xff, b.dynamic_shared.size());
+  b.poisoned_static_shared.clear();
   unsigned live = b.threads;
   while (live > 0) {
     bool ran = false;
@@ -287,12 +296,14 @@ void run_grid(const char* name, dim3 grid, dim3 block_dim, std::size_t shared_by
   b.stacks = stacks();
   gridDim = grid;
   blockDim = block_dim;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        blockIdx = uint3{x, y, z};
-        run_block(b);
-      }
+  const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
+  for (unsigned long long i = 0; i < blocks; ++i) {
+    const unsigned long long linear = reverse_order() ? blocks - 1 - i : i;
+    blockIdx = uint3{static_cast<unsigned>(linear % grid.x),
+                     static_cast<unsigned>(linear / grid.x % grid.y),
+                     static_cast<unsigned>(linear / (1ull * grid.x * grid.y))};
+    run_block(b);
+  }
   b.body = nullptr;
 }
 
@@ -336,6 +347,17 @@ void check_kernel_pointer(const char* kernel, int index, const void* pointer) {
 
 void* dynamic_shared_bytes() {
   return block().dynamic_shared.data();
+}
+
+// Called by every thread at each static __shared__ declaration it passes (translate.py adds the
+// call); the first thread of a block to pass it fills it, later ones find it filled already.
+void poison_static_shared(void* address, std::size_t bytes) {
+  Block& b = block();
+  if (b.current < 0) fail("a static __shared__ declaration outside a kernel");
+  auto& done = b.poisoned_static_shared;
+  if (std::find(done.begin(), done.end(), address) != done.end()) return;
+  std::memset(address, 0xff, bytes);
+  done.push_back(address);
 }
 
 void sync_block() {

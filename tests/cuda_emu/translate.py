@@ -1,18 +1,31 @@
 #!/usr/bin/env python3
 """Turns a .cu file into C++ that g++ compiles against the CUDA emulator (prelude.hpp).
 
-Two rewrites, both keeping every line where it was (errors point into the .cu file):
+Three rewrites, all keeping every line where it was (errors point into the .cu file):
   kernel<<<grid, block[, shared[, stream]]>>>(args);
     -> ::cuda_emu::Launch("kernel", grid, block[, shared[, stream]])
            .run([](auto... a) { kernel(a...); }, args);
   extern __shared__ T name[];  ->  T* const name = ::cuda_emu::dynamic_shared<T>();
+  __shared__ T name[N];  (inside a function)
+    -> __shared__ T name[N]; ::cuda_emu::poison_static_shared(&name, sizeof(name));
 The lambda lets the kernel's template arguments be deduced from the arguments, as nvcc does.
+A static __shared__ array is a function-local static here, zero once and then holding what the
+last block left; on a GPU it holds garbage. poison_static_shared fills it with all-ones bytes
+(NaN) when a block's first thread reaches it, so a read of shared memory nobody wrote shows.
 Usage: translate.py input.cu output.cpp
 """
 import re
 import sys
 
 DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+([\w:<> ]+?)\s+(\w+)\s*\[\s*\]\s*;")
+# An indented (function-local) static __shared__ declaration of one variable; namespace-scope
+# ones (column 0) are left alone, since a statement cannot follow them there.
+STATIC_SHARED = re.compile(
+    r"^([ \t]+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?[\w:<>, ]+?\s+(\w+)\s*"
+    r"(?:\[[^\]\n]*\]\s*)*;)",
+    re.MULTILINE)
+POISON_DECLARATION = ("namespace cuda_emu { void poison_static_shared(void* address, "
+                      "std::size_t bytes); }\n")
 
 
 def callee_start(text, end):
@@ -78,16 +91,19 @@ def translate(text):
         out.append("\n" * text[start:launch].count("\n"))  # keeps the lines of a wrapped launch
         out.append(f'::cuda_emu::Launch("{name}", {config}).run({lambda_}{separator}{args})')
         pos = end + 1
-    return DYNAMIC_SHARED.sub(
+    text = DYNAMIC_SHARED.sub(
         lambda m: f"{m.group(1)}* const {m.group(2)} = ::cuda_emu::dynamic_shared<{m.group(1)}>();",
         "".join(out))
+    return STATIC_SHARED.sub(
+        lambda m: f"{m.group(1)} ::cuda_emu::poison_static_shared(&{m.group(2)}, "
+        f"sizeof({m.group(2)}));", text)
 
 
 def main():
     source, target = sys.argv[1], sys.argv[2]
     with open(source, encoding="utf-8") as f:
         text = f.read()
-    translated = f'#line 1 "{source}"\n' + translate(text)
+    translated = POISON_DECLARATION + f'#line 1 "{source}"\n' + translate(text)
     with open(target, "w", encoding="utf-8") as f:
         f.write(translated)
 
