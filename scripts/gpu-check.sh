@@ -88,10 +88,17 @@ machine() {
 }
 
 build() {
+  # The prebuild (scripts/gpu-prebuild.sh) travels as one compressed file: unpack it.
+  if [ "${SKIP_BUILD:-0}" = 1 ] && [ -f "$root/gpu-bundle.tar.gz" ] &&
+    [ "$build" = "$root/build-gpu" ]; then
+    rm -rf "$build"
+    tar -xzf "$root/gpu-bundle.tar.gz" -C "$root"
+    echo "SKIP_BUILD=1: unpacked gpu-bundle.tar.gz into $build ($(du -sh "$build" | cut -f1))"
+  fi
   if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$bin" ]; then
-    # A build made elsewhere (scripts/gpu-prebuild.sh) serves only if it runs here and was made
-    # for this source folder (its tests find their fixtures by absolute path).
-    local source_dir built_from head
+    # A build made elsewhere serves only if it runs here, was made for this source folder (its
+    # tests find their fixtures by absolute path) and from these sources.
+    local source_dir built_from head stale=0
     source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
     # Prebuilt in another checkout (the device tool copies the tree to a path of its own): the
     # build's absolute paths (ctest's test commands, the tests' fixtures, the data folder) then
@@ -107,11 +114,32 @@ build() {
     head=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
     if [ -n "$built_from" ] && [ -n "$head" ] && [ "$built_from" != "$head" ]; then
       echo "SKIP_BUILD=1, but $build was prebuilt from $built_from and the tree is at $head"
-    elif "$bin" --version > /dev/null 2>&1 && [ "$source_dir" = "$root" ]; then
+      stale=1
+    fi
+    # Without git (the device tool sends no .git), the sources' checksums tell a stale build.
+    if [ -f "$build/prebuilt-sources.sha256" ] &&
+      ! (cd "$root" && sha256sum --quiet -c "$build/prebuilt-sources.sha256" > /dev/null 2>&1); then
+      echo "SKIP_BUILD=1, but these sources changed since $build was prebuilt:"
+      (cd "$root" && sha256sum --quiet -c "$build/prebuilt-sources.sha256" 2>&1 | head -n 20) || true
+      stale=1
+    fi
+    # A machine without this project's libraries or Open MPI (the device machine's CUDA image):
+    # add the ones the prebuild carries (scripts/gpu-runtime.sh).
+    if { ! "$bin" --version > /dev/null 2>&1 || ! command -v mpirun > /dev/null; } &&
+      [ -d "$build/runtime" ]; then
+      "$root/scripts/gpu-runtime.sh" install "$build"
+    fi
+    if "$bin" --version > /dev/null 2>&1 && [ "$source_dir" = "$root" ]; then
+      if [ "$stale" = 1 ]; then
+        # Building here may be impossible (no development packages): the later parts run this
+        # build, and this part fails so the summary says it is stale.
+        echo "SKIP_BUILD=1: using the STALE build in $build; rerun scripts/gpu-prebuild.sh"
+        return 1
+      fi
       echo "SKIP_BUILD=1: reusing $build"
       return 0
     fi
-    echo "SKIP_BUILD=1: not reusing $build (stale, does not run here, or built for '$source_dir'): building"
+    echo "SKIP_BUILD=1: not reusing $build (does not run here, or built for '$source_dir'): building"
   fi
   local generator=()
   command -v ninja > /dev/null && generator=(-G Ninja)
