@@ -109,6 +109,51 @@ __device__ __forceinline__ void store_rows(const float (&acc)[H / 8][4], const i
   }
 }
 
+// acc[16, H] += x[16, Cols]·M for a warp: x is an fp32 accumulator of Cols / 8 n-tiles, rounded
+// to F as it becomes the A operand (its layout is A's); M [Cols, H] is held transposed in `cols`
+// ([H][padded(Cols)]), so its B fragments run along rows.
+template <typename F, int H, int Cols>
+__device__ __forceinline__ void accumulate_product(float (&acc)[H / 8][4],
+                                                   const float (&x)[Cols / 8][4], const F* cols,
+                                                   int lane) {
+#pragma unroll
+  for (int k = 0; k < Cols / 16; ++k) {
+    std::uint32_t a[4];
+    to_a_fragment<F>(a, x, k);
+#pragma unroll
+    for (int n = 0; n < H / 8; ++n) {
+      std::uint32_t b[2];
+      load_b_fragment(b, cols + 8 * n * padded(Cols) + 16 * k, padded(Cols), lane);
+      mma_16x8x16<F>(acc[n], a, b);
+    }
+  }
+}
+
+// The backward's two score-shaped products for a warp, over the head dimension: x = a·bᵀ and
+// y = c·dᵀ, with a and c the warp's 16 rows and b and d the tile's kBackwardCols rows (all
+// row-major, ld padded(H)).
+template <typename F, int H>
+__device__ __forceinline__ void two_products(float (&x)[kBackwardCols / 8][4], const F* a,
+                                             const F* b, float (&y)[kBackwardCols / 8][4],
+                                             const F* c, const F* d, int lane) {
+#pragma unroll
+  for (int k = 0; k < H / 16; ++k) {
+    std::uint32_t fa[4];
+    std::uint32_t fc[4];
+    load_a_fragment(fa, a + 16 * k, padded(H), lane);
+    load_a_fragment(fc, c + 16 * k, padded(H), lane);
+#pragma unroll
+    for (int j = 0; j < kBackwardCols / 8; ++j) {
+      std::uint32_t fb[2];
+      std::uint32_t fd[2];
+      load_b_fragment(fb, b + 8 * j * padded(H) + 16 * k, padded(H), lane);
+      load_b_fragment(fd, d + 8 * j * padded(H) + 16 * k, padded(H), lane);
+      mma_16x8x16<F>(x[j], fa, fb);
+      mma_16x8x16<F>(y[j], fc, fd);
+    }
+  }
+}
+
 // ---- forward -------------------------------------------------------------------------------
 
 // Block (query tile, b·NH + h), 4 warps; warp w owns query rows q0 + 16w .. + 15, lane l rows
@@ -201,18 +246,7 @@ __global__ void __launch_bounds__(kWarps* kWarp)
       o[n][3] *= alpha[1];
     }
     // O += P·V: P's accumulators are its A fragments; V's B fragments come from its transpose.
-#pragma unroll
-    for (int k = 0; k < kForwardKeys / 16; ++k) {
-      std::uint32_t pa[4];
-      to_a_fragment<F>(pa, x, k);
-#pragma unroll
-      for (int n = 0; n < H / 8; ++n) {
-        std::uint32_t vb[2];
-        load_b_fragment(vb, v_cols + 8 * n * padded(kForwardKeys) + 16 * k, padded(kForwardKeys),
-                        lane);
-        mma_16x8x16<F>(o[n], pa, vb);
-      }
-    }
+    accumulate_product<F, H, kForwardKeys>(o, x, v_cols, lane);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -295,24 +329,9 @@ __global__ void __launch_bounds__(kWarps* kWarp)
     }
     __syncthreads();
     if (q0 + kBackwardCols - 1 < key0) continue;  // every query of the tile is before the keys
-    float p[kBackwardCols / 8][4] = {};           // Sᵀ, then Pᵀ: keys x queries
-    float dp[kBackwardCols / 8][4] = {};          // dPᵀ, then dSᵀ
-#pragma unroll
-    for (int k = 0; k < H / 16; ++k) {
-      std::uint32_t ka[4];
-      std::uint32_t va[4];
-      load_a_fragment(ka, k_w + 16 * k, padded(H), lane);
-      load_a_fragment(va, v_w + 16 * k, padded(H), lane);
-#pragma unroll
-      for (int j = 0; j < kBackwardCols / 8; ++j) {
-        std::uint32_t qb[2];
-        std::uint32_t dob[2];
-        load_b_fragment(qb, q_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
-        load_b_fragment(dob, do_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
-        mma_16x8x16<F>(p[j], ka, qb);
-        mma_16x8x16<F>(dp[j], va, dob);
-      }
-    }
+    float p[kBackwardCols / 8][4] = {};           // Sᵀ = K_w·Qᵀ, then Pᵀ: keys x queries
+    float dp[kBackwardCols / 8][4] = {};          // dPᵀ = V_w·dOᵀ, then dSᵀ
+    two_products<F, H>(p, k_w, q_tile, dp, v_w, do_tile, lane);
 #pragma unroll
     for (int j = 0; j < kBackwardCols / 8; ++j) {
 #pragma unroll
@@ -325,24 +344,8 @@ __global__ void __launch_bounds__(kWarps* kWarp)
       }
     }
     // dV += Pᵀ·dO and dK += dSᵀ·Q, B fragments from the transposed tiles.
-#pragma unroll
-    for (int k = 0; k < kBackwardCols / 16; ++k) {
-      std::uint32_t pa[4];
-      std::uint32_t dsa[4];
-      to_a_fragment<F>(pa, p, k);
-      to_a_fragment<F>(dsa, dp, k);
-#pragma unroll
-      for (int n = 0; n < H / 8; ++n) {
-        std::uint32_t dob[2];
-        std::uint32_t qb[2];
-        load_b_fragment(dob, do_cols + 8 * n * padded(kBackwardCols) + 16 * k,
-                        padded(kBackwardCols), lane);
-        load_b_fragment(qb, q_cols + 8 * n * padded(kBackwardCols) + 16 * k, padded(kBackwardCols),
-                        lane);
-        mma_16x8x16<F>(dv[n], pa, dob);
-        mma_16x8x16<F>(dk[n], dsa, qb);
-      }
-    }
+    accumulate_product<F, H, kBackwardCols>(dv, p, do_cols, lane);
+    accumulate_product<F, H, kBackwardCols>(dk, dp, q_cols, lane);
   }
   const auto row_of = [&](int key, int part) {
     return dqkv + (static_cast<std::size_t>(b) * s.T + key) * 3 * s.C +
@@ -396,24 +399,9 @@ __global__ void __launch_bounds__(kWarps* kWarp)
                                 [&](int r) { return qkv_row(qkv, s, b, r, h, 2); });
     __syncthreads();
     if (k0 > row0 + kWarpRows - 1) continue;  // every key of the tile is after this warp's rows
-    float p[kBackwardCols / 8][4] = {};       // S, then P
-    float ds[kBackwardCols / 8][4] = {};      // dP, then dS
-#pragma unroll
-    for (int k = 0; k < H / 16; ++k) {
-      std::uint32_t qa[4];
-      std::uint32_t doa[4];
-      load_a_fragment(qa, q_w + 16 * k, padded(H), lane);
-      load_a_fragment(doa, do_w + 16 * k, padded(H), lane);
-#pragma unroll
-      for (int j = 0; j < kBackwardCols / 8; ++j) {
-        std::uint32_t kb[2];
-        std::uint32_t vb[2];
-        load_b_fragment(kb, k_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
-        load_b_fragment(vb, v_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
-        mma_16x8x16<F>(p[j], qa, kb);
-        mma_16x8x16<F>(ds[j], doa, vb);
-      }
-    }
+    float p[kBackwardCols / 8][4] = {};       // S = Q_w·Kᵀ, then P
+    float ds[kBackwardCols / 8][4] = {};      // dP = dO_w·Vᵀ, then dS
+    two_products<F, H>(p, q_w, k_tile, ds, do_w, v_tile, lane);
 #pragma unroll
     for (int j = 0; j < kBackwardCols / 8; ++j) {
 #pragma unroll
@@ -425,18 +413,7 @@ __global__ void __launch_bounds__(kWarps* kWarp)
         ds[j][e] = p[j][e] * (ds[j][e] - row_delta[half]);
       }
     }
-#pragma unroll
-    for (int k = 0; k < kBackwardCols / 16; ++k) {
-      std::uint32_t dsa[4];
-      to_a_fragment<F>(dsa, ds, k);
-#pragma unroll
-      for (int n = 0; n < H / 8; ++n) {
-        std::uint32_t kb[2];
-        load_b_fragment(kb, k_cols + 8 * n * padded(kBackwardCols) + 16 * k, padded(kBackwardCols),
-                        lane);
-        mma_16x8x16<F>(dq[n], dsa, kb);
-      }
-    }
+    accumulate_product<F, H, kBackwardCols>(dq, ds, k_cols, lane);  // dQ += dS·K
   }
   store_rows<F, H>(dq, rows, s.T, s.scale, s.scale, lane, [&](int row) {
     return dqkv + (static_cast<std::size_t>(b) * s.T + row) * 3 * s.C +
