@@ -53,9 +53,10 @@ pack() {
   rm -rf "$runtime"
   mkdir -p "$runtime/lib" "$runtime/root"
   # Open MPI at its own absolute paths: the launcher (mpirun and mpiexec name it), the daemon,
-  # the plugins it opens at run time, PMIx's plugins, help texts and default parameters.
-  local tree=("$mpirun_path" "$(dirname "$mpirun_path")/orted" "$pkglibdir"
-    "$(dirname "$pkglibdir")" "$pmixdir" /usr/share/openmpi /etc/openmpi)
+  # the folder of the plugins it opens at run time, PMIx's plugins, help texts and default
+  # parameters.
+  local tree=("$mpirun_path" "$(dirname "$mpirun_path")/orted" "$(dirname "$pkglibdir")"
+    "$pmixdir" /usr/share/openmpi /etc/openmpi)
   for file in "${tree[@]}"; do
     [ -e "$file" ] || continue
     mkdir -p "$runtime/root$(dirname "$file")"
