@@ -85,6 +85,10 @@ machine() {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   "$nvcc_path" --version | tail -1
+  # What the machine brings of what the build needs (the build part adds what is missing).
+  grep -E '^(PRETTY_NAME|VERSION)=' /etc/os-release || true
+  ldconfig -p | grep -E 'lib(cudart|cublas|cublasLt|nccl|mpi|hdf5_openmpi)\.so' || true
+  command -v mpirun python3 ctest || true
 }
 
 build() {
