@@ -3,9 +3,8 @@
 # autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests, `bench train` on
 # GPT-2 124M in bf16 (fast and flash attention), trains it with the documented command, times
 # `generate`, benchmarks NCCL at np=1, runs the other GPU tests, and runs the kernel tests under
-# compute-sanitizer. About
-# 6 minutes with a prebuilt build; each part has its own time limit, is timed, and a failing part
-# does not stop the next. The logs go to $OUT/gpu-check when OUT is set (the device tool's folder
+# compute-sanitizer. About 6 minutes with a prebuilt build; each part has its own time limit, is
+# timed, and a failing part does not stop the next. The logs go to $OUT/gpu-check when OUT is set (the device tool's folder
 # that comes back, even when the command runs out of time, but at most 8 files: so five logs,
 # parts grouped by what they check, and summary.txt, written as each part ends), else to a
 # temporary folder. The whole run keeps within GPU_CHECK_SECONDS (default 570: the device tool
@@ -16,6 +15,8 @@
 # table and exits non-zero if any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
+#   SKIP_BUILD=1 scripts/gpu-check.sh    (with gpu-bundle.tar.gz from scripts/gpu-prebuild.sh in
+#                                         the tree: unpacks it, adds the libraries it carries)
 # shellcheck disable=SC2317  # the part functions are called through run_part
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
