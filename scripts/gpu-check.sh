@@ -103,7 +103,7 @@ build() {
   if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$bin" ]; then
     # A build made elsewhere serves only if it runs here, was made for this source folder (its
     # tests find their fixtures by absolute path) and from these sources.
-    local source_dir built_from head stale=0
+    local source_dir stale=0
     source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
     # Prebuilt in another checkout (the device tool copies the tree to a path of its own): the
     # build's absolute paths (ctest's test commands, the tests' fixtures, the data folder) then
@@ -115,13 +115,7 @@ build() {
       echo "SKIP_BUILD=1: $build was built in $source_dir; linked $source_dir -> $root"
       source_dir=$root
     fi
-    built_from=$(cat "$build/prebuilt-from" 2>/dev/null || true)
-    head=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
-    if [ -n "$built_from" ] && [ -n "$head" ] && [ "$built_from" != "$head" ]; then
-      echo "SKIP_BUILD=1, but $build was prebuilt from $built_from and the tree is at $head"
-      stale=1
-    fi
-    # Without git (the device tool sends no .git), the sources' checksums tell a stale build.
+    # The sources' checksums tell a stale build (the device tool sends no .git to ask).
     if [ -f "$build/prebuilt-sources.sha256" ] &&
       ! (cd "$root" && sha256sum --quiet -c "$build/prebuilt-sources.sha256" > /dev/null 2>&1); then
       echo "SKIP_BUILD=1, but these sources changed since $build was prebuilt:"

@@ -12,8 +12,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-gpu}
-# The commit it is built from, recorded before building, so gpu-check.sh can tell a stale build.
-head=$(git -C "$root" rev-parse HEAD 2> /dev/null || true)
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
@@ -21,11 +19,6 @@ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTO
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
   test_train mpitest_comm mpitest_train
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
-if [ -n "$head" ] && git -C "$root" diff --quiet HEAD 2> /dev/null; then
-  echo "$head" > "$build/prebuilt-from"
-else
-  rm -f "$build/prebuilt-from"  # uncommitted changes: no commit describes this build
-fi
 # The sources' checksums: the device machine gets no .git, and gpu-check.sh compares these.
 (cd "$root" && git ls-files -z -- CMakeLists.txt cmake include src tests | xargs -0 sha256sum) \
   > "$build/prebuilt-sources.sha256"
