@@ -96,7 +96,7 @@ find_on_machine() {
       return
     fi
   done
-  find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o -name "$name" -print \
+  find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -name "$name" -print \
     2> /dev/null | head -n 1 | xargs -r dirname
 }
 

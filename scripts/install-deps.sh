@@ -14,6 +14,7 @@ packages=(
   libgloo-dev
   slurm-wlm munge libpmix-dev
   clang-format
+  debootstrap
 )
 
 missing=()
