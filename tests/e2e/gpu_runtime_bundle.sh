@@ -4,12 +4,13 @@
 # HDF5 checkpoint inside a bare Debian root (debootstrap's minbase: no Open MPI, HDF5, Boost,
 # yaml-cpp, Gloo or OpenBLAS), once `install` has added what was missing there, and only that.
 # CUDA's libraries are mounted at a folder of their own there, as a CUDA image has them, for
-# `install` to find. Skipped (77) unless run as root with debootstrap, or when the Debian mirror
-# cannot be reached.
+# `install` to find. Skipped (77) unless run as root with debootstrap and mount namespaces, or
+# when the Debian mirror cannot be reached.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
-if [ "$(id -u)" != 0 ] || ! command -v debootstrap > /dev/null; then
-  echo "gpu_runtime_bundle: skipped: needs root and debootstrap (a chroot with its own mounts)"
+if [ "$(id -u)" != 0 ] || ! command -v debootstrap > /dev/null ||
+  ! unshare --mount --propagation private true 2> /dev/null; then
+  echo "gpu_runtime_bundle: skipped: needs root, debootstrap and mount namespaces (unshare)"
   exit 77
 fi
 src=$AUTOTRAIN_SOURCE_DIR
