@@ -29,6 +29,7 @@ template <typename F>
 __device__ __forceinline__ std::uint32_t load_pair(const F* p) {
   static_assert(sizeof(F) == 2, "mma fragments hold 16-bit elements");
 #ifdef AUTOTRAIN_CUDA_EMULATED
+  cuda_emu::check_vector_access(p, 4);  // a GPU faults on a misaligned 4-byte access
   std::uint32_t bits;
   std::memcpy(&bits, p, sizeof bits);
   return bits;
@@ -42,6 +43,7 @@ template <typename F>
 __device__ __forceinline__ void store_pair(F* p, std::uint32_t bits) {
   static_assert(sizeof(F) == 2, "mma fragments hold 16-bit elements");
 #ifdef AUTOTRAIN_CUDA_EMULATED
+  cuda_emu::check_vector_access(p, 4);
   std::memcpy(static_cast<void*>(p), &bits, sizeof bits);
 #else
   *reinterpret_cast<std::uint32_t*>(p) = bits;
