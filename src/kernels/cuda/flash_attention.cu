@@ -209,14 +209,24 @@ __global__ void __launch_bounds__(kWarps* kWarp)
       }
     }
     // Online softmax: the row maximum over the tile (the 4 lanes of a group share a row), the
-    // rescale of the old sum and O by 2^(m_old - m_new), then P = 2^(x - m).
+    // rescale of the old sum and O by 2^(m_old - m_new), then P = 2^(x - m). Only a tile that
+    // reaches past some row's last key, or past T, has keys to mask.
+    if (k0 + kForwardKeys - 1 > row0 || k0 + kForwardKeys > s.T) {
+#pragma unroll
+      for (int j = 0; j < kForwardKeys / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + 8 * j + fragment_col(lane, e);
+          if (key > rows[e / 2] || key >= s.T) x[j][e] = -INFINITY;
+        }
+      }
+    }
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < kForwardKeys / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = k0 + 8 * j + fragment_col(lane, e);
-        x[j][e] = key <= rows[e / 2] && key < s.T ? x[j][e] * scale : -INFINITY;
+        x[j][e] *= scale;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], x[j][e]);
       }
     }
@@ -332,14 +342,23 @@ __global__ void __launch_bounds__(kWarps* kWarp)
     float p[kBackwardCols / 8][4] = {};           // Sᵀ = K_w·Qᵀ, then Pᵀ: keys x queries
     float dp[kBackwardCols / 8][4] = {};          // dPᵀ = V_w·dOᵀ, then dSᵀ
     two_products<F, H>(p, k_w, q_tile, dp, v_w, do_tile, lane);
+    // Queries before a key, or past T, are masked (-inf: P = 0) on the tiles that have them.
+    if (q0 < key0 + kWarpRows - 1 || q0 + kBackwardCols > s.T) {
+#pragma unroll
+      for (int j = 0; j < kBackwardCols / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int query = q0 + 8 * j + fragment_col(lane, e);
+          if (query < keys[e / 2] || query >= s.T) p[j][e] = -INFINITY;
+        }
+      }
+    }
 #pragma unroll
     for (int j = 0; j < kBackwardCols / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = 8 * j + fragment_col(lane, e);
-        const int query = q0 + col;
-        const bool live = keys[e / 2] <= query && query < s.T;
-        p[j][e] = live ? rounded<F>(exp2f(p[j][e] * scale - lse_tile[col])) : 0.0f;
+        p[j][e] = rounded<F>(exp2f(p[j][e] * scale - lse_tile[col]));
         dp[j][e] = p[j][e] * (dp[j][e] - delta_tile[col]);
       }
     }
@@ -402,15 +421,23 @@ __global__ void __launch_bounds__(kWarps* kWarp)
     float p[kBackwardCols / 8][4] = {};       // S = Q_w·Kᵀ, then P
     float ds[kBackwardCols / 8][4] = {};      // dP = dO_w·Vᵀ, then dS
     two_products<F, H>(p, q_w, k_tile, ds, do_w, v_tile, lane);
+    // Keys after a row, and rows past T, are masked (-inf: P = 0) on the tiles that have them.
+    if (k0 + kBackwardCols - 1 > row0 || row0 + kWarpRows > s.T) {
+#pragma unroll
+      for (int j = 0; j < kBackwardCols / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k0 + 8 * j + fragment_col(lane, e);
+          if (key > rows[e / 2] || rows[e / 2] >= s.T) p[j][e] = -INFINITY;
+        }
+      }
+    }
 #pragma unroll
     for (int j = 0; j < kBackwardCols / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = k0 + 8 * j + fragment_col(lane, e);
-        const int half = e / 2;
-        const bool live = key <= rows[half] && rows[half] < s.T;
-        p[j][e] = live ? rounded<F>(exp2f(p[j][e] * scale - row_lse[half])) : 0.0f;
-        ds[j][e] = p[j][e] * (ds[j][e] - row_delta[half]);
+        p[j][e] = rounded<F>(exp2f(p[j][e] * scale - row_lse[e / 2]));
+        ds[j][e] = p[j][e] * (ds[j][e] - row_delta[e / 2]);
       }
     }
     accumulate_product<F, H, kBackwardCols>(dq, ds, k_cols, lane);  // dQ += dS·K
