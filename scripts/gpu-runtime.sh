@@ -87,17 +87,24 @@ missing_libraries() {
   done | sort -u
 }
 
-# A folder on this machine holding library `name` (CUDA's toolkit folders first), or nothing.
+# "name folder" for each library `names` that this machine has somewhere: CUDA's toolkit folders
+# first, then one search of the whole file system for the rest (PyTorch's nvidia packages, ...).
 find_on_machine() {
-  local name=$1 dir
-  for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
-    if [ -e "$dir/$name" ]; then
-      echo "$dir"
-      return
-    fi
+  local name dir rest=() pattern=()
+  for name in "$@"; do
+    for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+      if [ -e "$dir/$name" ]; then
+        echo "$name $dir"
+        continue 2
+      fi
+    done
+    rest+=("$name")
   done
-  find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -name "$name" -print \
-    2> /dev/null | head -n 1 | xargs -r dirname
+  [ ${#rest[@]} -eq 0 ] && return 0
+  for name in "${rest[@]}"; do pattern+=(-o -name "$name"); done
+  find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o \( "${pattern[@]:1}" \) -print \
+    2> /dev/null | awk '{ n = $0; sub(/.*\//, "", n); d = $0; sub(/\/[^\/]*$/, "", d) }
+                         !seen[n]++ { print n, d }'
 }
 
 # Copies the tree under `from` into `to`, file by file, leaving every existing file, link and
@@ -147,15 +154,21 @@ install_runtime() {
     missing=$(missing_libraries "${loaders[@]}" "$dest"/*.so*)
     if [ -z "$missing" ] || [ "$missing" = "$before" ]; then break; fi
     before=$missing
+    local elsewhere=()
     for name in $missing; do
       if [ -e "$runtime/lib/$name" ]; then
         cp "$runtime/lib/$name" "$dest/$name"
         echo "gpu-runtime: added $name"
-      elif dir=$(find_on_machine "$name") && [ -n "$dir" ]; then
-        dirs+=("$dir")
-        echo "gpu-runtime: $name found in $dir"
+      else
+        elsewhere+=("$name")
       fi
     done
+    if [ ${#elsewhere[@]} -gt 0 ]; then
+      while read -r name dir; do
+        dirs+=("$dir")
+        echo "gpu-runtime: $name found in $dir"
+      done < <(find_on_machine "${elsewhere[@]}")
+    fi
     printf '%s\n' "$dest" "${dirs[@]}" | awk '!seen[$0]++' > "$conf"
     ldconfig
   done
