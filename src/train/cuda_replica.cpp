@@ -39,7 +39,12 @@ double peak_flops(const cudaDeviceProp& properties, Precision precision) {
     return std::atof(forced) * 1e12;
   }
   const bool fp32 = precision == Precision::fp32;
-  if (properties.major == 9) return fp32 ? 66.9e12 : 989.4e12;                         // H100/H200
+  // Hopper: the SXM parts (H100 SXM, H200; 132 multiprocessors) or the H100 PCIe (114, lower
+  // clocks); dense bf16/fp16 and plain fp32 rates from NVIDIA's datasheets.
+  if (properties.major == 9 && properties.multiProcessorCount >= 132) {
+    return fp32 ? 66.9e12 : 989.4e12;
+  }
+  if (properties.major == 9) return fp32 ? 51.2e12 : 756.5e12;
   if (properties.major == 8 && properties.minor == 0) return fp32 ? 19.5e12 : 312e12;  // A100
   return 0;
 }
