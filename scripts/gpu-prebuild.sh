@@ -19,8 +19,10 @@ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTO
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
   test_train mpitest_comm mpitest_train
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
-# The sources' checksums: the device machine gets no .git, and gpu-check.sh compares these.
-(cd "$root" && git ls-files -z -- CMakeLists.txt cmake include src tests | xargs -0 sha256sum) \
+# The checksums of what is compiled into the build (not the scripts and end-to-end tests that
+# run from the tree): the device machine gets no .git, and gpu-check.sh compares these.
+(cd "$root" && git ls-files -z -- CMakeLists.txt cmake include src tests/CMakeLists.txt \
+  'tests/*.cpp' 'tests/*.hpp' 'tests/*.cu' | xargs -0 sha256sum) \
   > "$build/prebuilt-sources.sha256"
 # The libraries and Open MPI runtime that a machine with only CUDA lacks (scripts/gpu-runtime.sh).
 "$root/scripts/gpu-runtime.sh" pack "$build"

@@ -83,7 +83,13 @@ preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 1 --sig
 deadline=$((SECONDS + 420))
 signalled=0
 while [ "$SECONDS" -lt "$deadline" ]; do
-  state=$(squeue -h -j "$preempt_job" -o '%T %r' 2>/dev/null || true)
+  # Done when squeue lists nothing or no longer knows the job; any other error (a busy
+  # slurmctld timing out on a loaded machine) is not an answer: ask again.
+  if ! state=$(squeue -h -j "$preempt_job" -o '%T %r' 2>&1); then
+    grep -q "Invalid job id" <<< "$state" && break
+    sleep 0.5
+    continue
+  fi
   [ -z "$state" ] && break
   if [ "$signalled" -eq 0 ] && grep -qs '"step":[1-9]' preempt/metrics.jsonl; then
     scancel --batch --signal=USR1 "$preempt_job" && signalled=1
