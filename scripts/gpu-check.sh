@@ -172,10 +172,11 @@ kernel_tests() {
 ctest_gpu() {
   # Discovered GPU tests by name (kernels, device model, generate), the communicator's MPI
   # tests at np=1 (NCCL), the CPU <-> GPU checkpoint e2e test (with generate on both devices),
-  # and below the trainer's CUDA replica tests.
+  # and below the trainer's CUDA replica tests. Six at a time: each of the ~80 uses a sliver of
+  # the GPU, and most of its time is process and CUDA context start-up.
   local out status=0
   out=$(ctest --test-dir "$build" -R 'Cuda|cuda|Nccl|nccl|^mpi[.]comm[.]np1$|^e2e[.]gpu_resume$' \
-    --output-on-failure --timeout 150 2>&1) || status=$?
+    -j 6 --output-on-failure --timeout 150 2>&1) || status=$?
   echo "$out" | tail -n 60
   # On this machine nothing GPU-related may be skipped (ctest counts a skip as a pass).
   # (here-strings, not `echo | grep -q`: under pipefail grep -q's early exit fails the pipe)

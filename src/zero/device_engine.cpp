@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -35,8 +36,13 @@ namespace {
 
 using kernels::gpu::DeviceBuffer;
 
-// Page-locked host floats: the staging area of checkpoints (cudaMemcpy at full PCIe speed).
 using PinnedFloats = kernels::gpu::PinnedArray<float>;
+
+// Pageable host floats, left unwritten: the pages are committed by the first checkpoint save or
+// load, not at start-up.
+std::unique_ptr<float[]> host_floats(std::size_t count) {
+  return std::make_unique_for_overwrite<float[]>(count);
+}
 
 template <typename F>
 class DeviceZeroEngine final : public DeviceEngine<F> {
@@ -60,9 +66,9 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         norm_total_(sizeof(double)),
         norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
         norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
-        host_master_(owned_total_),
-        host_m_(owned_total_),
-        host_v_(owned_total_),
+        host_master_(host_floats(owned_total_)),
+        host_m_(host_floats(owned_total_)),
+        host_v_(host_floats(owned_total_)),
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
     if (stage_ <= 1) {
       gradients_ = std::make_unique<DeviceReplicatedGradients<F>>(
@@ -85,15 +91,20 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
 
   void init_parameters(std::uint64_t seed) override {
     // Only the owned ranges, from the seed alone (the values a single rank computes for them),
-    // become the master weights; the compute copy is rebuilt from them.
+    // become the master weights, one unit at a time through a host buffer of its size (the
+    // checkpoint copies stay untouched); the compute copy is rebuilt from them.
+    if (gatherer_) gatherer_->invalidate();
+    std::vector<float> values;
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
-      model::init_params(layout_, seed, {host_master_.data() + owned_at(u), range.size},
-                         range.offset);
+      values.resize(range.size);
+      model::init_params(layout_, seed, values, range.offset);
+      staging_.to_device(master_at(u, range.offset), values.data(), range.size * sizeof(float),
+                         stream_);
     }
-    std::fill_n(host_m_.data(), owned_total_, 0.0f);
-    std::fill_n(host_v_.data(), owned_total_, 0.0f);
-    upload();
+    m_.zero(stream_);
+    v_.zero(stream_);
+    rebuild_compute_params();
   }
 
   // --- model::gpu::DeviceUnitAccess -----------------------------------------------------------
@@ -298,39 +309,44 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     for (auto& handle : gathers_) clock_.wait(handle);
   }
 
-  // Device master weights and moments of the owned ranges -> the pinned host copies.
+  // Device master weights and moments of the owned ranges -> the host copies (through the
+  // pinned staging).
   void download() {
     // A save may outlast comm_timeout: no gather handle may stay pending (the watchdog expects
     // every handle waited within it), so the gathers are retired here.
     if (gatherer_) gatherer_->invalidate();
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
-      AT_CUDA_CHECK(cudaMemcpyAsync(host_master_.data() + owned_at(u), master_at(u, range.offset),
-                                    range.size * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+      staging_.to_host(host_master_.get() + owned_at(u), master_at(u, range.offset),
+                       range.size * sizeof(float), stream_);
     }
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(host_m_.data(), m_.data(), m_.bytes(), cudaMemcpyDeviceToHost, stream_));
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(host_v_.data(), v_.data(), v_.bytes(), cudaMemcpyDeviceToHost, stream_));
-    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    staging_.to_host(host_m_.get(), m_.data(), m_.bytes(), stream_);
+    staging_.to_host(host_v_.get(), v_.data(), v_.bytes(), stream_);
   }
 
-  // The pinned host copies -> device; the compute copy rebuilt from the master weights.
+  // The host copies -> device; the compute copy rebuilt from the master weights.
   void upload() {
     if (gatherer_) gatherer_->invalidate();  // gathers in flight read the compute shard
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
-      AT_CUDA_CHECK(cudaMemcpyAsync(master_at(u, range.offset), host_master_.data() + owned_at(u),
-                                    range.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
-      if constexpr (!kMasterIsCompute) {
+      staging_.to_device(master_at(u, range.offset), host_master_.get() + owned_at(u),
+                         range.size * sizeof(float), stream_);
+    }
+    staging_.to_device(m_.data(), host_m_.get(), m_.bytes(), stream_);
+    staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
+    rebuild_compute_params();
+  }
+
+  // The compute copy from the master weights of the owned ranges (then made whole under stages
+  // 1 and 2); returns with the stream drained.
+  void rebuild_compute_params() {
+    if constexpr (!kMasterIsCompute) {
+      for (int u = 0; u < layout_.num_units(); ++u) {
+        const model::Range range = owned(u);
         kernels::gpu::cast_from_float(compute_copy_at(u, range.offset), master_at(u, range.offset),
                                       range.size, stream_);
       }
     }
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(m_.data(), host_m_.data(), m_.bytes(), cudaMemcpyHostToDevice, stream_));
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(v_.data(), host_v_.data(), v_.bytes(), cudaMemcpyHostToDevice, stream_));
     if (stage_ == 1 || stage_ == 2) gather_compute_params();
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -342,8 +358,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     for (const TensorPiece& piece :
          tensor_pieces(layout_, (only_shard || stage_ >= 1) ? rank_ : -1)) {
       const std::size_t at = state_index(piece.unit, piece.begin);
-      result.push_back({piece.begin, piece.end, host_master_.data() + at, host_m_.data() + at,
-                        host_v_.data() + at});
+      result.push_back({piece.begin, piece.end, host_master_.get() + at, host_m_.get() + at,
+                        host_v_.get() + at});
     }
     return result;
   }
@@ -363,11 +379,12 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   DeviceBuffer v_;       // [owned_total] fp32
   DeviceBuffer norm_total_;
   DeviceBuffer norm_scratch_;
-  DeviceBuffer norm_parts_;      // [2 · world] fp32
-  DeviceBuffer gather_scratch_;  // export from a master shard (stages 1-2 in 16 bits, stage 3)
-  PinnedFloats host_master_;
-  PinnedFloats host_m_;
-  PinnedFloats host_v_;
+  DeviceBuffer norm_parts_;           // [2 · world] fp32
+  DeviceBuffer gather_scratch_;       // export from a master shard (stages 1-2 in 16 bits, stage 3)
+  kernels::gpu::StagedCopy staging_;  // pinned chunks between the device and the host copies
+  std::unique_ptr<float[]> host_master_;  // [owned_total] checkpoint copies, pageable
+  std::unique_ptr<float[]> host_m_;
+  std::unique_ptr<float[]> host_v_;
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
   std::unique_ptr<DeviceGradients<F>> gradients_;

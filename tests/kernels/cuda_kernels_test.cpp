@@ -725,6 +725,28 @@ TYPED_TEST(CudaKernelsTest, AdamWMatchesTheCpuUpdateAndWritesTheComputeCopy) {
   }
 }
 
+TEST(CudaStagedCopy, RoundTripsAnySizeThroughTwoSmallChunksInBothDirections) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device: StagedCopy not tested";
+  const gpu::Stream stream;
+  gpu::StagedCopy staging(64);  // tiny chunks: most copies take many, the last one partial
+  EXPECT_EQ(staging.pinned_bytes(), 128u);
+  for (const std::size_t bytes :
+       {std::size_t{0}, std::size_t{1}, std::size_t{64}, std::size_t{129}, std::size_t{1000}}) {
+    std::vector<unsigned char> host(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(i * 37 + 11);
+    gpu::DeviceBuffer device(bytes + 1);
+    staging.to_device(device.data(), host.data(), bytes, stream.get());
+    // The copy may reuse host at once: later writes to it must not reach the device.
+    std::fill(host.begin(), host.end(), 0);
+    std::vector<unsigned char> back(bytes, 0xEE);
+    staging.to_host(back.data(), device.data(), bytes, stream.get());
+    for (std::size_t i = 0; i < bytes; ++i) {
+      ASSERT_EQ(back[i], static_cast<unsigned char>(i * 37 + 11))
+          << "byte " << i << " of " << bytes;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace autotrain::kernels
 

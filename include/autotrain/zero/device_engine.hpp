@@ -25,8 +25,9 @@
 //                   slot that queued kernels still read).
 // The host waits on the collectives' handles before it queues work that reads their output;
 // collectives wait for the model's stream with an event (Communicator::wait_for_stream).
-// Checkpoint runs (shard_runs/held_runs, both the owned ranges) point at pinned host copies:
-// shard_runs() copies the device state there first; after_load() copies loaded values back and
+// Checkpoint runs (shard_runs/held_runs, both the owned ranges) point at pageable host copies,
+// filled through a fixed pinned staging buffer (kernels::gpu::StagedCopy): shard_runs() copies
+// the device state there first; after_load() copies loaded values back and
 // rebuilds the compute copy. gather_unit() all-gathers the fp32 master of a unit into a scratch
 // where the rank holds only its shard of it. Every device buffer is allocated by create() (but
 // that export scratch, on the first export); the step allocates nothing.

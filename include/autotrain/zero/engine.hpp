@@ -71,8 +71,8 @@ struct StateRun {
 
 // The model state one rank holds and updates, wherever it lives (host memory here, a GPU in the
 // device engine of zero/cuda/): what the trainer, checkpoints and export use. Pointers in
-// StateRun and gather_unit's output are host memory on every device (a GPU engine stages
-// through pinned host memory).
+// StateRun and gather_unit's output are host memory on every device (a GPU engine copies its
+// state there through a fixed pinned staging buffer).
 class ModelState {
  public:
   virtual ~ModelState() = default;

@@ -1,4 +1,7 @@
-// Device count, Stream and DeviceBuffer: RAII over cudaStream_t and cudaMalloc'd memory.
+// Device count, Stream and DeviceBuffer: RAII over cudaStream_t and cudaMalloc'd memory; the
+// pinned staging of StagedCopy.
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "autotrain/core/error.hpp"
@@ -99,6 +102,39 @@ void Event::synchronize() const {
 
 void DeviceBuffer::zero(cudaStream_t stream) {
   if (bytes_ > 0) AT_CUDA_CHECK(cudaMemsetAsync(data_, 0, bytes_, stream));
+}
+
+StagedCopy::StagedCopy(std::size_t chunk_bytes) : chunk_(chunk_bytes), buffer_(2 * chunk_bytes) {
+  AT_CHECK(chunk_bytes > 0, "StagedCopy: the chunk must hold at least one byte");
+}
+
+void StagedCopy::to_host(void* host, const void* device, std::size_t bytes, cudaStream_t stream) {
+  // Chunk k goes to half k % 2; chunk k + 1 is queued before the host copies chunk k out, into
+  // the half whose chunk k - 1 the host has already copied.
+  const std::size_t chunks = (bytes + chunk_ - 1) / chunk_;
+  const auto size = [&](std::size_t k) { return std::min(chunk_, bytes - k * chunk_); };
+  const auto queue = [&](std::size_t k) {
+    AT_CUDA_CHECK(cudaMemcpyAsync(half(k), static_cast<const unsigned char*>(device) + k * chunk_,
+                                  size(k), cudaMemcpyDeviceToHost, stream));
+    done_[k % 2].record(stream);
+  };
+  if (chunks > 0) queue(0);
+  for (std::size_t k = 0; k < chunks; ++k) {
+    if (k + 1 < chunks) queue(k + 1);
+    done_[k % 2].synchronize();
+    std::memcpy(static_cast<unsigned char*>(host) + k * chunk_, half(k), size(k));
+  }
+}
+
+void StagedCopy::to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream) {
+  for (std::size_t k = 0; k * chunk_ < bytes; ++k) {
+    const std::size_t size = std::min(chunk_, bytes - k * chunk_);
+    done_[k % 2].synchronize();  // the copy that last used this half has finished
+    std::memcpy(half(k), static_cast<const unsigned char*>(host) + k * chunk_, size);
+    AT_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(device) + k * chunk_, half(k), size,
+                                  cudaMemcpyHostToDevice, stream));
+    done_[k % 2].record(stream);
+  }
 }
 
 }  // namespace autotrain::kernels::gpu

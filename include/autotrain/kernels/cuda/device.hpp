@@ -107,6 +107,27 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
+// Copies between device memory and pageable host memory of any size through a fixed pinned
+// buffer: two halves of `chunk_bytes`, so the host copies one chunk while the next one is in
+// flight. The pinned memory stays the same size however large the state (a whole model's master
+// weights and moments at stage 0 would otherwise pin gigabytes per rank). Both calls return once
+// `host` may be reused: to_host with the data there, to_device with the last chunk queued on
+// `stream` (later work on `stream` sees every byte).
+class StagedCopy {
+ public:
+  static constexpr std::size_t kDefaultChunkBytes = std::size_t{16} << 20;
+  explicit StagedCopy(std::size_t chunk_bytes = kDefaultChunkBytes);
+  void to_host(void* host, const void* device, std::size_t bytes, cudaStream_t stream);
+  void to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream);
+  std::size_t pinned_bytes() const { return buffer_.size(); }
+
+ private:
+  unsigned char* half(std::size_t chunk) const { return buffer_.data() + (chunk % 2) * chunk_; }
+  std::size_t chunk_;
+  PinnedArray<unsigned char> buffer_;  // [2 · chunk_]
+  Event done_[2];                      // the last copy into or out of each half
+};
+
 }  // namespace autotrain::kernels::gpu
 
 #endif  // AUTOTRAIN_HAVE_CUDA
