@@ -17,7 +17,6 @@
 #include <string>
 #include <type_traits>
 
-#include "autotrain/core/dtype.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/cuda/attention.hpp"
@@ -71,12 +70,8 @@ F* DeviceFlatUnitAccess<F>::grads(int unit) {
 // allocation. Per-layer activations are [L, ...] with a stride of one layer's tensor.
 // LayerNorm statistics and losses are fp32 whatever F is (the kernels' contract).
 template <typename F>
-struct DeviceGpt2<F>::Buffers {
+struct DeviceGpt2<F>::Buffers : TensorOffsets {
   ModelConfig config;
-  // Offsets of each tensor from the start of its unit (the same for every block).
-  std::size_t wte, wpe;
-  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-  std::size_t lnfw, lnfb;
 
   std::size_t bt;          // B·T: stride of per-layer [B, T] statistics
   std::size_t btc;         // B·T·C: stride of per-layer [B, T, C] tensors
@@ -111,25 +106,8 @@ struct DeviceGpt2<F>::Buffers {
   float* flash_lse;         // [L, B, NH, T] each row's log-sum-exp
   float* flash_delta;       // [B, NH, T] the backward's Σ dout·out
 
-  Buffers(const ParamLayout& layout, int B, int T, bool flash) : config(layout.config()) {
-    auto rel = [&](const std::string& name) { return layout.offset_in_unit(layout.tensor(name)); };
-    wte = rel("transformer.wte.weight");
-    wpe = rel("transformer.wpe.weight");
-    ln1w = rel("transformer.h.0.ln_1.weight");
-    ln1b = rel("transformer.h.0.ln_1.bias");
-    qkvw = rel("transformer.h.0.attn.c_attn.weight");
-    qkvb = rel("transformer.h.0.attn.c_attn.bias");
-    attprojw = rel("transformer.h.0.attn.c_proj.weight");
-    attprojb = rel("transformer.h.0.attn.c_proj.bias");
-    ln2w = rel("transformer.h.0.ln_2.weight");
-    ln2b = rel("transformer.h.0.ln_2.bias");
-    fcw = rel("transformer.h.0.mlp.c_fc.weight");
-    fcb = rel("transformer.h.0.mlp.c_fc.bias");
-    fcprojw = rel("transformer.h.0.mlp.c_proj.weight");
-    fcprojb = rel("transformer.h.0.mlp.c_proj.bias");
-    lnfw = rel("transformer.ln_f.weight");
-    lnfb = rel("transformer.ln_f.bias");
-
+  Buffers(const ParamLayout& layout, int B, int T, bool flash)
+      : TensorOffsets(layout), config(layout.config()) {
     const std::size_t L = static_cast<std::size_t>(config.n_layer);
     const std::size_t C = static_cast<std::size_t>(config.n_embd);
     const std::size_t Vp = static_cast<std::size_t>(config.padded_vocab_size);
@@ -517,34 +495,6 @@ template <typename F>
 std::span<const float> DeviceGpt2<F>::losses() const {
   losses_copied_.synchronize();
   return {host_losses_.data(), host_losses_.size()};
-}
-
-template <typename F>
-void DeviceGpt2<F>::forward_logits_row(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
-                                       std::size_t position, std::span<float> out) {
-  const ModelConfig& cfg = buffers_->config;
-  const std::size_t V = static_cast<std::size_t>(cfg.vocab_size);
-  AT_CHECK(position < buffers_->bt, "model: logits row ", position,
-           " is not a position in [0, B·T = ", buffers_->bt, ")");
-  AT_CHECK(out.size() == V, "model: the logits row holds vocab_size = ", V, " values, not ",
-           out.size());
-  forward_async(access, inputs, inputs);
-  const F* row = buffers_->logits + position * static_cast<std::size_t>(cfg.padded_vocab_size);
-  if constexpr (std::is_same_v<F, float>) {
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(out.data(), row, V * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  } else {
-    static_assert(sizeof(F) == sizeof(std::uint16_t));
-    host_logits_bits_.resize(V);  // allocates on the first call only
-    AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_bits_.data(), row, V * sizeof(F),
-                                  cudaMemcpyDeviceToHost, stream_));
-    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (std::size_t i = 0; i < V; ++i) {
-      out[i] = std::is_same_v<F, __nv_bfloat16> ? bf16_to_float(host_logits_bits_[i])
-                                                : fp16_to_float(host_logits_bits_[i]);
-    }
-  }
 }
 
 template <typename F>

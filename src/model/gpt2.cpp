@@ -24,14 +24,6 @@ namespace autotrain::model {
 
 using namespace autotrain::kernels;
 
-// Offsets of each tensor from the start of its unit (the same for every block).
-template <typename F>
-struct BasicGpt2<F>::Offsets {
-  std::size_t wte, wpe;
-  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-  std::size_t lnfw, lnfb;
-};
-
 // Activations kept for backward, carved from one allocation. Per-layer tensors are laid out
 // [L, ...] with strides of the capacity (B, T); a shorter sequence uses the front of each slot.
 template <typename F>
@@ -115,16 +107,7 @@ BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
            " must be in [1, block_size = ", config_.block_size, "]");
-  auto rel = [&](const std::string& name) { return layout.offset_in_unit(layout.tensor(name)); };
-  offsets_ = std::make_unique<Offsets>(
-      Offsets{rel("transformer.wte.weight"), rel("transformer.wpe.weight"),
-              rel("transformer.h.0.ln_1.weight"), rel("transformer.h.0.ln_1.bias"),
-              rel("transformer.h.0.attn.c_attn.weight"), rel("transformer.h.0.attn.c_attn.bias"),
-              rel("transformer.h.0.attn.c_proj.weight"), rel("transformer.h.0.attn.c_proj.bias"),
-              rel("transformer.h.0.ln_2.weight"), rel("transformer.h.0.ln_2.bias"),
-              rel("transformer.h.0.mlp.c_fc.weight"), rel("transformer.h.0.mlp.c_fc.bias"),
-              rel("transformer.h.0.mlp.c_proj.weight"), rel("transformer.h.0.mlp.c_proj.bias"),
-              rel("transformer.ln_f.weight"), rel("transformer.ln_f.bias")});
+  offsets_ = std::make_unique<TensorOffsets>(layout);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const std::size_t C = static_cast<std::size_t>(config_.n_embd);
   acts_ = std::make_unique<Activations>(config_, B, T, bt);
@@ -168,7 +151,7 @@ void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const std::size_t btc = a.btc;  // per-layer stride (capacity)
   const std::size_t bts = a.bt;
-  const Offsets& o = *offsets_;
+  const TensorOffsets& o = *offsets_;
 
   const F* p = access.params(0);
   AT_TIMED(kEncoder, 0, encoder_forward(a.encoded, inputs, p + o.wte, p + o.wpe, B, T, C));
@@ -258,7 +241,7 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const std::size_t btc = a.btc;
   const std::size_t bts = a.bt;
-  const Offsets& o = *offsets_;
+  const TensorOffsets& o = *offsets_;
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
   F* dlarge = dlarge_.data();
@@ -397,7 +380,7 @@ std::span<const F> BasicGpt2<F>::feed_token(BasicUnitAccess<F>& access, std::int
   const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
   const int t = k.length;  // this token's position
   const auto uC = static_cast<std::size_t>(C);
-  const Offsets& o = *offsets_;
+  const TensorOffsets& o = *offsets_;
 
   const F* p = access.params(0);
   encoder_forward(k.x.data(), &token, p + o.wte, p + o.wpe + static_cast<std::size_t>(t) * uC, 1, 1,

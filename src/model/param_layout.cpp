@@ -85,4 +85,26 @@ const ParamTensor& ParamLayout::tensor(std::string_view name) const {
       cat("no parameter named '", name, "' in the GPT-2 layout", did_you_mean(name, names)));
 }
 
+TensorOffsets::TensorOffsets(const ParamLayout& layout) {
+  const auto rel = [&](std::string_view name) {
+    return layout.offset_in_unit(layout.tensor(name));
+  };
+  wte = rel("transformer.wte.weight");
+  wpe = rel("transformer.wpe.weight");
+  ln1w = rel("transformer.h.0.ln_1.weight");
+  ln1b = rel("transformer.h.0.ln_1.bias");
+  qkvw = rel("transformer.h.0.attn.c_attn.weight");
+  qkvb = rel("transformer.h.0.attn.c_attn.bias");
+  attprojw = rel("transformer.h.0.attn.c_proj.weight");
+  attprojb = rel("transformer.h.0.attn.c_proj.bias");
+  ln2w = rel("transformer.h.0.ln_2.weight");
+  ln2b = rel("transformer.h.0.ln_2.bias");
+  fcw = rel("transformer.h.0.mlp.c_fc.weight");
+  fcb = rel("transformer.h.0.mlp.c_fc.bias");
+  fcprojw = rel("transformer.h.0.mlp.c_proj.weight");
+  fcprojb = rel("transformer.h.0.mlp.c_proj.bias");
+  lnfw = rel("transformer.ln_f.weight");
+  lnfb = rel("transformer.ln_f.bias");
+}
+
 }  // namespace autotrain::model

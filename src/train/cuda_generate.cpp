@@ -1,6 +1,6 @@
-// Generation on the GPU (train/next_token_logits.hpp): model::gpu::DeviceGpt2 over the exported
-// parameters in the compute precision, one full forward of the current window per new token.
-// Host code (a .cpp: the headers need C++20).
+// Generation on the GPU (train/next_token_logits.hpp): model::gpu::DeviceGpt2Decoder over the
+// exported parameters in the compute precision, with a key/value cache as on the CPU: a restart
+// feeds the whole window, then each call one token. Host code (a .cpp: the headers need C++20).
 #include "next_token_logits.hpp"
 
 #ifdef AUTOTRAIN_HAVE_CUDA
@@ -8,7 +8,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -17,7 +16,7 @@
 #include "autotrain/kernels/cuda/check.hpp"
 #include "autotrain/kernels/cuda/device.hpp"
 #include "autotrain/kernels/cuda/matmul.hpp"
-#include "autotrain/model/cuda/gpt2.hpp"
+#include "autotrain/model/cuda/decoder.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -51,26 +50,25 @@ kg::DeviceBuffer upload_params(const std::vector<float>& params) {
   return buffer;
 }
 
-// The device model has a fixed [1, T] shape, so a window shorter than T is padded with token 0:
-// under the causal mask the padding does not change the logits of the window's last position.
-// (DeviceGpt2 cannot run fewer positions than it was built for; T is therefore kept to the
-// longest window the generation can reach.)
+// The cache holds the longest window the generation reaches.
 template <typename F>
 class CudaNextTokenLogits final : public NextTokenLogits {
  public:
   CudaNextTokenLogits(const LoadedModel& loaded, int window)
       : params_(upload_params<F>(loaded.params)),
         access_(*loaded.layout, params_.as<F>(), nullptr),
-        model_(*loaded.layout, 1, window, stream_.get(), blas_),
-        inputs_(static_cast<std::size_t>(window), 0),
+        decoder_(*loaded.layout, window, stream_.get(), blas_),
         logits_(static_cast<std::size_t>(loaded.layout->config().vocab_size)) {}
 
-  std::span<const float> logits(std::span<const std::int32_t> window, bool /*restart*/) override {
-    AT_CHECK(!window.empty() && window.size() <= inputs_.size(), "generate: a window of ",
-             window.size(), " tokens does not fit the device model's ", inputs_.size(),
-             " positions");
-    std::fill(std::copy(window.begin(), window.end(), inputs_.begin()), inputs_.end(), 0);
-    model_.forward_logits_row(access_, inputs_.data(), window.size() - 1, logits_);
+  std::span<const float> logits(std::span<const std::int32_t> window, bool restart) override {
+    AT_CHECK(!window.empty(), "generate: an empty window");
+    if (restart) {
+      decoder_.reset();
+      for (const std::int32_t token : window.first(window.size() - 1)) {
+        decoder_.feed_token(access_, token, {});
+      }
+    }
+    decoder_.feed_token(access_, window.back(), logits_);
     return logits_;
   }
 
@@ -80,9 +78,8 @@ class CudaNextTokenLogits final : public NextTokenLogits {
   kg::BlasHandle blas_;
   kg::DeviceBuffer params_;
   model::gpu::DeviceFlatUnitAccess<F> access_;
-  model::gpu::DeviceGpt2<F> model_;
-  std::vector<std::int32_t> inputs_;  // [T] the window, then padding
-  std::vector<float> logits_;         // [V]
+  model::gpu::DeviceGpt2Decoder<F> decoder_;
+  std::vector<float> logits_;  // [V]
 };
 
 }  // namespace

@@ -39,6 +39,7 @@ TEST(CudaGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/cuda/device.hpp"
 #include "autotrain/kernels/cuda/matmul.hpp"
+#include "autotrain/model/cuda/decoder.hpp"
 #include "autotrain/model/cuda/gpt2.hpp"
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/init.hpp"
@@ -383,31 +384,39 @@ TYPED_TEST(CudaGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingThePro
   EXPECT_NE(too_wide.find("n_embd = 2112 is wider than the 2048"), std::string::npos) << too_wide;
 }
 
-// generate's path: the logits row of one position after a forward over padded inputs against the
-// CPU model's next_token_logits over the tokens up to that position, in both batch rows.
-TYPED_TEST(CudaGpt2Test, LogitsRowMatchesTheCpuModelsNextTokenLogits) {
+// generate's path: the decoder's logits after each token of a sequence against the CPU model's
+// key/value cache in double, in two passes (the second after a reset); one token asks for no
+// logits, as a prompt's tokens before its last do. Then a full cache and a bad token are refused.
+TYPED_TEST(CudaGpt2Test, DecoderMatchesTheCpuModelsKeyValueCacheTokenByToken) {
   using F = TypeParam;
   std::vector<double> cpu_params = this->params_;
   BasicFlatUnitAccess<double> cpu_access(this->layout_, cpu_params.data(), nullptr);
   BasicGpt2<double> cpu(this->layout_, 1, 1);
   auto access = this->device_access();
-  gpu::DeviceGpt2<F> model(this->layout_, kB, kT, this->stream(), this->blas());
+  gpu::DeviceGpt2Decoder<F> decoder(this->layout_, kT, this->stream(), this->blas());
   std::vector<float> row(kV);
   for (const int b : {0, 1}) {
-    for (const int t : {0, 4, kT - 1}) {
-      const std::int32_t* tokens = this->inputs_.data() + b * kT;
-      const auto cpu_logits = cpu.next_token_logits(
-          cpu_access, std::span<const std::int32_t>(tokens, static_cast<std::size_t>(t) + 1));
-      model.forward_logits_row(access, this->inputs_.data(), static_cast<std::size_t>(b * kT + t),
-                               row);
+    decoder.reset();
+    cpu.reset_cache();
+    for (int t = 0; t < kT; ++t) {
+      const std::int32_t token = this->inputs_[static_cast<std::size_t>(b * kT + t)];
+      const auto cpu_logits = cpu.feed_token(cpu_access, token);
+      if (t == 2) {
+        decoder.feed_token(access, token, {});
+        continue;
+      }
+      decoder.feed_token(access, token, row);
       this->expect_close_tensor(
           Vec(row.begin(), row.end()), Vec(cpu_logits.begin(), cpu_logits.begin() + kV), 0, kV,
-          "logits of batch row " + std::to_string(b) + ", position " + std::to_string(t));
+          "decoder logits of sequence " + std::to_string(b) + ", position " + std::to_string(t));
     }
+    EXPECT_EQ(decoder.length(), kT);
   }
-  const std::string outside =
-      error_of([&] { model.forward_logits_row(access, this->inputs_.data(), kBT, row); });
-  EXPECT_NE(outside.find("logits row 16"), std::string::npos) << outside;
+  const std::string full = error_of([&] { decoder.feed_token(access, 0, row); });
+  EXPECT_NE(full.find("holds its 8 positions already"), std::string::npos) << full;
+  decoder.reset();
+  const std::string bad = error_of([&] { decoder.feed_token(access, kV, row); });
+  EXPECT_NE(bad.find("token 50 is not a token id"), std::string::npos) << bad;
 }
 
 }  // namespace

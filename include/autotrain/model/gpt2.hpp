@@ -126,7 +126,6 @@ class BasicGpt2 {
 
  private:
   struct Activations;
-  struct Offsets;
   F run_lm_head_and_loss(BasicUnitAccess<F>& access);
   void forward_to_final_norm(BasicUnitAccess<F>& access, Activations& acts,
                              const std::int32_t* inputs, int B, int T);
@@ -134,7 +133,7 @@ class BasicGpt2 {
   ModelConfig config_;
   int B_;
   int T_;
-  std::unique_ptr<Offsets> offsets_;
+  std::unique_ptr<TensorOffsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
   struct Cache;

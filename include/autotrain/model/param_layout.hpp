@@ -88,4 +88,13 @@ class ParamLayout {
   std::size_t num_parameters_ = 0;
 };
 
+// Where each tensor starts inside its unit (the same in every block): what the models add to a
+// unit's parameter or gradient pointer.
+struct TensorOffsets {
+  explicit TensorOffsets(const ParamLayout& layout);
+  std::size_t wte, wpe;
+  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+  std::size_t lnfw, lnfb;
+};
+
 }  // namespace autotrain::model

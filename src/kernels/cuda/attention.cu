@@ -27,15 +27,21 @@ struct Geometry {
   int C;
   int NH;
   int HS;
-  float scale;  // 1 / sqrt(HS)
+  float scale;    // 1 / sqrt(HS)
+  int first = 0;  // the reference forward's first row (attention_forward_rows); 0 elsewhere
 };
+
+// Rows t >= first of each (b, h): the rows att and out hold.
+__host__ __device__ __forceinline__ int held_rows(const Geometry& g) {
+  return g.T - g.first;
+}
 
 // The (b, h, t) of this warp's row, or false past the last row.
 __device__ __forceinline__ bool warp_row(const Geometry& g, int B, int& b, int& h, int& t) {
   const long long row = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
-  if (row >= static_cast<long long>(B) * g.NH * g.T) return false;
-  t = static_cast<int>(row % g.T);
-  const long long bh = row / g.T;
+  if (row >= static_cast<long long>(B) * g.NH * held_rows(g)) return false;
+  t = g.first + static_cast<int>(row % held_rows(g));
+  const long long bh = row / held_rows(g);
   h = static_cast<int>(bh % g.NH);
   b = static_cast<int>(bh / g.NH);
   return true;
@@ -47,9 +53,9 @@ __device__ __forceinline__ std::size_t qkv_at(const Geometry& g, int b, int t, i
          static_cast<std::size_t>(h) * g.HS;
 }
 
-// Offset of row (b, h, t) of att [B, NH, T, T].
+// Offset of row (b, h, t) of att [B, NH, T - first, T].
 __device__ __forceinline__ std::size_t att_at(const Geometry& g, int b, int h, int t) {
-  return ((static_cast<std::size_t>(b) * g.NH + h) * g.T + t) * g.T;
+  return ((static_cast<std::size_t>(b) * g.NH + h) * held_rows(g) + (t - g.first)) * g.T;
 }
 
 template <typename F>
@@ -86,7 +92,8 @@ __global__ void attention_forward_kernel(F* out, F* att, const F* qkv, int B, Ge
   }
   __syncwarp();  // the row's probabilities, written by all lanes, are read by all lanes below
 
-  F* o = out + (static_cast<std::size_t>(b) * g.T + t) * g.C + static_cast<std::size_t>(h) * g.HS;
+  F* o = out + (static_cast<std::size_t>(b) * held_rows(g) + (t - g.first)) * g.C +
+         static_cast<std::size_t>(h) * g.HS;
   for (int i = lane; i < g.HS; i += kWarp) {
     float sum = 0.0f;
     for (int t2 = 0; t2 <= t; ++t2)
@@ -162,7 +169,7 @@ Geometry checked_geometry(int B, int T, int C, int NH) {
 }
 
 unsigned row_blocks(int B, const Geometry& g) {
-  return ceil_div(static_cast<std::size_t>(B) * g.NH * g.T, kWarpsPerBlock);
+  return ceil_div(static_cast<std::size_t>(B) * g.NH * held_rows(g), kWarpsPerBlock);
 }
 
 std::size_t staged_bytes(const Geometry& g) {
@@ -346,7 +353,15 @@ bool attention_uses_reference() {
 template <typename F>
 void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                                  cudaStream_t stream) {
-  const Geometry g = checked_geometry(B, T, C, NH);
+  attention_forward_rows(out, att, qkv, B, T, 0, C, NH, stream);
+}
+
+template <typename F>
+void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
+                            cudaStream_t stream) {
+  Geometry g = checked_geometry(B, T, C, NH);
+  AT_CHECK(first >= 0 && first < T, "attention: first row ", first, " is not a row of T = ", T);
+  g.first = first;
   attention_forward_kernel<<<row_blocks(B, g), kBlockThreads, staged_bytes(g), stream>>>(out, att,
                                                                                          qkv, B, g);
   AT_CUDA_CHECK_LAUNCH();
@@ -464,10 +479,11 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
   template void attention_forward##SUFFIX<F>(F*, F*, const F*, int, int, int, int, cudaStream_t);  \
   template void attention_backward##SUFFIX<F>(F*, F*, const F*, const F*, const F*, int, int, int, \
                                               int, cudaStream_t);
-#define AT_ATTENTION(F)       \
-  AT_ATTENTION_PATH(F, )      \
-  AT_ATTENTION_PATH(F, _fast) \
-  AT_ATTENTION_PATH(F, _reference)
+#define AT_ATTENTION(F)            \
+  AT_ATTENTION_PATH(F, )           \
+  AT_ATTENTION_PATH(F, _fast)      \
+  AT_ATTENTION_PATH(F, _reference) \
+  template void attention_forward_rows<F>(F*, F*, const F*, int, int, int, int, int, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ATTENTION)
 
 }  // namespace autotrain::kernels::gpu

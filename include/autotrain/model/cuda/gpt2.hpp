@@ -83,13 +83,6 @@ class DeviceGpt2 {
   // Per-position losses [B, T] of the last forward (waits for it, as loss()).
   std::span<const float> losses() const;
 
-  // Inference (generate): the forward over inputs [B, T] as forward() runs it (the inputs stand
-  // in for the targets; that loss is not read), then the logits of one position (b·T + t): its
-  // first vocab_size entries, in fp32, into `out` [vocab_size]. Waits for the stream. Under the
-  // causal mask positions after t do not change row t, so a shorter context can be padded.
-  void forward_logits_row(DeviceUnitAccess<F>& access, const std::int32_t* inputs,
-                          std::size_t position, std::span<float> out);
-
   // Bytes of device memory held for activations, their gradients and scratch.
   std::size_t activation_bytes() const;
 
@@ -116,9 +109,6 @@ class DeviceGpt2 {
   bool ready_for_backward_ = false;
   bool flash_ = false;  // flash attention (AUTOTRAIN_CUDA_ATTENTION=flash, where it applies)
   std::unique_ptr<Profiler> profiler_;  // null when not profiling
-
-  // forward_logits_row's copy of a bf16/fp16 logits row [V] (sized on its first call).
-  std::vector<std::uint16_t> host_logits_bits_;
 };
 
 }  // namespace autotrain::model::gpu
