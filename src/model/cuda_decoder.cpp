@@ -20,8 +20,7 @@ namespace autotrain::model::gpu {
 using namespace autotrain::kernels::gpu;
 using autotrain::kernels::Transpose;
 
-// The cache and one row of each activation, carved from one allocation (every piece on a
-// 256-byte boundary, as cudaMalloc's own, for cuBLASLt's vectorised algorithms).
+// The cache and one row of each activation, carved from one allocation.
 template <typename F>
 struct DeviceGpt2Decoder<F>::Buffers : TensorOffsets {
   ModelConfig config;
@@ -41,28 +40,20 @@ struct DeviceGpt2Decoder<F>::Buffers : TensorOffsets {
     const auto C = static_cast<std::size_t>(config.n_embd);
     const auto NH = static_cast<std::size_t>(config.n_head);
     const auto Vp = static_cast<std::size_t>(config.padded_vocab_size);
-    // Run twice: first with no base to size the allocation, then to point into it.
-    auto carve = [&](char* base) {
-      std::size_t offset = 0;
-      auto take = [&](auto*& pointer, std::size_t count) {
-        using Element = std::remove_reference_t<decltype(*pointer)>;
-        pointer =
-            base == nullptr ? nullptr : static_cast<Element*>(static_cast<void*>(base + offset));
-        offset += (count * sizeof(Element) + 255) / 256 * 256;
-      };
-      take(cache, L * P * 3 * C);
-      for (F** row : {&x, &ln, &atty, &proj, &residual2}) take(*row, C);
-      take(fch, 4 * C);
-      take(fch_gelu, 4 * C);
-      take(att, NH * P);
-      take(logits, Vp);
-      take(mean, 1);
-      take(rstd, 1);
-      take(tokens, P);
-      return offset;
+    auto carve = [&](SubBuffers parts) {
+      parts.take(cache, L * P * 3 * C);
+      for (F** row : {&x, &ln, &atty, &proj, &residual2}) parts.take(*row, C);
+      parts.take(fch, 4 * C);
+      parts.take(fch_gelu, 4 * C);
+      parts.take(att, NH * P);
+      parts.take(logits, Vp);
+      parts.take(mean, 1);
+      parts.take(rstd, 1);
+      parts.take(tokens, P);
+      return parts.bytes();
     };
-    memory = DeviceBuffer(carve(nullptr));
-    carve(static_cast<char*>(memory.data()));
+    memory = DeviceBuffer(carve(SubBuffers(nullptr)));
+    carve(SubBuffers(memory.data()));
   }
 };
 

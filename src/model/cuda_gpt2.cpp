@@ -34,14 +34,6 @@ using autotrain::kernels::Transpose;
 
 namespace {
 
-// Every sub-buffer starts on a 256-byte boundary (as cudaMalloc's own), so cuBLASLt may pick its
-// vectorised algorithms for any of them.
-constexpr std::size_t kSubBufferAlignment = 256;
-
-std::size_t round_up(std::size_t bytes) {
-  return (bytes + kSubBufferAlignment - 1) / kSubBufferAlignment * kSubBufferAlignment;
-}
-
 void check_tokens(const std::int32_t* tokens, std::size_t count, int vocab_size, const char* what) {
   for (std::size_t i = 0; i < count; ++i) {
     AT_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size, "model: ", what, "[", i, "] = ", tokens[i],
@@ -121,50 +113,42 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
         std::max(layernorm_backward_scratch_floats(bt, config.n_embd),
                  matmul_backward_scratch_floats(bt, 4 * config.n_embd));
 
-    // Run twice: first with no base to size the allocation, then to point into it.
-    auto carve = [&](char* base) {
-      std::size_t offset = 0;
-      auto take = [&](auto*& pointer, std::size_t count) {
-        using Element = std::remove_reference_t<decltype(*pointer)>;
-        pointer =
-            base == nullptr ? nullptr : static_cast<Element*>(static_cast<void*>(base + offset));
-        offset += round_up(count * sizeof(Element));
-      };
-      take(encoded, btc);
-      take(ln1, L * btc);
-      take(ln1_mean, L * bt);
-      take(ln1_rstd, L * bt);
-      take(qkv, L * 3 * btc);
-      take(atty, L * btc);
-      take(att, L * att_stride);
-      take(residual2, L * btc);
-      take(ln2, L * btc);
-      take(ln2_mean, L * bt);
-      take(ln2_rstd, L * bt);
-      take(fch, L * 4 * btc);
-      take(fch_gelu, L * 4 * btc);
-      take(residual3, L * btc);
-      take(lnf, btc);
-      take(lnf_mean, bt);
-      take(lnf_rstd, bt);
-      take(proj, btc);
-      take(logits, bt * Vp);
-      take(lse, bt);
-      take(losses, bt);
-      take(inputs, bt);
-      take(targets, bt);
-      take(token_runs, 3 * bt + 1);
-      take(dresidual, btc);
-      take(dsmall, btc);
-      take(dlarge, 4 * btc);
-      take(datt, att_stride);
-      take(flash_lse, L * flash_rows);
-      take(flash_delta, flash_rows);
-      take(scratch, scratch_floats);
-      return offset;
+    auto carve = [&](SubBuffers parts) {
+      parts.take(encoded, btc);
+      parts.take(ln1, L * btc);
+      parts.take(ln1_mean, L * bt);
+      parts.take(ln1_rstd, L * bt);
+      parts.take(qkv, L * 3 * btc);
+      parts.take(atty, L * btc);
+      parts.take(att, L * att_stride);
+      parts.take(residual2, L * btc);
+      parts.take(ln2, L * btc);
+      parts.take(ln2_mean, L * bt);
+      parts.take(ln2_rstd, L * bt);
+      parts.take(fch, L * 4 * btc);
+      parts.take(fch_gelu, L * 4 * btc);
+      parts.take(residual3, L * btc);
+      parts.take(lnf, btc);
+      parts.take(lnf_mean, bt);
+      parts.take(lnf_rstd, bt);
+      parts.take(proj, btc);
+      parts.take(logits, bt * Vp);
+      parts.take(lse, bt);
+      parts.take(losses, bt);
+      parts.take(inputs, bt);
+      parts.take(targets, bt);
+      parts.take(token_runs, 3 * bt + 1);
+      parts.take(dresidual, btc);
+      parts.take(dsmall, btc);
+      parts.take(dlarge, 4 * btc);
+      parts.take(datt, att_stride);
+      parts.take(flash_lse, L * flash_rows);
+      parts.take(flash_delta, flash_rows);
+      parts.take(scratch, scratch_floats);
+      return parts.bytes();
     };
-    memory = DeviceBuffer(carve(nullptr));
-    carve(memory.as<char>());
+    memory = DeviceBuffer(carve(SubBuffers(nullptr)));
+    carve(SubBuffers(memory.data()));
   }
 };
 

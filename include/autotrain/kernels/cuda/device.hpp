@@ -65,6 +65,26 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Typed pieces of one device allocation, each on a 256-byte boundary (as cudaMalloc's own, so
+// cuBLASLt may pick its vectorised algorithms for any of them). Make the same take() calls twice:
+// on SubBuffers(nullptr) to size the allocation (bytes()), then on the allocation to point into
+// it.
+class SubBuffers {
+ public:
+  explicit SubBuffers(void* base) : base_(static_cast<char*>(base)) {}
+  template <typename T>
+  void take(T*& pointer, std::size_t count) {
+    pointer = base_ == nullptr ? nullptr : static_cast<T*>(static_cast<void*>(base_ + bytes_));
+    bytes_ += (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  static constexpr std::size_t kAlignment = 256;
+  char* base_;
+  std::size_t bytes_ = 0;
+};
+
 // `count` page-locked host elements (cudaMallocHost): copies to and from the device run at full
 // speed and truly asynchronously (from pageable memory CUDA synchronises the stream first).
 template <typename T>
