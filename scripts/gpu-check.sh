@@ -2,17 +2,18 @@
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
 # autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests, `bench train` on
 # GPT-2 124M in bf16 (fast and flash attention), trains it with the documented command, times
-# `generate`, benchmarks NCCL at np=1, runs the other GPU tests, and runs the kernel tests under
-# compute-sanitizer. About 6 minutes with a prebuilt build; each part has its own time limit, is
-# timed, and a failing part does not stop the next. The logs go to $OUT/gpu-check when OUT is set (the device tool's folder
-# that comes back, even when the command runs out of time, but at most 8 files: so five logs,
-# parts grouped by what they check, and summary.txt, written as each part ends), else to a
-# temporary folder. The whole run keeps within GPU_CHECK_SECONDS (default 570: the device tool
-# stops a command at 600 s): a part's limit shrinks to the time left, and a part with under 20 s
-# left is skipped, so the summary is always printed. Parts run in the order that gets the
-# figures of docs/benchmarks.md early: machine, build, kernel tests, the two bench-train parts,
-# the 124M training run, NCCL, then the wider tests and the sanitizer. Ends with the summary
-# table and exits non-zero if any part failed.
+# `generate`, benchmarks NCCL at np=1, runs the other GPU tests, runs the kernel tests under
+# compute-sanitizer, and profiles flash attention with ncu. About 6 minutes with a prebuilt
+# build; each part has its own time limit, is timed, and a failing part does not stop the next.
+# The logs go to $OUT/gpu-check when OUT is set (the device tool's folder that comes back, even
+# when the command runs out of time, but at most 8 files: so six logs, parts grouped by what they
+# check, and summary.txt, written as each part ends), else to a temporary folder. The whole run
+# keeps within GPU_CHECK_SECONDS (default 570: the device tool stops a command at 600 s): a
+# part's limit shrinks to the time left, and a part with under 20 s left is skipped, so the
+# summary is always printed. Parts run in the order that gets the figures of docs/benchmarks.md
+# early: machine, build, kernel tests, the two bench-train parts, the 124M training run, NCCL,
+# then the wider tests, the sanitizer and the profile. Ends with the summary table and exits
+# non-zero if any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
 #   SKIP_BUILD=1 scripts/gpu-check.sh    (with gpu-bundle.tar.gz from scripts/gpu-prebuild.sh in
@@ -268,6 +269,28 @@ sanitize() {
   done
 }
 
+profile_flash() {
+  # Where flash attention's time goes, for the session that tunes it: Nsight Compute on the first
+  # forward, dK/dV and dQ kernels of a bf16 step (throughput against the GPU's peaks, occupancy,
+  # and what the warps wait on), when the machine has ncu.
+  local ncu
+  ncu=$(command -v ncu || find /usr/local/cuda/bin /opt/nvidia -maxdepth 3 -name ncu -type f \
+    2> /dev/null | head -n 1)
+  if [ -z "$ncu" ]; then
+    echo "Nsight Compute (ncu) is not installed here: nothing profiled"
+    return 0
+  fi
+  local kernel
+  for kernel in flash_forward_kernel flash_dkdv_kernel flash_dq_kernel; do
+    AUTOTRAIN_CUDA_ATTENTION=flash $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$ncu" \
+      --clock-control none --kernel-name "regex:$kernel" --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+      --section Occupancy --section LaunchStats --section WarpStateStats \
+      "$bin" bench train --config "$config" $config_flags --device cuda --mixed-precision bf16 \
+      --batch-size 16 --gradient-accumulation 1 --steps 1 --warmup-steps 0 --no-profile
+  done
+}
+
 export root build jobs arch mpirun bin logs work config config_flags
 printf '%-18s %8s  %s\n' part seconds result > "$logs/summary.txt"
 # The figures the issue asks for (the benchmarks and the 124M training) come right after the
@@ -282,6 +305,7 @@ run_part train-124m 120 train_124m train
 run_part bench-comm-nccl 90 bench_comm bench
 run_part ctest-gpu 210 ctest_gpu tests
 run_part sanitize 120 sanitize sanitize
+run_part profile-flash 90 profile_flash profile
 
 # The figures docs/benchmarks.md's GPU table takes, again at the very end: the device tool returns
 # the output's tail even when the log files do not come back.
