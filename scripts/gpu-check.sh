@@ -321,6 +321,11 @@ for log in "$logs/bench.log" "$logs/train.log"; do
 done
 # The end of bench.log is bench comm's table (the last part that writes there).
 if [ -f "$logs/bench.log" ]; then tail -n 4 "$logs/bench.log"; fi
+# Nsight Compute's headline rows for each flash kernel (the whole report is in profile.log).
+if [ -f "$logs/profile.log" ]; then
+  grep -E 'flash_[a-z]+_kernel<|^ *(Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy) ' \
+    "$logs/profile.log" || true
+fi
 
 echo
 echo "=== summary (logs in $logs) ==="
