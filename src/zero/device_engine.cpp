@@ -66,6 +66,9 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         norm_total_(sizeof(double)),
         norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
         norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
+        // Chunks no larger than the largest copy (a small model pins only what it needs).
+        staging_(std::min(kernels::gpu::StagedCopy::kDefaultChunkBytes,
+                          std::max<std::size_t>(owned_total_ * sizeof(float), 1))),
         host_master_(host_floats(owned_total_)),
         host_m_(host_floats(owned_total_)),
         host_v_(host_floats(owned_total_)),
