@@ -20,6 +20,15 @@ find_package(Gloo REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 
+# PCRE2 (the tokenizers' Split regexes: Unicode properties, look-ahead, JIT) and utf8proc
+# (the NFC normalizer), through pkg-config.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(AUTOTRAIN_PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(AUTOTRAIN_UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+add_library(autotrain_text INTERFACE)
+target_link_libraries(autotrain_text INTERFACE PkgConfig::AUTOTRAIN_PCRE2
+                                               PkgConfig::AUTOTRAIN_UTF8PROC)
+
 # OpenBLAS: prefer the OpenMP build so BLAS and our kernels share one thread pool.
 find_path(AUTOTRAIN_CBLAS_INCLUDE cblas.h
   PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev
   nlohmann-json3-dev libyaml-cpp-dev
+  libpcre2-dev libutf8proc-dev
   libgloo-dev
   slurm-wlm munge libpmix-dev
   clang-format
@@ -21,6 +22,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node and npm run the Hugging Face reference tokenizers in the tests; any install that puts
+# them on PATH will do (Debian's packages otherwise).
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"

@@ -24,6 +24,11 @@ const std::vector<Command>& commands() {
        false,
        run_status},
       {"plot", "draw a project's loss curves into loss.svg (and loss.png)", {}, false, run_plot},
+      {"tokenize",
+       "show the ids a tokenizer gives a text (gpt2, byte or a tokenizer.json)",
+       {},
+       false,
+       run_tokenize},
   };
   return table;
 }

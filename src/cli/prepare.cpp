@@ -28,11 +28,16 @@ struct Flag {
 constexpr Flag kFlags[] = {
     {"data-path", "DIR|FILE", "folder with {split}.csv/.jsonl/.txt, or one .txt/.csv/.jsonl file"},
     {"output", "DIR", "where the shards and manifest.json are written"},
-    {"tokenizer", "NAME", "gpt2 (default) or byte"},
+    {"tokenizer", "NAME|PATH", "gpt2 (default), byte, a tokenizer.json or a model folder"},
+    {"parse-special-tokens", "BOOL",
+     "special tokens written in the text become their ids (default\n"
+     "                              true, as Hugging Face; false = ordinary text)"},
     {"train-split", "NAME", "train split name (default train)"},
     {"valid-split", "NAME", "validation split name (default valid; 'none' for no validation)"},
     {"text-column", "NAME", "CSV/JSONL column holding the text (default text)"},
-    {"add-eos-token", "BOOL", "end-of-text token before each document (default true)"},
+    {"add-eos-token", "BOOL",
+     "end-of-text token between documents (default true; before\n"
+     "                              each for gpt2/byte, after each for tokenizer.json)"},
     {"threads", "N", "tokenizer threads (default: all cores)"},
     {"valid-fraction", "F",
      "without a valid split file, move the last F of the train\n"
@@ -106,6 +111,8 @@ std::optional<data::PrepareOptions> parse(const std::vector<std::string>& args) 
   options.data_path = *data_path;
   options.output_dir = *output;
   if (auto value = get("tokenizer")) options.tokenizer = *value;
+  if (auto value = get("parse-special-tokens"))
+    options.parse_special_tokens = parse_bool("parse-special-tokens", *value);
   if (auto value = get("train-split")) options.train_split = *value;
   if (auto value = get("valid-split")) {
     options.valid_split = *value == "none" ? "" : *value;

@@ -4,6 +4,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
@@ -108,6 +111,29 @@ std::string project_name_rule(std::string_view value) {
     }
   }
   return {};
+}
+
+namespace {
+
+// A tokenizer given as a path: the tokenizer.json file itself or the folder holding it.
+std::filesystem::path tokenizer_json_path(std::string_view value) {
+  const std::filesystem::path path(value);
+  std::error_code error;
+  return std::filesystem::is_directory(path, error) ? path / "tokenizer.json" : path;
+}
+
+}  // namespace
+
+std::string tokenizer_rule(std::string_view value) {
+  if (value == "gpt2" || value == "byte") return {};
+  std::error_code error;
+  const std::filesystem::path file = tokenizer_json_path(value);
+  if (std::filesystem::is_regular_file(file, error)) return {};
+  if (std::filesystem::is_directory(value, error)) {
+    return cat("a folder holding tokenizer.json (", file.string(), " does not exist)");
+  }
+  return cat("gpt2, byte, a tokenizer.json file or a folder holding one ('", value,
+             "' does not exist", did_you_mean(value, {"gpt2", "byte"}), ")");
 }
 
 const std::vector<ParamSpec>& param_specs() {
@@ -285,7 +311,30 @@ const ModelPreset& model_preset(std::string_view model) {
 int64_t tokenizer_vocab_size(std::string_view tokenizer) {
   if (tokenizer == "gpt2") return 50257;
   if (tokenizer == "byte") return 256;
-  throw Error(cat("tokenizer: expected gpt2|byte, got '", tokenizer, "'"));
+  // The data layer reads the whole tokenizer; the configuration only needs the largest id.
+  const std::filesystem::path file = tokenizer_json_path(tokenizer);
+  std::ifstream in(file);
+  AT_CHECK(in, "tokenizer: cannot open ", file.string());
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(cat(file.string(), ": not valid JSON (", error.what(), ")"));
+  }
+  int64_t size = 0;
+  const auto take = [&](const nlohmann::json& id) {
+    if (id.is_number_integer()) size = std::max(size, id.get<int64_t>() + 1);
+  };
+  if (json.contains("model") && json["model"].contains("vocab") &&
+      json["model"]["vocab"].is_object()) {
+    for (const auto& [spelling, id] : json["model"]["vocab"].items()) take(id);
+  }
+  if (json.contains("added_tokens") && json["added_tokens"].is_array()) {
+    for (const auto& token : json["added_tokens"])
+      if (token.is_object() && token.contains("id")) take(token["id"]);
+  }
+  AT_CHECK(size > 0, file.string(), ": has no vocabulary (model.vocab)");
+  return size;
 }
 
 }  // namespace autotrain::config

@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int kManifestVersion = 1;
+constexpr int kManifestVersion = 2;
 
 json describe_files(const SplitInput& input) {
   json files = json::array();
@@ -81,7 +81,7 @@ ResolvedInputs resolve_inputs(const PrepareOptions& options) {
 }
 
 json manifest_key(const PrepareOptions& options) {
-  const auto tokenizer = make_tokenizer(options.tokenizer, options.gpt2_dir);
+  const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
   return manifest_key(options, resolve_inputs(options), *tokenizer);
 }
 
@@ -94,7 +94,9 @@ json manifest_key(const PrepareOptions& options, const ResolvedInputs& inputs,
            {{"name", tokenizer.name()},
             {"vocab_size", tokenizer.vocab_size()},
             {"eot_token", tokenizer.eot_token()},
-            {"vocabulary_hash", hash_files(tokenizer.vocabulary_files())}}},
+            {"vocabulary_hash", hash_files(tokenizer.vocabulary_files())},
+            {"parse_special_tokens", options.parse_special_tokens}}},
+          {"shard_version", shard_version_for(tokenizer.vocab_size())},
           {"text_column", options.text_column},
           {"add_eos_token", options.add_eos_token},
           {"train_split", options.train_split},
@@ -113,10 +115,12 @@ void write_manifest(const PrepareOptions& options, const json& key, const Prepar
     splits.push_back({{"split", split.split}, {"tokens", split.tokens}, {"shards", shards}});
   }
   const json manifest = {
-      {"format", "autotrain token shards (llm.c layout: 256 x int32 header, uint16 tokens)"},
+      {"format",
+       "autotrain token shards (llm.c layout: 256 x int32 header; version 1 uint16 tokens, "
+       "version 2 uint32 tokens)"},
       {"version", kManifestVersion},
       {"key", key},
-      {"eot_position", options.add_eos_token ? "before each document" : "none"},
+      {"shard_version", key.at("shard_version")},
       {"tokenizer",
        {{"name", result.tokenizer},
         {"vocab_size", result.vocab_size},
@@ -179,7 +183,8 @@ std::optional<PrepareResult> reusable_manifest(const PrepareOptions& options, co
       for (const auto& shard : split.at("shards")) {
         const fs::path shard_file = options.output_dir / shard.at("file").get<std::string>();
         const uint64_t expected =
-            kShardHeaderBytes + shard.at("tokens").get<uint64_t>() * sizeof(uint16_t);
+            kShardHeaderBytes + shard.at("tokens").get<uint64_t>() *
+                                    shard_token_bytes(manifest.at("shard_version").get<int32_t>());
         if (!fs::exists(shard_file) || fs::file_size(shard_file) != expected) {
           log::info("shard ", shard_file.string(), " is missing or changed; preparing again");
           return std::nullopt;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "autotrain/core/error.hpp"
@@ -28,20 +29,24 @@ namespace fs = std::filesystem;
 
 constexpr size_t kUnitBytes = 256 << 10;  // text per work unit
 constexpr size_t kBatchBytes = 16 << 20;  // text tokenized between two writes
+constexpr uint64_t kCopyTokens = 1 << 20;  // tokens moved at a time when carving a tail
 
 struct WorkUnit {
   std::string text;
+  TextPosition position = TextPosition::start;
   bool starts_document = false;
+  bool after_document = false;  // a document of this split precedes it
+  std::string source;           // file and document, for errors
 };
 
 // Writes the tokens of one split into <dir>/<split>_NNNNNN.bin, starting a new shard every
 // `cap` tokens.
 class ShardSequence {
  public:
-  ShardSequence(fs::path dir, std::string split, uint64_t cap)
-      : dir_(std::move(dir)), split_(std::move(split)), cap_(cap) {}
+  ShardSequence(fs::path dir, std::string split, uint64_t cap, int32_t version)
+      : dir_(std::move(dir)), split_(std::move(split)), cap_(cap), version_(version) {}
 
-  void append(std::span<const uint16_t> tokens) {
+  void append(std::span<const int32_t> tokens) {
     while (!tokens.empty()) {
       if (!writer_ || writer_->tokens() == cap_) open_next();
       const size_t take = std::min<uint64_t>(tokens.size(), cap_ - writer_->tokens());
@@ -61,12 +66,13 @@ class ShardSequence {
   void open_next() {
     if (writer_) writer_->close();
     paths_.push_back(shard_path(dir_, split_, paths_.size()));
-    writer_ = std::make_unique<ShardWriter>(paths_.back());
+    writer_ = std::make_unique<ShardWriter>(paths_.back(), version_);
   }
 
   fs::path dir_;
   std::string split_;
   uint64_t cap_;
+  int32_t version_;
   std::unique_ptr<ShardWriter> writer_;
   std::vector<fs::path> paths_;
   uint64_t total_ = 0;
@@ -75,17 +81,21 @@ class ShardSequence {
 // First safe cut at or after `from` (see safe_cut_before), or text.size() when there is none.
 size_t safe_cut_after(std::string_view text, size_t from) {
   for (size_t cut = std::max<size_t>(from, 2); cut + 1 < text.size(); ++cut) {
-    if (safe_cut_before(text, cut) == cut) return cut;
+    if (is_safe_cut(text, cut)) return cut;
   }
   return text.size();
 }
 
+// Cuts documents into work units, tokenizes a batch of units in parallel, writes their ids
+// in order. Each document is framed by the tokenizer's special tokens: the prefix before it,
+// the suffix after it (written when the next document starts, or at finish()).
 class SplitTokenizer {
  public:
   SplitTokenizer(const Tokenizer& tokenizer, const PrepareOptions& options, ShardSequence& output,
                  PrepareProgress& progress, uint64_t& bytes_done, uint64_t& tokens_done)
       : tokenizer_(tokenizer),
-        options_(options),
+        frame_(tokenizer.document_frame(options.add_eos_token)),
+        cuts_(tokenizer.cuts_at_newlines()),
         output_(output),
         progress_(progress),
         bytes_done_(bytes_done),
@@ -95,21 +105,21 @@ class SplitTokenizer {
                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
-  // Receives text from read_documents().
-  void add(std::string&& text, bool starts_document) {
-    std::string_view rest = text;
-    bool first = true;
-    while (!rest.empty()) {
-      const size_t cut = rest.size() <= kUnitBytes ? rest.size() : safe_cut_after(rest, kUnitBytes);
-      units_.push_back({std::string(rest.substr(0, cut)), first && starts_document});
-      pending_bytes_ += cut;
-      rest.remove_prefix(cut);
-      first = false;
-      if (pending_bytes_ >= kBatchBytes) flush();
+  // Receives text from read_documents(): a document, or (starts_document false) the next
+  // piece of the current one.
+  void add(std::string&& text, bool starts_document, const std::string& source) {
+    if (!cuts_) {
+      // The tokenizer needs whole documents: hold the pieces until the document is complete.
+      if (starts_document) take_held();
+      if (held_.empty()) held_source_ = source;
+      held_ += text;
+      return;
     }
+    add_units(text, starts_document, source);
   }
 
   void flush() {
+    take_held();
     if (units_.empty()) return;
     if (ids_.size() < units_.size()) ids_.resize(units_.size());
     std::atomic<size_t> next{0};
@@ -118,13 +128,11 @@ class SplitTokenizer {
     const auto work = [&] {
       for (size_t i = next++; i < units_.size(); i = next++) {
         try {
-          ids_[i].clear();
-          if (units_[i].starts_document && options_.add_eos_token)
-            ids_[i].push_back(tokenizer_.eot_token());
-          tokenizer_.encode_append(units_[i].text, ids_[i]);
-        } catch (...) {
+          tokenize_unit(units_[i], ids_[i]);
+        } catch (const std::exception& error) {
           const std::lock_guard lock(failure_mutex);
-          if (!failure) failure = std::current_exception();
+          if (!failure)
+            failure = std::make_exception_ptr(Error(cat(units_[i].source, ": ", error.what())));
         }
       }
     };
@@ -136,9 +144,7 @@ class SplitTokenizer {
     if (failure) std::rethrow_exception(failure);
 
     for (size_t i = 0; i < units_.size(); ++i) {
-      tokens16_.resize(ids_[i].size());
-      for (size_t j = 0; j < ids_[i].size(); ++j) tokens16_[j] = static_cast<uint16_t>(ids_[i][j]);
-      output_.append(tokens16_);
+      output_.append(ids_[i]);
       tokens_done_ += ids_[i].size();
     }
     bytes_done_ += pending_bytes_;
@@ -147,9 +153,52 @@ class SplitTokenizer {
     pending_bytes_ = 0;
   }
 
+  // The last document's suffix.
+  void finish() {
+    flush();
+    if (documents_ > 0) {
+      output_.append(frame_.suffix);
+      tokens_done_ += frame_.suffix.size();
+    }
+  }
+
  private:
+  void take_held() {
+    if (held_.empty()) return;
+    std::string text = std::move(held_);
+    held_.clear();
+    add_units(text, true, held_source_);
+  }
+
+  void add_units(std::string_view rest, bool starts_document, const std::string& source) {
+    bool first = true;
+    while (!rest.empty()) {
+      const size_t cut = !cuts_ || rest.size() <= kUnitBytes ? rest.size()
+                                                              : safe_cut_after(rest, kUnitBytes);
+      WorkUnit unit{std::string(rest.substr(0, cut)),
+                    first && starts_document ? TextPosition::start : TextPosition::continuation,
+                    first && starts_document, documents_ > 0, source};
+      if (unit.starts_document) ++documents_;
+      units_.push_back(std::move(unit));
+      pending_bytes_ += cut;
+      rest.remove_prefix(cut);
+      first = false;
+      if (pending_bytes_ >= kBatchBytes) flush();
+    }
+  }
+
+  void tokenize_unit(const WorkUnit& unit, std::vector<TokenId>& ids) const {
+    ids.clear();
+    if (unit.starts_document) {
+      if (unit.after_document) ids.insert(ids.end(), frame_.suffix.begin(), frame_.suffix.end());
+      ids.insert(ids.end(), frame_.prefix.begin(), frame_.prefix.end());
+    }
+    tokenizer_.encode_append(unit.text, ids, unit.position);
+  }
+
   const Tokenizer& tokenizer_;
-  const PrepareOptions& options_;
+  DocumentFrame frame_;
+  bool cuts_;
   ShardSequence& output_;
   PrepareProgress& progress_;
   uint64_t& bytes_done_;
@@ -157,15 +206,18 @@ class SplitTokenizer {
   int threads_ = 1;
   std::vector<WorkUnit> units_;
   size_t pending_bytes_ = 0;
+  uint64_t documents_ = 0;
+  std::string held_;  // the document being collected when the tokenizer cannot cut
+  std::string held_source_;
   std::vector<std::vector<TokenId>> ids_;  // per unit, reused across batches
-  std::vector<uint16_t> tokens16_;
 };
 
 // Moves the last `count` tokens of `train` into a new split `valid_split` (one or more
 // shards), truncating or removing train shards.
 SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint64_t count,
-                       const fs::path& dir, uint64_t cap) {
-  ShardSequence valid(dir, valid_split, cap);
+                       const fs::path& dir, uint64_t cap, int32_t version) {
+  ShardSequence valid(dir, valid_split, cap, version);
+  std::vector<int32_t> chunk;
   const uint64_t keep = train.tokens - count;
   uint64_t offset = 0;  // global index of the current shard's first token
   std::vector<std::pair<fs::path, uint64_t>> truncate;  // shards to shrink to n tokens
@@ -174,7 +226,11 @@ SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint6
     const uint64_t end = offset + reader.size();
     if (end > keep) {
       const uint64_t local = keep > offset ? keep - offset : 0;
-      valid.append(reader.tokens().subspan(local));
+      for (uint64_t first = local; first < reader.size(); first += kCopyTokens) {
+        chunk.resize(std::min<uint64_t>(kCopyTokens, reader.size() - first));
+        reader.copy(first, chunk);
+        valid.append(chunk);
+      }
       truncate.emplace_back(path, local);
     }
     offset = end;
@@ -185,8 +241,8 @@ SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint6
       train.shards.erase(std::find(train.shards.begin(), train.shards.end(), path));
       continue;
     }
-    // Rewrite the header count and cut the file (llm.c format: header, then uint16 tokens).
-    fs::resize_file(path, kShardHeaderBytes + tokens * sizeof(uint16_t));
+    // Rewrite the header count and cut the file (llm.c format: header, then the tokens).
+    fs::resize_file(path, kShardHeaderBytes + tokens * shard_token_bytes(version));
     std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
     const auto count32 = static_cast<int32_t>(tokens);
     file.seekp(2 * sizeof(int32_t));
@@ -214,6 +270,10 @@ uint64_t total_size(const std::vector<InputFile>& files) {
 
 }  // namespace
 
+TokenizerOptions tokenizer_options(const PrepareOptions& options) {
+  return {options.gpt2_dir, options.parse_special_tokens};
+}
+
 const SplitShards* PrepareResult::find(const std::string& split) const {
   for (const auto& shards : splits)
     if (shards.split == split) return &shards;
@@ -226,9 +286,11 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
                                       const std::unique_ptr<Tokenizer>& tokenizer,
                                       const nlohmann::json& key) {
   const Timer timer;
-  AT_CHECK(tokenizer->vocab_size() <= 65536, "tokenizer ", tokenizer->name(), " has ",
-           tokenizer->vocab_size(), " tokens; shards store uint16 ids (at most 65536)");
   AT_CHECK(options.shard_tokens > 0, "shard_tokens must be positive");
+  AT_CHECK(!options.add_eos_token || tokenizer->eot_token() >= 0, "tokenizer ", tokenizer->name(),
+           " has no end-of-text token (no eos_token in its tokenizer_config.json); set "
+           "add_eos_token false");
+  const int32_t version = shard_version_for(tokenizer->vocab_size());
 
   fs::create_directories(options.output_dir);
   fs::remove(options.output_dir / kManifestName);  // an interrupted prepare is never reused
@@ -242,14 +304,17 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
   uint64_t tokens_done = 0;
 
   const auto tokenize_split = [&](const SplitInput& input) {
-    ShardSequence output(options.output_dir, input.split, options.shard_tokens);
+    ShardSequence output(options.output_dir, input.split, options.shard_tokens, version);
     SplitTokenizer split_tokenizer(*tokenizer, options, output, progress, bytes_done, tokens_done);
     for (const auto& file : input.files) {
+      uint64_t document = 0;
       read_documents(file, options.text_column, [&](std::string&& text, bool starts_document) {
-        split_tokenizer.add(std::move(text), starts_document);
+        if (starts_document) ++document;
+        split_tokenizer.add(std::move(text), starts_document,
+                            cat(file.path.string(), ", document ", document));
       });
     }
-    split_tokenizer.flush();
+    split_tokenizer.finish();
     return output.finish();
   };
 
@@ -270,7 +335,8 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
     AT_CHECK(count > 0 && count < train.tokens, "valid_fraction ", inputs.valid_fraction, " of ",
              train.tokens, " train tokens leaves ", count,
              " validation tokens; use a fraction in (0, 1) that leaves both splits non-empty");
-    valid = carve_tail(train, options.valid_split, count, options.output_dir, options.shard_tokens);
+    valid = carve_tail(train, options.valid_split, count, options.output_dir, options.shard_tokens,
+                       version);
   }
   result.splits.push_back(std::move(train));
   if (valid) result.splits.push_back(std::move(*valid));
@@ -288,13 +354,13 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
 
 PrepareResult prepare(const PrepareOptions& options) {
   const ResolvedInputs inputs = resolve_inputs(options);
-  const auto tokenizer = make_tokenizer(options.tokenizer, options.gpt2_dir);
+  const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
   return prepare_resolved(options, inputs, tokenizer, manifest_key(options, inputs, *tokenizer));
 }
 
 PrepareResult prepare_if_needed(const PrepareOptions& options) {
   const ResolvedInputs inputs = resolve_inputs(options);
-  const auto tokenizer = make_tokenizer(options.tokenizer, options.gpt2_dir);
+  const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
   const nlohmann::json key = manifest_key(options, inputs, *tokenizer);
   if (auto reused = reusable_manifest(options, key)) {
     log::info("reusing prepared data in ", options.output_dir.string(), " (inputs unchanged)");

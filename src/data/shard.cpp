@@ -39,6 +39,14 @@ constexpr const char* kRemedy = "; re-create it with `autotrain prepare` (docs/d
 
 }  // namespace
 
+int32_t shard_version_for(int64_t vocab_size) {
+  return vocab_size > 65536 ? kShardVersion32 : kShardVersion16;
+}
+
+size_t shard_token_bytes(int32_t version) {
+  return version == kShardVersion16 ? sizeof(uint16_t) : sizeof(uint32_t);
+}
+
 std::filesystem::path shard_path(const std::filesystem::path& dir, const std::string& split,
                                  size_t index) {
   char suffix[32];
@@ -71,7 +79,10 @@ std::vector<std::filesystem::path> list_shards(const std::filesystem::path& dir,
   return paths;
 }
 
-ShardWriter::ShardWriter(std::filesystem::path path) : path_(std::move(path)) {
+ShardWriter::ShardWriter(std::filesystem::path path, int32_t version)
+    : path_(std::move(path)), version_(version) {
+  AT_CHECK(version == kShardVersion16 || version == kShardVersion32, "shard version ", version,
+           " is not 1 (uint16) or 2 (uint32)");
   out_.open(path_, std::ios::binary | std::ios::trunc);
   AT_CHECK(out_, "cannot create shard ", path_.string(), ": ", std::strerror(errno));
   const std::array<int32_t, kShardHeaderInts> header{};
@@ -86,9 +97,21 @@ ShardWriter::~ShardWriter() {
   }
 }
 
-void ShardWriter::append(std::span<const uint16_t> tokens) {
-  out_.write(reinterpret_cast<const char*>(tokens.data()),
-             static_cast<std::streamsize>(tokens.size_bytes()));
+void ShardWriter::append(std::span<const int32_t> tokens) {
+  const int64_t limit = version_ == kShardVersion16 ? 65536 : (int64_t{1} << 32);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    AT_CHECK(tokens[i] >= 0 && tokens[i] < limit, "shard ", path_.string(), ": token id ",
+             tokens[i], " does not fit format version ", version_,
+             version_ == kShardVersion16 ? " (uint16 ids)" : " (uint32 ids)");
+  }
+  if (version_ == kShardVersion16) {
+    narrow_.assign(tokens.begin(), tokens.end());
+    out_.write(reinterpret_cast<const char*>(narrow_.data()),
+               static_cast<std::streamsize>(narrow_.size() * sizeof(uint16_t)));
+  } else {
+    out_.write(reinterpret_cast<const char*>(tokens.data()),
+               static_cast<std::streamsize>(tokens.size_bytes()));
+  }
   AT_CHECK(out_, "cannot write shard ", path_.string(), " (disk full?)");
   tokens_ += tokens.size();
 }
@@ -99,7 +122,7 @@ void ShardWriter::close() {
            tokens_, " tokens; the format's header counts at most ", INT32_MAX);
   std::array<int32_t, kShardHeaderInts> header{};
   header[0] = kShardMagic;
-  header[1] = kShardVersion;
+  header[1] = version_;
   header[2] = static_cast<int32_t>(tokens_);
   out_.seekp(0);
   out_.write(reinterpret_cast<const char*>(header.data()), kShardHeaderBytes);
@@ -108,8 +131,19 @@ void ShardWriter::close() {
 }
 
 void write_shard(const std::filesystem::path& path, std::span<const uint16_t> tokens) {
-  ShardWriter writer(path);
-  writer.append(tokens);
+  ShardWriter writer(path, kShardVersion16);
+  const std::vector<int32_t> wide(tokens.begin(), tokens.end());
+  writer.append(wide);
+  writer.close();
+}
+
+void write_shard(const std::filesystem::path& path, std::span<const uint32_t> tokens) {
+  ShardWriter writer(path, kShardVersion32);
+  for (const uint32_t token : tokens) {
+    AT_CHECK(token <= INT32_MAX, "shard ", path.string(), ": token id ", token,
+             " is larger than autotrain's ids (int32)");
+  }
+  writer.append(std::span(reinterpret_cast<const int32_t*>(tokens.data()), tokens.size()));
   writer.close();
 }
 
@@ -129,19 +163,20 @@ ShardReader::ShardReader(std::filesystem::path path) : path_(std::move(path)) {
   try {
     AT_CHECK(header[0] == kShardMagic, "shard ", path_.string(), " has magic ", header[0],
              ", expected ", kShardMagic, " (an llm.c / autotrain token shard)", kRemedy);
-    AT_CHECK(header[1] == kShardVersion, "shard ", path_.string(), " has format version ",
-             header[1], "; this build reads version ", kShardVersion, " (uint16 tokens)", kRemedy);
+    AT_CHECK(header[1] == kShardVersion16 || header[1] == kShardVersion32, "shard ",
+             path_.string(), " has format version ", header[1],
+             "; this build reads versions 1 (uint16 tokens) and 2 (uint32 tokens)", kRemedy);
+    version_ = header[1];
     AT_CHECK(header[2] >= 0, "shard ", path_.string(), " has a negative token count ", header[2],
              kRemedy);
     const uint64_t count = static_cast<uint64_t>(header[2]);
-    const uint64_t expected_bytes = kShardHeaderBytes + count * sizeof(uint16_t);
+    const uint64_t expected_bytes = kShardHeaderBytes + count * shard_token_bytes(version_);
     AT_CHECK(file_bytes == expected_bytes, "shard ", path_.string(),
              file_bytes < expected_bytes ? " is truncated" : " has trailing bytes",
              ": its header says ", count, " tokens (", expected_bytes, " bytes) but the file has ",
              file_bytes, " bytes", kRemedy);
-    tokens_ = {
-        reinterpret_cast<const uint16_t*>(static_cast<const char*>(mapping_) + kShardHeaderBytes),
-        count};
+    body_ = static_cast<const char*>(mapping_) + kShardHeaderBytes;
+    count_ = count;
   } catch (...) {
     unmap();
     throw;
@@ -156,10 +191,13 @@ ShardReader::ShardReader(ShardReader&& other) noexcept
     : path_(std::move(other.path_)),
       mapping_(other.mapping_),
       mapping_bytes_(other.mapping_bytes_),
-      tokens_(other.tokens_) {
+      body_(other.body_),
+      count_(other.count_),
+      version_(other.version_) {
   other.mapping_ = nullptr;
   other.mapping_bytes_ = 0;
-  other.tokens_ = {};
+  other.body_ = nullptr;
+  other.count_ = 0;
 }
 
 ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
@@ -168,7 +206,9 @@ ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
     path_ = std::move(other.path_);
     mapping_ = std::exchange(other.mapping_, nullptr);
     mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
-    tokens_ = std::exchange(other.tokens_, {});
+    body_ = std::exchange(other.body_, nullptr);
+    count_ = std::exchange(other.count_, 0);
+    version_ = other.version_;
   }
   return *this;
 }
@@ -177,7 +217,20 @@ void ShardReader::unmap() {
   if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
   mapping_ = nullptr;
   mapping_bytes_ = 0;
-  tokens_ = {};
+  body_ = nullptr;
+  count_ = 0;
+}
+
+void ShardReader::copy(uint64_t first, std::span<int32_t> out) const {
+  AT_CHECK(first + out.size() <= count_, "shard ", path_.string(), ": tokens [", first, ", ",
+           first + out.size(), ") are past its end (", count_, " tokens)");
+  if (version_ == kShardVersion16) {
+    const auto* body = static_cast<const uint16_t*>(body_) + first;
+    std::copy(body, body + out.size(), out.begin());
+  } else {
+    const auto* body = static_cast<const uint32_t*>(body_) + first;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(body[i]);
+  }
 }
 
 TokenDataset::TokenDataset(const std::vector<std::filesystem::path>& shard_paths) {
@@ -205,12 +258,25 @@ void TokenDataset::copy(uint64_t start, std::span<int32_t> out) const {
                  1;
   size_t written = 0;
   while (written < out.size()) {
-    const auto tokens = shards_[shard].tokens();
+    const ShardReader& reader = shards_[shard];
     const uint64_t local = start + written - offsets_[shard];
-    const size_t take = std::min<uint64_t>(tokens.size() - local, out.size() - written);
-    for (size_t i = 0; i < take; ++i) out[written + i] = tokens[local + i];
+    const size_t take = std::min<uint64_t>(reader.size() - local, out.size() - written);
+    reader.copy(local, out.subspan(written, take));
     written += take;
     ++shard;
+  }
+}
+
+void TokenDataset::check_ids_below(int64_t vocab_size) const {
+  for (const ShardReader& reader : shards_) {
+    if (vocab_size >= 65536 && reader.version() == kShardVersion16) continue;
+    for (uint64_t i = 0; i < reader.size(); ++i) {
+      const int64_t id = static_cast<uint32_t>(reader.token(i));
+      AT_CHECK(id < vocab_size, "shard ", reader.path().string(), " holds token id ", id,
+               " at position ", i, ", outside the model's vocabulary of ", vocab_size,
+               " tokens: it was prepared with another tokenizer; prepare it again with the "
+               "model's tokenizer");
+    }
   }
 }
 

@@ -90,12 +90,15 @@ SplitInput require_split(const fs::path& data_path, const std::string& split, bo
   return *input;
 }
 
+bool is_safe_cut(std::string_view text, size_t cut) {
+  return cut >= 2 && cut < text.size() && text[cut - 1] == '\n' &&
+         is_printable_ascii(text[cut - 2]) && is_printable_ascii(text[cut]);
+}
+
 size_t safe_cut_before(std::string_view text, size_t limit) {
   limit = std::min(limit, text.size());
   for (size_t cut = limit; cut >= 2; --cut) {
-    if (cut < text.size() && text[cut - 1] == '\n' && is_printable_ascii(text[cut - 2]) &&
-        is_printable_ascii(text[cut]))
-      return cut;
+    if (is_safe_cut(text, cut)) return cut;
   }
   return 0;
 }

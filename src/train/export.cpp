@@ -8,6 +8,7 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
+#include "autotrain/data/tokenizer.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -31,8 +32,22 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+// A tokenizer.json and the configuration files beside it, copied as they are.
+// The first file is the tokenizer.json, whatever its name was.
+void copy_tokenizer_json(const std::filesystem::path& dir, const data::Tokenizer& tokenizer) {
+  const auto files = tokenizer.vocabulary_files();
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::filesystem::copy_file(files[i], dir / (i == 0 ? "tokenizer.json" : files[i].filename()),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+}
+
 void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelConfig& config,
                            const std::string& tokenizer) {
+  if (tokenizer != "gpt2" && tokenizer != "byte") {
+    copy_tokenizer_json(dir, *data::make_tokenizer(tokenizer));
+    return;
+  }
   if (tokenizer != "gpt2") {
     // Hugging Face has no byte-level tokenizer class for raw bytes; autotrain generate reads this.
     write_text(dir / "autotrain_tokenizer.json",
@@ -65,8 +80,8 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
 }  // namespace
 
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
-                           DType dtype) {
-  const int eot = tokenizer == "gpt2" ? 50256 : config.vocab_size - 1;
+                           int eos_token_id, DType dtype) {
+  const int eot = eos_token_id;
   nlohmann::ordered_json json = {{"architectures", {"GPT2LMHeadModel"}},
                                  {"model_type", "gpt2"},
                                  {"vocab_size", config.vocab_size},
@@ -126,7 +141,9 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
   }
   if (!root) return;
   writer->finish();
-  write_text(dir / "config.json", hf_config_json(config, params.tokenizer, dtype));
+  const auto tokenizer = data::make_tokenizer(params.tokenizer);
+  write_text(dir / "config.json",
+             hf_config_json(config, params.tokenizer, tokenizer->eot_token(), dtype));
   write_tokenizer_files(dir, config, params.tokenizer);
   log::info("export: wrote ", (dir / "model.safetensors").string(), " (", params.export_dtype,
             "), config.json and tokenizer files");

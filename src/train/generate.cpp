@@ -134,9 +134,13 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
     std::copy(values.begin(), values.end(),
               loaded.params.begin() + static_cast<long>(tensor.offset));
   }
-  const std::string tokenizer = config.value("autotrain_tokenizer", std::string("gpt2"));
+  // A folder with a tokenizer.json uses it; autotrain's own exports of gpt2 and byte say so.
+  const std::string tokenizer = std::filesystem::exists(dir / "tokenizer.json")
+                                    ? dir.string()
+                                    : config.value("autotrain_tokenizer", std::string("gpt2"));
   const bool own_vocab = std::filesystem::exists(dir / "encoder.json");
-  loaded.tokenizer = data::make_tokenizer(tokenizer, own_vocab ? dir : std::filesystem::path{});
+  loaded.tokenizer = data::make_tokenizer(
+      tokenizer, {own_vocab ? dir : std::filesystem::path{}, /*parse_special_tokens=*/true});
   return loaded;
 }
 
@@ -146,7 +150,9 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
   const auto& layout = *loaded.layout;
   const std::size_t context = static_cast<std::size_t>(layout.config().block_size);
 
-  std::vector<std::int32_t> tokens = loaded.tokenizer->encode(options.prompt);
+  // The prompt starts as a document does: after the tokenizer's own prefix (Llama 2's <s>).
+  std::vector<std::int32_t> tokens = loaded.tokenizer->document_frame(false).prefix;
+  loaded.tokenizer->encode_append(options.prompt, tokens, data::TextPosition::start);
   if (tokens.empty()) tokens.push_back(loaded.tokenizer->eot_token());
   const std::size_t prompt_length = tokens.size();
   std::unique_ptr<NextTokenLogits> model;
@@ -163,6 +169,7 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
     model = std::make_unique<CpuNextTokenLogits>(loaded);
   }
   TokenSampler sampler(options, layout.config().vocab_size);
+  const std::vector<std::int32_t> stop_tokens = loaded.tokenizer->stop_tokens();
 
   // The model sees tokens[start, end), at most `context` of them. When a new token would make
   // the window longer, it restarts from the last half of the context (refed once on the CPU),
@@ -173,7 +180,7 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
     const std::span<const std::int32_t> window(tokens.data() + start, tokens.size() - start);
     const int next = sampler.next(model->logits(window, restart));
     restart = false;
-    if (next == loaded.tokenizer->eot_token()) break;
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) break;
     tokens.push_back(next);
     if (tokens.size() - start > context) {
       start = tokens.size() - std::max<std::size_t>(1, context / 2);

@@ -46,6 +46,7 @@ Datasets prepare_data(const RunSetup& setup) {
                                                : std::filesystem::path(params.data_path);
   options.output_dir = std::filesystem::path(params.project_name) / "data";
   options.tokenizer = params.tokenizer;
+  options.parse_special_tokens = params.parse_special_tokens;
   options.train_split = params.train_split;
   options.valid_split = params.valid_split;
   options.text_column = params.text_column;
@@ -63,12 +64,14 @@ Datasets prepare_data(const RunSetup& setup) {
   AT_CHECK(train_split != nullptr, "data: no '", params.train_split, "' split was prepared from ",
            options.data_path.string());
   Datasets datasets{data::TokenDataset(train_split->shards), std::nullopt};
+  datasets.train.check_ids_below(params.vocab_size);
   if (!params.valid_split.empty() && params.eval_strategy != "no") {
     const auto* valid_split = prepared.find(params.valid_split);
     AT_CHECK(valid_split != nullptr, "valid_split: no '", params.valid_split,
              "' split was found or carved from ", options.data_path.string(), " (add a ",
              params.valid_split, ".csv/.jsonl/.txt file, or set valid_split to empty)");
     datasets.valid.emplace(valid_split->shards);
+    datasets.valid->check_ids_below(params.vocab_size);
   }
   return datasets;
 }

@@ -74,9 +74,9 @@ TEST(Prepare, ShardsAreIdenticalForAnyThreadCountAndMatchWholeTextEncoding) {
   EXPECT_EQ(testing::read_file(dir / "one/train_000000.bin"),
             testing::read_file(dir / "three/train_000000.bin"));
 
-  const auto tokenizer = make_tokenizer("gpt2", source_path("data/gpt2"));
-  std::vector<TokenId> expected{tokenizer->eot_token()};
-  tokenizer->encode_append(shakespeare_excerpt(), expected);
+  const auto tokenizer = make_tokenizer("gpt2", {source_path("data/gpt2")});
+  std::vector<TokenId> expected(1, tokenizer->eot_token());
+  tokenizer->encode_append(shakespeare_excerpt(), expected, TextPosition::start);
   EXPECT_EQ(split_tokens(dir / "three", "train"), expected);
 }
 

@@ -46,7 +46,7 @@ TEST(Shard, WriteThenReadRoundTripsTokensInLlmcLayout) {
 
   const ShardReader reader(path);
   ASSERT_EQ(reader.size(), tokens.size());
-  EXPECT_TRUE(std::equal(tokens.begin(), tokens.end(), reader.tokens().begin()));
+  for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(reader.token(i), tokens[i]) << i;
 }
 
 TEST(Shard, RefusesATruncatedShardNamingFileAndSizes) {
@@ -80,8 +80,52 @@ TEST(Shard, RefusesAnUnknownVersion) {
   testing::TempDir dir;
   const auto path = dir / "train_000000.bin";
   write_shard(path, std::vector<uint16_t>(10, 1));
-  overwrite_int32(path, 1, 2);
-  EXPECT_NE(error_of(path).find("format version 2"), std::string::npos);
+  overwrite_int32(path, 1, 3);
+  EXPECT_NE(error_of(path).find("format version 3"), std::string::npos);
+}
+
+TEST(Shard, Version2HoldsIdsOfLargeVocabulariesAsUint32) {
+  testing::TempDir dir;
+  const std::vector<uint32_t> tokens = {0, 65535, 65536, 128255, 151668};
+  const auto path = shard_path(dir.path(), "train", 0);
+  write_shard(path, tokens);
+  EXPECT_EQ(std::filesystem::file_size(path), 1024 + 4 * tokens.size());
+  const ShardReader reader(path);
+  EXPECT_EQ(reader.version(), 2);
+  std::vector<int32_t> read(tokens.size());
+  reader.copy(0, read);
+  EXPECT_EQ(read, std::vector<int32_t>(tokens.begin(), tokens.end()));
+  EXPECT_EQ(shard_version_for(65536), 1);
+  EXPECT_EQ(shard_version_for(65537), 2);
+}
+
+TEST(Shard, Version1RefusesAnIdItCannotHold) {
+  testing::TempDir dir;
+  ShardWriter writer(dir / "train_000000.bin", kShardVersion16);
+  const std::vector<int32_t> ids = {1, 70000};
+  try {
+    writer.append(ids);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("70000"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TokenDataset, NamesTheFirstIdOutsideTheModelsVocabulary) {
+  testing::TempDir dir;
+  write_shard(shard_path(dir.path(), "train", 0), std::vector<uint32_t>{5, 6, 7});
+  write_shard(shard_path(dir.path(), "train", 1), std::vector<uint32_t>{8, 130000, 9, 140000});
+  const TokenDataset dataset = TokenDataset::open(dir.path(), "train");
+  EXPECT_NO_THROW(dataset.check_ids_below(140001));
+  try {
+    dataset.check_ids_below(128256);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("train_000001.bin holds token id 130000 at position 1"),
+              std::string::npos)
+        << message;
+  }
 }
 
 TEST(Shard, ListsShardsInIndexOrderAndReportsAGap) {

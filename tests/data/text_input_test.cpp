@@ -105,14 +105,14 @@ TEST(TxtInput, LargeFileArrivesInPiecesThatJoinBackExactly) {
 }
 
 TEST(TxtInput, CuttingAtSafePositionsKeepsTheGpt2Tokenization) {
-  const auto tokenizer = make_tokenizer("gpt2", testing::source_path("data/gpt2"));
+  const auto tokenizer = make_tokenizer("gpt2", {testing::source_path("data/gpt2")});
   const std::string text = "First Citizen:\nBefore we  proceed\n\nany further,\nhear me speak.\n";
   const auto whole = tokenizer->encode(text);
   for (size_t limit = 0; limit < text.size(); ++limit) {
     const size_t cut = safe_cut_before(text, limit);
     if (cut == 0) continue;
     auto ids = tokenizer->encode(text.substr(0, cut));
-    tokenizer->encode_append(text.substr(cut), ids);
+    tokenizer->encode_append(text.substr(cut), ids, TextPosition::continuation);
     EXPECT_EQ(ids, whole) << "cut at " << cut;
   }
 }

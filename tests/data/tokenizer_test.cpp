@@ -20,7 +20,7 @@ using testing::source_path;
 const Tokenizer& gpt2() {
   static const std::unique_ptr<Tokenizer> tokenizer = [] {
     Timer timer;
-    auto loaded = make_tokenizer("gpt2", source_path("data/gpt2"));
+    auto loaded = make_tokenizer("gpt2", {source_path("data/gpt2")});
     std::printf("gpt2 vocabulary loaded in %.3f s\n", timer.seconds());
     return loaded;
   }();
@@ -60,14 +60,21 @@ TEST(Gpt2Tokenizer, DecodesEveryReferenceVectorBackToItsText) {
 TEST(Gpt2Tokenizer, HasTheGpt2VocabularyAndEndOfText) {
   EXPECT_EQ(gpt2().vocab_size(), 50257);
   EXPECT_EQ(gpt2().eot_token(), 50256);
-  EXPECT_EQ(gpt2().decode({50256}), "<|endoftext|>");
+  EXPECT_EQ(gpt2().decode(std::vector<TokenId>{50256}), "<|endoftext|>");
   EXPECT_EQ(gpt2().name(), "gpt2");
 }
 
-TEST(Gpt2Tokenizer, EncodesEndOfTextWrittenInTextAsOrdinaryCharacters) {
+TEST(Gpt2Tokenizer, MatchesEndOfTextWrittenInTextAsHuggingFaceDoes) {
   const auto ids = gpt2().encode("a<|endoftext|>b");
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), 50256), 0);
+  EXPECT_EQ(ids, (std::vector<TokenId>{64, 50256, 65}));
   EXPECT_EQ(gpt2().decode(ids), "a<|endoftext|>b");
+}
+
+TEST(Gpt2Tokenizer, EncodesEndOfTextAsOrdinaryCharactersWithoutParsingSpecialTokens) {
+  const auto plain = make_tokenizer("gpt2", {source_path("data/gpt2"), false});
+  const auto ids = plain->encode("a<|endoftext|>b");
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 50256), 0);
+  EXPECT_EQ(plain->decode(ids), "a<|endoftext|>b");
 }
 
 TEST(Gpt2Tokenizer, RoundTripsInvalidUtf8ByteForByte) {
@@ -87,13 +94,13 @@ TEST(Gpt2Tokenizer, GivesTheSameIdsFromManyThreads) {
 }
 
 TEST(Gpt2Tokenizer, RejectsIdsOutsideTheVocabulary) {
-  EXPECT_THROW(gpt2().decode({50257}), Error);
+  EXPECT_THROW(gpt2().decode(std::vector<TokenId>{50257}), Error);
 }
 
 TEST(Gpt2Tokenizer, MissingVocabularyFolderNamesTheFile) {
   testing::TempDir empty;
   try {
-    make_tokenizer("gpt2", empty.path());
+    make_tokenizer("gpt2", {empty.path()});
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("encoder.json"), std::string::npos) << error.what();
@@ -109,7 +116,7 @@ TEST(ByteTokenizer, EncodesBytesAndUsesNulAsEndOfText) {
   ASSERT_EQ(ids.size(), text.size());
   EXPECT_EQ(ids[1], 0xC3);
   EXPECT_EQ(tokenizer->decode(ids), text);
-  EXPECT_THROW(tokenizer->decode({256}), Error);
+  EXPECT_THROW(tokenizer->decode(std::vector<TokenId>{256}), Error);
 }
 
 TEST(TokenizerFactory, UnknownNameSuggestsTheClosest) {

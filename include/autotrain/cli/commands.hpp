@@ -19,5 +19,6 @@ int run_bench(const std::vector<std::string>& args, MpiSession& mpi);
 int run_launch(const std::vector<std::string>& args);  // no MPI: execs srun or mpirun
 int run_status(const std::vector<std::string>& args);  // no MPI: reads a project folder
 int run_plot(const std::vector<std::string>& args);    // no MPI: reads a project folder
+int run_tokenize(const std::vector<std::string>& args);  // no MPI: one process
 
 }  // namespace autotrain::cli

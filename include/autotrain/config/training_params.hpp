@@ -47,6 +47,9 @@ Constraint with_rule(std::string (*rule)(std::string_view value), std::string_vi
 // AutoTrain's rule for project_name. Returns "" when `value` follows it, else why not.
 std::string project_name_rule(std::string_view value);
 inline constexpr std::string_view kProjectNameRule = "letters, digits and hyphens, at most 50";
+std::string tokenizer_rule(std::string_view value);
+inline constexpr std::string_view kTokenizerRule =
+    "gpt2, byte, a tokenizer.json file or a folder holding one";
 
 inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
 
@@ -60,7 +63,8 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, valid_split, "", any_value(), "Name of the validation split; empty = none (then eval_strategy resolves to no). YAML: data.valid_split.") \
   X(std::string, text_column, "text", any_value(), "Column holding the text. YAML: data.column_mapping.text_column.") \
   X(bool, add_eos_token, true, any_value(), "Append the end-of-text token to every document.") \
-  X(std::string, tokenizer, "gpt2", one_of({"gpt2", "byte"}), "gpt2 = GPT-2 byte-level BPE (50257 tokens); byte = raw bytes (256).") \
+  X(std::string, tokenizer, "gpt2", with_rule(tokenizer_rule, kTokenizerRule), "gpt2 = GPT-2 byte-level BPE (50257 tokens); byte = raw bytes (256); or a Hugging Face tokenizer.json, or a model folder holding one.") \
+  X(bool, parse_special_tokens, true, any_value(), "Special tokens written in the text (<|endoftext|>, <s>) become their ids, as in Hugging Face; false = ordinary text.") \
   X(double, lr, 3e-5, greater_than(0), "Peak learning rate.") \
   X(int64_t, epochs, 1, at_least(1), "Passes over the training data (max_steps wins when given).") \
   X(int64_t, batch_size, 2, at_least(1), "Sequences per rank per micro-step; global batch = batch_size x gradient_accumulation x world size.") \
@@ -170,7 +174,8 @@ struct ModelPreset {
 };
 const ModelPreset& model_preset(std::string_view model);
 
-// Vocabulary size of a tokenizer: 50257 for gpt2, 256 for byte.
+// Vocabulary size of a tokenizer: 50257 for gpt2, 256 for byte; for a tokenizer.json one past
+// the largest id of its vocabulary and added tokens.
 int64_t tokenizer_vocab_size(std::string_view tokenizer);
 
 }  // namespace autotrain::config

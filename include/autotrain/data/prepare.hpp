@@ -15,13 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/data/tokenizer.hpp"
+
 namespace autotrain::data {
 
 struct PrepareOptions {
   std::filesystem::path data_path;   // folder or single file (text_input.hpp)
   std::filesystem::path output_dir;  // shards and manifest.json go here
-  std::string tokenizer = "gpt2";    // gpt2 | byte
+  std::string tokenizer = "gpt2";    // gpt2 | byte | a tokenizer.json or a folder holding one
   std::filesystem::path gpt2_dir;    // vocabulary folder; empty = data_dir()/gpt2
+  bool parse_special_tokens = true;  // added special tokens written in text become their ids
   std::string train_split = "train";
   std::string valid_split = "valid";  // empty = no validation split
   bool require_valid_split = false;   // a missing valid split file is an error (not carved)
@@ -52,6 +55,8 @@ struct PrepareResult {
   double tokens_per_second = 0;
   const SplitShards* find(const std::string& split) const;
 };
+
+TokenizerOptions tokenizer_options(const PrepareOptions& options);
 
 // Tokenizes the input and writes the shards and manifest, replacing earlier shards of the
 // same splits in output_dir.

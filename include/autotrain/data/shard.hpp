@@ -1,8 +1,9 @@
 #pragma once
 // Token shards in llm.c's format, so shards from either tool work in the other:
-//   header: 256 x int32 (little endian): [0] magic 20240520, [1] version 1, [2] token count,
+//   header: 256 x int32 (little endian): [0] magic 20240520, [1] version, [2] token count,
 //           the rest zero;
-//   body:   token count x uint16 token ids.
+//   body:   token count x token ids: uint16 in version 1, uint32 in version 2 (vocabularies
+//           of more than 65,536 tokens: Llama 3, Qwen).
 // A dataset split is the list of its shards, <dir>/<split>_000000.bin, <split>_000001.bin, ...
 // concatenated logically.
 #include <cstdint>
@@ -15,9 +16,14 @@
 namespace autotrain::data {
 
 constexpr int32_t kShardMagic = 20240520;
-constexpr int32_t kShardVersion = 1;
+constexpr int32_t kShardVersion16 = 1;  // uint16 ids
+constexpr int32_t kShardVersion32 = 2;  // uint32 ids
 constexpr size_t kShardHeaderInts = 256;
 constexpr size_t kShardHeaderBytes = kShardHeaderInts * sizeof(int32_t);
+
+// The version that holds ids of a vocabulary of `vocab_size` tokens.
+int32_t shard_version_for(int64_t vocab_size);
+size_t shard_token_bytes(int32_t version);
 
 // "<dir>/<split>_<index, 6 digits>.bin"
 std::filesystem::path shard_path(const std::filesystem::path& dir, const std::string& split,
@@ -32,12 +38,13 @@ std::vector<std::filesystem::path> list_shards(const std::filesystem::path& dir,
 // swallows errors; call close() to see them).
 class ShardWriter {
  public:
-  explicit ShardWriter(std::filesystem::path path);
+  explicit ShardWriter(std::filesystem::path path, int32_t version = kShardVersion16);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  void append(std::span<const uint16_t> tokens);
+  // An id the version cannot hold (negative, or >= 65536 in version 1) is an Error.
+  void append(std::span<const int32_t> tokens);
   void close();
   uint64_t tokens() const { return tokens_; }
   const std::filesystem::path& path() const { return path_; }
@@ -45,11 +52,15 @@ class ShardWriter {
  private:
   std::filesystem::path path_;
   std::ofstream out_;
+  int32_t version_;
+  std::vector<uint16_t> narrow_;  // version 1 conversion buffer
   uint64_t tokens_ = 0;
 };
 
-// Writes a whole shard at once (tests, small tools).
+// Writes a whole shard at once (tests, small tools): version 1 from uint16 ids, version 2
+// from uint32 ids.
 void write_shard(const std::filesystem::path& path, std::span<const uint16_t> tokens);
+void write_shard(const std::filesystem::path& path, std::span<const uint32_t> tokens);
 
 // A read-only memory map of one shard, header checked on open: a wrong magic, an unknown
 // version or a size that does not match the token count is an Error naming the file, what is
@@ -63,8 +74,14 @@ class ShardReader {
   ShardReader(const ShardReader&) = delete;
   ShardReader& operator=(const ShardReader&) = delete;
 
-  std::span<const uint16_t> tokens() const { return tokens_; }
-  uint64_t size() const { return tokens_.size(); }
+  uint64_t size() const { return count_; }
+  int32_t version() const { return version_; }
+  int32_t token(uint64_t index) const {
+    return version_ == kShardVersion16 ? static_cast<const uint16_t*>(body_)[index]
+                                       : static_cast<int32_t>(static_cast<const uint32_t*>(body_)[index]);
+  }
+  // out[i] = token(first + i); the range must lie inside the shard.
+  void copy(uint64_t first, std::span<int32_t> out) const;
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -73,7 +90,9 @@ class ShardReader {
   std::filesystem::path path_;
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
-  std::span<const uint16_t> tokens_;
+  const void* body_ = nullptr;
+  uint64_t count_ = 0;
+  int32_t version_ = kShardVersion16;
 };
 
 // The shards of one split read as one token sequence.
@@ -88,6 +107,9 @@ class TokenDataset {
   // out[i] = token[start + i]; the range may cross shard boundaries. Throws Error when it
   // runs past the end. Allocates nothing.
   void copy(uint64_t start, std::span<int32_t> out) const;
+  // An Error naming the shard, position and id of the first id >= vocab_size (the shards were
+  // prepared with another tokenizer than the model's).
+  void check_ids_below(int64_t vocab_size) const;
 
  private:
   std::vector<ShardReader> shards_;

@@ -47,10 +47,12 @@ using TextSink = std::function<void(std::string&& text, bool starts_document)>;
 // missing column is an Error naming the file and the columns it has.
 void read_documents(const InputFile& file, const std::string& text_column, const TextSink& sink);
 
-// A position where text may be cut without changing its GPT-2 tokenization: just after a
+// A position where text may be cut without changing its tokenization (for the tokenizers whose
+// cuts_at_newlines() says so): just after a
 // newline that sits between two printable ASCII characters ("X\nY" -> "X\n" | "Y"), the last
 // such position in text[0, limit]; 0 when there is none.
 size_t safe_cut_before(std::string_view text, size_t limit);
+bool is_safe_cut(std::string_view text, size_t cut);
 
 // Streams the rows of an RFC 4180 CSV file: fields separated by commas, rows by \n or \r\n;
 // a field in double quotes may hold commas, newlines and doubled quotes ("" -> ").

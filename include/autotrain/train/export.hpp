@@ -1,8 +1,9 @@
 #pragma once
 // Export to a Hugging Face model folder that transformers' GPT2LMHeadModel loads:
 // model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte),
-// config.json, and the tokenizer files (vocab.json + merges.txt, plus encoder.json + vocab.bpe
-// so `autotrain generate` reads the same folder). Units are streamed to rank 0 one at a time
+// config.json, and the tokenizer files (for gpt2 vocab.json + merges.txt, plus encoder.json +
+// vocab.bpe so `autotrain generate` reads the same folder; for a tokenizer.json, copies of it
+// and of the tokenizer_config.json / generation_config.json beside it). Units are streamed to rank 0 one at a time
 // (zero::ModelState::gather_unit), so no rank ever holds the whole model under ZeRO-3.
 #include <filesystem>
 
@@ -17,8 +18,9 @@ namespace autotrain::train {
 void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                   const config::TrainingParams& params, const std::filesystem::path& dir);
 
-// config.json for GPT2LMHeadModel with this shape.
+// config.json for GPT2LMHeadModel with this shape; `eos_token_id` is the tokenizer's
+// end-of-text token (also written as bos_token_id, as GPT-2's own config does).
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
-                           DType dtype);
+                           int eos_token_id, DType dtype);
 
 }  // namespace autotrain::train

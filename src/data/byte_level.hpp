@@ -1,0 +1,36 @@
+#pragma once
+// Byte-level BPE's two fixed parts (GPT-2's design, used by GPT-2, Llama 3 and Qwen):
+//  - the byte alphabet: every byte has a visible character in the vocabulary files
+//    (bytes_to_unicode(): printable Latin-1 bytes stand for themselves, the other 68 are
+//    shifted to U+0100..U+0143);
+//  - GPT-2's pre-tokenizer regex
+//      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//    implemented by hand over code points: it is what the ByteLevel pre-tokenizer with
+//    use_regex splits by, and a test checks it against PCRE2 running the same pattern.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace autotrain::data::byte_level {
+
+// The character that stands for each byte.
+const std::array<uint32_t, 256>& byte_to_code_point();
+
+// The bytes a vocabulary spelling stands for, or nullopt when it has a character outside the
+// byte alphabet (special tokens such as "<|endoftext|>").
+std::optional<std::string> spelling_to_bytes(std::string_view spelling);
+// The inverse: bytes written in the byte alphabet.
+std::string bytes_to_spelling(std::string_view bytes);
+
+// Appends [start, end) offsets of GPT-2's regex pieces of `text`; they cover it exactly.
+void split_gpt2(std::string_view text, std::vector<std::pair<size_t, size_t>>& pieces);
+
+// GPT-2's pattern, for the PCRE2 cross-check.
+constexpr const char* kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+}  // namespace autotrain::data::byte_level
