@@ -3,10 +3,8 @@
 //  - the byte alphabet: every byte has a visible character in the vocabulary files
 //    (bytes_to_unicode(): printable Latin-1 bytes stand for themselves, the other 68 are
 //    shifted to U+0100..U+0143);
-//  - GPT-2's pre-tokenizer regex
-//      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//    implemented by hand over code points: it is what the ByteLevel pre-tokenizer with
-//    use_regex splits by, and a test checks it against PCRE2 running the same pattern.
+//  - GPT-2's pre-tokenizer regex, what the ByteLevel pre-tokenizer with use_regex splits by.
+//    (A hand-written matcher of it was no faster than PCRE2's JIT: docs/benchmarks.md.)
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -26,10 +24,6 @@ std::optional<std::string> spelling_to_bytes(std::string_view spelling);
 // The inverse: bytes written in the byte alphabet.
 std::string bytes_to_spelling(std::string_view bytes);
 
-// Appends [start, end) offsets of GPT-2's regex pieces of `text`; they cover it exactly.
-void split_gpt2(std::string_view text, std::vector<std::pair<size_t, size_t>>& pieces);
-
-// GPT-2's pattern, for the PCRE2 cross-check.
 constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 

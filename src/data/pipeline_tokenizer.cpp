@@ -17,20 +17,6 @@ constexpr size_t kMaxCachedPieces = 1 << 18;
 constexpr size_t kMaxCachedPieceBytes = 256;
 std::atomic<uint64_t> next_instance_id{1};
 
-// Offset of the first byte that is not part of valid UTF-8, or npos.
-size_t invalid_utf8_offset(std::string_view text) {
-  for (size_t pos = 0; pos < text.size();) {
-    if (static_cast<uint8_t>(text[pos]) < 0x80) {
-      ++pos;
-      continue;
-    }
-    const unicode::Decoded decoded = unicode::decode_utf8(text, pos);
-    if (decoded.length == 1) return pos;
-    pos += decoded.length;
-  }
-  return std::string_view::npos;
-}
-
 class PipelineTokenizer final : public Tokenizer {
  public:
   explicit PipelineTokenizer(TokenizerParts parts)
@@ -76,11 +62,9 @@ class PipelineTokenizer final : public Tokenizer {
 
   void encode_append(std::string_view text, std::vector<TokenId>& ids,
                      TextPosition position) const override {
-    if (!parts_.accepts_any_bytes) {
-      const size_t bad = invalid_utf8_offset(text);
-      AT_CHECK(bad == std::string_view::npos, "text is not valid UTF-8 at byte offset ", bad,
-               " (byte 0x", std::hex, static_cast<int>(static_cast<uint8_t>(text[bad])), ")");
-    }
+    const size_t bad = unicode::invalid_utf8_offset(text);
+    AT_CHECK(bad == std::string_view::npos, "text is not valid UTF-8 at byte offset ", bad,
+             " (byte 0x", std::hex, static_cast<int>(static_cast<uint8_t>(text[bad])), ")");
     thread_local std::vector<Section> sections;
     raw_matcher_.split(text, sections);
     for (const Section& section : sections) {

@@ -28,7 +28,6 @@ struct TokenizerParts {
   TokenId eot = -1;              // end-of-text: the eos token
   std::vector<TokenId> stop_tokens;
   bool eot_before_documents = false;  // llm.c's layout (the built-in gpt2)
-  bool accepts_any_bytes = false;     // invalid UTF-8 allowed (the built-in gpt2's regex)
   bool parse_special_tokens = true;
 };
 

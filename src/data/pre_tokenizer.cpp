@@ -23,44 +23,6 @@ void split_spans(const Pieces& pieces, std::vector<Span>& out, Find&& find) {
   }
 }
 
-class ByteLevel final : public PreTokenizer {
- public:
-  ByteLevel(bool add_prefix_space, bool use_regex)
-      : add_prefix_space_(add_prefix_space), use_regex_(use_regex) {}
-
-  void split(Pieces& pieces, Pieces& scratch, TextPlace place) const override {
-    if (add_prefix_space_) add_prefix_spaces(pieces, scratch, place);
-    if (!use_regex_) return;
-    scratch.spans.clear();
-    split_spans(pieces, scratch.spans, byte_level::split_gpt2);
-    std::swap(pieces.spans, scratch.spans);
-  }
-  bool is_byte_level() const override { return true; }
-  std::vector<std::string> patterns() const override {
-    return use_regex_ ? std::vector<std::string>{byte_level::kGpt2Pattern}
-                      : std::vector<std::string>{};
-  }
-
- private:
-  // A space before every piece that does not start with one, as Hugging Face's ByteLevel.
-  static void add_prefix_spaces(Pieces& pieces, Pieces& scratch, TextPlace place) {
-    scratch.text.clear();
-    scratch.spans.clear();
-    for (size_t i = 0; i < pieces.spans.size(); ++i) {
-      const auto [begin, end] = pieces.spans[i];
-      const size_t start = scratch.text.size();
-      const bool first_of_cut = i == 0 && place.continues_cut;
-      if (!first_of_cut && (end == begin || pieces.text[begin] != ' ')) scratch.text.push_back(' ');
-      scratch.text.append(pieces.text, begin, end - begin);
-      scratch.spans.emplace_back(start, scratch.text.size());
-    }
-    std::swap(pieces, scratch);
-  }
-
-  bool add_prefix_space_;
-  bool use_regex_;
-};
-
 enum class Behavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
 
 Behavior parse_behavior(const std::string& name, const std::string& where) {
@@ -169,6 +131,50 @@ class Splitter {
   std::unique_ptr<Regex> regex_;
   Behavior behavior_;
   bool invert_;
+};
+
+class ByteLevel final : public PreTokenizer {
+ public:
+  ByteLevel(bool add_prefix_space, bool use_regex)
+      : add_prefix_space_(add_prefix_space),
+        splitter_(use_regex ? std::make_unique<Splitter>(
+                                  std::string(),
+                                  std::make_unique<Regex>(byte_level::kGpt2Pattern,
+                                                          "ByteLevel's GPT-2 pattern"),
+                                  Behavior::isolated, false)
+                            : nullptr) {}
+
+  void split(Pieces& pieces, Pieces& scratch, TextPlace place) const override {
+    if (add_prefix_space_) add_prefix_spaces(pieces, scratch, place);
+    if (!splitter_) return;
+    scratch.spans.clear();
+    split_spans(pieces, scratch.spans,
+                [&](std::string_view text, std::vector<Span>& out) { splitter_->split(text, out); });
+    std::swap(pieces.spans, scratch.spans);
+  }
+  bool is_byte_level() const override { return true; }
+  std::vector<std::string> patterns() const override {
+    return splitter_ ? std::vector<std::string>{splitter_->pattern()} : std::vector<std::string>{};
+  }
+
+ private:
+  // A space before every piece that does not start with one, as Hugging Face's ByteLevel.
+  static void add_prefix_spaces(Pieces& pieces, Pieces& scratch, TextPlace place) {
+    scratch.text.clear();
+    scratch.spans.clear();
+    for (size_t i = 0; i < pieces.spans.size(); ++i) {
+      const auto [begin, end] = pieces.spans[i];
+      const size_t start = scratch.text.size();
+      const bool first_of_cut = i == 0 && place.continues_cut;
+      if (!first_of_cut && (end == begin || pieces.text[begin] != ' ')) scratch.text.push_back(' ');
+      scratch.text.append(pieces.text, begin, end - begin);
+      scratch.spans.emplace_back(start, scratch.text.size());
+    }
+    std::swap(pieces, scratch);
+  }
+
+  bool add_prefix_space_;
+  std::unique_ptr<Splitter> splitter_;  // GPT-2's pattern, when use_regex
 };
 
 class Split final : public PreTokenizer {

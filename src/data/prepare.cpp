@@ -172,12 +172,17 @@ class SplitTokenizer {
 
   void add_units(std::string_view rest, bool starts_document, const std::string& source) {
     bool first = true;
+    if (starts_document) document_offset_ = 0;
     while (!rest.empty()) {
       const size_t cut = !cuts_ || rest.size() <= kUnitBytes ? rest.size()
                                                               : safe_cut_after(rest, kUnitBytes);
       WorkUnit unit{std::string(rest.substr(0, cut)),
                     first && starts_document ? TextPosition::start : TextPosition::continuation,
-                    first && starts_document, documents_ > 0, source};
+                    first && starts_document, documents_ > 0,
+                    document_offset_ == 0 ? source
+                                          : cat(source, " (the part from its byte ",
+                                                document_offset_, ")")};
+      document_offset_ += cut;
       if (unit.starts_document) ++documents_;
       units_.push_back(std::move(unit));
       pending_bytes_ += cut;
@@ -207,6 +212,7 @@ class SplitTokenizer {
   std::vector<WorkUnit> units_;
   size_t pending_bytes_ = 0;
   uint64_t documents_ = 0;
+  uint64_t document_offset_ = 0;  // bytes of the current document before the next unit
   std::string held_;  // the document being collected when the tokenizer cannot cut
   std::string held_source_;
   std::vector<std::vector<TokenId>> ids_;  // per unit, reused across batches

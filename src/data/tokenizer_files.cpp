@@ -261,7 +261,6 @@ std::unique_ptr<Tokenizer> load_gpt2_tokenizer(const fs::path& dir,
   parts.eot = *eot;
   parts.stop_tokens = {*eot};
   parts.eot_before_documents = true;
-  parts.accepts_any_bytes = true;
   return make_pipeline_tokenizer(std::move(parts));
 }
 

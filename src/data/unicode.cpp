@@ -91,4 +91,17 @@ Decoded decode_utf8(std::string_view text, size_t pos) {
   return {code_point, length};
 }
 
+size_t invalid_utf8_offset(std::string_view text) {
+  for (size_t pos = 0; pos < text.size();) {
+    if (static_cast<uint8_t>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    const Decoded decoded = decode_utf8(text, pos);
+    if (decoded.length == 1) return pos;
+    pos += decoded.length;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace autotrain::data::unicode

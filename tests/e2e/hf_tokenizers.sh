@@ -40,6 +40,21 @@ print(f"{family}: {len(ref)} texts identical (ids, ids with special tokens, deco
 PY
 done
 
+echo "== 1b. GPT-2's own files and GPT-2 as a tokenizer.json (both pre-tokenizer forms) agree =="
+"$AUTOTRAIN_BIN" tokenize --tokenizer gpt2 --input "$reference/texts.json" --output gpt2-own.json
+for form in byte_level split; do
+  python3 "$reference/gpt2_tokenizer_json.py" "$AUTOTRAIN_SOURCE_DIR/data/gpt2" "$form" "gpt2-$form"
+  "$AUTOTRAIN_BIN" tokenize --tokenizer "gpt2-$form" --input "$reference/texts.json" \
+    --output "gpt2-$form.json"
+  python3 - gpt2-own.json "gpt2-$form.json" <<'PY'
+import json, sys
+own, other = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bad = [o["text"][:60] for o, t in zip(own, other) if o["ids"] != t["ids"] or o["decoded"] != t["decoded"]]
+assert not bad, (sys.argv[2], bad[:3])
+print(f"{sys.argv[2]}: identical to the built-in gpt2 on {len(own)} texts")
+PY
+done
+
 echo "== 2. prepare: shards hold the reference ids of the whole corpus =="
 corpus=$AUTOTRAIN_SOURCE_DIR/data/tinyshakespeare.txt
 python3 -c "import json,sys; print(json.dumps([open(sys.argv[1], encoding='utf-8').read()]))" \

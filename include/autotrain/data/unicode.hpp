@@ -1,5 +1,6 @@
 #pragma once
-// The few Unicode facts the GPT-2 pre-tokenizer needs: UTF-8 decoding and the classes
+// The few Unicode facts the tokenizers need beyond PCRE2 (added tokens' single_word, lstrip and
+// rstrip; decoders): UTF-8 decoding and validation, and the classes
 // \p{L} (letters), \p{N} (numbers) and \s (White_Space). Tables are generated from Python's
 // unicodedata (src/data/unicode_tables.py); ASCII is answered from a 128-entry table.
 #include <cstddef>
@@ -21,5 +22,8 @@ struct Decoded {
 // truncated or overlong sequence) decodes one byte as U+FFFD-like "other" (code point 0xFFFD,
 // length 1), so byte-level tokenizers still see every byte exactly once.
 Decoded decode_utf8(std::string_view text, size_t pos);
+
+// Offset of the first byte that is not part of valid UTF-8, or npos.
+size_t invalid_utf8_offset(std::string_view text);
 
 }  // namespace autotrain::data::unicode
