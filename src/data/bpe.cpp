@@ -84,12 +84,9 @@ std::optional<TokenId> BpeModel::find(std::string_view spelling) const {
   return it->second;
 }
 
-bool BpeModel::merges_touch(std::string_view text) const {
-  return std::any_of(merges_.begin(), merges_.end(), [&](const auto& entry) {
-    const auto left = static_cast<size_t>(entry.first >> 32);
-    const auto right = static_cast<size_t>(entry.first & 0xFFFFFFFFu);
-    return spellings_[left].find(text) != std::string::npos ||
-           spellings_[right].find(text) != std::string::npos;
+bool BpeModel::spelled_within(std::string_view text) const {
+  return std::any_of(spellings_.begin(), spellings_.end(), [&](const std::string& spelling) {
+    return spelling != text && spelling.find(text) != std::string::npos;
   });
 }
 

@@ -53,8 +53,9 @@ class BpeModel {
   const std::string& spelling(TokenId id) const { return spellings_[static_cast<size_t>(id)]; }
   std::optional<TokenId> find(std::string_view spelling) const;
   const BpeOptions& options() const { return options_; }
-  // Whether some merge has a side whose spelling contains `text`.
-  bool merges_touch(std::string_view text) const;
+  // Whether a vocabulary entry other than `text` itself contains it (if none does, no merge
+  // can join `text` to a neighbour).
+  bool spelled_within(std::string_view text) const;
 
  private:
   struct Merge {

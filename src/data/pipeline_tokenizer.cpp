@@ -39,6 +39,10 @@ class PipelineTokenizer final : public Tokenizer {
     }
     raw_matcher_ = AddedTokenMatcher(std::move(raw));
     normalized_matcher_ = AddedTokenMatcher(std::move(normalized));
+    // "\n" as the vocabulary spells it ("Ċ" at byte level), and as its byte-fallback token.
+    const BpeModel& model = *parts_.model;
+    newline_barrier_ = !model.spelled_within(model.options().byte_level ? "\xC4\x8A" : "\n") &&
+                       !(model.options().byte_fallback && model.spelled_within("<0x0A>"));
   }
 
   std::string name() const override { return parts_.name; }
@@ -138,20 +142,37 @@ class PipelineTokenizer final : public Tokenizer {
       cache_owner = instance_id_;
     }
     for (const auto& [begin, end] : pieces.spans) {
-      const std::string_view piece = std::string_view(pieces.text).substr(begin, end - begin);
-      if (piece.size() > kMaxCachedPieceBytes) {
-        parts_.model->encode(piece, ids);
+      std::string_view piece = std::string_view(pieces.text).substr(begin, end - begin);
+      if (!newline_barrier_) {
+        encode_piece(piece, cache, ids);
         continue;
       }
-      auto hit = cache.find(piece);
-      if (hit == cache.end()) {
-        if (cache.size() >= kMaxCachedPieces) cache.clear();
-        std::vector<TokenId> piece_ids;
-        parts_.model->encode(piece, piece_ids);
-        hit = cache.emplace(std::string(piece), std::move(piece_ids)).first;
+      // No merge joins a newline to anything, so the lines of a piece (Mistral's pieces are
+      // whole texts) are encoded, and cached, one by one with the same result.
+      for (size_t newline = piece.find('\n'); newline != std::string_view::npos;
+           newline = piece.find('\n')) {
+        encode_piece(piece.substr(0, newline), cache, ids);
+        encode_piece(piece.substr(newline, 1), cache, ids);
+        piece.remove_prefix(newline + 1);
       }
-      ids.insert(ids.end(), hit->second.begin(), hit->second.end());
+      encode_piece(piece, cache, ids);
     }
+  }
+
+  void encode_piece(std::string_view piece, PieceCache& cache, std::vector<TokenId>& ids) const {
+    if (piece.empty()) return;
+    if (piece.size() > kMaxCachedPieceBytes) {
+      parts_.model->encode(piece, ids);
+      return;
+    }
+    auto hit = cache.find(piece);
+    if (hit == cache.end()) {
+      if (cache.size() >= kMaxCachedPieces) cache.clear();
+      std::vector<TokenId> piece_ids;
+      parts_.model->encode(piece, piece_ids);
+      hit = cache.emplace(std::string(piece), std::move(piece_ids)).first;
+    }
+    ids.insert(ids.end(), hit->second.begin(), hit->second.end());
   }
 
   TokenizerParts parts_;
@@ -160,6 +181,7 @@ class PipelineTokenizer final : public Tokenizer {
   std::vector<std::string> spellings_;  // by id: added tokens' content, else the model's
   AddedTokenMatcher raw_matcher_;
   AddedTokenMatcher normalized_matcher_;
+  bool newline_barrier_ = false;  // no token but the newline's own holds a newline
 };
 
 // The pre-tokenizer patterns for which a cut after "\n" between two printable ASCII
@@ -183,9 +205,8 @@ bool PipelineTokenizer::cuts_at_newlines() const {
     // The first split decides where pieces end; later steps only cut pieces further.
     return is_known_newline_safe_pattern(patterns.front());
   }
-  // No regex: the whole text is one BPE word unless "\n" never merges with anything.
-  const std::string newline = parts_.model->options().byte_level ? "\xC4\x8A" : "\n";  // "Ċ"
-  return !parts_.model->merges_touch(newline);
+  // No regex: the whole text is one BPE word, which a newline splits only if it never merges.
+  return newline_barrier_;
 }
 
 }  // namespace
