@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "autotrain/core/error.hpp"
 #include "autotrain/data/shard.hpp"
 #include "autotrain/data/tokenizer.hpp"
@@ -38,6 +40,65 @@ const std::string& shakespeare_excerpt() {
   static const std::string text =
       testing::read_file(source_path("data/tinyshakespeare.txt")).substr(0, 300000);
   return text;
+}
+
+// A tokenizer.json over the bytes of ASCII (one token each, no merges) with <s> and </s>, and a
+// template that puts <s> before every text; with `lstrip`, </s> swallows the whitespace before
+// it, so a cut after a newline is no longer safe.
+fs::path write_ascii_tokenizer(const fs::path& dir, bool lstrip) {
+  nlohmann::json vocab = {{"<s>", 0}, {"</s>", 1}};
+  for (int c = 1; c < 128; ++c) vocab[std::string(1, static_cast<char>(c))] = c + 1;
+  const nlohmann::json tokenizer = {
+      {"added_tokens",
+       {{{"id", 0}, {"content", "<s>"}, {"special", true}},
+        {{"id", 1}, {"content", "</s>"}, {"special", true}, {"lstrip", lstrip}}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
+        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {0}}}}}}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  write_file(dir / "tokenizer.json", tokenizer.dump());
+  write_file(dir / "tokenizer_config.json", R"({"eos_token": "</s>"})");
+  return dir;
+}
+
+TEST(Prepare, FramesTokenizerJsonDocumentsWithTheTemplateAndEosAfter) {
+  TempDir dir;
+  write_file(dir / "in/train.jsonl", "{\"text\": \"ab\"}\n{\"text\": \"c\"}\n");
+  const auto tokenizer = write_ascii_tokenizer(dir / "tok", false);
+  prepare(options_for(dir / "in", dir / "out", tokenizer.string()));
+  const int32_t a = 'a' + 1, b = 'b' + 1, c = 'c' + 1;
+  EXPECT_EQ(split_tokens(dir / "out", "train"), (std::vector<int32_t>{0, a, b, 1, 0, c, 1}));
+}
+
+TEST(Prepare, KeepsDocumentsWholeForATokenizerThatCannotBeCutAtNewlines) {
+  TempDir dir;
+  // 600 KB: cut into several work units, and several pieces by the .txt reader, unless the
+  // tokenizer says no. Each "\n</s>" is one token with lstrip, two if the text is cut there.
+  std::string text;
+  while (text.size() < 600000) text += "line of text\n</s>x\n";
+  write_file(dir / "in/train.txt", text);
+  const auto tokenizer_dir = write_ascii_tokenizer(dir / "tok", true);
+  const auto tokenizer = make_tokenizer(tokenizer_dir.string());
+  ASSERT_FALSE(tokenizer->cuts_at_newlines());
+  auto options = options_for(dir / "in", dir / "out", tokenizer_dir.string());
+  options.threads = 2;
+  options.add_eos_token = false;
+  prepare(options);
+  std::vector<TokenId> expected(1, 0);
+  tokenizer->encode_append(text, expected, TextPosition::start);
+  EXPECT_EQ(split_tokens(dir / "out", "train"), expected);
+}
+
+TEST(Prepare, InvalidUtf8NamesTheFileDocumentAndOffset) {
+  TempDir dir;
+  write_file(dir / "in/train/a.txt", "fine");
+  write_file(dir / "in/train/b.txt", "ok \xff end");
+  const std::string message = testing::error_of(
+      [&] { prepare(options_for(dir / "in", dir / "out", "gpt2")); });
+  EXPECT_NE(message.find("b.txt, document 1: text is not valid UTF-8 at byte offset 3"),
+            std::string::npos)
+      << message;
 }
 
 TEST(Prepare, WritesEotBeforeEachDocumentOfAJsonlSplit) {
