@@ -5,6 +5,7 @@
 
 #include "autotrain/config/load.hpp"
 #include "expect_error.hpp"
+#include "test_support.hpp"
 
 namespace autotrain::config {
 namespace {
@@ -211,6 +212,26 @@ TEST(ResolveParams, RejectsVocabularySmallerThanTheTokenizer) {
   apply_flags(resolved, {{"vocab_size", "--vocab-size", "50000"}});
   EXPECT_TRUE(
       contains(error_message([&] { resolve_params(resolved); }), "expected at least 50257"));
+}
+
+TEST(ResolveParams, TokenizerJsonGivesItsVocabularySizeAndAnUnknownPathIsNamed) {
+  testing::TempDir dir;
+  testing::write_file(dir / "tokenizer.json",
+                      R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 70000}, "merges": []},
+                          "added_tokens": [{"id": 70001, "content": "<eos>"}]})");
+  ResolvedParams resolved = default_params();
+  apply_flags(resolved, {{"tokenizer", "--tokenizer", dir.path().string()}});
+  resolve_params(resolved);
+  EXPECT_EQ(resolved.params.vocab_size, 70002);
+  resolved = default_params();
+  apply_flags(resolved, {{"tokenizer", "--tokenizer", dir.path().string()},
+                         {"vocab_size", "--vocab-size", "70000"}});
+  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved); }), "expected at least 70002"));
+  resolved = default_params();
+  EXPECT_TRUE(contains(error_message([&] {
+                         apply_flags(resolved, {{"tokenizer", "--tokenizer", "gtp2"}});
+                       }),
+                       "'gtp2' does not exist (did you mean 'gpt2'?)"));
 }
 
 TEST(ResolveParams, RejectsNcclOnCpu) {
