@@ -200,11 +200,13 @@ EngineRun train(Communicator& comm, const RunOptions& run) {
 }
 
 // 1e-5 as the issue asks. np = 3 is compared on a 12-sequence batch (the reference sums 6
-// micro-steps in float), where one element of h.0.mlp.c_fc.weight ends 1.5e-5 away at stages 0/1:
-// AdamW's m / sqrt(v) amplifies the rounding-order difference of an element whose gradient nearly
-// cancels. A real bug (a lost contribution, a sum instead of a mean) moves parameters by ~lr.
+// micro-steps in float), where one element of h.0.mlp.c_fc.weight ends 1.5e-5 away at stages 0/1
+// with AVX-512 OpenBLAS kernels and 3.4e-5 away with AVX2 ones (an EPYC without AVX-512): AdamW's
+// m / sqrt(v) amplifies the rounding-order difference of an element whose gradient nearly
+// cancels. A real bug (a lost contribution, a sum instead of a mean) moves parameters by ~lr
+// (3e-3) a step, 30x the np = 3 bound.
 double parameter_tolerance(int world) {
-  return world == 3 ? 2e-5 : 1e-5;
+  return world == 3 ? 1e-4 : 1e-5;
 }
 
 void expect_matches_reference(const Trajectory& got, int world) {

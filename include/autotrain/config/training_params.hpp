@@ -62,7 +62,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
   X(std::string, valid_split, "", any_value(), "Name of the validation split; empty = none (then eval_strategy resolves to no). YAML: data.valid_split.") \
   X(std::string, text_column, "text", any_value(), "Column holding the text. YAML: data.column_mapping.text_column.") \
-  X(bool, add_eos_token, true, any_value(), "Append the end-of-text token to every document.") \
+  X(bool, add_eos_token, true, any_value(), "End-of-text token between documents: before each for gpt2 and byte (llm.c), after each for a tokenizer.json (AutoTrain).") \
   X(std::string, tokenizer, "gpt2", with_rule(tokenizer_rule, kTokenizerRule), "gpt2 = GPT-2 byte-level BPE (50257 tokens); byte = raw bytes (256); or a Hugging Face tokenizer.json, or a model folder holding one.") \
   X(bool, parse_special_tokens, true, any_value(), "Special tokens written in the text (<|endoftext|>, <s>) become their ids, as in Hugging Face; false = ordinary text.") \
   X(double, lr, 3e-5, greater_than(0), "Peak learning rate.") \
@@ -95,7 +95,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, n_head, -1, derived_or(-1, at_least(1)), "Attention heads; -1 = from model.") \
   X(int64_t, n_embd, -1, derived_or(-1, at_least(1)), "Hidden width (divisible by n_head); -1 = from model.") \
   X(int64_t, n_positions, -1, derived_or(-1, at_least(1)), "Model context length; -1 = from model (1024 for GPT-2, 128 for tiny).") \
-  X(int64_t, vocab_size, -1, derived_or(-1, at_least(1)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte).") \
+  X(int64_t, vocab_size, -1, derived_or(-1, at_least(1)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte, a tokenizer.json's largest id + 1).") \
   X(int64_t, threads, 0, at_least(0), "CPU threads per rank; 0 = cores per node / ranks per node.") \
   X(std::string, device, "auto", one_of({"auto", "cpu", "cuda"}), "auto = the rank's GPU when the build has CUDA and the rank has one, else CPU (docs/gpu.md).") \
   X(int64_t, reduce_bucket_size, -1, derived_or(-1, at_least(1)), "Gradient elements per reduce bucket; -1 = 16Mi (64 MiB fp32) for stages 0-1, one unit per bucket for stages 2-3.") \
