@@ -184,8 +184,8 @@ class PipelineTokenizer final : public Tokenizer {
   bool newline_barrier_ = false;  // no token but the newline's own holds a newline
 };
 
-// The pre-tokenizer patterns for which a cut after "\n" between two printable ASCII
-// characters is a piece boundary (checked by hand: no alternative of these patterns matches
+// The pre-tokenizer patterns for which a cut after "\n" between two characters that are not
+// whitespace is a piece boundary (checked by hand: no alternative of these patterns matches
 // across such a newline, and each ends a match at it): GPT-2's, Llama 3's and Qwen's.
 bool is_known_newline_safe_pattern(const std::string& pattern) {
   static const std::string known[] = {

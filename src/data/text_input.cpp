@@ -8,6 +8,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/data/unicode.hpp"
 
 namespace autotrain::data {
 namespace {
@@ -90,9 +91,19 @@ SplitInput require_split(const fs::path& data_path, const std::string& split, bo
   return *input;
 }
 
+// Whether the character that ends just before `end` is whitespace (UTF-8 decoded backwards).
+bool whitespace_before(std::string_view text, size_t end) {
+  size_t start = end - 1;
+  while (start > 0 && end - start < 4 && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80)
+    --start;
+  return unicode::is_whitespace(unicode::decode_utf8(text, start).code_point);
+}
+
 bool is_safe_cut(std::string_view text, size_t cut) {
-  return cut >= 2 && cut < text.size() && text[cut - 1] == '\n' &&
-         is_printable_ascii(text[cut - 2]) && is_printable_ascii(text[cut]);
+  if (cut < 2 || cut >= text.size() || text[cut - 1] != '\n') return false;
+  if (is_printable_ascii(text[cut - 2]) && is_printable_ascii(text[cut])) return true;
+  return !whitespace_before(text, cut - 1) &&
+         !unicode::is_whitespace(unicode::decode_utf8(text, cut).code_point);
 }
 
 size_t safe_cut_before(std::string_view text, size_t limit) {

@@ -5,9 +5,9 @@
 # (SentencePiece BPE with byte fallback):
 #   1. `autotrain tokenize` gives the reference's ids, with and without special tokens, and its
 #      decoded text, for every text of tests/data/hf_reference/texts.json;
-#   2. `autotrain prepare` of the embedded corpus (cut into parallel work units) writes shards
-#      (version 2, uint32, for the large vocabularies) whose ids are the reference's ids of the
-#      whole text, framed as docs/data.md says;
+#   2. `autotrain prepare` of the embedded corpus and of 700 KB of mixed scripts (both cut into
+#      parallel work units) writes shards (version 2, uint32, for the large vocabularies) whose
+#      ids are the reference's ids of the whole text, framed as docs/data.md says;
 #   3. a tiny model trains on the Llama 3 shards under mpirun -np 2, exports, and generates.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -55,16 +55,31 @@ print(f"{sys.argv[2]}: identical to the built-in gpt2 on {len(own)} texts")
 PY
 done
 
-echo "== 2. prepare: shards hold the reference ids of the whole corpus =="
-corpus=$AUTOTRAIN_SOURCE_DIR/data/tinyshakespeare.txt
-python3 -c "import json,sys; print(json.dumps([open(sys.argv[1], encoding='utf-8').read()]))" \
-  "$corpus" > corpus.json
-for family in llama3 qwen3 llama2; do
-  node "$reference/reference.mjs" --modules "$modules" "$(models "$family")" corpus.json \
-    "corpus-$family.json"
-  "$AUTOTRAIN_BIN" prepare --data-path "$corpus" --output "shards-$family" \
-    --tokenizer "$(models "$family")" --valid-fraction 0 --threads 2 > "prepare-$family.log" 2>&1
-  python3 - "corpus-$family.json" "shards-$family" "$family" "$(models "$family")" <<'PY'
+echo "== 2. prepare: shards hold the reference ids of whole documents cut into work units =="
+# The embedded corpus, and 700 KB of the test texts (every script, whitespace runs, special
+# token spellings) joined by newlines: both are cut into several 256 KiB units.
+python3 - "$AUTOTRAIN_SOURCE_DIR/data/tinyshakespeare.txt" "$reference/texts.json" <<'PY'
+import json, sys
+shakespeare = open(sys.argv[1], encoding="utf-8").read()
+texts = [t for t in json.load(open(sys.argv[2])) if t.strip()]
+mixed, i = [], 0
+while sum(len(t.encode()) for t in mixed) < 700_000:
+    mixed.append(texts[i % len(texts)])
+    i += 1
+mixed = "\n".join(mixed)
+open("mixed.txt", "w", encoding="utf-8").write(mixed)
+open("shakespeare.txt", "w", encoding="utf-8").write(shakespeare)
+for name, text in (("shakespeare", shakespeare), ("mixed", mixed)):
+    json.dump([text], open(f"{name}.json", "w"))
+PY
+for corpus in shakespeare mixed; do
+  for family in llama3 qwen3 llama2; do
+    node "$reference/reference.mjs" --modules "$modules" "$(models "$family")" "$corpus.json" \
+      "$corpus-$family.json"
+    "$AUTOTRAIN_BIN" prepare --data-path "$corpus.txt" --output "shards-$corpus-$family" \
+      --tokenizer "$(models "$family")" --valid-fraction 0 --threads 2 \
+      > "prepare-$corpus-$family.log" 2>&1 || { cat "prepare-$corpus-$family.log"; exit 1; }
+    python3 - "$corpus-$family.json" "shards-$corpus-$family" "$family" "$(models "$family")" <<'PY'
 import array, json, pathlib, struct, sys
 ref_file, shards, family, folder = sys.argv[1:]
 reference = json.load(open(ref_file))[0]
@@ -82,14 +97,15 @@ ids = array.array("I" if version == 2 else "H")
 ids.frombytes(data[1024:])
 assert count == len(ids), (count, len(ids))
 if list(ids) != expected:
-    first = next(i for i, (a, b) in enumerate(zip(ids, expected)) if a != b) if len(ids) == len(expected) else min(len(ids), len(expected))
-    sys.exit(f"{family}: shard differs from the reference at token {first} of {len(expected)}: "
+    first = next((i for i, (a, b) in enumerate(zip(ids, expected)) if a != b),
+                 min(len(ids), len(expected)))
+    sys.exit(f"{shards}: differs from the reference at token {first} of {len(expected)}: "
              f"{list(ids[first:first + 8])} vs {expected[first:first + 8]}")
 manifest = json.load(open(pathlib.Path(shards, "manifest.json")))
 assert manifest["shard_version"] == version, manifest["shard_version"]
-print(f"{family}: {count} tokens in a version {version} shard, identical to the reference")
+print(f"{shards}: {count} tokens in a version {version} shard, identical to the reference")
 PY
-  grep -h "tokens/s" "prepare-$family.log"
+  done
 done
 
 echo "== 3. train on Llama 3 ids, export, generate =="

@@ -48,9 +48,9 @@ using TextSink = std::function<void(std::string&& text, bool starts_document)>;
 void read_documents(const InputFile& file, const std::string& text_column, const TextSink& sink);
 
 // A position where text may be cut without changing its tokenization (for the tokenizers whose
-// cuts_at_newlines() says so): just after a
-// newline that sits between two printable ASCII characters ("X\nY" -> "X\n" | "Y"), the last
-// such position in text[0, limit]; 0 when there is none.
+// cuts_at_newlines() says so): just after a newline that sits between two characters that are
+// not whitespace, in any script ("X\nY" -> "X\n" | "Y"); the last such position in
+// text[0, limit], 0 when there is none. is_safe_cut() tells whether `cut` is one.
 size_t safe_cut_before(std::string_view text, size_t limit);
 bool is_safe_cut(std::string_view text, size_t cut);
 

@@ -22,7 +22,7 @@ namespace autotrain::data {
 using TokenId = int32_t;
 
 // Where a text sits in its document: prepare cuts long documents at safe points (after a
-// newline between two printable ASCII characters) and tokenizes the pieces in parallel; a
+// newline between two characters that are not whitespace) and tokenizes the pieces in parallel; a
 // piece after a cut is a continuation, where rules for the start of a text (a normalizer's
 // Prepend, Metaspace's prefix) do not apply.
 enum class TextPosition { start, continuation };
@@ -58,7 +58,7 @@ class Tokenizer {
   // post-processor's template around the text (Llama 2's <s>), then the end-of-text token
   // after it when add_eos_token (AutoTrain's rule).
   virtual DocumentFrame document_frame(bool add_eos_token) const = 0;
-  // Whether cutting a document after a newline between two printable ASCII characters keeps
+  // Whether cutting a document after a newline between two non-whitespace characters keeps
   // the ids of the whole (prepare then tokenizes long documents in parallel pieces).
   virtual bool cuts_at_newlines() const = 0;
   // Files the vocabulary was loaded from (empty for "byte"); prepare hashes them.
