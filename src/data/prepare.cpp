@@ -5,10 +5,8 @@
 // for any number of threads.
 #include "autotrain/data/prepare.hpp"
 
-#include <atomic>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <thread>
 
 #include "autotrain/core/error.hpp"
@@ -21,6 +19,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "manifest.hpp"
 #include "progress.hpp"
+#include "worker_pool.hpp"
 
 namespace autotrain::data {
 namespace {
@@ -99,11 +98,10 @@ class SplitTokenizer {
         output_(output),
         progress_(progress),
         bytes_done_(bytes_done),
-        tokens_done_(tokens_done) {
-    threads_ = options.threads > 0
-                   ? options.threads
-                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
+        tokens_done_(tokens_done),
+        pool_(options.threads > 0
+                  ? options.threads
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
   // Receives text from read_documents(): a document, or (starts_document false) the next
   // piece of the current one.
@@ -122,26 +120,13 @@ class SplitTokenizer {
     take_held();
     if (units_.empty()) return;
     if (ids_.size() < units_.size()) ids_.resize(units_.size());
-    std::atomic<size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failure_mutex;
-    const auto work = [&] {
-      for (size_t i = next++; i < units_.size(); i = next++) {
-        try {
-          tokenize_unit(units_[i], ids_[i]);
-        } catch (const std::exception& error) {
-          const std::lock_guard lock(failure_mutex);
-          if (!failure)
-            failure = std::make_exception_ptr(Error(cat(units_[i].source, ": ", error.what())));
-        }
+    pool_.run(units_.size(), [&](size_t i) {
+      try {
+        tokenize_unit(units_[i], ids_[i]);
+      } catch (const std::exception& error) {
+        throw Error(cat(units_[i].source, ": ", error.what()));
       }
-    };
-    const int workers = std::min<int>(threads_, static_cast<int>(units_.size()));
-    std::vector<std::thread> pool;
-    for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-    work();
-    for (auto& thread : pool) thread.join();
-    if (failure) std::rethrow_exception(failure);
+    });
 
     for (size_t i = 0; i < units_.size(); ++i) {
       output_.append(ids_[i]);
@@ -208,7 +193,7 @@ class SplitTokenizer {
   PrepareProgress& progress_;
   uint64_t& bytes_done_;
   uint64_t& tokens_done_;
-  int threads_ = 1;
+  WorkerPool pool_;
   std::vector<WorkUnit> units_;
   size_t pending_bytes_ = 0;
   uint64_t documents_ = 0;
