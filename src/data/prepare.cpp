@@ -6,6 +6,7 @@
 #include "autotrain/data/prepare.hpp"
 
 #include <cstring>
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -339,7 +340,9 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
   for (const auto& split : result.splits) counts.push_back(cat(split.split, " ", split.tokens));
   log::info("prepared ", tokens_done, " tokens (", join(counts, ", "), ") into ",
             options.output_dir.string(), " in ", result.seconds,
-            " s: ", static_cast<uint64_t>(result.tokens_per_second), " tokens/s");
+            " s: ", static_cast<uint64_t>(result.tokens_per_second), " tokens/s, ",
+            std::round(static_cast<double>(bytes_done) / std::max(result.seconds, 1e-9) / 1e5) / 10,
+            " MB/s of text");
   return result;
 }
 
