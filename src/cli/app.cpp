@@ -32,6 +32,19 @@ std::vector<std::string> command_names() {
   return names;
 }
 
+// What the user probably meant by an unknown command: AutoTrain Advanced's forms
+// (`autotrain --config x.yaml`, `autotrain llm --train ...`) are `autotrain train` here.
+std::string command_hint(const std::vector<std::string>& args) {
+  std::string rest;
+  for (size_t i = args[0] == "llm" ? 1 : 0; i < args.size(); ++i) {
+    if (args[i] != "--train") rest += " " + args[i];
+  }
+  if (args[0] == "llm" || args[0].starts_with("--")) {
+    return cat(": the command comes first; did you mean 'autotrain train", rest, "'?");
+  }
+  return did_you_mean(args[0], command_names());
+}
+
 // Exit codes: 0 success, 1 error, 2 usage error (documented in docs/launching.md).
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
@@ -64,8 +77,7 @@ int run(int argc, char** argv) {
     if (candidate.name == args[0]) command = &candidate;
   }
   if (command == nullptr) {
-    std::cerr << "error: unknown command '" << args[0] << "'"
-              << did_you_mean(args[0], command_names())
+    std::cerr << "error: unknown command '" << args[0] << "'" << command_hint(args)
               << "\nrun 'autotrain --help' for the list of commands\n";
     return kExitUsage;
   }

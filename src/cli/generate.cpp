@@ -57,8 +57,15 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
     options.precision = where.precision;
     std::cerr << where.summary << "\n" << std::flush;
     const auto loaded = train::load_model_folder(model_dir);
-    const std::string text = train::generate_text(loaded, options);
-    std::cout << options.prompt << text << "\n" << std::flush;
+    const train::Generated generated = train::generate(loaded, options);
+    std::cout << options.prompt << generated.text << "\n" << std::flush;
+    // Say why the text is shorter than asked: at temperature 0 an end-of-text right after the
+    // prompt would otherwise print the prompt alone, unexplained.
+    if (generated.stopped_at_end) {
+      std::cerr << "generate: the model ended the text (an end-of-text token) after "
+                << generated.new_tokens << " of at most " << options.max_new_tokens
+                << " new tokens\n";
+    }
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return 0;

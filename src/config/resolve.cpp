@@ -67,6 +67,8 @@ void resolve_params(ResolvedParams& resolved) {
   derive(resolved, params.reduce_bucket_size, "reduce_bucket_size",
          params.zero_stage >= 2 ? 1 : kDefaultBucketElements,
          cat("derived from zero_stage (", params.zero_stage, ")"));
+  // "none" is how `prepare --valid-split none` and AutoTrain's null spell "no validation split".
+  if (params.valid_split == "none") params.valid_split.clear();
   // AutoTrain evaluates only when there is a validation split, whatever eval_strategy says
   // (its own training_params.json holds eval_strategy "epoch" with valid_split null).
   if (params.valid_split.empty() && params.eval_strategy != "no") {

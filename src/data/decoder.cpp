@@ -234,14 +234,8 @@ std::unique_ptr<Decoder> make_decoder(const Json& json, const std::string& where
                                        metaspace_prepends(json, where));
   }
   if (type == "Sequence") {
-    const Json& list = tokenizer_json::member(json, "decoders", where);
-    AT_CHECK(list.is_array(), path(where, "decoders"), ": expected a list");
-    std::vector<std::unique_ptr<Decoder>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (auto step = make_decoder(list[i], path(path(where, "decoders"), i)))
-        steps.push_back(std::move(step));
-    }
-    return std::make_unique<Sequence>(std::move(steps));
+    return std::make_unique<Sequence>(
+        tokenizer_json::component_list<Decoder>(json, "decoders", where, make_decoder));
   }
   tokenizer_json::unsupported(where, "decoder", type,
                               "ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence");

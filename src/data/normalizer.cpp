@@ -117,14 +117,8 @@ std::unique_ptr<Normalizer> make_normalizer(const Json& json, const std::string&
   }
   if (type == "Replace") return std::make_unique<Replace>(json, where);
   if (type == "Sequence") {
-    const Json& list = tokenizer_json::member(json, "normalizers", where);
-    AT_CHECK(list.is_array(), path(where, "normalizers"), ": expected a list");
-    std::vector<std::unique_ptr<Normalizer>> steps;
-    for (size_t i = 0; i < list.size(); ++i) {
-      if (auto step = make_normalizer(list[i], path(path(where, "normalizers"), i)))
-        steps.push_back(std::move(step));
-    }
-    return std::make_unique<Sequence>(std::move(steps));
+    return std::make_unique<Sequence>(
+        tokenizer_json::component_list<Normalizer>(json, "normalizers", where, make_normalizer));
   }
   tokenizer_json::unsupported(where, "normalizer", type, "NFC, Prepend, Replace, Sequence");
 }

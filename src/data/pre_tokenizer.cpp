@@ -292,14 +292,11 @@ Metaspace::Prepend parse_prepend_scheme(const Json& json, const std::string& whe
 }
 
 std::unique_ptr<PreTokenizer> make_sequence(const Json& json, const std::string& where) {
-  const Json& list = tokenizer_json::member(json, "pretokenizers", where);
-  AT_CHECK(list.is_array(), path(where, "pretokenizers"), ": expected a list");
-  std::vector<std::unique_ptr<PreTokenizer>> steps;
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string step_where = path(path(where, "pretokenizers"), i);
-    AT_CHECK(steps.empty() || !steps.back()->is_byte_level(), step_where,
+  auto steps =
+      tokenizer_json::component_list<PreTokenizer>(json, "pretokenizers", where, make_pre_tokenizer);
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    AT_CHECK(!steps[i]->is_byte_level(), path(path(where, "pretokenizers"), i + 1),
              ": a pre-tokenizer after ByteLevel is not supported (ByteLevel must be the last step)");
-    if (auto step = make_pre_tokenizer(list[i], step_where)) steps.push_back(std::move(step));
   }
   return std::make_unique<Sequence>(std::move(steps));
 }

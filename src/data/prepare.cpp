@@ -336,6 +336,7 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
   result.tokens_per_second = static_cast<double>(tokens_done) / std::max(result.seconds, 1e-9);
   write_manifest(options, key, result);
 
+  progress.finish();
   std::vector<std::string> counts;
   for (const auto& split : result.splits) counts.push_back(cat(split.split, " ", split.tokens));
   log::info("prepared ", tokens_done, " tokens (", join(counts, ", "), ") into ",

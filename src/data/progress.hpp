@@ -17,11 +17,15 @@ class PrepareProgress {
  public:
   PrepareProgress(bool enabled, uint64_t total_bytes)
       : enabled_(enabled), terminal_(isatty(STDERR_FILENO) == 1), total_bytes_(total_bytes) {}
-  ~PrepareProgress() {
-    if (enabled_ && terminal_ && drawn_) std::fputc('\n', stderr);
-  }
+  ~PrepareProgress() { finish(); }
   PrepareProgress(const PrepareProgress&) = delete;
   PrepareProgress& operator=(const PrepareProgress&) = delete;
+
+  // Ends the bar's line, so what is printed next starts on its own.
+  void finish() {
+    if (enabled_ && terminal_ && drawn_) std::fputc('\n', stderr);
+    drawn_ = false;
+  }
 
   void update(uint64_t bytes, uint64_t tokens) {
     if (!enabled_) return;

@@ -145,6 +145,10 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
 }
 
 std::string generate_text(const LoadedModel& loaded, const GenerateOptions& options) {
+  return generate(loaded, options).text;
+}
+
+Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   AT_CHECK(options.max_new_tokens >= 0, "--max-new-tokens must be >= 0");
   AT_CHECK(options.temperature >= 0, "--temperature must be >= 0 (0 = greedy)");
   const auto& layout = *loaded.layout;
@@ -176,19 +180,25 @@ std::string generate_text(const LoadedModel& loaded, const GenerateOptions& opti
   // so the cost per token stays bounded.
   std::size_t start = prompt_length - std::min(prompt_length, context);
   bool restart = true;
+  Generated generated;
   for (int i = 0; i < options.max_new_tokens; ++i) {
     const std::span<const std::int32_t> window(tokens.data() + start, tokens.size() - start);
     const int next = sampler.next(model->logits(window, restart));
     restart = false;
-    if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) break;
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) {
+      generated.stopped_at_end = true;
+      break;
+    }
     tokens.push_back(next);
     if (tokens.size() - start > context) {
       start = tokens.size() - std::max<std::size_t>(1, context / 2);
       restart = true;
     }
   }
-  return loaded.tokenizer->decode(
+  generated.new_tokens = static_cast<int>(tokens.size() - prompt_length);
+  generated.text = loaded.tokenizer->decode(
       std::vector<int32_t>(tokens.begin() + static_cast<long>(prompt_length), tokens.end()));
+  return generated;
 }
 
 GenerateDevice choose_generate_device(const std::string& device,

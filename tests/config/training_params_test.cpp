@@ -234,6 +234,14 @@ TEST(ResolveParams, TokenizerJsonGivesItsVocabularySizeAndAnUnknownPathIsNamed) 
                        "'gtp2' does not exist (did you mean 'gpt2'?)"));
 }
 
+TEST(ResolveParams, ValidSplitNoneMeansNoValidation) {
+  ResolvedParams resolved = default_params();
+  apply_flags(resolved, {{"valid_split", "--valid-split", "none"}});
+  resolve_params(resolved);
+  EXPECT_EQ(resolved.params.valid_split, "");
+  EXPECT_EQ(resolved.params.eval_strategy, "no");
+}
+
 TEST(ResolveParams, RejectsNcclOnCpu) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved,

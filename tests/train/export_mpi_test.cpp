@@ -56,6 +56,9 @@ TEST_P(ExportTest, FolderLoadsBackToTheSeedsParametersFromEveryStage) {
   EXPECT_EQ(config["n_layer"], 2);
   EXPECT_EQ(config["n_positions"], 16);
   EXPECT_EQ(config["vocab_size"], 256);
+  // The byte tokenizer's end-of-text token is the NUL byte, as in training.
+  EXPECT_EQ(config["eos_token_id"], 0);
+  EXPECT_EQ(config["bos_token_id"], 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ExportTest, ::testing::Values(0, 3));

@@ -93,6 +93,25 @@ TEST(Generate, GreedyCpuEqualsTheFullForwardOverEachWindow) {
   EXPECT_EQ(generate_text(loaded, greedy(Device::cpu, Precision::fp32)), expected);
 }
 
+TEST(Generate, SaysWhenTheModelEndedTheTextAtTheEndOfTextToken) {
+  LoadedModel loaded = tiny_model();
+  // The final LayerNorm gives all ones whatever the input, so logit v is the sum of wte row v:
+  // row 0 (the byte tokenizer's end-of-text) wins at once.
+  for (const auto& tensor : loaded.layout->tensors()) {
+    auto values = std::span(loaded.params).subspan(tensor.offset, tensor.numel);
+    if (tensor.name == "transformer.ln_f.weight") std::fill(values.begin(), values.end(), 0.0f);
+    if (tensor.name == "transformer.ln_f.bias") std::fill(values.begin(), values.end(), 1.0f);
+    if (tensor.name == "transformer.wte.weight") std::fill(values.begin(), values.begin() + 64, 1.0f);
+  }
+  const Generated generated = generate(loaded, greedy(Device::cpu, Precision::fp32));
+  EXPECT_TRUE(generated.stopped_at_end);
+  EXPECT_EQ(generated.new_tokens, 0);
+  EXPECT_EQ(generated.text, "");
+  const Generated plain = generate(tiny_model(), greedy(Device::cpu, Precision::fp32));
+  EXPECT_FALSE(plain.stopped_at_end);
+  EXPECT_EQ(plain.new_tokens, kNewTokens);
+}
+
 TEST(Generate, RejectsUnknownDeviceAndPrecisionNamingTheOption) {
   const std::string device = error_of([] { choose_generate_device("gpu", "no"); });
   EXPECT_NE(device.find("--device 'gpu'"), std::string::npos) << device;

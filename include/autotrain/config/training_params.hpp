@@ -60,7 +60,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, project_name, "project-name", with_rule(project_name_rule, kProjectNameRule), "Output folder of the run (alphanumeric and hyphens, at most 50 characters).") \
   X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt; empty = the embedded demo corpus. YAML: data.path.") \
   X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
-  X(std::string, valid_split, "", any_value(), "Name of the validation split; empty = none (then eval_strategy resolves to no). YAML: data.valid_split.") \
+  X(std::string, valid_split, "", any_value(), "Name of the validation split; empty or none = no validation (then eval_strategy resolves to no). YAML: data.valid_split.") \
   X(std::string, text_column, "text", any_value(), "Column holding the text. YAML: data.column_mapping.text_column.") \
   X(bool, add_eos_token, true, any_value(), "End-of-text token between documents: before each for gpt2 and byte (llm.c), after each for a tokenizer.json (AutoTrain).") \
   X(std::string, tokenizer, "gpt2", with_rule(tokenizer_rule, kTokenizerRule), "gpt2 = GPT-2 byte-level BPE (50257 tokens); byte = raw bytes (256); or a Hugging Face tokenizer.json, or a model folder holding one.") \

@@ -36,10 +36,18 @@ struct GenerateOptions {
   Precision precision = Precision::fp32;
 };
 
-// The generated continuation only (the prompt excluded); stops at the end-of-text token.
-// On the CPU each new token runs one position through the model (a key/value cache); on the GPU
-// one forward over the current window. When the window reaches n_positions it restarts from the
-// last half of it, on both devices.
+struct Generated {
+  std::string text;            // the continuation only (the prompt excluded)
+  int new_tokens = 0;          // tokens in `text`
+  bool stopped_at_end = false;  // the model produced one of the tokenizer's stop tokens
+};
+
+// Samples a continuation of options.prompt; stops at any of the tokenizer's stop tokens (the
+// end-of-text token, generation_config.json's eos ids) or after max_new_tokens. Each new token
+// runs one position through the model with a key/value cache, on the CPU and on a GPU. When the
+// window reaches n_positions it restarts from the last half of it, on both devices.
+Generated generate(const LoadedModel& loaded, const GenerateOptions& options);
+// generate(...).text
 std::string generate_text(const LoadedModel& loaded, const GenerateOptions& options);
 
 // `--device auto|cpu|cuda` and `--mixed-precision no|bf16|fp16` resolved: auto is the first
