@@ -73,7 +73,9 @@ TrainCommandLine parse_train_command_line(const std::vector<std::string>& args) 
             .run();
   } catch (const po::unknown_option& error) {
     const std::string name = error.get_option_name();
-    throw Error(cat("train: unknown option '", name, "'", did_you_mean(name, option_spellings()),
+    const std::string hint = foreign_name_hint(name);
+    throw Error(cat("train: unknown option '", name, "'",
+                    hint.empty() ? did_you_mean(name, option_spellings()) : hint,
                     "; see autotrain train --help"));
   } catch (const po::error& error) {
     throw Error(cat("train: ", error.what(), "; see autotrain train --help"));

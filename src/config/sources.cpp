@@ -52,20 +52,33 @@ const ForeignKey* find_foreign_key(std::string_view name) {
   return nullptr;
 }
 
+// A value that leaves an AutoTrain feature off: false, null, none or empty (peft: false,
+// quantization: null, chat_template: none).
+bool switches_off(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text.empty() || text == "false" || text == "null" || text == "none" || text == "~";
+}
+
 // Finds the parameter `name`, or explains why there is none. Returns nullptr for a foreign key
-// that is ignored (after adding a note).
+// that is ignored (after adding a note): a harmless one, or one whose `value` (as written)
+// leaves its feature off.
 const ParamSpec* param_or_throw(ResolvedParams& into, std::string_view name, const Where& where,
+                                const std::string& value,
                                 const std::vector<std::string>& extra_candidates = {}) {
   if (const ParamSpec* spec = find_param(name)) return spec;
   if (const ForeignKey* foreign = find_foreign_key(to_snake_case(name))) {
-    if (!foreign->ignored)
-      throw Error(where.message(cat("AutoTrain's '", name, "': ", foreign->why)));
-    into.notes.push_back(where.message(cat("ignored: ", foreign->why)));
-    return nullptr;
+    if (foreign->ignored || switches_off(value)) {
+      into.notes.push_back(where.message(cat("ignored: ", foreign->why)));
+      return nullptr;
+    }
+    throw Error(where.message(cat("AutoTrain's '", name, "': ", foreign->why)));
   }
   std::vector<std::string> candidates = param_names();
   candidates.insert(candidates.end(), extra_candidates.begin(), extra_candidates.end());
-  throw Error(where.message(cat("unknown parameter '", name, "'", did_you_mean(name, candidates))));
+  const std::string hint = foreign_name_hint(name);
+  throw Error(where.message(
+      cat("unknown parameter '", name, "'", hint.empty() ? did_you_mean(name, candidates) : hint)));
 }
 
 void assign(ResolvedParams& into, const ParamSpec& spec, const ParamValue& value,
@@ -240,6 +253,15 @@ class YamlReader {
         set("data_path", entry.second, path);
       } else if (key == "train_split" || key == "valid_split") {
         set(key, entry.second, path);
+      } else if (key == "chat_template") {
+        // AutoTrain's data.chat_template; only "no template" is possible yet.
+        const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : std::string();
+        if (!entry.second.IsNull() && !switches_off(text)) {
+          throw Error(where(path).message(
+              cat("AutoTrain's 'chat_template': ", find_foreign_key("chat_template")->why)));
+        }
+        into_.notes.push_back(
+            where(path).message(cat("ignored: ", find_foreign_key("chat_template")->why)));
       } else if (key == "column_mapping") {
         expect_map(entry.second, path, "text_column");
         for (const auto& column : entry.second) {
@@ -265,7 +287,10 @@ class YamlReader {
     for (const auto& entry : params) {
       const std::string key = entry.first.as<std::string>();
       const std::string path = "params." + key;
-      if (const ParamSpec* spec = param_or_throw(into_, key, where(path))) {
+      const std::string text = entry.second.IsScalar() ? entry.second.Scalar()
+                               : entry.second.IsNull() ? std::string()
+                                                       : std::string("(a collection)");
+      if (const ParamSpec* spec = param_or_throw(into_, key, where(path), text)) {
         set(std::string(spec->name), entry.second, path);
       }
     }
@@ -348,7 +373,10 @@ void apply_json_file(ResolvedParams& into, const fs::path& path) {
   }
   for (const auto& [key, value] : root.items()) {
     const Where at{key, path.string()};
-    if (const ParamSpec* spec = param_or_throw(into, key, at)) {
+    const std::string text = value.is_string() ? value.get<std::string>()
+                             : value.is_null()  ? std::string()
+                                                : value.dump();
+    if (const ParamSpec* spec = param_or_throw(into, key, at, text)) {
       assign(into, *spec, from_json(*spec, value, at), path.string());
     }
   }
@@ -377,7 +405,9 @@ void apply_flags(ResolvedParams& into, const std::vector<FlagValue>& flags) {
     const Where at{flag.spelling, ""};
     const ParamSpec* spec = find_param(flag.name);
     if (spec == nullptr) {
-      throw Error(at.message(cat("unknown parameter", did_you_mean(flag.name, param_names()))));
+      const std::string hint = foreign_name_hint(flag.name);
+      throw Error(at.message(
+          cat("unknown parameter", hint.empty() ? did_you_mean(flag.name, param_names()) : hint)));
     }
     if (auto earlier = seen.find(std::string(spec->name)); earlier != seen.end()) {
       throw Error(at.message(cat("already given as ", earlier->second, "; give it once")));

@@ -136,6 +136,37 @@ std::string tokenizer_rule(std::string_view value) {
              "' does not exist", did_you_mean(value, {"gpt2", "byte"}), ")");
 }
 
+std::string foreign_name_hint(std::string_view name) {
+  // Names users bring from transformers' TrainingArguments and AutoTrain's CLI.
+  static const std::pair<std::string_view, std::string_view> kForeignNames[] = {
+      {"save_steps", "checkpoint_every"},
+      {"learning_rate", "lr"},
+      {"num_train_epochs", "epochs"},
+      {"per_device_train_batch_size", "batch_size"},
+      {"train_batch_size", "batch_size"},
+      {"gradient_accumulation_steps", "gradient_accumulation"},
+      {"max_seq_length", "block_size"},
+      {"evaluation_strategy", "eval_strategy"},
+      {"lr_scheduler_type", "scheduler"},
+      {"optim", "optimizer"},
+      {"warmup_steps", "warmup_ratio"},
+      {"bf16", "mixed_precision"},
+      {"fp16", "mixed_precision"},
+      {"output_dir", "project_name"},
+      {"deepspeed", "distributed_backend"},
+  };
+  std::string snake = to_snake_case(name);
+  while (snake.starts_with("_")) snake.erase(0, 1);  // "--save-steps" -> "save_steps"
+  for (const auto& [foreign, ours] : kForeignNames) {
+    if (snake == foreign) {
+      const bool flag = name.starts_with("--");
+      return cat(" (did you mean '", flag ? "--" + to_kebab_case(ours) : std::string(ours),
+                 "'? that is what transformers and AutoTrain call ", foreign, ")");
+    }
+  }
+  return {};
+}
+
 const std::vector<ParamSpec>& param_specs() {
   static const std::vector<ParamSpec> specs = {
 #define AUTOTRAIN_SPEC_ROW(type, name, default_value, constraint, doc) \

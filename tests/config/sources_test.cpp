@@ -120,6 +120,30 @@ TEST(YamlConfig, RejectsUnsupportedAutoTrainFeatureSayingWhy) {
                        "params.peft: AutoTrain's 'peft': LoRA/PEFT is not supported"));
 }
 
+TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
+  TempDir dir;
+  write_file(dir / "x.yaml",
+             "data:\n  chat_template: null\nparams:\n  peft: false\n  quantization: null\n"
+             "  merge_adapter: false\n  target_modules: null\n  chat_template: none\n");
+  const ResolvedParams resolved = load_yaml(dir / "x.yaml");
+  EXPECT_EQ(resolved.notes.size(), 6u);
+  write_file(dir / "p.json", R"({"peft": false, "quantization": null, "lr": 1e-4})");
+  EXPECT_EQ(load_params({{}, dir / "p.json", {}}).params.lr, 1e-4);
+  write_file(dir / "y.yaml", "data:\n  chat_template: chatml\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "y.yaml"); }),
+                       "data.chat_template: AutoTrain's 'chat_template'"));
+}
+
+TEST(YamlConfig, SuggestsOurNameForTransformersAndAutoTrainNames) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "params:\n  save_steps: 100\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
+                       "unknown parameter 'save_steps' (did you mean 'checkpoint_every'?"));
+  write_file(dir / "p.json", R"({"learning_rate": 1e-4})");
+  EXPECT_TRUE(contains(error_message([&] { load_params({{}, dir / "p.json", {}}); }),
+                       "(did you mean 'lr'?"));
+}
+
 TEST(YamlConfig, RejectsTheSameParameterGivenTwice) {
   TempDir dir;
   write_file(dir / "x.yaml", "project_name: a\nparams:\n  project_name: b\n");

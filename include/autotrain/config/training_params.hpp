@@ -139,6 +139,9 @@ const std::vector<ParamSpec>& param_specs();
 const ParamSpec* find_param(std::string_view name);
 // Every parameter name (snake case), for did-you-mean suggestions.
 const std::vector<std::string>& param_names();
+// " (did you mean 'checkpoint_every'? ...)" when `name` (a key, or a flag with its dashes) is
+// what transformers or AutoTrain call one of our parameters (save_steps); "" otherwise.
+std::string foreign_name_hint(std::string_view name);
 
 std::string_view type_name(ParamType type);  // "integer", "number", "boolean", "string"
 
