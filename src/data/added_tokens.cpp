@@ -51,19 +51,19 @@ bool AddedTokenMatcher::any_lstrip() const {
                      [](const AddedToken& token) { return token.lstrip; });
 }
 
-size_t AddedTokenMatcher::match_at(std::string_view text, size_t pos,
-                                   const AddedToken*& token) const {
+const AddedToken* AddedTokenMatcher::match_at(std::string_view text, size_t pos) const {
   for (const auto& candidate : tokens_) {
-    if (text.compare(pos, candidate.content.size(), candidate.content) != 0) continue;
-    const size_t end = pos + candidate.content.size();
-    if (candidate.single_word &&
-        ((pos > 0 && is_word_character(code_point_before(text, pos))) ||
-         (end < text.size() && is_word_character(unicode::decode_utf8(text, end).code_point))))
-      continue;
-    token = &candidate;
-    return candidate.content.size();
+    if (text.compare(pos, candidate.content.size(), candidate.content) == 0) return &candidate;
   }
-  return 0;
+  return nullptr;
+}
+
+bool AddedTokenMatcher::keeps(const AddedToken& token, std::string_view text, size_t begin,
+                              size_t end) {
+  if (token.as_text) return false;
+  if (!token.single_word) return true;
+  return !(begin > 0 && is_word_character(code_point_before(text, begin))) &&
+         !(end < text.size() && is_word_character(unicode::decode_utf8(text, end).code_point));
 }
 
 void AddedTokenMatcher::split(std::string_view text, std::vector<Section>& sections) const {
@@ -71,11 +71,14 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<Section>& secti
   size_t done = 0;  // end of the last section
   for (size_t pos = 0; pos < text.size(); ++pos) {
     if (!first_byte_[static_cast<uint8_t>(text[pos])]) continue;
-    const AddedToken* token = nullptr;
-    const size_t length = match_at(text, pos, token);
-    if (length == 0) continue;
+    const AddedToken* token = match_at(text, pos);
+    if (token == nullptr) continue;
     size_t begin = pos;
-    size_t end = pos + length;
+    size_t end = pos + token->content.size();
+    if (!keeps(*token, text, begin, end)) {
+      pos = end - 1;  // dropped: its text stays text, and matching resumes after it
+      continue;
+    }
     if (token->lstrip) begin = whitespace_start(text, begin, done);
     if (token->rstrip) end = whitespace_end(text, end);
     if (begin > done) sections.push_back({-1, done, begin});

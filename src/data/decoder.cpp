@@ -160,24 +160,26 @@ class Strip final : public Decoder {
   int stop_;
 };
 
-// The replacement character back to spaces; the space the encoder prepended to the first
-// token is dropped.
+// The replacement character back to spaces, except in the first token when the encoder
+// prepends one: there every replacement character is dropped, as Hugging Face's decoder does.
 class Metaspace final : public Decoder {
  public:
-  Metaspace(std::string replacement, bool prepends)
-      : replacement_(std::move(replacement)), prepends_(prepends) {}
+  Metaspace(std::string replacement, bool prepends, const std::string& where)
+      : replacement_(std::move(replacement)), prepends_(prepends) {
+    AT_CHECK(!replacement_.empty(), path(where, "replacement"), ": must be one character");
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string& token = tokens[i];
+      const std::string_view space = i == 0 && prepends_ ? "" : " ";
       std::string out;
       size_t done = 0;
       for (size_t at = token.find(replacement_); at != std::string::npos;
            at = token.find(replacement_, done)) {
-        out.append(token, done, at - done).push_back(' ');
+        out.append(token, done, at - done).append(space);
         done = at + replacement_.size();
       }
       out.append(token, done);
-      if (i == 0 && prepends_ && out.starts_with(' ')) out.erase(0, 1);
       token = std::move(out);
     }
   }
@@ -206,6 +208,27 @@ bool metaspace_prepends(const Json& json, const std::string& where) {
 
 }  // namespace
 
+// Bytes of the maximal ill-formed subsequence at bytes[pos] (Unicode's "maximal subpart",
+// which Rust's from_utf8_lossy replaces by one U+FFFD): the lead and the continuation bytes
+// that could still have begun a valid character.
+size_t ill_formed_length(std::string_view bytes, size_t pos) {
+  const auto lead = static_cast<uint8_t>(bytes[pos]);
+  const size_t length = lead >= 0xC2 && lead <= 0xDF   ? 2
+                        : lead >= 0xE0 && lead <= 0xEF ? 3
+                        : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                       : 1;
+  // The second byte's range is narrower after some leads (no overlongs, no surrogates).
+  const uint8_t low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+  const uint8_t high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+  size_t taken = 1;
+  while (taken < length && pos + taken < bytes.size()) {
+    const auto next = static_cast<uint8_t>(bytes[pos + taken]);
+    if (taken == 1 ? next < low || next > high : (next & 0xC0) != 0x80) break;
+    ++taken;
+  }
+  return taken;
+}
+
 std::string utf8_lossy(std::string_view bytes) {
   if (is_valid_utf8(bytes)) return std::string(bytes);
   std::string out;
@@ -213,10 +236,11 @@ std::string utf8_lossy(std::string_view bytes) {
     const unicode::Decoded decoded = unicode::decode_utf8(bytes, pos);
     if (decoded.code_point == 0xFFFD && bytes.substr(pos, 3) != kReplacementCharacter) {
       out += kReplacementCharacter;
+      pos += ill_formed_length(bytes, pos);
     } else {
       out += bytes.substr(pos, decoded.length);
+      pos += decoded.length;
     }
-    pos += decoded.length;
   }
   return out;
 }
@@ -231,7 +255,7 @@ std::unique_ptr<Decoder> make_decoder(const Json& json, const std::string& where
   if (type == "Strip") return std::make_unique<Strip>(json, where);
   if (type == "Metaspace") {
     return std::make_unique<Metaspace>(tokenizer_json::string_member(json, "replacement", where),
-                                       metaspace_prepends(json, where));
+                                       metaspace_prepends(json, where), where);
   }
   if (type == "Sequence") {
     return std::make_unique<Sequence>(

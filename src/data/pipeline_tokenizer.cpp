@@ -30,8 +30,13 @@ class PipelineTokenizer final : public Tokenizer {
       if (static_cast<size_t>(token.id) >= spellings_.size())
         spellings_.resize(static_cast<size_t>(token.id) + 1);
       spellings_[static_cast<size_t>(token.id)] = token.content;
-      if (token.special && !parts_.parse_special_tokens) continue;
-      (token.normalized && parts_.normalizer ? normalized : raw).push_back(token);
+      AddedToken matched = token;
+      matched.as_text = token.special && !parts_.parse_special_tokens;
+      // A normalized token is looked for in normalized text, spelled as the normalizer
+      // rewrites it (Hugging Face normalizes its content too).
+      if (token.normalized && parts_.normalizer)
+        parts_.normalizer->normalize(matched.content, false);
+      (token.normalized ? normalized : raw).push_back(std::move(matched));
     }
     for (TokenId id = 0; id < parts_.model->size(); ++id) {
       auto& spelling = spellings_[static_cast<size_t>(id)];
@@ -39,9 +44,13 @@ class PipelineTokenizer final : public Tokenizer {
     }
     raw_matcher_ = AddedTokenMatcher(std::move(raw));
     normalized_matcher_ = AddedTokenMatcher(std::move(normalized));
-    // "\n" as the vocabulary spells it ("Ċ" at byte level), and as its byte-fallback token.
+    // "\n" as the vocabulary spells it ("Ċ" at byte level), and as its byte-fallback token:
+    // a barrier when it has a token of its own that no other token contains.
     const BpeModel& model = *parts_.model;
-    newline_barrier_ = !model.spelled_within(model.options().byte_level ? "\xC4\x8A" : "\n") &&
+    const std::string newline = model.options().byte_level ? "\xC4\x8A" : "\n";
+    const bool own_token = model.find(newline) ||
+                           (model.options().byte_fallback && model.find("<0x0A>"));
+    newline_barrier_ = own_token && !model.spelled_within(newline) &&
                        !(model.options().byte_fallback && model.spelled_within("<0x0A>"));
   }
 

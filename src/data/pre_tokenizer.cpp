@@ -314,6 +314,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Json& json, const std::st
   if (type == "Split") return std::make_unique<Split>(json, where);
   if (type == "Metaspace") {
     std::string replacement = tokenizer_json::string_member(json, "replacement", where);
+    AT_CHECK(!replacement.empty(), path(where, "replacement"), ": must be one character");
     return std::make_unique<Metaspace>(std::move(replacement), parse_prepend_scheme(json, where),
                                        tokenizer_json::bool_member(json, "split", true, where));
   }

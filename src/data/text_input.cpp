@@ -102,8 +102,10 @@ bool whitespace_before(std::string_view text, size_t end) {
 bool is_safe_cut(std::string_view text, size_t cut) {
   if (cut < 2 || cut >= text.size() || text[cut - 1] != '\n') return false;
   if (is_printable_ascii(text[cut - 2]) && is_printable_ascii(text[cut])) return true;
-  return !whitespace_before(text, cut - 1) &&
-         !unicode::is_whitespace(unicode::decode_utf8(text, cut).code_point);
+  // A character cut off by the end of the buffer (it decodes as invalid) is no evidence.
+  const unicode::Decoded next = unicode::decode_utf8(text, cut);
+  if (next.code_point == 0xFFFD && next.length == 1) return false;
+  return !whitespace_before(text, cut - 1) && !unicode::is_whitespace(next.code_point);
 }
 
 size_t safe_cut_before(std::string_view text, size_t limit) {

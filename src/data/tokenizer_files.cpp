@@ -56,9 +56,10 @@ std::unique_ptr<BpeModel> make_model(const Json& model, bool byte_level, const s
   TokenMap vocab;
   vocab.reserve(vocab_json.size());
   for (const auto& [spelling, id] : vocab_json.items()) {
-    AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < INT32_MAX,
-             path(where, "vocab"), ": id of '", spelling, "' must be a non-negative integer, got ",
-             id.dump());
+    AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                 id.get<int64_t>() < tokenizer_json::kMaxTokenIds,
+             path(where, "vocab"), ": id of '", spelling, "' must be an integer in [0, ",
+             tokenizer_json::kMaxTokenIds, "), got ", id.dump());
     vocab.emplace(spelling, id.get<TokenId>());
   }
   const Json& merges_json = tokenizer_json::member(model, "merges", where);
@@ -86,6 +87,8 @@ std::vector<AddedToken> make_added_tokens(const Json& json, const std::string& w
     AddedToken token;
     token.id = tokenizer_json::int_member(entry, "id", -1, at);
     AT_CHECK(token.id >= 0, at, ": missing 'id'");
+    AT_CHECK(token.id < tokenizer_json::kMaxTokenIds, path(at, "id"), ": ", token.id,
+             " is not below ", tokenizer_json::kMaxTokenIds);
     token.content = tokenizer_json::string_member(entry, "content", at);
     token.special = tokenizer_json::bool_member(entry, "special", false, at);
     token.single_word = tokenizer_json::bool_member(entry, "single_word", false, at);
@@ -136,8 +139,10 @@ DocumentFrame make_template_frame(const Json& json, const std::string& where) {
                                              "ids", special_at);
     AT_CHECK(ids.is_array(), path(special_at, "ids"), ": expected a list of ids");
     for (const auto& id : ids) {
-      AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0, path(special_at, "ids"),
-               ": expected non-negative integers, got ", id.dump());
+      AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                   id.get<int64_t>() < tokenizer_json::kMaxTokenIds,
+               path(special_at, "ids"), ": expected ids in [0, ", tokenizer_json::kMaxTokenIds,
+               "), got ", id.dump());
       (seen_sequence ? frame.suffix : frame.prefix).push_back(id.get<TokenId>());
     }
   }
@@ -193,8 +198,10 @@ void apply_configs(TokenizerParts& parts, const fs::path& folder) {
     if (it != generation.end() && !it->is_null()) {
       const Json list = it->is_array() ? *it : Json::array({*it});
       for (const auto& id : list) {
-        AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0, generation_file.string(),
-                 ": eos_token_id: expected an id or a list of ids, got ", it->dump());
+        AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                     id.get<int64_t>() < tokenizer_json::kMaxTokenIds,
+                 generation_file.string(), ": eos_token_id: expected an id or a list of ids, got ",
+                 it->dump());
         parts.stop_tokens.push_back(id.get<TokenId>());
       }
       if (parts.eot < 0 && !parts.stop_tokens.empty()) parts.eot = parts.stop_tokens.front();

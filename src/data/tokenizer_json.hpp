@@ -14,6 +14,10 @@ namespace autotrain::data::tokenizer_json {
 
 using Json = nlohmann::json;
 
+// Token ids autotrain accepts: [0, 2^24), 16.7 million, over 60x the largest vocabularies in
+// use, so a corrupt id is an error rather than a multi-gigabyte table.
+constexpr int64_t kMaxTokenIds = int64_t{1} << 24;
+
 // "where.key" / "where[index]": the JSON path of a member, for errors.
 inline std::string path(const std::string& where, const std::string& key) {
   return cat(where, ".", key);

@@ -87,7 +87,10 @@ Decoded decode_utf8(std::string_view text, size_t pos) {
     if ((next & 0xC0) != 0x80) return kInvalid;
     code_point = (code_point << 6) | (next & 0x3Fu);
   }
-  if (code_point < minimum || code_point > 0x10FFFF) return kInvalid;
+  // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not UTF-8.
+  if (code_point < minimum || code_point > 0x10FFFF ||
+      (code_point >= 0xD800 && code_point <= 0xDFFF))
+    return kInvalid;
   return {code_point, length};
 }
 

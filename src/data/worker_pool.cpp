@@ -3,16 +3,26 @@
 namespace autotrain::data {
 
 WorkerPool::WorkerPool(int threads) {
-  for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { worker_loop(); });
+  } catch (...) {
+    stop();  // the threads already started must be joined before they are destroyed
+    throw;
+  }
 }
 
 WorkerPool::~WorkerPool() {
+  stop();
+}
+
+void WorkerPool::stop() {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   start_.notify_all();
   for (auto& worker : workers_) worker.join();
+  workers_.clear();
 }
 
 void WorkerPool::run(size_t count, const std::function<void(size_t)>& task) {

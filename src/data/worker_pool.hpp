@@ -24,6 +24,7 @@ class WorkerPool {
   void run(size_t count, const std::function<void(size_t)>& task);
 
  private:
+  void stop();
   void work_on_batch();
   void worker_loop();
 

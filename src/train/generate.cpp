@@ -157,7 +157,16 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   // The prompt starts as a document does: after the tokenizer's own prefix (Llama 2's <s>).
   std::vector<std::int32_t> tokens = loaded.tokenizer->document_frame(false).prefix;
   loaded.tokenizer->encode_append(options.prompt, tokens, data::TextPosition::start);
-  if (tokens.empty()) tokens.push_back(loaded.tokenizer->eot_token());
+  if (tokens.empty()) {
+    AT_CHECK(loaded.tokenizer->eot_token() >= 0,
+             "generate: give a --prompt (the tokenizer has no end-of-text token to start from)");
+    tokens.push_back(loaded.tokenizer->eot_token());
+  }
+  for (const auto id : tokens) {
+    AT_CHECK(id < layout.config().vocab_size, "generate: the prompt has token id ", id,
+             ", outside the model's vocabulary of ", layout.config().vocab_size,
+             " (the folder's tokenizer is not the model's)");
+  }
   const std::size_t prompt_length = tokens.size();
   std::unique_ptr<NextTokenLogits> model;
   if (options.device == Device::cuda) {
@@ -196,8 +205,15 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
     }
   }
   generated.new_tokens = static_cast<int>(tokens.size() - prompt_length);
-  generated.text = loaded.tokenizer->decode(
-      std::vector<int32_t>(tokens.begin() + static_cast<long>(prompt_length), tokens.end()));
+  // Decoded with the prompt, then the prompt's text removed: decoders that drop the space
+  // before the first token (Metaspace, Strip) must see where the text really starts.
+  const std::string prompt = loaded.tokenizer->decode(
+      std::span<const std::int32_t>(tokens.data(), prompt_length));
+  std::string whole = loaded.tokenizer->decode(tokens);
+  generated.text = whole.starts_with(prompt)
+                       ? whole.substr(prompt.size())
+                       : loaded.tokenizer->decode(std::span<const std::int32_t>(
+                             tokens.data() + prompt_length, tokens.size() - prompt_length));
   return generated;
 }
 

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../src/data/decoder.hpp"  // utf8_lossy, internal to the data layer
 #include "autotrain/core/error.hpp"
+#include "autotrain/data/text_input.hpp"
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
@@ -122,6 +124,55 @@ TEST_F(TokenizerJson, SingleWordTokensMatchOnlyBetweenNonWordCharacters) {
   EXPECT_EQ(loaded->encode("axyz"), (Ids{id("a"), id("x"), id("y"), id("z")}));
 }
 
+TEST_F(TokenizerJson, ARejectedSingleWordMatchIsDroppedAndMatchingResumesAfterIt) {
+  // Leftmost-longest finds "ab" in "xab"; touching "x" it is no single word, and the shorter
+  // "b" inside it is not looked for (Hugging Face's non-overlapping matches).
+  json tokenizer = char_tokenizer();
+  tokenizer["added_tokens"].push_back(
+      {{"id", id("abc")}, {"content", "ab"}, {"single_word", true}, {"special", false}});
+  tokenizer["added_tokens"].push_back({{"id", id("z")}, {"content", "b"}, {"special", false}});
+  EXPECT_EQ(load(tokenizer)->encode("xab"), (Ids{id("x"), id("ab")}));
+}
+
+TEST_F(TokenizerJson, NormalizedAddedTokensAreMatchedAsTheNormalizerSpellsThem) {
+  json tokenizer = char_tokenizer();
+  tokenizer["normalizer"] = {
+      {"type", "Sequence"},
+      {"normalizers",
+       {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
+  tokenizer["added_tokens"].push_back(
+      {{"id", id("abc")}, {"content", "ab"}, {"normalized", true}, {"special", false}});
+  // "x ab" -> "▁x▁ab": the token's content is normalized too ("▁ab"), so it takes the space.
+  EXPECT_EQ(load(tokenizer)->encode("x ab"), (Ids{id("\u2581"), id("x"), id("abc")}));
+}
+
+TEST_F(TokenizerJson, MetaspaceDecoderDropsTheReplacementsOfTheFirstToken) {
+  json tokenizer = char_tokenizer();
+  tokenizer["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"},
+                          {"prepend_scheme", "always"}};
+  EXPECT_EQ(load(tokenizer)->decode(Ids{id("\u2581a"), id("\u2581a")}), "a a");
+  tokenizer["decoder"]["replacement"] = "";
+  EXPECT_NE(load_error(tokenizer).find("decoder.replacement: must be one character"),
+            std::string::npos);
+}
+
+TEST(Utf8Lossy, ReplacesEachMaximalIllFormedSubsequenceOnce) {
+  EXPECT_EQ(utf8_lossy("ok"), "ok");
+  EXPECT_EQ(utf8_lossy("a\xF0\x9F\x98"), "a\uFFFD");         // a truncated 4-byte emoji
+  EXPECT_EQ(utf8_lossy("\xFF\xFE"), "\uFFFD\uFFFD");         // two bytes that start nothing
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\uFFFD\uFFFD\uFFFD");  // a surrogate: ED, then A0 80
+}
+
+TEST(SafeCut, IsAfterANewlineBetweenTwoNonWhitespaceCharactersOfAnyScript) {
+  EXPECT_TRUE(is_safe_cut("x\ny", 2));
+  EXPECT_TRUE(is_safe_cut("\u044f\n\u0431", 3));       // Cyrillic on both sides
+  EXPECT_FALSE(is_safe_cut("x\n\u3000y", 2));           // an ideographic space follows
+  EXPECT_FALSE(is_safe_cut("x \ny", 3));                 // a space precedes
+  EXPECT_FALSE(is_safe_cut("x\n\ny", 3));
+  EXPECT_FALSE(is_safe_cut(std::string_view("x\n\xE3\x80", 4), 2));  // cut off by the buffer
+}
+
 TEST_F(TokenizerJson, SplitBehaviorsCutAsHuggingFaceDocumentsThem) {
   // HF's example, "the-final--countdown" split on "-"; the vocabulary spells every piece, so
   // with ignore_merges each piece is one id and the ids show the pieces.
@@ -214,6 +265,9 @@ TEST_F(TokenizerJson, TruncatedFileIsNotValidJsonNamingTheFile) {
 TEST_F(TokenizerJson, RefusesInvalidUtf8NamingTheByteOffset) {
   const auto loaded = load(char_tokenizer());
   EXPECT_NE(error_of([&] { loaded->encode("ab\xC3(x"); }).find("not valid UTF-8 at byte offset 2"),
+            std::string::npos);
+  // An encoded UTF-16 surrogate (CESU-8) is not UTF-8 either.
+  EXPECT_NE(error_of([&] { loaded->encode("a\xED\xA0\x80"); }).find("at byte offset 1"),
             std::string::npos);
 }
 
