@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake --preset release
-cmake --build --preset release -j "$(nproc)"
+# Only the binary: the tests are scripts/test.sh's to build.
+cmake --build --preset release -j "$(nproc)" --target autotrain
 
 mpirun_flags=(--oversubscribe)
 if [ "$(id -u)" -eq 0 ]; then mpirun_flags+=(--allow-run-as-root); fi
