@@ -139,6 +139,13 @@ void write_manifest(const PrepareOptions& options, const json& key, const Prepar
   fs::rename(temporary, path);
 }
 
+json read_manifest_key(const fs::path& dir) {
+  const json manifest = read_json(dir / kManifestName);
+  AT_CHECK(manifest.is_object() && manifest.contains("key"), (dir / kManifestName).string(),
+           ": has no key; prepare the data again");
+  return manifest.at("key");
+}
+
 PrepareResult read_manifest(const fs::path& dir) {
   const fs::path path = dir / kManifestName;
   AT_CHECK(fs::exists(path), "no ", kManifestName, " in ", dir.string(),

@@ -25,6 +25,9 @@ void write_manifest(const PrepareOptions& options, const nlohmann::json& key,
 std::optional<PrepareResult> reusable_manifest(const PrepareOptions& options,
                                                const nlohmann::json& key);
 
+// The key recorded in <dir>/manifest.json (Error when it cannot be read).
+nlohmann::json read_manifest_key(const std::filesystem::path& dir);
+
 // FNV-1a 64 of the files' bytes, in order, as 16 hex digits.
 std::string hash_files(const std::vector<std::filesystem::path>& files);
 

@@ -353,7 +353,29 @@ PrepareResult prepare(const PrepareOptions& options) {
   return prepare_resolved(options, inputs, tokenizer, manifest_key(options, inputs, *tokenizer));
 }
 
+bool is_prepared_folder(const fs::path& data_path) {
+  std::error_code error;
+  return fs::is_directory(data_path, error) && fs::exists(data_path / kManifestName, error);
+}
+
+// `prepare`'s output given as data_path: used as it is, if it was made with this tokenizer.
+static PrepareResult use_prepared_folder(const PrepareOptions& options) {
+  PrepareResult result = read_manifest(options.data_path);
+  const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
+  const nlohmann::json recorded = read_manifest_key(options.data_path).value("tokenizer", nlohmann::json());
+  const bool same = recorded.value("name", "") == tokenizer->name() &&
+                    recorded.value("vocabulary_hash", "") == hash_files(tokenizer->vocabulary_files()) &&
+                    recorded.value("parse_special_tokens", true) == options.parse_special_tokens;
+  AT_CHECK(same, options.data_path.string(), " was prepared with the tokenizer ",
+           recorded.value("name", "(unknown)"), ", but this run's is ", tokenizer->name(),
+           " (or its files or parse_special_tokens differ): give this run's tokenizer, or "
+           "prepare the data again");
+  result.reused = true;
+  return result;
+}
+
 PrepareResult prepare_if_needed(const PrepareOptions& options) {
+  if (is_prepared_folder(options.data_path)) return use_prepared_folder(options);
   const ResolvedInputs inputs = resolve_inputs(options);
   const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
   const nlohmann::json key = manifest_key(options, inputs, *tokenizer);
@@ -376,7 +398,8 @@ PrepareResult prepare_if_needed_collective(const PrepareOptions& options, MPI_Co
     }
   }
   agree_or_throw(failure.empty(), failure, comm);
-  return read_manifest(options.output_dir);
+  return read_manifest(is_prepared_folder(options.data_path) ? options.data_path
+                                                            : options.output_dir);
 }
 
 }  // namespace autotrain::data

@@ -54,7 +54,9 @@ Datasets prepare_data(const RunSetup& setup) {
   options.threads = setup.threads;
   options.show_progress = setup.topology.rank == 0;
   const auto prepared = data::prepare_if_needed_collective(options, MPI_COMM_WORLD);
-  if (prepared.reused) {
+  if (data::is_prepared_folder(options.data_path)) {
+    log::info("data: the prepared shards in ", options.data_path.string());
+  } else if (prepared.reused) {
     log::info("data: reusing the prepared shards in ", options.output_dir.string());
   }
   AT_CHECK(prepared.vocab_size <= params.vocab_size, "vocab_size: ", params.vocab_size,

@@ -101,6 +101,22 @@ TEST(Prepare, InvalidUtf8NamesTheFileDocumentAndOffset) {
       << message;
 }
 
+TEST(Prepare, APreparedFolderGivenAsDataPathIsUsedAsItIs) {
+  TempDir dir;
+  write_file(dir / "in/train.jsonl", "{\"text\": \"ab\"}\n");
+  prepare(options_for(dir / "in", dir / "prepared", "byte"));
+  const auto result = prepare_if_needed(options_for(dir / "prepared", dir / "project", "byte"));
+  EXPECT_TRUE(result.reused);
+  ASSERT_NE(result.find("train"), nullptr);
+  EXPECT_EQ(result.find("train")->shards.front(), dir / "prepared/train_000000.bin");
+  EXPECT_FALSE(fs::exists(dir / "project"));
+  const std::string message = testing::error_of(
+      [&] { prepare_if_needed(options_for(dir / "prepared", dir / "project", "gpt2")); });
+  EXPECT_NE(message.find("was prepared with the tokenizer byte, but this run's is gpt2"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Prepare, WritesEotBeforeEachDocumentOfAJsonlSplit) {
   TempDir dir;
   write_file(dir / "in/train.jsonl", "{\"text\": \"ab\"}\n{\"text\": \"c\"}\n");

@@ -58,6 +58,10 @@ struct PrepareResult {
 
 TokenizerOptions tokenizer_options(const PrepareOptions& options);
 
+// Whether `data_path` is a folder prepare() wrote (it holds manifest.json): prepare_if_needed
+// then uses its shards as they are, after checking they were made with the same tokenizer.
+bool is_prepared_folder(const std::filesystem::path& data_path);
+
 // Tokenizes the input and writes the shards and manifest, replacing earlier shards of the
 // same splits in output_dir.
 PrepareResult prepare(const PrepareOptions& options);
