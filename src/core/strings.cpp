@@ -87,6 +87,18 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(first, last - first + 1));
 }
 
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t done = 0;
+  for (size_t at = text.find(from); !from.empty() && at != std::string_view::npos;
+       at = text.find(from, done)) {
+    out.append(text, done, at - done).append(to);
+    done = at + from.size();
+  }
+  out.append(text, done);
+  return out;
+}
+
 std::string human_bytes(double bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

@@ -1,5 +1,6 @@
 #include "decoder.hpp"
 
+#include "autotrain/core/strings.hpp"
 #include "autotrain/data/unicode.hpp"
 #include "byte_level.hpp"
 
@@ -57,17 +58,7 @@ class Replace final : public Decoder {
     AT_CHECK(!pattern_.empty(), path(where, "pattern.String"), ": must not be empty");
   }
   void decode_chain(std::vector<std::string>& tokens) const override {
-    for (auto& token : tokens) {
-      std::string out;
-      size_t done = 0;
-      for (size_t at = token.find(pattern_); at != std::string::npos;
-           at = token.find(pattern_, done)) {
-        out.append(token, done, at - done).append(content_);
-        done = at + pattern_.size();
-      }
-      out.append(token, done);
-      token = std::move(out);
-    }
+    for (auto& token : tokens) token = replace_all(token, pattern_, content_);
   }
 
  private:
@@ -170,17 +161,7 @@ class Metaspace final : public Decoder {
   }
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
-      std::string& token = tokens[i];
-      const std::string_view space = i == 0 && prepends_ ? "" : " ";
-      std::string out;
-      size_t done = 0;
-      for (size_t at = token.find(replacement_); at != std::string::npos;
-           at = token.find(replacement_, done)) {
-        out.append(token, done, at - done).append(space);
-        done = at + replacement_.size();
-      }
-      out.append(token, done);
-      token = std::move(out);
+      tokens[i] = replace_all(tokens[i], replacement_, i == 0 && prepends_ ? "" : " ");
     }
   }
 

@@ -48,6 +48,14 @@ json char_tokenizer() {
             {"unk_token", "<unk>"}}}};
 }
 
+// Llama 2's and Mistral's normalizer: "▁" before the text, spaces as "▁".
+json sentencepiece_normalizer() {
+  return {{"type", "Sequence"},
+          {"normalizers",
+           {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+            {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
+}
+
 class TokenizerJson : public ::testing::Test {
  protected:
   std::unique_ptr<Tokenizer> load(const json& tokenizer, const json& config = nullptr,
@@ -84,11 +92,7 @@ TEST_F(TokenizerJson, UnknownCharactersBecomeOneFusedUnkWithoutByteFallback) {
 
 TEST_F(TokenizerJson, SentencePieceNormalizerPrependsOnlyAtTheStartOfAText) {
   json tokenizer = char_tokenizer();
-  tokenizer["normalizer"] = {
-      {"type", "Sequence"},
-      {"normalizers",
-       {{{"type", "Prepend"}, {"prepend", "\u2581"}},
-        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
+  tokenizer["normalizer"] = sentencepiece_normalizer();
   const auto loaded = load(tokenizer);
   EXPECT_EQ(loaded->encode("a b"), (Ids{id("\u2581a"), id("\u2581"), id("b")}));
   Ids continued;
@@ -136,11 +140,7 @@ TEST_F(TokenizerJson, ARejectedSingleWordMatchIsDroppedAndMatchingResumesAfterIt
 
 TEST_F(TokenizerJson, NormalizedAddedTokensAreMatchedAsTheNormalizerSpellsThem) {
   json tokenizer = char_tokenizer();
-  tokenizer["normalizer"] = {
-      {"type", "Sequence"},
-      {"normalizers",
-       {{{"type", "Prepend"}, {"prepend", "\u2581"}},
-        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
+  tokenizer["normalizer"] = sentencepiece_normalizer();
   tokenizer["added_tokens"].push_back(
       {{"id", id("abc")}, {"content", "ab"}, {"normalized", true}, {"special", false}});
   // "x ab" -> "▁x▁ab": the token's content is normalized too ("▁ab"), so it takes the space.

@@ -22,6 +22,8 @@ std::string to_kebab_case(std::string_view name);  // batch_size -> batch-size
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 std::vector<std::string> split(std::string_view text, char separator);
 std::string trim(std::string_view text);
+// Every non-overlapping occurrence of `from` (not empty), left to right, replaced by `to`.
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
 
 // "1.5 GiB", "512 B": sizes as people read them.
 std::string human_bytes(double bytes);
