@@ -83,14 +83,17 @@ preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 1 --sig
 deadline=$((SECONDS + 420))
 signalled=0
 while [ "$SECONDS" -lt "$deadline" ]; do
-  # Done when squeue lists nothing or no longer knows the job; any other error (a busy
-  # slurmctld timing out on a loaded machine) is not an answer: ask again.
+  # Done when squeue lists nothing or no longer knows the job, and the last run has said how
+  # training ended (between a requeue and the next start squeue can briefly list nothing);
+  # any other error (a busy slurmctld timing out on a loaded machine) is not an answer.
+  finished=0
+  grep -qs "training exited with status" preempt.out && finished=1
   if ! state=$(squeue -h -j "$preempt_job" -o '%T %r' 2>&1); then
-    grep -q "Invalid job id" <<< "$state" && break
+    grep -q "Invalid job id" <<< "$state" && [ "$finished" -eq 1 ] && break
     sleep 0.5
     continue
   fi
-  [ -z "$state" ] && break
+  [ -z "$state" ] && [ "$finished" -eq 1 ] && break
   if [ "$signalled" -eq 0 ] && grep -qs '"step":[1-9]' preempt/metrics.jsonl; then
     scancel --batch --signal=USR1 "$preempt_job" && signalled=1
   fi
