@@ -51,7 +51,8 @@ void write_all(const data::Tokenizer& tokenizer, const std::string& input,
   out << "[\n";
   for (size_t i = 0; i < texts.size(); ++i) {
     AT_CHECK(texts[i].is_string(), "tokenize: ", input, "[", i, "]: expected a string");
-    out << describe(tokenizer, texts[i].get<std::string>()).dump() << (i + 1 < texts.size() ? ",\n" : "\n");
+    out << describe(tokenizer, texts[i].get<std::string>()).dump()
+        << (i + 1 < texts.size() ? ",\n" : "\n");
   }
   out << "]\n";
   AT_CHECK(out.flush(), "tokenize: writing ", output, " failed");
@@ -72,8 +73,8 @@ int run_tokenize(const std::vector<std::string>& args) {
   description.add_options()("help,h", po::bool_switch(&help), "show this help")(
       "tokenizer", po::value(&tokenizer_spec),
       "gpt2 (default), byte, a tokenizer.json or a model folder")(
-      "text", po::value(&text), "the text to tokenize")(
-      "input", po::value(&input), "a JSON list of texts (with --output)")(
+      "text", po::value(&text), "the text to tokenize")("input", po::value(&input),
+                                                        "a JSON list of texts (with --output)")(
       "output", po::value(&output), "where --input's results go, as JSON")(
       "add-special-tokens", po::bool_switch(&add_special_tokens),
       "the tokenizer's template around the text (Llama 2's <s>), as Hugging Face's default")(
@@ -81,9 +82,10 @@ int run_tokenize(const std::vector<std::string>& args) {
       "special tokens written in the text become their ids (default true)");
   parse_command_options("tokenize", description, args);
   if (help) {
-    std::cout << "usage: autotrain tokenize [--tokenizer T] --text TEXT [--add-special-tokens]\n"
-                 "       autotrain tokenize [--tokenizer T] --input TEXTS.json --output OUT.json\n\n"
-              << description;
+    std::cout
+        << "usage: autotrain tokenize [--tokenizer T] --text TEXT [--add-special-tokens]\n"
+           "       autotrain tokenize [--tokenizer T] --input TEXTS.json --output OUT.json\n\n"
+        << description;
     return 0;
   }
   const auto tokenizer = data::make_tokenizer(tokenizer_spec, {{}, parse_special_tokens});

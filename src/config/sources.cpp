@@ -374,8 +374,8 @@ void apply_json_file(ResolvedParams& into, const fs::path& path) {
   for (const auto& [key, value] : root.items()) {
     const Where at{key, path.string()};
     const std::string text = value.is_string() ? value.get<std::string>()
-                             : value.is_null()  ? std::string()
-                                                : value.dump();
+                             : value.is_null() ? std::string()
+                                               : value.dump();
     if (const ParamSpec* spec = param_or_throw(into, key, at, text)) {
       assign(into, *spec, from_json(*spec, value, at), path.string());
     }

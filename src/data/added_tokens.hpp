@@ -49,8 +49,8 @@ class AddedTokenMatcher {
   // Whether a match of `token` at [begin, end) stands (single_word, as_text).
   static bool keeps(const AddedToken& token, std::string_view text, size_t begin, size_t end);
 
-  std::vector<AddedToken> tokens_;          // longest first
-  std::array<bool, 256> first_byte_{};      // whether some token starts with this byte
+  std::vector<AddedToken> tokens_;      // longest first
+  std::array<bool, 256> first_byte_{};  // whether some token starts with this byte
 };
 
 }  // namespace autotrain::data

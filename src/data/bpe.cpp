@@ -30,8 +30,7 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
   byte_ids_.fill(-1);
   for (const auto& [spelling, id] : by_spelling_) {
     AT_CHECK(spellings_[static_cast<size_t>(id)].empty(), where, ".vocab: id ", id,
-             " is given to both '", spellings_[static_cast<size_t>(id)], "' and '", spelling,
-             "'");
+             " is given to both '", spellings_[static_cast<size_t>(id)], "' and '", spelling, "'");
     spellings_[static_cast<size_t>(id)] = spelling;
     if (!options_.byte_level) continue;
     // Entries outside the byte alphabet (special tokens) cannot come out of text.
@@ -39,8 +38,9 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
   }
   if (!options_.byte_level) by_piece_ = by_spelling_;
   for (int byte = 0; byte < 256; ++byte) {
-    const std::string key = options_.byte_level ? std::string(1, static_cast<char>(byte))
-                                                : byte_fallback_spelling(static_cast<uint8_t>(byte));
+    const std::string key = options_.byte_level
+                                ? std::string(1, static_cast<char>(byte))
+                                : byte_fallback_spelling(static_cast<uint8_t>(byte));
     const TokenMap& map = options_.byte_level ? by_piece_ : by_spelling_;
     const auto it = map.find(key);
     if (it != map.end()) byte_ids_[static_cast<size_t>(byte)] = it->second;
@@ -74,7 +74,7 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
              ") that is not in the vocabulary");
     // A repeated pair takes its last rank, as in Hugging Face's map.
     merges_.insert_or_assign(pair_key(left_id->second, right_id->second),
-                    Merge{static_cast<int>(rank), merged_id->second});
+                             Merge{static_cast<int>(rank), merged_id->second});
   }
 }
 
@@ -113,8 +113,9 @@ void BpeModel::initial_symbols(std::string_view piece, std::vector<Symbol>& symb
         last_was_unk = false;
       } else if (options_.byte_fallback &&
                  std::all_of(piece.begin() + static_cast<long>(pos),
-                             piece.begin() + static_cast<long>(pos + length),
-                             [&](char byte) { return byte_ids_[static_cast<uint8_t>(byte)] >= 0; })) {
+                             piece.begin() + static_cast<long>(pos + length), [&](char byte) {
+                               return byte_ids_[static_cast<uint8_t>(byte)] >= 0;
+                             })) {
         for (size_t i = pos; i < pos + length; ++i) push(byte_ids_[static_cast<uint8_t>(piece[i])]);
         last_was_unk = false;
       } else if (unk_ >= 0) {

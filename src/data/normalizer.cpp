@@ -21,10 +21,10 @@ class Nfc final : public Normalizer {
   void normalize(std::string& text, bool) const override {
     if (std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) return;
     utf8proc_uint8_t* composed = nullptr;
-    const utf8proc_ssize_t length = utf8proc_map(
-        reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-        static_cast<utf8proc_ssize_t>(text.size()), &composed,
-        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    const utf8proc_ssize_t length =
+        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                     static_cast<utf8proc_ssize_t>(text.size()), &composed,
+                     static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
     AT_CHECK(length >= 0, "NFC normalizer: ", utf8proc_errmsg(length));
     text.assign(reinterpret_cast<const char*>(composed), static_cast<size_t>(length));
     std::free(composed);

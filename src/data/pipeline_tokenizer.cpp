@@ -12,7 +12,8 @@ namespace {
 
 // Pieces recur constantly in text, so each thread caches piece -> ids (bounded, cleared when
 // full; no locks).
-using PieceCache = std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>>;
+using PieceCache =
+    std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>>;
 constexpr size_t kMaxCachedPieces = 1 << 18;
 constexpr size_t kMaxCachedPieceBytes = 256;
 std::atomic<uint64_t> next_instance_id{1};
@@ -48,8 +49,8 @@ class PipelineTokenizer final : public Tokenizer {
     // a barrier when it has a token of its own that no other token contains.
     const BpeModel& model = *parts_.model;
     const std::string newline = model.options().byte_level ? "\xC4\x8A" : "\n";
-    const bool own_token = model.find(newline) ||
-                           (model.options().byte_fallback && model.find("<0x0A>"));
+    const bool own_token =
+        model.find(newline) || (model.options().byte_fallback && model.find("<0x0A>"));
     newline_barrier_ = own_token && !model.spelled_within(newline) &&
                        !(model.options().byte_fallback && model.spelled_within("<0x0A>"));
   }

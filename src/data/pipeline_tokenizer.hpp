@@ -19,10 +19,10 @@ namespace autotrain::data {
 struct TokenizerParts {
   std::string name;
   std::vector<std::filesystem::path> files;
-  std::unique_ptr<Normalizer> normalizer;      // may be null
-  std::unique_ptr<PreTokenizer> pre_tokenizer; // may be null
+  std::unique_ptr<Normalizer> normalizer;       // may be null
+  std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null
   std::unique_ptr<BpeModel> model;
-  std::unique_ptr<Decoder> decoder;            // may be null
+  std::unique_ptr<Decoder> decoder;  // may be null
   std::vector<AddedToken> added_tokens;
   DocumentFrame template_frame;  // the post-processor's single template around $A
   TokenId eot = -1;              // end-of-text: the eos token

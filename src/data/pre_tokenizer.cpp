@@ -95,7 +95,9 @@ void apply_behavior(const std::vector<Segment>& segments, Behavior behavior,
 class Splitter {
  public:
   Splitter(std::string literal, std::unique_ptr<Regex> regex, Behavior behavior, bool invert)
-      : literal_(std::move(literal)), regex_(std::move(regex)), behavior_(behavior),
+      : literal_(std::move(literal)),
+        regex_(std::move(regex)),
+        behavior_(behavior),
         invert_(invert) {}
 
   void split(std::string_view text, std::vector<Span>& out) const {
@@ -148,8 +150,9 @@ class ByteLevel final : public PreTokenizer {
     if (add_prefix_space_) add_prefix_spaces(pieces, scratch, place);
     if (!splitter_) return;
     scratch.spans.clear();
-    split_spans(pieces, scratch.spans,
-                [&](std::string_view text, std::vector<Span>& out) { splitter_->split(text, out); });
+    split_spans(pieces, scratch.spans, [&](std::string_view text, std::vector<Span>& out) {
+      splitter_->split(text, out);
+    });
     std::swap(pieces.spans, scratch.spans);
   }
   bool is_byte_level() const override { return true; }
@@ -179,8 +182,7 @@ class ByteLevel final : public PreTokenizer {
 
 class Split final : public PreTokenizer {
  public:
-  Split(const Json& json, const std::string& where)
-      : splitter_(make_splitter(json, where)) {}
+  Split(const Json& json, const std::string& where) : splitter_(make_splitter(json, where)) {}
 
   void split(Pieces& pieces, Pieces& scratch, TextPlace) const override {
     scratch.spans.clear();
@@ -193,9 +195,8 @@ class Split final : public PreTokenizer {
  private:
   static Splitter make_splitter(const Json& json, const std::string& where) {
     const Json& pattern = tokenizer_json::member(json, "pattern", where);
-    const Behavior behavior =
-        parse_behavior(tokenizer_json::string_member(json, "behavior", where),
-                       path(where, "behavior"));
+    const Behavior behavior = parse_behavior(tokenizer_json::string_member(json, "behavior", where),
+                                             path(where, "behavior"));
     const bool invert = tokenizer_json::bool_member(json, "invert", false, where);
     if (auto literal = tokenizer_json::optional_string(pattern, "String", path(where, "pattern")))
       return Splitter(*literal, nullptr, behavior, invert);
@@ -228,7 +229,7 @@ class Metaspace final : public PreTokenizer {
       const std::string_view piece = std::string_view(pieces.text).substr(begin, end - begin);
       const size_t start = scratch.text.size();
       const bool at_start = i == 0 && !place.continues_cut;
-      const bool prepend = prepend_ == Prepend::always ? !(i == 0 && place.continues_cut)
+      const bool prepend = prepend_ == Prepend::always  ? !(i == 0 && place.continues_cut)
                            : prepend_ == Prepend::first ? at_start && place.document_start
                                                         : false;
       // Spaces become the replacement first, so a piece starting with one gets no second.
@@ -282,8 +283,8 @@ Metaspace::Prepend parse_prepend_scheme(const Json& json, const std::string& whe
     if (*scheme == "always") return Metaspace::Prepend::always;
     if (*scheme == "first") return Metaspace::Prepend::first;
     if (*scheme == "never") return Metaspace::Prepend::never;
-    throw Error(cat(path(where, "prepend_scheme"), ": '", *scheme,
-                    "' is not one of always, first, never"));
+    throw Error(
+        cat(path(where, "prepend_scheme"), ": '", *scheme, "' is not one of always, first, never"));
   }
   // Files written before prepend_scheme existed say add_prefix_space.
   return tokenizer_json::bool_member(json, "add_prefix_space", true, where)
@@ -292,11 +293,12 @@ Metaspace::Prepend parse_prepend_scheme(const Json& json, const std::string& whe
 }
 
 std::unique_ptr<PreTokenizer> make_sequence(const Json& json, const std::string& where) {
-  auto steps =
-      tokenizer_json::component_list<PreTokenizer>(json, "pretokenizers", where, make_pre_tokenizer);
+  auto steps = tokenizer_json::component_list<PreTokenizer>(json, "pretokenizers", where,
+                                                            make_pre_tokenizer);
   for (size_t i = 0; i + 1 < steps.size(); ++i) {
-    AT_CHECK(!steps[i]->is_byte_level(), path(path(where, "pretokenizers"), i + 1),
-             ": a pre-tokenizer after ByteLevel is not supported (ByteLevel must be the last step)");
+    AT_CHECK(
+        !steps[i]->is_byte_level(), path(path(where, "pretokenizers"), i + 1),
+        ": a pre-tokenizer after ByteLevel is not supported (ByteLevel must be the last step)");
   }
   return std::make_unique<Sequence>(std::move(steps));
 }

@@ -5,8 +5,8 @@
 // for any number of threads.
 #include "autotrain/data/prepare.hpp"
 
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -27,8 +27,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kUnitBytes = 256 << 10;  // text per work unit
-constexpr size_t kBatchBytes = 16 << 20;  // text tokenized between two writes
+constexpr size_t kUnitBytes = 256 << 10;   // text per work unit
+constexpr size_t kBatchBytes = 16 << 20;   // text tokenized between two writes
 constexpr uint64_t kCopyTokens = 1 << 20;  // tokens moved at a time when carving a tail
 
 struct WorkUnit {
@@ -160,14 +160,14 @@ class SplitTokenizer {
     bool first = true;
     if (starts_document) document_offset_ = 0;
     while (!rest.empty()) {
-      const size_t cut = !cuts_ || rest.size() <= kUnitBytes ? rest.size()
-                                                              : safe_cut_after(rest, kUnitBytes);
+      const size_t cut =
+          !cuts_ || rest.size() <= kUnitBytes ? rest.size() : safe_cut_after(rest, kUnitBytes);
       WorkUnit unit{std::string(rest.substr(0, cut)),
                     first && starts_document ? TextPosition::start : TextPosition::continuation,
                     first && starts_document, documents_ > 0,
-                    document_offset_ == 0 ? source
-                                          : cat(source, " (the part from its byte ",
-                                                document_offset_, ")")};
+                    document_offset_ == 0
+                        ? source
+                        : cat(source, " (the part from its byte ", document_offset_, ")")};
       document_offset_ += cut;
       if (unit.starts_document) ++documents_;
       units_.push_back(std::move(unit));
@@ -199,7 +199,7 @@ class SplitTokenizer {
   size_t pending_bytes_ = 0;
   uint64_t documents_ = 0;
   uint64_t document_offset_ = 0;  // bytes of the current document before the next unit
-  std::string held_;  // the document being collected when the tokenizer cannot cut
+  std::string held_;              // the document being collected when the tokenizer cannot cut
   std::string held_source_;
   std::vector<std::vector<TokenId>> ids_;  // per unit, reused across batches
 };
@@ -362,10 +362,12 @@ bool is_prepared_folder(const fs::path& data_path) {
 static PrepareResult use_prepared_folder(const PrepareOptions& options) {
   PrepareResult result = read_manifest(options.data_path);
   const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
-  const nlohmann::json recorded = read_manifest_key(options.data_path).value("tokenizer", nlohmann::json());
-  const bool same = recorded.value("name", "") == tokenizer->name() &&
-                    recorded.value("vocabulary_hash", "") == hash_files(tokenizer->vocabulary_files()) &&
-                    recorded.value("parse_special_tokens", true) == options.parse_special_tokens;
+  const nlohmann::json recorded =
+      read_manifest_key(options.data_path).value("tokenizer", nlohmann::json());
+  const bool same =
+      recorded.value("name", "") == tokenizer->name() &&
+      recorded.value("vocabulary_hash", "") == hash_files(tokenizer->vocabulary_files()) &&
+      recorded.value("parse_special_tokens", true) == options.parse_special_tokens;
   AT_CHECK(same, options.data_path.string(), " was prepared with the tokenizer ",
            recorded.value("name", "(unknown)"), ", but this run's is ", tokenizer->name(),
            " (or its files or parse_special_tokens differ): give this run's tokenizer, or "
@@ -399,7 +401,7 @@ PrepareResult prepare_if_needed_collective(const PrepareOptions& options, MPI_Co
   }
   agree_or_throw(failure.empty(), failure, comm);
   return read_manifest(is_prepared_folder(options.data_path) ? options.data_path
-                                                            : options.output_dir);
+                                                             : options.output_dir);
 }
 
 }  // namespace autotrain::data

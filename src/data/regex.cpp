@@ -48,9 +48,8 @@ Regex::Regex(std::string_view pattern, std::string_view where)
     : pattern_(pattern), where_(where), compiled_(std::make_unique<Compiled>()) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  compiled_->code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
-                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
+                                  PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   AT_CHECK(compiled_->code != nullptr, where_, ": cannot compile the regex '", pattern_,
            "' at offset ", offset, ": ", pcre2_message(error));
   compiled_->jit = pcre2_jit_compile(compiled_->code, PCRE2_JIT_COMPLETE) == 0;
@@ -58,8 +57,7 @@ Regex::Regex(std::string_view pattern, std::string_view where)
 
 Regex::~Regex() = default;
 
-void Regex::find_all(std::string_view text,
-                     std::vector<std::pair<size_t, size_t>>& matches) const {
+void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& matches) const {
   thread_local ThreadMatchState state;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;

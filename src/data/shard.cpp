@@ -163,8 +163,8 @@ ShardReader::ShardReader(std::filesystem::path path) : path_(std::move(path)) {
   try {
     AT_CHECK(header[0] == kShardMagic, "shard ", path_.string(), " has magic ", header[0],
              ", expected ", kShardMagic, " (an llm.c / autotrain token shard)", kRemedy);
-    AT_CHECK(header[1] == kShardVersion16 || header[1] == kShardVersion32, "shard ",
-             path_.string(), " has format version ", header[1],
+    AT_CHECK(header[1] == kShardVersion16 || header[1] == kShardVersion32, "shard ", path_.string(),
+             " has format version ", header[1],
              "; this build reads versions 1 (uint16 tokens) and 2 (uint32 tokens)", kRemedy);
     version_ = header[1];
     AT_CHECK(header[2] >= 0, "shard ", path_.string(), " has a negative token count ", header[2],

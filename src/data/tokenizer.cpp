@@ -46,8 +46,7 @@ std::vector<std::string> tokenizer_names() {
   return {"gpt2", "byte"};
 }
 
-std::unique_ptr<Tokenizer> make_tokenizer(std::string_view spec,
-                                          const TokenizerOptions& options) {
+std::unique_ptr<Tokenizer> make_tokenizer(std::string_view spec, const TokenizerOptions& options) {
   if (spec == "gpt2") {
     return load_gpt2_tokenizer(options.gpt2_dir.empty() ? data_dir() / "gpt2" : options.gpt2_dir,
                                options);

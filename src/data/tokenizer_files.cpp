@@ -130,13 +130,12 @@ DocumentFrame make_template_frame(const Json& json, const std::string& where) {
       seen_sequence = true;
       continue;
     }
-    const std::string name =
-        tokenizer_json::string_member(tokenizer_json::member(single[i], "SpecialToken", at), "id",
-                                      path(at, "SpecialToken"));
+    const std::string name = tokenizer_json::string_member(
+        tokenizer_json::member(single[i], "SpecialToken", at), "id", path(at, "SpecialToken"));
     const std::string special_at = path(path(where, "special_tokens"), name);
-    const Json& ids = tokenizer_json::member(tokenizer_json::member(specials, name.c_str(),
-                                                                    path(where, "special_tokens")),
-                                             "ids", special_at);
+    const Json& ids = tokenizer_json::member(
+        tokenizer_json::member(specials, name.c_str(), path(where, "special_tokens")), "ids",
+        special_at);
     AT_CHECK(ids.is_array(), path(special_at, "ids"), ": expected a list of ids");
     for (const auto& id : ids) {
       AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
@@ -207,8 +206,8 @@ void apply_configs(TokenizerParts& parts, const fs::path& folder) {
       if (parts.eot < 0 && !parts.stop_tokens.empty()) parts.eot = parts.stop_tokens.front();
     }
   }
-  if (parts.eot >= 0 && std::find(parts.stop_tokens.begin(), parts.stop_tokens.end(),
-                                  parts.eot) == parts.stop_tokens.end())
+  if (parts.eot >= 0 && std::find(parts.stop_tokens.begin(), parts.stop_tokens.end(), parts.eot) ==
+                            parts.stop_tokens.end())
     parts.stop_tokens.insert(parts.stop_tokens.begin(), parts.eot);
 }
 
@@ -231,11 +230,12 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const fs::path& file,
   parts.normalizer = make_normalizer(component("normalizer"), where + " normalizer");
   parts.pre_tokenizer = make_pre_tokenizer(component("pre_tokenizer"), where + " pre_tokenizer");
   const bool byte_level = parts.pre_tokenizer && parts.pre_tokenizer->is_byte_level();
-  parts.model = make_model(tokenizer_json::member(json, "model", where), byte_level,
-                           where + " model");
+  parts.model =
+      make_model(tokenizer_json::member(json, "model", where), byte_level, where + " model");
   parts.decoder = make_decoder(component("decoder"), where + " decoder");
   parts.added_tokens = make_added_tokens(component("added_tokens"), where + " added_tokens");
-  parts.template_frame = make_template_frame(component("post_processor"), where + " post_processor");
+  parts.template_frame =
+      make_template_frame(component("post_processor"), where + " post_processor");
   apply_configs(parts, file.parent_path());
   return make_pipeline_tokenizer(std::move(parts));
 }

@@ -20,8 +20,7 @@ std::optional<std::string> optional_string(const Json& object, const char* key,
   if (!object.is_object()) return {};
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return {};
-  AT_CHECK(it->is_string(), path(where, key), ": expected a string or null, got ",
-           it->type_name());
+  AT_CHECK(it->is_string(), path(where, key), ": expected a string or null, got ", it->type_name());
   return it->get<std::string>();
 }
 
@@ -46,8 +45,8 @@ std::string type_of(const Json& component, const std::string& where) {
 
 void unsupported(const std::string& where, const char* kind, const std::string& type,
                  const char* supported) {
-  throw Error(cat(where, ": ", kind, " type '", type, "' is not supported by autotrain (",
-                  kind, "s it implements: ", supported, ")"));
+  throw Error(cat(where, ": ", kind, " type '", type, "' is not supported by autotrain (", kind,
+                  "s it implements: ", supported, ")"));
 }
 
 }  // namespace autotrain::data::tokenizer_json

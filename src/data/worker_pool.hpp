@@ -34,9 +34,9 @@ class WorkerPool {
   std::condition_variable done_;
   const std::function<void(size_t)>* task_ = nullptr;
   size_t count_ = 0;
-  size_t next_ = 0;       // next task index to hand out
-  size_t finished_ = 0;   // tasks completed in this batch
-  size_t batch_ = 0;      // batch number, so a worker takes each batch once
+  size_t next_ = 0;      // next task index to hand out
+  size_t finished_ = 0;  // tasks completed in this batch
+  size_t batch_ = 0;     // batch number, so a worker takes each batch once
   bool stopping_ = false;
   std::exception_ptr failure_;
 };

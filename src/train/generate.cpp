@@ -207,8 +207,8 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   generated.new_tokens = static_cast<int>(tokens.size() - prompt_length);
   // Decoded with the prompt, then the prompt's text removed: decoders that drop the space
   // before the first token (Metaspace, Strip) must see where the text really starts.
-  const std::string prompt = loaded.tokenizer->decode(
-      std::span<const std::int32_t>(tokens.data(), prompt_length));
+  const std::string prompt =
+      loaded.tokenizer->decode(std::span<const std::int32_t>(tokens.data(), prompt_length));
   std::string whole = loaded.tokenizer->decode(tokens);
   generated.text = whole.starts_with(prompt)
                        ? whole.substr(prompt.size())

@@ -56,7 +56,9 @@ TEST(TrainCommandLine, RejectsUnknownFlagWithSuggestion) {
             "train --help");
   EXPECT_TRUE(contains(error_message([] { parse_train_command_line({"--dryrun"}); }),
                        "(did you mean '--dry-run'?)"));
-  EXPECT_TRUE(contains(error_message([] { parse_train_command_line({"--save-steps", "50"}); }),
+  EXPECT_TRUE(contains(error_message([] {
+                         parse_train_command_line({"--save-steps", "50"});
+                       }),
                        "(did you mean '--checkpoint-every'? that is what transformers"));
 }
 

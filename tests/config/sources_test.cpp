@@ -140,7 +140,9 @@ TEST(YamlConfig, SuggestsOurNameForTransformersAndAutoTrainNames) {
   EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
                        "unknown parameter 'save_steps' (did you mean 'checkpoint_every'?"));
   write_file(dir / "p.json", R"({"learning_rate": 1e-4})");
-  EXPECT_TRUE(contains(error_message([&] { load_params({{}, dir / "p.json", {}}); }),
+  EXPECT_TRUE(contains(error_message([&] {
+                         load_params({{}, dir / "p.json", {}});
+                       }),
                        "(did you mean 'lr'?"));
 }
 

@@ -226,7 +226,8 @@ TEST(ResolveParams, TokenizerJsonGivesItsVocabularySizeAndAnUnknownPathIsNamed) 
   resolved = default_params();
   apply_flags(resolved, {{"tokenizer", "--tokenizer", dir.path().string()},
                          {"vocab_size", "--vocab-size", "70000"}});
-  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved); }), "expected at least 70002"));
+  EXPECT_TRUE(
+      contains(error_message([&] { resolve_params(resolved); }), "expected at least 70002"));
   resolved = default_params();
   EXPECT_TRUE(contains(error_message([&] {
                          apply_flags(resolved, {{"tokenizer", "--tokenizer", "gtp2"}});

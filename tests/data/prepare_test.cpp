@@ -94,8 +94,8 @@ TEST(Prepare, InvalidUtf8NamesTheFileDocumentAndOffset) {
   TempDir dir;
   write_file(dir / "in/train/a.txt", "fine");
   write_file(dir / "in/train/b.txt", "ok \xff end");
-  const std::string message = testing::error_of(
-      [&] { prepare(options_for(dir / "in", dir / "out", "gpt2")); });
+  const std::string message =
+      testing::error_of([&] { prepare(options_for(dir / "in", dir / "out", "gpt2")); });
   EXPECT_NE(message.find("b.txt, document 1: text is not valid UTF-8 at byte offset 3"),
             std::string::npos)
       << message;

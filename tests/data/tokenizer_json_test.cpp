@@ -149,8 +149,8 @@ TEST_F(TokenizerJson, NormalizedAddedTokensAreMatchedAsTheNormalizerSpellsThem) 
 
 TEST_F(TokenizerJson, MetaspaceDecoderDropsTheReplacementsOfTheFirstToken) {
   json tokenizer = char_tokenizer();
-  tokenizer["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"},
-                          {"prepend_scheme", "always"}};
+  tokenizer["decoder"] = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}};
   EXPECT_EQ(load(tokenizer)->decode(Ids{id("\u2581a"), id("\u2581a")}), "a a");
   tokenizer["decoder"]["replacement"] = "";
   EXPECT_NE(load_error(tokenizer).find("decoder.replacement: must be one character"),
@@ -159,16 +159,16 @@ TEST_F(TokenizerJson, MetaspaceDecoderDropsTheReplacementsOfTheFirstToken) {
 
 TEST(Utf8Lossy, ReplacesEachMaximalIllFormedSubsequenceOnce) {
   EXPECT_EQ(utf8_lossy("ok"), "ok");
-  EXPECT_EQ(utf8_lossy("a\xF0\x9F\x98"), "a\uFFFD");         // a truncated 4-byte emoji
-  EXPECT_EQ(utf8_lossy("\xFF\xFE"), "\uFFFD\uFFFD");         // two bytes that start nothing
+  EXPECT_EQ(utf8_lossy("a\xF0\x9F\x98"), "a\uFFFD");            // a truncated 4-byte emoji
+  EXPECT_EQ(utf8_lossy("\xFF\xFE"), "\uFFFD\uFFFD");            // two bytes that start nothing
   EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\uFFFD\uFFFD\uFFFD");  // a surrogate: ED, then A0 80
 }
 
 TEST(SafeCut, IsAfterANewlineBetweenTwoNonWhitespaceCharactersOfAnyScript) {
   EXPECT_TRUE(is_safe_cut("x\ny", 2));
-  EXPECT_TRUE(is_safe_cut("\u044f\n\u0431", 3));       // Cyrillic on both sides
-  EXPECT_FALSE(is_safe_cut("x\n\u3000y", 2));           // an ideographic space follows
-  EXPECT_FALSE(is_safe_cut("x \ny", 3));                 // a space precedes
+  EXPECT_TRUE(is_safe_cut("\u044f\n\u0431", 3));  // Cyrillic on both sides
+  EXPECT_FALSE(is_safe_cut("x\n\u3000y", 2));     // an ideographic space follows
+  EXPECT_FALSE(is_safe_cut("x \ny", 3));          // a space precedes
   EXPECT_FALSE(is_safe_cut("x\n\ny", 3));
   EXPECT_FALSE(is_safe_cut(std::string_view("x\n\xE3\x80", 4), 2));  // cut off by the buffer
 }
@@ -191,12 +191,13 @@ TEST_F(TokenizerJson, SplitBehaviorsCutAsHuggingFaceDocumentsThem) {
       expected.push_back(vocab[piece].get<TokenId>());
     }
     for (const char c : std::string("thefinalcountdown"))
-      if (!vocab.contains(std::string(1, c))) vocab[std::string(1, c)] = static_cast<int>(vocab.size());
+      if (!vocab.contains(std::string(1, c)))
+        vocab[std::string(1, c)] = static_cast<int>(vocab.size());
     json tokenizer = {
         {"pre_tokenizer",
          {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}}},
-        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()},
-                   {"ignore_merges", true}}}};
+        {"model",
+         {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}, {"ignore_merges", true}}}};
     EXPECT_EQ(load(tokenizer)->encode("the-final--countdown"), expected) << behavior;
   }
 }
@@ -205,8 +206,9 @@ TEST_F(TokenizerJson, TemplateAndConfigFrameDocuments) {
   json tokenizer = char_tokenizer();
   tokenizer["post_processor"] = {
       {"type", "TemplateProcessing"},
-      {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+      {"single",
+       {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
       {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
   const auto loaded = load(tokenizer, {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
   EXPECT_EQ(loaded->document_frame(false).prefix, Ids{1});
@@ -226,8 +228,7 @@ TEST_F(TokenizerJson, DecodesByteFallbackAndFusesAsMistralsDecoder) {
         {{"type", "Fuse"}},
         {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
   const auto loaded = load(tokenizer);
-  EXPECT_EQ(loaded->decode(Ids{id("\u2581a"), 3 + 0xC3, 3 + 0xA9, id("\u2581"), id("b")}),
-            "aé b");
+  EXPECT_EQ(loaded->decode(Ids{id("\u2581a"), 3 + 0xC3, 3 + 0xA9, id("\u2581"), id("b")}), "aé b");
   EXPECT_EQ(loaded->decode(Ids{3 + 0xC3}), "\uFFFD");  // half a character
   EXPECT_NE(error_of([&] { loaded->decode(Ids{9999}); }).find("outside"), std::string::npos);
 }
@@ -236,7 +237,8 @@ TEST_F(TokenizerJson, UnsupportedComponentNamesItsJsonPathAndType) {
   json tokenizer = char_tokenizer();
   tokenizer["pre_tokenizer"] = {
       {"type", "Sequence"},
-      {"pretokenizers", {{{"type", "Metaspace"}, {"replacement", "\u2581"}}, {{"type", "Digits"}}}}};
+      {"pretokenizers",
+       {{{"type", "Metaspace"}, {"replacement", "\u2581"}}, {{"type", "Digits"}}}}};
   const std::string message = load_error(tokenizer);
   EXPECT_NE(message.find("pre_tokenizer.pretokenizers[1]: pre-tokenizer type 'Digits' is not "
                          "supported"),

@@ -101,7 +101,8 @@ TEST(Generate, SaysWhenTheModelEndedTheTextAtTheEndOfTextToken) {
     auto values = std::span(loaded.params).subspan(tensor.offset, tensor.numel);
     if (tensor.name == "transformer.ln_f.weight") std::fill(values.begin(), values.end(), 0.0f);
     if (tensor.name == "transformer.ln_f.bias") std::fill(values.begin(), values.end(), 1.0f);
-    if (tensor.name == "transformer.wte.weight") std::fill(values.begin(), values.begin() + 64, 1.0f);
+    if (tensor.name == "transformer.wte.weight")
+      std::fill(values.begin(), values.begin() + 64, 1.0f);
   }
   const Generated generated = generate(loaded, greedy(Device::cpu, Precision::fp32));
   EXPECT_TRUE(generated.stopped_at_end);

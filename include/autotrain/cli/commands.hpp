@@ -16,9 +16,9 @@ int run_prepare(const std::vector<std::string>& args, MpiSession& mpi);
 int run_ckpt(const std::vector<std::string>& args, MpiSession& mpi);
 int run_export(const std::vector<std::string>& args, MpiSession& mpi);
 int run_bench(const std::vector<std::string>& args, MpiSession& mpi);
-int run_launch(const std::vector<std::string>& args);  // no MPI: execs srun or mpirun
-int run_status(const std::vector<std::string>& args);  // no MPI: reads a project folder
-int run_plot(const std::vector<std::string>& args);    // no MPI: reads a project folder
+int run_launch(const std::vector<std::string>& args);    // no MPI: execs srun or mpirun
+int run_status(const std::vector<std::string>& args);    // no MPI: reads a project folder
+int run_plot(const std::vector<std::string>& args);      // no MPI: reads a project folder
 int run_tokenize(const std::vector<std::string>& args);  // no MPI: one process
 
 }  // namespace autotrain::cli

@@ -77,8 +77,9 @@ class ShardReader {
   uint64_t size() const { return count_; }
   int32_t version() const { return version_; }
   int32_t token(uint64_t index) const {
-    return version_ == kShardVersion16 ? static_cast<const uint16_t*>(body_)[index]
-                                       : static_cast<int32_t>(static_cast<const uint32_t*>(body_)[index]);
+    return version_ == kShardVersion16
+               ? static_cast<const uint16_t*>(body_)[index]
+               : static_cast<int32_t>(static_cast<const uint32_t*>(body_)[index]);
   }
   // out[i] = token(first + i); the range must lie inside the shard.
   void copy(uint64_t first, std::span<int32_t> out) const;

@@ -19,8 +19,9 @@ struct Decoded {
 };
 
 // Decodes the code point starting at text[pos]. Invalid UTF-8 (a stray continuation byte, a
-// truncated or overlong sequence, an encoded UTF-16 surrogate) decodes one byte as U+FFFD-like "other" (code point 0xFFFD,
-// length 1), so byte-level tokenizers still see every byte exactly once.
+// truncated or overlong sequence, an encoded UTF-16 surrogate) decodes one byte as U+FFFD-like
+// "other" (code point 0xFFFD, length 1), so byte-level tokenizers still see every byte exactly
+// once.
 Decoded decode_utf8(std::string_view text, size_t pos);
 
 // Offset of the first byte that is not part of valid UTF-8, or npos.

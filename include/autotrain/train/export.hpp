@@ -3,8 +3,9 @@
 // model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte),
 // config.json, and the tokenizer files (for gpt2 vocab.json + merges.txt, plus encoder.json +
 // vocab.bpe so `autotrain generate` reads the same folder; for a tokenizer.json, copies of it
-// and of the tokenizer_config.json / generation_config.json beside it). Units are streamed to rank 0 one at a time
-// (zero::ModelState::gather_unit), so no rank ever holds the whole model under ZeRO-3.
+// and of the tokenizer_config.json / generation_config.json beside it). Units are streamed to rank
+// 0 one at a time (zero::ModelState::gather_unit), so no rank ever holds the whole model under
+// ZeRO-3.
 #include <filesystem>
 
 #include "autotrain/config/training_params.hpp"

@@ -37,8 +37,8 @@ struct GenerateOptions {
 };
 
 struct Generated {
-  std::string text;            // the continuation only (the prompt excluded)
-  int new_tokens = 0;          // tokens in `text`
+  std::string text;             // the continuation only (the prompt excluded)
+  int new_tokens = 0;           // tokens in `text`
   bool stopped_at_end = false;  // the model produced one of the tokenizer's stop tokens
 };
 
