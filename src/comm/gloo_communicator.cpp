@@ -308,13 +308,17 @@ class GlooCommunicator final : public Communicator {
     // Every rank issues the same sequence, so the sequence number is a tag all ranks agree on;
     // distinct tags keep a fast rank's next collective apart from a slow rank's current one.
     const auto tag = static_cast<uint32_t>(sequence);
+    // The entry ends when the collective completes, not when its handle is waited on: a gather
+    // prefetched and never used must not count against comm_timeout.
     std::future<void> done = worker_.submit([=, this] {
       try {
         work(tag);
       } catch (const std::exception& error) {
+        watchdog_.end(sequence);
         throw Error(cat("gloo ", operation, " #", sequence, " (", bytes, " bytes) failed on rank ",
                         rank_, ": ", error.what()));
       }
+      watchdog_.end(sequence);
     });
     return CommHandle(std::make_unique<GlooPending>(watchdog_, sequence, std::move(done)));
   }

@@ -227,8 +227,8 @@ class MpiCommunicator final : public Communicator {
 
   friend class MpiPending;
 
-  // Registers the collective with the watchdog (in flight from now until its handle is waited
-  // on) and queues it for the communication thread.
+  // Registers the collective with the watchdog (in flight from now until it completes) and
+  // queues it for the communication thread.
   CommHandle issue(const Request& request) {
     auto pending = std::make_unique<MpiPending>(
         *this, watchdog_.begin(request.operation, request.bytes), request.call);
@@ -312,6 +312,8 @@ class MpiCommunicator final : public Communicator {
     } catch (...) {
       error = std::current_exception();
     }
+    // Complete: the watchdog stops counting now, whether or not the handle is ever waited on.
+    watchdog_.end(pending->sequence_);
     lock.lock();
     running_ = false;
     pending->finish(std::move(error));

@@ -107,17 +107,14 @@ void GatherSchedule::advance(int unit) {
 
 void GatherSchedule::prefetch_after(int unit) {
   if (prefetch_ == 0) return;
-  // The training sequence ends with the backward of unit 1; what follows is an optimizer step
-  // that changes the shard, so nothing is gathered ahead across it.
+  // Nothing is gathered past the end of a sequence: a training micro-step is followed by an
+  // optimizer step that changes the shard, and a forward-only pass (an evaluation) may be
+  // followed by a save or a step, so a gather started then would be in flight with nothing
+  // waiting on it. The next pass's first unit is gathered when it is requested.
   const auto& sequence = training_ ? training_sequence_ : forward_sequence_;
   upcoming_.clear();
   const std::size_t n = sequence.size();
-  for (std::size_t k = 0; k < n && static_cast<int>(upcoming_.size()) < prefetch_; ++k) {
-    std::size_t i = position_ + k;
-    if (i >= n) {
-      if (training_) break;
-      i -= n;  // the forward order repeats
-    }
+  for (std::size_t i = position_; i < n && static_cast<int>(upcoming_.size()) < prefetch_; ++i) {
     const int next = sequence[i];
     if (next == unit || std::find(upcoming_.begin(), upcoming_.end(), next) != upcoming_.end()) {
       continue;

@@ -7,9 +7,9 @@
 //
 // Prefetch follows the model's documented hook order (gpt2.hpp). In a training micro-step:
 //   forward  0, 1, ..., L+1, 0        backward  0, L+1, L, ..., 1
-// and in evaluation/inference the forward order repeats. After each acquire(u) the schedule
-// starts the gathers of the next `prefetch` units of that sequence, so they overlap the compute
-// of u. A unit still in a slot is reused without communication (unit 0 ends forward and starts
+// and in evaluation/inference the forward order. After each acquire(u) the schedule starts the
+// gathers of the next `prefetch` units of that sequence (never past its end), so they overlap
+// the compute of u. A unit still in a slot is reused without communication (unit 0 ends forward and starts
 // backward). A prediction that turns out wrong costs a wasted gather, never a wrong value:
 // every request looks up its unit by number.
 //
@@ -70,7 +70,7 @@ class GatherSchedule {
   void* consumer_stream_;
   std::vector<Slot> slots_;
   std::vector<int> training_sequence_;  // forward then backward
-  std::vector<int> forward_sequence_;   // repeats
+  std::vector<int> forward_sequence_;   // evaluation and inference
   bool training_ = false;
   std::size_t position_ = 0;   // index of the next expected request in the current sequence
   std::vector<int> upcoming_;  // scratch: the predicted units (reserved, no allocation per call)

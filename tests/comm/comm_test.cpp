@@ -139,6 +139,23 @@ TEST(WatchdogChild, RankOneSkipsAnAllreduce) {
   std::this_thread::sleep_for(std::chrono::seconds(60));  // never reached on rank 0
 }
 
+// Run by WatchdogIgnoresCompletedCollectives below: a collective that completed but whose
+// handle is still held (a prefetch nobody used) outlives comm_timeout without an abort.
+TEST(WatchdogChild, HoldsACompletedHandlePastTheTimeout) {
+  const char* backend = std::getenv("AUTOTRAIN_COMM_WATCHDOG_HOLD");
+  if (backend == nullptr) GTEST_SKIP() << "only run as the child job of WatchdogIgnores...";
+  MpiSession mpi(nullptr, nullptr);
+  CommOptions options;
+  options.timeout_seconds = 1;
+  auto comm = make_communicator(parse_comm_backend(backend, "child"), MPI_COMM_WORLD, options);
+  std::vector<float> mine(8, 1.0f), all(8 * static_cast<std::size_t>(comm->size()));
+  CommHandle held = comm->allgather_async(mine.data(), all.data(), mine.size(), DType::fp32);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  comm->barrier();
+  held.wait();
+  std::printf("held handle outlived comm_timeout on rank %d\n", comm->rank());
+}
+
 struct JobResult {
   int exit_code = -1;
   std::string output;
@@ -178,6 +195,22 @@ TEST_P(WatchdogAbortsTheJob, WhenOneRankSkipsACollectiveWithinSeconds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuBackends, WatchdogAbortsTheJob, ::testing::Values("mpi", "gloo"));
+
+class WatchdogIgnoresCompletedCollectives : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WatchdogIgnoresCompletedCollectives, EvenWhenTheirHandlesAreNotWaitedOn) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const JobResult job =
+      run_job("AUTOTRAIN_COMM_WATCHDOG_HOLD=" + GetParam() + " timeout 30 " + AUTOTRAIN_MPIRUN +
+              " -np 2 " + self + " --gtest_filter=WatchdogChild.HoldsACompletedHandlePastTheTimeout");
+  EXPECT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_EQ(job.output.find("collective timeout"), std::string::npos) << job.output;
+  EXPECT_NE(job.output.find("held handle outlived comm_timeout on rank 1"), std::string::npos)
+      << job.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuBackends, WatchdogIgnoresCompletedCollectives,
+                         ::testing::Values("mpi", "gloo"));
 
 }  // namespace
 }  // namespace autotrain

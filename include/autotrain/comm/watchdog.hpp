@@ -4,8 +4,9 @@
 // longer only hides it. The watchdog then reports the operation, its sequence number, its size
 // and this rank, and calls `on_expiry` (the communicators log it and abort the whole job).
 //
-// A collective is in flight from its issue (begin) until the rank observes its completion (end,
-// when its handle is waited on): handles must be waited on within comm_timeout.
+// A collective is in flight from its issue (begin) until it completes on this rank (end, called
+// by the thread that ran it, and again harmlessly when its handle is waited on): a handle that
+// is never waited on, such as a prefetch nobody used, does not count once it has completed.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>

@@ -1,0 +1,71 @@
+// The stage-3 gather schedule's prefetch along the model's hook order.
+#include "../../src/zero/gather_schedule.hpp"  // internal to the zero layer
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace autotrain::zero {
+namespace {
+
+// Records the units the schedule asks to gather; the gathers complete at once.
+struct Recorder {
+  std::vector<int> started;
+  GatherSchedule::StartGather start() {
+    return [this](std::size_t, int unit) {
+      started.push_back(unit);
+      return CommHandle();
+    };
+  }
+};
+
+void forward_pass(GatherSchedule& schedule, int num_units) {
+  for (int u = 0; u < num_units; ++u) {
+    schedule.acquire(u);
+    schedule.release(u);
+  }
+  schedule.acquire(0);  // the tied LM head
+  schedule.release(0);
+}
+
+TEST(GatherSchedule, AForwardOnlyPassGathersNothingPastItsEnd) {
+  // An evaluation ends with the LM head; what follows may be a save or an optimizer step, so a
+  // gather started then would be in flight with nothing waiting on it.
+  constexpr int kUnits = 5;
+  for (const int prefetch : {1, 2, 4}) {
+    SCOPED_TRACE(prefetch);
+    WaitClock clock;
+    Recorder recorder;
+    GatherSchedule schedule(kUnits, prefetch, clock, recorder.start());
+    for (int u = 0; u < kUnits; ++u) {
+      schedule.acquire(u);
+      schedule.release(u);
+    }
+    const std::size_t before_head = recorder.started.size();
+    schedule.acquire(0);
+    schedule.release(0);
+    for (std::size_t i = before_head; i < recorder.started.size(); ++i) {
+      EXPECT_EQ(recorder.started[i], 0) << "gathered unit " << recorder.started[i]
+                                        << " after the last request of the pass";
+    }
+  }
+}
+
+TEST(GatherSchedule, ATrainingMicroStepPrefetchesAlongForwardThenBackward) {
+  constexpr int kUnits = 4;
+  WaitClock clock;
+  Recorder recorder;
+  GatherSchedule schedule(kUnits, 1, clock, recorder.start());
+  schedule.begin_training_micro_step();
+  forward_pass(schedule, kUnits);
+  for (int u = kUnits - 1; u >= 1; --u) {  // backward: ln_f and the blocks downwards
+    schedule.acquire(u);
+    schedule.release(u);
+  }
+  // Forward 0 1 2 3, the head 0 again (its slot went to 3), backward 3 (still in its slot) 2 1:
+  // every unit after the first arrives by prefetch, nothing past the end of the micro-step.
+  EXPECT_EQ(recorder.started, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
+}
+
+}  // namespace
+}  // namespace autotrain::zero
