@@ -1,12 +1,19 @@
 // Writing a checkpoint: validation of the pieces (collective), the `shared` layout (one file,
 // parallel HDF5, collective transfers) and the `per-rank` layout (one sec2 file per rank plus a
 // master file of virtual datasets), both committed by fsync + rename.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "autotrain/ckpt/checkpoint.hpp"
 #include "autotrain/ckpt/checksum.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
@@ -208,6 +215,72 @@ H5Plist file_access(const WriteOptions& options, MPI_Comm comm, bool parallel,
   return fapl;
 }
 
+// An upper bound of the bytes a file takes whose datasets hold `lengths` float32 elements: the
+// data, the alignment gap before each dataset large enough to be aligned, and room for HDF5's
+// metadata.
+uint64_t file_bytes_bound(const std::vector<uint64_t>& lengths, const WriteOptions& options) {
+  uint64_t bytes = uint64_t{4} << 20;
+  for (const uint64_t length : lengths) {
+    const uint64_t data = length * sizeof(float);
+    bytes += data + (data >= options.alignment_threshold ? options.alignment : 0);
+  }
+  return bytes;
+}
+
+std::string free_space_note(const fs::path& folder) {
+  std::error_code error;
+  const fs::space_info space = fs::space(folder, error);
+  if (error) return {};
+  return cat(", and ", human_bytes(static_cast<double>(space.available)), " are free on the file "
+             "system of ", folder.string());
+}
+
+// Reserves `bytes` of disk for the new `file` before anything is written into it, so that a
+// full file system fails the save here, with that reason, and not in the middle of a collective
+// write (where one rank's error would leave the others waiting). File systems without
+// fallocate (EOPNOTSUPP) are only checked against their free space.
+void reserve_space(const fs::path& file, uint64_t bytes) {
+  const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  AT_CHECK(fd >= 0, "cannot open ", file.string(), " to reserve its space: ", std::strerror(errno));
+  const int code = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes));
+  const int saved = code == 0 ? 0 : errno;
+  ::close(fd);
+  if (saved == 0) return;
+  if (saved == ENOSPC || saved == EDQUOT) {
+    throw Error(cat("no space left on device: ", file.string(), " needs up to ",
+                    human_bytes(static_cast<double>(bytes)), free_space_note(folder),
+                    saved == EDQUOT ? " (the disk quota is exhausted)" : "",
+                    "; free space or lower save_total_limit. The checkpoints already saved are "
+                    "kept"));
+  }
+  // No fallocate here: compare with the free space, which is what a write would run into.
+  std::error_code error;
+  const fs::space_info space = fs::space(folder, error);
+  if (!error && space.available < bytes) {
+    throw Error(cat("no space left on device: ", file.string(), " needs up to ",
+                    human_bytes(static_cast<double>(bytes)), free_space_note(folder),
+                    "; free space or lower save_total_limit. The checkpoints already saved are "
+                    "kept"));
+  }
+}
+
+// Runs `step` on every rank and turns a failure on any rank into the same CollectiveError on
+// all, so that no rank is left waiting in the next collective.
+// The step may itself be collective (an HDF5 call on a parallel file), so it runs under the
+// collective deadline too: a rank stopped inside it cannot hang the others.
+template <typename Step>
+void on_all_ranks(MPI_Comm comm, Step&& step) {
+  std::string failure;
+  try {
+    const CollectiveDeadline deadline("checkpoint write (a collective HDF5 call)");
+    step();
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, comm, "a checkpoint write");
+}
+
 void write_shared(const fs::path& tmp, const CheckpointContent& content,
                   const std::vector<PieceRecord>& records, const std::vector<uint64_t>& checksums,
                   const RunStateRecord& state, const WriteOptions& options, MPI_Comm comm) {
@@ -215,6 +288,12 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
   const int rank = comm_rank(comm);
   H5Plist fapl = file_access(options, comm, true, where);
   H5File file(AT_H5_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), where));
+  on_all_ranks(comm, [&] {
+    if (rank != 0) return;
+    std::vector<uint64_t> lengths;
+    for (const auto& spec : content.tensors) lengths.push_back(spec.length);
+    reserve_space(tmp, file_bytes_bound(lengths, options));
+  });
   write_root_attributes(file.get(), state, Layout::shared, where);
   H5Plist lcpl = h5::link_create_plist(where);
   H5Plist dcpl = tensor_dcpl(where);
@@ -252,15 +331,21 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
       hsize_t memory_dims[1] = {std::max<uint64_t>(count, 1)};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, memory_dims, nullptr), object));
       h5::select_range(memory_space.get(), 0, count, object);
-      AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                           dxpl.get(), piece ? piece->data.data() : &dummy),
-                  object);
+      // A write can fail on one rank only (its file system is full): the ranks agree on the
+      // outcome before the next collective call, which the failed rank would never enter.
+      on_all_ranks(comm, [&] {
+        AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(),
+                             file_space.get(), dxpl.get(), piece ? piece->data.data() : &dummy),
+                    object);
+      });
     }
   }
-  write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where);
+  on_all_ranks(comm, [&] {
+    write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where);
+  });
   // With the MPI-IO driver a flush is an MPI_File_sync on every rank.
-  AT_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), where);
-  AT_H5_CHECK(file.close(), where);
+  on_all_ranks(comm, [&] { AT_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), where); });
+  on_all_ranks(comm, [&] { AT_H5_CHECK(file.close(), where); });
 }
 
 fs::path rank_file_name(int rank) {
@@ -280,6 +365,12 @@ void write_rank_file(const fs::path& file_path, const CheckpointContent& content
   H5Plist lcpl = h5::link_create_plist(where);
   H5Plist dcpl = tensor_dcpl(where);
   std::vector<const Piece*> local = sorted_local_pieces(content);
+  std::vector<uint64_t> lengths;  // per tensor: its pieces back to back, one dataset
+  for (size_t k = 0; k < local.size(); ++k) {
+    if (k == 0 || local[k]->tensor != local[k - 1]->tensor) lengths.push_back(0);
+    lengths.back() += local[k]->data.size();
+  }
+  reserve_space(file_path, file_bytes_bound(lengths, options));
   for (size_t begin = 0; begin < local.size();) {
     size_t end = begin;
     uint64_t total = 0;
@@ -358,19 +449,6 @@ void write_master_file(const fs::path& tmp, const fs::path& final_path,
   h5::fsync_path(tmp);
 }
 
-// Runs `step` on every rank and turns a failure on any rank into the same CollectiveError on
-// all, so that no rank is left waiting in the next collective.
-template <typename Step>
-void on_all_ranks(MPI_Comm comm, Step&& step) {
-  std::string failure;
-  try {
-    step();
-  } catch (const std::exception& error) {
-    failure = error.what();
-  }
-  agree_or_throw(failure.empty(), failure, comm);
-}
-
 void commit_rename(const fs::path& from, const fs::path& to) {
   std::error_code error;
   fs::rename(from, to, error);
@@ -378,46 +456,12 @@ void commit_rename(const fs::path& from, const fs::path& to) {
   h5::fsync_path(to.parent_path().empty() ? fs::path(".") : to.parent_path());
 }
 
-}  // namespace
-
-void write_checkpoint(const fs::path& path, const CheckpointContent& content,
-                      const WriteOptions& options, MPI_Comm comm) {
-  silence_hdf5_errors();
+// The per-rank layout: every rank's file in the rank folder, then rank 0's master file.
+void write_per_rank(const fs::path& path, const fs::path& tmp, const fs::path& folder_tmp,
+                    const CheckpointContent& content, const std::vector<PieceRecord>& records,
+                    const std::vector<uint64_t>& checksums, const RunStateRecord& state,
+                    const WriteOptions& options, MPI_Comm comm) {
   const int rank = comm_rank(comm);
-  const int size = comm_size(comm);
-  on_all_ranks(comm, [&] { check_specs(content.tensors); });
-  uint64_t fingerprint[2] = {spec_fingerprint(content.tensors), ~spec_fingerprint(content.tensors)};
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, fingerprint, 2, MPI_UINT64_T, MPI_MAX, comm));
-  agree_or_throw(fingerprint[0] == ~fingerprint[1],
-                 cat("ranks disagree on the list of checkpoint tensors for ", path.string(),
-                     " (names, lengths or shapes differ)"),
-                 comm);
-  std::vector<PieceRecord> records = gather_pieces(content, comm);
-  check_ownership(content.tensors, records);
-  const std::vector<uint64_t> checksums = tensor_checksums(content, comm);
-  const RunStateRecord state = gather_run_state(content.state, comm);
-
-  const fs::path tmp = fs::path(path.string() + ".tmp");
-  on_all_ranks(comm, [&] {
-    if (rank == 0) {
-      fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path());
-      fs::remove(tmp);
-    }
-  });
-  if (options.layout == Layout::shared) {
-    // A rank failing inside a collective HDF5 call cannot warn the others; the error
-    // propagates and the CLI aborts the job (DESIGN.md contract 4).
-    write_shared(tmp, content, records, checksums, state, options, comm);
-    AT_MPI_CHECK(MPI_Barrier(comm));
-    on_all_ranks(comm, [&] {
-      if (rank == 0) {
-        h5::fsync_path(tmp);
-        commit_rename(tmp, path);
-      }
-    });
-    return;
-  }
-  const fs::path folder_tmp = fs::path(rank_folder(path).string() + ".tmp");
   on_all_ranks(comm, [&] {
     if (rank == 0) {
       fs::remove_all(folder_tmp);
@@ -435,7 +479,66 @@ void write_checkpoint(const fs::path& path, const CheckpointContent& content,
     write_master_file(tmp, path, content.tensors, records, checksums, state, options);
     commit_rename(tmp, path);
   });
-  (void)size;
+}
+
+}  // namespace
+
+void write_checkpoint(const fs::path& path, const CheckpointContent& content,
+                      const WriteOptions& options, MPI_Comm comm) {
+  silence_hdf5_errors();
+  const int rank = comm_rank(comm);
+  on_all_ranks(comm, [&] { check_specs(content.tensors); });
+  std::optional<CollectiveDeadline> deadline("checkpoint write (agreeing on the tensors)");
+  uint64_t fingerprint[2] = {spec_fingerprint(content.tensors), ~spec_fingerprint(content.tensors)};
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, fingerprint, 2, MPI_UINT64_T, MPI_MAX, comm));
+  agree_or_throw(fingerprint[0] == ~fingerprint[1],
+                 cat("ranks disagree on the list of checkpoint tensors for ", path.string(),
+                     " (names, lengths or shapes differ)"),
+                 comm);
+  std::vector<PieceRecord> records = gather_pieces(content, comm);
+  check_ownership(content.tensors, records);
+  const std::vector<uint64_t> checksums = tensor_checksums(content, comm);
+  const RunStateRecord state = gather_run_state(content.state, comm);
+  deadline.reset();
+
+  const fs::path tmp = fs::path(path.string() + ".tmp");
+  on_all_ranks(comm, [&] {
+    if (rank == 0) {
+      fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+      fs::remove(tmp);
+    }
+  });
+  if (options.layout == Layout::shared) {
+    // Each collective HDF5 call's outcome is agreed on (write_shared), so a failure on one rank
+    // ends the save on all; the unfinished file is removed and the last checkpoint stays.
+    try {
+      write_shared(tmp, content, records, checksums, state, options, comm);
+    } catch (const CollectiveError&) {
+      if (rank == 0) {
+        std::error_code ignored;
+        fs::remove(tmp, ignored);
+      }
+      throw;
+    }
+    on_all_ranks(comm, [&] {
+      if (rank == 0) {
+        h5::fsync_path(tmp);
+        commit_rename(tmp, path);
+      }
+    });
+    return;
+  }
+  const fs::path folder_tmp = fs::path(rank_folder(path).string() + ".tmp");
+  try {
+    write_per_rank(path, tmp, folder_tmp, content, records, checksums, state, options, comm);
+  } catch (const CollectiveError&) {
+    if (rank == 0) {  // an unfinished save: nothing of it stays
+      std::error_code ignored;
+      fs::remove_all(folder_tmp, ignored);
+      fs::remove(tmp, ignored);
+    }
+    throw;
+  }
 }
 
 }  // namespace autotrain::ckpt

@@ -93,6 +93,7 @@ int run(int argc, char** argv) {
 
   MpiSession mpi(&argc, &argv);
   try {
+    mpi.require_thread_multiple();
     inject_failure_if_asked(mpi.rank());
     return command->run(rest, mpi);
   } catch (const CollectiveError& error) {

@@ -60,6 +60,12 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   // run simply completes.
   const train::StopSignals stop_signals;
   const train::RunSetup setup = train::setup_run(command_line, MPI_COMM_WORLD);
+  // A rank told --dry-run would stop here while the others train on, waiting for it.
+  if (!same_on_all_ranks(command_line.dry_run ? 1 : 0, MPI_COMM_WORLD, "--dry-run")) {
+    throw CollectiveError(
+        "--dry-run was given to some ranks and not to others: give every rank the same command "
+        "line");
+  }
   if (command_line.dry_run) {
     if (mpi.rank() == 0) std::cout << train::render_plan(setup) << std::flush;
     return 0;

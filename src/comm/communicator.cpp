@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -148,7 +149,7 @@ void narrow(const float* from, void* to, size_t count, DType dtype) {
 }
 
 DuplicatedComm::DuplicatedComm(MPI_Comm parent) {
-  AT_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+  comm_ = duplicate_comm(parent, "communicator set-up (MPI_Comm_dup)");
 }
 
 DuplicatedComm::~DuplicatedComm() {

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/comm/watchdog.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/comm/watchdog.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "internal.hpp"

@@ -1,6 +1,10 @@
 #include "autotrain/core/paths.hpp"
 
+#include <elf.h>
+#include <link.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "autotrain/core/error.hpp"
@@ -33,6 +37,44 @@ std::filesystem::path data_dir() {
 
 std::string version() {
   return AUTOTRAIN_VERSION;
+}
+
+namespace {
+
+// The NT_GNU_BUILD_ID note of the main program, as hex, or "" when it has none.
+int find_build_id(dl_phdr_info* info, size_t, void* out) {
+  auto& id = *static_cast<std::string*>(out);
+  for (int i = 0; i < info->dlpi_phnum && id.empty(); ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_NOTE) continue;
+    const auto* at = reinterpret_cast<const unsigned char*>(info->dlpi_addr + segment.p_vaddr);
+    const unsigned char* end = at + segment.p_memsz;
+    while (at + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(at);
+      const unsigned char* name = at + sizeof(ElfW(Nhdr));
+      const unsigned char* desc = name + ((note->n_namesz + 3) & ~3u);
+      if (desc + note->n_descsz > end) break;
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        for (unsigned k = 0; k < note->n_descsz; ++k) {
+          id += kHex[desc[k] >> 4];
+          id += kHex[desc[k] & 15];
+        }
+        break;
+      }
+      at = desc + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;  // the first object is the main program
+}
+
+}  // namespace
+
+std::string build_id() {
+  std::string id;
+  dl_iterate_phdr(find_build_id, &id);
+  return id.empty() ? version() : cat(version(), "+", id);
 }
 
 }  // namespace autotrain

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -389,17 +390,15 @@ PrepareResult prepare_if_needed(const PrepareOptions& options) {
 }
 
 PrepareResult prepare_if_needed_collective(const PrepareOptions& options, MPI_Comm comm) {
-  int rank = 0;
-  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   std::string failure;
-  if (rank == 0) {
+  run_on_root(comm, "data preparation (rank 0 tokenizes data_path)", [&] {
     try {
       prepare_if_needed(options);
     } catch (const std::exception& error) {
       failure = error.what();
     }
-  }
-  agree_or_throw(failure.empty(), failure, comm);
+  });
+  agree_or_throw(failure.empty(), failure, comm, "the prepared data");
   return read_manifest(is_prepared_folder(options.data_path) ? options.data_path
                                                              : options.output_dir);
 }

@@ -7,6 +7,7 @@
 
 #include "autotrain/comm/backend.hpp"
 #include "autotrain/config/load.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/strings.hpp"
@@ -260,7 +261,7 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
 CheckpointSaver::CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,
                                  size_t save_total_limit, bool async, MPI_Comm comm)
     : dir_(std::move(dir)), options_(options), save_total_limit_(save_total_limit), async_(async) {
-  AT_MPI_CHECK(MPI_Comm_dup(comm, &comm_));
+  comm_ = duplicate_comm(comm, "checkpoint saver set-up (MPI_Comm_dup)");
 }
 
 CheckpointSaver::~CheckpointSaver() {

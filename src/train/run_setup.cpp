@@ -5,9 +5,11 @@
 #include <thread>
 
 #include "autotrain/config/consistency.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/paths.hpp"
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/discover.hpp"
 
@@ -98,6 +100,30 @@ const char* precision_name(Precision precision) {
   }
 }
 
+namespace {
+
+// Ranks running different builds would compute different things (a loss that drifts apart at
+// step 75): refuse, naming the builds, before anything else is agreed on.
+void check_same_build(MPI_Comm world) {
+  const std::string mine = build_id();
+  std::string reference = mine;
+  uint64_t length = reference.size();
+  MPI_Request request = MPI_REQUEST_NULL;
+  AT_MPI_CHECK(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, world, &request));
+  wait_or_abort(request, "the autotrain build");
+  reference.resize(length);
+  AT_MPI_CHECK(MPI_Ibcast(reference.data(), static_cast<int>(length), MPI_CHAR, 0, world, &request));
+  wait_or_abort(request, "the autotrain build");
+  agree_or_throw(mine == reference,
+                 cat("this rank runs autotrain build ", mine, " (", executable_path().string(),
+                     ") but rank 0 runs build ", reference,
+                     ": every rank must run the same binary (install one build where all nodes "
+                     "see it, or rebuild everywhere from the same sources)"),
+                 world, "the autotrain build");
+}
+
+}  // namespace
+
 RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world) {
   RunSetup setup;
   // Every rank reads the files itself; whoever fails first speaks for all.
@@ -107,8 +133,11 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   } catch (const Error& error) {
     failure = error.what();
   }
-  agree_or_throw(failure.empty(), failure, world);
+  agree_or_throw(failure.empty(), failure, world, "reading the configuration");
   const auto& params = setup.params();
+  // From here on every collective outside a communicator waits at most comm_timeout too.
+  set_collective_timeout(static_cast<double>(params.comm_timeout));
+  check_same_build(world);
   // log_level from a config or flag wins; otherwise AUTOTRAIN_LOG_LEVEL (read by the logger).
   if (setup.resolved.provenance.at("log_level") != "default") {
     log::set_level(log::parse_level(params.log_level, "log_level"));
@@ -117,7 +146,10 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   DiscoverOptions discover;
   discover.master_port = static_cast<int>(params.master_port);
   discover.want_gpu = params.comm_backend == "nccl";  // device cuda is checked below
-  setup.topology = discover_topology(world, discover);
+  {
+    const CollectiveDeadline deadline("topology discovery");
+    setup.topology = discover_topology(world, discover);
+  }
   export_topology(setup.topology);
 
   failure.clear();
@@ -129,26 +161,19 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   } catch (const Error& error) {
     failure = error.what();
   }
-  agree_or_throw(failure.empty(), failure, world);
+  agree_or_throw(failure.empty(), failure, world, "the device, precision and communicator");
+  const CollectiveDeadline deadline("run set-up (parameters, communicator and device agreement)");
   config::check_same_params_across_ranks(params, world);
 
   // `auto` resolves per rank; nodes that see different devices must not pick different ones.
-  const int mine = static_cast<int>(setup.comm_backend);
-  int lowest = mine;
-  int highest = mine;
-  AT_MPI_CHECK(MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, world));
-  AT_MPI_CHECK(MPI_Allreduce(&mine, &highest, 1, MPI_INT, MPI_MAX, world));
-  if (lowest != highest) {
+  if (!same_on_all_ranks(static_cast<int>(setup.comm_backend), world, "the communicator")) {
     throw CollectiveError(cat("comm_backend ", params.comm_backend,
                               " resolved to different communicators on different ranks (some "
                               "ranks have a GPU, others not); set comm_backend explicitly"));
   }
 
   // Every rank must train on the same kind of device (ranks without a GPU would pick the CPU).
-  const int device = static_cast<int>(setup.device);
-  int devices[2] = {device, -device};
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, devices, 2, MPI_INT, MPI_MAX, world));
-  if (devices[0] != -devices[1]) {
+  if (!same_on_all_ranks(static_cast<int>(setup.device), world, "the device")) {
     throw CollectiveError(cat("device ", params.device,
                               " resolved to the GPU on some ranks and the CPU on others; give "
                               "every rank a GPU or set device cpu"));

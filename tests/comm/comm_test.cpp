@@ -14,7 +14,7 @@
 
 #include "autotrain/comm/backend.hpp"
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/comm/watchdog.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/timer.hpp"

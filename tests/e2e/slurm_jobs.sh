@@ -70,24 +70,28 @@ grep -q "2 rank(s)" single-*.out || fail "the single-node job did not run 2 rank
 grep -q "summary: model single" single-*.out || fail "no run summary in the job output"
 "$AUTOTRAIN_BIN" status single | grep -q "state       finished" || fail "status: $("$AUTOTRAIN_BIN" status single)"
 
-# --- the preemptible script, submitted as a site would (a 1-minute limit, USR1 40 s before it).
+# --- the preemptible script, submitted as a site would (a 2-minute limit, USR1 90 s before it).
 # How far a run gets before Slurm's own signal depends on how fast this machine trains (200 to
 # 700 tiny steps/s), so the test also sends the same signal itself, to the batch shell, as soon
 # as the first run is training: the preemption path is exercised on fast and slow machines alike.
-steps=12000
+steps=8000
 flags=(--project-name preempt --max-steps "$steps" --eval-steps 500 --logging-steps 100)
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" --project-name straight \
   --max-steps "$steps" --eval-steps 500 --logging-steps 100 > straight.log 2>&1 || { cat straight.log; exit 1; }
-preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 1 --signal=B:USR1@40 \
+preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 2 --signal=B:USR1@90 \
   -o preempt.out train-preemptible.sbatch "$config" "${flags[@]}")
 deadline=$((SECONDS + 420))
 signalled=0
 while [ "$SECONDS" -lt "$deadline" ]; do
-  # Done when squeue lists nothing or no longer knows the job, and the last run has said how
-  # training ended (between a requeue and the next start squeue can briefly list nothing);
-  # any other error (a busy slurmctld timing out on a loaded machine) is not an answer.
+  # Done when squeue lists nothing or no longer knows the job, and every run that started has
+  # said how training ended (between a requeue and the next start squeue can briefly list
+  # nothing); any other error (a busy slurmctld timing out on a loaded machine) is not an answer.
+  # A preempted run ends with "requeueing" and another run follows; the last one ends with
+  # "training exited with status".
   finished=0
-  grep -qs "training exited with status" preempt.out && finished=1
+  last=$(grep -Eos "training exited with status [0-9]+|checkpoint saved; requeueing" preempt.out |
+    tail -n 1 || true)
+  [[ "$last" == "training exited"* ]] && finished=1
   if ! state=$(squeue -h -j "$preempt_job" -o '%T %r' 2>&1); then
     grep -q "Invalid job id" <<< "$state" && [ "$finished" -eq 1 ] && break
     sleep 0.5

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <string_view>
 
 namespace autotrain {
 
@@ -19,6 +20,11 @@ class MpiSession {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int thread_level() const { return thread_level_; }
+  // Throws a CollectiveError, saying how to get it, unless MPI granted MPI_THREAD_MULTIPLE: the
+  // communication threads, the background checkpoint writer and HDF5's MPI-IO call MPI
+  // concurrently. AUTOTRAIN_MPI_THREAD_LEVEL (single, funneled, serialized) asks for less, to
+  // test this path.
+  void require_thread_multiple() const;
 
  private:
   int rank_ = 0;
@@ -39,6 +45,13 @@ int comm_size(MPI_Comm comm);
 
 // Every rank passes its own outcome; if any rank failed, the lowest failing rank's message is
 // raised as a CollectiveError on every rank. Must be called by all ranks (it is a collective).
-void agree_or_throw(bool ok, const std::string& message, MPI_Comm comm = MPI_COMM_WORLD);
+// A rank missing for longer than the collective timeout (deadline.hpp) aborts the job, naming
+// `operation` ("the training parameters") and the ranks that did not arrive.
+void agree_or_throw(bool ok, const std::string& message, MPI_Comm comm = MPI_COMM_WORLD,
+                    std::string_view operation = "a consistency check");
+
+// Whether every rank of `comm` passed the same `value` (a collective under the collective
+// timeout, named `operation` if it expires).
+bool same_on_all_ranks(long long value, MPI_Comm comm, std::string_view operation);
 
 }  // namespace autotrain

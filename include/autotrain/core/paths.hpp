@@ -15,4 +15,9 @@ std::filesystem::path executable_path();
 
 std::string version();  // "0.1.0"
 
+// What tells this build from another: the version and the executable's GNU build id (a hash
+// the linker writes over the code, read from memory: no file I/O), e.g.
+// "0.1.0+5ccf150ef3b812c7a6503f7aa45f55531690fd41"; the version alone without one.
+std::string build_id();
+
 }  // namespace autotrain

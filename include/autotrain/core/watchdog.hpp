@@ -31,7 +31,8 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   // Registers a collective; returns its sequence number (1, 2, ... per communicator).
-  // `operation` must be a string literal (it is kept, not copied).
+  // `operation` is kept, not copied: it must stay valid until end() (a string literal, or a
+  // string its caller owns for that long). `bytes` 0 leaves the size out of the message.
   uint64_t begin(std::string_view operation, size_t bytes);
   void end(uint64_t sequence);
 
