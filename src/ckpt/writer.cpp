@@ -217,12 +217,13 @@ H5Plist file_access(const WriteOptions& options, MPI_Comm comm, bool parallel,
 
 // An upper bound of the bytes a file takes whose datasets hold `lengths` float32 elements: the
 // data, the alignment gap before each dataset large enough to be aligned, and room for HDF5's
-// metadata.
+// metadata (the superblock, the run state, object headers: ~1 KiB per dataset).
 uint64_t file_bytes_bound(const std::vector<uint64_t>& lengths, const WriteOptions& options) {
-  uint64_t bytes = uint64_t{4} << 20;
+  uint64_t bytes = uint64_t{1} << 20;
   for (const uint64_t length : lengths) {
     const uint64_t data = length * sizeof(float);
-    bytes += data + (data >= options.alignment_threshold ? options.alignment : 0);
+    bytes += data + (uint64_t{4} << 10) +
+             (data >= options.alignment_threshold ? options.alignment : 0);
   }
   return bytes;
 }
@@ -502,6 +503,7 @@ void write_checkpoint(const fs::path& path, const CheckpointContent& content,
   deadline.reset();
 
   const fs::path tmp = fs::path(path.string() + ".tmp");
+  stop_here_if_asked("save");
   on_all_ranks(comm, [&] {
     if (rank == 0) {
       fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path());

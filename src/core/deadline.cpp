@@ -1,6 +1,8 @@
 #include "autotrain/core/deadline.hpp"
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -166,6 +168,17 @@ void run_on_root(MPI_Comm comm, std::string_view operation, const std::function<
     wait_or_abort(std::span<MPI_Request>(&request, 1), peers, operation);
     if (value == 1) return;
   }
+}
+
+void stop_here_if_asked(std::string_view phase) {
+  const char* target = std::getenv("AUTOTRAIN_INJECT_STOP");
+  if (target == nullptr) return;
+  const std::string_view text(target);
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos || text.substr(colon + 1) != phase) return;
+  if (std::to_string(world_rank()) != text.substr(0, colon)) return;
+  log::warn("stopping this rank at ", phase, " (AUTOTRAIN_INJECT_STOP=", text, ")");
+  std::raise(SIGSTOP);
 }
 
 }  // namespace autotrain

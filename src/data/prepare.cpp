@@ -390,6 +390,7 @@ PrepareResult prepare_if_needed(const PrepareOptions& options) {
 }
 
 PrepareResult prepare_if_needed_collective(const PrepareOptions& options, MPI_Comm comm) {
+  stop_here_if_asked("prepare");
   std::string failure;
   run_on_root(comm, "data preparation (rank 0 tokenizes data_path)", [&] {
     try {

@@ -130,13 +130,14 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   std::string failure;
   try {
     setup.resolved = config::load_params(command_line.inputs());
+    // From here on every collective outside a communicator waits at most comm_timeout too.
+    set_collective_timeout(static_cast<double>(setup.params().comm_timeout));
   } catch (const Error& error) {
     failure = error.what();
   }
+  stop_here_if_asked("setup");
   agree_or_throw(failure.empty(), failure, world, "reading the configuration");
   const auto& params = setup.params();
-  // From here on every collective outside a communicator waits at most comm_timeout too.
-  set_collective_timeout(static_cast<double>(params.comm_timeout));
   check_same_build(world);
   // log_level from a config or flag wins; otherwise AUTOTRAIN_LOG_LEVEL (read by the logger).
   if (setup.resolved.provenance.at("log_level") != "default") {
