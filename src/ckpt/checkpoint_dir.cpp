@@ -77,21 +77,79 @@ void CheckpointDir::set_latest(const fs::path& checkpoint) const {
   h5::fsync_path(folder_);
 }
 
+std::vector<std::string> CheckpointDir::commits() const {
+  std::vector<std::string> names;
+  std::ifstream in(folder_ / "commits");
+  for (std::string line; std::getline(in, line);) {
+    line = trim(line);
+    // A torn last line (a kill during the rewrite cannot make one: it is renamed into place,
+    // but a hand edit can) is not a checkpoint name and is skipped.
+    if (step_of(line) && line.find('/') == std::string::npos) names.push_back(line);
+  }
+  return names;
+}
+
+void CheckpointDir::record_commit(const fs::path& checkpoint) const {
+  const std::string name = checkpoint.filename().string();
+  std::vector<std::string> names;
+  for (const std::string& earlier : commits()) {
+    std::error_code error;
+    if (earlier != name && fs::is_regular_file(folder_ / earlier, error)) names.push_back(earlier);
+  }
+  names.push_back(name);
+  const fs::path tmp = folder_ / "commits.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const std::string& kept : names) out << kept << "\n";
+    out.flush();
+    AT_CHECK(out.good(), "cannot write ", tmp.string());
+  }
+  h5::fsync_path(tmp);
+  std::error_code error;
+  fs::rename(tmp, folder_ / "commits", error);
+  AT_CHECK(!error, "cannot rename ", tmp.string(), " to commits: ", error.message());
+}
+
+namespace {
+
+void add_once(std::vector<fs::path>& order, const fs::path& path) {
+  if (std::find(order.begin(), order.end(), path) == order.end()) order.push_back(path);
+}
+
+}  // namespace
+
+std::vector<fs::path> CheckpointDir::by_commit() const {
+  std::vector<fs::path> order;
+  const std::vector<CheckpointEntry> entries = list();
+  const std::vector<std::string> committed = commits();
+  for (auto name = committed.rbegin(); name != committed.rend(); ++name) {
+    const auto listed = std::find_if(entries.begin(), entries.end(), [&](const auto& entry) {
+      return entry.path.filename() == *name;
+    });
+    if (listed != entries.end()) add_once(order, listed->path);
+  }
+  // Saved before the commit order was recorded: newest step first.
+  for (auto entry = entries.rbegin(); entry != entries.rend(); ++entry) add_once(order, entry->path);
+  return order;
+}
+
+std::vector<fs::path> CheckpointDir::newest_first() const {
+  std::vector<fs::path> order;
+  if (const auto pinned = latest()) order.push_back(*pinned);
+  for (const fs::path& path : by_commit()) add_once(order, path);
+  return order;
+}
+
 std::vector<fs::path> CheckpointDir::prune(size_t keep) const {
   std::vector<fs::path> removed;
   if (keep == 0) return removed;
-  const std::vector<CheckpointEntry> entries = list();
   const std::optional<fs::path> pinned = latest();
-  size_t kept = 0;
-  for (auto entry = entries.rbegin(); entry != entries.rend(); ++entry) {
-    const bool is_latest = pinned && fs::equivalent(*pinned, entry->path);
-    if (kept < keep || is_latest) {
-      ++kept;
-      continue;
-    }
-    fs::remove(entry->path);
-    fs::remove_all(rank_folder(entry->path));
-    removed.push_back(entry->path);
+  const std::vector<fs::path> order = by_commit();
+  for (size_t i = keep; i < order.size(); ++i) {
+    if (pinned && order[i].filename() == pinned->filename()) continue;
+    fs::remove(order[i]);
+    fs::remove_all(rank_folder(order[i]));
+    removed.push_back(order[i]);
   }
   return removed;
 }
@@ -104,7 +162,7 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
   std::string names;
   if (rank == 0) {
     std::vector<std::string> paths;
-    for (const auto& entry : list()) paths.push_back(entry.path.string());
+    for (const auto& path : newest_first()) paths.push_back(path.string());
     names = join(paths, "\n");
   }
   uint64_t length = names.size();
@@ -113,7 +171,7 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
   AT_MPI_CHECK(MPI_Bcast(names.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
   std::vector<std::string> candidates =
       names.empty() ? std::vector<std::string>{} : split(names, '\n');
-  for (auto candidate = candidates.rbegin(); candidate != candidates.rend(); ++candidate) {
+  for (auto candidate = candidates.begin(); candidate != candidates.end(); ++candidate) {
     std::string why;
     try {
       CheckpointReader reader(*candidate, comm, expected);
@@ -125,7 +183,8 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
     }
     if (rank == 0) {
       log::warn("skipping checkpoint ", *candidate, ": ", why,
-                candidate + 1 != candidates.rend() ? "; falling back to the previous one" : "");
+                candidate + 1 != candidates.end() ? "; falling back to the one saved before it"
+                                                  : "");
     }
   }
   return std::nullopt;
@@ -141,6 +200,7 @@ fs::path save_checkpoint(const CheckpointDir& dir, const CheckpointContent& cont
   if (rank == 0) {
     try {
       dir.set_latest(path);
+      dir.record_commit(path);
       dir.prune(save_total_limit);
     } catch (const std::exception& error) {
       failure = error.what();

@@ -282,6 +282,28 @@ TEST(CheckpointDirTest, KeepsNewestAndLatestAndSkipsUnfinishedSaves) {
   EXPECT_EQ(folder.list().size(), 2u);
 }
 
+TEST(CheckpointDirTest, AutoResumesTheLatestRunNotTheHighestStepOfAnAbandonedOne) {
+  // A run saved 20, 40, 60; it was rolled back (resumed from 20 with new settings) and that
+  // run saved 24. The 60 belongs to the abandoned run.
+  testing::SharedTempDir dir;
+  CheckpointDir folder(dir.path());
+  for (int64_t step : {20, 40, 60, 24}) {
+    Fixture fixture(step);
+    save_checkpoint(folder, fixture.content, {}, 3, MPI_COMM_WORLD);
+  }
+  EXPECT_EQ(folder.resolve_auto(MPI_COMM_WORLD), folder.path_for(24));
+  // save_total_limit 3 removed the oldest commit (20), not the lowest step (24).
+  EXPECT_FALSE(fs::exists(folder.path_for(20)));
+  EXPECT_TRUE(fs::exists(folder.path_for(24)));
+  EXPECT_EQ(folder.newest_first(),
+            (std::vector<fs::path>{folder.path_for(24), folder.path_for(60), folder.path_for(40)}));
+  MPI_Barrier(MPI_COMM_WORLD);
+  // A damaged latest falls back in commit order.
+  if (world_rank() == 0) flip_byte(folder.path_for(24), "model/transformer.wte.weight", 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(folder.resolve_auto(MPI_COMM_WORLD), folder.path_for(60));
+}
+
 TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
   testing::SharedTempDir dir;
   CheckpointDir folder(dir.path());

@@ -1,7 +1,7 @@
 #pragma once
 // A folder of checkpoints (project_name/checkpoints/): `checkpoint-<step>.h5` files (and their
 // `checkpoint-<step>.ranks/` folders in the per-rank layout) plus `latest`, a one-line text file
-// naming the checkpoint to resume from. Only committed checkpoints are listed: `*.tmp` names
+// naming the checkpoint to resume from, and `commits`, the order they were saved in. Only committed checkpoints are listed: `*.tmp` names
 // are unfinished saves.
 #include <mpi.h>
 
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "autotrain/ckpt/checkpoint.hpp"
@@ -34,17 +35,29 @@ class CheckpointDir {
   // Points `latest` at `checkpoint` atomically (latest.tmp, fsync, rename, fsync folder).
   // Called by one rank.
   void set_latest(const std::filesystem::path& checkpoint) const;
-  // save_total_limit: keeps the newest `keep` checkpoints and the one `latest` names; removes
-  // the others (with their rank folders). 0 keeps everything. Returns what was removed.
+  // The commit order: `commits`, one checkpoint name per line, oldest commit first (rewritten
+  // atomically by record_commit after each save, by one rank). Steps do not give it: a run
+  // resumed from checkpoint-20 of a run that reached 60 commits 24 after 60.
+  std::vector<std::string> commits() const;
+  void record_commit(const std::filesystem::path& checkpoint) const;
+  // Where a resume looks, in order: the checkpoint `latest` names, then the others newest
+  // commit first, then any not in `commits` (saved by an older autotrain) highest step first.
+  std::vector<std::filesystem::path> newest_first() const;
+  // save_total_limit: keeps the `keep` most recently committed checkpoints and the one
+  // `latest` names; removes the others (with their rank folders). 0 keeps everything. Returns
+  // what was removed.
   std::vector<std::filesystem::path> prune(size_t keep) const;
 
-  // Collective: the newest checkpoint that opens, has the `expected` datasets and passes its
-  // checksums. Each one skipped is reported with a warning naming it and why. nullopt when
-  // the folder has no valid checkpoint.
+  // Collective: the first checkpoint of newest_first() that opens, has the `expected` datasets
+  // and passes its checksums. Each one skipped is reported with a warning naming it and why.
+  // nullopt when the folder has no valid checkpoint.
   std::optional<std::filesystem::path> resolve_auto(
       MPI_Comm comm, std::span<const TensorSpec> expected = {}) const;
 
  private:
+  // The committed checkpoints, newest commit first, then those not in `commits` by step.
+  std::vector<std::filesystem::path> by_commit() const;
+
   std::filesystem::path folder_;
 };
 
