@@ -237,6 +237,13 @@ std::optional<fs::path> resolve_resume(const std::string& setting, const ckpt::C
 void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
                        const std::string& export_dtype) {
   ckpt::CheckpointReader reader(checkpoint, MPI_COMM_WORLD);
+  // The same checks as `ckpt verify`: a damaged checkpoint is never exported as a model.
+  if (const std::vector<std::string> problems = reader.verify_checksums(); !problems.empty()) {
+    throw CollectiveError(cat("export --checkpoint: ", checkpoint.string(),
+                              " fails verification: ", join(problems, "; "),
+                              " (export an earlier checkpoint; 'autotrain ckpt verify' lists "
+                              "what is damaged)"));
+  }
   const ResumePoint saved = read_resume_point(reader);
   config::TrainingParams params;
   params.export_dtype = export_dtype;

@@ -319,8 +319,11 @@ TrainSummary run_training(const RunSetup& setup) {
 
     float step_loss = static_cast<float>(loss_sum / double(accumulation));
     scalars.allreduce(std::span<float>(&step_loss, 1), ReduceOp::avg);
-    AT_CHECK(std::isfinite(step_loss), "training diverged: the loss of step ", step + 1, " is ",
-             step_loss, " (lower lr, or check the data)");
+    // The loss is the same on every rank (averaged above): one message, not one per rank.
+    if (!std::isfinite(step_loss)) {
+      throw CollectiveError(cat("training diverged: the loss of step ", step + 1, " is ",
+                                step_loss, " (lower lr, or check the data)"));
+    }
     ++interval_steps;
 
     StepMetrics metrics;

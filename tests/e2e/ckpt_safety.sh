@@ -100,6 +100,21 @@ timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint ref/checkp
   --output exported > export.log 2>&1 || fail "export"
 cmp ref/model.safetensors exported/model.safetensors || fail "exported model.safetensors differs"
 cmp ref/config.json exported/config.json || fail "exported config.json differs"
+# A damaged checkpoint is refused by export as by `ckpt verify`, naming the damaged tensor.
+cp ref/checkpoints/checkpoint-150.h5 damaged.h5
+# (Debian's interpreter, where python3-h5py installs: not a python3 earlier on PATH.)
+/usr/bin/python3 -c "
+import h5py, sys
+with h5py.File('damaged.h5', 'r+') as f:
+    f['model/transformer.wte.weight'][0] += 1.0
+"
+if timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint damaged.h5 --output damaged \
+    > damaged.log 2>&1; then
+  fail "a damaged checkpoint was exported"
+fi
+grep -q "damaged.h5 fails verification: .*model/transformer.wte.weight" damaged.log ||
+  { cat damaged.log; fail "export did not name the damaged tensor"; }
+[ ! -e damaged/model.safetensors ] || fail "a damaged checkpoint left a model.safetensors"
 
 # --- kill -9 every rank while a save is in flight; auto resumes from the last committed one. ---
 big=(--n-layer 4 --n-embd 256 --n-head 4 --checkpoint-every 1)

@@ -28,4 +28,12 @@ if timeout 60 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$AUTOTRAIN_S
 fi
 [ "$(grep -c "lr" bad.log)" -ge 1 ] && grep -q "expected a number, got 'fast'" bad.log || { cat bad.log; exit 1; }
 [ "$(grep -c "error:" bad.log)" -eq 1 ] || { echo "the error was printed more than once"; cat bad.log; exit 1; }
+# Divergence is met by every rank at once (the loss is averaged): said once, exit 1, no abort.
+status=0
+timeout 60 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" \
+  --lr 1e12 --max-grad-norm 0 > diverged.log 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "^error: training diverged: the loss of step" diverged.log ||
+  { cat diverged.log; echo "divergence: exit $status"; exit 1; }
+[ "$(grep -c "error" diverged.log)" -eq 1 ] && ! grep -q MPI_ABORT diverged.log ||
+  { cat diverged.log; echo "divergence was not one collective error"; exit 1; }
 echo "rank_failure: ok"
