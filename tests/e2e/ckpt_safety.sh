@@ -116,6 +116,28 @@ grep -q "damaged.h5 fails verification: .*model/transformer.wte.weight" damaged.
   { cat damaged.log; fail "export did not name the damaged tensor"; }
 [ ! -e damaged/model.safetensors ] || fail "a damaged checkpoint left a model.safetensors"
 
+# --- Signals after the first are absorbed until the ranks exit: still status 3. ---
+# USR1 to the ranks themselves (as srun or Slurm's --signal without B: deliver it), then TERM
+# and USR1 again every 20 ms until the job has ended: none may kill a rank.
+"${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" "${wide[@]}" --project-name storm > storm.log 2>&1 &
+job=$!
+for _ in $(seq 3000); do grep -q "^step [3-9]/" storm.log 2>/dev/null && break; sleep 0.05; done
+ranks=$(pgrep -P "$job" -f "autotrain train" || pgrep -f "train .*--project-name storm" | grep -vx "$job")
+# shellcheck disable=SC2086  # one pid per word
+kill -USR1 $ranks
+while kill -0 "$job" 2> /dev/null; do
+  # shellcheck disable=SC2086
+  kill -TERM $ranks 2> /dev/null || true
+  sleep 0.01
+  # shellcheck disable=SC2086
+  kill -USR1 $ranks 2> /dev/null || true
+  sleep 0.01
+done
+status=0
+wait "$job" || status=$?
+[ "$status" -eq 3 ] || { cat storm.log; fail "repeated signals: exit status $status, expected 3"; }
+grep -Eq "stopped by SIG(USR1|TERM) after step" storm.log || fail "repeated signals: no preemption message"
+
 # --- kill -9 every rank while a save is in flight; auto resumes from the last committed one. ---
 big=(--n-layer 4 --n-embd 256 --n-head 4 --checkpoint-every 1)
 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name killed "${big[@]}" --max-steps 1000 > killed.log 2>&1 &
