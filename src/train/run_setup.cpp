@@ -1,5 +1,9 @@
 #include "autotrain/train/run_setup.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -10,6 +14,7 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
+#include "autotrain/core/strings.hpp"
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/discover.hpp"
 
@@ -47,6 +52,83 @@ void choose_threads(RunSetup& setup) {
     setup.threads = std::max(1, cores / std::max(1, setup.topology.local_world_size));
     setup.threads_source = "cores per node / ranks per node";
   }
+}
+
+// What this rank may use: the cores of its CPU affinity (all cores without one) and the memory
+// of its node shared by the node's ranks, or its address-space limit (ulimit -v) when lower.
+struct RankResources {
+  int cores = 1;
+  double memory_bytes = 0;  // 0 = unknown
+  bool memory_is_ulimit = false;
+};
+
+RankResources rank_resources(const Topology& topology) {
+  RankResources resources;
+  const int allowed = static_cast<int>(cpu_affinity().size());
+  resources.cores = allowed > 0 ? allowed
+                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) {
+    resources.memory_bytes = static_cast<double>(pages) * static_cast<double>(page) /
+                             std::max(1, topology.local_world_size);
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      (resources.memory_bytes == 0 || static_cast<double>(limit.rlim_cur) < resources.memory_bytes)) {
+    resources.memory_bytes = static_cast<double>(limit.rlim_cur);
+    resources.memory_is_ulimit = true;
+  }
+  return resources;
+}
+
+std::string memory_text(const RankResources& resources, int local_ranks) {
+  return resources.memory_is_ulimit
+             ? cat(human_bytes(resources.memory_bytes), " of address space (ulimit -v)")
+             : cat(human_bytes(resources.memory_bytes), " (the node's memory shared by its ",
+                   local_ranks, " rank(s))");
+}
+
+// Before BLAS starts its threads: more threads than cores only slows a run down, and each
+// OpenBLAS thread reserves a buffer that an address-space limit may not hold (start-up then
+// spins in OpenBLAS's allocator instead of failing).
+void check_threads(const RunSetup& setup, const RankResources& resources) {
+  constexpr double kBlasBufferPerThread = 128.0 * (1 << 20);
+  if (setup.threads > resources.cores) {
+    throw Error(cat("threads ", setup.threads, " (", setup.threads_source, ") exceeds the ",
+                    resources.cores, " core(s) this rank may run on; use at most ",
+                    resources.cores, " (or leave threads at 0 to size it automatically)"));
+  }
+  const double needed = setup.threads * kBlasBufferPerThread;
+  if (resources.memory_is_ulimit && needed > resources.memory_bytes / 2) {
+    throw Error(cat("threads ", setup.threads, " need about ", human_bytes(needed),
+                    " of BLAS buffers, more than half of the ",
+                    memory_text(resources, setup.topology.local_world_size),
+                    "; use fewer threads or raise the limit"));
+  }
+}
+
+// The training state of the model (parameters, gradients and AdamW moments, fp32, as ZeRO
+// partitions them; activations not counted) must fit this rank's memory on the CPU: say so
+// before allocating, instead of failing inside an allocation (std::bad_alloc).
+void check_model_fits(const RunSetup& setup, const RankResources& resources) {
+  const auto& params = setup.params();
+  if (setup.device != Device::cpu || resources.memory_bytes == 0) return;
+  const double C = static_cast<double>(params.n_embd);
+  const double V = static_cast<double>(model::round_up_vocab(
+      static_cast<int>(std::min<int64_t>(params.vocab_size, 2147483520))));
+  const double count = V * C + static_cast<double>(params.n_positions) * C +
+                       static_cast<double>(params.n_layer) * (12 * C * C + 13 * C) + 2 * C;
+  const double N = setup.topology.world_size;
+  const double per_parameter[] = {16, 8 + 8 / N, 4 + 12 / N, 16 / N};
+  const double needed = count * per_parameter[std::clamp(setup.zero_stage, 0, 3)];
+  if (needed <= resources.memory_bytes) return;
+  throw Error(cat("the model (", count, " parameters: n_layer ", params.n_layer, ", n_embd ",
+                  params.n_embd, ", vocab_size ", params.vocab_size, ") needs ",
+                  human_bytes(needed), " per rank for its training state at ZeRO stage ",
+                  setup.zero_stage, ", but this rank has ",
+                  memory_text(resources, setup.topology.local_world_size),
+                  "; make the model smaller, raise zero_stage or use more ranks"));
 }
 
 // device: auto = the rank's GPU when the build has CUDA and the topology bound one, else the
@@ -187,6 +269,15 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
 
   setup.zero_stage = static_cast<int>(params.zero_stage);
   choose_threads(setup);
+  failure.clear();
+  try {
+    const RankResources resources = rank_resources(setup.topology);
+    check_threads(setup, resources);
+    check_model_fits(setup, resources);
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, world, "the threads and memory");
   return setup;
 }
 

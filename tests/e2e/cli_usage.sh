@@ -16,4 +16,23 @@ expect_usage() {
 expect_usage "did you mean 'autotrain train --config x.yaml'?" --config x.yaml
 expect_usage "did you mean 'autotrain train --config x.yaml --lr 1e-4'?" llm --train --config x.yaml --lr 1e-4
 expect_usage "did you mean 'train'?" trian
+# What --dry-run refuses before anything is allocated: dimensions past 32 bits (they were
+# truncated: 4294967552 trained a 256-token vocabulary), a model that does not fit, more
+# threads than cores. Errors exit 1, name the value, and say what would fit.
+expect_refused() {
+  local want=$1 out status=0
+  shift
+  out=$("$AUTOTRAIN_BIN" train --model tiny --tokenizer byte --dry-run "$@" 2>&1) || status=$?
+  [ "$status" -eq 1 ] || { echo "train $*: exit $status, expected 1: $out"; exit 1; }
+  grep -qE -- "$want" <<< "$out" || { echo "train $*: '$out' lacks '$want'"; exit 1; }
+}
+cd "$(mktemp -d)"
+expect_refused "--vocab-size: expected -1 or in \[1, 2147483647\], got 4294967552" --vocab-size 4294967552
+expect_refused "--n-layer: expected -1 or in \[1, 2147483647\], got 4294967298" --n-layer 4294967298
+expect_refused "the model \(.* parameters: n_layer 1000000, .*\) needs .* per rank .* but this rank has" \
+  --n-layer 1000000
+expect_refused "the model \(.*n_embd 2000000000.*\) needs" --n-embd 2000000000 --n-head 1
+cores=$(nproc)
+expect_refused "threads $((cores + 1)) \(--threads / threads\) exceeds the $cores core\(s\)" \
+  --threads $((cores + 1))
 echo "cli_usage: all checks passed"

@@ -39,6 +39,9 @@ Constraint any_value();
 Constraint at_least(double min);
 Constraint greater_than(double min);
 Constraint between(double min, double max);
+// The largest model dimension (layers, heads, width, context, vocabulary, batch) the engine
+// takes: its kernels index with 32-bit ints.
+inline constexpr double kMaxDimension = 2147483647;
 Constraint derived_or(int64_t sentinel, Constraint rest);
 Constraint one_of(std::vector<std::string> choices,
                   std::vector<std::pair<std::string, std::string>> aliases = {});
@@ -67,8 +70,8 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(bool, parse_special_tokens, true, any_value(), "Special tokens written in the text (<|endoftext|>, <s>) become their ids, as in Hugging Face; false = ordinary text.") \
   X(double, lr, 3e-5, greater_than(0), "Peak learning rate.") \
   X(int64_t, epochs, 1, at_least(1), "Passes over the training data (max_steps wins when given).") \
-  X(int64_t, batch_size, 2, at_least(1), "Sequences per rank per micro-step; global batch = batch_size x gradient_accumulation x world size.") \
-  X(int64_t, block_size, -1, derived_or(-1, at_least(1)), "Tokens per sequence; -1 = min(1024, n_positions).") \
+  X(int64_t, batch_size, 2, between(1, kMaxDimension), "Sequences per rank per micro-step; global batch = batch_size x gradient_accumulation x world size.") \
+  X(int64_t, block_size, -1, derived_or(-1, between(1, kMaxDimension)), "Tokens per sequence; -1 = min(1024, n_positions).") \
   X(double, warmup_ratio, 0.1, between(0, 1), "Fraction of the optimizer steps spent warming the learning rate up from 0.") \
   X(int64_t, gradient_accumulation, 4, at_least(1), "Micro-steps per optimizer step.") \
   X(std::string, optimizer, "adamw", one_of({"adamw", "sgd"}, {{"adamw_torch", "adamw"}, {"adamw_hf", "adamw"}}), "Optimizer; AutoTrain's adamw_torch and adamw_hf mean adamw.") \
@@ -91,11 +94,11 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, master_port, 29500, between(1, 65535), "TCP port of rank 0 for the Gloo and NCCL rendezvous.") \
   X(int64_t, num_nodes, 0, at_least(0), "Nodes the job is expected to span; 0 = not given. Checked against the launcher. YAML: distributed.num_nodes.") \
   X(int64_t, num_gpus_per_node, 0, at_least(0), "Ranks per node expected; 0 = not given. Checked against the launcher. YAML: distributed.num_gpus_per_node.") \
-  X(int64_t, n_layer, -1, derived_or(-1, at_least(1)), "Transformer blocks; -1 = from model.") \
-  X(int64_t, n_head, -1, derived_or(-1, at_least(1)), "Attention heads; -1 = from model.") \
-  X(int64_t, n_embd, -1, derived_or(-1, at_least(1)), "Hidden width (divisible by n_head); -1 = from model.") \
-  X(int64_t, n_positions, -1, derived_or(-1, at_least(1)), "Model context length; -1 = from model (1024 for GPT-2, 128 for tiny).") \
-  X(int64_t, vocab_size, -1, derived_or(-1, at_least(1)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte, a tokenizer.json's largest id + 1).") \
+  X(int64_t, n_layer, -1, derived_or(-1, between(1, kMaxDimension)), "Transformer blocks; -1 = from model.") \
+  X(int64_t, n_head, -1, derived_or(-1, between(1, kMaxDimension)), "Attention heads; -1 = from model.") \
+  X(int64_t, n_embd, -1, derived_or(-1, between(1, kMaxDimension)), "Hidden width (divisible by n_head); -1 = from model.") \
+  X(int64_t, n_positions, -1, derived_or(-1, between(1, kMaxDimension)), "Model context length; -1 = from model (1024 for GPT-2, 128 for tiny).") \
+  X(int64_t, vocab_size, -1, derived_or(-1, between(1, kMaxDimension)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte, a tokenizer.json's largest id + 1).") \
   X(int64_t, threads, 0, at_least(0), "CPU threads per rank; 0 = cores per node / ranks per node.") \
   X(std::string, device, "auto", one_of({"auto", "cpu", "cuda"}), "auto = the rank's GPU when the build has CUDA and the rank has one, else CPU (docs/gpu.md).") \
   X(int64_t, reduce_bucket_size, -1, derived_or(-1, at_least(1)), "Gradient elements per reduce bucket; -1 = 16Mi (64 MiB fp32) for stages 0-1, one unit per bucket for stages 2-3.") \
