@@ -10,6 +10,7 @@
 
 #include "autotrain/ckpt/checkpoint_dir.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
 #include "autotrain/train/metrics.hpp"
 
 namespace autotrain::cli {
@@ -46,10 +47,15 @@ std::vector<MetricsPoint> read_metrics(const fs::path& file) {
     nlohmann::json line = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     // The job may be writing the last line right now: a torn final line is not an error.
     if (line.is_discarded() && in.peek() == std::char_traits<char>::eof()) break;
-    AT_CHECK(line.is_object() && line.contains("step") && line["step"].is_number_integer(),
-             file.string(), ":", line_number,
-             ": expected a metrics line (a JSON object with an integer \"step\"), got '",
-             text.substr(0, 80), "'");
+    if (!line.is_object() || !line.contains("step") || !line["step"].is_number_integer()) {
+      // A line torn by a kill mid-write, that a resumed run's first line was then appended
+      // to (runs since then repair the tail before appending): skipped, not fatal.
+      log::warn(file.string(), ":", line_number,
+                ": skipped a line that is not a metrics line (a JSON object with an integer "
+                "\"step\"), probably torn by a killed run: '",
+                text.substr(0, 80), "'");
+      continue;
+    }
     MetricsPoint point;
     point.step = line["step"].get<long long>();
     point.total_steps = static_cast<long long>(optional_number(line, "total_steps").value_or(0));

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,8 +14,44 @@
 
 namespace autotrain::train {
 
+namespace {
+
+// A run killed while writing a line leaves it torn (no newline). Appending to it would glue
+// the next run's first line onto the fragment, so the fragment is cut off first.
+void drop_torn_last_line(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (error || size == 0) return;
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return;
+  // Back from the end to the last newline, a block at a time.
+  std::uintmax_t keep = 0;
+  char block[4096];
+  for (std::uintmax_t end = size; end > 0 && keep == 0;) {
+    const std::uintmax_t begin = end > sizeof block ? end - sizeof block : 0;
+    std::fseek(file, static_cast<long>(begin), SEEK_SET);
+    const std::size_t got = std::fread(block, 1, static_cast<std::size_t>(end - begin), file);
+    for (std::size_t i = got; i > 0; --i) {
+      if (block[i - 1] == '\n') {
+        keep = begin + i;
+        break;
+      }
+    }
+    end = begin;
+  }
+  std::fclose(file);
+  if (keep == size) return;
+  std::filesystem::resize_file(path, keep, error);
+  AT_CHECK(!error, "cannot cut the torn last line off ", path.string(), ": ", error.message());
+  log::warn(path.string(), ": dropped a torn last line (", size - keep,
+            " bytes) left by a run that was stopped while writing it");
+}
+
+}  // namespace
+
 MetricsLog::MetricsLog(const std::filesystem::path& path) {
   std::filesystem::create_directories(path.parent_path());
+  drop_torn_last_line(path);
   file_ = std::fopen(path.c_str(), "a");
   AT_CHECK(file_ != nullptr, "cannot open ", path.string(), " for appending metrics");
 }

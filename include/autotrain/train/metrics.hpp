@@ -23,7 +23,8 @@ struct StepMetrics {
 };
 
 // Appends one line per logged step to metrics.jsonl (flushed, so `autotrain status` and
-// `tail -f` see it at once). A resumed run appends to the same file.
+// `tail -f` see it at once). A resumed run appends to the same file, after cutting off a torn
+// last line (no newline) that a killed run left.
 class MetricsLog {
  public:
   explicit MetricsLog(const std::filesystem::path& path);
