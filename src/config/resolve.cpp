@@ -178,7 +178,12 @@ void write_training_params(const TrainingParams& params, const fs::path& path) {
     AT_CHECK(out, "cannot write '", temporary.string(), "'");
     out << to_json(params).dump(2) << '\n';
     out.close();
-    AT_CHECK(out, "cannot write '", temporary.string(), "' (disk full?)");
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(temporary, ignored);  // no empty leftover; the previous file stays as it was
+      throw Error(cat("cannot write '", temporary.string(), "' (disk full?); '",
+                      path.filename().string(), "' is unchanged"));
+    }
   }
   std::error_code error;
   fs::rename(temporary, path, error);

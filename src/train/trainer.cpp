@@ -23,6 +23,7 @@
 #include "autotrain/train/export.hpp"
 #include "autotrain/train/loss_scaler.hpp"
 #include "autotrain/train/metrics.hpp"
+#include "autotrain/train/project_lock.hpp"
 #include "autotrain/train/replica.hpp"
 #include "autotrain/train/signals.hpp"
 #include "autotrain/zero/engine.hpp"
@@ -125,6 +126,7 @@ TrainSummary run_training(const RunSetup& setup) {
   const auto& topology = setup.topology;
   const bool talker = topology.rank == 0;
   const std::filesystem::path project = params.project_name;
+  const ProjectLock lock(project, MPI_COMM_WORLD);
   kernels::set_num_threads(setup.threads);
   if (talker) config::write_training_params(params, project / "training_params.json");
 

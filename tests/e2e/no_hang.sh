@@ -2,7 +2,8 @@
 # No hang outside the training step: a rank stopped (SIGSTOP) during set-up, data preparation
 # or a checkpoint save, ranks given different commands or builds, an MPI without
 # MPI_THREAD_MULTIPLE, and a file system that fills up during a save each end the whole job
-# within seconds, non-zero, with a message naming what happened; the last checkpoint stays.
+# within seconds, non-zero, with a message naming what happened; the last checkpoint stays. A
+# second run on a project in use is refused.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
@@ -60,6 +61,17 @@ AUTOTRAIN_MPI_THREAD_LEVEL=serialized expect_end thread-level \
   "MPI granted MPI_THREAD_SERIALIZED but autotrain needs MPI_THREAD_MULTIPLE" \
   -- "${mpirun[@]}" -np 2 -x AUTOTRAIN_MPI_THREAD_LEVEL "$AUTOTRAIN_BIN" "${train[@]}"
 
+# A second run on a project in use is refused, naming the holder; the first run is unharmed.
+"${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${train[@]}" --project-name busy --max-steps 3000 > busy.log 2>&1 &
+first=$!
+for _ in $(seq 3000); do grep -q "^step [1-9]" busy.log 2>/dev/null && break; sleep 0.05; done
+expect_end second-run "project busy is in use by another run \(host [^ ]+ pid [0-9]+; busy/.lock\)" \
+  -- "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${train[@]}" --project-name busy
+kill -USR1 "$first"
+status=0
+wait "$first" || status=$?
+[ "$status" -eq 3 ] || { cat busy.log; echo "no_hang: the first run ended with $status, not 3"; exit 1; }
+
 # A file system that fills up during a save (an 8 MiB tmpfs holds the data and a few checkpoints).
 mkdir small
 if ! mount -t tmpfs -o size=8m tmpfs small 2> /dev/null; then
@@ -69,7 +81,7 @@ if ! mount -t tmpfs -o size=8m tmpfs small 2> /dev/null; then
 fi
 for layout in shared per-rank; do
   (cd small && rm -rf full && expect_end "disk-full-$layout" \
-    "error: no space left on device: full/checkpoints/checkpoint-[0-9]+\.(h5\.tmp|ranks\.tmp/rank-0000[01]\.h5) needs up to" \
+    "error: (\[rank [01]\] )?no space left on device: full/checkpoints/checkpoint-[0-9]+\.(h5\.tmp|ranks\.tmp/rank-0000[01]\.h5) needs up to" \
     -- "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${train[@]}" --project-name full --n-embd 64 \
     --checkpoint-every 1 --save-total-limit 50 --checkpoint-layout "$layout")
   mv "small/disk-full-$layout.log" .
