@@ -154,6 +154,27 @@ std::vector<fs::path> CheckpointDir::prune(size_t keep) const {
   return removed;
 }
 
+std::vector<fs::path> CheckpointDir::remove_leftovers() const {
+  std::vector<fs::path> removed;
+  std::error_code error;
+  if (!fs::is_directory(folder_, error)) return removed;
+  for (const auto& item : fs::directory_iterator(folder_, error)) {
+    const std::string name = item.path().filename().string();
+    const bool unfinished = name.starts_with(kPrefix) && name.ends_with(".tmp");
+    // A rank folder whose master file is gone: a kill between the two deletions of a prune.
+    bool orphan = false;
+    if (name.starts_with(kPrefix) && name.ends_with(".ranks")) {
+      fs::path master = item.path();
+      master.replace_extension(kSuffix);
+      orphan = !fs::exists(master, error);
+    }
+    if (!unfinished && !orphan) continue;
+    fs::remove_all(item.path(), error);
+    if (!error) removed.push_back(item.path());
+  }
+  return removed;
+}
+
 std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
                                                     std::span<const TensorSpec> expected) const {
   int rank = 0;
@@ -202,6 +223,7 @@ fs::path save_checkpoint(const CheckpointDir& dir, const CheckpointContent& cont
       dir.set_latest(path);
       dir.record_commit(path);
       dir.prune(save_total_limit);
+      dir.remove_leftovers();
     } catch (const std::exception& error) {
       failure = error.what();
     }

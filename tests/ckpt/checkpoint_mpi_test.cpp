@@ -304,6 +304,26 @@ TEST(CheckpointDirTest, AutoResumesTheLatestRunNotTheHighestStepOfAnAbandonedOne
   EXPECT_EQ(folder.resolve_auto(MPI_COMM_WORLD), folder.path_for(60));
 }
 
+TEST(CheckpointDirTest, ASaveRemovesWhatKilledSavesAndPrunesLeftBehind) {
+  testing::SharedTempDir dir;
+  CheckpointDir folder(dir.path());
+  Fixture first(1);
+  save_checkpoint(folder, first.content, {.layout = Layout::per_rank}, 0, MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    fs::create_directories(dir.path() / "checkpoint-7.ranks");  // its master was pruned
+    fs::create_directories(dir.path() / "checkpoint-8.ranks.tmp");
+    std::ofstream(dir.path() / "checkpoint-9.h5.tmp") << "partial";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  Fixture second(2);
+  save_checkpoint(folder, second.content, {.layout = Layout::per_rank}, 0, MPI_COMM_WORLD);
+  EXPECT_FALSE(fs::exists(dir.path() / "checkpoint-7.ranks"));
+  EXPECT_FALSE(fs::exists(dir.path() / "checkpoint-8.ranks.tmp"));
+  EXPECT_FALSE(fs::exists(dir.path() / "checkpoint-9.h5.tmp"));
+  EXPECT_TRUE(fs::exists(rank_folder(folder.path_for(1))));
+  EXPECT_TRUE(fs::exists(rank_folder(folder.path_for(2))));
+}
+
 TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
   testing::SharedTempDir dir;
   CheckpointDir folder(dir.path());

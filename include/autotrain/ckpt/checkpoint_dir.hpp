@@ -48,6 +48,11 @@ class CheckpointDir {
   // what was removed.
   std::vector<std::filesystem::path> prune(size_t keep) const;
 
+  // Removes what killed saves and prunes left: `checkpoint-*.tmp` files and folders and rank
+  // folders without their master file. Only while no save is in flight (save_checkpoint calls
+  // it after committing; the project lock keeps other runs out). Returns what was removed.
+  std::vector<std::filesystem::path> remove_leftovers() const;
+
   // Collective: the first checkpoint of newest_first() that opens, has the `expected` datasets
   // and passes its checksums. Each one skipped is reported with a warning naming it and why.
   // nullopt when the folder has no valid checkpoint.
