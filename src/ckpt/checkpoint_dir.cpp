@@ -129,7 +129,8 @@ std::vector<fs::path> CheckpointDir::by_commit() const {
     if (listed != entries.end()) add_once(order, listed->path);
   }
   // Saved before the commit order was recorded: newest step first.
-  for (auto entry = entries.rbegin(); entry != entries.rend(); ++entry) add_once(order, entry->path);
+  for (auto entry = entries.rbegin(); entry != entries.rend(); ++entry)
+    add_once(order, entry->path);
   return order;
 }
 
@@ -203,9 +204,9 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
       why = error.what();
     }
     if (rank == 0) {
-      log::warn("skipping checkpoint ", *candidate, ": ", why,
-                candidate + 1 != candidates.end() ? "; falling back to the one saved before it"
-                                                  : "");
+      log::warn(
+          "skipping checkpoint ", *candidate, ": ", why,
+          candidate + 1 != candidates.end() ? "; falling back to the one saved before it" : "");
     }
   }
   return std::nullopt;

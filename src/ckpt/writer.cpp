@@ -222,8 +222,8 @@ uint64_t file_bytes_bound(const std::vector<uint64_t>& lengths, const WriteOptio
   uint64_t bytes = uint64_t{1} << 20;
   for (const uint64_t length : lengths) {
     const uint64_t data = length * sizeof(float);
-    bytes += data + (uint64_t{4} << 10) +
-             (data >= options.alignment_threshold ? options.alignment : 0);
+    bytes +=
+        data + (uint64_t{4} << 10) + (data >= options.alignment_threshold ? options.alignment : 0);
   }
   return bytes;
 }
@@ -232,8 +232,8 @@ std::string free_space_note(const fs::path& folder) {
   std::error_code error;
   const fs::space_info space = fs::space(folder, error);
   if (error) return {};
-  return cat(", and ", human_bytes(static_cast<double>(space.available)), " are free on the file "
-             "system of ", folder.string());
+  return cat(", and ", human_bytes(static_cast<double>(space.available)),
+             " are free on the file system of ", folder.string());
 }
 
 // Reserves `bytes` of disk for the new `file` before anything is written into it, so that a
@@ -335,15 +335,14 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
       // A write can fail on one rank only (its file system is full): the ranks agree on the
       // outcome before the next collective call, which the failed rank would never enter.
       on_all_ranks(comm, [&] {
-        AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(),
-                             file_space.get(), dxpl.get(), piece ? piece->data.data() : &dummy),
+        AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                             dxpl.get(), piece ? piece->data.data() : &dummy),
                     object);
       });
     }
   }
-  on_all_ranks(comm, [&] {
-    write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where);
-  });
+  on_all_ranks(
+      comm, [&] { write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where); });
   // With the MPI-IO driver a flush is an MPI_File_sync on every rank.
   on_all_ranks(comm, [&] { AT_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), where); });
   on_all_ranks(comm, [&] { AT_H5_CHECK(file.close(), where); });

@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "gloo_reduce_scatter.hpp"
 #include "internal.hpp"
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "internal.hpp"
 
 namespace autotrain::comm_detail {

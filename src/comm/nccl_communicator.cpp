@@ -14,11 +14,11 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/nccl.hpp"
-#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/timer.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "internal.hpp"
 
 namespace autotrain {

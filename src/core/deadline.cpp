@@ -1,10 +1,10 @@
 #include "autotrain/core/deadline.hpp"
 
 #include <algorithm>
-#include <csignal>
-#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -68,7 +68,9 @@ double collective_timeout() {
 CollectiveDeadline::CollectiveDeadline(std::string operation)
     : operation_(std::move(operation)), sequence_(process_watchdog().get().begin(operation_, 0)) {}
 
-CollectiveDeadline::~CollectiveDeadline() { process_watchdog().get().end(sequence_); }
+CollectiveDeadline::~CollectiveDeadline() {
+  process_watchdog().get().end(sequence_);
+}
 
 void wait_or_abort(std::span<MPI_Request> requests, std::span<const int> peers,
                    std::string_view operation) {
@@ -126,8 +128,8 @@ void run_on_root(MPI_Comm comm, std::string_view operation, const std::function<
   const int size = comm_size(comm);
   if (size == 1) return work();
   using Clock = std::chrono::steady_clock;
-  const auto timeout =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(collective_timeout()));
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(collective_timeout()));
   if (rank == 0) {
     std::mutex mutex;
     std::condition_variable wake;

@@ -222,8 +222,7 @@ void agree_or_throw(bool ok, const std::string& message, MPI_Comm comm,
 bool same_on_all_ranks(long long value, MPI_Comm comm, std::string_view operation) {
   long long extremes[2] = {value, -value};
   MPI_Request request = MPI_REQUEST_NULL;
-  AT_MPI_CHECK(
-      MPI_Iallreduce(MPI_IN_PLACE, extremes, 2, MPI_LONG_LONG, MPI_MAX, comm, &request));
+  AT_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, extremes, 2, MPI_LONG_LONG, MPI_MAX, comm, &request));
   wait_or_abort(request, operation);
   return extremes[0] == -extremes[1];
 }

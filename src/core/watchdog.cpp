@@ -58,10 +58,10 @@ void Watchdog::watch() {
     const auto age = std::chrono::steady_clock::now() - oldest.issued;
     if (age < timeout) continue;
     expired_ = true;
-    const std::string size =
-        oldest.bytes == 0 ? std::string()
-                          : cat(" (", oldest.bytes, " bytes, ",
-                                human_bytes(static_cast<double>(oldest.bytes)), ")");
+    const std::string size = oldest.bytes == 0
+                                 ? std::string()
+                                 : cat(" (", oldest.bytes, " bytes, ",
+                                       human_bytes(static_cast<double>(oldest.bytes)), ")");
     const std::string message = cat(
         "collective timeout: ", backend_, " ", oldest.operation, " #", oldest.sequence, size,
         " on rank ", rank_, " did not complete within comm_timeout = ", timeout_seconds_,

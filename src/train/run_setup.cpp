@@ -65,8 +65,8 @@ struct RankResources {
 RankResources rank_resources(const Topology& topology) {
   RankResources resources;
   const int allowed = static_cast<int>(cpu_affinity().size());
-  resources.cores = allowed > 0 ? allowed
-                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  resources.cores =
+      allowed > 0 ? allowed : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) {
@@ -75,7 +75,8 @@ RankResources rank_resources(const Topology& topology) {
   }
   rlimit limit{};
   if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      (resources.memory_bytes == 0 || static_cast<double>(limit.rlim_cur) < resources.memory_bytes)) {
+      (resources.memory_bytes == 0 ||
+       static_cast<double>(limit.rlim_cur) < resources.memory_bytes)) {
     resources.memory_bytes = static_cast<double>(limit.rlim_cur);
     resources.memory_is_ulimit = true;
   }
@@ -96,8 +97,8 @@ void check_threads(const RunSetup& setup, const RankResources& resources) {
   constexpr double kBlasBufferPerThread = 128.0 * (1 << 20);
   if (setup.threads > resources.cores) {
     throw Error(cat("threads ", setup.threads, " (", setup.threads_source, ") exceeds the ",
-                    resources.cores, " core(s) this rank may run on; use at most ",
-                    resources.cores, " (or leave threads at 0 to size it automatically)"));
+                    resources.cores, " core(s) this rank may run on; use at most ", resources.cores,
+                    " (or leave threads at 0 to size it automatically)"));
   }
   const double needed = setup.threads * kBlasBufferPerThread;
   if (resources.memory_is_ulimit && needed > resources.memory_bytes / 2) {
@@ -115,8 +116,8 @@ void check_model_fits(const RunSetup& setup, const RankResources& resources) {
   const auto& params = setup.params();
   if (setup.device != Device::cpu || resources.memory_bytes == 0) return;
   const double C = static_cast<double>(params.n_embd);
-  const double V = static_cast<double>(model::round_up_vocab(
-      static_cast<int>(std::min<int64_t>(params.vocab_size, 2147483520))));
+  const double V = static_cast<double>(
+      model::round_up_vocab(static_cast<int>(std::min<int64_t>(params.vocab_size, 2147483520))));
   const double count = V * C + static_cast<double>(params.n_positions) * C +
                        static_cast<double>(params.n_layer) * (12 * C * C + 13 * C) + 2 * C;
   const double N = setup.topology.world_size;
@@ -194,7 +195,8 @@ void check_same_build(MPI_Comm world) {
   AT_MPI_CHECK(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, world, &request));
   wait_or_abort(request, "the autotrain build");
   reference.resize(length);
-  AT_MPI_CHECK(MPI_Ibcast(reference.data(), static_cast<int>(length), MPI_CHAR, 0, world, &request));
+  AT_MPI_CHECK(
+      MPI_Ibcast(reference.data(), static_cast<int>(length), MPI_CHAR, 0, world, &request));
   wait_or_abort(request, "the autotrain build");
   agree_or_throw(mine == reference,
                  cat("this rank runs autotrain build ", mine, " (", executable_path().string(),

@@ -323,8 +323,8 @@ TrainSummary run_training(const RunSetup& setup) {
     scalars.allreduce(std::span<float>(&step_loss, 1), ReduceOp::avg);
     // The loss is the same on every rank (averaged above): one message, not one per rank.
     if (!std::isfinite(step_loss)) {
-      throw CollectiveError(cat("training diverged: the loss of step ", step + 1, " is ",
-                                step_loss, " (lower lr, or check the data)"));
+      throw CollectiveError(cat("training diverged: the loss of step ", step + 1, " is ", step_loss,
+                                " (lower lr, or check the data)"));
     }
     ++interval_steps;
 

@@ -9,8 +9,8 @@
 //   forward  0, 1, ..., L+1, 0        backward  0, L+1, L, ..., 1
 // and in evaluation/inference the forward order. After each acquire(u) the schedule starts the
 // gathers of the next `prefetch` units of that sequence (never past its end), so they overlap
-// the compute of u. A unit still in a slot is reused without communication (unit 0 ends forward and starts
-// backward). A prediction that turns out wrong costs a wasted gather, never a wrong value:
+// the compute of u. A unit still in a slot is reused without communication (unit 0 ends forward and
+// starts backward). A prediction that turns out wrong costs a wasted gather, never a wrong value:
 // every request looks up its unit by number.
 //
 // Slot choice: a slot not in use and not holding a unit predicted next; empty slots first, then

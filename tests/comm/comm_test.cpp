@@ -14,10 +14,10 @@
 
 #include "autotrain/comm/backend.hpp"
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/core/watchdog.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/timer.hpp"
+#include "autotrain/core/watchdog.hpp"
 #include "test_support.hpp"
 
 namespace autotrain {
@@ -200,9 +200,9 @@ class WatchdogIgnoresCompletedCollectives : public ::testing::TestWithParam<std:
 
 TEST_P(WatchdogIgnoresCompletedCollectives, EvenWhenTheirHandlesAreNotWaitedOn) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const JobResult job =
-      run_job("AUTOTRAIN_COMM_WATCHDOG_HOLD=" + GetParam() + " timeout 30 " + AUTOTRAIN_MPIRUN +
-              " -np 2 " + self + " --gtest_filter=WatchdogChild.HoldsACompletedHandlePastTheTimeout");
+  const JobResult job = run_job(
+      "AUTOTRAIN_COMM_WATCHDOG_HOLD=" + GetParam() + " timeout 30 " + AUTOTRAIN_MPIRUN + " -np 2 " +
+      self + " --gtest_filter=WatchdogChild.HoldsACompletedHandlePastTheTimeout");
   EXPECT_EQ(job.exit_code, 0) << job.output;
   EXPECT_EQ(job.output.find("collective timeout"), std::string::npos) << job.output;
   EXPECT_NE(job.output.find("held handle outlived comm_timeout on rank 1"), std::string::npos)

@@ -45,8 +45,8 @@ TEST(GatherSchedule, AForwardOnlyPassGathersNothingPastItsEnd) {
     schedule.acquire(0);
     schedule.release(0);
     for (std::size_t i = before_head; i < recorder.started.size(); ++i) {
-      EXPECT_EQ(recorder.started[i], 0) << "gathered unit " << recorder.started[i]
-                                        << " after the last request of the pass";
+      EXPECT_EQ(recorder.started[i], 0)
+          << "gathered unit " << recorder.started[i] << " after the last request of the pass";
     }
   }
 }

@@ -1,8 +1,8 @@
 #pragma once
 // A folder of checkpoints (project_name/checkpoints/): `checkpoint-<step>.h5` files (and their
 // `checkpoint-<step>.ranks/` folders in the per-rank layout) plus `latest`, a one-line text file
-// naming the checkpoint to resume from, and `commits`, the order they were saved in. Only committed checkpoints are listed: `*.tmp` names
-// are unfinished saves.
+// naming the checkpoint to resume from, and `commits`, the order they were saved in. Only committed
+// checkpoints are listed: `*.tmp` names are unfinished saves.
 #include <mpi.h>
 
 #include <cstdint>
