@@ -92,14 +92,14 @@ TEST(TrainingParams, RejectsOutOfRangeValuesSayingWhatIsExpected) {
   EXPECT_TRUE(contains(error_message([&] { parse_text(*find_param("lr"), "0", where); }),
                        "--v: expected > 0, got 0"));
   EXPECT_TRUE(contains(error_message([&] { parse_text(*find_param("batch_size"), "0", where); }),
-                       "expected >= 1, got 0"));
+                       "expected in [1, 2147483647], got 0"));
   EXPECT_TRUE(contains(error_message([&] { parse_text(*find_param("zero_stage"), "4", where); }),
                        "expected -1 or in [0, 3], got 4"));
   EXPECT_TRUE(
       contains(error_message([&] { parse_text(*find_param("warmup_ratio"), "1.5", where); }),
                "expected in [0, 1], got 1.5"));
   EXPECT_TRUE(contains(error_message([&] { parse_text(*find_param("block_size"), "-2", where); }),
-                       "expected -1 or >= 1, got -2"));
+                       "expected -1 or in [1, 2147483647], got -2"));
   EXPECT_TRUE(contains(error_message([&] { parse_text(*find_param("lr"), "inf", where); }),
                        "expected a number"));
 }
