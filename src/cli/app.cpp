@@ -85,6 +85,9 @@ int run(int argc, char** argv) {
   if (!command->needs_mpi) {
     try {
       return command->run_local(rest);
+    } catch (const UsageError& error) {
+      std::cerr << "error: " << error.what() << "\n";
+      return kExitUsage;
     } catch (const std::exception& error) {
       std::cerr << "error: " << error.what() << "\n";
       return kExitError;
@@ -96,6 +99,9 @@ int run(int argc, char** argv) {
     mpi.require_thread_multiple();
     inject_failure_if_asked(mpi.rank());
     return command->run(rest, mpi);
+  } catch (const UsageError& error) {
+    if (mpi.rank() == 0) std::cerr << "error: " << error.what() << "\n";
+    return kExitUsage;
   } catch (const CollectiveError& error) {
     // Every rank met the same error: say it once and leave together.
     if (mpi.rank() == 0) std::cerr << "error: " << error.what() << "\n";

@@ -48,7 +48,7 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   try {
     command_line = config::parse_train_command_line(args);
   } catch (const Error& error) {
-    throw CollectiveError(cat(error.what(), "\nrun 'autotrain train --help' for every option"));
+    throw UsageError(cat(error.what(), "\nrun 'autotrain train --help' for every option"));
   }
   if (command_line.help) {
     if (mpi.rank() == 0) std::cout << config::train_help_text();

@@ -24,6 +24,9 @@ constexpr OwnOption kOwnOptions[] = {
     {"dry-run", false,
      "resolve and validate, print the plan (topology and every parameter "
      "with its source), and stop"},
+    {"allow-changed-params", false,
+     "on resume, accept changed optimisation parameters (lr, scheduler, ...): each change is "
+     "recorded in the project's param_changes.jsonl at the step it takes effect"},
     {"help", false, "print this help"},
 };
 
@@ -104,6 +107,8 @@ TrainCommandLine parse_train_command_line(const std::vector<std::string>& args) 
       command_line.training_config = value;
     } else if (key == "dry-run") {
       command_line.dry_run = true;
+    } else if (key == "allow-changed-params") {
+      command_line.allow_changed_params = true;
     } else if (key == "help") {
       command_line.help = true;
     } else {
@@ -117,7 +122,7 @@ std::string train_help_text() {
   const TrainingParams defaults;
   std::string out =
       "usage: autotrain train [--config FILE.yaml] [--training-config training_params.json]\n"
-      "                       [--dry-run] [--<parameter> VALUE ...]\n\n"
+      "                       [--dry-run] [--allow-changed-params] [--<parameter> VALUE ...]\n\n"
       "Precedence: --<parameter> flags > --config YAML > --training-config JSON > defaults.\n"
       "Every parameter is accepted in kebab case and snake case (--batch-size, --batch_size).\n"
       "Booleans take true|false; a bare flag means true.\n\noptions:\n";

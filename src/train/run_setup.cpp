@@ -270,6 +270,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   }
 
   setup.zero_stage = static_cast<int>(params.zero_stage);
+  setup.allow_changed_params = command_line.allow_changed_params;
   choose_threads(setup);
   failure.clear();
   try {

@@ -23,6 +23,7 @@
 #include "autotrain/train/export.hpp"
 #include "autotrain/train/loss_scaler.hpp"
 #include "autotrain/train/metrics.hpp"
+#include "autotrain/train/param_changes.hpp"
 #include "autotrain/train/project_lock.hpp"
 #include "autotrain/train/replica.hpp"
 #include "autotrain/train/signals.hpp"
@@ -128,7 +129,6 @@ TrainSummary run_training(const RunSetup& setup) {
   const std::filesystem::path project = params.project_name;
   const ProjectLock lock(project, MPI_COMM_WORLD);
   kernels::set_num_threads(setup.threads);
-  if (talker) config::write_training_params(params, project / "training_params.json");
 
   Datasets datasets = prepare_data(setup);
   const auto config = model_config(params);
@@ -195,6 +195,8 @@ TrainSummary run_training(const RunSetup& setup) {
     std::optional<ckpt::CheckpointReader> reader;
     reader.emplace(*resume_path, MPI_COMM_WORLD);
     const ResumePoint saved = read_resume_point(*reader);
+    const std::vector<ParamChange> changes = check_resume_changes(
+        saved.training_params_json, params, setup.allow_changed_params, name);
     const auto problems = compatibility_problems(saved, config, optimizer_kind);
     if (!problems.empty()) {
       throw CollectiveError(cat("cannot resume from ", name,
@@ -226,6 +228,7 @@ TrainSummary run_training(const RunSetup& setup) {
     scaler.restore(saved.loss_scaler);
     start_step = saved.step;
     summary.resumed_from = *resume_path;
+    if (talker) record_param_changes(project, saved.step, name, changes);
     log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
               " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
               saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
@@ -237,6 +240,9 @@ TrainSummary run_training(const RunSetup& setup) {
           "losses will differ from an uninterrupted run");
     }
   }
+  // After the resume checks: a refused resume leaves the description of the earlier run as it
+  // was; an accepted one records its changes in param_changes.jsonl (above).
+  if (talker) config::write_training_params(params, project / "training_params.json");
   CheckpointSaver saver(
       checkpoint_dir,
       ckpt::WriteOptions{ckpt::parse_layout(params.checkpoint_layout, "checkpoint_layout")},

@@ -16,6 +16,10 @@ expect_usage() {
 expect_usage "did you mean 'autotrain train --config x.yaml'?" --config x.yaml
 expect_usage "did you mean 'autotrain train --config x.yaml --lr 1e-4'?" llm --train --config x.yaml --lr 1e-4
 expect_usage "did you mean 'train'?" trian
+# An unparsable command line exits 2 for every command (docs/training.md, exit statuses).
+expect_usage "unknown option" train --lrr 1e-4
+expect_usage "unknown option '--ouput'" prepare --ouput x
+expect_usage "unknown option" status --bogus
 # What --dry-run refuses before anything is allocated: dimensions past 32 bits (they were
 # truncated: 4294967552 trained a 256-token vocabulary), a model that does not fit, more
 # threads than cores. Errors exit 1, name the value, and say what would fit.

@@ -2,7 +2,7 @@
 // The `train` subcommand's command line, parsed with Boost.Program_options:
 //
 //   autotrain train [--config x.yaml] [--training-config training_params.json]
-//                   [--dry-run] [--help] [--<parameter> VALUE ...]
+//                   [--dry-run] [--allow-changed-params] [--help] [--<parameter> VALUE ...]
 //
 // Every parameter is a flag in kebab case and in snake case (--batch-size 8, --batch_size 8).
 // Booleans take true|false and a bare --flag means true, so defaults of true can be switched
@@ -20,6 +20,7 @@ struct TrainCommandLine {
   std::filesystem::path training_config;  // --training-config (JSON)
   std::vector<FlagValue> flags;           // parameter overrides, in command-line order
   bool dry_run = false;
+  bool allow_changed_params = false;  // resume may change the optimisation parameters
   bool help = false;
 
   ConfigInputs inputs() const { return {config, training_config, flags}; }

@@ -78,7 +78,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, scheduler, "linear", one_of({"linear", "cosine", "constant"}), "Learning-rate schedule after warmup.") \
   X(double, weight_decay, 0.0, at_least(0), "Decoupled weight decay (matrices only, not biases or norms).") \
   X(double, max_grad_norm, 1.0, at_least(0), "Clip the global gradient norm to this; 0 = no clipping.") \
-  X(int64_t, seed, 42, at_least(0), "Seed of the weights' initialisation, the data order and dropout.") \
+  X(int64_t, seed, 42, at_least(0), "Seed of the weights' initialisation and of the data order.") \
   X(int64_t, logging_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between metric lines; -1 = 20% of the steps per epoch, clamped to 1..25.") \
   X(std::string, eval_strategy, "epoch", one_of({"epoch", "steps", "no"}), "When to evaluate on valid_split.") \
   X(int64_t, eval_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between evaluations with eval_strategy steps; -1 = logging_steps.") \

@@ -30,6 +30,13 @@ class CollectiveError : public Error {
   explicit CollectiveError(const std::string& message) : Error(message) {}
 };
 
+// A command line that cannot be parsed (an unknown flag, a flag without its value): a
+// CollectiveError that the program reports with exit status 2 instead of 1.
+class UsageError : public CollectiveError {
+ public:
+  explicit UsageError(const std::string& message) : CollectiveError(message) {}
+};
+
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 
 }  // namespace autotrain

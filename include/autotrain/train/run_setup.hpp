@@ -32,6 +32,7 @@ struct RunSetup {
   int zero_stage = 0;
   int threads = 1;             // CPU threads of this rank
   std::string threads_source;  // "--threads", "OMP_NUM_THREADS", "CPU affinity / ranks per node"
+  bool allow_changed_params = false;  // --allow-changed-params (param_changes.hpp)
 
   const config::TrainingParams& params() const { return resolved.params; }
 };
