@@ -177,7 +177,8 @@ std::vector<fs::path> CheckpointDir::remove_leftovers() const {
 }
 
 std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
-                                                    std::span<const TensorSpec> expected) const {
+                                                    std::span<const TensorSpec> expected,
+                                                    const ReaderCheck& check) const {
   int rank = 0;
   AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // Rank 0 lists (the folder may be on a file system other ranks see late) and broadcasts.
@@ -198,8 +199,18 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
     try {
       CheckpointReader reader(*candidate, comm, expected);
       const std::vector<std::string> problems = reader.verify_checksums();
-      if (problems.empty()) return fs::path(*candidate);
-      why = join(problems, "; ");
+      if (problems.empty()) {
+        try {
+          // The run state is the same broadcast description on every rank, so `check`
+          // reaches the same verdict everywhere.
+          if (check) check(reader);
+          return fs::path(*candidate);
+        } catch (const Error& error) {
+          why = error.what();
+        }
+      } else {
+        why = join(problems, "; ");
+      }
     } catch (const CollectiveError& error) {
       why = error.what();
     }

@@ -105,7 +105,9 @@ nlohmann::json to_json(const CheckpointInfo& info) {
           {"zero_stage", info.zero_stage},
           {"datasets", datasets},
           {"json", info.json},
-          {"per_rank", info.per_rank}};
+          {"per_rank", info.per_rank},
+          {"run_state_checksum", info.run_state_checksum ? nlohmann::json(*info.run_state_checksum)
+                                                         : nlohmann::json()}};
 }
 
 CheckpointInfo from_json(const nlohmann::json& json) {
@@ -125,6 +127,8 @@ CheckpointInfo from_json(const nlohmann::json& json) {
   }
   info.json = json["json"].get<std::map<std::string, std::string>>();
   info.per_rank = json["per_rank"].get<std::map<std::string, std::vector<std::vector<uint64_t>>>>();
+  if (!json["run_state_checksum"].is_null())
+    info.run_state_checksum = json["run_state_checksum"].get<uint64_t>();
   return info;
 }
 
@@ -301,6 +305,14 @@ std::vector<std::string> CheckpointReader::verify_checksums() {
   AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T,
                              MPI_SUM, impl_->comm));
   std::vector<std::string> problems;
+  if (impl_->info.run_state_checksum &&
+      run_state_checksum(impl_->info) != *impl_->info.run_state_checksum) {
+    problems.push_back(cat("run_state: checksum mismatch (stored ", std::hex,
+                           *impl_->info.run_state_checksum, ", computed ",
+                           run_state_checksum(impl_->info), std::dec,
+                           "): the step, data position or another part of the run state was "
+                           "altered"));
+  }
   for (size_t d = 0; d < datasets.size(); ++d) {
     if (sums[d] != datasets[d].checksum) {
       problems.push_back(cat(datasets[d].name, ": checksum mismatch (stored ", std::hex,

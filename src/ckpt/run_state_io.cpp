@@ -21,6 +21,43 @@ std::string broadcast_string(std::string text, MPI_Comm comm) {
 
 }  // namespace
 
+uint64_t run_state_checksum(int64_t step, int64_t epoch, int64_t consumed_samples, int world_size,
+                            int zero_stage, const std::map<std::string, std::string>& json,
+                            const std::map<std::string, std::vector<std::vector<uint64_t>>>& rows) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a over every field, lengths included
+  const auto mix = [&hash](const void* data, size_t size) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  };
+  const auto mix_value = [&](uint64_t value) { mix(&value, sizeof value); };
+  const auto mix_text = [&](const std::string& text) {
+    mix_value(text.size());
+    mix(text.data(), text.size());
+  };
+  for (const int64_t value : {step, epoch, consumed_samples, int64_t{world_size},
+                              int64_t{zero_stage}}) {
+    mix_value(static_cast<uint64_t>(value));
+  }
+  for (const auto& [name, text] : json) {
+    mix_text(name);
+    mix_text(text);
+  }
+  for (const auto& [name, table] : rows) {
+    mix_text(name);
+    mix_value(table.size());
+    for (const auto& row : table) {
+      mix_value(row.size());
+      for (const uint64_t value : row) mix_value(value);
+    }
+  }
+  return hash;
+}
+
+uint64_t run_state_checksum(const CheckpointInfo& info) {
+  return run_state_checksum(info.step, info.epoch, info.consumed_samples, info.world_size,
+                            info.zero_stage, info.json, info.per_rank);
+}
+
 RunStateRecord gather_run_state(const RunState& state, MPI_Comm comm) {
   int rank = 0;
   int size = 1;
@@ -74,6 +111,12 @@ void write_root_attributes(hid_t file, const RunStateRecord& state, Layout layou
   h5::write_attribute(file, "consumed_samples", state.scalars.consumed_samples, where);
   h5::write_attribute(file, "world_size", int64_t{state.world_size}, where);
   h5::write_attribute(file, "zero_stage", int64_t{state.scalars.zero_stage}, where);
+  h5::write_attribute(file, "run_state_checksum",
+                      std::vector<uint64_t>{run_state_checksum(
+                          state.scalars.step, state.scalars.epoch, state.scalars.consumed_samples,
+                          state.world_size, state.scalars.zero_stage, state.scalars.json,
+                          state.per_rank)},
+                      where);
 }
 
 namespace {
@@ -166,6 +209,11 @@ void read_run_state(hid_t file, CheckpointInfo& info, const std::string& where) 
   info.consumed_samples = h5::read_int_attribute(file, "consumed_samples", where);
   info.world_size = static_cast<int>(h5::read_int_attribute(file, "world_size", where));
   info.zero_stage = static_cast<int>(h5::read_int_attribute(file, "zero_stage", where));
+  if (H5Aexists(file, "run_state_checksum") > 0) {  // absent in checkpoints of 0.1.0 and earlier
+    const auto stored = h5::read_uint_array_attribute(file, "run_state_checksum", where);
+    AT_CHECK(stored.size() == 1, where, ": attribute 'run_state_checksum' should hold one value");
+    info.run_state_checksum = stored[0];
+  }
 
   for (const auto& name : group_members(file, "run_state/json", where)) {
     const std::string path = "run_state/json/" + name;

@@ -22,6 +22,14 @@ struct RunStateRecord {
 // CollectiveError when ranks disagree on the per-rank names or row lengths.
 RunStateRecord gather_run_state(const RunState& state, MPI_Comm comm);
 
+// FNV-1a over the run state (the scalars, every JSON document, every per-rank row), stored as
+// the root attribute run_state_checksum and checked by verify_checksums: a flipped bit in the
+// data position must fail verification like one in a tensor.
+uint64_t run_state_checksum(int64_t step, int64_t epoch, int64_t consumed_samples, int world_size,
+                            int zero_stage, const std::map<std::string, std::string>& json,
+                            const std::map<std::string, std::vector<std::vector<uint64_t>>>& rows);
+uint64_t run_state_checksum(const CheckpointInfo& info);
+
 void write_root_attributes(hid_t file, const RunStateRecord& state, Layout layout,
                            const std::string& where);
 // Creates the run_state datasets (collective in a parallel file); only `writes_data` ranks

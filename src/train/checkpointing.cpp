@@ -125,6 +125,38 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
   return content;
 }
 
+namespace {
+
+// The run state must describe a run that can have happened: every step consumed one global
+// batch, so the position in the epoch is a whole number of them, and the counts agree.
+void check_resume_point(const ResumePoint& point, const ckpt::CheckpointInfo& info,
+                        const std::string& where) {
+  const auto refuse = [&](const std::string& what) {
+    throw CollectiveError(cat("checkpoint ", where, ": run state out of range: ", what,
+                              " (altered or damaged; use an earlier checkpoint)"));
+  };
+  if (point.step < 0) refuse(cat("step ", point.step));
+  if (point.global_batch_size < 1) refuse(cat("global_batch_size ", point.global_batch_size));
+  if (point.total_steps < 1) refuse(cat("total_steps ", point.total_steps));
+  if (point.optimizer_steps < 0 || point.optimizer_steps > point.step) {
+    refuse(cat("optimizer steps ", point.optimizer_steps, " for step ", point.step));
+  }
+  const auto G = static_cast<uint64_t>(point.global_batch_size);
+  if (point.position.sample_in_epoch % G != 0 || point.position.sample_in_epoch > (1ull << 53)) {
+    refuse(cat("sample_in_epoch ", point.position.sample_in_epoch,
+               " is not a whole number of global batches of ", G));
+  }
+  if (info.consumed_samples != point.step * point.global_batch_size) {
+    refuse(cat("consumed_samples ", info.consumed_samples, " for ", point.step,
+               " steps of global batch ", point.global_batch_size));
+  }
+  if (static_cast<uint64_t>(info.epoch) != point.position.epoch) {
+    refuse(cat("epoch ", info.epoch, " against the data position's ", point.position.epoch));
+  }
+}
+
+}  // namespace
+
 ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
   const auto& info = reader.info();
   ResumePoint point;
@@ -143,6 +175,13 @@ ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
     point.model.padded_vocab_size = model.at("padded_vocab_size").get<int>();
     key = "data_position";
     const json position = json::parse(json_doc(reader, key));
+    for (const char* field : {"epoch", "sample_in_epoch"}) {
+      if (!position.at(field).is_number_unsigned()) {
+        throw CollectiveError(
+            cat("checkpoint ", reader.path().string(), ": run_state/json/data_position: ", field,
+                " should be a non-negative integer, got ", position.at(field).dump()));
+      }
+    }
     point.position.epoch = position.at("epoch").get<uint64_t>();
     point.position.sample_in_epoch = position.at("sample_in_epoch").get<uint64_t>();
     point.global_batch_size = position.at("global_batch_size").get<long long>();
@@ -164,9 +203,10 @@ ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
       point.loss_scaler.skipped_steps = scaler.at("skipped_steps").get<long long>();
     }
   } catch (const json::exception& error) {
-    throw Error(cat("checkpoint ", reader.path().string(), ": run_state/json/", key,
-                    " is malformed (", error.what(), ")"));
+    throw CollectiveError(cat("checkpoint ", reader.path().string(), ": run_state/json/", key,
+                              " is malformed (", error.what(), ")"));
   }
+  check_resume_point(point, info, reader.path().string());
   return point;
 }
 
@@ -219,7 +259,11 @@ void load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
 std::optional<fs::path> resolve_resume(const std::string& setting, const ckpt::CheckpointDir& dir,
                                        MPI_Comm comm) {
   if (setting == "none") return std::nullopt;
-  if (setting == "auto") return dir.resolve_auto(comm);
+  if (setting == "auto") {
+    // A run state that does not parse or is out of range is skipped like a damaged tensor.
+    return dir.resolve_auto(
+        comm, {}, [](const ckpt::CheckpointReader& reader) { read_resume_point(reader); });
+  }
   const fs::path path = setting;
   std::vector<std::string> problems;
   {

@@ -37,6 +37,29 @@ std::string describe(const MemoryReport& memory) {
 
 namespace {
 
+// The sum of the squares of g[0, n) in double, in parallel: fixed blocks, each summed in order,
+// then the block sums in order, so the result has the same bits for any number of threads.
+double sum_of_squares(const float* g, std::size_t n) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  const auto blocks = static_cast<std::ptrdiff_t>((n + kBlock - 1) / kBlock);
+  double total = 0;
+  if (blocks <= 1) {
+    for (std::size_t i = 0; i < n; ++i) total += double{g[i]} * double{g[i]};
+    return total;
+  }
+  std::vector<double> partial(static_cast<std::size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = static_cast<std::size_t>(b) * kBlock;
+    const std::size_t end = std::min(n, begin + kBlock);
+    double sum = 0;
+    for (std::size_t i = begin; i < end; ++i) sum += double{g[i]} * double{g[i]};
+    partial[static_cast<std::size_t>(b)] = sum;
+  }
+  for (const double sum : partial) total += sum;
+  return total;
+}
+
 class ZeroEngine final : public Engine {
  public:
   ZeroEngine(const model::ParamLayout& layout, Communicator& comm, const EngineOptions& options)
@@ -107,8 +130,7 @@ class ZeroEngine final : public Engine {
     double sum = 0;
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range shard = layout_.shard(u, rank_);
-      const float* g = gradients_->reduced(u, shard);
-      for (std::size_t i = 0; i < shard.size; ++i) sum += double{g[i]} * double{g[i]};
+      sum += sum_of_squares(gradients_->reduced(u, shard), shard.size);
     }
     const auto world = static_cast<std::size_t>(comm_.size());
     norm_parts_.assign(2 * world, 0.0f);

@@ -135,6 +135,7 @@ void PartitionedGradients::drain(Slot& slot) {
     const float* part = slot.received.data() + (unit_info.offset - bucket.offset) / world;
     float* shard = shard_.data() + shard_offsets_[static_cast<std::size_t>(u)];
     const std::size_t count = unit_info.padded_numel / world;
+#pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < count; ++i) shard[i] += part[i];
   }
   slot.pending_bucket = -1;

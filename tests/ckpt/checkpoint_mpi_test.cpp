@@ -324,6 +324,43 @@ TEST(CheckpointDirTest, ASaveRemovesWhatKilledSavesAndPrunesLeftBehind) {
   EXPECT_TRUE(fs::exists(rank_folder(folder.path_for(2))));
 }
 
+// Rewrites one character of a run_state/json document in place (the length stays).
+void alter_run_state(const fs::path& file, const std::string& name, size_t at, char value) {
+  hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(id, 0) << file;
+  hid_t dataset = H5Dopen2(id, ("run_state/json/" + name).c_str(), H5P_DEFAULT);
+  ASSERT_GE(dataset, 0) << name;
+  hid_t type = H5Dget_type(dataset);
+  std::string text(H5Tget_size(type), '\0');
+  ASSERT_GE(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), 0);
+  text[at] = value;
+  ASSERT_GE(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), 0);
+  H5Tclose(type);
+  H5Dclose(dataset);
+  H5Fclose(id);
+}
+
+TEST(CheckpointDirTest, AnAlteredRunStateFailsVerificationAndAutoFallsBack) {
+  testing::SharedTempDir dir;
+  CheckpointDir folder(dir.path());
+  for (int64_t step : {10, 20}) {
+    Fixture fixture(step);
+    fixture.content.state.json["data_position"] = R"({"epoch":1,"sample_in_epoch":640})";
+    save_checkpoint(folder, fixture.content, {}, 0, MPI_COMM_WORLD);
+  }
+  // One digit of the newest checkpoint's data position: 640 -> 740.
+  if (world_rank() == 0) alter_run_state(folder.path_for(20), "data_position", 29, '7');
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    CheckpointReader reader(folder.path_for(20), MPI_COMM_WORLD);
+    EXPECT_EQ(reader.info().json.at("data_position"), R"({"epoch":1,"sample_in_epoch":740})");
+    const auto problems = reader.verify_checksums();
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_TRUE(problems[0].starts_with("run_state: checksum mismatch")) << problems[0];
+  }
+  EXPECT_EQ(folder.resolve_auto(MPI_COMM_WORLD), folder.path_for(10));
+}
+
 TEST(CheckpointDirTest, AutoFallsBackToPreviousValidCheckpoint) {
   testing::SharedTempDir dir;
   CheckpointDir folder(dir.path());

@@ -82,6 +82,7 @@ preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 2 --sig
   -o preempt.out train-preemptible.sbatch "$config" "${flags[@]}")
 deadline=$((SECONDS + 420))
 signalled=0
+held=0
 while [ "$SECONDS" -lt "$deadline" ]; do
   # Done when squeue lists nothing or no longer knows the job, and every run that started has
   # said how training ended (between a requeue and the next start squeue can briefly list
@@ -101,8 +102,16 @@ while [ "$SECONDS" -lt "$deadline" ]; do
   if [ "$signalled" -eq 0 ] && grep -qs '"step":[1-9]' preempt/metrics.jsonl; then
     scancel --batch --signal=USR1 "$preempt_job" && signalled=1
   fi
-  # Slurm holds a requeued job for about two minutes (BeginTime); the test does not wait.
-  case "$state" in PENDING*BeginTime*) scontrol update jobid="$preempt_job" StartTime=now ;; esac
+  # Slurm holds a requeued job for about two minutes (BeginTime); the test does not wait that
+  # long, but lets the previous run's clean-up finish first (a start within a second of the
+  # requeue can meet "Job credential revoked" and fail the job).
+  case "$state" in
+    PENDING*BeginTime*)
+      held=$((held + 1))
+      [ "$held" -ge 6 ] && scontrol update jobid="$preempt_job" StartTime=now && held=0
+      ;;
+    *) held=0 ;;
+  esac
   sleep 0.5
 done
 [ -z "$(squeue -h -j "$preempt_job" 2>/dev/null)" ] || fail "preemptible job still queued after 7 minutes"

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -108,6 +109,7 @@ struct CheckpointInfo {
   std::vector<DatasetInfo> datasets;  // sorted by name
   std::map<std::string, std::string> json;
   std::map<std::string, std::vector<std::vector<uint64_t>>> per_rank;  // name -> rows
+  std::optional<uint64_t> run_state_checksum;  // of everything above but the datasets
   uint64_t total_bytes() const;
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,11 +54,14 @@ class CheckpointDir {
   // it after committing; the project lock keeps other runs out). Returns what was removed.
   std::vector<std::filesystem::path> remove_leftovers() const;
 
-  // Collective: the first checkpoint of newest_first() that opens, has the `expected` datasets
-  // and passes its checksums. Each one skipped is reported with a warning naming it and why.
-  // nullopt when the folder has no valid checkpoint.
-  std::optional<std::filesystem::path> resolve_auto(
-      MPI_Comm comm, std::span<const TensorSpec> expected = {}) const;
+  // Collective: the first checkpoint of newest_first() that opens, has the `expected` datasets,
+  // passes its checksums and `check` (the caller's test of its run state: it throws an Error to
+  // refuse it). Each one skipped is reported with a warning naming it and why. nullopt when the
+  // folder has no valid checkpoint.
+  using ReaderCheck = std::function<void(const CheckpointReader&)>;
+  std::optional<std::filesystem::path> resolve_auto(MPI_Comm comm,
+                                                    std::span<const TensorSpec> expected = {},
+                                                    const ReaderCheck& check = {}) const;
 
  private:
   // The committed checkpoints, newest commit first, then those not in `commits` by step.
