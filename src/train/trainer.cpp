@@ -195,8 +195,6 @@ TrainSummary run_training(const RunSetup& setup) {
     std::optional<ckpt::CheckpointReader> reader;
     reader.emplace(*resume_path, MPI_COMM_WORLD);
     const ResumePoint saved = read_resume_point(*reader);
-    const std::vector<ParamChange> changes = check_resume_changes(
-        saved.training_params_json, params, setup.allow_changed_params, name);
     const auto problems = compatibility_problems(saved, config, optimizer_kind);
     if (!problems.empty()) {
       throw CollectiveError(cat("cannot resume from ", name,
@@ -218,6 +216,9 @@ TrainSummary run_training(const RunSetup& setup) {
               " sequences (batch_size x gradient_accumulation x ranks) and this run's is ",
               global_batch, " (", B, " x ", accumulation, " x ", topology.world_size, "); ", fix));
     }
+    // After the model and batch checks, which say more about those two.
+    const std::vector<ParamChange> changes = check_resume_changes(
+        saved.training_params_json, params, setup.allow_changed_params, name);
     // Reopened with the expected tensors: each must be present with its length.
     reader.reset();
     const auto expected = checkpoint_tensors(layout, optimizer_kind);

@@ -27,7 +27,7 @@ refused() {
 }
 refused seed "cannot resume from p/checkpoints/checkpoint-30.h5: seed 7 -> 99 would continue a different run" \
   --max-steps 40 --seed 99
-refused tokenizer "tokenizer \"byte\" -> \"gpt2\"" --max-steps 40 --tokenizer gpt2 --vocab-size 50257
+refused eos "add_eos_token true -> false" --max-steps 40 --add-eos-token false
 refused lr "lr 0.003 -> 0.01, scheduler \"cosine\" -> \"linear\" changes how the run optimises.*--allow-changed-params" \
   --max-steps 40 --lr 1e-2 --scheduler linear
 [ "$(wc -l < p/param_changes.jsonl)" -eq 1 ] || fail "a refused resume recorded changes"
