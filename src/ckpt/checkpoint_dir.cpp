@@ -29,6 +29,22 @@ std::optional<int64_t> step_of(const std::string& name) {
   return step;
 }
 
+// Replaces folder/name with `text` atomically: name.tmp, fsync, rename, fsync the folder.
+void replace_file(const fs::path& folder, const std::string& name, const std::string& text) {
+  const fs::path tmp = folder / (name + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    AT_CHECK(out.good(), "cannot write ", tmp.string());
+  }
+  h5::fsync_path(tmp);
+  std::error_code error;
+  fs::rename(tmp, folder / name, error);
+  AT_CHECK(!error, "cannot rename ", tmp.string(), " to ", name, ": ", error.message());
+  h5::fsync_path(folder);
+}
+
 }  // namespace
 
 CheckpointDir::CheckpointDir(fs::path folder) : folder_(std::move(folder)) {}
@@ -63,18 +79,7 @@ std::optional<fs::path> CheckpointDir::latest() const {
 }
 
 void CheckpointDir::set_latest(const fs::path& checkpoint) const {
-  const fs::path tmp = folder_ / "latest.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << checkpoint.filename().string() << "\n";
-    out.flush();
-    AT_CHECK(out.good(), "cannot write ", tmp.string());
-  }
-  h5::fsync_path(tmp);
-  std::error_code error;
-  fs::rename(tmp, folder_ / "latest", error);
-  AT_CHECK(!error, "cannot rename ", tmp.string(), " to latest: ", error.message());
-  h5::fsync_path(folder_);
+  replace_file(folder_, "latest", checkpoint.filename().string() + "\n");
 }
 
 std::vector<std::string> CheckpointDir::commits() const {
@@ -97,17 +102,9 @@ void CheckpointDir::record_commit(const fs::path& checkpoint) const {
     if (earlier != name && fs::is_regular_file(folder_ / earlier, error)) names.push_back(earlier);
   }
   names.push_back(name);
-  const fs::path tmp = folder_ / "commits.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    for (const std::string& kept : names) out << kept << "\n";
-    out.flush();
-    AT_CHECK(out.good(), "cannot write ", tmp.string());
-  }
-  h5::fsync_path(tmp);
-  std::error_code error;
-  fs::rename(tmp, folder_ / "commits", error);
-  AT_CHECK(!error, "cannot rename ", tmp.string(), " to commits: ", error.message());
+  std::string text;
+  for (const std::string& kept : names) text += kept + "\n";
+  replace_file(folder_, "commits", text);
 }
 
 namespace {

@@ -106,8 +106,8 @@ nlohmann::json to_json(const CheckpointInfo& info) {
           {"datasets", datasets},
           {"json", info.json},
           {"per_rank", info.per_rank},
-          {"run_state_checksum", info.run_state_checksum ? nlohmann::json(*info.run_state_checksum)
-                                                         : nlohmann::json()}};
+          {"run_state_checksum",
+           info.run_state_checksum ? nlohmann::json(*info.run_state_checksum) : nlohmann::json()}};
 }
 
 CheckpointInfo from_json(const nlohmann::json& json) {

@@ -34,8 +34,8 @@ uint64_t run_state_checksum(int64_t step, int64_t epoch, int64_t consumed_sample
     mix_value(text.size());
     mix(text.data(), text.size());
   };
-  for (const int64_t value : {step, epoch, consumed_samples, int64_t{world_size},
-                              int64_t{zero_stage}}) {
+  for (const int64_t value :
+       {step, epoch, consumed_samples, int64_t{world_size}, int64_t{zero_stage}}) {
     mix_value(static_cast<uint64_t>(value));
   }
   for (const auto& [name, text] : json) {
@@ -111,12 +111,12 @@ void write_root_attributes(hid_t file, const RunStateRecord& state, Layout layou
   h5::write_attribute(file, "consumed_samples", state.scalars.consumed_samples, where);
   h5::write_attribute(file, "world_size", int64_t{state.world_size}, where);
   h5::write_attribute(file, "zero_stage", int64_t{state.scalars.zero_stage}, where);
-  h5::write_attribute(file, "run_state_checksum",
-                      std::vector<uint64_t>{run_state_checksum(
-                          state.scalars.step, state.scalars.epoch, state.scalars.consumed_samples,
-                          state.world_size, state.scalars.zero_stage, state.scalars.json,
-                          state.per_rank)},
-                      where);
+  h5::write_attribute(
+      file, "run_state_checksum",
+      std::vector<uint64_t>{run_state_checksum(
+          state.scalars.step, state.scalars.epoch, state.scalars.consumed_samples, state.world_size,
+          state.scalars.zero_stage, state.scalars.json, state.per_rank)},
+      where);
 }
 
 namespace {

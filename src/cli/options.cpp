@@ -25,8 +25,8 @@ po::variables_map parse_command_options(std::string_view command,
     std::vector<std::string> flags;
     for (const auto& option : description.options()) flags.push_back("--" + option->long_name());
     throw UsageError(cat(command, ": unknown option '", error.get_option_name(), "'",
-                              did_you_mean(error.get_option_name(), flags), "; see autotrain ",
-                              command, " --help"));
+                         did_you_mean(error.get_option_name(), flags), "; see autotrain ", command,
+                         " --help"));
   } catch (const po::error& error) {
     throw UsageError(cat(command, ": ", error.what(), "; see autotrain ", command, " --help"));
   }

@@ -217,8 +217,8 @@ TrainSummary run_training(const RunSetup& setup) {
               global_batch, " (", B, " x ", accumulation, " x ", topology.world_size, "); ", fix));
     }
     // After the model and batch checks, which say more about those two.
-    const std::vector<ParamChange> changes = check_resume_changes(
-        saved.training_params_json, params, setup.allow_changed_params, name);
+    const std::vector<ParamChange> changes =
+        check_resume_changes(saved.training_params_json, params, setup.allow_changed_params, name);
     // Reopened with the expected tensors: each must be present with its length.
     reader.reset();
     const auto expected = checkpoint_tensors(layout, optimizer_kind);
