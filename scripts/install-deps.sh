@@ -15,6 +15,7 @@ packages=(
   libgloo-dev
   slurm-wlm munge libpmix-dev
   clang-format
+  clang libclang-rt-dev libomp-dev
   debootstrap
 )
 

@@ -139,7 +139,10 @@ void write_small_dataset(hid_t file, const std::string& name, hid_t file_type, h
 
 void write_run_state(hid_t file, const RunStateRecord& state, hid_t lcpl, hid_t dxpl,
                      bool writes_data, const std::string& where) {
-  for (const auto& [name, text] : state.scalars.json) {
+  for (const auto& document : state.scalars.json) {
+    // Named copies: AT_H5_CHECK's lambda cannot capture a structured binding in clang 14.
+    const std::string& name = document.first;
+    const std::string& text = document.second;
     H5Type type(AT_H5_CHECK(H5Tcopy(H5T_C_S1), where));
     AT_H5_CHECK(H5Tset_size(type.get(), std::max<size_t>(text.size(), 1)), where);
     AT_H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), where);

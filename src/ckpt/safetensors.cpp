@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/json_integer.hpp"
 
 namespace autotrain::ckpt {
 namespace fs = std::filesystem;
@@ -37,6 +38,50 @@ DType parse_safetensors_dtype(const std::string& name, const std::string& where)
   if (name == "BF16") return DType::bf16;
   if (name == "F16") return DType::fp16;
   throw Error(cat(where, ": unsupported dtype '", name, "' (this reader knows F32, BF16, F16)"));
+}
+
+const nlohmann::json& field(const nlohmann::json& tensor, const char* key,
+                            const std::string& object) {
+  const auto found = tensor.find(key);
+  AT_CHECK(found != tensor.end(), object, ": has no '", key, "'");
+  return *found;
+}
+
+// One tensor's header entry, every field checked against its type and the `data_bytes` the
+// file holds after the header (a shape whose product overflows, a negative or fractional
+// dimension, offsets out of order or past the end are refused, naming the tensor).
+SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& tensor,
+                             const std::string& object, uint64_t data_bytes) {
+  AT_CHECK(tensor.is_object(), object, ": expected an object {dtype, shape, data_offsets}, got ",
+           tensor.type_name());
+  SafetensorsEntry entry;
+  entry.name = name;
+  const auto& dtype = field(tensor, "dtype", object);
+  AT_CHECK(dtype.is_string(), object, ": dtype should be a string, got ", dtype.dump());
+  entry.dtype = parse_safetensors_dtype(dtype.get<std::string>(), object);
+  const auto& shape = field(tensor, "shape", object);
+  AT_CHECK(shape.is_array(), object, ": shape should be an array, got ", shape.dump());
+  uint64_t elements = 1;
+  for (const auto& dimension : shape) {
+    entry.shape.push_back(json_integer<uint64_t>(dimension, cat(object, ": a shape dimension")));
+    AT_CHECK(!__builtin_mul_overflow(elements, entry.shape.back(), &elements), object, ": shape ",
+             shape.dump(), " has more elements than 2^64");
+  }
+  const auto& offsets = field(tensor, "data_offsets", object);
+  AT_CHECK(offsets.is_array() && offsets.size() == 2, object,
+           ": data_offsets should be [begin, end], got ", offsets.dump());
+  entry.begin = json_integer<uint64_t>(offsets[0], cat(object, ": data_offsets[0]"));
+  entry.end = json_integer<uint64_t>(offsets[1], cat(object, ": data_offsets[1]"));
+  AT_CHECK(entry.begin <= entry.end, object, ": data_offsets ", offsets.dump(),
+           " end before they begin");
+  AT_CHECK(entry.end <= data_bytes, object, ": data lies past the end of the file (data_offsets ",
+           offsets.dump(), ", ", data_bytes, " bytes of data)");
+  uint64_t bytes = 0;
+  AT_CHECK(!__builtin_mul_overflow(elements, uint64_t{dtype_size(entry.dtype)}, &bytes) &&
+               entry.end - entry.begin == bytes,
+           object, ": data_offsets span ", entry.end - entry.begin, " bytes, shape ", shape.dump(),
+           " of ", dtype.get<std::string>(), " needs ", elements, " elements");
+  return entry;
 }
 
 }  // namespace
@@ -150,23 +195,16 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
   AT_CHECK(header.is_object(), where, ": header is not a JSON object");
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
-      for (const auto& [key, item] : value.items()) metadata_[key] = item.get<std::string>();
+      AT_CHECK(value.is_object(), where, ": __metadata__ should be an object of strings");
+      for (const auto& [key, item] : value.items()) {
+        AT_CHECK(item.is_string(), where, ": __metadata__ '", key, "' should be a string, got ",
+                 item.dump());
+        metadata_[key] = item.get<std::string>();
+      }
       continue;
     }
-    const std::string object = cat(where, ": tensor '", name, "'");
-    SafetensorsEntry entry;
-    entry.name = name;
-    entry.dtype = parse_safetensors_dtype(value.at("dtype").get<std::string>(), object);
-    entry.shape = value.at("shape").get<std::vector<uint64_t>>();
-    const auto offsets = value.at("data_offsets").get<std::vector<uint64_t>>();
-    AT_CHECK(offsets.size() == 2 && offsets[0] <= offsets[1], object, ": bad data_offsets");
-    entry.begin = offsets[0];
-    entry.end = offsets[1];
-    AT_CHECK(entry.end - entry.begin == entry.elements() * dtype_size(entry.dtype), object,
-             ": data_offsets span ", entry.end - entry.begin, " bytes, shape and dtype need ",
-             entry.elements() * dtype_size(entry.dtype));
-    AT_CHECK(data_start_ + entry.end <= file_size, object, ": data lies past the end of the file");
-    entries_.push_back(entry);
+    entries_.push_back(
+        parse_entry(name, value, cat(where, ": tensor '", name, "'"), file_size - data_start_));
   }
   std::sort(entries_.begin(), entries_.end(),
             [](const auto& a, const auto& b) { return a.begin < b.begin; });

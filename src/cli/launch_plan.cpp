@@ -146,6 +146,8 @@ LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situ
   }
   if (request.cpus_per_task > 0) {
     plan.threads_per_rank = request.cpus_per_task;
+  } else if (request.write_sbatch) {
+    plan.threads_per_rank = 0;  // the script divides the compute node's cores among its ranks
   } else if (plan.in_allocation && situation.slurm_cpus_per_task > 0) {
     plan.threads_per_rank = situation.slurm_cpus_per_task;
   } else {
@@ -159,7 +161,8 @@ LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situ
             cat("--ntasks-per-node=", plan.ranks_per_node)};
     // Slurm 22.05's srun does not inherit the job's --cpus-per-task: pass it on.
     if (request.write_sbatch) {
-      argv.push_back("--cpus-per-task=${SLURM_CPUS_PER_TASK}");
+      argv.push_back(plan.threads_per_rank > 0 ? "--cpus-per-task=${SLURM_CPUS_PER_TASK}"
+                                               : "--cpus-per-task=${cpus_per_rank}");
     } else if (situation.slurm_cpus_per_task > 0) {
       argv.push_back(cat("--cpus-per-task=", situation.slurm_cpus_per_task));
     }
@@ -227,9 +230,11 @@ std::string shell_join(const std::vector<std::string>& words) {
 std::string render_launch_plan(const LaunchPlan& plan) {
   return cat("autotrain launch: ", launch_kind_name(plan.kind), ", ", plan.num_nodes, " node(s) x ",
              plan.ranks_per_node, " rank(s) = ", plan.world_size, " rank(s), ",
-             plan.threads_per_rank, " core(s) per rank, ",
-             plan.in_allocation ? "inside Slurm allocation (srun)" : "no allocation (mpirun)", "\n",
-             shell_join(plan.argv), "\n");
+             plan.threads_per_rank > 0
+                 ? cat(plan.threads_per_rank, " core(s) per rank")
+                 : std::string("the compute node's cores shared by its ranks"),
+             ", ", plan.in_allocation ? "inside Slurm allocation (srun)" : "no allocation (mpirun)",
+             "\n", shell_join(plan.argv), "\n");
 }
 
 std::string render_sbatch(const LaunchPlan& plan, const LaunchRequest& request) {
@@ -242,16 +247,22 @@ std::string render_sbatch(const LaunchPlan& plan, const LaunchRequest& request) 
           "# Sites usually change --partition, --account and --time (docs/slurm.md).\n"
           "#SBATCH --job-name=autotrain\n"
           "#SBATCH --nodes=",
-          plan.num_nodes, "\n#SBATCH --ntasks-per-node=", plan.ranks_per_node,
-          "\n#SBATCH --cpus-per-task=", plan.threads_per_rank, "\n");
+          plan.num_nodes, "\n#SBATCH --ntasks-per-node=", plan.ranks_per_node, "\n");
+  // Without --cpus-per-task the script takes whole nodes and divides their cores at run time:
+  // the login node that writes it says nothing about the compute nodes' cores.
+  script += plan.threads_per_rank > 0 ? cat("#SBATCH --cpus-per-task=", plan.threads_per_rank, "\n")
+                                      : std::string("#SBATCH --exclusive\n");
   if (gpus) script += cat("#SBATCH --gpus-per-node=", plan.ranks_per_node, "\n");
   script +=
       "#SBATCH --time=01:00:00\n"
       "##SBATCH --partition=gpu\n"
       "##SBATCH --account=myproject\n"
       "#SBATCH --output=autotrain-%j.out\n"
-      "set -euo pipefail\n"
-      "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK}\n";
+      "set -euo pipefail\n";
+  script += plan.threads_per_rank > 0
+                ? "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK}\n"
+                : "cpus_per_rank=$(( SLURM_CPUS_ON_NODE / SLURM_NTASKS_PER_NODE ))\n"
+                  "export OMP_NUM_THREADS=$cpus_per_rank\n";
   if (gpus) script += "# export NCCL_SOCKET_IFNAME=ib0   # the network NCCL should use\n";
   script += cat(shell_join(plan.argv), "\n");
   return script;

@@ -1,10 +1,7 @@
-// `autotrain plot PROJECT`: the loss curves (train and validation against the step) as
+// `autotrain plot PROJECT`: the loss curves (train and validation against the step, the
+// learning rate on a second axis, a dashed line where each resumed run started) as
 // <project>/loss.svg, drawn by our own code, and loss.png when rsvg-convert or ImageMagick's
 // convert is installed (the PNG is a convenience; the SVG is always written).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <fstream>
 #include <iostream>
 
@@ -13,29 +10,16 @@
 #include "autotrain/cli/project_report.hpp"
 #include "autotrain/core/error.hpp"
 
-extern char** environ;
-
 namespace autotrain::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Runs `argv` (looked up in PATH) with its output discarded; true when it exits 0.
+// Runs `argv` (looked up in PATH) with its output discarded; true when it exits 0 in time.
 bool run_quietly(const std::vector<std::string>& argv) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const auto& word : argv) args.push_back(const_cast<char*>(word.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) return false;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  constexpr double kConverterTimeoutSeconds = 60;
+  const CommandResult result = run_command(argv, kConverterTimeoutSeconds);
+  return result.started && !result.timed_out && result.exit_status == 0;
 }
 
 // The first converter that works, or "" when none does.
@@ -79,15 +63,19 @@ int run_plot(const std::vector<std::string>& args) {
   const fs::path metrics = project / "metrics.jsonl";
   AT_CHECK(fs::exists(metrics), "plot: ", metrics.string(),
            " does not exist; give the folder of a run that has started (its project_name)");
-  const auto curve = latest_per_step(read_metrics(metrics));
+  const MetricsHistory history = read_metrics(metrics);
+  const auto curve = latest_per_step(history.points);
   const fs::path svg_path = output.empty() ? project / "loss.svg" : fs::path(output);
   {
     std::ofstream out(svg_path);
     AT_CHECK(out, "plot: cannot write ", svg_path.string());
-    out << render_loss_svg(curve, cat(project.filename().string(), ": loss"));
+    out << render_loss_svg(curve, resume_steps(history),
+                           cat(project.filename().string(), ": loss"));
     AT_CHECK(out.flush(), "plot: writing ", svg_path.string(), " failed");
   }
-  std::cout << "wrote " << svg_path.string() << " (" << curve.size() << " steps)\n";
+  const size_t resumes = resume_steps(history).size();
+  std::cout << "wrote " << svg_path.string() << " (" << curve.size() << " steps"
+            << (resumes > 0 ? cat(", ", resumes, " resume(s) marked") : std::string()) << ")\n";
   if (!no_png) {
     fs::path png_path = svg_path;
     png_path.replace_extension(".png");

@@ -1,5 +1,6 @@
 // `autotrain status PROJECT [--json]`: progress of a running or finished run, read from its
-// project folder — what a batch user checks from a login node.
+// project folder, and the state of its Slurm job (squeue, then sacct, with a timeout) — what a
+// batch user checks from a login node.
 #include <iostream>
 
 #include "autotrain/cli/commands.hpp"
@@ -23,7 +24,10 @@ int run_status(const std::vector<std::string>& args) {
   for (const auto& arg : args) (arg.starts_with("-") ? flags : positional).push_back(arg);
   parse_command_options("status", description, flags);
   if (help) {
-    std::cout << "usage: autotrain status PROJECT... [--json]\n\n" << description;
+    std::cout << "usage: autotrain status PROJECT... [--json]\n\n"
+                 "Reads the project folder (metrics.jsonl, checkpoints, the exported model) and "
+                 "asks Slurm\n(squeue, then sacct) about the job that the latest run recorded.\n\n"
+              << description;
     return 0;
   }
   AT_CHECK(!positional.empty(), "status: give the project folder, e.g. autotrain status my-run");

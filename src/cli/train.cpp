@@ -8,6 +8,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/train/dry_run.hpp"
 #include "autotrain/train/metrics.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/train/signals.hpp"
@@ -67,7 +68,8 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
         "line");
   }
   if (command_line.dry_run) {
-    if (mpi.rank() == 0) std::cout << train::render_plan(setup) << std::flush;
+    const std::string checks = train::check_run(setup);
+    if (mpi.rank() == 0) std::cout << train::render_plan(setup, checks) << std::flush;
     return 0;
   }
   log::info("autotrain: training ", setup.params().project_name, " on ", setup.topology.world_size,

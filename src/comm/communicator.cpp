@@ -1,6 +1,7 @@
 #include "autotrain/comm/communicator.hpp"
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 
@@ -98,6 +99,18 @@ int checked_int_count(size_t count, std::string_view operation) {
   AT_CHECK(count <= static_cast<size_t>(INT_MAX), operation, ": ", count,
            " elements exceed the 2^31-1 elements one call can move; split the buffer");
   return static_cast<int>(count);
+}
+
+size_t max_call_elements() {
+  constexpr auto kIntMax = static_cast<size_t>(INT_MAX);
+  const char* text = std::getenv("AUTOTRAIN_MPI_MAX_CALL_ELEMENTS");
+  if (text == nullptr || *text == '\0') return kIntMax;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  AT_CHECK(*end == '\0' && value >= 1 && value <= kIntMax,
+           "AUTOTRAIN_MPI_MAX_CALL_ELEMENTS: expected an integer in [1, ", kIntMax, "], got '",
+           text, "'");
+  return static_cast<size_t>(value);
 }
 
 void divide_in_place(void* data, size_t count, DType dtype, double divisor) {

@@ -24,6 +24,10 @@ void check_reduction(std::string_view backend, std::string_view operation, DType
 // MPI and the backends' own bookkeeping take int counts.
 int checked_int_count(size_t count, std::string_view operation);
 
+// The most elements one MPI call moves: INT_MAX; the mpi backend splits larger buffers. Tests
+// lower it with AUTOTRAIN_MPI_MAX_CALL_ELEMENTS to exercise the splitting on small buffers.
+size_t max_call_elements();
+
 // data[i] /= divisor for a host buffer of a floating-point dtype (the second half of avg).
 void divide_in_place(void* data, size_t count, DType dtype, double divisor);
 

@@ -83,7 +83,7 @@ class MpiPending final : public PendingCollective {
     Kind kind = Kind::barrier;
     const void* input = nullptr;  // reduce_scatter, allgather (nullptr: in place)
     void* output = nullptr;       // the buffer the result lands in
-    int count = 0;                // elements (per rank's part for reduce_scatter/allgather)
+    size_t count = 0;             // elements (per rank's part for reduce_scatter/allgather)
     DType dtype = DType::fp32;
     ReduceOp op = ReduceOp::sum;
     int root = 0;
@@ -127,6 +127,7 @@ class MpiCommunicator final : public Communicator {
       : comm_(parent),
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
+        max_call_elements_(max_call_elements()),
         watchdog_("mpi", rank_, options.timeout_seconds, abort_job_on_collective_timeout) {
     queue_.reserve(256);
     thread_ = std::thread([this] { communicate(); });
@@ -187,40 +188,35 @@ class MpiCommunicator final : public Communicator {
 
   Request allreduce_request(void* data, size_t count, DType dtype, ReduceOp op) const {
     check_reduction("mpi", "allreduce", dtype, op);
-    const int n = checked_int_count(count, "allreduce");
     return {"allreduce",
             count * dtype_size(dtype),
-            {MpiPending::Kind::allreduce, nullptr, data, n, dtype, op, 0}};
+            {MpiPending::Kind::allreduce, nullptr, data, count, dtype, op, 0}};
   }
 
   Request reduce_scatter_request(const void* input, void* output, size_t part, DType dtype,
                                  ReduceOp op) const {
     check_reduction("mpi", "reduce_scatter", dtype, op);
-    checked_int_count(part * static_cast<size_t>(size_), "reduce_scatter");
-    return {
-        "reduce_scatter",
-        part * static_cast<size_t>(size_) * dtype_size(dtype),
-        {MpiPending::Kind::reduce_scatter, input, output, static_cast<int>(part), dtype, op, 0}};
+    return {"reduce_scatter",
+            part * static_cast<size_t>(size_) * dtype_size(dtype),
+            {MpiPending::Kind::reduce_scatter, input, output, part, dtype, op, 0}};
   }
 
   Request allgather_request(const void* input, void* output, size_t part, DType dtype) const {
-    checked_int_count(part * static_cast<size_t>(size_), "allgather");
     const size_t bytes = part * dtype_size(dtype);
     const bool in_place =
         input == static_cast<const std::byte*>(output) + static_cast<size_t>(rank_) * bytes;
     return {"allgather",
             bytes * static_cast<size_t>(size_),
-            {MpiPending::Kind::allgather, in_place ? nullptr : input, output,
-             static_cast<int>(part), dtype, ReduceOp::sum, 0}};
+            {MpiPending::Kind::allgather, in_place ? nullptr : input, output, part, dtype,
+             ReduceOp::sum, 0}};
   }
 
   Request broadcast_request(void* data, size_t count, DType dtype, int root) const {
     AT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is not a rank of a ", size_,
              "-rank communicator");
-    const int n = checked_int_count(count, "broadcast");
     return {"broadcast",
             count * dtype_size(dtype),
-            {MpiPending::Kind::broadcast, nullptr, data, n, dtype, ReduceOp::sum, root}};
+            {MpiPending::Kind::broadcast, nullptr, data, count, dtype, ReduceOp::sum, root}};
   }
 
   static Request barrier_request() { return {"barrier", 0, {}}; }
@@ -321,18 +317,21 @@ class MpiCommunicator final : public Communicator {
     work_ready_.notify_one();  // a caller ran this one: the thread may have more queued
   }
 
-  // One collective as a blocking MPI call; on the communication thread or a waiting caller.
+  // One collective as blocking MPI calls; on the communication thread or a waiting caller.
+  // MPI counts are ints: a buffer of more than max_call_elements_ goes in pieces (an
+  // elementwise reduction or a copy splits anywhere; an all-gather splits every rank's part).
   void run(const MpiPending::Call& call) {
     const MPI_Datatype type = mpi_type(call.dtype);
     MPI_Comm comm = comm_.get();
     switch (call.kind) {
       case MpiPending::Kind::allreduce:
-        AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, call.output, call.count, type,
-                                   mpi_op(call.dtype, call.op), comm));
-        if (call.op == ReduceOp::avg)
-          divide_in_place(call.output, static_cast<size_t>(call.count), call.dtype, size_);
+        for_each_piece(call, [&](std::byte* piece, int count) {
+          AT_MPI_CHECK(
+              MPI_Allreduce(MPI_IN_PLACE, piece, count, type, mpi_op(call.dtype, call.op), comm));
+        });
+        if (call.op == ReduceOp::avg) divide_in_place(call.output, call.count, call.dtype, size_);
         return;
-      case MpiPending::Kind::reduce_scatter:
+      case MpiPending::Kind::reduce_scatter:  // in segments of kRingSegment: any part
         switch (call.dtype) {
           case DType::int32:
             return ring_reduce_scatter<std::int32_t>(call);
@@ -342,15 +341,60 @@ class MpiCommunicator final : public Communicator {
             return ring_reduce_scatter<float>(call);  // fp32, and bf16/fp16 reduced in fp32
         }
       case MpiPending::Kind::allgather:
-        AT_MPI_CHECK(MPI_Allgather(call.input == nullptr ? MPI_IN_PLACE : call.input, call.count,
-                                   type, call.output, call.count, type, comm));
+        if (call.count * static_cast<size_t>(size_) <= max_call_elements_) {
+          AT_MPI_CHECK(MPI_Allgather(call.input == nullptr ? MPI_IN_PLACE : call.input,
+                                     static_cast<int>(call.count), type, call.output,
+                                     static_cast<int>(call.count), type, comm));
+        } else {
+          allgather_in_pieces(call, type);
+        }
         return;
       case MpiPending::Kind::broadcast:
-        AT_MPI_CHECK(MPI_Bcast(call.output, call.count, type, call.root, comm));
+        for_each_piece(call, [&](std::byte* piece, int count) {
+          AT_MPI_CHECK(MPI_Bcast(piece, count, type, call.root, comm));
+        });
         return;
       case MpiPending::Kind::barrier:
         AT_MPI_CHECK(MPI_Barrier(comm));
         return;
+    }
+  }
+
+  // body(piece, count) over call.output in pieces of at most max_call_elements_ elements.
+  template <typename Body>
+  void for_each_piece(const MpiPending::Call& call, Body body) const {
+    const size_t element = dtype_size(call.dtype);
+    auto* data = static_cast<std::byte*>(call.output);
+    for (size_t begin = 0; begin < call.count; begin += max_call_elements_) {
+      const size_t count = std::min(max_call_elements_, call.count - begin);
+      body(data + begin * element, static_cast<int>(count));
+    }
+  }
+
+  // Piece k of every rank's part at once: each rank sends its elements [b, b + n) and receives
+  // rank r's into output + r * part + b, through a datatype of n elements whose extent is a
+  // whole part (so the r-th one lands at the r-th part).
+  void allgather_in_pieces(const MpiPending::Call& call, MPI_Datatype type) {
+    const size_t element = dtype_size(call.dtype);
+    const size_t part = call.count;
+    const size_t piece = std::max<size_t>(1, max_call_elements_ / static_cast<size_t>(size_));
+    auto* output = static_cast<std::byte*>(call.output);
+    for (size_t begin = 0; begin < part; begin += piece) {
+      const size_t count = std::min(piece, part - begin);
+      MPI_Datatype block = MPI_DATATYPE_NULL;
+      MPI_Datatype strided = MPI_DATATYPE_NULL;
+      AT_MPI_CHECK(MPI_Type_contiguous(static_cast<int>(count), type, &block));
+      AT_MPI_CHECK(
+          MPI_Type_create_resized(block, 0, static_cast<MPI_Aint>(part * element), &strided));
+      MPI_Type_free(&block);
+      AT_MPI_CHECK(MPI_Type_commit(&strided));
+      const void* send = call.input == nullptr
+                             ? MPI_IN_PLACE
+                             : static_cast<const std::byte*>(call.input) + begin * element;
+      const int status = MPI_Allgather(send, static_cast<int>(count), type,
+                                       output + begin * element, 1, strided, comm_.get());
+      MPI_Type_free(&strided);
+      AT_MPI_CHECK(status);
     }
   }
 
@@ -444,6 +488,7 @@ class MpiCommunicator final : public Communicator {
   DuplicatedComm comm_;
   int rank_;
   int size_;
+  size_t max_call_elements_;          // per MPI call: INT_MAX (max_call_elements())
   std::vector<std::byte> ring_send_;  // reduce_scatter scratch: one segment each, kept
   std::vector<std::byte> ring_receive_;
   UserOp bf16_sum_{&reduce_16bit<bf16_to_float, float_to_bf16, false>};

@@ -9,7 +9,9 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "autotrain/comm/communicator.hpp"
@@ -131,6 +133,90 @@ class CudaEvent {
   cudaEvent_t event_ = nullptr;
 };
 
+class CudaStream {
+ public:
+  CudaStream() { AT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~CudaStream() { cudaStreamDestroy(stream_); }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class DeviceWord {
+ public:
+  DeviceWord() { AT_CUDA_CHECK(cudaMalloc(&word_, sizeof(int))); }
+  ~DeviceWord() { cudaFree(word_); }
+  DeviceWord(const DeviceWord&) = delete;
+  DeviceWord& operator=(const DeviceWord&) = delete;
+  int* get() const { return word_; }
+
+ private:
+  int* word_ = nullptr;
+};
+
+// The device side of the communicator, made on its device: released however construction ends.
+struct DeviceResources {
+  explicit DeviceResources(int device) : device_set(set_device(device)) {}
+  static bool set_device(int device) {
+    AT_CUDA_CHECK(cudaSetDevice(device));
+    return true;
+  }
+  bool device_set;
+  CudaStream stream;
+  DeviceWord barrier_word;  // barrier_async's one-word allreduce
+  CudaEvent producer;       // wait_for_stream: the caller's stream up to the call
+};
+
+// The NCCL communicator. The watchdog thread (on a timeout) and the main thread (init or a call
+// that never becomes ready) may both abort it: whichever comes first does, once. A healthy one
+// is finalized and destroyed.
+class NcclHandle {
+ public:
+  NcclHandle() = default;
+  ~NcclHandle() {
+    if (healthy_) {
+      finalize();
+    } else {
+      abort();
+    }
+  }
+  NcclHandle(const NcclHandle&) = delete;
+  NcclHandle& operator=(const NcclHandle&) = delete;
+
+  ncclComm_t* slot() { return &init_; }
+  // Init returned: from now on get() and abort() see the communicator.
+  void publish() { comm_.store(init_); }
+  void mark_healthy() { healthy_ = true; }
+  ncclComm_t get() const { return comm_.load(); }
+  void abort() {
+    if (ncclComm_t comm = comm_.exchange(nullptr); comm != nullptr) ncclCommAbort(comm);
+  }
+  void set_timeout(double seconds) { timeout_seconds_ = seconds; }
+
+ private:
+  void finalize() {
+    ncclComm_t comm = comm_.exchange(nullptr);
+    if (comm == nullptr) return;
+    // Finalize flushes outstanding work; with a non-blocking communicator poll until done.
+    ncclCommFinalize(comm);
+    ncclResult_t state = ncclInProgress;
+    Timer timer;
+    while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress &&
+           timer.seconds() < timeout_seconds_) {
+      std::this_thread::yield();
+    }
+    ncclCommDestroy(comm);
+  }
+
+  ncclComm_t init_ = nullptr;
+  std::atomic<ncclComm_t> comm_{nullptr};
+  bool healthy_ = false;
+  double timeout_seconds_ = 0;
+};
+
 class NcclPending final : public PendingCollective {
  public:
   NcclPending(Watchdog& watchdog, uint64_t sequence) : watchdog_(watchdog), sequence_(sequence) {}
@@ -163,15 +249,13 @@ class NcclCommunicator final : public Communicator {
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
         timeout_seconds_(options.timeout_seconds) {
+    nccl_.set_timeout(timeout_seconds_);
     std::string failure;
     try {
       AT_CHECK(
           options.device >= 0, "nccl: rank ", rank_,
           " has no CUDA device (CommOptions.device = -1); use comm_backend gloo or mpi on CPUs");
-      AT_CUDA_CHECK(cudaSetDevice(options.device));
-      AT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-      AT_CUDA_CHECK(cudaMalloc(&barrier_word_, sizeof(int)));
-      AT_CUDA_CHECK(cudaEventCreateWithFlags(&producer_, cudaEventDisableTiming));
+      device_.emplace(options.device);
     } catch (const std::exception& error) {
       failure = error.what();
     }
@@ -180,7 +264,9 @@ class NcclCommunicator final : public Communicator {
     try {
       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
       config.blocking = 0;
-      AT_NCCL_CHECK(ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config));
+      const ncclResult_t started = ncclCommInitRankConfig(nccl_.slot(), size_, id, rank_, &config);
+      nccl_.publish();
+      AT_NCCL_CHECK(started);
       wait_until_ready("ncclCommInitRankConfig");
     } catch (const std::exception& error) {
       failure = error.what();
@@ -190,30 +276,15 @@ class NcclCommunicator final : public Communicator {
                                            [this](const std::string& message) {
                                              // Unblocks the host and the stream before the job goes
                                              // down.
-                                             ncclCommAbort(nccl_);
+                                             nccl_.abort();
                                              abort_job_on_collective_timeout(message);
                                            });
+    nccl_.mark_healthy();
   }
 
-  ~NcclCommunicator() override {
-    watchdog_.reset();
-    if (nccl_ != nullptr) {
-      // Finalize flushes outstanding work; with a non-blocking communicator poll until done.
-      {
-        ncclCommFinalize(nccl_);
-        ncclResult_t state = ncclInProgress;
-        Timer timer;
-        while (ncclCommGetAsyncError(nccl_, &state) == ncclSuccess && state == ncclInProgress &&
-               timer.seconds() < timeout_seconds_) {
-          std::this_thread::yield();
-        }
-      }
-      ncclCommDestroy(nccl_);
-    }
-    if (barrier_word_ != nullptr) cudaFree(barrier_word_);
-    if (producer_ != nullptr) cudaEventDestroy(producer_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
+  // The watchdog stops first (it may abort the communicator); then the communicator is
+  // finalized (or aborted) before the device resources it used are released.
+  ~NcclCommunicator() override { watchdog_.reset(); }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -222,7 +293,7 @@ class NcclCommunicator final : public Communicator {
   CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
     check_reduction("nccl", "allreduce", dtype, op);
     return issue("allreduce", count * dtype_size(dtype), [&] {
-      return ncclAllReduce(data, data, count, nccl_type(dtype), nccl_op(op), nccl_, stream_);
+      return ncclAllReduce(data, data, count, nccl_type(dtype), nccl_op(op), nccl_.get(), stream());
     });
   }
 
@@ -230,13 +301,14 @@ class NcclCommunicator final : public Communicator {
                                   ReduceOp op) override {
     check_reduction("nccl", "reduce_scatter", dtype, op);
     return issue("reduce_scatter", part * static_cast<size_t>(size_) * dtype_size(dtype), [&] {
-      return ncclReduceScatter(input, output, part, nccl_type(dtype), nccl_op(op), nccl_, stream_);
+      return ncclReduceScatter(input, output, part, nccl_type(dtype), nccl_op(op), nccl_.get(),
+                               stream());
     });
   }
 
   CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
     return issue("allgather", part * static_cast<size_t>(size_) * dtype_size(dtype), [&] {
-      return ncclAllGather(input, output, part, nccl_type(dtype), nccl_, stream_);
+      return ncclAllGather(input, output, part, nccl_type(dtype), nccl_.get(), stream());
     });
   }
 
@@ -244,33 +316,38 @@ class NcclCommunicator final : public Communicator {
     AT_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is not a rank of a ", size_,
              "-rank communicator");
     return issue("broadcast", count * dtype_size(dtype), [&] {
-      return ncclBroadcast(data, data, count, nccl_type(dtype), root, nccl_, stream_);
+      return ncclBroadcast(data, data, count, nccl_type(dtype), root, nccl_.get(), stream());
     });
   }
 
   void wait_for_stream(void* stream) override {
-    AT_CUDA_CHECK(cudaEventRecord(producer_, static_cast<cudaStream_t>(stream)));
-    AT_CUDA_CHECK(cudaStreamWaitEvent(stream_, producer_, 0));
+    AT_CUDA_CHECK(cudaEventRecord(device_->producer.get(), static_cast<cudaStream_t>(stream)));
+    AT_CUDA_CHECK(cudaStreamWaitEvent(this->stream(), device_->producer.get(), 0));
   }
 
   CommHandle barrier_async() override {
     // NCCL has no barrier: a one-word allreduce synchronises every rank's stream.
     return issue("barrier", 0, [&] {
-      return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, nccl_, stream_);
+      int* word = device_->barrier_word.get();
+      return ncclAllReduce(word, word, 1, ncclInt32, ncclSum, nccl_.get(), stream());
     });
   }
 
  private:
+  cudaStream_t stream() const { return device_->stream.get(); }
+
   // Non-blocking NCCL returns ncclInProgress until the call is done; give up after comm_timeout.
   void wait_until_ready(const char* what) {
     Timer timer;
     ncclResult_t state = ncclInProgress;
     while (true) {
-      AT_NCCL_CHECK(ncclCommGetAsyncError(nccl_, &state));
+      const ncclComm_t comm = nccl_.get();
+      AT_CHECK(comm != nullptr, "nccl: ", what, " on rank ", rank_,
+               ": the communicator was aborted (comm_timeout)");
+      AT_NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
       if (state != ncclInProgress) break;
       if (timer.seconds() > timeout_seconds_) {
-        ncclCommAbort(nccl_);
-        nccl_ = nullptr;
+        nccl_.abort();
         throw Error(cat("nccl: ", what, " did not finish within comm_timeout = ", timeout_seconds_,
                         " s on rank ", rank_,
                         "; the ranks cannot reach each other: set NCCL_SOCKET_IFNAME to an "
@@ -281,7 +358,7 @@ class NcclCommunicator final : public Communicator {
     }
     if (state != ncclSuccess) {
       throw Error(cat("nccl: ", what, " failed on rank ", rank_, ": ", ncclGetErrorString(state),
-                      " (", ncclGetLastError(nccl_), ")", nccl_hint(state)));
+                      " (", ncclGetLastError(nccl_.get()), ")", nccl_hint(state)));
     }
   }
 
@@ -291,18 +368,18 @@ class NcclCommunicator final : public Communicator {
     auto pending = std::make_unique<NcclPending>(*watchdog_, sequence);
     AT_NCCL_CHECK(call());
     wait_until_ready(operation.data());
-    AT_CUDA_CHECK(cudaEventRecord(pending->event(), stream_));
+    AT_CUDA_CHECK(cudaEventRecord(pending->event(), stream()));
     return CommHandle(std::move(pending));
   }
 
+  // Destroyed bottom up: the watchdog, the NCCL communicator, the device resources it used, the
+  // MPI communicator.
   DuplicatedComm comm_;
   int rank_;
   int size_;
   double timeout_seconds_;
-  cudaStream_t stream_ = nullptr;
-  int* barrier_word_ = nullptr;
-  cudaEvent_t producer_ = nullptr;  // wait_for_stream: the caller's stream up to the call
-  ncclComm_t nccl_ = nullptr;
+  std::optional<DeviceResources> device_;
+  NcclHandle nccl_;
   std::unique_ptr<Watchdog> watchdog_;
 };
 

@@ -22,8 +22,8 @@ constexpr OwnOption kOwnOptions[] = {
     {"config", true, "YAML config in AutoTrain's layout (task, base_model, data, params, ...)"},
     {"training-config", true, "training_params.json of an earlier run (a flat JSON object)"},
     {"dry-run", false,
-     "resolve and validate, print the plan (topology and every parameter "
-     "with its source), and stop"},
+     "resolve and validate, check the data and the checkpoint a resume would take, print the "
+     "plan (topology, data, resume, every parameter with its source), and stop"},
     {"allow-changed-params", false,
      "on resume, accept changed optimisation parameters (lr, scheduler, ...): each change is "
      "recorded in the project's param_changes.jsonl at the step it takes effect"},

@@ -10,6 +10,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/core/utf8.hpp"
 
 namespace autotrain::config {
 
@@ -244,6 +245,12 @@ std::string Where::message(std::string_view what) const {
 ParamValue check_value(const ParamSpec& spec, ParamValue value, const Where& where) {
   const Constraint& constraint = spec.constraint;
   if (auto* text = std::get_if<std::string>(&value)) {
+    // Every value is written back as JSON (training_params.json, checkpoints): it must be text.
+    if (const size_t bad = utf8::invalid_utf8_offset(*text); bad != std::string::npos) {
+      throw Error(where.message(cat("expected UTF-8 text, got a value with the invalid byte 0x",
+                                    std::hex, static_cast<int>(static_cast<uint8_t>((*text)[bad])),
+                                    std::dec, " at offset ", bad)));
+    }
     if (!constraint.choices.empty()) {
       if (std::find(constraint.choices.begin(), constraint.choices.end(), *text) !=
           constraint.choices.end()) {

@@ -99,6 +99,12 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   return out;
 }
 
+std::string fixed_point(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
 std::string human_bytes(double bytes) {
   static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

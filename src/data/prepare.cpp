@@ -389,6 +389,57 @@ PrepareResult prepare_if_needed(const PrepareOptions& options) {
   return prepare_resolved(options, inputs, tokenizer, key);
 }
 
+namespace {
+
+// Reads `file` up to its first document: the csv header or the jsonl line that lacks
+// text_column fails as it would during tokenizing.
+void check_first_document(const InputFile& file, const std::string& text_column) {
+  struct Enough {};
+  try {
+    read_documents(file, text_column, [](std::string&&, bool) { throw Enough{}; });
+  } catch (const Enough&) {
+  }
+}
+
+std::string describe_split(const SplitInput& split) {
+  uintmax_t bytes = 0;
+  for (const auto& file : split.files) bytes += fs::file_size(file.path);
+  return cat(
+      split.split, " ",
+      split.files.size() == 1 ? split.files[0].path.string() : cat(split.files.size(), " files"),
+      " (", human_bytes(double(bytes)), ")");
+}
+
+}  // namespace
+
+InputsCheck check_inputs(const PrepareOptions& options) {
+  if (is_prepared_folder(options.data_path)) {
+    const PrepareResult prepared = use_prepared_folder(options);
+    std::vector<std::string> splits;
+    for (const auto& split : prepared.splits) splits.push_back(cat(split.split, " ", split.tokens));
+    return {cat("the prepared shards in ", options.data_path.string(), " (", join(splits, ", "),
+                " tokens)"),
+            prepared.vocab_size};
+  }
+  const ResolvedInputs inputs = resolve_inputs(options);
+  for (const auto& file : inputs.train.files) check_first_document(file, options.text_column);
+  std::string valid = "no valid split";
+  if (inputs.valid) {
+    for (const auto& file : inputs.valid->files) check_first_document(file, options.text_column);
+    valid = describe_split(*inputs.valid);
+  } else if (inputs.valid_fraction > 0) {
+    valid = cat(options.valid_split, " carved from the last ", inputs.valid_fraction * 100, "% of ",
+                options.train_split);
+  }
+  const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
+  const bool reused =
+      reusable_manifest(options, manifest_key(options, inputs, *tokenizer)).has_value();
+  return {
+      cat(describe_split(inputs.train), "; ", valid, "; ",
+          reused ? "reusing the shards in " : "to be tokenized into ", options.output_dir.string()),
+      tokenizer->vocab_size()};
+}
+
 PrepareResult prepare_if_needed_collective(const PrepareOptions& options, MPI_Comm comm) {
   stop_here_if_asked("prepare");
   std::string failure;

@@ -7,8 +7,10 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
+#include "autotrain/core/error.hpp"
 #include "autotrain/core/timer.hpp"
 
 namespace autotrain::kernels {
@@ -18,7 +20,11 @@ CBLAS_TRANSPOSE to_cblas(Transpose t) {
   return t == Transpose::yes ? CblasTrans : CblasNoTrans;
 }
 
+// BLAS takes its sizes as blasint (32 bits in Debian's OpenBLAS): a larger one must not wrap.
 blasint to_blasint(std::size_t n) {
+  AT_CHECK(n <= static_cast<std::size_t>(std::numeric_limits<blasint>::max()), "matmul: dimension ",
+           n, " exceeds the ", std::numeric_limits<blasint>::max(), " that this BLAS (blasint of ",
+           sizeof(blasint) * 8, " bits) accepts");
   return static_cast<blasint>(n);
 }
 

@@ -1,11 +1,18 @@
 #include "autotrain/model/config.hpp"
 
+#include <cstdint>
+#include <limits>
+
 #include "autotrain/core/error.hpp"
 
 namespace autotrain::model {
 
 int round_up_vocab(int vocab_size, int multiple) {
-  return (vocab_size + multiple - 1) / multiple * multiple;
+  const int64_t rounded = (int64_t{vocab_size} + multiple - 1) / multiple * multiple;
+  AT_CHECK(rounded <= std::numeric_limits<int>::max(), "model config: vocab_size ", vocab_size,
+           " is too large (rounded up to a multiple of ", multiple, " it exceeds ",
+           std::numeric_limits<int>::max(), ")");
+  return static_cast<int>(rounded);
 }
 
 ModelConfig ModelConfig::gpt2(int n_layer, int n_head, int n_embd, int block_size, int vocab_size) {

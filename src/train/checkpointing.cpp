@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/json_integer.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/timer.hpp"
@@ -48,10 +50,10 @@ float* state_of(const zero::StateRun& run, int kind) {
   return kind == kParams ? run.params : kind == kExpAvg ? run.exp_avg : run.exp_avg_sq;
 }
 
-const std::string& json_doc(const ckpt::CheckpointReader& reader, const std::string& name) {
-  const auto& docs = reader.info().json;
-  const auto found = docs.find(name);
-  AT_CHECK(found != docs.end(), "checkpoint ", reader.path().string(), ": run_state/json/", name,
+const std::string& json_doc(const ckpt::CheckpointInfo& info, const std::string& where,
+                            const std::string& name) {
+  const auto found = info.json.find(name);
+  AT_CHECK(found != info.json.end(), "checkpoint ", where, ": run_state/json/", name,
            " is missing (not written by the autotrain trainer?)");
   return found->second;
 }
@@ -157,57 +159,65 @@ void check_resume_point(const ResumePoint& point, const ckpt::CheckpointInfo& in
 
 }  // namespace
 
-ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
-  const auto& info = reader.info();
+ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::string& where) {
   ResumePoint point;
   point.step = info.step;
   point.world_size = info.world_size;
   point.zero_stage = info.zero_stage;
   std::string key;
+  // A field of a run-state document, at its full width and within range.
+  const auto integer = [&]<typename T>(const json& doc, const char* field, T lo, T hi) {
+    return json_integer<T>(doc.at(field), cat("run_state/json/", key, ": ", field), lo, hi);
+  };
+  constexpr int kMaxInt = std::numeric_limits<int>::max();
+  constexpr long long kMaxLong = std::numeric_limits<long long>::max();
   try {
     key = "model_config";
-    const json model = json::parse(json_doc(reader, key));
-    point.model.n_layer = model.at("n_layer").get<int>();
-    point.model.n_head = model.at("n_head").get<int>();
-    point.model.n_embd = model.at("n_embd").get<int>();
-    point.model.block_size = model.at("block_size").get<int>();
-    point.model.vocab_size = model.at("vocab_size").get<int>();
-    point.model.padded_vocab_size = model.at("padded_vocab_size").get<int>();
+    const json model = json::parse(json_doc(info, where, key));
+    point.model.n_layer = integer(model, "n_layer", 1, kMaxInt);
+    point.model.n_head = integer(model, "n_head", 1, kMaxInt);
+    point.model.n_embd = integer(model, "n_embd", 1, kMaxInt);
+    point.model.block_size = integer(model, "block_size", 1, kMaxInt);
+    point.model.vocab_size = integer(model, "vocab_size", 1, kMaxInt);
+    point.model.padded_vocab_size = integer(model, "padded_vocab_size", 1, kMaxInt);
     key = "data_position";
-    const json position = json::parse(json_doc(reader, key));
-    for (const char* field : {"epoch", "sample_in_epoch"}) {
-      if (!position.at(field).is_number_unsigned()) {
-        throw CollectiveError(
-            cat("checkpoint ", reader.path().string(), ": run_state/json/data_position: ", field,
-                " should be a non-negative integer, got ", position.at(field).dump()));
-      }
-    }
-    point.position.epoch = position.at("epoch").get<uint64_t>();
-    point.position.sample_in_epoch = position.at("sample_in_epoch").get<uint64_t>();
-    point.global_batch_size = position.at("global_batch_size").get<long long>();
+    const json position = json::parse(json_doc(info, where, key));
+    point.position.epoch = integer(position, "epoch", uint64_t{0}, ~uint64_t{0});
+    point.position.sample_in_epoch =
+        integer(position, "sample_in_epoch", uint64_t{0}, ~uint64_t{0});
+    point.global_batch_size = integer(position, "global_batch_size", 1LL, kMaxLong);
     key = "scheduler";
-    point.total_steps = json::parse(json_doc(reader, key)).at("total_steps").get<long long>();
+    point.total_steps =
+        integer(json::parse(json_doc(info, where, key)), "total_steps", 1LL, kMaxLong);
     key = "optimizer";
-    const json optimizer = json::parse(json_doc(reader, key));
+    const json optimizer = json::parse(json_doc(info, where, key));
     point.optimizer = parse_optimizer(optimizer.at("kind").get<std::string>(),
-                                      cat(reader.path().string(), ": run_state/json/optimizer"));
-    point.optimizer_steps = optimizer.at("steps").get<long long>();
+                                      cat(where, ": run_state/json/optimizer"));
+    point.optimizer_steps = integer(optimizer, "steps", 0LL, kMaxLong);
     key = "training_params";
-    point.training_params_json = json_doc(reader, key);
+    point.training_params_json = json_doc(info, where, key);
     key = "loss_scaler";
-    if (reader.info().json.count(key) != 0) {
-      const json scaler = json::parse(json_doc(reader, key));
+    if (info.json.count(key) != 0) {
+      const json scaler = json::parse(json_doc(info, where, key));
       point.loss_scaler.enabled = scaler.at("enabled").get<bool>();
       point.loss_scaler.scale = scaler.at("scale").get<float>();
-      point.loss_scaler.good_steps = scaler.at("good_steps").get<int>();
-      point.loss_scaler.skipped_steps = scaler.at("skipped_steps").get<long long>();
+      point.loss_scaler.good_steps = integer(scaler, "good_steps", 0, kMaxInt);
+      point.loss_scaler.skipped_steps = integer(scaler, "skipped_steps", 0LL, kMaxLong);
     }
   } catch (const json::exception& error) {
-    throw CollectiveError(cat("checkpoint ", reader.path().string(), ": run_state/json/", key,
-                              " is malformed (", error.what(), ")"));
+    throw CollectiveError(
+        cat("checkpoint ", where, ": run_state/json/", key, " is malformed (", error.what(), ")"));
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& error) {  // every rank reads the same documents
+    throw CollectiveError(cat("checkpoint ", where, ": ", error.what()));
   }
-  check_resume_point(point, info, reader.path().string());
+  check_resume_point(point, info, where);
   return point;
+}
+
+ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
+  return parse_resume_point(reader.info(), reader.path().string());
 }
 
 std::vector<std::string> compatibility_problems(const ResumePoint& saved,

@@ -8,6 +8,7 @@
 
 #include "autotrain/ckpt/safetensors.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/json_integer.hpp"
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/kernels/cuda/device.hpp"
 #include "next_token_logits.hpp"
@@ -16,9 +17,9 @@ namespace autotrain::train {
 namespace {
 
 int config_int(const nlohmann::json& config, const char* key, const std::filesystem::path& file) {
-  AT_CHECK(config.contains(key) && config[key].is_number_integer(), file.string(), ": key '", key,
-           "' is missing or not an integer (expected a GPT-2 config.json)");
-  return config[key].get<int>();
+  AT_CHECK(config.contains(key), file.string(), ": key '", key,
+           "' is missing (expected a GPT-2 config.json)");
+  return json_integer<int>(config[key], cat(file.string(), ": ", key), 1);
 }
 
 // The CPU model with a key/value cache: a restart feeds the whole window, then each call one
@@ -91,7 +92,7 @@ class TokenSampler {
 
 }  // namespace
 
-LoadedModel load_model_folder(const std::filesystem::path& dir) {
+ModelFolderConfig read_model_config(const std::filesystem::path& dir) {
   const auto config_path = dir / "config.json";
   std::ifstream in(config_path);
   AT_CHECK(in.good(), "cannot read ", config_path.string(),
@@ -102,9 +103,12 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
   } catch (const nlohmann::json::exception& error) {
     throw Error(cat(config_path.string(), ": not valid JSON: ", error.what()));
   }
-  const std::string model_type = config.value("model_type", "");
-  AT_CHECK(model_type == "gpt2", config_path.string(), ": model_type '", model_type,
-           "' is not supported (expected gpt2)");
+  AT_CHECK(config.is_object(), config_path.string(), ": expected a JSON object, got ",
+           config.type_name());
+  const auto model_type = config.find("model_type");
+  AT_CHECK(model_type != config.end() && *model_type == "gpt2", config_path.string(),
+           ": model_type ", model_type == config.end() ? "missing" : model_type->dump(),
+           " is not supported (expected \"gpt2\")");
   const int n_positions = config.contains("n_positions")
                               ? config_int(config, "n_positions", config_path)
                               : config_int(config, "n_ctx", config_path);
@@ -113,7 +117,15 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
                                         config_int(config, "n_embd", config_path), n_positions,
                                         config_int(config, "vocab_size", config_path));
   shape.validate();
+  const auto tokenizer = config.find("autotrain_tokenizer");
+  AT_CHECK(tokenizer == config.end() || tokenizer->is_string(), config_path.string(),
+           ": autotrain_tokenizer should be a string, got ", tokenizer->dump());
+  return {shape, tokenizer == config.end() ? "gpt2" : tokenizer->get<std::string>()};
+}
 
+LoadedModel load_model_folder(const std::filesystem::path& dir) {
+  const ModelFolderConfig folder = read_model_config(dir);
+  const model::ModelConfig& shape = folder.shape;
   LoadedModel loaded;
   loaded.layout = std::make_unique<model::ParamLayout>(shape, 1);
   loaded.params.assign(loaded.layout->padded_size(), 0.0f);
@@ -135,9 +147,8 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
               loaded.params.begin() + static_cast<long>(tensor.offset));
   }
   // A folder with a tokenizer.json uses it; autotrain's own exports of gpt2 and byte say so.
-  const std::string tokenizer = std::filesystem::exists(dir / "tokenizer.json")
-                                    ? dir.string()
-                                    : config.value("autotrain_tokenizer", std::string("gpt2"));
+  const std::string tokenizer =
+      std::filesystem::exists(dir / "tokenizer.json") ? dir.string() : folder.tokenizer;
   const bool own_vocab = std::filesystem::exists(dir / "encoder.json");
   loaded.tokenizer = data::make_tokenizer(
       tokenizer, {own_vocab ? dir : std::filesystem::path{}, /*parse_special_tokens=*/true});

@@ -47,6 +47,13 @@ void drop_torn_last_line(const std::filesystem::path& path) {
             " bytes) left by a run that was stopped while writing it");
 }
 
+// One JSON object per line, flushed so that readers see it at once.
+void append_line(std::FILE* file, const nlohmann::ordered_json& line) {
+  const std::string text = line.dump() + "\n";
+  std::fputs(text.c_str(), file);
+  std::fflush(file);
+}
+
 }  // namespace
 
 MetricsLog::MetricsLog(const std::filesystem::path& path) {
@@ -74,9 +81,30 @@ void MetricsLog::write(const StepMetrics& m) {
   line["tokens_per_s"] = std::round(m.tokens_per_s * 10) / 10;
   line["elapsed_s"] = std::round(m.elapsed_s * 1000) / 1000;
   line["total_steps"] = m.total_steps;
-  const std::string text = line.dump() + "\n";
-  std::fputs(text.c_str(), file_);
-  std::fflush(file_);
+  append_line(file_, line);
+}
+
+void MetricsLog::write_run_start(long long step, long long total_steps) {
+  nlohmann::ordered_json line;
+  line["event"] = "run_start";
+  line["step"] = step;
+  line["total_steps"] = total_steps;
+  // The job `autotrain status` asks Slurm about (squeue) from a login node. Read here rather
+  // than from the topology: it names the allocation, not this process's place in it.
+  if (const char* job = std::getenv("SLURM_JOB_ID"); job && *job) line["slurm_job_id"] = job;
+  append_line(file_, line);
+}
+
+void MetricsLog::write_run_stop(long long step, long long total_steps, double elapsed_s,
+                                std::string_view stop_signal) {
+  nlohmann::ordered_json line;
+  line["event"] = "run_stop";
+  line["step"] = step;
+  line["total_steps"] = total_steps;
+  line["elapsed_s"] = std::round(elapsed_s * 1000) / 1000;
+  line["reason"] = stop_signal.empty() ? "completed" : "preempted";
+  if (!stop_signal.empty()) line["signal"] = stop_signal;
+  append_line(file_, line);
 }
 
 std::string format_duration(double seconds) {

@@ -300,6 +300,23 @@ CommOptions comm_options(const RunSetup& setup) {
   return options;
 }
 
+data::PrepareOptions prepare_options(const RunSetup& setup) {
+  const auto& params = setup.params();
+  data::PrepareOptions options;
+  options.data_path = params.data_path.empty() ? data_dir() / "tinyshakespeare.txt"
+                                               : std::filesystem::path(params.data_path);
+  options.output_dir = std::filesystem::path(params.project_name) / "data";
+  options.tokenizer = params.tokenizer;
+  options.parse_special_tokens = params.parse_special_tokens;
+  options.train_split = params.train_split;
+  options.valid_split = params.valid_split;
+  options.text_column = params.text_column;
+  options.add_eos_token = params.add_eos_token;
+  options.threads = setup.threads;
+  options.show_progress = setup.topology.rank == 0;
+  return options;
+}
+
 zero::EngineOptions engine_options(const RunSetup& setup) {
   const auto& params = setup.params();
   zero::EngineOptions options;
@@ -311,7 +328,7 @@ zero::EngineOptions engine_options(const RunSetup& setup) {
   return options;
 }
 
-std::string render_plan(const RunSetup& setup) {
+std::string render_plan(const RunSetup& setup, const std::string& checks) {
   const auto& params = setup.params();
   const auto& topology = setup.topology;
   const long long world = topology.world_size;
@@ -339,7 +356,8 @@ std::string render_plan(const RunSetup& setup) {
       << " tokens per rank and micro-step; x " << params.gradient_accumulation << " accumulation x "
       << world << " ranks = " << global_batch << " sequences (" << global_batch * params.block_size
       << " tokens) per optimizer step\n"
-      << "  output       " << params.project_name << "/\n";
+      << "  output       " << params.project_name << "/\n"
+      << checks;
   for (const auto& note : setup.resolved.notes) out << "  note         " << note << "\n";
   out << "\nparameters (value, and where it came from):\n"
       << config::render_params_table(setup.resolved);

@@ -26,6 +26,7 @@
 #include "autotrain/train/param_changes.hpp"
 #include "autotrain/train/project_lock.hpp"
 #include "autotrain/train/replica.hpp"
+#include "autotrain/train/resume.hpp"
 #include "autotrain/train/signals.hpp"
 #include "autotrain/zero/engine.hpp"
 
@@ -43,18 +44,7 @@ struct Datasets {
 
 Datasets prepare_data(const RunSetup& setup) {
   const auto& params = setup.params();
-  data::PrepareOptions options;
-  options.data_path = params.data_path.empty() ? data_dir() / "tinyshakespeare.txt"
-                                               : std::filesystem::path(params.data_path);
-  options.output_dir = std::filesystem::path(params.project_name) / "data";
-  options.tokenizer = params.tokenizer;
-  options.parse_special_tokens = params.parse_special_tokens;
-  options.train_split = params.train_split;
-  options.valid_split = params.valid_split;
-  options.text_column = params.text_column;
-  options.add_eos_token = params.add_eos_token;
-  options.threads = setup.threads;
-  options.show_progress = setup.topology.rank == 0;
+  const data::PrepareOptions options = prepare_options(setup);
   const auto prepared = data::prepare_if_needed_collective(options, MPI_COMM_WORLD);
   if (data::is_prepared_folder(options.data_path)) {
     log::info("data: the prepared shards in ", options.data_path.string());
@@ -189,47 +179,19 @@ TrainSummary run_training(const RunSetup& setup) {
   const ckpt::CheckpointDir checkpoint_dir(project / "checkpoints");
   long long start_step = 0;
   TrainSummary summary;
-  if (const auto resume_path =
-          resolve_resume(params.resume_from_checkpoint, checkpoint_dir, MPI_COMM_WORLD)) {
-    const std::string name = resume_path->string();
-    std::optional<ckpt::CheckpointReader> reader;
-    reader.emplace(*resume_path, MPI_COMM_WORLD);
-    const ResumePoint saved = read_resume_point(*reader);
-    const auto problems = compatibility_problems(saved, config, optimizer_kind);
-    if (!problems.empty()) {
-      throw CollectiveError(cat("cannot resume from ", name,
-                                ": its model differs from this run's (", join(problems, "; "),
-                                "); train with the checkpoint's settings, or set ",
-                                "resume_from_checkpoint: none to start fresh"));
-    }
-    if (saved.global_batch_size != global_batch) {
-      const long long per_step = static_cast<long long>(B) * topology.world_size;
-      const std::string fix =
-          saved.global_batch_size % per_step == 0
-              ? cat("set gradient_accumulation to ", saved.global_batch_size / per_step,
-                    " to keep it")
-              : cat("no gradient_accumulation gives it with batch_size ", B, " on ",
-                    topology.world_size, " rank(s); change batch_size or the number of ranks");
-      throw CollectiveError(
-          cat("cannot resume from ", name, ": it was trained with a global batch of ",
-              saved.global_batch_size,
-              " sequences (batch_size x gradient_accumulation x ranks) and this run's is ",
-              global_batch, " (", B, " x ", accumulation, " x ", topology.world_size, "); ", fix));
-    }
-    // After the model and batch checks, which say more about those two.
-    const std::vector<ParamChange> changes =
-        check_resume_changes(saved.training_params_json, params, setup.allow_changed_params, name);
-    // Reopened with the expected tensors: each must be present with its length.
-    reader.reset();
-    const auto expected = checkpoint_tensors(layout, optimizer_kind);
-    reader.emplace(*resume_path, MPI_COMM_WORLD, expected);
-    load_engine_state(*reader, *engine, layout, optimizer_kind, true);
+  if (const auto resume = plan_resume(setup, checkpoint_dir)) {
+    const std::string name = resume->path.string();
+    const ResumePoint& saved = resume->saved;
+    // Opened with the expected tensors: each must be present with its length.
+    ckpt::CheckpointReader reader(resume->path, MPI_COMM_WORLD,
+                                  checkpoint_tensors(layout, optimizer_kind));
+    load_engine_state(reader, *engine, layout, optimizer_kind, true);
     engine->set_optimizer_steps(saved.optimizer_steps);
     sampler.restore(saved.position);
     scaler.restore(saved.loss_scaler);
     start_step = saved.step;
-    summary.resumed_from = *resume_path;
-    if (talker) record_param_changes(project, saved.step, name, changes);
+    summary.resumed_from = resume->path;
+    if (talker) record_param_changes(project, saved.step, name, resume->changes);
     log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
               " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
               saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
@@ -275,7 +237,10 @@ TrainSummary run_training(const RunSetup& setup) {
   const double tokens_per_step = double(sampler.global_batch_size()) * double(T);
 
   std::optional<MetricsLog> metrics_log;
-  if (talker) metrics_log.emplace(project / "metrics.jsonl");
+  if (talker) {
+    metrics_log.emplace(project / "metrics.jsonl");
+    metrics_log->write_run_start(start_step, total_steps);
+  }
   Progress progress(talker && Progress::want_bar());
 
   if (datasets.valid && start_step == 0) {
@@ -389,6 +354,10 @@ TrainSummary run_training(const RunSetup& setup) {
   summary.wall_s = run_timer.seconds();
   summary.tokens = tokens_per_step * double(summary.steps_this_run);
   summary.tokens_per_s = summary.tokens / std::max(summary.wall_s, 1e-9);
+  if (talker) {  // after saver.wait(): a preempted run's checkpoint of `step` is committed
+    metrics_log->write_run_stop(step, total_steps, summary.wall_s,
+                                summary.preempted ? signal_name(summary.stop_signal) : "");
+  }
 
   if (summary.preempted) {
     if (talker)

@@ -4,6 +4,7 @@
 //   stage  compute params              gradients                    master, m, v
 //   0      full                        DeviceReplicatedGradients    whole units
 //   1      full (+ allgather/step)     DeviceReplicatedGradients    shard
+//                                      (reduce-scattered)
 //   2      full (+ allgather/step)     DevicePartitionedGradients   shard
 //   3      shard (DeviceParamGatherer) DevicePartitionedGradients   shard
 #ifdef AUTOTRAIN_HAVE_CUDA
@@ -75,7 +76,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
     if (stage_ <= 1) {
       gradients_ = std::make_unique<DeviceReplicatedGradients<F>>(
-          layout, comm, clock_, options.reduce_bucket_size, stream_);
+          layout, comm, clock_, options.reduce_bucket_size, stream_, /*scatter=*/stage_ == 1);
     } else {
       gradients_ = std::make_unique<DevicePartitionedGradients<F>>(
           layout, comm, clock_, options.reduce_bucket_size, stream_);
@@ -403,24 +404,11 @@ std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayou
                                                          Communicator& comm,
                                                          const EngineOptions& options,
                                                          cudaStream_t stream) {
-  if (options.stage < 0 || options.stage > 3) {
-    throw CollectiveError(cat("zero_stage must be 0, 1, 2 or 3, got ", options.stage));
-  }
-  if (options.prefetch < 0) {
-    throw CollectiveError(cat("stage3_prefetch must be >= 0, got ", options.prefetch));
-  }
+  validate_engine_options(layout, comm, options);
   if (options.optimizer.kind != OptimizerKind::adamw) {
     throw CollectiveError(
         "device cuda has the AdamW optimizer only; use optimizer adamw, or "
         "device cpu");
-  }
-  if (layout.world_size() != comm.size()) {
-    throw Error(cat("ZeRO: the parameter layout was built for world size ", layout.world_size(),
-                    " but the communicator has ", comm.size(), " ranks"));
-  }
-  if (options.reduce_bucket_size < 1) {
-    throw CollectiveError(
-        cat("reduce_bucket_size must be at least 1 element, got ", options.reduce_bucket_size));
   }
   return std::make_unique<DeviceZeroEngine<F>>(layout, comm, options, stream);
 }

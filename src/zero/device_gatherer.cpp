@@ -21,13 +21,14 @@ DeviceParamGatherer<F>::DeviceParamGatherer(const model::ParamLayout& layout, Co
       shard_(shard),
       stream_(stream),
       shard_offsets_(shard_offsets(layout)),
+      slots_(plan_gather_slots(layout, prefetch)),
       schedule_(
-          layout.num_units(), prefetch, clock,
+          layout.num_units(), prefetch, slots_.unit0_own_slot, clock,
           [this](std::size_t slot, int unit) { return start_gather(slot, unit); }, stream) {
-  std::size_t largest = 0;
-  for (const auto& unit : layout.units()) largest = std::max(largest, unit.padded_numel);
   buffers_.reserve(schedule_.slots());
-  for (std::size_t s = 0; s < schedule_.slots(); ++s) buffers_.emplace_back(largest * sizeof(F));
+  for (std::size_t s = 0; s < schedule_.slots(); ++s) {
+    buffers_.emplace_back(slots_.capacity(s) * sizeof(F));
+  }
 }
 
 template <typename F>

@@ -57,8 +57,9 @@ class DeviceParamGatherer {
   cudaStream_t stream_;
   std::vector<std::size_t> shard_offsets_;
   // Declared before the schedule, so a gather still in flight is finished (its handle dropped)
-  // before its buffer is freed. Per slot: [max padded_numel] F, one whole unit, padding included.
-  std::vector<kernels::gpu::DeviceBuffer> buffers_;
+  // before its buffer is freed. Per slot: one whole unit of those it may hold, padding included.
+  std::vector<kernels::gpu::DeviceBuffer> buffers_;  // per slot: [capacity] F
+  GatherSlots slots_;
   GatherSchedule schedule_;
 };
 

@@ -18,14 +18,18 @@ template <typename F>
 DeviceReplicatedGradients<F>::DeviceReplicatedGradients(const model::ParamLayout& layout,
                                                         Communicator& comm, WaitClock& clock,
                                                         std::size_t bucket_elements,
-                                                        cudaStream_t stream)
+                                                        cudaStream_t stream, bool scatter)
     : layout_(layout),
       comm_(comm),
       clock_(clock),
       stream_(stream),
+      rank_(comm.rank()),
+      scatter_(scatter),
       grads_(layout.padded_size() * sizeof(F)),
+      shard_offsets_(shard_offsets(layout)),
+      shard_(scatter ? shard_offsets_.back() * sizeof(F) : 0),
       buckets_(layout, bucket_elements),
-      handles_(buckets_.size()),
+      handles_(static_cast<std::size_t>(layout.num_units())),
       launched_(buckets_.size(), false) {
   grads_.zero(stream_);
 }
@@ -48,8 +52,19 @@ template <typename F>
 void DeviceReplicatedGradients<F>::launch(std::size_t b) {
   const UnitBucket& bucket = buckets_[b];
   comm_.wait_for_stream(stream_);  // after the backward kernels that wrote the bucket
-  handles_[b] = comm_.allreduce_async(grads_.as<F>() + bucket.offset, bucket.elements,
-                                      compute_dtype<F>(), ReduceOp::avg);
+  if (scatter_) {
+    const auto world = static_cast<std::size_t>(comm_.size());
+    for (int u = bucket.first_unit; u <= bucket.last_unit; ++u) {
+      const auto& unit = layout_.units()[static_cast<std::size_t>(u)];
+      handles_[static_cast<std::size_t>(u)] =
+          comm_.reduce_scatter_async(grads_.as<F>() + unit.offset,
+                                     shard_.as<F>() + shard_offsets_[static_cast<std::size_t>(u)],
+                                     unit.padded_numel / world, compute_dtype<F>(), ReduceOp::avg);
+    }
+  } else {
+    handles_[static_cast<std::size_t>(bucket.first_unit)] = comm_.allreduce_async(
+        grads_.as<F>() + bucket.offset, bucket.elements, compute_dtype<F>(), ReduceOp::avg);
+  }
   launched_[b] = true;
   buckets_.restart(b);
 }
@@ -77,7 +92,12 @@ void DeviceReplicatedGradients<F>::zero() {
 template <typename F>
 F* DeviceReplicatedGradients<F>::reduced(int unit, std::size_t index) {
   checked_unit(layout_, unit);
-  return grads_.as<F>() + index;
+  if (!scatter_) return grads_.as<F>() + index;
+  const model::Range shard = layout_.shard(unit, rank_);
+  AT_CHECK(index >= shard.offset && index < shard.offset + shard.size, "ZeRO: gradient of element ",
+           index, " is not in this rank's shard of unit ", unit, " [", shard.offset, ", ",
+           shard.offset + shard.size, ")");
+  return shard_.as<F>() + shard_offsets_[static_cast<std::size_t>(unit)] + (index - shard.offset);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 // GPU and how they are averaged across ranks over NCCL, bucket by bucket as backward finishes
 // units. The same two schemes as the CPU's gradients.hpp, in the compute type F:
 //
-//   DeviceReplicatedGradients (stages 0, 1)  [padded_size] F on every rank, allreduced (avg) in
-//       place bucket by bucket on the last micro-step.
+//   DeviceReplicatedGradients (stages 0, 1)  [padded_size] F on every rank, reduced bucket by
+//       bucket on the last micro-step: allreduced (avg) in place at stage 0, reduce-scattered
+//       (avg) unit by unit into a [shard size] F buffer at stage 1 (a rank updates only its
+//       shard).
 //   DevicePartitionedGradients (stages 2, 3)  only the shard [shard size] F persists. Backward
 //       writes a bucket into a working slot; when the bucket is complete each unit is
 //       reduce-scattered (avg) into the slot's received part; draining the slot adds the parts
@@ -65,15 +67,16 @@ class DeviceGradients {
 template <typename F>
 class DeviceReplicatedGradients final : public DeviceGradients<F> {
  public:
+  // `scatter`: stage 1's reduce-scatter into the shard instead of stage 0's allreduce.
   DeviceReplicatedGradients(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
-                            std::size_t bucket_elements, cudaStream_t stream);
+                            std::size_t bucket_elements, cudaStream_t stream, bool scatter);
   F* grads(int unit) override;
   void grads_ready(int unit) override;
   void begin_micro_step(bool last_micro_step) override { last_micro_step_ = last_micro_step; }
   void finish() override;
   void zero() override;
   F* reduced(int unit, std::size_t index) override;
-  std::size_t persistent_bytes() const override { return grads_.bytes(); }
+  std::size_t persistent_bytes() const override { return grads_.bytes() + shard_.bytes(); }
   std::size_t working_bytes() const override { return 0; }
 
  private:
@@ -83,9 +86,13 @@ class DeviceReplicatedGradients final : public DeviceGradients<F> {
   Communicator& comm_;
   WaitClock& clock_;
   cudaStream_t stream_;
+  int rank_;
+  bool scatter_;
   kernels::gpu::DeviceBuffer grads_;  // [padded_size] F
+  std::vector<std::size_t> shard_offsets_;
+  kernels::gpu::DeviceBuffer shard_;  // stage 1: [shard size] F, the reduced shard; else empty
   BucketTracker buckets_;             // units ready counted on the last micro-step
-  std::vector<CommHandle> handles_;   // per bucket; pending between launch and finish()
+  std::vector<CommHandle> handles_;   // per unit (a bucket's allreduce: its first unit's)
   std::vector<bool> launched_;        // per bucket, this step
   bool last_micro_step_ = true;
 };

@@ -4,6 +4,7 @@
 //   stage  params                     gradients                 optimizer state
 //   0      full                       ReplicatedGradients       whole units
 //   1      full (+ allgather/step)    ReplicatedGradients       shard
+//                                     (reduce-scattered)
 //   2      full (+ allgather/step)    PartitionedGradients      shard
 //   3      shard (ParamGatherer)      PartitionedGradients      shard
 //
@@ -71,7 +72,8 @@ class ZeroEngine final : public Engine {
         params_(stage_ == 3 ? shard_offsets_.back() : layout.padded_size(), 0.0f) {
     if (stage_ <= 1) {
       gradients_ =
-          std::make_unique<ReplicatedGradients>(layout, comm, clock_, options.reduce_bucket_size);
+          std::make_unique<ReplicatedGradients>(layout, comm, clock_, options.reduce_bucket_size,
+                                                /*scatter=*/stage_ == 1);
     } else {
       gradients_ =
           std::make_unique<PartitionedGradients>(layout, comm, clock_, options.reduce_bucket_size);
@@ -280,8 +282,8 @@ class ZeroEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> Engine::create(const model::ParamLayout& layout, Communicator& comm,
-                                       const EngineOptions& options) {
+void validate_engine_options(const model::ParamLayout& layout, const Communicator& comm,
+                             const EngineOptions& options) {
   if (options.stage < 0 || options.stage > 3) {
     throw CollectiveError(cat("zero_stage must be 0, 1, 2 or 3, got ", options.stage));
   }
@@ -296,6 +298,11 @@ std::unique_ptr<Engine> Engine::create(const model::ParamLayout& layout, Communi
   if (options.prefetch < 0) {
     throw CollectiveError(cat("stage3_prefetch must be >= 0, got ", options.prefetch));
   }
+}
+
+std::unique_ptr<Engine> Engine::create(const model::ParamLayout& layout, Communicator& comm,
+                                       const EngineOptions& options) {
+  validate_engine_options(layout, comm, options);
   return std::make_unique<ZeroEngine>(layout, comm, options);
 }
 

@@ -7,15 +7,40 @@
 
 namespace autotrain::zero {
 
-GatherSchedule::GatherSchedule(int num_units, int prefetch, WaitClock& clock,
+std::size_t GatherSlots::total() const {
+  std::size_t sum = 0;
+  for (std::size_t s = 0; s < count; ++s) sum += capacity(s);
+  return sum;
+}
+
+GatherSlots plan_gather_slots(const model::ParamLayout& layout, int prefetch) {
+  const auto& units = layout.units();
+  const auto units_count = static_cast<int>(units.size());
+  std::size_t largest_other = 0;
+  for (std::size_t u = 1; u < units.size(); ++u) {
+    largest_other = std::max(largest_other, units[u].padded_numel);
+  }
+  const std::size_t unit0 = units.front().padded_numel;
+  GatherSlots shared{false, static_cast<std::size_t>(std::min(prefetch + 1, units_count)), 0,
+                     std::max(unit0, largest_other)};
+  if (units_count < 2) return shared;
+  GatherSlots own{true, 1 + static_cast<std::size_t>(std::min(prefetch + 1, units_count - 1)),
+                  unit0, largest_other};
+  return own.total() < shared.total() ? own : shared;
+}
+
+GatherSchedule::GatherSchedule(int num_units, int prefetch, bool unit0_own_slot, WaitClock& clock,
                                StartGather start_gather, void* consumer_stream)
     : num_units_(num_units),
       prefetch_(prefetch),
+      unit0_own_slot_(unit0_own_slot && num_units > 1),
       clock_(clock),
       start_gather_(std::move(start_gather)),
       consumer_stream_(consumer_stream) {
   AT_CHECK(prefetch >= 0, "stage3_prefetch must be >= 0, got ", prefetch);
-  slots_.resize(static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
+  slots_.resize(unit0_own_slot_
+                    ? 1 + static_cast<std::size_t>(std::min(prefetch + 1, num_units - 1))
+                    : static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
 
   const int last = num_units - 1;  // L + 1
   for (int u = 0; u <= last; ++u) forward_sequence_.push_back(u);
@@ -33,11 +58,13 @@ GatherSchedule::Slot* GatherSchedule::find(int unit) {
   return nullptr;
 }
 
-// A slot that may be overwritten: not in use and not holding a unit in `keep`; empty slots first,
-// then the least recently used.
-GatherSchedule::Slot* GatherSchedule::victim(std::span<const int> keep) {
+// A slot that may be overwritten with `unit`: one it may hold (slot 0 is unit 0's own, when it
+// has one), not in use and not holding a unit in `keep`; empty slots first, then the least
+// recently used.
+GatherSchedule::Slot* GatherSchedule::victim(std::span<const int> keep, int unit) {
   Slot* best = nullptr;
   for (auto& slot : slots_) {
+    if (unit0_own_slot_ && ((&slot == slots_.data()) != (unit == 0))) continue;
     if (slot.in_use) continue;
     if (slot.unit >= 0 && std::find(keep.begin(), keep.end(), slot.unit) != keep.end()) continue;
     if (best == nullptr || (best->unit >= 0 && slot.unit < 0) ||
@@ -64,7 +91,7 @@ std::size_t GatherSchedule::acquire(int unit) {
            ")");
   Slot* slot = find(unit);
   if (slot == nullptr) {
-    slot = victim({});
+    slot = victim({}, unit);
     AT_CHECK(slot != nullptr, "ZeRO-3: params(", unit,
              ") while every gather slot is in use (a unit was not released)");
     start_gather(*slot, unit);
@@ -123,7 +150,7 @@ void GatherSchedule::prefetch_after(int unit) {
   }
   for (const int next : upcoming_) {
     if (find(next) != nullptr) continue;
-    Slot* slot = victim(upcoming_);
+    Slot* slot = victim(upcoming_, next);
     if (slot == nullptr) return;
     start_gather(*slot, next);
   }

@@ -14,16 +14,35 @@
 // every request looks up its unit by number.
 //
 // Slot choice: a slot not in use and not holding a unit predicted next; empty slots first, then
-// the least recently used.
+// the least recently used. With `unit0_own_slot` the embeddings (unit 0) have slot 0 to
+// themselves and the other units share the rest: plan_gather_slots() chooses that when it takes
+// less memory (slots are sized to the units they can hold).
 #include <cstddef>
 #include <functional>
 #include <span>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
+#include "autotrain/model/param_layout.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
+
+// The gather slots of a layout: prefetch + 1 slots of the largest unit, or, where it takes less
+// memory, slot 0 for the embeddings (unit 0) and prefetch + 1 slots of the largest other unit.
+// A model whose embeddings dominate (GPT-2's vocabulary on a narrow model) then holds one copy
+// of them instead of prefetch + 1.
+struct GatherSlots {
+  bool unit0_own_slot = false;
+  std::size_t count = 0;
+  std::size_t unit0_elements = 0;  // slot 0's capacity when unit0_own_slot
+  std::size_t elements = 0;        // every other slot's
+  std::size_t capacity(std::size_t slot) const {
+    return unit0_own_slot && slot == 0 ? unit0_elements : elements;
+  }
+  std::size_t total() const;
+};
+GatherSlots plan_gather_slots(const model::ParamLayout& layout, int prefetch);
 
 class GatherSchedule {
  public:
@@ -31,11 +50,12 @@ class GatherSchedule {
   // only after the slot's previous gather is complete (its buffer is no longer being written).
   using StartGather = std::function<CommHandle(std::size_t slot, int unit)>;
 
-  // min(prefetch + 1, num_units) slots: one for the unit in use, one per unit gathered ahead.
+  // min(prefetch + 1, num_units) slots: one for the unit in use, one per unit gathered ahead;
+  // with `unit0_own_slot`, slot 0 for unit 0 and min(prefetch + 1, num_units - 1) for the rest.
   // With a `consumer_stream` (the CUDA stream of the kernels that read the slots), acquire
   // orders that stream after the unit's gather instead of waiting on the host.
-  GatherSchedule(int num_units, int prefetch, WaitClock& clock, StartGather start_gather,
-                 void* consumer_stream = nullptr);
+  GatherSchedule(int num_units, int prefetch, bool unit0_own_slot, WaitClock& clock,
+                 StartGather start_gather, void* consumer_stream = nullptr);
 
   std::size_t slots() const { return slots_.size(); }
   // The slot whose buffer holds `unit`, completely gathered (the host waited, or the consumer
@@ -58,13 +78,14 @@ class GatherSchedule {
     long long last_used = 0;
   };
   Slot* find(int unit);
-  Slot* victim(std::span<const int> keep);
+  Slot* victim(std::span<const int> keep, int unit);
   void start_gather(Slot& slot, int unit);
   void advance(int unit);
   void prefetch_after(int unit);
 
   int num_units_;
   int prefetch_;
+  bool unit0_own_slot_;
   WaitClock& clock_;
   StartGather start_gather_;
   void* consumer_stream_;

@@ -7,17 +7,38 @@
 #include "autotrain/core/error.hpp"
 
 namespace autotrain::zero {
+namespace {
+
+// Where the reduced gradient of flat `range` of `unit` sits in a shard-space buffer; `range` must
+// lie in this rank's shard of the unit.
+float* in_shard(std::vector<float>& shard_space, const std::vector<std::size_t>& shard_offsets,
+                const model::ParamLayout& layout, int rank, int unit, model::Range range) {
+  const model::Range shard = layout.shard(unit, rank);
+  AT_CHECK(range.offset >= shard.offset && range.offset + range.size <= shard.offset + shard.size,
+           "ZeRO: gradients of [", range.offset, ", ", range.offset + range.size,
+           ") are not in this rank's shard of unit ", unit);
+  return shard_space.data() + shard_offsets[static_cast<std::size_t>(unit)] +
+         (range.offset - shard.offset);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // Stages 0 and 1.
 
 ReplicatedGradients::ReplicatedGradients(const model::ParamLayout& layout, Communicator& comm,
-                                         WaitClock& clock, std::size_t bucket_elements)
+                                         WaitClock& clock, std::size_t bucket_elements,
+                                         bool scatter)
     : layout_(layout),
       comm_(comm),
       clock_(clock),
+      rank_(comm.rank()),
+      scatter_(scatter),
       grads_(layout.padded_size(), 0.0f),
+      shard_offsets_(shard_offsets(layout)),
+      shard_(scatter ? shard_offsets_.back() : 0, 0.0f),
       buckets_(layout, bucket_elements),
-      handles_(buckets_.size()),
+      handles_(static_cast<std::size_t>(layout.num_units())),
       launched_(buckets_.size(), false) {}
 
 float* ReplicatedGradients::grads(int unit) {
@@ -34,8 +55,18 @@ void ReplicatedGradients::grads_ready(int unit) {
 
 void ReplicatedGradients::launch(std::size_t b) {
   const UnitBucket& bucket = buckets_[b];
-  handles_[b] = comm_.allreduce_async(grads_.data() + bucket.offset, bucket.elements, DType::fp32,
-                                      ReduceOp::avg);
+  if (scatter_) {
+    const auto world = static_cast<std::size_t>(comm_.size());
+    for (int u = bucket.first_unit; u <= bucket.last_unit; ++u) {
+      const auto& unit = layout_.units()[static_cast<std::size_t>(u)];
+      handles_[static_cast<std::size_t>(u)] = comm_.reduce_scatter_async(
+          grads_.data() + unit.offset, shard_.data() + shard_offsets_[static_cast<std::size_t>(u)],
+          unit.padded_numel / world, DType::fp32, ReduceOp::avg);
+    }
+  } else {
+    handles_[static_cast<std::size_t>(bucket.first_unit)] = comm_.allreduce_async(
+        grads_.data() + bucket.offset, bucket.elements, DType::fp32, ReduceOp::avg);
+  }
   launched_[b] = true;
   buckets_.restart(b);
 }
@@ -59,7 +90,8 @@ void ReplicatedGradients::zero() {
 
 float* ReplicatedGradients::reduced(int unit, model::Range range) {
   checked_unit(layout_, unit);
-  return grads_.data() + range.offset;
+  if (!scatter_) return grads_.data() + range.offset;
+  return in_shard(shard_, shard_offsets_, layout_, rank_, unit, range);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -162,12 +194,7 @@ void PartitionedGradients::zero() {
 
 float* PartitionedGradients::reduced(int unit, model::Range range) {
   checked_unit(layout_, unit);
-  const model::Range shard = layout_.shard(unit, rank_);
-  AT_CHECK(range.offset >= shard.offset && range.offset + range.size <= shard.offset + shard.size,
-           "ZeRO: gradients of [", range.offset, ", ", range.offset + range.size,
-           ") are not in this rank's shard of unit ", unit);
-  return shard_.data() + shard_offsets_[static_cast<std::size_t>(unit)] +
-         (range.offset - shard.offset);
+  return in_shard(shard_, shard_offsets_, layout_, rank_, unit, range);
 }
 
 std::size_t PartitionedGradients::working_bytes() const {

@@ -2,9 +2,13 @@
 // Where backward accumulates gradients and how they are averaged across ranks, bucket by bucket
 // as backward finishes units (so the reduction of one bucket overlaps the backward of the next).
 //
-//   ReplicatedGradients (stages 0, 1)  the whole gradient buffer on every rank; on the last
-//       micro-step of an optimizer step each bucket (a contiguous run of units) is allreduced
-//       (avg) in place as soon as its last unit is ready. Earlier micro-steps only accumulate.
+//   ReplicatedGradients (stages 0, 1)  the whole gradient buffer on every rank, where backward
+//       accumulates; earlier micro-steps only accumulate. On the last micro-step of an optimizer
+//       step each bucket (a contiguous run of units) is reduced as soon as its last unit is
+//       ready: stage 0 allreduces it (avg) in place, since every rank updates everything;
+//       stage 1 reduce-scatters (avg) each of its units into a shard-sized buffer, since a rank
+//       updates only its shard (half the bytes of an allreduce: with the parameter all-gather
+//       after the update, stage 1 moves what DDP moves).
 //   PartitionedGradients (stages 2, 3)  only the rank's shard of the gradients persists. Backward
 //       writes a unit into a working bucket buffer; when the bucket is complete each of its units
 //       is reduce-scattered (avg) into a staging part, which is added into the shard once the
@@ -42,15 +46,18 @@ class GradientReducer {
 
 class ReplicatedGradients final : public GradientReducer {
  public:
+  // `scatter`: stage 1's reduce-scatter into the shard instead of stage 0's allreduce.
   ReplicatedGradients(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
-                      std::size_t bucket_elements);
+                      std::size_t bucket_elements, bool scatter);
   float* grads(int unit) override;
   void grads_ready(int unit) override;
   void begin_micro_step(bool last_micro_step) override { last_micro_step_ = last_micro_step; }
   void finish() override;
   void zero() override;
   float* reduced(int unit, model::Range range) override;
-  std::size_t persistent_bytes() const override { return grads_.size() * sizeof(float); }
+  std::size_t persistent_bytes() const override {
+    return (grads_.size() + shard_.size()) * sizeof(float);
+  }
   std::size_t working_bytes() const override { return 0; }
 
  private:
@@ -59,9 +66,13 @@ class ReplicatedGradients final : public GradientReducer {
   const model::ParamLayout& layout_;
   Communicator& comm_;
   WaitClock& clock_;
-  std::vector<float> grads_;         // [padded_size]
+  int rank_;
+  bool scatter_;
+  std::vector<float> grads_;  // [padded_size]
+  std::vector<std::size_t> shard_offsets_;
+  std::vector<float> shard_;         // stage 1: the reduced shard, in shard space; else empty
   BucketTracker buckets_;            // units ready counted on the last micro-step
-  std::vector<CommHandle> handles_;  // per bucket; pending between launch and finish()
+  std::vector<CommHandle> handles_;  // per unit (a bucket's allreduce: its first unit's)
   std::vector<bool> launched_;       // per bucket, this step
   bool last_micro_step_ = true;
 };

@@ -12,11 +12,12 @@ ParamGatherer::ParamGatherer(const model::ParamLayout& layout, Communicator& com
       comm_(comm),
       shard_(shard),
       shard_offsets_(shard_offsets(layout)),
-      schedule_(layout.num_units(), prefetch, clock,
+      slots_(plan_gather_slots(layout, prefetch)),
+      schedule_(layout.num_units(), prefetch, slots_.unit0_own_slot, clock,
                 [this](std::size_t slot, int unit) { return start_gather(slot, unit); }) {
-  std::size_t largest = 0;
-  for (const auto& unit : layout.units()) largest = std::max(largest, unit.padded_numel);
-  buffers_.assign(schedule_.slots(), std::vector<float>(largest, 0.0f));
+  for (std::size_t s = 0; s < schedule_.slots(); ++s) {
+    buffers_.emplace_back(slots_.capacity(s), 0.0f);
+  }
 }
 
 CommHandle ParamGatherer::start_gather(std::size_t slot, int unit) {

@@ -44,7 +44,8 @@ class ParamGatherer {
   std::vector<std::size_t> shard_offsets_;
   // Declared before the schedule, so a gather still in flight is finished (its handle dropped)
   // before its buffer is freed.
-  std::vector<std::vector<float>> buffers_;  // per slot: [max padded_numel], padding included
+  std::vector<std::vector<float>> buffers_;  // per slot: [capacity], padding included
+  GatherSlots slots_;
   GatherSchedule schedule_;
 };
 

@@ -194,6 +194,21 @@ TEST(LaunchPlan, SbatchScriptAsksForTheNodesGpusAndCoresOfThePlan) {
                        "\"--cpus-per-task=${SLURM_CPUS_PER_TASK}\" /opt/bin/autotrain train"));
 }
 
+TEST(LaunchPlan, SbatchScriptWithoutCpusPerTaskDividesTheComputeNodesCores) {
+  // The login node writing the script has 8 cores; the compute nodes' count is not known here.
+  LaunchRequest request = train_request();
+  request.write_sbatch = true;
+  request.num_processes = 4;
+  const LaunchPlan plan = plan_launch(request, laptop(0));
+  const std::string script = render_sbatch(plan, request);
+  EXPECT_FALSE(contains(script, "#SBATCH --cpus-per-task=")) << script;
+  EXPECT_TRUE(contains(script, "#SBATCH --exclusive\n")) << script;
+  EXPECT_TRUE(
+      contains(script, "cpus_per_rank=$(( SLURM_CPUS_ON_NODE / SLURM_NTASKS_PER_NODE ))\n"));
+  EXPECT_TRUE(contains(script, "export OMP_NUM_THREADS=$cpus_per_rank\n"));
+  EXPECT_TRUE(contains(script, "\"--cpus-per-task=${cpus_per_rank}\""));
+}
+
 TEST(ShellJoin, QuotesOnlyWordsThatNeedIt) {
   EXPECT_EQ(shell_join({"train", "--config", "a b.yaml", "it's", "--lr=3e-4"}),
             "train --config 'a b.yaml' 'it'\\''s' --lr=3e-4");

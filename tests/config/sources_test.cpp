@@ -240,7 +240,7 @@ TEST(JsonRoundTrip, WrittenParamsLoadBackExactly) {
                          {"valid_split", "--valid-split", "valid"},
                          {"add_eos_token", "--add-eos-token", "false"},
                          {"distributed_backend", "--distributed-backend", "deepspeed"},
-                         {"reduce_bucket_size", "--reduce-bucket-size", "123456789012"}});
+                         {"reduce_bucket_size", "--reduce-bucket-size", "1234567890"}});
   resolve_params(original);
   const auto path = dir / "run" / "training_params.json";
   write_training_params(original.params, path);

@@ -39,4 +39,16 @@ expect_refused "the model \(.*n_embd 2000000000.*\) needs" --n-embd 2000000000 -
 cores=$(nproc)
 expect_refused "threads $((cores + 1)) \(--threads / threads\) exceeds the $cores core\(s\)" \
   --threads $((cores + 1))
+# --dry-run checks the data as training would meet it, without tokenizing: a data_path that is
+# not there, a csv or jsonl without the text column, a missing valid split file.
+expect_refused "/nonexistent" --data-path /nonexistent
+printf 'content,label\nhello,1\n' > train.csv
+expect_refused "train.csv has no column 'text'.*its columns are: content, label" --data-path train.csv
+printf '{"txt": "hello"}\n' > rows.jsonl
+expect_refused "rows.jsonl:1: no column 'text'" --data-path rows.jsonl
+out=$("$AUTOTRAIN_BIN" train --model tiny --tokenizer byte --dry-run --data-path train.csv \
+  --text-column content 2>&1) || { echo "a good dry run failed: $out"; exit 1; }
+grep -qE "data +train train.csv \(22 B\); no valid split; to be tokenized into project-name/data" \
+  <<< "$out" || { echo "the plan does not describe the data: $out"; exit 1; }
+grep -qE "resume +none: a fresh start" <<< "$out" || { echo "no resume line: $out"; exit 1; }
 echo "cli_usage: all checks passed"

@@ -27,6 +27,10 @@ refused() {
 }
 refused seed "cannot resume from p/checkpoints/checkpoint-30.h5: seed 7 -> 99 would continue a different run" \
   --max-steps 40 --seed 99
+# --dry-run refuses it too, before any training, with the same words.
+refused dry-seed "cannot resume from p/checkpoints/checkpoint-30.h5: seed 7 -> 99" --dry-run --seed 99
+"${train[@]}" --max-steps 40 --dry-run > dry.log 2>&1 || fail "a dry run of a good resume failed"
+grep -qE "resume +from p/checkpoints/checkpoint-30.h5 at step 30" dry.log || fail "dry run: no resume line"
 refused eos "add_eos_token true -> false" --max-steps 40 --add-eos-token false
 refused lr "lr 0.003 -> 0.01, scheduler \"cosine\" -> \"linear\" changes how the run optimises.*--allow-changed-params" \
   --max-steps 40 --lr 1e-2 --scheduler linear

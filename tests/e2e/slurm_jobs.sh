@@ -6,7 +6,8 @@
 #    file ends with the run summary;
 #  - slurm/train-preemptible.sbatch is signalled (USR1 to the batch shell, as --signal=B:USR1
 #    does), checkpoints, requeues itself, resumes at the checkpoint's step and completes with the
-#    same losses as an uninterrupted run;
+#    same losses as an uninterrupted run; `autotrain status` shows the job's Slurm state and the
+#    stop step while it waits to run again;
 #  - `autotrain launch --dry-run` plans srun inside an allocation and mpirun outside.
 # The test cluster has no GPUs: the scripts' --gpus-per-node line is removed, the one edit a
 # CPU site makes. Skips (77) only when not root and no cluster is reachable.
@@ -68,7 +69,9 @@ for file in training_params.json metrics.jsonl model.safetensors config.json che
 done
 grep -q "2 rank(s)" single-*.out || fail "the single-node job did not run 2 ranks"
 grep -q "summary: model single" single-*.out || fail "no run summary in the job output"
-"$AUTOTRAIN_BIN" status single | grep -q "state       finished" || fail "status: $("$AUTOTRAIN_BIN" status single)"
+# The run recorded its job id, so status names the job.
+"$AUTOTRAIN_BIN" status single | grep -q "^state       finished (Slurm job " ||
+  fail "status: $("$AUTOTRAIN_BIN" status single)"
 
 # --- the preemptible script, submitted as a site would (a 2-minute limit, USR1 90 s before it).
 # How far a run gets before Slurm's own signal depends on how fast this machine trains (200 to
@@ -107,6 +110,8 @@ while [ "$SECONDS" -lt "$deadline" ]; do
   # requeue can meet "Job credential revoked" and fail the job).
   case "$state" in
     PENDING*BeginTime*)
+      # What a user sees between two runs: Slurm's state of the job, where the run stopped.
+      [ -f pending-status.txt ] || "$AUTOTRAIN_BIN" status preempt > pending-status.txt 2>&1 || true
       held=$((held + 1))
       [ "$held" -ge 6 ] && scontrol update jobid="$preempt_job" StartTime=now && held=0
       ;;
@@ -128,6 +133,14 @@ assert stops and resumes[: len(stops)] == stops, f"stopped at {stops}, resumed a
 print(f"slurm_jobs: preempted at steps {stops}, resumed at {resumes}")
 PY
 grep -q "training exited with status 0" preempt.out || fail "the last run did not complete"
+if [ -f pending-status.txt ]; then
+  grep -Eq "^state       (PENDING|REQUEUED) \(Slurm job $preempt_job;" pending-status.txt &&
+    grep -Eq "^stopped     after step [0-9]+ by SIGUSR1" pending-status.txt &&
+    ! grep -q "^ETA" pending-status.txt || fail "status of the requeued job: $(cat pending-status.txt)"
+  echo "slurm_jobs: status while requeued: $(grep -E '^(state|stopped) ' pending-status.txt | tr -s ' ')"
+fi
+"$AUTOTRAIN_BIN" status preempt | grep -q "^state       finished (Slurm job $preempt_job" ||
+  fail "status: $("$AUTOTRAIN_BIN" status preempt)"
 [ -s preempt/model.safetensors ] || fail "the preempted run exported no model"
 $check same straight/metrics.jsonl preempt/metrics.jsonl 1e-6
 preempt_job=

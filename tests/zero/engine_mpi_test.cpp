@@ -268,6 +268,61 @@ INSTANTIATE_TEST_SUITE_P(AllStages, ZeroEquivalence,
                                       param.param.stage);
                          });
 
+// Counts the elements each kind of collective moves (input of reduce-scatter, output of
+// all-gather, the buffer of all-reduce) and passes everything on to `inner`.
+class CountingCommunicator final : public Communicator {
+ public:
+  explicit CountingCommunicator(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string_view name() const override { return inner_.name(); }
+  CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
+    allreduced += count;
+    return inner_.allreduce_async(data, count, dtype, op);
+  }
+  CommHandle reduce_scatter_async(const void* input, void* output, size_t part, DType dtype,
+                                  ReduceOp op) override {
+    reduce_scattered += part * static_cast<size_t>(size());
+    return inner_.reduce_scatter_async(input, output, part, dtype, op);
+  }
+  CommHandle allgather_async(const void* input, void* output, size_t part, DType dtype) override {
+    allgathered += part * static_cast<size_t>(size());
+    return inner_.allgather_async(input, output, part, dtype);
+  }
+  CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
+    return inner_.broadcast_async(data, count, dtype, root);
+  }
+  CommHandle barrier_async() override { return inner_.barrier_async(); }
+
+  size_t allreduced = 0, reduce_scattered = 0, allgathered = 0;
+
+ private:
+  Communicator& inner_;
+};
+
+// ZeRO-1 reduce-scatters the gradients (a rank updates only its shard) and all-gathers the
+// parameters: one gradient buffer each way per step, the bytes of DDP's all-reduce, where an
+// all-reduce followed by the all-gather would move 1.5 times as much.
+TEST(ZeroEngine, Stage1MovesWhatStage0Moves) {
+  auto comm = communicator(CommBackend::mpi);
+  const std::size_t padded = model::ParamLayout(tiny(), comm->size()).padded_size();
+  const std::size_t steps = kSteps;
+  const std::size_t norms = steps * 2 * static_cast<std::size_t>(comm->size());  // grad_norm
+  const std::size_t losses = steps;  // train()'s loss average
+  CountingCommunicator stage0(*comm);
+  train(stage0, {.stage = 0});
+  EXPECT_EQ(stage0.allreduced, steps * padded + losses);
+  EXPECT_EQ(stage0.reduce_scattered, 0u);
+  EXPECT_EQ(stage0.allgathered, norms);
+  CountingCommunicator stage1(*comm);
+  train(stage1, {.stage = 1});
+  EXPECT_EQ(stage1.allreduced, losses);
+  EXPECT_EQ(stage1.reduce_scattered, steps * padded);
+  EXPECT_EQ(stage1.allgathered, steps * padded + norms);
+  // An all-reduce is a reduce-scatter and an all-gather of the same buffer.
+  EXPECT_EQ(stage1.reduce_scattered + stage1.allgathered - norms, 2 * (stage0.allreduced - losses));
+}
+
 TEST(ZeroEngine, Stage3MatchesReferenceWithoutPrefetchAndWithDeepPrefetch) {
   kernels::set_num_threads(1);
   auto comm = communicator(CommBackend::gloo);
@@ -292,8 +347,8 @@ TEST(ZeroEngine, Stage2And3MatchReferenceWithOneBucketPerUnitAndOneBucketForAll)
 
 // Bytes of model state per rank against the ZeRO paper's formulas (P = padded parameters in
 // bytes, N = ranks, AdamW's K = 2 state floats per parameter): stage 0 P + P + KP, stage 1
-// P + P + KP/N, stage 2 P + (P + KP)/N, stage 3 (P + P + KP)/N; the optimizer leaves padding out,
-// so it is compared by summing over ranks.
+// P + (P + P/N) + KP/N, stage 2 P + (P + KP)/N, stage 3 (P + P + KP)/N; the optimizer leaves
+// padding out, so it is compared by summing over ranks.
 TEST(ZeroEngine, MemoryReportFollowsTheZeroFormulas) {
   auto comm = communicator(CommBackend::mpi);
   const auto world = static_cast<std::size_t>(comm->size());
@@ -311,7 +366,10 @@ TEST(ZeroEngine, MemoryReportFollowsTheZeroFormulas) {
     options.prefetch = 1;
     const MemoryReport memory = Engine::create(layout, *comm, options)->memory();
     EXPECT_EQ(memory.param_bytes, stage == 3 ? p_bytes / world : p_bytes);
-    EXPECT_EQ(memory.grad_bytes, stage >= 2 ? p_bytes / world : p_bytes);
+    // Stage 1 keeps the reduced shard besides the buffer backward accumulates into.
+    EXPECT_EQ(memory.grad_bytes, stage >= 2   ? p_bytes / world
+                                 : stage == 1 ? p_bytes + p_bytes / world
+                                              : p_bytes);
     std::int64_t optimizer = static_cast<std::int64_t>(memory.optimizer_bytes);
     if (stage == 0) {
       EXPECT_EQ(memory.optimizer_bytes, 2 * logical * sizeof(float));

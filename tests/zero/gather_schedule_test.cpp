@@ -36,7 +36,7 @@ TEST(GatherSchedule, AForwardOnlyPassGathersNothingPastItsEnd) {
     SCOPED_TRACE(prefetch);
     WaitClock clock;
     Recorder recorder;
-    GatherSchedule schedule(kUnits, prefetch, clock, recorder.start());
+    GatherSchedule schedule(kUnits, prefetch, false, clock, recorder.start());
     for (int u = 0; u < kUnits; ++u) {
       schedule.acquire(u);
       schedule.release(u);
@@ -55,7 +55,7 @@ TEST(GatherSchedule, ATrainingMicroStepPrefetchesAlongForwardThenBackward) {
   constexpr int kUnits = 4;
   WaitClock clock;
   Recorder recorder;
-  GatherSchedule schedule(kUnits, 1, clock, recorder.start());
+  GatherSchedule schedule(kUnits, 1, false, clock, recorder.start());
   schedule.begin_training_micro_step();
   forward_pass(schedule, kUnits);
   for (int u = kUnits - 1; u >= 1; --u) {  // backward: ln_f and the blocks downwards
@@ -65,6 +65,42 @@ TEST(GatherSchedule, ATrainingMicroStepPrefetchesAlongForwardThenBackward) {
   // Forward 0 1 2 3, the head 0 again (its slot went to 3), backward 3 (still in its slot) 2 1:
   // every unit after the first arrives by prefetch, nothing past the end of the micro-step.
   EXPECT_EQ(recorder.started, (std::vector<int>{0, 1, 2, 3, 0, 2, 1}));
+}
+
+TEST(GatherSchedule, EmbeddingsInTheirOwnSlotAreGatheredOncePerMicroStep) {
+  constexpr int kUnits = 4;
+  WaitClock clock;
+  Recorder recorder;
+  GatherSchedule schedule(kUnits, 1, /*unit0_own_slot=*/true, clock, recorder.start());
+  EXPECT_EQ(schedule.slots(), 3u);  // the embeddings' and prefetch + 1 for the others
+  schedule.begin_training_micro_step();
+  forward_pass(schedule, kUnits);
+  for (int u = kUnits - 1; u >= 1; --u) {
+    schedule.acquire(u);
+    schedule.release(u);
+  }
+  // The LM head finds the embeddings still in their slot (no second gather of unit 0), and
+  // backward finds units 3 and 2 still in the two others.
+  EXPECT_EQ(recorder.started, (std::vector<int>{0, 1, 2, 3, 1}));
+}
+
+TEST(GatherSchedule, PlansAnEmbeddingSlotOnlyWhereItSavesMemory) {
+  // GPT-2's vocabulary on 2 x 768: the embeddings (39M) dwarf a block (7M).
+  const model::ParamLayout narrow(model::ModelConfig::gpt2(2, 12, 768, 1024, 50257), 2);
+  const GatherSlots own = plan_gather_slots(narrow, 1);
+  EXPECT_TRUE(own.unit0_own_slot);
+  EXPECT_EQ(own.count, 3u);
+  const std::size_t embeddings = narrow.units()[0].padded_numel;
+  const std::size_t block = narrow.units()[1].padded_numel;
+  EXPECT_EQ(own.total(), embeddings + 2 * block);
+  EXPECT_LT(own.total(), 2 * embeddings);
+  // A small vocabulary: the blocks are the largest units and every slot is shared.
+  const model::ParamLayout wide(model::ModelConfig::gpt2(4, 4, 256, 64, 256), 2);
+  const GatherSlots shared = plan_gather_slots(wide, 1);
+  EXPECT_FALSE(shared.unit0_own_slot);
+  EXPECT_EQ(shared.count, 2u);
+  // Without prefetch one shared slot is always the smaller.
+  EXPECT_FALSE(plan_gather_slots(narrow, 0).unit0_own_slot);
 }
 
 }  // namespace

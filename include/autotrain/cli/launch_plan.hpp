@@ -44,7 +44,9 @@ struct LaunchPlan {
   int num_nodes = 1;
   int ranks_per_node = 1;
   int world_size = 1;
-  int threads_per_rank = 1;       // cores per rank, what train derives from its affinity
+  // Cores per rank, what train derives from its affinity. 0 in a job script without
+  // --cpus-per-task: the compute node's cores decide (SLURM_CPUS_ON_NODE), not this node's.
+  int threads_per_rank = 1;
   std::vector<std::string> argv;  // launcher + autotrain + command; argv[0] is looked up in PATH
 };
 

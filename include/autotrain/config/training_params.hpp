@@ -101,7 +101,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, vocab_size, -1, derived_or(-1, between(1, kMaxDimension)), "Embedding rows (>= the tokenizer's); -1 = from tokenizer (50257 gpt2, 256 byte, a tokenizer.json's largest id + 1).") \
   X(int64_t, threads, 0, at_least(0), "CPU threads per rank; 0 = cores per node / ranks per node.") \
   X(std::string, device, "auto", one_of({"auto", "cpu", "cuda"}), "auto = the rank's GPU when the build has CUDA and the rank has one, else CPU (docs/gpu.md).") \
-  X(int64_t, reduce_bucket_size, -1, derived_or(-1, at_least(1)), "Gradient elements per reduce bucket; -1 = 16Mi (64 MiB fp32) for stages 0-1, one unit per bucket for stages 2-3.") \
+  X(int64_t, reduce_bucket_size, -1, derived_or(-1, between(1, kMaxDimension)), "Gradient elements per reduce bucket; -1 = 16Mi (64 MiB fp32) for stages 0-1, one unit per bucket for stages 2-3.") \
   X(int64_t, stage3_prefetch, 1, at_least(0), "ZeRO-3: units gathered ahead of the one being computed.") \
   X(std::string, checkpoint_layout, "shared", one_of({"shared", "per-rank"}), "shared = one HDF5 file written collectively; per-rank = one file per rank.") \
   X(bool, async_checkpoint, false, any_value(), "Persist checkpoints in the background from a host copy.") \

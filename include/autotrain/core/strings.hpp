@@ -25,6 +25,9 @@ std::string trim(std::string_view text);
 // Every non-overlapping occurrence of `from` (not empty), left to right, replaced by `to`.
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
 
+// `value` with `digits` digits after the point ("%.*f").
+std::string fixed_point(double value, int digits);
+
 // "1.5 GiB", "512 B": sizes as people read them.
 std::string human_bytes(double bytes);
 

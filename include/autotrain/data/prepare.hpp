@@ -76,6 +76,15 @@ PrepareResult prepare_if_needed(const PrepareOptions& options);
 // on every rank (CollectiveError). Assumes output_dir is on a file system all ranks see.
 PrepareResult prepare_if_needed_collective(const PrepareOptions& options, MPI_Comm comm);
 
+// What prepare_if_needed would do, found without tokenizing (train --dry-run): the input files
+// exist, the first record of each csv/jsonl file has text_column, the tokenizer loads, a
+// prepared data_path was made with it. Throws the Error tokenizing would meet first.
+struct InputsCheck {
+  std::string summary;  // "train data/train.csv (1.1 MiB); valid ...; to be tokenized into ..."
+  int vocab_size = 0;   // the tokenizer's
+};
+InputsCheck check_inputs(const PrepareOptions& options);
+
 // What prepare_if_needed compares: the inputs, tokenizer and options that determine the shards.
 nlohmann::json manifest_key(const PrepareOptions& options);
 // The result recorded in <dir>/manifest.json (Error when missing or unreadable).

@@ -60,6 +60,8 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
 // Reads the run state of an open checkpoint. Throws Error naming the checkpoint and the key
 // when a document is missing or malformed.
 ResumePoint read_resume_point(const ckpt::CheckpointReader& reader);
+// The same from the run state alone; `where` names the checkpoint in messages.
+ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::string& where);
 
 // Empty when a checkpoint with `saved` loads into a model of `config` with `optimizer`;
 // otherwise one line per differing field: "n_layer: 2 in the checkpoint, 4 in this run".

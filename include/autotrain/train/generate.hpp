@@ -20,6 +20,15 @@ struct LoadedModel {
   std::unique_ptr<data::Tokenizer> tokenizer;
 };
 
+// A model folder's config.json: the GPT-2 shape (n_layer, n_head, n_embd, n_positions or n_ctx,
+// vocab_size: integers in range, else an Error naming the file and key) and the tokenizer an
+// autotrain export names (autotrain_tokenizer; "gpt2" when absent).
+struct ModelFolderConfig {
+  model::ModelConfig shape;
+  std::string tokenizer;
+};
+ModelFolderConfig read_model_config(const std::filesystem::path& dir);
+
 // Reads config.json (GPT-2 fields), model.safetensors (every tensor present with its shape,
 // in fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key.
 LoadedModel load_model_folder(const std::filesystem::path& dir);

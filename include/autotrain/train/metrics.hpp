@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace autotrain::train {
 
@@ -25,6 +26,13 @@ struct StepMetrics {
 // Appends one line per logged step to metrics.jsonl (flushed, so `autotrain status` and
 // `tail -f` see it at once). A resumed run appends to the same file, after cutting off a torn
 // last line (no newline) that a killed run left.
+//
+// Each run (process) also brackets its step lines with two records, so that a reader can tell
+// the runs of a resumed training apart and knows which Slurm job to ask about:
+//   {"event":"run_start","step":S,"total_steps":N,"slurm_job_id":"123"}   (job id inside Slurm)
+//   {"event":"run_stop","step":S,"total_steps":N,"elapsed_s":T,"reason":"completed"}
+//   {"event":"run_stop",...,"reason":"preempted","signal":"SIGUSR1"}      (checkpoint of S saved)
+// They have no "loss" or "val_loss", so readers that collect losses per step pass over them.
 class MetricsLog {
  public:
   explicit MetricsLog(const std::filesystem::path& path);
@@ -32,6 +40,11 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const StepMetrics& metrics);
+  // `step`: the step the run starts from (0, or the resumed checkpoint's step).
+  void write_run_start(long long step, long long total_steps);
+  // `step`: the steps done when the run stopped; `stop_signal` empty when it completed them all.
+  void write_run_stop(long long step, long long total_steps, double elapsed_s,
+                      std::string_view stop_signal);
 
  private:
   std::FILE* file_ = nullptr;

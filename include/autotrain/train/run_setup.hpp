@@ -11,6 +11,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/command_line.hpp"
 #include "autotrain/config/load.hpp"
+#include "autotrain/data/prepare.hpp"
 #include "autotrain/launch/topology.hpp"
 #include "autotrain/model/config.hpp"
 #include "autotrain/zero/engine.hpp"
@@ -47,9 +48,12 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
 model::ModelConfig model_config(const config::TrainingParams& params);
 CommOptions comm_options(const RunSetup& setup);
 zero::EngineOptions engine_options(const RunSetup& setup);
+// How the run turns data_path into token shards in the project folder.
+data::PrepareOptions prepare_options(const RunSetup& setup);
 
 // The plan as rank 0 prints it: job shape, communicator, ZeRO stage, batch arithmetic, then
-// every parameter with its value and source.
-std::string render_plan(const RunSetup& setup);
+// every parameter with its value and source. `checks`: lines of what was checked (dry_run.hpp),
+// printed after the job's shape.
+std::string render_plan(const RunSetup& setup, const std::string& checks = {});
 
 }  // namespace autotrain::train

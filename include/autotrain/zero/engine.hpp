@@ -44,6 +44,12 @@ struct EngineOptions {
   OptimizerSettings optimizer;
 };
 
+// What every engine requires of its options and layout (a layout built for comm.size() ranks):
+// a CollectiveError (an Error for the layout) naming the value otherwise. Engine::create and
+// the device engine's create call it.
+void validate_engine_options(const model::ParamLayout& layout, const Communicator& comm,
+                             const EngineOptions& options);
+
 // Bytes this rank holds for model state, as the ZeRO formulas count them.
 struct MemoryReport {
   std::size_t param_bytes = 0;      // persistent parameters (full, or the shard under stage 3)

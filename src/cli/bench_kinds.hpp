@@ -1,0 +1,16 @@
+#pragma once
+// The kinds of `autotrain bench`, one file each (bench_comm.cpp, bench_train.cpp); bench.cpp
+// lists them and dispatches. Each takes the arguments after its name.
+#include <string>
+#include <vector>
+
+namespace autotrain {
+class MpiSession;
+}
+
+namespace autotrain::cli {
+
+int run_bench_comm(const std::vector<std::string>& args, MpiSession& mpi);
+int run_bench_train(const std::vector<std::string>& args, MpiSession& mpi);
+
+}  // namespace autotrain::cli

@@ -1,0 +1,44 @@
+#include "autotrain/train/dry_run.hpp"
+
+#include "autotrain/core/deadline.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/train/resume.hpp"
+
+namespace autotrain::train {
+namespace {
+
+std::string check_data(const RunSetup& setup) {
+  const auto& params = setup.params();
+  const data::InputsCheck inputs = data::check_inputs(prepare_options(setup));
+  AT_CHECK(inputs.vocab_size <= params.vocab_size, "vocab_size: ", params.vocab_size,
+           " is smaller than the ", params.tokenizer, " tokenizer's ", inputs.vocab_size,
+           " tokens; raise vocab_size or leave it at -1");
+  return inputs.summary;
+}
+
+}  // namespace
+
+std::string check_run(const RunSetup& setup) {
+  std::string data;
+  std::string failure;
+  if (setup.topology.rank == 0) {  // the files are on a file system every rank sees
+    try {
+      data = check_data(setup);
+    } catch (const Error& error) {
+      failure = error.what();
+    }
+  }
+  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD, "the data check of --dry-run");
+  const ckpt::CheckpointDir dir(std::filesystem::path(setup.params().project_name) / "checkpoints");
+  const auto resume = plan_resume(setup, dir);
+  const std::string resume_line =
+      resume ? cat("from ", resume->path.string(), " at step ", resume->saved.step,
+                   resume->changes.empty()
+                       ? std::string()
+                       : cat(", with ", resume->changes.size(), " parameter change(s) allowed"))
+             : std::string("none: a fresh start");
+  return cat("  data         ", data, "\n  resume       ", resume_line, "\n");
+}
+
+}  // namespace autotrain::train

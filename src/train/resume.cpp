@@ -1,0 +1,53 @@
+#include "autotrain/train/resume.hpp"
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::train {
+namespace {
+
+void check_global_batch(const ResumePoint& saved, const RunSetup& setup, const std::string& name) {
+  const auto& params = setup.params();
+  const long long B = params.batch_size;
+  const long long world = setup.topology.world_size;
+  const long long global_batch = B * params.gradient_accumulation * world;
+  if (saved.global_batch_size == global_batch) return;
+  const long long per_step = B * world;
+  const std::string fix =
+      saved.global_batch_size % per_step == 0
+          ? cat("set gradient_accumulation to ", saved.global_batch_size / per_step, " to keep it")
+          : cat("no gradient_accumulation gives it with batch_size ", B, " on ", world,
+                " rank(s); change batch_size or the number of ranks");
+  throw CollectiveError(cat("cannot resume from ", name, ": it was trained with a global batch of ",
+                            saved.global_batch_size,
+                            " sequences (batch_size x gradient_accumulation x ranks) and this "
+                            "run's is ",
+                            global_batch, " (", B, " x ", params.gradient_accumulation, " x ",
+                            world, "); ", fix));
+}
+
+}  // namespace
+
+std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir) {
+  const auto& params = setup.params();
+  const auto path = resolve_resume(params.resume_from_checkpoint, dir, MPI_COMM_WORLD);
+  if (!path) return std::nullopt;
+  const std::string name = path->string();
+  ResumeDecision decision{
+      *path, read_resume_point(ckpt::CheckpointReader(*path, MPI_COMM_WORLD)), {}};
+  const auto problems = compatibility_problems(decision.saved, model_config(params),
+                                               engine_options(setup).optimizer.kind);
+  if (!problems.empty()) {
+    throw CollectiveError(cat("cannot resume from ", name, ": its model differs from this run's (",
+                              join(problems, "; "),
+                              "); train with the checkpoint's settings, or set "
+                              "resume_from_checkpoint: none to start fresh"));
+  }
+  check_global_batch(decision.saved, setup, name);
+  // After the model and batch checks, which say more about those two.
+  decision.changes = check_resume_changes(decision.saved.training_params_json, params,
+                                          setup.allow_changed_params, name);
+  return decision;
+}
+
+}  // namespace autotrain::train
