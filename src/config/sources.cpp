@@ -364,7 +364,7 @@ void apply_json_file(ResolvedParams& into, const fs::path& path) {
   json root;
   try {
     root = json::parse(in);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {
     throw Error(cat(path.string(), ": not valid JSON: ", error.what()));
   }
   if (!root.is_object()) {
