@@ -1,4 +1,4 @@
-# AUTOTRAIN_CUDA=emulate: the GPU path (src/<layer>/cuda/*.cu and the CUDA host code) built with
+# AUTOTRAIN_CUDA=emulate: the GPU path (src/<layer>/gpu/: its .cu kernels and host code) built with
 # the host compiler and linked against the CUDA emulator in tests/cuda_emu instead of the CUDA
 # runtime, cuBLAS and NCCL. Only the toolkit's headers are needed, not nvcc or a GPU. The .cu
 # files go through tests/cuda_emu/translate.py (kernel launches become emulator calls) and are
@@ -38,7 +38,7 @@ function(autotrain_emulated_cuda_source layer cu_file out_var)
   add_custom_command(OUTPUT ${out}
     COMMAND ${Python3_EXECUTABLE} ${AUTOTRAIN_CUDA_EMU_DIR}/translate.py ${cu_file} ${out}
     DEPENDS ${cu_file} ${AUTOTRAIN_CUDA_EMU_DIR}/translate.py
-    COMMENT "cuda-emu: translating ${layer}/cuda/${name}.cu")
+    COMMENT "cuda-emu: translating ${layer}/gpu/${name}.cu")
   get_filename_component(cu_dir ${cu_file} DIRECTORY)
   # The class-in-anonymous-namespace check sees the #line'd .cu name as a header: not ours.
   set_source_files_properties(${out} PROPERTIES

@@ -1,5 +1,6 @@
-# One static library per layer, built from every source file in src/<layer>/ (and, when the
-# build has CUDA, src/<layer>/cuda/*.cu). Adding a file to a layer needs no CMake edit.
+# One static library per layer, built from every source file in src/<layer>/ and, when the
+# build has CUDA, src/<layer>/gpu/ (*.cpp host code and *.cu kernels). Adding a file to a layer
+# needs no CMake edit.
 
 function(autotrain_warnings target)
   target_compile_options(${target} PRIVATE
@@ -27,7 +28,9 @@ function(autotrain_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp)
   if(AUTOTRAIN_HAVE_CUDA)
-    file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/cuda/*.cu)
+    file(GLOB gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cpp)
+    list(APPEND sources ${gpu_host_sources})
+    file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cu)
     if(AUTOTRAIN_CUDA_EMULATED)
       foreach(cu IN LISTS cuda_sources)
         autotrain_emulated_cuda_source(${name} ${cu} emulated)

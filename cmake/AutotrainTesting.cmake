@@ -2,7 +2,9 @@
 #   tests/<layer>/*_test.cpp      -> one GoogleTest binary test_<layer>, tests discovered by ctest
 #   tests/<layer>/*_mpi_test.cpp  -> one binary mpitest_<layer> (MPI-aware main), run by ctest
 #                                    under mpirun with -np 1, 2, 3 and 4
+# and the same for tests/<layer>/gpu/ (the GPU path's tests; they skip in a build without CUDA).
 find_package(GTest REQUIRED)
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
 include(GoogleTest)
 
 execute_process(COMMAND id -u OUTPUT_VARIABLE AUTOTRAIN_UID OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -16,8 +18,8 @@ set(AUTOTRAIN_MPI_TEST_SIZES 1 2 3 4 CACHE STRING "World sizes every MPI test ru
 function(autotrain_layer_tests layer)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   set(dir ${PROJECT_SOURCE_DIR}/tests/${layer})
-  file(GLOB all_tests CONFIGURE_DEPENDS ${dir}/*_test.cpp)
-  file(GLOB mpi_tests CONFIGURE_DEPENDS ${dir}/*_mpi_test.cpp)
+  file(GLOB all_tests CONFIGURE_DEPENDS ${dir}/*_test.cpp ${dir}/gpu/*_test.cpp)
+  file(GLOB mpi_tests CONFIGURE_DEPENDS ${dir}/*_mpi_test.cpp ${dir}/gpu/*_mpi_test.cpp)
   set(unit_tests ${all_tests})
   if(mpi_tests)
     list(REMOVE_ITEM unit_tests ${mpi_tests})

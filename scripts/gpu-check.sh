@@ -11,9 +11,9 @@
 # keeps within GPU_CHECK_SECONDS (default 570: the device tool stops a command at 600 s): a
 # part's limit shrinks to the time left, and a part with under 20 s left is skipped, so the
 # summary is always printed. Parts run in the order that gets the figures of docs/benchmarks.md
-# early: machine, build, kernel tests, the two bench-train parts, the 124M training run, NCCL,
-# then the wider tests, the sanitizer and the profile. Ends with the summary table and exits
-# non-zero if any part failed.
+# early: machine, build, the tests only a real GPU confirms, the kernel tests, the two bench-train
+# parts, the 124M training run, NCCL, then the wider tests, the sanitizer and the profile. Ends
+# with the summary table and exits non-zero if any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
 #   SKIP_BUILD=1 scripts/gpu-check.sh    (with gpu-bundle.tar.gz from scripts/gpu-prebuild.sh in
@@ -157,9 +157,30 @@ build() {
     mpitest_comm mpitest_train
 }
 
+# The tests marked "// Real GPU only:" (scripts/real-gpu-tests.py --list says what each confirms):
+# what the CUDA emulator can only model (cuBLASLt's epilogues, NCCL, mma.sync fragments, streams
+# running at once), so on a GPU they run first. One line per test binary: binary and filter.
+real_gpu_tests() {
+  local status=0 binary filter out run
+  while read -r binary filter; do
+    run=("$build/tests/$binary")
+    # shellcheck disable=SC2206  # $mpirun is a command line: words on purpose
+    [[ $binary == mpitest_* ]] && run=($mpirun -np 1 "$build/tests/$binary")
+    echo "--- $binary --gtest_filter=$filter"
+    # </dev/null: mpirun would otherwise read the rest of the list from stdin.
+    out=$("${run[@]}" --gtest_filter="$filter" 2>&1 < /dev/null) || status=$?
+    echo "$out" | tail -n 30
+    if grep -q "SKIPPED" <<< "$out"; then
+      echo "$binary: tests were skipped (see above): on this machine they must run"
+      status=1
+    fi
+  done < <(python3 "$root/scripts/real-gpu-tests.py" "$root")
+  return "$status"
+}
+
 kernel_tests() {
   local out
-  out=$("$build/tests/test_kernels" --gtest_filter='CudaKernels*' 2>&1) || {
+  out=$("$build/tests/test_kernels" --gtest_filter='GpuKernels*' 2>&1) || {
     echo "$out"
     return 1
   }
@@ -176,7 +197,7 @@ ctest_gpu() {
   # and below the trainer's CUDA replica tests. Six at a time: each of the ~80 uses a sliver of
   # the GPU, and most of its time is process and CUDA context start-up.
   local out status=0
-  out=$(ctest --test-dir "$build" -R 'Cuda|cuda|Nccl|nccl|^mpi[.]comm[.]np1$|^e2e[.]gpu_resume$' \
+  out=$(ctest --test-dir "$build" -R 'Gpu|Nccl|nccl|^mpi[.]comm[.]np1$|^e2e[.]gpu_resume$' \
     -j 6 --output-on-failure --timeout 150 2>&1) || status=$?
   echo "$out" | tail -n 60
   # On this machine nothing GPU-related may be skipped (ctest counts a skip as a pass).
@@ -187,7 +208,7 @@ ctest_gpu() {
   fi
   # The MPI binaries skip inside gtest, which ctest cannot see: run the replica tests directly.
   local replica
-  replica=$($mpirun -np 1 "$build/tests/mpitest_train" --gtest_filter='CudaReplica*' 2>&1) ||
+  replica=$($mpirun -np 1 "$build/tests/mpitest_train" --gtest_filter='GpuReplica*' 2>&1) ||
     status=$?
   echo "$replica" | tail -n 25
   if grep -q "SKIPPED" <<< "$replica"; then
@@ -261,8 +282,8 @@ sanitize() {
     return 0
   fi
   # bf16 and our own kernels with shared memory or 16-byte accesses (the sanitizer is slow).
-  local tool filter='CudaKernelsTest/bf16.*Flash*:CudaKernelsTest/bf16.*LayerNorm*'
-  filter+=':CudaKernelsTest/bf16.*CrossEntropy*:CudaKernelsTest/bf16.*Matmul*'
+  local tool filter='GpuKernelsTest/bf16.*Flash*:GpuKernelsTest/bf16.*LayerNorm*'
+  filter+=':GpuKernelsTest/bf16.*CrossEntropy*:GpuKernelsTest/bf16.*Matmul*'
   for tool in racecheck memcheck; do
     "$sanitizer" --tool "$tool" --error-exitcode 1 "$build/tests/test_kernels" \
       --gtest_filter="$filter" --gtest_brief=1
@@ -298,6 +319,7 @@ printf '%-18s %8s  %s\n' part seconds result > "$logs/summary.txt"
 # brings them back.
 run_part machine 30 machine build
 run_part build 330 build build
+run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
 run_part bench-train 120 bench_train bench
 run_part bench-train-flash 100 bench_train_flash bench

@@ -4,6 +4,7 @@
 #                                   until the node is idle (idempotent: a running cluster is kept)
 #   scripts/slurm-local.sh stop     stop the daemons this script started
 #   scripts/slurm-local.sh status   show the daemons and sinfo
+#   scripts/slurm-local.sh munge    only make sure a munged runs (and its key exists)
 # Needs root (slurmd must be root to start tasks as the submitting user) and the Debian packages
 # slurm-wlm and munge (scripts/install-deps.sh). Works in containers without cgroups: processes
 # are tracked with proctrack/linuxproc and tasks are not confined (task/none).
@@ -211,7 +212,8 @@ status() {
 
 case "${1:-}" in
   start) start ;;
+  munge) mkdir -p "$dir/run"; start_munge ;;  # only munged (scripts/sim-slurm.sh needs it too)
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|munge" >&2; exit 2 ;;
 esac

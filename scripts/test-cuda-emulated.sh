@@ -47,32 +47,32 @@ start=$(date +%s)
 run "the emulator's own checks" "$build/tests/test_cuda_emu" --gtest_brief=1
 run "the emulator's own checks, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
   "$build/tests/test_cuda_emu" --gtest_brief=1
-run "CUDA kernels" "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
-run "device model" "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
-run "generate on the device" "$build/tests/test_train" --gtest_filter='CudaGenerate*' --gtest_brief=1
+run "CUDA kernels" "$build/tests/test_kernels" --gtest_filter='Gpu*' --gtest_brief=1
+run "device model" "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
+run "generate on the device" "$build/tests/test_train" --gtest_filter='GpuGenerate*' --gtest_brief=1
 # Threads between two barriers run in thread order; in reverse order a missing barrier shows.
 run "CUDA kernels, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
-  "$build/tests/test_kernels" --gtest_filter='Cuda*' --gtest_brief=1
+  "$build/tests/test_kernels" --gtest_filter='Gpu*' --gtest_brief=1
 run "device model, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
-  "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+  "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
 run "generate on the device, threads in reverse order" env AUTOTRAIN_CUDA_EMU_ORDER=reverse \
-  "$build/tests/test_train" --gtest_filter='CudaGenerate*' --gtest_brief=1
+  "$build/tests/test_train" --gtest_filter='GpuGenerate*' --gtest_brief=1
 for np in 1 2 3 4; do
   run "NCCL communicator, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_comm" \
     --gtest_filter='*Nccl*' --gtest_brief=1
   run "CUDA replica, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_train" \
-    --gtest_filter='Cuda*' --gtest_brief=1
+    --gtest_filter='Gpu*' --gtest_brief=1
 done
 run "device model with flash attention" env AUTOTRAIN_CUDA_ATTENTION=flash \
-  "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+  "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
 # A cuBLASLt without the GELU epilogues (or AUTOTRAIN_CUDA_GELU_FUSION=off): the GELU kernels.
 run "device model without cuBLASLt's GELU epilogues" env AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=plain \
-  "$build/tests/test_model" --gtest_filter='Cuda*' --gtest_brief=1
+  "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
 run "device model, cuBLASLt refusing the GELU epilogues at the call" env \
-  AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=refuse "$build/tests/test_model" --gtest_filter='Cuda*' \
+  AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=refuse "$build/tests/test_model" --gtest_filter='Gpu*' \
   --gtest_brief=1
 run "CUDA replica with flash attention, np=2" env AUTOTRAIN_CUDA_ATTENTION=flash \
-  "${mpirun[@]}" -np 2 "$build/tests/mpitest_train" --gtest_filter='Cuda*' --gtest_brief=1
+  "${mpirun[@]}" -np 2 "$build/tests/mpitest_train" --gtest_filter='Gpu*' --gtest_brief=1
 run "CPU <-> GPU checkpoints" env AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" \
   AUTOTRAIN_MPIRUN="${mpirun[*]}" bash "$root/tests/e2e/gpu_resume.sh"
 run "preemption on GPUs: SIGUSR1, resume on the GPUs and on CPUs" env \

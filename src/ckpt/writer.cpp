@@ -91,7 +91,6 @@ uint64_t spec_fingerprint(const std::vector<TensorSpec>& tensors) {
 }
 
 std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Comm comm) {
-  const int rank = comm_rank(comm);
   const int size = comm_size(comm);
   std::vector<uint64_t> mine;
   for (const auto& piece : content.pieces) {
@@ -113,7 +112,6 @@ std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Com
                          all[static_cast<size_t>(i) + 2], static_cast<uint64_t>(r)});
     }
   }
-  (void)rank;
   return records;
 }
 

@@ -22,7 +22,7 @@
 #include "autotrain/comm/communicator.hpp"
 
 #ifdef AUTOTRAIN_HAVE_CUDA
-#include "autotrain/kernels/cuda/device.hpp"
+#include "autotrain/core/gpu/device.hpp"
 #endif
 
 namespace autotrain::cli {
@@ -79,7 +79,7 @@ class BenchBuffer {
  private:
   std::vector<std::byte> host_;
 #ifdef AUTOTRAIN_HAVE_CUDA
-  std::optional<kernels::gpu::DeviceBuffer> device_;
+  std::optional<autotrain::gpu::DeviceBuffer> device_;
 #endif
 };
 

@@ -8,6 +8,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"train", "train a model (or check the plan with --dry-run)", run_train},
       {"env", "show the rank topology, devices and build", run_env},
+      {"doctor", "check a job's nodes, network, folder and config before it trains", run_doctor},
       {"prepare", "tokenize a data_path into token shards (llm.c format)", run_prepare},
       {"ckpt", "inspect or verify a checkpoint (ckpt inspect|verify FILE)", run_ckpt},
       {"export", "write a checkpoint's model as a Hugging Face folder", run_export},

@@ -22,6 +22,7 @@
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/device.hpp"
 #include "autotrain/launch/discover.hpp"
+#include "gather_json.hpp"
 
 #ifdef AUTOTRAIN_HAVE_NCCL
 #include <nccl.h>
@@ -112,30 +113,6 @@ json rank_row(const Topology& topology) {
            comm_backend_name(resolve_comm_backend(CommBackend::automatic, topology))}};
 }
 
-// Rank 0 receives every rank's row, in rank order; other ranks get an empty list.
-std::vector<json> gather_rows(const json& mine, MPI_Comm world) {
-  int rank = 0;
-  int size = 1;
-  AT_MPI_CHECK(MPI_Comm_rank(world, &rank));
-  AT_MPI_CHECK(MPI_Comm_size(world, &size));
-  const std::string text = mine.dump();
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(static_cast<size_t>(size));
-  AT_MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, world));
-  std::vector<int> offsets(static_cast<size_t>(size), 0);
-  for (size_t i = 1; i < offsets.size(); ++i) offsets[i] = offsets[i - 1] + lengths[i - 1];
-  std::string all(rank == 0 ? static_cast<size_t>(offsets.back() + lengths.back()) : 0, '\0');
-  AT_MPI_CHECK(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                           offsets.data(), MPI_CHAR, 0, world));
-  std::vector<json> rows;
-  if (rank != 0) return rows;
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    rows.push_back(
-        json::parse(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i]))));
-  }
-  return rows;
-}
-
 std::string device_name(int device) {
   return device < 0 ? "cpu" : cat("cuda:", device);
 }
@@ -200,7 +177,7 @@ int run_env(const std::vector<std::string>& args, MpiSession& mpi) {
 
   const Topology topology = discover_topology(MPI_COMM_WORLD, {.master_port = parsed.master_port});
   export_topology(topology);
-  const std::vector<json> rows = gather_rows(rank_row(topology), MPI_COMM_WORLD);
+  const std::vector<json> rows = gather_json(rank_row(topology), MPI_COMM_WORLD);
   if (topology.rank != 0) return 0;
 
   const json report = {{"world_size", topology.world_size},

@@ -34,10 +34,12 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
+#include "autotrain/comm/gloo_address.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/watchdog.hpp"
+#include "autotrain/launch/launcher_env.hpp"
 #include "gloo_reduce_scatter.hpp"
 #include "internal.hpp"
 
@@ -177,35 +179,6 @@ ReduceFunction reduce_function(ReduceOp op) {
                              : static_cast<ReduceFunction>(&gloo::sum<T>);
 }
 
-// Where this rank's Gloo device listens. Multi-node needs an address peers can reach: the
-// host name (or an interface the user names); on one node loopback always works.
-gloo::transport::tcp::attr device_attributes(MPI_Comm comm) {
-  gloo::transport::tcp::attr attr;
-  if (const char* ifname = std::getenv("AUTOTRAIN_GLOO_IFNAME"); ifname && *ifname) {
-    attr.iface = ifname;
-    return attr;
-  }
-  if (const char* host = std::getenv("AUTOTRAIN_GLOO_HOSTNAME"); host && *host) {
-    attr.hostname = host;
-    return attr;
-  }
-  MPI_Comm node = MPI_COMM_NULL;
-  AT_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int node_size = 0;
-  int world = 0;
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_size(comm, &world);
-  MPI_Comm_free(&node);
-  if (node_size == world) {
-    attr.hostname = "127.0.0.1";
-  } else {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    attr.hostname = host;
-  }
-  return attr;
-}
-
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(MPI_Comm parent, const CommOptions& options)
@@ -213,9 +186,20 @@ class GlooCommunicator final : public Communicator {
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
         watchdog_("gloo", rank_, options.timeout_seconds, abort_job_on_collective_timeout) {
-    const gloo::transport::tcp::attr attr = device_attributes(comm_.get());
+    // The address first, agreed by every rank, so no rank waits in the rendezvous for one
+    // that could not choose (gloo_address.hpp).
+    const GlooPeers peers = gloo_peers(comm_.get());
+    GlooAddress address;
     std::string failure;
     try {
+      address = choose_gloo_address(peers, process_environment());
+    } catch (const std::exception& error) {
+      failure = cat(error.what(), " (rank ", rank_, ")");
+    }
+    agree_or_throw_local(failure);
+    try {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = address.address;
       auto device = gloo::transport::tcp::CreateDevice(attr);
       auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
       // Gloo's own timeout is only a backstop: the watchdog fires first and names the collective.
@@ -225,12 +209,10 @@ class GlooCommunicator final : public Communicator {
       context->connectFullMesh(store, device);
       context_ = std::move(context);
     } catch (const std::exception& error) {
-      failure =
-          cat("gloo: could not connect the full mesh from ",
-              attr.iface.empty() ? "host " + attr.hostname : "interface " + attr.iface, " on rank ",
-              rank_, ": ", error.what(),
-              " (set AUTOTRAIN_GLOO_IFNAME to an interface the other nodes reach, "
-              "or AUTOTRAIN_GLOO_HOSTNAME to this host's address; see docs/communication.md)");
+      failure = cat("gloo: could not connect the full mesh from ", address.address, " (",
+                    address.how, ") on rank ", rank_, ": ", error.what(),
+                    " (set GLOO_SOCKET_IFNAME to an interface the other nodes reach; see "
+                    "docs/communication.md)");
     }
     agree_or_throw_local(failure);
   }
@@ -405,7 +387,6 @@ class GlooCommunicator final : public Communicator {
               reduce_function<T>(op), tag);
   }
 
-  // fp32/bf16/fp16 host values -> fp32, and back.
   DuplicatedComm comm_;
   int rank_;
   int size_;

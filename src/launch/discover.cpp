@@ -1,9 +1,5 @@
 #include "autotrain/launch/discover.hpp"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +12,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/launch/device.hpp"
+#include "autotrain/launch/network.hpp"
 
 namespace autotrain {
 namespace {
@@ -28,18 +25,6 @@ struct CommDeleter {
   }
 };
 using OwnedComm = std::unique_ptr<MPI_Comm, CommDeleter>;
-
-std::string this_hostname() {
-  std::array<char, 256> name{};
-  if (gethostname(name.data(), name.size() - 1) != 0) return "localhost";
-  return name.data();
-}
-
-// Interfaces that other hosts cannot reach us through (container and VM bridges).
-bool is_virtual_bridge(std::string_view name) {
-  return name.starts_with("docker") || name.starts_with("veth") || name.starts_with("virbr") ||
-         name.starts_with("br-");
-}
 
 void broadcast_string(std::string& text, int root, MPI_Comm comm) {
   int length = static_cast<int>(text.size());
@@ -72,7 +57,7 @@ Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLook
   Topology topology;
   AT_MPI_CHECK(MPI_Comm_rank(world, &topology.rank));
   AT_MPI_CHECK(MPI_Comm_size(world, &topology.world_size));
-  topology.hostname = this_hostname();
+  topology.hostname = host_name();
   topology.master_port = options.master_port;
 
   // Ranks sharing memory are one node; the key keeps local ranks in world-rank order.
@@ -116,24 +101,6 @@ Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLook
 }
 
 }  // namespace
-
-std::string host_address() {
-  ifaddrs* interfaces = nullptr;
-  if (getifaddrs(&interfaces) != 0) return this_hostname();
-  std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owner(interfaces, &freeifaddrs);
-  for (const ifaddrs* entry = interfaces; entry != nullptr; entry = entry->ifa_next) {
-    if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET) continue;
-    if ((entry->ifa_flags & IFF_UP) == 0 || (entry->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    if (is_virtual_bridge(entry->ifa_name)) continue;
-    sockaddr_in address{};
-    std::memcpy(&address, entry->ifa_addr, sizeof address);
-    std::array<char, INET_ADDRSTRLEN> text{};
-    if (inet_ntop(AF_INET, &address.sin_addr, text.data(), text.size()) != nullptr) {
-      return text.data();
-    }
-  }
-  return this_hostname();
-}
 
 Topology discover_topology(MPI_Comm world, const DiscoverOptions& options, const EnvLookup& env) {
   Topology topology;

@@ -4,14 +4,16 @@
 // Invariants: nothing is allocated after construction (the inference buffers once, on first
 // use); parameter gradients accumulate (+=); activation gradients are overwritten, except the
 // residual stream, whose single gradient buffer [B, T, C] collects every block's contribution
-// (LayerNorm backward adds into it, which is what residual_backward would do).
+// (LayerNorm backward adds into it).
+// The device model (src/model/gpu/gpt2.cpp) is this file step for step, written twice on purpose
+// until the model-family description writes each family once per device (it says why); the
+// training forward and the key/value-cache decode below share every kernel.
 #include "autotrain/model/gpt2.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include "autotrain/core/error.hpp"
-#include "autotrain/core/timer.hpp"
 #include "autotrain/kernels/attention.hpp"
 #include "autotrain/kernels/crossentropy.hpp"
 #include "autotrain/kernels/encoder.hpp"
@@ -19,6 +21,8 @@
 #include "autotrain/kernels/layernorm.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/residual.hpp"
+#include "check_tokens.hpp"
+#include "kernel_clock.hpp"
 
 namespace autotrain::model {
 
@@ -45,6 +49,19 @@ struct BasicGpt2<F>::Activations {
   F* proj;                       // [B, T, C] output of c_proj before the residual add
   F* logits;                     // [logits_rows, Vp]; holds dlogits after backward starts
   F *lse, *losses;               // [B, T]
+
+  // Layer l's slice of the per-layer tensors: what its forward writes and its backward reads.
+  struct Layer {
+    F *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2;
+    F *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *residual3;
+  };
+  Layer layer(int l) const {
+    const auto i = static_cast<std::size_t>(l);
+    return {ln1 + i * btc,      ln1_mean + i * bt,    ln1_rstd + i * bt,   qkv + i * 3 * btc,
+            atty + i * btc,     att + i * att_stride, residual2 + i * btc, ln2 + i * btc,
+            ln2_mean + i * bt,  ln2_rstd + i * bt,    fch + i * 4 * btc,   fch_gelu + i * 4 * btc,
+            residual3 + i * btc};
+  }
 
   Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows) {
     const std::size_t L = static_cast<std::size_t>(c.n_layer);
@@ -87,21 +104,6 @@ struct BasicGpt2<F>::Activations {
 };
 
 template <typename F>
-BasicFlatUnitAccess<F>::BasicFlatUnitAccess(const ParamLayout& layout, const F* params, F* grads)
-    : layout_(layout), params_(params), grads_(grads) {}
-
-template <typename F>
-const F* BasicFlatUnitAccess<F>::params(int unit) {
-  return params_ + layout_.units()[unit].offset;
-}
-
-template <typename F>
-F* BasicFlatUnitAccess<F>::grads(int unit) {
-  AT_CHECK(grads_ != nullptr, "this UnitAccess has no gradient buffer (inference only)");
-  return grads_ + layout_.units()[unit].offset;
-}
-
-template <typename F>
 BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
     : config_(layout.config()), B_(B), T_(T) {
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
@@ -122,80 +124,54 @@ BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
 template <typename F>
 BasicGpt2<F>::~BasicGpt2() = default;
 
-namespace {
-
-void check_tokens(const std::int32_t* tokens, std::size_t count, int vocab_size, const char* what) {
-  for (std::size_t i = 0; i < count; ++i) {
-    AT_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size, "model: ", what, "[", i, "] = ", tokens[i],
-             " is not a token id in [0, vocab_size = ", vocab_size, ")");
-  }
-}
-
-}  // namespace
-
-#define AT_TIMED(op, backward, ...)                           \
-  do {                                                        \
-    if (profiling_) {                                         \
-      Timer at_timer_;                                        \
-      __VA_ARGS__;                                            \
-      profile_[2 * (op) + (backward)] += at_timer_.seconds(); \
-    } else {                                                  \
-      __VA_ARGS__;                                            \
-    }                                                         \
-  } while (0)
-
 template <typename F>
 void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
                                          const std::int32_t* inputs, int B, int T) {
   const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
   const std::size_t bt = static_cast<std::size_t>(B) * T;
-  const std::size_t btc = a.btc;  // per-layer stride (capacity)
-  const std::size_t bts = a.bt;
   const TensorOffsets& o = *offsets_;
+  KernelClock clock(profiling_, profile_, Pass::forward);
 
   const F* p = access.params(0);
-  AT_TIMED(kEncoder, 0, encoder_forward(a.encoded, inputs, p + o.wte, p + o.wpe, B, T, C));
+  clock.restart();
+  encoder_forward(a.encoded, inputs, p + o.wte, p + o.wpe, B, T, C);
+  clock.lap(kEncoder);
   access.release(0);
 
   const F* residual = a.encoded;
   for (int l = 0; l < L; ++l) {
     p = access.params(ParamLayout::block_unit(l));
-    F* ln1 = a.ln1 + l * btc;
-    F* ln1_mean = a.ln1_mean + l * bts;
-    F* ln1_rstd = a.ln1_rstd + l * bts;
-    F* qkv = a.qkv + l * 3 * btc;
-    F* atty = a.atty + l * btc;
-    F* att = a.att + l * a.att_stride;
-    F* residual2 = a.residual2 + l * btc;
-    F* ln2 = a.ln2 + l * btc;
-    F* ln2_mean = a.ln2_mean + l * bts;
-    F* ln2_rstd = a.ln2_rstd + l * bts;
-    F* fch = a.fch + l * 4 * btc;
-    F* fch_gelu = a.fch_gelu + l * 4 * btc;
-    F* residual3 = a.residual3 + l * btc;
-
-    AT_TIMED(kLayerNorm, 0,
-             layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C));
-    AT_TIMED(kMatmul, 0, matmul_forward(qkv, ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C));
-    AT_TIMED(kAttention, 0, attention_forward(atty, att, qkv, B, T, C, NH));
-    AT_TIMED(kMatmul, 0, matmul_forward(a.proj, atty, p + o.attprojw, p + o.attprojb, bt, C, C));
-    AT_TIMED(kResidual, 0, residual_forward(residual2, residual, a.proj, bt * C));
-    AT_TIMED(kLayerNorm, 0,
-             layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, p + o.ln2w, p + o.ln2b, bt, C));
-    AT_TIMED(kMatmul, 0, matmul_forward(fch, ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C));
-    AT_TIMED(kGelu, 0, gelu_forward(fch_gelu, fch, bt * 4 * C));
-    AT_TIMED(kMatmul, 0,
-             matmul_forward(a.proj, fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C));
-    AT_TIMED(kResidual, 0, residual_forward(residual3, residual2, a.proj, bt * C));
+    clock.restart();
+    const auto x = a.layer(l);
+    layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C);
+    clock.lap(kLayerNorm);
+    matmul_forward(x.qkv, x.ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C);
+    clock.lap(kMatmul);
+    attention_forward(x.atty, x.att, x.qkv, B, T, C, NH);
+    clock.lap(kAttention);
+    matmul_forward(a.proj, x.atty, p + o.attprojw, p + o.attprojb, bt, C, C);
+    clock.lap(kMatmul);
+    residual_forward(x.residual2, residual, a.proj, bt * C);
+    clock.lap(kResidual);
+    layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + o.ln2w, p + o.ln2b, bt, C);
+    clock.lap(kLayerNorm);
+    matmul_forward(x.fch, x.ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C);
+    clock.lap(kMatmul);
+    gelu_forward(x.fch_gelu, x.fch, bt * 4 * C);
+    clock.lap(kGelu);
+    matmul_forward(a.proj, x.fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C);
+    clock.lap(kMatmul);
+    residual_forward(x.residual3, x.residual2, a.proj, bt * C);
+    clock.lap(kResidual);
     access.release(ParamLayout::block_unit(l));
-    residual = residual3;
+    residual = x.residual3;
   }
 
   const int ln_f = L + 1;
   p = access.params(ln_f);
-  AT_TIMED(
-      kLayerNorm, 0,
-      layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p + o.lnfw, p + o.lnfb, bt, C));
+  clock.restart();
+  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p + o.lnfw, p + o.lnfb, bt, C);
+  clock.lap(kLayerNorm);
   access.release(ln_f);
 }
 
@@ -216,14 +192,17 @@ F BasicGpt2<F>::run_lm_head_and_loss(BasicUnitAccess<F>& access) {
   Activations& a = *acts_;
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
   const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  KernelClock clock(profiling_, profile_, Pass::forward);
   const F* p = access.params(0);
+  clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
-  AT_TIMED(kLmHead, 0,
-           gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->wte, C,
-                   F(0), a.logits, Vp));
+  gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->wte, C, F(0),
+          a.logits, Vp);
+  clock.lap(kLmHead);
   access.release(0);
-  AT_TIMED(kCrossEntropy, 0,
-           crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp));
+  clock.restart();
+  crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp);
+  clock.lap(kCrossEntropy);
   double sum = 0;  // in order, in double: the same loss for the same inputs and thread count
   for (std::size_t i = 0; i < bt; ++i) sum += a.losses[i];
   ready_for_backward_ = true;
@@ -239,27 +218,26 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   const std::size_t bt = static_cast<std::size_t>(B) * T;
-  const std::size_t btc = a.btc;
-  const std::size_t bts = a.bt;
   const TensorOffsets& o = *offsets_;
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
   F* dlarge = dlarge_.data();
+  KernelClock clock(profiling_, profile_, Pass::backward);
 
   // d(mean loss · scale)/d(loss of one position)
   const F dloss = loss_scale / static_cast<F>(bt);
-  AT_TIMED(kCrossEntropy, 1,
-           crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp));
+  crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
+  clock.lap(kCrossEntropy);
   {
     const F* p = access.params(0);
     F* g = access.grads(0);
+    clock.restart();
     // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · wte[Vp, C]
-    AT_TIMED(kLmHead, 1,
-             gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
-                     g + o.wte, C));
-    AT_TIMED(kLmHead, 1,
-             gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.wte, C,
-                     F(0), dsmall, C));
+    gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1), g + o.wte,
+            C);
+    gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.wte, C, F(0), dsmall,
+            C);
+    clock.lap(kLmHead);
     access.release(0);
   }
   {
@@ -267,9 +245,10 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     const F* p = access.params(ln_f);
     F* g = access.grads(ln_f);
     std::fill(dresidual_.begin(), dresidual_.end(), F(0));
-    AT_TIMED(kLayerNorm, 1,
-             layernorm_backward(dres, g + o.lnfw, g + o.lnfb, dsmall, a.residual3 + (L - 1) * btc,
-                                p + o.lnfw, a.lnf_mean, a.lnf_rstd, bt, C));
+    clock.restart();
+    layernorm_backward(dres, g + o.lnfw, g + o.lnfb, dsmall, a.layer(L - 1).residual3, p + o.lnfw,
+                       a.lnf_mean, a.lnf_rstd, bt, C);
+    clock.lap(kLayerNorm);
     access.release(ln_f);
     access.grads_ready(ln_f);
   }
@@ -277,44 +256,39 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     const int unit = ParamLayout::block_unit(l);
     const F* p = access.params(unit);
     F* g = access.grads(unit);
-    const F* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * btc;
-    const F* ln1 = a.ln1 + l * btc;
-    const F* qkv = a.qkv + l * 3 * btc;
-    const F* atty = a.atty + l * btc;
-    const F* att = a.att + l * a.att_stride;
-    const F* residual2 = a.residual2 + l * btc;
-    const F* ln2 = a.ln2 + l * btc;
-    const F* fch = a.fch + l * 4 * btc;
-    const F* fch_gelu = a.fch_gelu + l * 4 * btc;
+    clock.restart();
+    const auto x = a.layer(l);
+    const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
 
     // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
-    AT_TIMED(kMatmul, 1,
-             matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, fch_gelu, p + o.fcprojw,
-                             bt, 4 * C, C));
-    AT_TIMED(kGelu, 1, gelu_backward(dlarge, fch, dlarge, bt * 4 * C));
-    AT_TIMED(kMatmul, 1,
-             matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, ln2, p + o.fcw, bt, C, 4 * C));
-    AT_TIMED(kLayerNorm, 1,
-             layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, residual2, p + o.ln2w,
-                                a.ln2_mean + l * bts, a.ln2_rstd + l * bts, bt, C));
+    matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, x.fch_gelu, p + o.fcprojw, bt,
+                    4 * C, C);
+    clock.lap(kMatmul);
+    gelu_backward(dlarge, x.fch, dlarge, bt * 4 * C);
+    clock.lap(kGelu);
+    matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, x.ln2, p + o.fcw, bt, C, 4 * C);
+    clock.lap(kMatmul);
+    layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, x.residual2, p + o.ln2w, x.ln2_mean,
+                       x.ln2_rstd, bt, C);
+    clock.lap(kLayerNorm);
     // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
     // dres = d residual2 now
-    AT_TIMED(kMatmul, 1,
-             matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, atty, p + o.attprojw, bt,
-                             C, C));
-    AT_TIMED(kAttention, 1,
-             attention_backward(dlarge, datt_row_.data(), dsmall, qkv, att, B, T, C, NH));
-    AT_TIMED(
-        kMatmul, 1,
-        matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, ln1, p + o.qkvw, bt, C, 3 * C));
-    AT_TIMED(kLayerNorm, 1,
-             layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w,
-                                a.ln1_mean + l * bts, a.ln1_rstd + l * bts, bt, C));
+    matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, x.atty, p + o.attprojw, bt, C, C);
+    clock.lap(kMatmul);
+    attention_backward(dlarge, datt_row_.data(), dsmall, x.qkv, x.att, B, T, C, NH);
+    clock.lap(kAttention);
+    matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, x.ln1, p + o.qkvw, bt, C, 3 * C);
+    clock.lap(kMatmul);
+    layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w, x.ln1_mean,
+                       x.ln1_rstd, bt, C);
+    clock.lap(kLayerNorm);
     access.release(unit);
     access.grads_ready(unit);
   }
   F* g = access.grads(0);
-  AT_TIMED(kEncoder, 1, encoder_backward(g + o.wte, g + o.wpe, dres, inputs_.data(), B, T, C));
+  clock.restart();
+  encoder_backward(g + o.wte, g + o.wpe, dres, inputs_.data(), B, T, C);
+  clock.lap(kEncoder);
   access.grads_ready(0);
 }
 
@@ -451,10 +425,6 @@ double flops_per_token(const ModelConfig& config, int T) {
          6.0 * config.n_layer * config.n_embd * static_cast<double>(T);
 }
 
-#undef AT_TIMED
-
-template class BasicFlatUnitAccess<float>;
-template class BasicFlatUnitAccess<double>;
 template class BasicGpt2<float>;
 template class BasicGpt2<double>;
 

@@ -8,9 +8,9 @@
 
 #include "autotrain/ckpt/safetensors.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/data/sampler.hpp"
-#include "autotrain/kernels/cuda/device.hpp"
 #include "next_token_logits.hpp"
 
 namespace autotrain::train {
@@ -185,7 +185,7 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
     // The longest window this run reaches: the device model is built for no more positions.
     const std::size_t longest =
         std::min(context, prompt_length + static_cast<std::size_t>(options.max_new_tokens));
-    model = make_cuda_next_token_logits(loaded, options.precision, static_cast<int>(longest));
+    model = make_gpu_next_token_logits(loaded, options.precision, static_cast<int>(longest));
 #else
     throw Error("generate: device cuda, but this build has no CUDA");
 #endif
@@ -238,7 +238,7 @@ GenerateDevice choose_generate_device(const std::string& device,
                           : mixed_precision == "fp16" ? Precision::fp16
                                                       : Precision::fp32;
 #ifdef AUTOTRAIN_HAVE_CUDA
-  const bool gpu = device != "cpu" && kernels::gpu::device_count() > 0;
+  const bool gpu = device != "cpu" && autotrain::gpu::device_count() > 0;
   if (device == "cuda" && !gpu) {
     throw Error(
         "generate: --device cuda, but no GPU is visible (cudaGetDeviceCount reports none: check "
@@ -246,7 +246,7 @@ GenerateDevice choose_generate_device(const std::string& device,
   }
   if (gpu) {
     return {Device::cuda, asked,
-            cat("generate: on ", cuda_generate_device_name(), " in ", precision_name(asked))};
+            cat("generate: on ", gpu_generate_device_name(), " in ", precision_name(asked))};
   }
 #else
   if (device == "cuda") {

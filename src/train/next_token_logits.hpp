@@ -1,7 +1,7 @@
 #pragma once
 // What generate_text (src/train/generate.cpp) samples from: the logits of the token that follows
 // a window of the sequence, computed by the CPU model (a key/value cache) or the device model
-// (src/train/cuda_generate.cpp, builds with CUDA only).
+// (src/train/gpu/generate.cpp, builds with CUDA only).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -22,13 +22,13 @@ class NextTokenLogits {
 
 #ifdef AUTOTRAIN_HAVE_CUDA
 // "cuda:0 (NVIDIA H200)": the GPU generate runs on (the first visible one).
-std::string cuda_generate_device_name();
+std::string gpu_generate_device_name();
 
 // Binds the first visible GPU and allocates everything there before the first token: the
 // parameters in `precision`, and the device model for one sequence of `window` positions
 // (<= block_size), the longest window the generation will use.
-std::unique_ptr<NextTokenLogits> make_cuda_next_token_logits(const LoadedModel& loaded,
-                                                             Precision precision, int window);
+std::unique_ptr<NextTokenLogits> make_gpu_next_token_logits(const LoadedModel& loaded,
+                                                            Precision precision, int window);
 #endif
 
 }  // namespace autotrain::train

@@ -1,7 +1,7 @@
 #include "autotrain/train/replica.hpp"
 
 #include "autotrain/core/error.hpp"
-#include "cuda_replica.hpp"
+#include "gpu/replica.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -41,7 +41,7 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
   std::unique_ptr<Replica> replica;
   if (setup.device == Device::cuda) {
 #ifdef AUTOTRAIN_HAVE_CUDA
-    replica = make_cuda_replica(setup, layout, comm, B, T);
+    replica = make_gpu_replica(setup, layout, comm, B, T);
 #else
     throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
 #endif

@@ -110,265 +110,361 @@ double evaluate(Replica& replica, long long B, long long T, Communicator& comm,
   return double(totals[0]) / double(totals[1]);
 }
 
-}  // namespace
-
-TrainSummary run_training(const RunSetup& setup) {
+data::SamplerOptions sampler_options(const RunSetup& setup) {
   const auto& params = setup.params();
-  const auto& topology = setup.topology;
-  const bool talker = topology.rank == 0;
-  const std::filesystem::path project = params.project_name;
-  const ProjectLock lock(project, MPI_COMM_WORLD);
-  kernels::set_num_threads(setup.threads);
+  data::SamplerOptions options;
+  options.block_size = static_cast<uint64_t>(params.block_size);
+  options.batch_size = static_cast<uint64_t>(params.batch_size);
+  options.gradient_accumulation = static_cast<uint64_t>(params.gradient_accumulation);
+  options.world_size = static_cast<uint64_t>(setup.topology.world_size);
+  options.rank = static_cast<uint64_t>(setup.topology.rank);
+  options.seed = static_cast<uint64_t>(params.seed);
+  return options;
+}
 
-  Datasets datasets = prepare_data(setup);
-  const auto config = model_config(params);
-  const int B = static_cast<int>(params.batch_size);
-  const int T = static_cast<int>(params.block_size);
-  const long long accumulation = params.gradient_accumulation;
+// What one optimizer step measured.
+struct StepResult {
+  float loss = 0;  // mean over the accumulation and the ranks
+  double lr = 0;
+  double grad_norm = 0;
+};
 
-  data::SamplerOptions sampler_options;
-  sampler_options.block_size = static_cast<uint64_t>(T);
-  sampler_options.batch_size = static_cast<uint64_t>(B);
-  sampler_options.gradient_accumulation = static_cast<uint64_t>(accumulation);
-  sampler_options.world_size = static_cast<uint64_t>(topology.world_size);
-  sampler_options.rank = static_cast<uint64_t>(topology.rank);
-  sampler_options.seed = static_cast<uint64_t>(params.seed);
-  data::Sampler sampler(datasets.train.num_tokens(), sampler_options);
-  const long long steps_per_epoch = static_cast<long long>(sampler.steps_per_epoch());
-  const long long total_steps =
-      params.max_steps > 0 ? params.max_steps : params.epochs * steps_per_epoch;
-  const long long logging_steps = resolve_logging_steps(params, steps_per_epoch);
-  const long long eval_every = params.eval_strategy == "steps"
-                                   ? (params.eval_steps > 0 ? params.eval_steps : logging_steps)
-                                   : steps_per_epoch;
+// One run of the training loop: what run_training sets up (data, sampler, communicators, the
+// replica and its engine, the checkpoint saver, metrics), and the named pieces of a step. Every
+// method is collective over MPI_COMM_WORLD; only rank 0 (the talker) writes files and logs.
+class TrainingRun {
+ public:
+  explicit TrainingRun(const RunSetup& setup);
+  long long start_step() const { return start_step_; }
+  long long total_steps() const { return total_steps_; }
 
-  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
-  // NCCL reduces device memory only: the host scalars (losses, stop signals) travel over MPI.
-  std::unique_ptr<Communicator> host_comm;
-  if (setup.comm_backend == CommBackend::nccl) {
-    host_comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, comm_options(setup));
+  // From the checkpoint plan_resume picks (none: a fresh start), then training_params.json, the
+  // saver, the metrics log and the evaluation of the starting point.
+  void resume_and_begin();
+  // Forward and backward over the accumulation, then the optimizer step (skipped on an fp16
+  // overflow); throws a CollectiveError when the loss is not finite.
+  StepResult train_step(long long step);
+  // Evaluation when due, then the metrics line and the progress bar.
+  void evaluate_and_log(long long step, const StepResult& result);
+  // A checkpoint when due, at the end, or when any rank received a stop signal; true: stop.
+  bool checkpoint_or_stop(long long step);
+  // Waits for the last save; exports the model unless the run was preempted.
+  TrainSummary finish(long long steps_done);
+
+ private:
+  void log_plan() const;
+  void resume_from(const ResumeDecision& resume);
+  void evaluate_initial();
+  ckpt::CheckpointContent content_at(long long steps_done);
+  void save_at(long long steps_done);
+  double evaluate() {
+    return train::evaluate(*replica_, B_, T_, *scalars_, *datasets_.valid, inputs_, targets_);
   }
-  Communicator& scalars = host_comm ? *host_comm : *comm;
 
-  const model::ParamLayout layout(config, topology.world_size);
-  const zero::EngineOptions engine_options = train::engine_options(setup);
-  const auto replica = make_replica(setup, layout, *comm, B, T, static_cast<uint64_t>(params.seed));
-  zero::ModelState* const engine = &replica->state();
-  LossScaler scaler(setup.device == Device::cuda && setup.precision == Precision::fp16);
+  const RunSetup& setup_;
+  const config::TrainingParams& params_;
+  const bool talker_;
+  const std::filesystem::path project_;
+  Datasets datasets_;
+  const model::ModelConfig config_;
+  const int B_;
+  const int T_;
+  const long long accumulation_;
+  data::Sampler sampler_;
+  const long long steps_per_epoch_;
+  const long long total_steps_;
+  const long long logging_steps_;
+  const long long eval_every_;
+  std::unique_ptr<Communicator> comm_;
+  // NCCL reduces device memory only: the host scalars (losses, stop signals) travel over MPI.
+  std::unique_ptr<Communicator> host_comm_;
+  Communicator* scalars_;
+  const model::ParamLayout layout_;
+  const OptimizerKind optimizer_kind_;
+  const std::unique_ptr<Replica> replica_;
+  zero::ModelState* const engine_;
+  LossScaler scaler_;
+  const ckpt::CheckpointDir checkpoint_dir_;
+  const LrSchedule schedule_;
+  const double tokens_per_step_;
+  std::vector<int32_t> inputs_;
+  std::vector<int32_t> targets_;
+  long long start_step_ = 0;
+  TrainSummary summary_;
+  std::optional<CheckpointSaver> saver_;
+  std::optional<MetricsLog> metrics_log_;
+  Progress progress_;
+  Timer run_timer_;
+  Timer interval_timer_;
+  long long interval_steps_ = 0;
+  double comm_wait_ = 0;
+};
 
-  const auto memory = engine->memory();
-  log::info("model: ", layout.num_parameters(), " parameters in ", layout.num_units(),
-            " units; ZeRO stage ", engine->stage(), " holds per rank: params ",
+TrainingRun::TrainingRun(const RunSetup& setup)
+    : setup_(setup),
+      params_(setup.params()),
+      talker_(setup.topology.rank == 0),
+      project_(params_.project_name),
+      datasets_(prepare_data(setup)),
+      config_(model_config(params_)),
+      B_(static_cast<int>(params_.batch_size)),
+      T_(static_cast<int>(params_.block_size)),
+      accumulation_(params_.gradient_accumulation),
+      sampler_(datasets_.train.num_tokens(), sampler_options(setup)),
+      steps_per_epoch_(static_cast<long long>(sampler_.steps_per_epoch())),
+      total_steps_(params_.max_steps > 0 ? params_.max_steps : params_.epochs * steps_per_epoch_),
+      logging_steps_(resolve_logging_steps(params_, steps_per_epoch_)),
+      eval_every_(params_.eval_strategy == "steps"
+                      ? (params_.eval_steps > 0 ? params_.eval_steps : logging_steps_)
+                      : steps_per_epoch_),
+      comm_(make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup))),
+      host_comm_(setup.comm_backend == CommBackend::nccl
+                     ? make_communicator(CommBackend::mpi, MPI_COMM_WORLD, comm_options(setup))
+                     : nullptr),
+      scalars_(host_comm_ ? host_comm_.get() : comm_.get()),
+      layout_(config_, setup.topology.world_size),
+      optimizer_kind_(engine_options(setup).optimizer.kind),
+      replica_(make_replica(setup, layout_, *comm_, B_, T_, static_cast<uint64_t>(params_.seed))),
+      engine_(&replica_->state()),
+      scaler_(setup.device == Device::cuda && setup.precision == Precision::fp16),
+      checkpoint_dir_(project_ / "checkpoints"),
+      schedule_(parse_schedule(params_.scheduler, "scheduler"), params_.lr, total_steps_,
+                params_.warmup_ratio),
+      tokens_per_step_(double(sampler_.global_batch_size()) * double(T_)),
+      inputs_(static_cast<size_t>(B_) * static_cast<size_t>(T_)),
+      targets_(inputs_.size()),
+      progress_(talker_ && Progress::want_bar()) {
+  log_plan();
+}
+
+void TrainingRun::log_plan() const {
+  const auto memory = engine_->memory();
+  log::info("model: ", layout_.num_parameters(), " parameters in ", layout_.num_units(),
+            " units; ZeRO stage ", engine_->stage(), " holds per rank: params ",
             human_bytes(double(memory.param_bytes)), ", grads ",
             human_bytes(double(memory.grad_bytes)), ", optimizer ",
             human_bytes(double(memory.optimizer_bytes)), ", working ",
             human_bytes(double(memory.working_bytes)), "; activations ",
-            human_bytes(double(replica->activation_bytes())), "; on ", replica->device(), " in ",
-            replica->precision(),
-            replica->device_memory_bytes() > 0
-                ? cat(" (", human_bytes(double(replica->device_memory_bytes())), " on the GPU)")
+            human_bytes(double(replica_->activation_bytes())), "; on ", replica_->device(), " in ",
+            replica_->precision(),
+            replica_->device_memory_bytes() > 0
+                ? cat(" (", human_bytes(double(replica_->device_memory_bytes())), " on the GPU)")
                 : std::string());
-  log::info("data: ", datasets.train.num_tokens(), " training tokens, ", sampler.num_windows(),
-            " windows of ", T, " tokens, ", steps_per_epoch, " steps per epoch of ",
-            sampler.global_batch_size(), " sequences; training for ", total_steps, " steps");
+  log::info("data: ", datasets_.train.num_tokens(), " training tokens, ", sampler_.num_windows(),
+            " windows of ", T_, " tokens, ", steps_per_epoch_, " steps per epoch of ",
+            sampler_.global_batch_size(), " sequences; training for ", total_steps_, " steps");
+}
 
+void TrainingRun::resume_and_begin() {
   // Resume: the parameters, the optimizer state and the data position of a checkpoint of any
   // world size and stage (docs/training.md, "Resuming").
-  const OptimizerKind optimizer_kind = engine_options.optimizer.kind;
-  const long long global_batch = static_cast<long long>(sampler.global_batch_size());
-  const ckpt::CheckpointDir checkpoint_dir(project / "checkpoints");
-  long long start_step = 0;
-  TrainSummary summary;
-  if (const auto resume = plan_resume(setup, checkpoint_dir)) {
-    const std::string name = resume->path.string();
-    const ResumePoint& saved = resume->saved;
-    // Opened with the expected tensors: each must be present with its length.
-    ckpt::CheckpointReader reader(resume->path, MPI_COMM_WORLD,
-                                  checkpoint_tensors(layout, optimizer_kind));
-    load_engine_state(reader, *engine, layout, optimizer_kind, true);
-    engine->set_optimizer_steps(saved.optimizer_steps);
-    sampler.restore(saved.position);
-    scaler.restore(saved.loss_scaler);
-    start_step = saved.step;
-    summary.resumed_from = resume->path;
-    if (talker) record_param_changes(project, saved.step, name, resume->changes);
-    log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
-              " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
-              saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
-    if (saved.total_steps != total_steps && talker) {
-      log::warn(
-          "resume: the checkpoint's run planned ", saved.total_steps, " steps and this one plans ",
-          total_steps,
-          " (max_steps/epochs changed); the learning-rate schedule follows the new total, so ",
-          "losses will differ from an uninterrupted run");
-    }
-  }
+  if (const auto resume = plan_resume(setup_, checkpoint_dir_)) resume_from(*resume);
   // After the resume checks: a refused resume leaves the description of the earlier run as it
-  // was; an accepted one records its changes in param_changes.jsonl (above).
-  if (talker) config::write_training_params(params, project / "training_params.json");
-  CheckpointSaver saver(
-      checkpoint_dir,
-      ckpt::WriteOptions{ckpt::parse_layout(params.checkpoint_layout, "checkpoint_layout")},
-      static_cast<size_t>(params.save_total_limit), params.async_checkpoint, MPI_COMM_WORLD);
-  const auto content_at = [&](long long steps_done) {
-    ResumePoint point;
-    point.step = steps_done;
-    point.position = sampler.position();
-    point.global_batch_size = global_batch;
-    point.total_steps = total_steps;
-    point.optimizer_steps = engine->optimizer_steps();
-    point.world_size = topology.world_size;
-    point.zero_stage = engine->stage();
-    point.model = config;
-    point.optimizer = optimizer_kind;
-    point.loss_scaler = scaler.state();
-    return checkpoint_content(*engine, layout, point, params);
-  };
-  if (saver.async()) saver.reserve(content_at(start_step));
-  const auto save_at = [&](long long steps_done) {
-    const double stalled = saver.save(content_at(steps_done));
-    log::info("checkpoint: step ", steps_done, ": training stalled ", stalled, " s",
-              saver.async() ? " (host copy; the write continues in the background)" : "");
-  };
-  const LrSchedule schedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total_steps,
-                            params.warmup_ratio);
-  std::vector<int32_t> inputs(static_cast<size_t>(B) * static_cast<size_t>(T));
-  std::vector<int32_t> targets(inputs.size());
-  const double tokens_per_step = double(sampler.global_batch_size()) * double(T);
-
-  std::optional<MetricsLog> metrics_log;
-  if (talker) {
-    metrics_log.emplace(project / "metrics.jsonl");
-    metrics_log->write_run_start(start_step, total_steps);
+  // was; an accepted one records its changes in param_changes.jsonl (resume_from).
+  if (talker_) config::write_training_params(params_, project_ / "training_params.json");
+  saver_.emplace(
+      checkpoint_dir_,
+      ckpt::WriteOptions{ckpt::parse_layout(params_.checkpoint_layout, "checkpoint_layout")},
+      static_cast<size_t>(params_.save_total_limit), params_.async_checkpoint, MPI_COMM_WORLD);
+  if (saver_->async()) saver_->reserve(content_at(start_step_));
+  if (talker_) {
+    metrics_log_.emplace(project_ / "metrics.jsonl");
+    metrics_log_->write_run_start(start_step_, total_steps_);
   }
-  Progress progress(talker && Progress::want_bar());
-
-  if (datasets.valid && start_step == 0) {
-    // The starting point, so the curve shows how far training moved the validation loss.
-    const double initial = evaluate(*replica, B, T, scalars, *datasets.valid, inputs, targets);
-    log::info("step 0/", total_steps, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
-    if (talker) {
-      StepMetrics metrics;
-      metrics.total_steps = total_steps;
-      metrics.val_loss = initial;
-      metrics.lr = schedule.lr(0);
-      metrics.loss = std::nan("");
-      metrics_log->write(metrics);
-    }
-  }
-  const Timer run_timer;
-  Timer interval_timer;
-  long long interval_steps = 0;
-  double comm_wait = 0;
-  if (start_step >= total_steps) {
-    log::info("resume: the checkpoint already has all ", total_steps,
+  if (datasets_.valid && start_step_ == 0) evaluate_initial();
+  run_timer_.reset();
+  interval_timer_.reset();
+  if (start_step_ >= total_steps_) {
+    log::info("resume: the checkpoint already has all ", total_steps_,
               " steps; nothing left to train");
   }
-  long long step = start_step;
-  for (; step < total_steps; ++step) {
-    engine->begin_step();
-    double loss_sum = 0;
-    const float loss_scale = scaler.scale();
-    for (long long micro = 0; micro < accumulation; ++micro) {
-      sampler.load_micro_batch(datasets.train, static_cast<uint64_t>(micro), inputs, targets);
-      engine->begin_micro_step(micro == accumulation - 1);
-      replica->forward_async(inputs.data(), targets.data());
-      replica->backward(loss_scale / static_cast<float>(accumulation));
-      loss_sum += replica->last_loss();  // after backward is queued: a GPU stays busy
-    }
-    engine->finish_backward();
-    const double scaled_norm = engine->grad_norm();
-    const double grad_norm = scaled_norm / double(loss_scale);
-    const double lr = schedule.lr(step);
-    if (scaler.update(scaled_norm)) {
-      engine->step(static_cast<float>(lr),
-                   clip_factor(grad_norm, params.max_grad_norm) / loss_scale);
-    } else if (talker) {
-      log::warn("fp16: the gradients of step ", step + 1, " overflowed at loss scale ", loss_scale,
-                "; step skipped (", scaler.skipped_steps(), " so far), loss scale now ",
-                scaler.scale());
-    }
-    sampler.advance();
-    comm_wait += engine->take_comm_wait_seconds();
+}
 
-    float step_loss = static_cast<float>(loss_sum / double(accumulation));
-    scalars.allreduce(std::span<float>(&step_loss, 1), ReduceOp::avg);
-    // The loss is the same on every rank (averaged above): one message, not one per rank.
-    if (!std::isfinite(step_loss)) {
-      throw CollectiveError(cat("training diverged: the loss of step ", step + 1, " is ", step_loss,
-                                " (lower lr, or check the data)"));
-    }
-    ++interval_steps;
+void TrainingRun::resume_from(const ResumeDecision& resume) {
+  const std::string name = resume.path.string();
+  const ResumePoint& saved = resume.saved;
+  // Opened with the expected tensors: each must be present with its length.
+  ckpt::CheckpointReader reader(resume.path, MPI_COMM_WORLD,
+                                checkpoint_tensors(layout_, optimizer_kind_));
+  load_engine_state(reader, *engine_, layout_, optimizer_kind_, true);
+  engine_->set_optimizer_steps(saved.optimizer_steps);
+  sampler_.restore(saved.position);
+  scaler_.restore(saved.loss_scaler);
+  start_step_ = saved.step;
+  summary_.resumed_from = resume.path;
+  if (talker_) record_param_changes(project_, saved.step, name, resume.changes);
+  log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
+            " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
+            saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
+  if (saved.total_steps != total_steps_ && talker_) {
+    log::warn("resume: the checkpoint's run planned ", saved.total_steps,
+              " steps and this one plans ", total_steps_,
+              " (max_steps/epochs changed); the learning-rate schedule follows the new total, "
+              "so losses will differ from an uninterrupted run");
+  }
+}
 
+// The starting point, so the curve shows how far training moved the validation loss.
+void TrainingRun::evaluate_initial() {
+  const double initial = evaluate();
+  log::info("step 0/", total_steps_, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
+  if (talker_) {
     StepMetrics metrics;
-    metrics.step = step + 1;
-    metrics.total_steps = total_steps;
-    metrics.epoch = double(step + 1) / double(steps_per_epoch);
-    metrics.loss = step_loss;
-    metrics.lr = lr;
-    metrics.grad_norm = grad_norm;
-    metrics.elapsed_s = run_timer.seconds();
-    const bool last = step + 1 == total_steps;
-    if (datasets.valid && ((step + 1) % eval_every == 0 || last)) {
-      metrics.val_loss = evaluate(*replica, B, T, scalars, *datasets.valid, inputs, targets);
-      summary.final_val_loss = metrics.val_loss;
-    }
-    const bool log_now = (step + 1) % logging_steps == 0 || last || step == 0 || metrics.val_loss;
-    if (log_now) {
-      const double seconds = interval_timer.seconds();
-      metrics.tokens_per_s = double(interval_steps) * tokens_per_step / std::max(seconds, 1e-9);
-      metrics.comm_wait_fraction = comm_wait / std::max(seconds, 1e-9);
-      interval_timer.reset();
-      interval_steps = 0;
-      comm_wait = 0;
-      if (talker) {
-        metrics_log->write(metrics);
-        progress.log_line(metrics);
-      }
-    } else if (talker) {
-      metrics.tokens_per_s =
-          double(interval_steps) * tokens_per_step / std::max(interval_timer.seconds(), 1e-9);
-      progress.update(metrics);
-    }
-    summary.final_loss = step_loss;
-
-    // Step boundary: the ranks agree on a stop signal (one that reached any rank stops all).
-    float stop = static_cast<float>(StopSignals::received());
-    scalars.allreduce(std::span<float>(&stop, 1), ReduceOp::max);
-    const bool preempt = stop != 0 && !last;
-    if (preempt || last ||
-        (params.checkpoint_every > 0 && (step + 1) % params.checkpoint_every == 0)) {
-      save_at(step + 1);
-    }
-    if (preempt) {
-      summary.preempted = true;
-      summary.stop_signal = static_cast<int>(stop);
-      ++step;
-      break;
-    }
+    metrics.total_steps = total_steps_;
+    metrics.val_loss = initial;
+    metrics.lr = schedule_.lr(0);
+    metrics.loss = std::nan("");
+    metrics_log_->write(metrics);
   }
-  saver.wait();
-  progress.finish();
-  summary.steps = step;
-  summary.steps_this_run = step - start_step;
-  summary.wall_s = run_timer.seconds();
-  summary.tokens = tokens_per_step * double(summary.steps_this_run);
-  summary.tokens_per_s = summary.tokens / std::max(summary.wall_s, 1e-9);
-  if (talker) {  // after saver.wait(): a preempted run's checkpoint of `step` is committed
-    metrics_log->write_run_stop(step, total_steps, summary.wall_s,
-                                summary.preempted ? signal_name(summary.stop_signal) : "");
-  }
+}
 
-  if (summary.preempted) {
-    if (talker)
-      log::warn("stopped by ", signal_name(summary.stop_signal), " after step ", step,
-                ": checkpoint saved in ", checkpoint_dir.folder().string(), "; exiting with ",
+StepResult TrainingRun::train_step(long long step) {
+  engine_->begin_step();
+  double loss_sum = 0;
+  const float loss_scale = scaler_.scale();
+  for (long long micro = 0; micro < accumulation_; ++micro) {
+    sampler_.load_micro_batch(datasets_.train, static_cast<uint64_t>(micro), inputs_, targets_);
+    engine_->begin_micro_step(micro == accumulation_ - 1);
+    replica_->forward_async(inputs_.data(), targets_.data());
+    replica_->backward(loss_scale / static_cast<float>(accumulation_));
+    loss_sum += replica_->last_loss();  // after backward is queued: a GPU stays busy
+  }
+  engine_->finish_backward();
+  StepResult result;
+  const double scaled_norm = engine_->grad_norm();
+  result.grad_norm = scaled_norm / double(loss_scale);
+  result.lr = schedule_.lr(step);
+  if (scaler_.update(scaled_norm)) {
+    engine_->step(static_cast<float>(result.lr),
+                  clip_factor(result.grad_norm, params_.max_grad_norm) / loss_scale);
+  } else if (talker_) {
+    log::warn("fp16: the gradients of step ", step + 1, " overflowed at loss scale ", loss_scale,
+              "; step skipped (", scaler_.skipped_steps(), " so far), loss scale now ",
+              scaler_.scale());
+  }
+  sampler_.advance();
+  comm_wait_ += engine_->take_comm_wait_seconds();
+
+  result.loss = static_cast<float>(loss_sum / double(accumulation_));
+  scalars_->allreduce(std::span<float>(&result.loss, 1), ReduceOp::avg);
+  // The loss is the same on every rank (averaged above): one message, not one per rank.
+  if (!std::isfinite(result.loss)) {
+    throw CollectiveError(cat("training diverged: the loss of step ", step + 1, " is ", result.loss,
+                              " (lower lr, or check the data)"));
+  }
+  ++interval_steps_;
+  summary_.final_loss = result.loss;
+  return result;
+}
+
+void TrainingRun::evaluate_and_log(long long step, const StepResult& result) {
+  StepMetrics metrics;
+  metrics.step = step + 1;
+  metrics.total_steps = total_steps_;
+  metrics.epoch = double(step + 1) / double(steps_per_epoch_);
+  metrics.loss = result.loss;
+  metrics.lr = result.lr;
+  metrics.grad_norm = result.grad_norm;
+  metrics.elapsed_s = run_timer_.seconds();
+  const bool last = step + 1 == total_steps_;
+  if (datasets_.valid && ((step + 1) % eval_every_ == 0 || last)) {
+    metrics.val_loss = evaluate();
+    summary_.final_val_loss = metrics.val_loss;
+  }
+  const double seconds = std::max(interval_timer_.seconds(), 1e-9);
+  metrics.tokens_per_s = double(interval_steps_) * tokens_per_step_ / seconds;
+  if ((step + 1) % logging_steps_ == 0 || last || step == 0 || metrics.val_loss) {
+    metrics.comm_wait_fraction = comm_wait_ / seconds;
+    interval_timer_.reset();
+    interval_steps_ = 0;
+    comm_wait_ = 0;
+    if (talker_) {
+      metrics_log_->write(metrics);
+      progress_.log_line(metrics);
+    }
+  } else if (talker_) {
+    progress_.update(metrics);
+  }
+}
+
+bool TrainingRun::checkpoint_or_stop(long long step) {
+  // Step boundary: the ranks agree on a stop signal (one that reached any rank stops all).
+  float stop = static_cast<float>(StopSignals::received());
+  scalars_->allreduce(std::span<float>(&stop, 1), ReduceOp::max);
+  const bool last = step + 1 == total_steps_;
+  const bool preempt = stop != 0 && !last;
+  if (preempt || last ||
+      (params_.checkpoint_every > 0 && (step + 1) % params_.checkpoint_every == 0)) {
+    save_at(step + 1);
+  }
+  if (preempt) {
+    summary_.preempted = true;
+    summary_.stop_signal = static_cast<int>(stop);
+  }
+  return preempt;
+}
+
+ckpt::CheckpointContent TrainingRun::content_at(long long steps_done) {
+  ResumePoint point;
+  point.step = steps_done;
+  point.position = sampler_.position();
+  point.global_batch_size = static_cast<long long>(sampler_.global_batch_size());
+  point.total_steps = total_steps_;
+  point.optimizer_steps = engine_->optimizer_steps();
+  point.world_size = setup_.topology.world_size;
+  point.zero_stage = engine_->stage();
+  point.model = config_;
+  point.optimizer = optimizer_kind_;
+  point.loss_scaler = scaler_.state();
+  return checkpoint_content(*engine_, layout_, point, params_);
+}
+
+void TrainingRun::save_at(long long steps_done) {
+  const double stalled = saver_->save(content_at(steps_done));
+  log::info("checkpoint: step ", steps_done, ": training stalled ", stalled, " s",
+            saver_->async() ? " (host copy; the write continues in the background)" : "");
+}
+
+TrainSummary TrainingRun::finish(long long steps_done) {
+  saver_->wait();
+  progress_.finish();
+  summary_.steps = steps_done;
+  summary_.steps_this_run = steps_done - start_step_;
+  summary_.wall_s = run_timer_.seconds();
+  summary_.tokens = tokens_per_step_ * double(summary_.steps_this_run);
+  summary_.tokens_per_s = summary_.tokens / std::max(summary_.wall_s, 1e-9);
+  if (talker_) {  // after wait(): a preempted run's checkpoint of `steps_done` is committed
+    metrics_log_->write_run_stop(steps_done, total_steps_, summary_.wall_s,
+                                 summary_.preempted ? signal_name(summary_.stop_signal) : "");
+  }
+  if (summary_.preempted) {
+    if (talker_)
+      log::warn("stopped by ", signal_name(summary_.stop_signal), " after step ", steps_done,
+                ": checkpoint saved in ", checkpoint_dir_.folder().string(), "; exiting with ",
                 kExitPreempted, " (requeue; resume_from_checkpoint: auto continues)");
-    return summary;
+    return summary_;
   }
-  summary.export_dir = project;
-  export_model(*engine, layout, params, project);
-  return summary;
+  summary_.export_dir = project_;
+  export_model(*engine_, layout_, params_, project_);
+  return summary_;
+}
+
+}  // namespace
+
+TrainSummary run_training(const RunSetup& setup) {
+  const ProjectLock lock(setup.params().project_name, MPI_COMM_WORLD);
+  kernels::set_num_threads(setup.threads);
+  TrainingRun run(setup);
+  run.resume_and_begin();
+  long long step = run.start_step();
+  while (step < run.total_steps()) {
+    const StepResult result = run.train_step(step);
+    run.evaluate_and_log(step, result);
+    const bool stop = run.checkpoint_or_stop(step);
+    ++step;
+    if (stop) break;
+  }
+  return run.finish(step);
 }
 
 }  // namespace autotrain::train

@@ -1,8 +1,7 @@
 #pragma once
-// The bookkeeping of bucketed gradient reduction shared by the CPU reducers (gradients.hpp) and
-// the device ones (device_gradients.hpp): which bucket holds a unit, when backward has finished
-// every unit of a bucket (so it can be launched), and which working slot a bucket is reduced
-// through under stages 2-3.
+// The bookkeeping of bucketed gradient reduction (the reducers of gradients.hpp): which bucket
+// holds a unit, when backward has finished every unit of a bucket (so it can be launched), and
+// which working slot a bucket is reduced through under stages 2-3.
 #include <cstddef>
 #include <vector>
 

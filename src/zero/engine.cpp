@@ -71,15 +71,15 @@ class ZeroEngine final : public Engine {
         shard_offsets_(shard_offsets(layout)),
         params_(stage_ == 3 ? shard_offsets_.back() : layout.padded_size(), 0.0f) {
     if (stage_ <= 1) {
-      gradients_ =
-          std::make_unique<ReplicatedGradients>(layout, comm, clock_, options.reduce_bucket_size,
-                                                /*scatter=*/stage_ == 1);
+      gradients_ = std::make_unique<ReplicatedGradients<HostMemory>>(
+          layout, comm, clock_, options.reduce_bucket_size, /*scatter=*/stage_ == 1);
     } else {
-      gradients_ =
-          std::make_unique<PartitionedGradients>(layout, comm, clock_, options.reduce_bucket_size);
+      gradients_ = std::make_unique<PartitionedGradients<HostMemory>>(layout, comm, clock_,
+                                                                      options.reduce_bucket_size);
     }
     if (stage_ == 3) {
-      gatherer_ = std::make_unique<ParamGatherer>(layout, comm, clock_, params_, options.prefetch);
+      gatherer_ = std::make_unique<ParamGatherer<HostMemory>>(layout, comm, clock_, params_.data(),
+                                                              options.prefetch);
     }
     optimizers_.reserve(static_cast<std::size_t>(layout.num_units()));
     for (int u = 0; u < layout.num_units(); ++u) {
@@ -104,6 +104,8 @@ class ZeroEngine final : public Engine {
   }
 
   // --- model::UnitAccess ---------------------------------------------------------------------
+  // The device engine (gpu/engine.cpp) forwards its hooks and step calls to the same reducer and
+  // gatherer in the same few lines: kept in each engine, which owns its buffers and its stream.
   const float* params(int unit) override {
     if (gatherer_) return gatherer_->acquire(unit);
     AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: unit ", unit, " out of range");
@@ -274,7 +276,7 @@ class ZeroEngine final : public Engine {
   std::vector<std::size_t> shard_offsets_;
   std::vector<float> params_;  // whole flat buffer, or the shard in shard space (stage 3)
   std::unique_ptr<GradientReducer> gradients_;
-  std::unique_ptr<ParamGatherer> gatherer_;
+  std::unique_ptr<ParamGatherer<HostMemory>> gatherer_;
   std::vector<Optimizer> optimizers_;  // one per unit, over owned(unit)
   std::vector<CommHandle> gathers_;    // stage 1/2 parameter all-gathers of one step
   std::vector<float> norm_parts_;

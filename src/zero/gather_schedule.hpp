@@ -1,6 +1,6 @@
 #pragma once
-// Which ZeRO stage 3 unit sits in which gather slot: the bookkeeping shared by the CPU
-// ParamGatherer (host slots) and the device DeviceParamGatherer (device slots). The owner keeps
+// Which ZeRO stage 3 unit sits in which gather slot: the bookkeeping of the ParamGatherer
+// (param_gatherer.hpp; host or device slots, by its memory policy). The owner keeps
 // one buffer per slot and starts a gather when the schedule asks for one (StartGather); the
 // schedule picks the slot, predicts what to gather ahead, and waits for gathers before a slot's
 // unit is used or its buffer overwritten. At most prefetch + 1 full units exist at a time.

@@ -1,50 +1,85 @@
 #pragma once
 // ZeRO stage 3 parameters: each rank keeps only its shard; a unit is all-gathered into one of
-// prefetch + 1 host slots just before the model uses it and the slot is free again after
-// release. The whole model is never materialised: at most prefetch + 1 full units exist at a
-// time. Which unit goes in which slot, the prefetch along the model's documented hook order and
-// the reuse of a unit still in a slot are the GatherSchedule's (gather_schedule.hpp).
+// prefetch + 1 slots just before the model uses it and the slot is free again after release.
+// The whole model is never materialised: at most prefetch + 1 full units exist at a time. Which
+// unit goes in which slot, the prefetch along the model's documented hook order and the reuse of
+// a unit still in a slot are the GatherSchedule's (gather_schedule.hpp). One gatherer for both
+// devices, over a Memory policy (memory.hpp): on the host acquire() waits for the unit's gather;
+// on a device the model's stream waits (an event) and the host goes on, and every gather is
+// issued after the kernels queued so far, so it overwrites a slot only after the kernels that
+// read the slot's previous unit (release() comes when they are queued, not when they ran) and
+// reads the shard only after the optimizer step queued before it.
 #include <cstddef>
-#include <span>
+#include <utility>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/zero/partition.hpp"
 #include "gather_schedule.hpp"
+#include "memory.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
 
+template <typename Memory>
 class ParamGatherer {
  public:
-  // `shard` is the rank's shard of the parameters in shard space (it must outlive this object).
+  using F = typename Memory::Element;
+  // `shard` is the rank's shard of the parameters in shard space, where Memory keeps its buffers
+  // (it must outlive this object).
   ParamGatherer(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
-                std::span<const float> shard, int prefetch);
+                const F* shard, int prefetch, Memory memory = {})
+      : layout_(layout),
+        comm_(comm),
+        memory_(std::move(memory)),
+        shard_(shard),
+        shard_offsets_(shard_offsets(layout)),
+        slots_(plan_gather_slots(layout, prefetch)),
+        schedule_(
+            layout.num_units(), prefetch, slots_.unit0_own_slot, clock,
+            [this](std::size_t slot, int unit) { return start_gather(slot, unit); },
+            memory_.consumer_stream()) {
+    buffers_.reserve(schedule_.slots());
+    for (std::size_t s = 0; s < schedule_.slots(); ++s) {
+      buffers_.push_back(memory_.allocate(slots_.capacity(s)));
+    }
+  }
   ParamGatherer(const ParamGatherer&) = delete;  // the schedule calls back into this object
   ParamGatherer& operator=(const ParamGatherer&) = delete;
 
-  const float* acquire(int unit) { return buffers_[schedule_.acquire(unit)].data(); }
+  const F* acquire(int unit) { return Memory::data(buffers_[schedule_.acquire(unit)]); }
   void release(int unit) { schedule_.release(unit); }
   // A training micro-step starts: expect the forward-then-backward sequence.
   void begin_training_micro_step() { schedule_.begin_training_micro_step(); }
-  // The shard is about to change (optimizer step, load, init): finish in-flight gathers and
-  // forget every gathered unit.
+  // The shard is about to change (optimizer step, load, init): the host waits for the gathers in
+  // flight (they read the shard) and every gathered unit is forgotten.
   void invalidate() { schedule_.invalidate(); }
 
   // Most units resident (gathered, being gathered or in use) at once since construction.
   int peak_resident_units() const { return schedule_.peak_resident_units(); }
-  std::size_t bytes() const;
+  std::size_t bytes() const {
+    std::size_t bytes = 0;
+    for (const auto& buffer : buffers_) bytes += Memory::bytes(buffer);
+    return bytes;
+  }
 
  private:
-  CommHandle start_gather(std::size_t slot, int unit);
+  CommHandle start_gather(std::size_t slot, int unit) {
+    memory_.before_collective(comm_);
+    return comm_.allgather_async(shard_ + shard_offsets_[static_cast<std::size_t>(unit)],
+                                 Memory::data(buffers_[slot]), layout_.shard(unit, 0).size,
+                                 Memory::kDType);
+  }
 
   const model::ParamLayout& layout_;
   Communicator& comm_;
-  std::span<const float> shard_;
+  Memory memory_;
+  const F* shard_;
   std::vector<std::size_t> shard_offsets_;
   // Declared before the schedule, so a gather still in flight is finished (its handle dropped)
-  // before its buffer is freed.
-  std::vector<std::vector<float>> buffers_;  // per slot: [capacity], padding included
+  // before its buffer is freed. Per slot: one whole unit of those it may hold, padding included.
+  std::vector<typename Memory::Buffer> buffers_;
   GatherSlots slots_;
   GatherSchedule schedule_;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// How the CPU engine (engine.cpp) and the device engine (device_engine.cpp) see their part of
+// How the CPU engine (engine.cpp) and the device engine (gpu/engine.cpp) see their part of
 // the flat buffer: the range each unit's optimizer owns, and the cutting of tensors into the
 // pieces that checkpoints exchange as StateRuns (each piece in one rank's part of its unit, so
 // in one shard and one optimizer segment).

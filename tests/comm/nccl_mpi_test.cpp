@@ -31,6 +31,7 @@ TEST(NcclBootstrap, EveryRankReceivesRankZerosUniqueIdBytes) {
   EXPECT_NE(std::memcmp(&id, &zero, sizeof id), 0) << "the id is all zero bytes";
 }
 
+// Real GPU only: NCCL itself (the emulator's NCCL runs over MPI).
 TEST(NcclCollectives, AllreduceSumsDeviceBuffersAcrossRanks) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {

@@ -1,4 +1,4 @@
-// The CUDA emulator's cuBLAS and cuBLASLt: the calls autotrain makes (src/kernels/cuda/matmul.cu,
+// The CUDA emulator's cuBLAS and cuBLASLt: the calls autotrain makes (src/kernels/gpu/matmul.cu,
 // attention.cu), computed on the CPU.
 //
 // Each product is checked when it is called (handles, descriptors, shapes, types, device memory,

@@ -76,7 +76,7 @@ __global__ void half_warp_mma_kernel() {
 }
 
 // A 16-byte load from a pointer 4 bytes past a 16-byte boundary, checked the way the kernels'
-// 128-bit access helper (src/kernels/cuda/common.cuh) checks each access.
+// 128-bit access helper (src/kernels/gpu/common.cuh) checks each access.
 __global__ void misaligned_vector_load_kernel(float* out, const float* in) {
   const float* p = in + 1;
   cuda_emu::check_vector_access(p, sizeof(float4));

@@ -1,4 +1,4 @@
-// The CUDA emulator's NCCL: the NCCL calls autotrain makes (src/comm/nccl_communicator.cpp),
+// The CUDA emulator's NCCL: the NCCL calls autotrain makes (src/comm/gpu/nccl_communicator.cpp),
 // carried out on the host over MPI.
 //
 // A communicator is an MPI communicator split from MPI_COMM_WORLD (the program has initialised

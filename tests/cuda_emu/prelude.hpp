@@ -55,7 +55,7 @@ void gather_warp(const void* value, std::size_t bytes, void* all);
 // Stops the run: a vector access of `bytes` (16: a uint4/float4 load or store) through a pointer
 // that is not `bytes`-aligned, which a GPU faults on with "misaligned address".
 [[noreturn]] void fail_misaligned(const void* pointer, std::size_t bytes);
-// What the kernels' 128-bit access helper (src/kernels/cuda/common.cuh) calls before each access;
+// What the kernels' 128-bit access helper (src/kernels/gpu/common.cuh) calls before each access;
 // the GPU build has no such check, the hardware faults instead.
 inline void check_vector_access(const void* pointer, std::size_t bytes) {
   if (reinterpret_cast<std::uintptr_t>(pointer) % bytes != 0) fail_misaligned(pointer, bytes);
@@ -142,7 +142,7 @@ float emu_half_of(std::uint32_t bits, int i) {
 }
 
 // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d += a·b for the warp, with the fragment
-// layout of the PTX ISA (src/kernels/cuda/mma.cuh spells it out). Each lane gathers the warp's
+// layout of the PTX ISA (src/kernels/gpu/mma.cuh spells it out). Each lane gathers the warp's
 // registers, rebuilds A and B, and computes the four elements of D it holds.
 template <typename F>
 void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -26,6 +27,14 @@ std::string error_of(const std::function<void()>& call) {
 
 std::filesystem::path source_path(const std::string& relative) {
   return std::filesystem::path(AUTOTRAIN_TEST_SOURCE_DIR) / relative;
+}
+
+std::vector<double> random_vec(std::size_t n, std::uint32_t seed, double scale) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  std::vector<double> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
 }
 
 TempDir::TempDir() {

@@ -1,9 +1,12 @@
 #pragma once
 // Helpers shared by the tests: fixture paths and self-cleaning temporary folders.
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace autotrain::testing {
 
@@ -11,6 +14,10 @@ namespace autotrain::testing {
 std::filesystem::path fixture(const std::string& relative);
 // <source>/<relative>
 std::filesystem::path source_path(const std::string& relative);
+
+// n draws of N(0, scale²) from a generator seeded with `seed`: the kernel tests' inputs, the same
+// on every machine for the CPU and the GPU tests.
+std::vector<double> random_vec(std::size_t n, std::uint32_t seed, double scale = 1.0);
 
 // A fresh folder under the system temp dir, removed with its contents on destruction.
 class TempDir {

@@ -25,7 +25,7 @@
 #include "autotrain/model/param_layout.hpp"
 
 #ifdef AUTOTRAIN_HAVE_CUDA
-#include "autotrain/kernels/cuda/device.hpp"
+#include "autotrain/core/gpu/device.hpp"
 #include "test_support.hpp"
 #endif
 
@@ -136,17 +136,17 @@ TEST(Generate, CudaInABuildWithoutCudaSaysSo) {
   EXPECT_EQ(choose_generate_device("auto", "bf16").device, Device::cpu);
 }
 
-TEST(CudaGenerate, SkippedBecauseTheBuildHasNoCuda) {
+TEST(GpuGenerate, SkippedBecauseTheBuildHasNoCuda) {
   GTEST_SKIP() << "this build has no CUDA (AUTOTRAIN_CUDA=off or no toolkit): generate on the GPU "
                   "is not tested";
 }
 
 #else
 
-class CudaGenerate : public ::testing::Test {
+class GpuGenerate : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (kernels::gpu::device_count() == 0) {
+    if (autotrain::gpu::device_count() == 0) {
       GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount reports none, generate on the GPU is "
                       "not tested";
     }
@@ -154,7 +154,7 @@ class CudaGenerate : public ::testing::Test {
   const LoadedModel loaded_ = tiny_model();
 };
 
-TEST_F(CudaGenerate, AutoAndCudaPickTheGpuInTheAskedPrecision) {
+TEST_F(GpuGenerate, AutoAndCudaPickTheGpuInTheAskedPrecision) {
   for (const char* device : {"auto", "cuda"}) {
     const GenerateDevice where = choose_generate_device(device, "bf16");
     EXPECT_EQ(where.device, Device::cuda) << device;
@@ -165,7 +165,7 @@ TEST_F(CudaGenerate, AutoAndCudaPickTheGpuInTheAskedPrecision) {
   EXPECT_EQ(choose_generate_device("cpu", "no").device, Device::cpu);
 }
 
-TEST_F(CudaGenerate, GreedyFp32EqualsTheCpuAcrossWindowRestarts) {
+TEST_F(GpuGenerate, GreedyFp32EqualsTheCpuAcrossWindowRestarts) {
   const std::string cpu = generate_text(loaded_, greedy(Device::cpu, Precision::fp32));
   ASSERT_EQ(cpu.size(), std::size_t(kNewTokens))
       << "the tiny model stopped at end-of-text; the windows are not covered";
@@ -175,7 +175,7 @@ TEST_F(CudaGenerate, GreedyFp32EqualsTheCpuAcrossWindowRestarts) {
 // bf16 and fp16 round the parameters and activations, so the greedy text may part from the
 // CPU's. NaN logits would make the argmax token 0, the byte tokenizer's end-of-text, and stop at
 // once; a seeded sampled run repeats.
-TEST_F(CudaGenerate, SixteenBitRunsGiveValidTokensAndRepeat) {
+TEST_F(GpuGenerate, SixteenBitRunsGiveValidTokensAndRepeat) {
   for (const Precision precision : {Precision::bf16, Precision::fp16}) {
     const std::string text = generate_text(loaded_, greedy(Device::cuda, precision));
     EXPECT_GT(text.size(), 0u) << precision_name(precision);

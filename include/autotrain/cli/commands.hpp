@@ -12,6 +12,7 @@ namespace autotrain::cli {
 int run_train(const std::vector<std::string>& args, MpiSession& mpi);
 int run_generate(const std::vector<std::string>& args, MpiSession& mpi);
 int run_env(const std::vector<std::string>& args, MpiSession& mpi);
+int run_doctor(const std::vector<std::string>& args, MpiSession& mpi);
 int run_prepare(const std::vector<std::string>& args, MpiSession& mpi);
 int run_ckpt(const std::vector<std::string>& args, MpiSession& mpi);
 int run_export(const std::vector<std::string>& args, MpiSession& mpi);

@@ -19,7 +19,6 @@ class MpiSession {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int thread_level() const { return thread_level_; }
   // Throws a CollectiveError, saying how to get it, unless MPI granted MPI_THREAD_MULTIPLE: the
   // communication threads, the background checkpoint writer and HDF5's MPI-IO call MPI
   // concurrently. AUTOTRAIN_MPI_THREAD_LEVEL (single, funneled, serialized) asks for less, to

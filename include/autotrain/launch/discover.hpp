@@ -27,8 +27,4 @@ Topology discover_topology(MPI_Comm world, const DiscoverOptions& options = {},
 // in this process's environment (overwriting), for libraries and child processes.
 void export_topology(const Topology& topology);
 
-// An IPv4 address of this host that other hosts can reach (the first up, non-loopback interface,
-// skipping container bridges), or the hostname when there is none.
-std::string host_address();
-
 }  // namespace autotrain

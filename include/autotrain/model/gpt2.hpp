@@ -3,8 +3,7 @@
 //
 // Every activation and activation gradient is allocated at construction for a fixed micro-batch
 // [B, T]; forward() and backward() allocate nothing. The model reaches parameters and gradients
-// only through UnitAccess, one unit at a time, so a ZeRO engine can gather a unit just before it
-// is used, free it right after, and reduce a unit's gradients as soon as backward is done with it.
+// only through UnitAccess (model/unit_access.hpp), one unit at a time, in this order:
 //
 // Hook order (part of the contract; L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = ln_f):
 //   forward:   params(0) release(0)                         encoder
@@ -30,55 +29,10 @@
 
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/profile.hpp"
+#include "autotrain/model/unit_access.hpp"
 
 namespace autotrain::model {
-
-template <typename F>
-class BasicUnitAccess {
- public:
-  virtual ~BasicUnitAccess() = default;
-  virtual const F* params(int unit) = 0;     // before the unit is used, forward and backward
-  virtual void release(int /*unit*/) {}      // after each use
-  virtual F* grads(int unit) = 0;            // where the unit's gradients accumulate (+=)
-  virtual void grads_ready(int /*unit*/) {}  // every contribution to the unit is in
-};
-
-// Whole flat buffers, as data parallel stage 0 (and tests) use them. grads may be null when only
-// forward or inference runs.
-template <typename F>
-class BasicFlatUnitAccess final : public BasicUnitAccess<F> {
- public:
-  BasicFlatUnitAccess(const ParamLayout& layout, const F* params, F* grads);
-  const F* params(int unit) override;
-  F* grads(int unit) override;
-
- private:
-  const ParamLayout& layout_;
-  const F* params_;
-  F* grads_;
-};
-
-// Seconds spent per kernel kind, forward and backward, when profiling is on.
-struct ProfileEntry {
-  std::string name;
-  double forward_s = 0;
-  double backward_s = 0;
-};
-
-// The kernel kinds of a profile, in its row order: the CPU and the CUDA models report the same.
-enum ProfileOp : int {
-  kEncoder,
-  kLayerNorm,
-  kMatmul,
-  kAttention,
-  kGelu,
-  kResidual,
-  kLmHead,
-  kCrossEntropy,
-  kOpCount
-};
-inline constexpr const char* kOpNames[kOpCount] = {
-    "encoder", "layernorm", "matmul", "attention", "gelu", "residual", "lm_head", "crossentropy"};
 
 template <typename F>
 class BasicGpt2 {
@@ -150,8 +104,6 @@ class BasicGpt2 {
   std::array<double, 16> profile_{};
 };
 
-using UnitAccess = BasicUnitAccess<float>;
-using FlatUnitAccess = BasicFlatUnitAccess<float>;
 using Gpt2Model = BasicGpt2<float>;
 
 // Training FLOPs per token: 6N + 6·L·C·T, N = logical parameter count (as llm.c counts MFU).

@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/unit_access.hpp"
 #include "autotrain/optim/optimizer.hpp"
 
 namespace autotrain::zero {
@@ -76,7 +76,7 @@ struct StateRun {
 };
 
 // The model state one rank holds and updates, wherever it lives (host memory here, a GPU in the
-// device engine of zero/cuda/): what the trainer, checkpoints and export use. Pointers in
+// device engine of zero/gpu/): what the trainer, checkpoints and export use. Pointers in
 // StateRun and gather_unit's output are host memory on every device (a GPU engine copies its
 // state there through a fixed pinned staging buffer).
 class ModelState {

@@ -1,0 +1,73 @@
+#pragma once
+// CUDA causal multi-head self-attention core (mirrors kernels/attention.hpp). Shapes:
+// qkv [B, T, 3C] holding q, k, v, each [B, T, NH, HS] with HS = C / NH; att [B, NH, T, T] softmax
+// probabilities (row t uses columns 0..t, the rest are written as 0); out [B, T, C].
+//
+// Two implementations with the same contract:
+// - fast (the default): per batch row b, cuBLAS strided-batched gemms over the NH heads on tensor
+//   cores (fp32 accumulation) and one fused causal softmax kernel. Scores and d(scores) pass
+//   through att / scratch in the element type F.
+// - reference: one warp per (b, h, t) row, fp32 dot products from global memory. Slow; kept to
+//   check the fast path against and as a fallback.
+// attention_forward / attention_backward pick the path once per process from the environment:
+// AUTOTRAIN_CUDA_ATTENTION=reference selects the reference, unset, empty, "fast" or "flash" the
+// fast one (flash is the device model's choice, see attention_kind); any other value throws
+// Error. The fast path creates one cuBLAS handle per (thread, device) on
+// its first call there; later calls allocate nothing.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include "autotrain/core/gpu/device.hpp"
+
+namespace autotrain::kernels::gpu {
+
+// Largest head size the kernels accept (the reference stages q in shared memory).
+inline constexpr int kMaxAttentionHeadSize = 256;
+
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
+                       cudaStream_t stream);
+
+// dqkv [B, T, 3C] is overwritten. scratch [B, NH, T, T] receives d(pre-softmax scores) for
+// t2 <= t (every row at once, without atomics); above the diagonal the fast path writes 0 and the
+// reference leaves it as it was.
+template <typename F>
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+                        int T, int C, int NH, cudaStream_t stream);
+
+// The path AUTOTRAIN_CUDA_ATTENTION selects (read on the first call, then fixed for the
+// process): fast (unset, empty or "fast"), reference, or flash (flash_attention.hpp, which the
+// device model calls itself where it applies; attention_forward/backward run the fast path).
+enum class AttentionKind { fast, reference, flash };
+AttentionKind attention_kind();
+// attention_kind() == AttentionKind::reference.
+bool attention_uses_reference();
+
+// Creates the calling thread's cuBLAS handle and workspace for the current device, which the
+// fast path otherwise creates on its first call: the device model calls it at construction, so
+// that training allocates no device memory after the first step starts.
+void attention_prepare(cudaStream_t stream);
+
+// The tensor-core path, whatever the environment says.
+template <typename F>
+void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
+                            cudaStream_t stream);
+template <typename F>
+void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+                             int T, int C, int NH, cudaStream_t stream);
+
+// The slow reference path, whatever the environment says.
+template <typename F>
+void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
+                                 cudaStream_t stream);
+
+// Rows t >= first (0 <= first < T) of the reference forward, for decoding with a key/value cache
+// (qkv holds the cached positions 0..T-1): out [B, T - first, C] and att [B, NH, T - first, T]
+// hold only those rows. first = 0 is attention_forward_reference.
+template <typename F>
+void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
+                            cudaStream_t stream);
+template <typename F>
+void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
+                                  int B, int T, int C, int NH, cudaStream_t stream);
+
+}  // namespace autotrain::kernels::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

@@ -1,0 +1,79 @@
+#pragma once
+// CUDA matmuls through cuBLASLt (mirrors kernels/matmul.hpp): row-major, weights in Hugging Face
+// Conv1D layout [IC, OC]. Inputs float, __nv_bfloat16 or __half; accumulation always fp32.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cublasLt.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/matmul.hpp"
+
+namespace autotrain::kernels::gpu {
+
+// A cuBLASLt handle and the workspace its algorithms may use; create once, before the first step.
+class BlasHandle {
+ public:
+  explicit BlasHandle(std::size_t workspace_bytes = std::size_t{32} << 20);
+  ~BlasHandle();
+  BlasHandle(const BlasHandle&) = delete;
+  BlasHandle& operator=(const BlasHandle&) = delete;
+
+  cublasLtHandle_t get() const { return handle_; }
+  void* workspace() const { return workspace_.data(); }
+  std::size_t workspace_bytes() const { return workspace_.bytes(); }
+
+  // Descriptors and the chosen algorithm per gemm shape, built on a shape's first call so the
+  // step loop neither allocates nor asks the heuristic again.
+  struct Plans;
+  Plans& plans() const { return *plans_; }
+
+ private:
+  cublasLtHandle_t handle_ = nullptr;
+  autotrain::gpu::DeviceBuffer workspace_;
+  std::unique_ptr<Plans> plans_;
+};
+
+// out[N, OC] = inp[N, IC] · weight[IC, OC] + bias[OC] (bias may be null; it is added in the
+// cuBLASLt epilogue).
+template <typename F>
+void matmul_forward(const BlasHandle& blas, F* out, const F* inp, const F* weight, const F* bias,
+                    std::size_t N, int IC, int OC, cudaStream_t stream);
+
+// The MLP's first half: pre[N, OC] = inp · weight + bias (the GELU's input, which backward needs)
+// and out[N, OC] = gelu(pre), in bf16/fp16 in one cuBLASLt call with the GELU_AUX_BIAS epilogue
+// where it has one (the GELU then sees the fp32 accumulator before it is rounded to F), else (and
+// in fp32, the mode that matches the CPU tightly) the gemm and the GELU kernel.
+// AUTOTRAIN_CUDA_GELU_FUSION=off always takes the second way.
+template <typename F>
+void matmul_gelu_forward(const BlasHandle& blas, F* out, F* pre, const F* inp, const F* weight,
+                         const F* bias, std::size_t N, int IC, int OC, cudaStream_t stream);
+
+// Floats of scratch matmul_backward needs for the bias gradient (0 is enough without a bias).
+std::size_t matmul_backward_scratch_floats(std::size_t N, int OC);
+
+// dinp[N, IC] = dout · weightᵀ (overwritten: an activation gradient);
+// dweight[IC, OC] += inpᵀ · dout; dbias[OC] += Σ_n dout[n, :] (dbias may be null). The bias
+// gradient is our own deterministic reduction: cuBLASLt's BGRAD epilogue overwrites, and
+// parameter gradients must accumulate.
+// gelu_pre: when not null, inp = gelu(gelu_pre) [N, IC] and dinp receives the gradient with
+// respect to gelu_pre instead (dout · weightᵀ ⊙ gelu'(gelu_pre)), through cuBLASLt's DGELU
+// epilogue where matmul_gelu_forward would use GELU_AUX_BIAS, else the gemm and the GELU backward
+// kernel.
+template <typename F>
+void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
+                     const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
+                     cudaStream_t stream, const F* gelu_pre = nullptr);
+
+// c[M, N] = op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions: the CPU
+// kernels::gemm with alpha = 1, for products the Conv1D layout cannot state (the tied LM head
+// multiplies by wteᵀ). beta = 0 overwrites c (an activation or its gradient), beta = 1 adds into
+// it (a parameter gradient). c must not alias a or b.
+template <typename F>
+void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std::size_t N,
+          std::size_t K, const F* a, std::size_t lda, const F* b, std::size_t ldb, float beta, F* c,
+          std::size_t ldc, cudaStream_t stream);
+
+}  // namespace autotrain::kernels::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

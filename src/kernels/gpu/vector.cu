@@ -1,0 +1,119 @@
+// Cast, add and sum of squares over flat device buffers (kernels/gpu/vector.hpp).
+// Each thread moves W = kPack<G> elements per access (128-bit loads/stores) over the whole packs;
+// a scalar launch (W = 1) takes the tail and any buffer that is not 16-byte aligned.
+#include "autotrain/kernels/gpu/vector.hpp"
+#include "common.cuh"
+
+namespace autotrain::kernels::gpu {
+namespace {
+
+// packs = elements / W.
+template <int W, typename G>
+__global__ void cast_kernel(G* out, const float* in, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    const auto x = load_packed<W>(in + i * W);
+    Packed<G, W> y;
+    for (int k = 0; k < W; ++k) y.set(k, x.values[k]);
+    store_packed(out + i * W, y);
+  }
+}
+
+template <int W, typename G>
+__global__ void add_kernel(G* shard, const G* part, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    auto s = load_packed<W>(shard + i * W);
+    const auto p = load_packed<W>(part + i * W);
+    for (int k = 0; k < W; ++k) s.set(k, s.get(k) + p.get(k));
+    store_packed(shard + i * W, s);
+  }
+}
+
+// Block sum of one value per thread (kBlockThreads threads): warp sums, then the first warp.
+__device__ float block_sum(float value) {
+  __shared__ float warps[kBlockThreads / kWarp];
+  const int lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarp;
+  value = warp_sum(value);
+  if (lane == 0) warps[warp] = value;
+  __syncthreads();
+  value = threadIdx.x < kBlockThreads / kWarp ? warps[threadIdx.x] : 0.0f;
+  if (warp == 0) value = warp_sum(value);
+  return value;
+}
+
+// Pass 1: block b sums the squares of its grid-stride packs into partials[b]; the scalar tail
+// (n - packs·W elements, fewer than W) is added by block 0's first threads.
+template <int W, typename G>
+__global__ void squares_kernel(float* partials, const G* x, std::size_t n) {
+  const std::size_t packs = n / W;
+  float sum = 0.0f;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    const auto p = load_packed<W>(x + i * W);
+    for (int k = 0; k < W; ++k) sum += p.get(k) * p.get(k);
+  }
+  const std::size_t tail = packs * W + threadIdx.x;
+  if (blockIdx.x == 0 && tail < n) {
+    const float value = to_float(x[tail]);
+    sum += value * value;
+  }
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// Pass 2: one thread adds the partials in order, in double.
+__global__ void total_kernel(double* total, const float* partials, unsigned count) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  double sum = 0.0;
+  for (unsigned b = 0; b < count; ++b) sum += static_cast<double>(partials[b]);
+  *total += sum;
+}
+
+}  // namespace
+
+template <typename G>
+void cast_from_float(G* out, const float* in, std::size_t n, cudaStream_t stream) {
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    cast_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(out + first, in + first, packs);
+    AT_CUDA_CHECK_LAUNCH();
+  };
+  launch_packed_then_tail<G>(n, launch, out, in);
+}
+
+template <typename G>
+void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    add_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(shard + first, part + first, packs);
+    AT_CUDA_CHECK_LAUNCH();
+  };
+  launch_packed_then_tail<G>(n, launch, shard, part);
+}
+
+template <typename G>
+void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int W = kPack<G>;
+  const bool packed = all_aligned_16(x);
+  unsigned blocks = grid_for(packed ? n / W : n);
+  if (blocks > kSumOfSquaresScratch) blocks = static_cast<unsigned>(kSumOfSquaresScratch);
+  if (packed) {
+    squares_kernel<W><<<blocks, kBlockThreads, 0, stream>>>(scratch, x, n);
+  } else {
+    squares_kernel<1><<<blocks, kBlockThreads, 0, stream>>>(scratch, x, n);
+  }
+  AT_CUDA_CHECK_LAUNCH();
+  total_kernel<<<1, kWarp, 0, stream>>>(total, scratch, blocks);
+  AT_CUDA_CHECK_LAUNCH();
+}
+
+#define AT_VECTOR(G)                                                             \
+  template void cast_from_float<G>(G*, const float*, std::size_t, cudaStream_t); \
+  template void add_into<G>(G*, const G*, std::size_t, cudaStream_t);            \
+  template void sum_of_squares<G>(double*, const G*, std::size_t, float*, cudaStream_t);
+AT_GPU_INSTANTIATE(AT_VECTOR)
+
+}  // namespace autotrain::kernels::gpu

@@ -1,0 +1,162 @@
+// GPT-2 decoding with a key/value cache on one CUDA device (model/gpu/decoder.hpp): the CPU
+// model's feed_token (src/model/gpt2.cpp) step for step, on one row, with the kernels of
+// kernels/gpu/ queued on one stream. Host code only (a .cpp: the header needs C++20).
+#include "autotrain/model/gpu/decoder.hpp"
+
+#include <cstring>
+#include <type_traits>
+
+#include "autotrain/core/dtype.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/encoder.hpp"
+#include "autotrain/kernels/gpu/layernorm.hpp"
+#include "autotrain/kernels/gpu/residual.hpp"
+
+namespace autotrain::model::gpu {
+
+using namespace autotrain::kernels::gpu;
+using autotrain::kernels::Transpose;
+
+// The cache and one row of each activation, carved from one allocation.
+template <typename F>
+struct DeviceGpt2Decoder<F>::Buffers : TensorOffsets {
+  ModelConfig config;
+  autotrain::gpu::DeviceBuffer memory;
+  F* cache;                             // [L, positions, 3C] each layer's qkv rows
+  F *x, *ln, *atty, *proj, *residual2;  // [C]
+  F *fch, *fch_gelu;                    // [4C]
+  F* att;                               // [NH, positions] the new row's attention probabilities
+  F* logits;                            // [Vp]
+  float *mean, *rstd;                   // [1] LayerNorm statistics (not read)
+  std::int32_t* tokens;                 // [positions] the tokens fed
+
+  Buffers(const ParamLayout& layout, int positions)
+      : TensorOffsets(layout), config(layout.config()) {
+    const auto P = static_cast<std::size_t>(positions);
+    const auto L = static_cast<std::size_t>(config.n_layer);
+    const auto C = static_cast<std::size_t>(config.n_embd);
+    const auto NH = static_cast<std::size_t>(config.n_head);
+    const auto Vp = static_cast<std::size_t>(config.padded_vocab_size);
+    auto carve = [&](autotrain::gpu::SubBuffers parts) {
+      parts.take(cache, L * P * 3 * C);
+      for (F** row : {&x, &ln, &atty, &proj, &residual2}) parts.take(*row, C);
+      parts.take(fch, 4 * C);
+      parts.take(fch_gelu, 4 * C);
+      parts.take(att, NH * P);
+      parts.take(logits, Vp);
+      parts.take(mean, 1);
+      parts.take(rstd, 1);
+      parts.take(tokens, P);
+      return parts.bytes();
+    };
+    memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
+    carve(autotrain::gpu::SubBuffers(memory.data()));
+  }
+};
+
+template <typename F>
+DeviceGpt2Decoder<F>::DeviceGpt2Decoder(const ParamLayout& layout, int positions,
+                                        cudaStream_t stream, const BlasHandle& blas)
+    : positions_(positions),
+      stream_(stream),
+      blas_(blas),
+      host_tokens_(static_cast<std::size_t>(positions)),
+      host_logits_(static_cast<std::size_t>(layout.config().vocab_size)) {
+  const ModelConfig& config = layout.config();
+  AT_CHECK(positions >= 1 && positions <= config.block_size, "model: a decoder of ", positions,
+           " positions; expected 1..block_size = ", config.block_size);
+  AT_CHECK(config.n_embd <= kLayerNormMaxChannels, "model: n_embd = ", config.n_embd,
+           " is wider than the ", kLayerNormMaxChannels, " channels the CUDA LayerNorm takes");
+  buffers_ = std::make_unique<Buffers>(layout, positions);
+}
+
+template <typename F>
+DeviceGpt2Decoder<F>::~DeviceGpt2Decoder() = default;
+
+template <typename F>
+void DeviceGpt2Decoder<F>::reset() {
+  // The pinned tokens of queued copies are reused from position 0.
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  length_ = 0;
+}
+
+template <typename F>
+std::size_t DeviceGpt2Decoder<F>::device_bytes() const {
+  return buffers_->memory.bytes();
+}
+
+template <typename F>
+void DeviceGpt2Decoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token,
+                                      std::span<float> logits) {
+  Buffers& k = *buffers_;
+  const ModelConfig& cfg = k.config;
+  AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
+           " positions already; reset it and feed the last window again");
+  AT_CHECK(token >= 0 && token < cfg.vocab_size, "model: token ", token,
+           " is not a token id in [0, vocab_size = ", cfg.vocab_size, ")");
+  AT_CHECK(logits.empty() || logits.size() == static_cast<std::size_t>(cfg.vocab_size),
+           "model: the logits hold vocab_size = ", cfg.vocab_size, " values, not ", logits.size());
+  const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer, Vp = cfg.padded_vocab_size;
+  const int t = length_;  // this token's position
+  const auto uC = static_cast<std::size_t>(C);
+  const auto P = static_cast<std::size_t>(positions_);
+
+  // Each position has its own pinned slot, so no queued copy reads a slot written after it.
+  host_tokens_.data()[t] = token;
+  AT_CUDA_CHECK(cudaMemcpyAsync(k.tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  const F* p = access.params(0);
+  encoder_forward(k.x, k.tokens + t, p + k.wte, p + k.wpe + static_cast<std::size_t>(t) * uC, 1, 1,
+                  C, stream_);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    // This layer's qkv rows of positions 0..t; row t is computed now.
+    F* rows = k.cache + static_cast<std::size_t>(l) * P * 3 * uC;
+    layernorm_forward(k.ln, k.mean, k.rstd, k.x, p + k.ln1w, p + k.ln1b, 1, C, stream_);
+    matmul_forward(blas_, rows + static_cast<std::size_t>(t) * 3 * uC, k.ln, p + k.qkvw, p + k.qkvb,
+                   1, C, 3 * C, stream_);
+    attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, C, NH, stream_);
+    matmul_forward(blas_, k.proj, k.atty, p + k.attprojw, p + k.attprojb, 1, C, C, stream_);
+    residual_forward(k.residual2, k.x, k.proj, uC, stream_);
+    layernorm_forward(k.ln, k.mean, k.rstd, k.residual2, p + k.ln2w, p + k.ln2b, 1, C, stream_);
+    matmul_gelu_forward(blas_, k.fch_gelu, k.fch, k.ln, p + k.fcw, p + k.fcb, 1, C, 4 * C, stream_);
+    matmul_forward(blas_, k.proj, k.fch_gelu, p + k.fcprojw, p + k.fcprojb, 1, 4 * C, C, stream_);
+    residual_forward(k.x, k.residual2, k.proj, uC, stream_);
+    access.release(unit);
+  }
+  ++length_;
+  if (logits.empty()) return;
+
+  p = access.params(L + 1);
+  layernorm_forward(k.ln, k.mean, k.rstd, k.x, p + k.lnfw, p + k.lnfb, 1, C, stream_);
+  access.release(L + 1);
+  p = access.params(0);
+  // logits[1, Vp] = ln[1, C] · wte[Vp, C]ᵀ (tied LM head)
+  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, k.ln, uC,
+       p + k.wte, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
+  access.release(0);
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),
+                                cudaMemcpyDeviceToHost, stream_));
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const F* row = host_logits_.data();
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if constexpr (std::is_same_v<F, float>) {
+      logits[i] = row[i];
+    } else {
+      std::uint16_t bits;
+      static_assert(sizeof bits == sizeof(F));
+      std::memcpy(&bits, &row[i], sizeof bits);
+      logits[i] = std::is_same_v<F, __nv_bfloat16> ? bf16_to_float(bits) : fp16_to_float(bits);
+    }
+  }
+}
+
+template class DeviceGpt2Decoder<float>;
+template class DeviceGpt2Decoder<__nv_bfloat16>;
+template class DeviceGpt2Decoder<__half>;
+
+}  // namespace autotrain::model::gpu

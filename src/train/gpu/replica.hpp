@@ -1,0 +1,19 @@
+#pragma once
+// The CUDA replica (src/train/gpu/replica.cpp): model::gpu::DeviceGpt2 over the device
+// engine of zero/gpu/, in the precision setup.precision names. Builds with CUDA only.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <memory>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/train/replica.hpp"
+#include "autotrain/train/run_setup.hpp"
+
+namespace autotrain::train {
+
+// Binds this thread to setup.topology.device and allocates every device buffer of the run.
+std::unique_ptr<Replica> make_gpu_replica(const RunSetup& setup, const model::ParamLayout& layout,
+                                          Communicator& comm, int B, int T);
+
+}  // namespace autotrain::train
+#endif

@@ -1,0 +1,426 @@
+// The ZeRO engine on a CUDA device, stages 0-3 (zero/gpu/engine.hpp). Host code: the kernels
+// it queues live in kernels/gpu/ (adamw, vector). As in engine.cpp, a stage is a choice of parts:
+//
+//   stage  compute params              gradients                    master, m, v
+//   0      full                        ReplicatedGradients          whole units
+//   1      full (+ allgather/step)     ReplicatedGradients          shard
+//                                      (reduce-scattered)
+//   2      full (+ allgather/step)     PartitionedGradients         shard
+//   3      shard (ParamGatherer)       PartitionedGradients         shard
+#include "autotrain/zero/gpu/engine.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "../gradients.hpp"
+#include "../param_gatherer.hpp"
+#include "../state_runs.hpp"
+#include "../wait_clock.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/gpu/adamw.hpp"
+#include "autotrain/kernels/gpu/vector.hpp"
+#include "autotrain/model/init.hpp"
+#include "autotrain/zero/partition.hpp"
+#include "memory.hpp"
+
+namespace autotrain::zero::gpu {
+namespace {
+
+using autotrain::gpu::DeviceBuffer;
+
+using PinnedFloats = autotrain::gpu::PinnedArray<float>;
+
+// Pageable host floats, left unwritten: the pages are committed by the first checkpoint save or
+// load, not at start-up.
+std::unique_ptr<float[]> host_floats(std::size_t count) {
+  return std::make_unique_for_overwrite<float[]>(count);
+}
+
+template <typename F>
+class DeviceZeroEngine final : public DeviceEngine<F> {
+  static constexpr bool kMasterIsCompute = std::is_same_v<F, float>;
+
+ public:
+  DeviceZeroEngine(const model::ParamLayout& layout, Communicator& comm,
+                   const EngineOptions& options, cudaStream_t stream)
+      : layout_(layout),
+        comm_(comm),
+        stage_(options.stage),
+        rank_(comm.rank()),
+        settings_(options.optimizer),
+        stream_(stream),
+        owned_offsets_(owned_offsets()),
+        owned_total_(owned_offsets_.back()),
+        params_((stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
+        master_(kMasterIsCompute ? 0 : owned_total_ * sizeof(float)),
+        m_(owned_total_ * sizeof(float)),
+        v_(owned_total_ * sizeof(float)),
+        norm_total_(sizeof(double)),
+        norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
+        norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
+        // Chunks no larger than the largest copy (a small model pins only what it needs).
+        staging_(std::min(autotrain::gpu::StagedCopy::kDefaultChunkBytes,
+                          std::max<std::size_t>(owned_total_ * sizeof(float), 1))),
+        host_master_(host_floats(owned_total_)),
+        host_m_(host_floats(owned_total_)),
+        host_v_(host_floats(owned_total_)),
+        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
+    if (stage_ <= 1) {
+      gradients_ = std::make_unique<ReplicatedGradients<DeviceMemory<F>>>(
+          layout, comm, clock_, options.reduce_bucket_size, /*scatter=*/stage_ == 1,
+          DeviceMemory<F>{stream_});
+    } else {
+      gradients_ = std::make_unique<PartitionedGradients<DeviceMemory<F>>>(
+          layout, comm, clock_, options.reduce_bucket_size, DeviceMemory<F>{stream_});
+    }
+    if (stage_ == 3) {
+      gatherer_ = std::make_unique<ParamGatherer<DeviceMemory<F>>>(
+          layout, comm, clock_, params_.as<F>(), options.prefetch, DeviceMemory<F>{stream_});
+    }
+    for (int u = 0; u < layout.num_units(); ++u)
+      segments_.push_back(owned_segments(layout, owned(u)));
+    gathers_.resize(static_cast<std::size_t>(layout.num_units()));
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  int stage() const override { return stage_; }
+
+  void init_parameters(std::uint64_t seed) override {
+    // Only the owned ranges, from the seed alone (the values a single rank computes for them),
+    // become the master weights, one unit at a time through a host buffer of its size (the
+    // checkpoint copies stay untouched); the compute copy is rebuilt from them.
+    if (gatherer_) gatherer_->invalidate();
+    std::vector<float> values;
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      values.resize(range.size);
+      model::init_params(layout_, seed, values, range.offset);
+      staging_.to_device(master_at(u, range.offset), values.data(), range.size * sizeof(float),
+                         stream_);
+    }
+    m_.zero(stream_);
+    v_.zero(stream_);
+    rebuild_compute_params();
+  }
+
+  // --- model::BasicUnitAccess ------------------------------------------------------------------
+  // As the CPU engine (../engine.cpp) does, on purpose: the same reducer and gatherer templates
+  // (../gradients.hpp, ../param_gatherer.hpp) behind the same few forwarding lines.
+  const F* params(int unit) override {
+    if (gatherer_) return gatherer_->acquire(unit);
+    return params_.as<F>() + unit_info(unit).offset;
+  }
+  void release(int unit) override {
+    if (gatherer_) gatherer_->release(unit);
+  }
+  F* grads(int unit) override { return gradients_->grads(unit); }
+  void grads_ready(int unit) override { gradients_->grads_ready(unit); }
+
+  // --- the step -------------------------------------------------------------------------------
+  void begin_step() override { gradients_->zero(); }
+
+  void begin_micro_step(bool last_micro_step) override {
+    gradients_->begin_micro_step(last_micro_step);
+    if (gatherer_) gatherer_->begin_training_micro_step();
+  }
+
+  // Every reduction waited for on the host: what is queued on stream_ afterwards sees them.
+  void finish_backward() override { gradients_->finish(); }
+
+  double grad_norm() override {
+    // Each rank sums the squares of its shard (every element counted once), in double; the
+    // partial sums travel as two floats (high, low) and every rank adds them in rank order.
+    auto* total = norm_total_.as<double>();
+    AT_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream_));
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range shard = layout_.shard(u, rank_);
+      kernels::gpu::sum_of_squares(total, gradients_->reduced(u, shard), shard.size,
+                                   norm_scratch_.as<float>(), stream_);
+    }
+    double sum = 0;
+    AT_CUDA_CHECK(cudaMemcpyAsync(&sum, total, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const auto high = static_cast<float>(sum);
+    const float mine[2] = {high, static_cast<float>(sum - double{high})};
+    float* parts = norm_parts_.as<float>();
+    AT_CUDA_CHECK(
+        cudaMemcpyAsync(parts + 2 * rank_, mine, sizeof mine, cudaMemcpyHostToDevice, stream_));
+    comm_.wait_for_stream(stream_);
+    auto handle = comm_.allgather_async(parts + 2 * rank_, parts, 2, DType::fp32);
+    clock_.wait(handle);
+    const std::size_t count = host_norm_parts_.size();
+    AT_CUDA_CHECK(
+        cudaMemcpy(host_norm_parts_.data(), parts, count * sizeof(float), cudaMemcpyDeviceToHost));
+    double all = 0;
+    for (std::size_t i = 0; i < count; i += 2) {
+      all += double{host_norm_parts_.data()[i]} + double{host_norm_parts_.data()[i + 1]};
+    }
+    return std::sqrt(all);
+  }
+
+  void step(float lr, float grad_scale) override {
+    // Stage 3: gathers in flight read the shard the update is about to change, and every
+    // gathered unit is stale after it; the next gathers start after the update (wait_for_stream).
+    if (gatherer_) gatherer_->invalidate();
+    ++steps_;
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
+        kernels::gpu::AdamWSettings settings;
+        settings.lr = lr;
+        settings.beta1 = settings_.beta1;
+        settings.beta2 = settings_.beta2;
+        settings.eps = settings_.eps;
+        settings.weight_decay = segment.decay ? settings_.weight_decay : 0.0f;
+        settings.grad_scale = grad_scale;
+        settings.step = steps_;
+        const std::size_t at = state_index(u, segment.begin);
+        kernels::gpu::adamw_update(
+            master_at(u, segment.begin), compute_copy_at(u, segment.begin),
+            gradients_->reduced(u, {segment.begin, segment.end - segment.begin}),
+            m_.as<float>() + at, v_.as<float>() + at, segment.end - segment.begin, settings,
+            stream_);
+      }
+    }
+    if (stage_ == 1 || stage_ == 2) gather_compute_params();
+  }
+
+  MemoryReport memory() const override {
+    MemoryReport report;
+    report.param_bytes = params_.bytes() + master_.bytes();
+    report.grad_bytes = gradients_->persistent_bytes();
+    report.optimizer_bytes = m_.bytes() + v_.bytes();
+    report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
+    return report;
+  }
+
+  std::size_t device_bytes() const override {
+    return memory().total() + norm_total_.bytes() + norm_scratch_.bytes() + norm_parts_.bytes() +
+           gather_scratch_.bytes();
+  }
+
+  int peak_gathered_units() const override {
+    return gatherer_ ? gatherer_->peak_resident_units() : 0;
+  }
+
+  double take_comm_wait_seconds() override { return clock_.take(); }
+
+  // --- checkpoints ----------------------------------------------------------------------------
+  std::vector<StateRun> shard_runs() override {
+    download();
+    return runs(true);
+  }
+  std::vector<StateRun> held_runs() override {
+    download();  // a partial load keeps the values it does not overwrite
+    return runs(false);
+  }
+  void after_load() override { upload(); }
+  long long optimizer_steps() const override { return steps_; }
+  void set_optimizer_steps(long long steps) override { steps_ = steps; }
+
+  void gather_unit(int unit, std::span<float> out, int root) override {
+    const auto& info = unit_info(unit);
+    AT_CHECK(root >= 0 && root < comm_.size(), "ZeRO: gather_unit root ", root,
+             " out of range [0, ", comm_.size(), ")");
+    AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
+             info.numel, " elements, got ", out.size());
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (stage_ == 0 || (kMasterIsCompute && stage_ < 3)) {
+      // The whole unit's fp32 master weights are on this rank already.
+      if (rank_ == root) {
+        AT_CUDA_CHECK(cudaMemcpy(out.data(), master_at(unit, info.offset),
+                                 info.numel * sizeof(float), cudaMemcpyDeviceToHost));
+      }
+      return;
+    }
+    // Stages 1-2 in 16 bits and stage 3: each rank holds the fp32 master of its shard only;
+    // all-gather the unit into a scratch the size of the largest unit (allocated on the first
+    // export, after training).
+    if (gather_scratch_.bytes() == 0) {
+      std::size_t largest = 0;
+      for (const auto& u : layout_.units()) largest = std::max(largest, u.padded_numel);
+      gather_scratch_ = autotrain::gpu::DeviceBuffer(largest * sizeof(float));
+    }
+    const model::Range shard = layout_.shard(unit, rank_);
+    float* scratch = gather_scratch_.as<float>();
+    float* mine = scratch + (shard.offset - info.offset);
+    AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset), shard.size * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream_));
+    comm_.wait_for_stream(stream_);
+    auto handle = comm_.allgather_async(mine, scratch, shard.size, DType::fp32);
+    clock_.wait(handle);
+    if (rank_ == root) {
+      AT_CUDA_CHECK(
+          cudaMemcpy(out.data(), scratch, info.numel * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+  }
+
+ private:
+  const model::ParamUnit& unit_info(int unit) const {
+    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: unit ", unit, " out of range [0, ",
+             layout_.num_units(), ")");
+    return layout_.units()[static_cast<std::size_t>(unit)];
+  }
+
+  // The range the optimizer of `unit` updates on this rank.
+  model::Range owned(int unit) const { return owned_range(layout_, stage_, rank_, unit); }
+
+  std::vector<std::size_t> owned_offsets() const {
+    std::vector<std::size_t> offsets{0};
+    for (int u = 0; u < layout_.num_units(); ++u) offsets.push_back(offsets.back() + owned(u).size);
+    return offsets;
+  }
+  std::size_t owned_at(int unit) const { return owned_offsets_[static_cast<std::size_t>(unit)]; }
+  // Where flat element `index` (inside owned(unit)) sits in owned space (m, v, host staging).
+  std::size_t state_index(int unit, std::size_t index) const {
+    return owned_at(unit) + (index - owned(unit).offset);
+  }
+  // Where flat element `index` (inside owned(unit)) sits in params_: the flat buffer, or shard
+  // space under stage 3.
+  std::size_t param_index(int unit, std::size_t index) const {
+    return stage_ == 3 ? state_index(unit, index) : index;
+  }
+
+  float* master_at(int unit, std::size_t index) {
+    if constexpr (kMasterIsCompute) {
+      return params_.as<float>() + param_index(unit, index);
+    } else {
+      return master_.as<float>() + state_index(unit, index);
+    }
+  }
+  F* compute_copy_at(int unit, std::size_t index) {
+    if constexpr (kMasterIsCompute) {
+      return nullptr;  // the master weights are the compute parameters
+    } else {
+      return params_.as<F>() + param_index(unit, index);
+    }
+  }
+
+  // Stages 1 and 2: every rank updated its shard of the compute parameters; make them whole again.
+  void gather_compute_params() {
+    comm_.wait_for_stream(stream_);
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const auto& info = layout_.units()[static_cast<std::size_t>(u)];
+      const model::Range shard = layout_.shard(u, rank_);
+      gathers_[static_cast<std::size_t>(u)] =
+          comm_.allgather_async(params_.as<F>() + shard.offset, params_.as<F>() + info.offset,
+                                shard.size, compute_dtype<F>());
+    }
+    for (auto& handle : gathers_) clock_.wait(handle);
+  }
+
+  // Device master weights and moments of the owned ranges -> the host copies (through the
+  // pinned staging).
+  void download() {
+    // A save may outlast comm_timeout: no gather handle may stay pending (the watchdog expects
+    // every handle waited within it), so the gathers are retired here.
+    if (gatherer_) gatherer_->invalidate();
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      staging_.to_host(host_master_.get() + owned_at(u), master_at(u, range.offset),
+                       range.size * sizeof(float), stream_);
+    }
+    staging_.to_host(host_m_.get(), m_.data(), m_.bytes(), stream_);
+    staging_.to_host(host_v_.get(), v_.data(), v_.bytes(), stream_);
+  }
+
+  // The host copies -> device; the compute copy rebuilt from the master weights.
+  void upload() {
+    if (gatherer_) gatherer_->invalidate();  // gathers in flight read the compute shard
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      staging_.to_device(master_at(u, range.offset), host_master_.get() + owned_at(u),
+                         range.size * sizeof(float), stream_);
+    }
+    staging_.to_device(m_.data(), host_m_.get(), m_.bytes(), stream_);
+    staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
+    rebuild_compute_params();
+  }
+
+  // The compute copy from the master weights of the owned ranges (then made whole under stages
+  // 1 and 2); returns with the stream drained.
+  void rebuild_compute_params() {
+    if constexpr (!kMasterIsCompute) {
+      for (int u = 0; u < layout_.num_units(); ++u) {
+        const model::Range range = owned(u);
+        kernels::gpu::cast_from_float(compute_copy_at(u, range.offset), master_at(u, range.offset),
+                                      range.size, stream_);
+      }
+    }
+    if (stage_ == 1 || stage_ == 2) gather_compute_params();
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // Every tensor cut at the rank-part boundaries of its unit; only_shard: this rank's parts;
+  // otherwise the owned ranges (everything under stage 0, the shard under stages 1-3).
+  std::vector<StateRun> runs(bool only_shard) {
+    std::vector<StateRun> result;
+    for (const TensorPiece& piece :
+         tensor_pieces(layout_, (only_shard || stage_ >= 1) ? rank_ : -1)) {
+      const std::size_t at = state_index(piece.unit, piece.begin);
+      result.push_back({piece.begin, piece.end, host_master_.get() + at, host_m_.get() + at,
+                        host_v_.get() + at});
+    }
+    return result;
+  }
+
+  const model::ParamLayout& layout_;
+  Communicator& comm_;
+  int stage_;
+  int rank_;
+  OptimizerSettings settings_;
+  cudaStream_t stream_;
+  WaitClock clock_;
+  std::vector<std::size_t> owned_offsets_;  // per unit, + the total
+  std::size_t owned_total_;
+  autotrain::gpu::DeviceBuffer
+      params_;  // [padded_size] F (stage 3: [owned_total] F in shard space)
+  autotrain::gpu::DeviceBuffer master_;  // [owned_total] fp32, unless F is float
+  autotrain::gpu::DeviceBuffer m_;       // [owned_total] fp32
+  autotrain::gpu::DeviceBuffer v_;       // [owned_total] fp32
+  autotrain::gpu::DeviceBuffer norm_total_;
+  autotrain::gpu::DeviceBuffer norm_scratch_;
+  autotrain::gpu::DeviceBuffer norm_parts_;  // [2 · world] fp32
+  autotrain::gpu::DeviceBuffer
+      gather_scratch_;  // export from a master shard (stages 1-2 in 16 bits, stage 3)
+  autotrain::gpu::StagedCopy staging_;    // pinned chunks between the device and the host copies
+  std::unique_ptr<float[]> host_master_;  // [owned_total] checkpoint copies, pageable
+  std::unique_ptr<float[]> host_m_;
+  std::unique_ptr<float[]> host_v_;
+  PinnedFloats host_norm_parts_;
+  std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
+  std::unique_ptr<BasicGradientReducer<F>> gradients_;
+  std::unique_ptr<ParamGatherer<DeviceMemory<F>>> gatherer_;  // stage 3 only
+  std::vector<CommHandle> gathers_;                           // stage 1/2 parameter all-gathers
+  long long steps_ = 0;
+};
+
+}  // namespace
+
+template <typename F>
+std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayout& layout,
+                                                         Communicator& comm,
+                                                         const EngineOptions& options,
+                                                         cudaStream_t stream) {
+  validate_engine_options(layout, comm, options);
+  if (options.optimizer.kind != OptimizerKind::adamw) {
+    throw CollectiveError(
+        "device cuda has the AdamW optimizer only; use optimizer adamw, or "
+        "device cpu");
+  }
+  return std::make_unique<DeviceZeroEngine<F>>(layout, comm, options, stream);
+}
+
+template class DeviceEngine<float>;
+template class DeviceEngine<__nv_bfloat16>;
+template class DeviceEngine<__half>;
+
+}  // namespace autotrain::zero::gpu

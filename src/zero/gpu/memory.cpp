@@ -1,0 +1,43 @@
+// The device engine's memory policy (gpu/memory.hpp), and the gradient reducers of
+// zero/gradients.hpp built over it for each compute type. Host code: the kernels it queues live
+// in kernels/gpu/vector.
+#include "memory.hpp"
+
+#include "../gradients_impl.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "autotrain/kernels/gpu/vector.hpp"
+
+namespace autotrain::zero {
+namespace gpu {
+
+template <typename F>
+auto DeviceMemory<F>::allocate(std::size_t elements) const -> Buffer {
+  Buffer buffer(elements * sizeof(F));
+  buffer.zero(stream);
+  return buffer;
+}
+
+template <typename F>
+void DeviceMemory<F>::zero(F* data, std::size_t count) const {
+  AT_CUDA_CHECK(cudaMemsetAsync(data, 0, count * sizeof(F), stream));
+}
+
+template <typename F>
+void DeviceMemory<F>::add_into(F* into, const F* part, std::size_t count) const {
+  kernels::gpu::add_into(into, part, count, stream);
+}
+
+template struct DeviceMemory<float>;
+template struct DeviceMemory<__nv_bfloat16>;
+template struct DeviceMemory<__half>;
+
+}  // namespace gpu
+
+template class ReplicatedGradients<gpu::DeviceMemory<float>>;
+template class ReplicatedGradients<gpu::DeviceMemory<__nv_bfloat16>>;
+template class ReplicatedGradients<gpu::DeviceMemory<__half>>;
+template class PartitionedGradients<gpu::DeviceMemory<float>>;
+template class PartitionedGradients<gpu::DeviceMemory<__nv_bfloat16>>;
+template class PartitionedGradients<gpu::DeviceMemory<__half>>;
+
+}  // namespace autotrain::zero

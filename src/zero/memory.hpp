@@ -1,0 +1,36 @@
+#pragma once
+// Where a ZeRO engine's working buffers live, as the gradient reducers (gradients.hpp) and the
+// stage-3 parameter gatherer (param_gatherer.hpp) see it: one policy type per device, so one
+// state machine serves the CPU engine and the device engine. A policy has
+//   Element, Buffer, kDType           the element type, an owning buffer of them, its DType;
+//   allocate(n), data(b), bytes(b)    a zeroed buffer of n elements, its elements, its bytes;
+//   zero(p, n), add_into(p, q, n)     p[0, n) = 0; p[i] += q[i] (ordered like the device's work);
+//   before_collective(comm)           a collective issued next sees the work queued so far;
+//   before_use(handle, clock)         work queued next sees the collective's result;
+//   consumer_stream()                 the CUDA stream of the model's kernels (nullptr: the host).
+// HostMemory is the CPU's; gpu/memory.hpp has DeviceMemory<F>.
+#include <cstddef>
+#include <vector>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/core/dtype.hpp"
+#include "wait_clock.hpp"
+
+namespace autotrain::zero {
+
+// The CPU engine's memory: fp32 host vectors; a received part is used after the host waited.
+struct HostMemory {
+  using Element = float;
+  using Buffer = std::vector<float>;
+  static constexpr DType kDType = DType::fp32;
+  static Buffer allocate(std::size_t elements) { return Buffer(elements, 0.0f); }
+  static float* data(Buffer& buffer) { return buffer.data(); }
+  static std::size_t bytes(const Buffer& buffer) { return buffer.size() * sizeof(float); }
+  static void zero(float* data, std::size_t count);
+  static void add_into(float* into, const float* part, std::size_t count);
+  static void before_collective(Communicator& /*comm*/) {}
+  static void before_use(CommHandle& handle, WaitClock& clock) { clock.wait(handle); }
+  static void* consumer_stream() { return nullptr; }
+};
+
+}  // namespace autotrain::zero

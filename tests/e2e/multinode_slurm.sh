@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Slurm across nodes, on the simulated cluster (scripts/sim-cluster.sh, scripts/sim-slurm.sh: one
+# slurmd per node, each with its own host name and address):
+#  - `srun -N2 -n4 --mpi=pmix autotrain env` maps ranks, local ranks and nodes from Slurm;
+#  - slurm/train-cpu.sbatch on 2 nodes x 2 ranks over gloo trains the losses of one rank with
+#    the same global batch;
+#  - slurm/train-preemptible.sbatch on 2 nodes is signalled (USR1 to the batch shell), saves,
+#    requeues itself, resumes and ends with the losses of an uninterrupted run.
+# Runs in a working folder on /var/tmp (jobs see their node's own /tmp, as on a real cluster).
+# Skips (77) where network namespaces cannot be made (not root) or Slurm is not installed.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+src=$AUTOTRAIN_SOURCE_DIR
+check="python3 $src/tests/e2e/metrics_check.py"
+config=$src/tests/e2e/configs/tiny.yaml
+export AUTOTRAIN_SIM_NAME=atsl$$ AUTOTRAIN_SIM_NET=10.205.$((RANDOM % 200))
+AUTOTRAIN_SIM_NAME=${AUTOTRAIN_SIM_NAME:0:8}
+if [ "$(id -u)" != 0 ] || ! command -v slurmctld > /dev/null && [ ! -x /usr/sbin/slurmctld ] ||
+  ! ip netns add "${AUTOTRAIN_SIM_NAME}probe" 2> /dev/null; then
+  echo "multinode_slurm: skipped: needs root (network namespaces) and slurm-wlm"
+  exit 77
+fi
+ip netns delete "${AUTOTRAIN_SIM_NAME}probe"
+mkdir -p /var/tmp/autotrain-tests
+work=$(mktemp -d /var/tmp/autotrain-tests/multinode-slurm.XXXXXX)
+finish() {
+  local status=$?
+  if [ "$status" -ne 0 ]; then
+    for out in "$work"/*.out; do [ -f "$out" ] && { echo "---- $out"; tail -n 40 "$out"; }; done
+    squeue || true
+    tail -n 20 "/run/$AUTOTRAIN_SIM_NAME/slurm/log/"*.log 2> /dev/null || true
+  fi
+  [ -n "${job:-}" ] && scancel "$job" 2> /dev/null
+  "$src/scripts/sim-slurm.sh" stop > /dev/null 2>&1 || true
+  "$src/scripts/sim-cluster.sh" down > /dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap finish EXIT
+cd "$work"
+"$src/scripts/sim-cluster.sh" up 2
+"$src/scripts/sim-slurm.sh" start
+SLURM_CONF=$("$src/scripts/sim-slurm.sh" conf)
+export SLURM_CONF AUTOTRAIN=$AUTOTRAIN_BIN AUTOTRAIN_PROGRESS=lines
+
+timeout 60 srun -N2 -n4 --mpi=pmix "$AUTOTRAIN_BIN" env --json > env.json
+python3 - env.json << 'PY'
+import json, sys
+env = json.load(open(sys.argv[1]))
+ranks = sorted(env["ranks"], key=lambda r: r["rank"])
+got = [(r["host"], r["node_rank"], r["local_rank"]) for r in ranks]
+assert env["launcher"] == "srun (Slurm, PMIx)" and env["num_nodes"] == 2, env
+assert got == [("node1", 0, 0), ("node1", 0, 1), ("node2", 1, 0), ("node2", 1, 1)], got
+print("multinode_slurm: srun -N2: ranks 0-1 on node1, 2-3 on node2")
+PY
+
+# The reference: one rank, the same global batch (4 rows x accumulation 4).
+train=(--config "$config" --device cpu --eval-strategy no --logging-steps 1)
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${train[@]}" --project-name reference \
+  --max-steps 30 --gradient-accumulation 4 > reference.log 2>&1 || { cat reference.log; exit 1; }
+
+sbatch --wait --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 -o cpu.out \
+  "$src/slurm/train-cpu.sbatch" "$config" --project-name cpu --comm-backend gloo \
+  --eval-strategy no --max-steps 30 --gradient-accumulation 1 > /dev/null
+grep -q "summary: wall time" cpu.out || exit 1
+$check same reference/metrics.jsonl cpu/metrics.jsonl 1e-5
+echo "multinode_slurm: train-cpu.sbatch on 2 nodes x 2 ranks (gloo): the one-rank losses"
+
+# Preemptible on 2 nodes x 1 rank (accumulation 2): USR1 to the batch shell once it trains.
+job=$(sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 --gpus-per-node=0 \
+  -o preempt.out "$src/slurm/train-preemptible.sbatch" "$config" --project-name preempt --device cpu \
+  --eval-strategy no --logging-steps 1 --max-steps 30 --gradient-accumulation 2)
+deadline=$((SECONDS + 240))
+signalled=0
+held=0
+while [ "$SECONDS" -lt "$deadline" ]; do
+  last=$(grep -Eos "training exited with status [0-9]+|checkpoint saved; requeueing" preempt.out |
+    tail -n 1 || true)
+  state=$(squeue -h -j "$job" -o '%T %r' 2> /dev/null || true)
+  [[ "$last" == "training exited"* ]] && [ -z "$state" ] && break
+  if [ "$signalled" -eq 0 ] && grep -qs '"step":[1-9]' preempt/metrics.jsonl; then
+    scancel --batch --signal=USR1 "$job" && signalled=1
+  fi
+  # A requeued job is held about two minutes (BeginTime): let it start again after ~3 s.
+  case "$state" in
+    PENDING*BeginTime*)
+      held=$((held + 1))
+      [ "$held" -ge 6 ] && scontrol update jobid="$job" StartTime=now && held=0
+      ;;
+    *) held=0 ;;
+  esac
+  sleep 0.5
+done
+grep -q "checkpoint saved; requeueing" preempt.out || { echo "no requeue"; exit 1; }
+grep -Eq "resume: .* at step [0-9]+ \(written by 2 rank\(s\)" preempt.out || { echo "no resume"; exit 1; }
+grep -q "training exited with status 0" preempt.out || { echo "the last run did not complete"; exit 1; }
+$check same reference/metrics.jsonl preempt/metrics.jsonl 1e-5
+job=
+echo "multinode_slurm: preempted on 2 nodes, requeued, resumed: the one-rank losses"
+echo "multinode_slurm: ok"

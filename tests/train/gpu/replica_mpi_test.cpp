@@ -1,0 +1,232 @@
+// The CUDA replica against the CPU replica (docs/gpu.md): a few optimizer steps on the same
+// tokens give the same losses (fp32 tightly, bf16 and fp16 loosely), the checkpoint runs carry
+// the same state across devices for every ZeRO stage, and ZeRO stages 1, 2 and 3 over NCCL
+// follow stage 0 on the device, with one micro-step per optimizer step and with gradient
+// accumulation 2. Runs on ranks that each have a GPU; skipped with the reason on machines
+// without one, and in builds without CUDA.
+// Tolerances, relative to the reference loss at each step:
+//   against the CPU   fp32: 1e-4  (cuBLASLt and the kernels sum in other orders)
+//                     bf16: 3e-2, fp16: 1e-2  (activations and gradients rounded to 8 / 11 bits)
+//   against stage 0   fp32: 1e-5  (the same kernels; only the reductions' order may differ)
+//   on the device     bf16: 1e-3  (stages 2 and 3 round each micro-step's reduced gradient to
+//                                  bf16 before adding it into the shard; stage 0 adds first)
+#include <gtest/gtest.h>
+
+#if !defined(AUTOTRAIN_HAVE_CUDA) || !defined(AUTOTRAIN_HAVE_NCCL)
+
+TEST(GpuReplica, SkippedBecauseTheBuildHasNoCudaAndNccl) {
+  GTEST_SKIP() << "this build has no CUDA+NCCL: the GPU training path is not tested";
+}
+
+#else
+
+#include <mpi.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/config/load.hpp"
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/train/replica.hpp"
+#include "autotrain/train/run_setup.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::train {
+namespace {
+
+constexpr int kB = 2;
+constexpr int kT = 16;
+constexpr int kSteps = 4;
+
+// Every rank needs a GPU of its own; the decision is the same on every rank.
+bool every_rank_has_a_gpu() {
+  int mine = autotrain::gpu::device_count() >= world_size() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return mine == 1;
+}
+
+RunSetup tiny_setup(Device device, Precision precision, int stage) {
+  RunSetup setup;
+  setup.resolved = config::default_params();
+  auto& p = setup.resolved.params;
+  p.n_layer = 2;
+  p.n_head = 4;
+  p.n_embd = 64;
+  p.n_positions = kT;
+  p.block_size = kT;
+  p.vocab_size = 97;  // padded to 128: the padded rows must stay zero
+  p.weight_decay = 0.1;
+  setup.topology.rank = world_rank();
+  setup.topology.world_size = world_size();
+  setup.topology.device = device == Device::cuda ? world_rank() : -1;
+  setup.device = device;
+  setup.precision = precision;
+  setup.zero_stage = stage;
+  setup.comm_backend = device == Device::cuda ? CommBackend::nccl : CommBackend::mpi;
+  return setup;
+}
+
+model::ParamLayout layout_of(const RunSetup& setup) {
+  return model::ParamLayout(model_config(setup.params()), world_size());
+}
+
+// Losses of kSteps AdamW steps on seeded random tokens (each rank its own), clipped at 1; each
+// step averages `micro_steps` micro-batches (gradient accumulation), the loss is their mean.
+std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
+  const auto layout = layout_of(setup);
+  CommOptions options;
+  options.device = setup.topology.device;
+  auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, options);
+  auto replica = make_replica(setup, layout, *comm, kB, kT, 5);
+  auto& state = replica->state();
+  // The same micro-batches every step: the loss on them must fall (uniformly random tokens sit
+  // at ln(97) whatever the model, so fresh ones would show no learning in four steps).
+  std::mt19937 generator(17 + static_cast<unsigned>(world_rank()));
+  std::uniform_int_distribution<int> token(0, 96);
+  std::vector<std::vector<std::int32_t> > batches(micro_steps,
+                                                  std::vector<std::int32_t>(kB * kT + 1));
+  for (auto& batch : batches)
+    for (auto& t : batch) t = token(generator);
+  std::vector<double> losses;
+  for (int step = 0; step < kSteps; ++step) {
+    state.begin_step();
+    double loss = 0;
+    for (int m = 0; m < micro_steps; ++m) {
+      const auto& tokens = batches[m];
+      state.begin_micro_step(m == micro_steps - 1);
+      loss += replica->forward(tokens.data(), tokens.data() + 1) / micro_steps;
+      replica->backward(1.0f / static_cast<float>(micro_steps));
+    }
+    state.finish_backward();
+    const double norm = state.grad_norm();
+    state.step(1e-3f, static_cast<float>(norm > 1.0 ? 1.0 / norm : 1.0));
+    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    losses.push_back(loss / world_size());
+  }
+  return losses;
+}
+
+class GpuReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!every_rank_has_a_gpu()) {
+      GTEST_SKIP() << "no CUDA device for every rank (" << autotrain::gpu::device_count()
+                   << " visible, " << world_size() << " rank(s)): the GPU training path is not "
+                   << "tested";
+    }
+  }
+};
+
+void expect_losses_near(const std::vector<double>& cpu, const std::vector<double>& gpu, double rtol,
+                        const std::string& what) {
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_NEAR(gpu[i], cpu[i], rtol * std::abs(cpu[i])) << what << ", step " << i + 1;
+  }
+  EXPECT_LT(cpu.back(), cpu.front()) << "the CPU reference did not learn";
+}
+
+TEST_F(GpuReplicaTest, Fp32StepsMatchTheCpuTightly) {
+  const auto cpu = train_steps(tiny_setup(Device::cpu, Precision::fp32, 0));
+  expect_losses_near(cpu, train_steps(tiny_setup(Device::cuda, Precision::fp32, 0)), 1e-4,
+                     "fp32 stage 0");
+}
+
+// Real GPU only: bf16/fp16 rounding of the hardware conversions and cuBLASLt's 16-bit GEMMs.
+TEST_F(GpuReplicaTest, Bf16AndFp16StepsFollowTheCpuLoosely) {
+  const auto cpu = train_steps(tiny_setup(Device::cpu, Precision::fp32, 0));
+  expect_losses_near(cpu, train_steps(tiny_setup(Device::cuda, Precision::bf16, 0)), 3e-2,
+                     "bf16 stage 0");
+  expect_losses_near(cpu, train_steps(tiny_setup(Device::cuda, Precision::fp16, 0)), 1e-2,
+                     "fp16 stage 0");
+}
+
+// Real GPU only: NCCL's reduce-scatter and the stream ordering between the model and NCCL
+// (emulated).
+TEST_F(GpuReplicaTest, StageOneOverNcclMatchesStageZero) {
+  const auto zero = train_steps(tiny_setup(Device::cuda, Precision::fp32, 0));
+  const auto one = train_steps(tiny_setup(Device::cuda, Precision::fp32, 1));
+  expect_losses_near(zero, one, 1e-5, "fp32 stage 1 against stage 0");
+  const auto zero16 = train_steps(tiny_setup(Device::cuda, Precision::bf16, 0));
+  const auto one16 = train_steps(tiny_setup(Device::cuda, Precision::bf16, 1));
+  expect_losses_near(zero16, one16, 1e-5, "bf16 stage 1 against stage 0");
+}
+
+// Stages 2 and 3 reduce-scatter every micro-step into a gradient shard (3 also gathers each unit
+// before its use): the same training as stage 0, which allreduces once per optimizer step.
+// Real GPU only: the gather stream, its events and NCCL running at once (emulated streams run one
+// at a time).
+TEST_F(GpuReplicaTest, StagesTwoAndThreeMatchStageZero) {
+  for (const int micro_steps : {1, 2}) {
+    const std::string steps = micro_steps == 1 ? "" : ", accumulation 2";
+    const auto zero = train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), micro_steps);
+    const auto zero16 = train_steps(tiny_setup(Device::cuda, Precision::bf16, 0), micro_steps);
+    for (const int stage : {2, 3}) {
+      const std::string name = "stage " + std::to_string(stage) + steps;
+      expect_losses_near(zero,
+                         train_steps(tiny_setup(Device::cuda, Precision::fp32, stage), micro_steps),
+                         1e-5, "fp32 " + name + " against stage 0");
+      expect_losses_near(zero16,
+                         train_steps(tiny_setup(Device::cuda, Precision::bf16, stage), micro_steps),
+                         1e-3, "bf16 " + name + " against stage 0");
+    }
+  }
+}
+
+// What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,
+// and its parameters after init are the CPU's (the same seed gives the same model).
+TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
+  for (const int stage : {0, 1, 2, 3}) {
+    const auto cpu_setup = tiny_setup(Device::cpu, Precision::fp32, stage);
+    const auto gpu_setup = tiny_setup(Device::cuda, Precision::bf16, stage);
+    const auto layout = layout_of(cpu_setup);
+    auto cpu_comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
+    CommOptions options;
+    options.device = gpu_setup.topology.device;
+    auto gpu_comm = make_communicator(CommBackend::nccl, MPI_COMM_WORLD, options);
+    auto cpu = make_replica(cpu_setup, layout, *cpu_comm, kB, kT, 9);
+    auto gpu = make_replica(gpu_setup, layout, *gpu_comm, kB, kT, 9);
+    const auto cpu_runs = cpu->state().shard_runs();
+    const auto gpu_runs = gpu->state().shard_runs();
+    ASSERT_EQ(cpu_runs.size(), gpu_runs.size());
+    for (std::size_t r = 0; r < cpu_runs.size(); ++r) {
+      ASSERT_EQ(cpu_runs[r].begin, gpu_runs[r].begin);
+      ASSERT_EQ(cpu_runs[r].end, gpu_runs[r].end);
+      for (std::size_t i = 0; i < cpu_runs[r].end - cpu_runs[r].begin; ++i)
+        ASSERT_EQ(cpu_runs[r].params[i], gpu_runs[r].params[i]) << "stage " << stage;
+    }
+    // Load distinct values through held_runs, as a resume does, and read them back.
+    for (const auto& run : gpu->state().held_runs()) {
+      for (std::size_t i = 0; i < run.end - run.begin; ++i) {
+        run.params[i] = 0.001f * static_cast<float>((run.begin + i) % 101);
+        run.exp_avg[i] = 0.5f;
+        run.exp_avg_sq[i] = 0.25f;
+      }
+    }
+    gpu->state().after_load();
+    for (const auto& run : gpu->state().shard_runs()) {
+      for (std::size_t i = 0; i < run.end - run.begin; ++i) {
+        ASSERT_EQ(run.params[i], 0.001f * static_cast<float>((run.begin + i) % 101));
+        ASSERT_EQ(run.exp_avg[i], 0.5f);
+        ASSERT_EQ(run.exp_avg_sq[i], 0.25f);
+      }
+    }
+    // Export reads fp32 master weights, whole units, from any stage.
+    const auto& unit = layout.units()[1];
+    std::vector<float> whole(unit.numel);
+    gpu->state().gather_unit(1, whole, 0);
+    if (world_rank() == 0) {
+      for (std::size_t i = 0; i < unit.numel; ++i) {
+        ASSERT_EQ(whole[i], 0.001f * static_cast<float>((unit.offset + i) % 101)) << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace autotrain::train
+#endif
