@@ -45,12 +45,6 @@ std::vector<std::string> nodes_of(const std::vector<std::string>& hosts) {
   return nodes;
 }
 
-std::string join(const std::vector<std::string>& parts, const char* separator = ", ") {
-  std::string text;
-  for (const auto& part : parts) text += (text.empty() ? "" : separator) + part;
-  return text;
-}
-
 std::string rank_list(const std::vector<int>& ranks) {
   std::string text;
   for (std::size_t i = 0; i < ranks.size();) {
@@ -120,7 +114,7 @@ std::string describe_ranks(const std::vector<std::string>& hosts, const std::vec
       parts.push_back(cat(node, " (rank", here.size() > 1 ? "s " : " ", rank_list(here), ")"));
     }
   }
-  return join(parts);
+  return join(parts, ", ");
 }
 
 DoctorRow check_build(const DoctorContext& context) {
@@ -331,10 +325,10 @@ DoctorRow check_allreduce(const DoctorContext& context) {
     if (!seen.insert(context.hosts[r]).second || all[r]["within"].get<double>() <= 0) continue;
     parts.push_back(cat(context.hosts[r], " ", rate(all[r]["within"])));
   }
-  row.detail =
-      cat("4 MiB fp32 over MPI, bus bandwidth (nccl-tests' busbw): within a node ",
-          parts.empty() ? std::string("n/a (one rank per node)") : join(parts), "; between nodes ",
-          context.topology.num_nodes > 1 ? rate(all[0]["between"]) : std::string("n/a"));
+  row.detail = cat("4 MiB fp32 over MPI, bus bandwidth (nccl-tests' busbw): within a node ",
+                   parts.empty() ? std::string("n/a (one rank per node)") : join(parts, ", "),
+                   "; between nodes ",
+                   context.topology.num_nodes > 1 ? rate(all[0]["between"]) : std::string("n/a"));
   return row;
 }
 
@@ -386,10 +380,10 @@ std::vector<DoctorRow> check_links(const DoctorContext& context) {
     if (rates.size() >= 2 && rates[k] < 0.2 * median) slow.push_back(text);
   }
   if (slow.empty()) {
-    row.detail = cat("4 MiB ping-pong: ", join(parts));
+    row.detail = cat("4 MiB ping-pong: ", join(parts, ", "));
   } else {
     row.verdict = Verdict::warn;
-    row.detail = cat(join(slow), " is under a fifth of the other links (", rate(median),
+    row.detail = cat(join(slow, ", "), " is under a fifth of the other links (", rate(median),
                      "): every collective waits for it (check that node's interface speed, "
                      "cabling and route)");
   }
@@ -481,12 +475,12 @@ DoctorRow check_project_folder(const DoctorContext& context) {
     row.detail = cat(join(failed, "; "), " (check the path and its permissions on that node)");
   } else if (!blind.empty()) {
     row.verdict = Verdict::fail;
-    row.detail = cat(join(blind), blind.size() == 1 ? " does" : " do", " not see the files ",
+    row.detail = cat(join(blind, ", "), blind.size() == 1 ? " does" : " do", " not see the files ",
                      context.hosts[0], " wrote in ", project.string(),
                      ": it is not the same folder on every node (node-local storage such as "
                      "/tmp, or a private mount); put project_name on the shared file system");
   } else {
-    row.detail = cat(project.string(), " is shared by every node; writes ", join(rates));
+    row.detail = cat(project.string(), " is shared by every node; writes ", join(rates, ", "));
   }
   return row;
 }
@@ -548,11 +542,11 @@ DoctorRow check_clocks(const DoctorContext& context) {
     if (std::abs(seconds) > context.clock_warn_seconds) skewed.push_back(text);
   }
   if (skewed.empty()) {
-    row.detail = cat("offsets from ", context.hosts[0], ": ", join(parts));
+    row.detail = cat("offsets from ", context.hosts[0], ": ", join(parts, ", "));
   } else {
     row.verdict = Verdict::warn;
     row.detail =
-        cat(join(skewed), " from ", context.hosts[0], " (over ", context.clock_warn_seconds,
+        cat(join(skewed, ", "), " from ", context.hosts[0], " (over ", context.clock_warn_seconds,
             " s: log and checkpoint times disagree between nodes; enable NTP/chrony)");
   }
   return row;

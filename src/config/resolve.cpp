@@ -87,8 +87,8 @@ void validate_params(const ResolvedParams& resolved) {
   // Derived values must be resolved before the combinations can be judged.
   for (const auto& spec : param_specs()) {
     if (!spec.constraint.sentinel || spec.name == "logging_steps" || spec.name == "eval_steps" ||
-        spec.name == "max_steps") {
-      continue;  // these three are resolved by the trainer, from the data
+        spec.name == "max_steps" || spec.name == "global_batch_size") {
+      continue;  // resolved by the trainer from the data, or by the job (derive_for_world)
     }
     AT_CHECK(std::get<int64_t>(get_value(params, spec)) != *spec.constraint.sentinel,
              "internal: ", spec.name, " was not resolved (call resolve_params first)");
@@ -121,6 +121,59 @@ ResolvedParams load_params(const ConfigInputs& inputs) {
   apply_flags(resolved, inputs.flags);
   resolve_params(resolved);
   return resolved;
+}
+
+void derive_for_world(ResolvedParams& resolved, int world_size) {
+  TrainingParams& params = resolved.params;
+  const int64_t global = params.global_batch_size;
+  if (global <= 0) return;
+  const int64_t world = world_size;
+  const int64_t per_step = params.batch_size * world;
+  if (global % per_step != 0) {
+    // What would divide it: other batch sizes on this job, and the world sizes that fit.
+    std::vector<std::string> batches;
+    for (int64_t b = 1; b <= global / world && batches.size() < 6; ++b) {
+      if (global % (b * world) == 0) batches.push_back(cat(b));
+    }
+    std::vector<std::string> worlds;
+    for (int64_t w = 1; w <= 4 * world && worlds.size() < 8; ++w) {
+      if (global % (params.batch_size * w) == 0) worlds.push_back(cat(w));
+    }
+    throw Error(cat(shown(resolved, "global_batch_size"), " is not a multiple of ",
+                    shown(resolved, "batch_size"), " x ", world, " rank(s) = ", per_step,
+                    ": with batch_size ", params.batch_size, " it divides on ",
+                    worlds.empty() ? cat("no job of up to ", 4 * world, " ranks")
+                                   : cat(join(worlds, ", "), " rank(s)"),
+                    "; on ", world, " rank(s) ",
+                    batches.empty() ? std::string("no batch_size divides it")
+                                    : cat("batch_size ", join(batches, ", "), " would")));
+  }
+  const int64_t accumulation = global / per_step;
+  // Sources by precedence: defaults < training_params.json < YAML < flags.
+  const auto precedence = [](const std::string& source) {
+    if (source == "default") return 0;
+    if (source.starts_with("--")) return 3;
+    return source.ends_with(".json") ? 1 : 2;
+  };
+  const std::string& source = source_of(resolved, "gradient_accumulation");
+  if (accumulation != params.gradient_accumulation && source != "default") {
+    // One from a training_params.json (what a run on another job size wrote: its derived value)
+    // or from a weaker source (a YAML under a --global-batch-size flag) yields; from as strong
+    // a source, the two disagree.
+    if (!source.ends_with(".json") &&
+        precedence(source) >= precedence(source_of(resolved, "global_batch_size"))) {
+      throw Error(cat(shown(resolved, "gradient_accumulation"), " and ",
+                      shown(resolved, "global_batch_size"), " disagree: with batch_size ",
+                      params.batch_size, " on ", world, " rank(s) the global batch needs ",
+                      accumulation, "; give only one of them"));
+    }
+    resolved.notes.push_back(cat(shown(resolved, "gradient_accumulation"), " is replaced by ",
+                                 accumulation, ", derived from global_batch_size"));
+  }
+  params.gradient_accumulation = accumulation;
+  resolved.provenance["gradient_accumulation"] =
+      cat("derived from global_batch_size (", global, " / batch_size ", params.batch_size, " / ",
+          world, " rank(s))");
 }
 
 void validate_for_world(const TrainingParams& params, int world_size) {

@@ -239,6 +239,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
 
   failure.clear();
   try {
+    config::derive_for_world(setup.resolved, setup.topology.world_size);
     config::validate_for_topology(params, setup.topology);
     setup.comm_backend = resolve_comm_backend(
         parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);

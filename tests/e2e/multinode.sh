@@ -5,7 +5,8 @@
 #  - training over mpi and over gloo across 2 nodes x 2 ranks gives the losses of one rank with
 #    the same global batch (contract 2), at ZeRO 0 and 3; gloo picks by itself the address that
 #    routes to rank 0 (the nodes' host names resolve nowhere: Gloo 0.5 crashed on them);
-#  - a checkpoint written by the 2 nodes resumes on 1 node (2 ranks) and continues the curve;
+#  - elastic: with global_batch_size, a run preempted on 3 nodes resumes on 2 (accumulation
+#    derived again), is preempted again and resumes on 3, on the uninterrupted curve;
 #  - GLOO_SOCKET_IFNAME naming no interface ends the job with a message naming the interfaces.
 # Skips (77) where network namespaces cannot be made (not root).
 set -euo pipefail
@@ -30,8 +31,7 @@ trap cleanup EXIT
 cd "$work"
 "$sim" up 2
 read -ra cluster <<< "$("$sim" mpirun-args)"
-two_nodes=("${mpirun[@]}" "${cluster[@]}" --host node1:2,node2:2 -np 4)
-one_node=("${mpirun[@]}" "${cluster[@]}" --host node1:2 -np 2)
+two_nodes=("${mpirun[@]}" "${cluster[@]}" --host "node1:2,node2:2" -np 4)
 
 # The topology across the nodes.
 timeout 60 "${two_nodes[@]}" "$AUTOTRAIN_BIN" env --json > env.json 2> env.err ||
@@ -61,31 +61,51 @@ for run in mpi:0 gloo:0 gloo:3 mpi:3; do
   echo "multinode: $backend, ZeRO $stage across 2 nodes: the one-rank losses"
 done
 
-# Written by 2 nodes, resumed on 1: preempted (SIGUSR1 to mpirun, which forwards it to every
-# rank on every node) after step 2 of 6 on 4 ranks, the rest on 2 ranks with accumulation 2.
-"${two_nodes[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name elastic --max-steps 6 \
-  --gradient-accumulation 1 > elastic-1.log 2>&1 &
-pid=$!
-for _ in $(seq 3000); do
-  grep -q "^step [2-9]/" elastic-1.log 2> /dev/null && break
-  sleep 0.05
-done
-kill -USR1 "$pid"
-status=0
-wait "$pid" || status=$?
-[ "$status" -eq 3 ] && grep -q "stopped by SIGUSR1 after step" elastic-1.log ||
-  { cat elastic-1.log; echo "multinode: the preempted run ended with $status, not 3"; exit 1; }
-timeout 300 "${one_node[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name elastic \
-  --max-steps 6 --gradient-accumulation 2 > elastic-2.log 2>&1 || { cat elastic-2.log; exit 1; }
-grep -Eq "resume: .* at step [2-5] \(written by 4 rank\(s\)" elastic-2.log || { cat elastic-2.log; exit 1; }
-$check same reference/metrics.jsonl elastic/metrics.jsonl 1e-5
-echo "multinode: preempted on 2 nodes, resumed on 1: the same curve"
+# Elastic: global_batch_size 24 (batch_size 4) on 3 nodes (accumulation 2), preempted (SIGUSR1
+# to mpirun, which forwards it to every rank on every node); resumed on 2 nodes (accumulation 3,
+# derived again), preempted; resumed on 3. The curve is the uninterrupted one-rank run's.
+"$sim" up 3 > /dev/null
+read -ra cluster <<< "$("$sim" mpirun-args)"
+elastic=("${train[@]}" --max-steps 12 --global-batch-size 24 --batch-size 4)
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" "${elastic[@]}" --project-name elastic-reference \
+  > elastic-reference.log 2>&1 || { cat elastic-reference.log; exit 1; }
+# run_until_preempted LOG STEP NODES: trains on NODES (node1,node2,...), one rank each, until
+# the log shows STEP, then signals it; the run must stop with status 3 (checkpoint saved).
+run_until_preempted() {
+  local log=$1 step=$2 nodes=$3 pid status=0
+  "${mpirun[@]}" "${cluster[@]}" --host "$nodes" -np "$(tr ',' '\n' <<< "$nodes" | wc -l)" \
+    "$AUTOTRAIN_BIN" "${elastic[@]}" --project-name elastic > "$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 3000); do
+    grep -Eq "^step ([$step-9]|1[0-9])/" "$log" 2> /dev/null && break
+    sleep 0.05
+  done
+  kill -USR1 "$pid"
+  wait "$pid" || status=$?
+  if [ "$status" -ne 3 ] || ! grep -q "stopped by SIGUSR1 after step" "$log"; then
+    cat "$log"
+    echo "multinode: $log ended with $status, not 3 (preempted)"
+    exit 1
+  fi
+}
+run_until_preempted elastic-1.log 2 "node1,node2,node3"
+run_until_preempted elastic-2.log 6 "node1,node2"
+grep -Eq "resume: .* \(written by 3 rank\(s\)" elastic-2.log || { cat elastic-2.log; exit 1; }
+timeout 300 "${mpirun[@]}" "${cluster[@]}" --host "node1,node2,node3" -np 3 "$AUTOTRAIN_BIN" \
+  "${elastic[@]}" --project-name elastic > elastic-3.log 2>&1 || { cat elastic-3.log; exit 1; }
+grep -Eq "resume: .* \(written by 2 rank\(s\)" elastic-3.log || { cat elastic-3.log; exit 1; }
+$check same elastic-reference/metrics.jsonl elastic/metrics.jsonl 1e-5
+echo "multinode: global_batch_size 24 on 3 nodes -> 2 -> 3, preempted twice: the one-rank curve"
 
 # A Gloo interface that does not exist: a clear error naming it and this node's interfaces.
 status=0
 GLOO_SOCKET_IFNAME=eth9 timeout 60 "${two_nodes[@]}" -x GLOO_SOCKET_IFNAME "$AUTOTRAIN_BIN" \
   "${train[@]}" --project-name bad-ifname --comm-backend gloo > bad-ifname.log 2>&1 || status=$?
-[ "$status" -ne 0 ] && [ "$status" -ne 124 ] || { cat bad-ifname.log; echo "bad GLOO_SOCKET_IFNAME: status $status"; exit 1; }
+if [ "$status" -eq 0 ] || [ "$status" -eq 124 ]; then
+  cat bad-ifname.log
+  echo "bad GLOO_SOCKET_IFNAME: status $status"
+  exit 1
+fi
 grep -Eq "GLOO_SOCKET_IFNAME=eth9 names no interface with an IPv4 address on host node[12] \(interfaces: lo 127.0.0.1, eth0 $AUTOTRAIN_SIM_NET\.1[12]\)" bad-ifname.log ||
   { cat bad-ifname.log; exit 1; }
 echo "multinode: ok"

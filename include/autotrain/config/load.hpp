@@ -61,6 +61,9 @@ ResolvedParams load_params(const ConfigInputs& inputs);
 // Checks against the job: num_nodes x num_gpus_per_node must equal world_size when both are
 // given, and each alone must divide it.
 void validate_for_world(const TrainingParams& params, int world_size);
+// global_batch_size, when given, sets gradient_accumulation for this world size (provenance
+// "derived from global_batch_size ..."); throws Error naming the sizes that would divide it.
+void derive_for_world(ResolvedParams& resolved, int world_size);
 // validate_for_world() plus num_nodes and num_gpus_per_node against what the launcher made.
 void validate_for_topology(const TrainingParams& params, const Topology& topology);
 

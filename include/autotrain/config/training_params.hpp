@@ -74,6 +74,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, block_size, -1, derived_or(-1, between(1, kMaxDimension)), "Tokens per sequence; -1 = min(1024, n_positions).") \
   X(double, warmup_ratio, 0.1, between(0, 1), "Fraction of the optimizer steps spent warming the learning rate up from 0.") \
   X(int64_t, gradient_accumulation, 4, at_least(1), "Micro-steps per optimizer step.") \
+  X(int64_t, global_batch_size, -1, derived_or(-1, between(1, kMaxDimension)), "Sequences per optimizer step over all ranks; when given, gradient_accumulation = global_batch_size / (batch_size x world size), so a run resumed on fewer or more ranks keeps its curve; -1 = batch_size x gradient_accumulation x world size.") \
   X(std::string, optimizer, "adamw", one_of({"adamw", "sgd"}, {{"adamw_torch", "adamw"}, {"adamw_hf", "adamw"}}), "Optimizer; AutoTrain's adamw_torch and adamw_hf mean adamw.") \
   X(std::string, scheduler, "linear", one_of({"linear", "cosine", "constant"}), "Learning-rate schedule after warmup.") \
   X(double, weight_decay, 0.0, at_least(0), "Decoupled weight decay (matrices only, not biases or norms).") \
