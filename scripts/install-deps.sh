@@ -17,6 +17,7 @@ packages=(
   clang-format
   clang libclang-rt-dev libomp-dev
   debootstrap
+  iproute2 util-linux          # the simulated cluster: ip, tc, nsenter, unshare
 )
 
 missing=()
