@@ -7,6 +7,8 @@
 #    routes to rank 0 (the nodes' host names resolve nowhere: Gloo 0.5 crashed on them);
 #  - elastic: with global_batch_size, a run preempted on 3 nodes resumes on 2 (accumulation
 #    derived again), is preempted again and resumes on 3, on the uninterrupted curve;
+#  - a node whose ranks stop answering ends the job within comm_timeout, naming the collective,
+#    with no process left on any node;
 #  - GLOO_SOCKET_IFNAME naming no interface ends the job with a message naming the interfaces.
 # Skips (77) where network namespaces cannot be made (not root).
 set -euo pipefail
@@ -96,6 +98,39 @@ timeout 300 "${mpirun[@]}" "${cluster[@]}" --host "node1,node2,node3" -np 3 "$AU
 grep -Eq "resume: .* \(written by 2 rank\(s\)" elastic-3.log || { cat elastic-3.log; exit 1; }
 $check same elastic-reference/metrics.jsonl elastic/metrics.jsonl 1e-5
 echo "multinode: global_batch_size 24 on 3 nodes -> 2 -> 3, preempted twice: the one-rank curve"
+
+# A node lost mid-run: its ranks stop answering (SIGSTOP, as a hung node does). The others
+# end the job within comm_timeout, naming the collective, and no process stays on any node.
+"${two_nodes[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name lost --max-steps 100000 \
+  --comm-timeout 5 > lost.log 2>&1 &
+pid=$!
+for _ in $(seq 3000); do
+  grep -q "^step [2-9]/" lost.log 2> /dev/null && break
+  sleep 0.05
+done
+node2=$(stat -L -c %i "/run/$AUTOTRAIN_SIM_NAME/uts/${AUTOTRAIN_SIM_NAME}2")
+lost=()
+for rank_pid in $(pgrep -f "$AUTOTRAIN_BIN train .*--project-name lost"); do
+  [ "$(stat -L -c %i "/proc/$rank_pid/ns/uts" 2> /dev/null)" = "$node2" ] && lost+=("$rank_pid")
+done
+[ "${#lost[@]}" -eq 2 ] || { cat lost.log; echo "multinode: found ${#lost[@]} ranks on node2, not 2"; exit 1; }
+kill -STOP "${lost[@]}"
+start=$SECONDS
+status=0
+timeout 60 tail --pid="$pid" -f /dev/null || true
+wait "$pid" || status=$?
+elapsed=$((SECONDS - start))
+[ "$status" -ne 0 ] || { cat lost.log; echo "multinode: the job with a lost node succeeded"; exit 1; }
+grep -Eq "collective timeout: (mpi|gloo) .* did not complete within comm_timeout = 5" lost.log ||
+  { cat lost.log; echo "multinode: no collective timeout named"; exit 1; }
+[ "$elapsed" -le 30 ] || { echo "multinode: the job took ${elapsed}s to end, comm_timeout is 5 s"; exit 1; }
+sleep 1
+if pgrep -f "$AUTOTRAIN_BIN train .*--project-name lost" > /dev/null; then
+  pgrep -af "$AUTOTRAIN_BIN train .*--project-name lost"
+  echo "multinode: ranks left behind"
+  exit 1
+fi
+echo "multinode: a lost node ends the job in ${elapsed}s (comm_timeout 5 s), nothing left behind"
 
 # A Gloo interface that does not exist: a clear error naming it and this node's interfaces.
 status=0
