@@ -8,8 +8,7 @@
 #   scripts/sim-slurm.sh stop
 #   scripts/sim-slurm.sh conf      print the SLURM_CONF clients use
 # The same AUTOTRAIN_SIM_NAME / AUTOTRAIN_SIM_DIR as sim-cluster.sh. Needs root, slurm-wlm and
-# munge (munged's socket is shared by the nodes, which share the file system). Jobs see a /tmp
-# of their node's own: keep their files elsewhere (the job's working folder is shared).
+# munge (munged's socket is shared by the nodes, which share the file system, /tmp included).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 name=${AUTOTRAIN_SIM_NAME:-atsim}
@@ -79,6 +78,14 @@ write_config() {
     done
     echo "PartitionName=sim Nodes=node[1-$count] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
   } > "$conf"
+  # Each slurmd reads the same slurm.conf from a folder of its own, beside an mpi.conf that gives
+  # the PMIx plugin a per-node folder: its per-step folders (spmix_appdir_<uid>_<job>.<step>)
+  # would otherwise collide in the /tmp the nodes share.
+  for ((i = 1; i <= count; ++i)); do
+    mkdir -p "$dir/node$i" "$dir/pmix/node$i" "$dir/spool/node$i"
+    cp "$conf" "$dir/node$i/slurm.conf"
+    echo "PMIxCliTmpDirBase=$dir/pmix/node$i" > "$dir/node$i/mpi.conf"
+  done
 }
 
 start() {
@@ -93,12 +100,7 @@ start() {
   "$root/scripts/slurm-local.sh" munge > /dev/null
   /usr/sbin/slurmctld -f "$conf" || die "slurmctld did not start (see $dir/log/slurmctld.log)"
   for i in $(nodes); do
-    mkdir -p "$dir/spool/node$i"
-    # Each slurmd (and the jobs it starts) gets a /tmp of its own, as compute nodes have: the
-    # PMIx plugin's per-step folders there would collide between nodes otherwise. Jobs keep
-    # their files on the shared file system (not /tmp), as on a real cluster.
-    in_node "$i" unshare --mount --propagation private sh -c \
-      "mount -t tmpfs tmpfs /tmp && exec /usr/sbin/slurmd -f '$conf'" ||
+    in_node "$i" /usr/sbin/slurmd -f "$dir/node$i/slurm.conf" ||
       die "slurmd did not start on node$i (see $dir/log)"
   done
   while [ "$waited" -lt "$timeout_s" ]; do
