@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools python3-h5py
+  python3-torch python3-numpy  # the PyTorch reference of the model tests (tests/e2e/torch_gpt2.py)
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev

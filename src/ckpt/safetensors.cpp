@@ -1,11 +1,15 @@
 #include "autotrain/ckpt/safetensors.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <utility>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/json_integer.hpp"
@@ -185,7 +189,11 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
            file_size);
   std::string text(length, '\0');
   in.read(text.data(), static_cast<std::streamsize>(length));
+  AT_CHECK(in.gcount() == static_cast<std::streamsize>(length), where, ": header cut short");
   data_start_ = 8 + length;
+  file_size_ = file_size;
+  header_hash_ = 0xcbf29ce484222325ULL;
+  for (const unsigned char ch : text) header_hash_ = (header_hash_ ^ ch) * 0x100000001b3ULL;
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
@@ -214,6 +222,62 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
              "' does not start where the previous one ends (holes or overlaps)");
     expected = entry.end;
   }
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_ != nullptr) ::munmap(map_, file_size_);
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      data_start_(other.data_start_),
+      header_hash_(other.header_hash_),
+      file_size_(other.file_size_),
+      map_(std::exchange(other.map_, nullptr)),
+      entries_(std::move(other.entries_)),
+      metadata_(std::move(other.metadata_)) {}
+
+const unsigned char* SafetensorsFile::mapped() const {
+  if (map_ == nullptr) {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    AT_CHECK(fd >= 0, path_.string(), ": cannot open: ", std::strerror(errno));
+    // The size checked against the header must still be the size mapped (a shard replaced or
+    // truncated since would fault on access instead of failing here).
+    struct stat info = {};
+    const bool same = ::fstat(fd, &info) == 0 && static_cast<uint64_t>(info.st_size) == file_size_;
+    void* map = same ? ::mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    const int error = errno;
+    ::close(fd);
+    AT_CHECK(same, path_.string(), ": the file changed size since its header was read");
+    AT_CHECK(map != MAP_FAILED, path_.string(), ": cannot map: ", std::strerror(error));
+    map_ = map;
+  }
+  return static_cast<const unsigned char*>(map_);
+}
+
+void SafetensorsFile::read_range(const SafetensorsEntry& entry, uint64_t first,
+                                 std::span<float> out) const {
+  AT_CHECK(first <= entry.elements() && out.size() <= entry.elements() - first, path_.string(),
+           ": tensor '", entry.name, "': elements [", first, ", ", first + out.size(),
+           ") outside its ", entry.elements());
+  const size_t width = dtype_size(entry.dtype);
+  const uint64_t begin = data_start_ + entry.begin + first * width;
+  const unsigned char* bytes = mapped() + begin;
+  if (entry.dtype == DType::fp32) {
+    std::memcpy(out.data(), bytes, out.size() * sizeof(float));
+  } else {
+    const bool bf16 = entry.dtype == DType::bf16;
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t half;
+      std::memcpy(&half, bytes + 2 * i, 2);
+      out[i] = bf16 ? bf16_to_float(half) : fp16_to_float(half);
+    }
+  }
+  // Drop the pages again: the copy is what the rank keeps.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t lo = begin / page * page;
+  const uint64_t hi = begin + out.size() * width;
+  ::madvise(static_cast<unsigned char*>(map_) + lo, hi - lo, MADV_DONTNEED);
 }
 
 const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {

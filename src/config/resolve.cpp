@@ -42,20 +42,74 @@ void derive(ResolvedParams& resolved, int64_t& field, std::string_view name, int
   resolved.provenance[std::string(name)] = source;
 }
 
-}  // namespace
-
-void resolve_params(ResolvedParams& resolved) {
+// The shape from a preset, as before base models had folders.
+void derive_preset_shape(ResolvedParams& resolved) {
   TrainingParams& params = resolved.params;
-  const ModelPreset& preset = model_preset(params.model);
+  const BaseModel& base = resolved.base_model;
+  const ModelPreset* preset = find_model_preset(params.model);
+  if (preset == nullptr) {
+    if (base.pretrained()) throw Error(base.missing_message());
+    throw Error(cat("base_model ", params.model,
+                    ": no such model folder, not in the Hugging Face cache and not a preset "
+                    "(gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny): from_scratch takes the "
+                    "architecture from one of those"));
+  }
   const std::string from_model = cat("derived from model (", params.model, ")");
-  derive(resolved, params.n_layer, "n_layer", preset.n_layer, from_model);
-  derive(resolved, params.n_head, "n_head", preset.n_head, from_model);
-  derive(resolved, params.n_embd, "n_embd", preset.n_embd, from_model);
-  derive(resolved, params.n_positions, "n_positions", preset.n_positions, from_model);
+  derive(resolved, params.n_layer, "n_layer", preset->n_layer, from_model);
+  derive(resolved, params.n_head, "n_head", preset->n_head, from_model);
+  derive(resolved, params.n_embd, "n_embd", preset->n_embd, from_model);
+  derive(resolved, params.n_positions, "n_positions", preset->n_positions, from_model);
   derive(resolved, params.vocab_size, "vocab_size", tokenizer_vocab_size(params.tokenizer),
          cat("derived from tokenizer (", params.tokenizer, ")"));
   derive(resolved, params.block_size, "block_size",
          std::min(kMaxDefaultBlockSize, params.n_positions), "derived from n_positions");
+}
+
+// The shape from the folder's config.json. Pretrained weights fix it: a shape key given
+// otherwise is an error; from scratch, given keys win as they do over a preset.
+void derive_folder_shape(ResolvedParams& resolved) {
+  TrainingParams& params = resolved.params;
+  const BaseModel& base = resolved.base_model;
+  const FolderShape shape = read_folder_shape(base.folder);
+  const std::string from = cat("derived from model (", (base.folder / "config.json").string(), ")");
+  const auto take = [&](int64_t& field, std::string_view name, int64_t value) {
+    if (field != -1 && base.pretrained() && field != value) {
+      throw Error(cat(shown(resolved, name), " differs from the base model's ", value, " (",
+                      (base.folder / "config.json").string(),
+                      "): pretrained weights fix the shape; drop it, or set from_scratch"));
+    }
+    derive(resolved, field, name, value, from);
+  };
+  take(params.n_layer, "n_layer", shape.n_layer);
+  take(params.n_head, "n_head", shape.n_head);
+  take(params.n_embd, "n_embd", shape.n_embd);
+  take(params.n_positions, "n_positions", shape.n_positions);
+  take(params.vocab_size, "vocab_size", shape.vocab_size);
+  // The folder's tokenizer is the run's unless tokenizer says otherwise.
+  std::error_code error;
+  if (source_of(resolved, "tokenizer") == "default" &&
+      fs::is_regular_file(base.folder / "tokenizer.json", error)) {
+    params.tokenizer = base.folder.string();
+    resolved.provenance["tokenizer"] = cat("derived from model (", base.folder.string(), ")");
+  }
+  // AutoTrain's block_size -1: min(model_max_length, max positions, 1024).
+  const int64_t bound =
+      std::min(shape.model_max_length.value_or(kMaxDefaultBlockSize), kMaxDefaultBlockSize);
+  derive(resolved, params.block_size, "block_size", std::min(bound, params.n_positions),
+         shape.model_max_length ? "derived from n_positions, model_max_length and 1024"
+                                : "derived from n_positions");
+}
+
+}  // namespace
+
+void resolve_params(ResolvedParams& resolved) {
+  TrainingParams& params = resolved.params;
+  resolved.base_model = locate_base_model(params.model, params.revision, params.from_scratch);
+  if (resolved.base_model.folder.empty()) {
+    derive_preset_shape(resolved);
+  } else {
+    derive_folder_shape(resolved);
+  }
   derive(resolved, params.zero_stage, "zero_stage",
          params.distributed_backend == "deepspeed" ? 3 : 0,
          params.distributed_backend.empty()

@@ -137,6 +137,14 @@ std::string tokenizer_rule(std::string_view value) {
              "' does not exist", did_you_mean(value, {"gpt2", "byte"}), ")");
 }
 
+std::string model_rule(std::string_view value) {
+  if (value.empty()) return "a base model (it is empty)";
+  for (const char c : value) {
+    if (c == ' ' || c == '\t' || c == '\n') return cat("no spaces in '", value, "'");
+  }
+  return {};
+}
+
 std::string foreign_name_hint(std::string_view name) {
   // Names users bring from transformers' TrainingArguments and AutoTrain's CLI.
   static const std::pair<std::string_view, std::string_view> kForeignNames[] = {
@@ -331,7 +339,7 @@ ParamValue parse_text(const ParamSpec& spec, std::string_view text, const Where&
   return {};
 }
 
-const ModelPreset& model_preset(std::string_view model) {
+const ModelPreset* find_model_preset(std::string_view model) {
   static const ModelPreset presets[] = {
       {"gpt2", 12, 12, 768, 1024},
       {"gpt2-medium", 24, 16, 1024, 1024},
@@ -339,11 +347,19 @@ const ModelPreset& model_preset(std::string_view model) {
       {"gpt2-xl", 48, 25, 1600, 1024},
       {"tiny", 2, 2, 64, 128},
   };
+  if (model.starts_with("openai-community/")) model.remove_prefix(17);
   for (const auto& preset : presets) {
-    if (preset.name == model) return preset;
+    if (preset.name == model) return &preset;
   }
-  throw Error(
-      cat("model: expected ", find_param("model")->constraint.describe(), ", got '", model, "'"));
+  return nullptr;
+}
+
+const ModelPreset& model_preset(std::string_view model) {
+  if (const ModelPreset* preset = find_model_preset(model)) return *preset;
+  throw Error(cat(
+      "model: expected a model folder, a Hub id in the Hugging Face cache or a preset "
+      "(gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny), got '",
+      model, "'", did_you_mean(model, {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "tiny"})));
 }
 
 int64_t tokenizer_vocab_size(std::string_view tokenizer) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/model/param_source.hpp"
 
 namespace autotrain::model {
 namespace {
@@ -95,5 +96,7 @@ void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float>
     }
   }
 }
+
+std::string RandomInit::describe() const { return cat("random initialisation (seed ", seed_, ")"); }
 
 }  // namespace autotrain::model

@@ -81,9 +81,9 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
 
   const model::ParamLayout layout(config, topology.world_size);
-  const auto replica =
-      make_replica(setup, layout, *comm, B, T, static_cast<std::uint64_t>(params.seed));
+  const auto replica = make_replica(setup, layout, *comm, B, T);
   zero::ModelState* const engine = &replica->state();
+  engine->init_parameters(model::RandomInit(static_cast<std::uint64_t>(params.seed)));
 
   // Every rank draws its own tokens (as its slice of a global batch would differ).
   const std::size_t batch_tokens = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);

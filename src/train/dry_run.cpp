@@ -3,6 +3,8 @@
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/model/param_source.hpp"
+#include "autotrain/train/pretrained.hpp"
 #include "autotrain/train/resume.hpp"
 
 namespace autotrain::train {
@@ -17,19 +19,38 @@ std::string check_data(const RunSetup& setup) {
   return inputs.summary;
 }
 
+// The architecture, its size and where its weights come from; pretrained weights are matched
+// against the model tensor by tensor (headers only). Missing weights are said, not refused:
+// a plan can be checked on a login node before the download.
+std::string check_model(const RunSetup& setup) {
+  const config::BaseModel& base = setup.resolved.base_model;
+  const model::ParamLayout layout(model_config(setup.params()), setup.topology.world_size);
+  std::string from;
+  if (base.from_scratch) {
+    from = model::RandomInit(static_cast<uint64_t>(setup.params().seed)).describe();
+  } else if (base.folder.empty()) {
+    from = cat("MISSING: ", base.missing_message());
+  } else {
+    from = PretrainedWeights(base.folder, layout).describe();
+  }
+  return cat("GPT-2 (", base.name, "), ", layout.num_parameters(), " parameters; ", from);
+}
+
 }  // namespace
 
 std::string check_run(const RunSetup& setup) {
   std::string data;
+  std::string model;
   std::string failure;
   if (setup.topology.rank == 0) {  // the files are on a file system every rank sees
     try {
+      model = check_model(setup);
       data = check_data(setup);
     } catch (const Error& error) {
       failure = error.what();
     }
   }
-  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD, "the data check of --dry-run");
+  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD, "the model and data check of --dry-run");
   const ckpt::CheckpointDir dir(std::filesystem::path(setup.params().project_name) / "checkpoints");
   const auto resume = plan_resume(setup, dir);
   const std::string resume_line =
@@ -38,7 +59,8 @@ std::string check_run(const RunSetup& setup) {
                        ? std::string()
                        : cat(", with ", resume->changes.size(), " parameter change(s) allowed"))
              : std::string("none: a fresh start");
-  return cat("  data         ", data, "\n  resume       ", resume_line, "\n");
+  return cat("  model        ", model, "\n  data         ", data, "\n  resume       ", resume_line,
+             "\n");
 }
 
 }  // namespace autotrain::train

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autotrain/ckpt/safetensors.hpp"
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -77,6 +78,17 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
              nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
 }
 
+// The base model's config.json with this model's shape, dtype and autotrain's own keys.
+std::string merged_config_json(const std::filesystem::path& base_folder, const std::string& ours) {
+  auto merged = nlohmann::ordered_json::parse(config::read_config_json(base_folder).dump());
+  const auto own = nlohmann::ordered_json::parse(ours);
+  for (const char* key : {"vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head",
+                          "torch_dtype", "autotrain_tokenizer", "autotrain_version"}) {
+    merged[key] = own.at(key);
+  }
+  return merged.dump(2) + "\n";
+}
+
 }  // namespace
 
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
@@ -110,7 +122,8 @@ std::string hf_config_json(const model::ModelConfig& config, const std::string& 
 }
 
 void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
-                  const config::TrainingParams& params, const std::filesystem::path& dir) {
+                  const config::TrainingParams& params, const std::filesystem::path& dir,
+                  const std::filesystem::path& base_folder) {
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
   const auto& config = layout.config();
   const bool root = world_rank() == 0;
@@ -142,9 +155,17 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
   if (!root) return;
   writer->finish();
   const auto tokenizer = data::make_tokenizer(params.tokenizer);
+  const std::string ours = hf_config_json(config, params.tokenizer, tokenizer->eot_token(), dtype);
   write_text(dir / "config.json",
-             hf_config_json(config, params.tokenizer, tokenizer->eot_token(), dtype));
+             base_folder.empty() ? ours : merged_config_json(base_folder, ours));
   write_tokenizer_files(dir, config, params.tokenizer);
+  std::error_code error;
+  if (!base_folder.empty() &&
+      std::filesystem::is_regular_file(base_folder / "generation_config.json", error)) {
+    std::filesystem::copy_file(base_folder / "generation_config.json",
+                               dir / "generation_config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
   log::info("export: wrote ", (dir / "model.safetensors").string(), " (", params.export_dtype,
             "), config.json and tokenizer files");
 }

@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "autotrain/ckpt/safetensors.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/data/sampler.hpp"
+#include "autotrain/train/pretrained.hpp"
 #include "next_token_logits.hpp"
 
 namespace autotrain::train {
@@ -129,23 +129,8 @@ LoadedModel load_model_folder(const std::filesystem::path& dir) {
   LoadedModel loaded;
   loaded.layout = std::make_unique<model::ParamLayout>(shape, 1);
   loaded.params.assign(loaded.layout->padded_size(), 0.0f);
-  const ckpt::SafetensorsFile weights(dir / "model.safetensors");
-  for (const auto& tensor : loaded.layout->tensors()) {
-    // Checkpoints saved from GPT2Model (not the LM head model) lack the "transformer." prefix.
-    std::string name = tensor.name;
-    bool found = false;
-    for (const auto& entry : weights.entries()) found = found || entry.name == name;
-    if (!found && name.rfind("transformer.", 0) == 0) name = name.substr(12);
-    const auto values = weights.read(name);
-    const size_t rows = tensor.name == "transformer.wte.weight" ? size_t(shape.vocab_size)
-                                                                : size_t(tensor.shape[0]);
-    const size_t expected = rows * (tensor.shape.size() > 1 ? size_t(tensor.shape[1]) : 1);
-    AT_CHECK(values.size() == expected, (dir / "model.safetensors").string(), ": tensor ", name,
-             " has ", values.size(), " values, expected ", expected,
-             " for the shape in config.json");
-    std::copy(values.begin(), values.end(),
-              loaded.params.begin() + static_cast<long>(tensor.offset));
-  }
+  const PretrainedWeights weights(dir, *loaded.layout);
+  weights.fill(*loaded.layout, loaded.params, 0);
   // A folder with a tokenizer.json uses it; autotrain's own exports of gpt2 and byte say so.
   const std::string tokenizer =
       std::filesystem::exists(dir / "tokenizer.json") ? dir.string() : folder.tokenizer;

@@ -37,7 +37,7 @@ class CpuReplica final : public Replica {
 }  // namespace
 
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                      Communicator& comm, int B, int T, std::uint64_t seed) {
+                                      Communicator& comm, int B, int T) {
   std::unique_ptr<Replica> replica;
   if (setup.device == Device::cuda) {
 #ifdef AUTOTRAIN_HAVE_CUDA
@@ -48,7 +48,6 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
   } else {
     replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T);
   }
-  replica->state().init_parameters(seed);
   return replica;
 }
 

@@ -24,6 +24,7 @@
 #include "autotrain/train/loss_scaler.hpp"
 #include "autotrain/train/metrics.hpp"
 #include "autotrain/train/param_changes.hpp"
+#include "autotrain/train/pretrained.hpp"
 #include "autotrain/train/project_lock.hpp"
 #include "autotrain/train/replica.hpp"
 #include "autotrain/train/resume.hpp"
@@ -134,7 +135,8 @@ struct StepResult {
 // method is collective over MPI_COMM_WORLD; only rank 0 (the talker) writes files and logs.
 class TrainingRun {
  public:
-  explicit TrainingRun(const RunSetup& setup);
+  // `source` gives the first parameters of a run that does not resume.
+  TrainingRun(const RunSetup& setup, const model::ParamSource& source);
   long long start_step() const { return start_step_; }
   long long total_steps() const { return total_steps_; }
 
@@ -162,6 +164,7 @@ class TrainingRun {
   }
 
   const RunSetup& setup_;
+  const model::ParamSource& source_;
   const config::TrainingParams& params_;
   const bool talker_;
   const std::filesystem::path project_;
@@ -200,8 +203,9 @@ class TrainingRun {
   double comm_wait_ = 0;
 };
 
-TrainingRun::TrainingRun(const RunSetup& setup)
+TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source)
     : setup_(setup),
+      source_(source),
       params_(setup.params()),
       talker_(setup.topology.rank == 0),
       project_(params_.project_name),
@@ -224,7 +228,7 @@ TrainingRun::TrainingRun(const RunSetup& setup)
       scalars_(host_comm_ ? host_comm_.get() : comm_.get()),
       layout_(config_, setup.topology.world_size),
       optimizer_kind_(engine_options(setup).optimizer.kind),
-      replica_(make_replica(setup, layout_, *comm_, B_, T_, static_cast<uint64_t>(params_.seed))),
+      replica_(make_replica(setup, layout_, *comm_, B_, T_)),
       engine_(&replica_->state()),
       scaler_(setup.device == Device::cuda && setup.precision == Precision::fp16),
       checkpoint_dir_(project_ / "checkpoints"),
@@ -239,6 +243,7 @@ TrainingRun::TrainingRun(const RunSetup& setup)
 
 void TrainingRun::log_plan() const {
   const auto memory = engine_->memory();
+  log::info("model: GPT-2 (", setup_.resolved.base_model.name, "), ", source_.describe());
   log::info("model: ", layout_.num_parameters(), " parameters in ", layout_.num_units(),
             " units; ZeRO stage ", engine_->stage(), " holds per rank: params ",
             human_bytes(double(memory.param_bytes)), ", grads ",
@@ -258,7 +263,11 @@ void TrainingRun::log_plan() const {
 void TrainingRun::resume_and_begin() {
   // Resume: the parameters, the optimizer state and the data position of a checkpoint of any
   // world size and stage (docs/training.md, "Resuming").
-  if (const auto resume = plan_resume(setup_, checkpoint_dir_)) resume_from(*resume);
+  if (const auto resume = plan_resume(setup_, checkpoint_dir_)) {
+    resume_from(*resume);
+  } else {
+    engine_->init_parameters(source_);
+  }
   // After the resume checks: a refused resume leaves the description of the earlier run as it
   // was; an accepted one records its changes in param_changes.jsonl (resume_from).
   if (talker_) config::write_training_params(params_, project_ / "training_params.json");
@@ -445,7 +454,7 @@ TrainSummary TrainingRun::finish(long long steps_done) {
     return summary_;
   }
   summary_.export_dir = project_;
-  export_model(*engine_, layout_, params_, project_);
+  export_model(*engine_, layout_, params_, project_, setup_.resolved.base_model.folder);
   return summary_;
 }
 
@@ -454,7 +463,9 @@ TrainSummary TrainingRun::finish(long long steps_done) {
 TrainSummary run_training(const RunSetup& setup) {
   const ProjectLock lock(setup.params().project_name, MPI_COMM_WORLD);
   kernels::set_num_threads(setup.threads);
-  TrainingRun run(setup);
+  const model::ParamLayout layout(model_config(setup.params()), setup.topology.world_size);
+  const auto source = open_param_source(setup, layout);
+  TrainingRun run(setup, *source);
   run.resume_and_begin();
   long long step = run.start_step();
   while (step < run.total_steps()) {

@@ -19,7 +19,6 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
-#include "autotrain/model/init.hpp"
 #include "autotrain/zero/partition.hpp"
 #include "gradients.hpp"
 #include "param_gatherer.hpp"
@@ -90,16 +89,16 @@ class ZeroEngine final : public Engine {
 
   int stage() const override { return stage_; }
 
-  void init_parameters(std::uint64_t seed) override {
+  void init_parameters(const model::ParamSource& source) override {
     if (gatherer_) gatherer_->invalidate();
     if (stage_ < 3) {
-      model::init_params(layout_, seed, params_);
+      source.fill(layout_, params_, 0);
       return;
     }
-    // Only the shard, from the seed alone: the same values a single rank computes for them.
+    // Only the shard: the same values a single rank has for them.
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range shard = layout_.shard(u, rank_);
-      model::init_params(layout_, seed, shard_params(u), shard.offset);
+      source.fill(layout_, shard_params(u), shard.offset);
     }
   }
 

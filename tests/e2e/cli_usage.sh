@@ -26,7 +26,7 @@ expect_usage "unknown option" status --bogus
 expect_refused() {
   local want=$1 out status=0
   shift
-  out=$("$AUTOTRAIN_BIN" train --model tiny --tokenizer byte --dry-run "$@" 2>&1) || status=$?
+  out=$("$AUTOTRAIN_BIN" train --model tiny --from-scratch --tokenizer byte --dry-run "$@" 2>&1) || status=$?
   [ "$status" -eq 1 ] || { echo "train $*: exit $status, expected 1: $out"; exit 1; }
   grep -qE -- "$want" <<< "$out" || { echo "train $*: '$out' lacks '$want'"; exit 1; }
 }
@@ -46,7 +46,7 @@ printf 'content,label\nhello,1\n' > train.csv
 expect_refused "train.csv has no column 'text'.*its columns are: content, label" --data-path train.csv
 printf '{"txt": "hello"}\n' > rows.jsonl
 expect_refused "rows.jsonl:1: no column 'text'" --data-path rows.jsonl
-out=$("$AUTOTRAIN_BIN" train --model tiny --tokenizer byte --dry-run --data-path train.csv \
+out=$("$AUTOTRAIN_BIN" train --model tiny --from-scratch --tokenizer byte --dry-run --data-path train.csv \
   --text-column content 2>&1) || { echo "a good dry run failed: $out"; exit 1; }
 grep -qE "data +train train.csv \(22 B\); no valid split; to be tokenized into project-name/data" \
   <<< "$out" || { echo "the plan does not describe the data: $out"; exit 1; }

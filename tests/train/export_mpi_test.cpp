@@ -32,7 +32,7 @@ TEST_P(ExportTest, FolderLoadsBackToTheSeedsParametersFromEveryStage) {
   zero::EngineOptions options;
   options.stage = stage;
   auto engine = zero::Engine::create(layout, *comm, options);
-  engine->init_parameters(11);
+  engine->init_parameters(model::RandomInit(11));
 
   const testing::SharedTempDir temp;
   const auto dir = temp / "export";
@@ -70,7 +70,7 @@ TEST(Export, Bf16WeightsRoundToNearestAndGenerateRuns) {
   const model::ParamLayout layout(shape, world);
   auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
   auto engine = zero::Engine::create(layout, *comm, zero::EngineOptions{});
-  engine->init_parameters(5);
+  engine->init_parameters(model::RandomInit(5));
   const testing::SharedTempDir temp;
   const auto dir = temp / "bf16";
   config::TrainingParams params;

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   // from here on is what the engine holds.
   const double baseline = peak_rss_mib();
   auto engine = zero::Engine::create(layout, *comm, options);
-  engine->init_parameters(42);
+  engine->init_parameters(model::RandomInit(42));
   double step_seconds = 0, wait_seconds = 0;
   for (int step = 0; step <= steps; ++step) {  // step 0 warms up and is not timed
     comm->barrier();

@@ -161,7 +161,7 @@ EngineRun train(Communicator& comm, const RunOptions& run) {
   options.prefetch = run.prefetch;
   options.optimizer = adamw();
   auto engine = Engine::create(layout, comm, options);
-  engine->init_parameters(kSeed);
+  engine->init_parameters(model::RandomInit(kSeed));
   model::Gpt2Model model(layout, kB, kT);
   std::vector<std::int32_t> inputs(kB * kT), targets(kB * kT);
   const int accumulation = global / (world * kB);
@@ -417,7 +417,7 @@ TEST(ZeroEngine, ShardRunsCoverEveryTensorElementOnceWithSeedValues) {
     EngineOptions options;
     options.stage = stage;
     auto engine = Engine::create(layout, *comm, options);
-    engine->init_parameters(kSeed);
+    engine->init_parameters(model::RandomInit(kSeed));
     std::int64_t covered = 0;
     for (const StateRun& run : engine->shard_runs()) {
       ASSERT_LT(run.begin, run.end);

@@ -64,16 +64,34 @@ class SafetensorsFile {
  public:
   // Reads and checks the header (length, JSON, dtypes, offsets within the file, contiguous).
   explicit SafetensorsFile(std::filesystem::path path);
+  ~SafetensorsFile();
+  SafetensorsFile(SafetensorsFile&& other) noexcept;
+  SafetensorsFile& operator=(SafetensorsFile&&) = delete;
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // FNV-1a 64 of the header's JSON text: names, dtypes, shapes and offsets of every tensor.
+  uint64_t header_hash() const { return header_hash_; }
 
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const SafetensorsEntry& entry(const std::string& name) const;
   // The tensor's values converted to fp32.
   std::vector<float> read(const std::string& name) const;
+  // Elements [first, first + out.size()) of the tensor (row-major), converted to fp32, read
+  // through a read-only memory map of the file: only the pages of that range are touched, and
+  // they are dropped again after the copy, so reading a shard costs the shard, not the file.
+  void read_range(const SafetensorsEntry& entry, uint64_t first, std::span<float> out) const;
 
  private:
+  const unsigned char* mapped() const;  // maps the file on first use
+
   std::filesystem::path path_;
   uint64_t data_start_ = 0;
+  uint64_t header_hash_ = 0;
+  uint64_t file_size_ = 0;
+  mutable void* map_ = nullptr;
   std::vector<SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;
 };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/config/training_params.hpp"
 #include "autotrain/launch/topology.hpp"
 
@@ -37,6 +38,7 @@ struct ResolvedParams {
   TrainingParams params;
   Provenance provenance;           // an entry for every parameter
   std::vector<std::string> notes;  // keys accepted but ignored on purpose, and why
+  BaseModel base_model;            // where `model` was found (filled by resolve_params)
 };
 
 // Defaults with provenance "default".
@@ -47,8 +49,10 @@ void apply_json_file(ResolvedParams& into, const std::filesystem::path& path);
 void apply_yaml_file(ResolvedParams& into, const std::filesystem::path& path);
 void apply_flags(ResolvedParams& into, const std::vector<FlagValue>& flags);
 
-// Fills the derived values (-1 sentinels the config owns: model shape, vocab_size,
-// block_size, zero_stage; eval_strategy "no" without valid_split) and then validates.
+// Locates the base model (base_model), then fills the derived values (-1 sentinels the config
+// owns: model shape, vocab_size, block_size, zero_stage; the base model folder's tokenizer when
+// tokenizer is not given; eval_strategy "no" without valid_split) and then validates. Pretrained
+// weights that are missing are not an error here (a dry run shows it; training refuses).
 void resolve_params(ResolvedParams& resolved);
 
 // Combination checks on resolved parameters (n_embd divisible by n_head, block_size within the

@@ -51,6 +51,9 @@ Constraint with_rule(std::string (*rule)(std::string_view value), std::string_vi
 std::string project_name_rule(std::string_view value);
 inline constexpr std::string_view kProjectNameRule = "letters, digits and hyphens, at most 50";
 std::string tokenizer_rule(std::string_view value);
+std::string model_rule(std::string_view value);
+inline constexpr std::string_view kModelRule =
+    "a model folder, a Hub id (org/name) or a preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny)";
 inline constexpr std::string_view kTokenizerRule =
     "gpt2, byte, a tokenizer.json file or a folder holding one";
 
@@ -59,7 +62,9 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
 // X(type, name, default, constraint, doc)
 // clang-format off
 #define AUTOTRAIN_TRAINING_PARAMS(X) \
-  X(std::string, model, "gpt2", one_of({"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "tiny"}, {{"openai-community/gpt2", "gpt2"}, {"openai-community/gpt2-medium", "gpt2-medium"}, {"openai-community/gpt2-large", "gpt2-large"}, {"openai-community/gpt2-xl", "gpt2-xl"}}), "Architecture preset; fills n_layer, n_head, n_embd and n_positions that are not given (tiny = 2 layers, 2 heads, 64 wide, for tests). YAML: base_model.") \
+  X(std::string, model, "gpt2", with_rule(model_rule, kModelRule), "Base model: a Hugging Face model folder, a Hub id in the offline Hub cache (org/name, or GPT-2's bare names), or with from_scratch a preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl; tiny = 2 layers, 2 heads, 64 wide, for tests). Its shape fills n_layer, n_head, n_embd and n_positions that are not given. YAML: base_model.") \
+  X(bool, from_scratch, false, any_value(), "Random initialisation in the base model's architecture (its config.json, or the preset) instead of its pretrained weights.") \
+  X(std::string, revision, "main", any_value(), "Hub cache snapshot of a Hub id: a branch or tag under refs/, or a 40-digit commit.") \
   X(std::string, project_name, "project-name", with_rule(project_name_rule, kProjectNameRule), "Output folder of the run (alphanumeric and hyphens, at most 50 characters).") \
   X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt; empty = the embedded demo corpus. YAML: data.path.") \
   X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
@@ -179,6 +184,8 @@ struct ModelPreset {
   int64_t n_embd;
   int64_t n_positions;
 };
+// nullptr when `model` names no preset (openai-community/gpt2 names gpt2's).
+const ModelPreset* find_model_preset(std::string_view model);
 const ModelPreset& model_preset(std::string_view model);
 
 // Vocabulary size of a tokenizer: 50257 for gpt2, 256 for byte; for a tokenizer.json one past

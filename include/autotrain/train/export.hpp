@@ -15,9 +15,12 @@
 
 namespace autotrain::train {
 
-// Collective. Writes into `dir` (created if needed); the dtype is params.export_dtype.
+// Collective. Writes into `dir` (created if needed); the dtype is params.export_dtype. With a
+// `base_folder` (the base model's), config.json keeps every field of the base model's
+// (with this model's shape and torch_dtype), and its generation_config.json is copied.
 void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
-                  const config::TrainingParams& params, const std::filesystem::path& dir);
+                  const config::TrainingParams& params, const std::filesystem::path& dir,
+                  const std::filesystem::path& base_folder = {});
 
 // config.json for GPT2LMHeadModel with this shape; `eos_token_id` is the tokenizer's
 // end-of-text token (also written as bos_token_id, as GPT-2's own config does).

@@ -29,8 +29,8 @@ struct ModelFolderConfig {
 };
 ModelFolderConfig read_model_config(const std::filesystem::path& dir);
 
-// Reads config.json (GPT-2 fields), model.safetensors (every tensor present with its shape,
-// in fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key.
+// Reads config.json (GPT-2 fields), the weights (PretrainedWeights: model.safetensors or a
+// sharded set, fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key.
 LoadedModel load_model_folder(const std::filesystem::path& dir);
 
 struct GenerateOptions {

@@ -54,8 +54,9 @@ class Replica {
 };
 
 // The replica `setup` asks for (setup.device, setup.precision), with its engine's parameters
-// initialised from `seed`. `layout` and `comm` must outlive it.
+// parameters not yet set (state().init_parameters or a checkpoint's load). `layout` and `comm`
+// must outlive it.
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                      Communicator& comm, int B, int T, std::uint64_t seed);
+                                      Communicator& comm, int B, int T);
 
 }  // namespace autotrain::train

@@ -32,6 +32,7 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/param_source.hpp"
 #include "autotrain/model/unit_access.hpp"
 #include "autotrain/optim/optimizer.hpp"
 
@@ -84,9 +85,9 @@ class ModelState {
   virtual ~ModelState() = default;
 
   virtual int stage() const = 0;
-  // Initialises the parameters this rank holds from the seed alone (stage 3: only its shard;
-  // the values equal those of a single-rank run: model::init_params).
-  virtual void init_parameters(std::uint64_t seed) = 0;
+  // Fills the parameters this rank holds from `source` (stage 3: only its shard; the values
+  // equal those of a single-rank run) and zeroes the optimizer state.
+  virtual void init_parameters(const model::ParamSource& source) = 0;
 
   virtual void begin_step() = 0;
   virtual void begin_micro_step(bool last_micro_step) = 0;

@@ -28,7 +28,6 @@
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/adamw.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
-#include "autotrain/model/init.hpp"
 #include "autotrain/zero/partition.hpp"
 #include "memory.hpp"
 
@@ -94,8 +93,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
 
   int stage() const override { return stage_; }
 
-  void init_parameters(std::uint64_t seed) override {
-    // Only the owned ranges, from the seed alone (the values a single rank computes for them),
+  void init_parameters(const model::ParamSource& source) override {
+    // Only the owned ranges (the values a single rank has for them),
     // become the master weights, one unit at a time through a host buffer of its size (the
     // checkpoint copies stay untouched); the compute copy is rebuilt from them.
     if (gatherer_) gatherer_->invalidate();
@@ -103,7 +102,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
       values.resize(range.size);
-      model::init_params(layout_, seed, values, range.offset);
+      source.fill(layout_, values, range.offset);
       staging_.to_device(master_at(u, range.offset), values.data(), range.size * sizeof(float),
                          stream_);
     }

@@ -81,8 +81,9 @@ std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
   CommOptions options;
   options.device = setup.topology.device;
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, options);
-  auto replica = make_replica(setup, layout, *comm, kB, kT, 5);
+  auto replica = make_replica(setup, layout, *comm, kB, kT);
   auto& state = replica->state();
+  state.init_parameters(model::RandomInit(5));
   // The same micro-batches every step: the loss on them must fall (uniformly random tokens sit
   // at ln(97) whatever the model, so fresh ones would show no learning in four steps).
   std::mt19937 generator(17 + static_cast<unsigned>(world_rank()));
@@ -188,8 +189,10 @@ TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
     CommOptions options;
     options.device = gpu_setup.topology.device;
     auto gpu_comm = make_communicator(CommBackend::nccl, MPI_COMM_WORLD, options);
-    auto cpu = make_replica(cpu_setup, layout, *cpu_comm, kB, kT, 9);
-    auto gpu = make_replica(gpu_setup, layout, *gpu_comm, kB, kT, 9);
+    auto cpu = make_replica(cpu_setup, layout, *cpu_comm, kB, kT);
+    auto gpu = make_replica(gpu_setup, layout, *gpu_comm, kB, kT);
+    cpu->state().init_parameters(model::RandomInit(9));
+    gpu->state().init_parameters(model::RandomInit(9));
     const auto cpu_runs = cpu->state().shard_runs();
     const auto gpu_runs = gpu->state().shard_runs();
     ASSERT_EQ(cpu_runs.size(), gpu_runs.size());

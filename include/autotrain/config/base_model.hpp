@@ -1,0 +1,63 @@
+#pragma once
+// Where a run's base model comes from (docs/model.md, "Base models"): `model` (YAML base_model)
+// names a model folder, a Hugging Face Hub id found offline in the Hub cache, or an
+// architecture preset. Without from_scratch the run starts from the folder's pretrained weights;
+// with it, from random weights in the folder's (or the preset's) architecture. autotrain never
+// downloads: a Hub id missing from the cache is an error that says how to fetch it.
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace autotrain::config {
+
+struct BaseModel {
+  std::string name;              // `model` as given
+  std::string revision;          // for a Hub id
+  bool from_scratch = false;     // random weights in the model's architecture
+  std::filesystem::path folder;  // config.json and the weights; empty when none was found
+  std::vector<std::filesystem::path> searched;  // cache folders a Hub id was looked for in
+
+  bool pretrained() const { return !from_scratch; }
+  // Pretrained weights were asked for, and there is no folder holding them.
+  bool weights_missing() const { return pretrained() && folder.empty(); }
+  // "weights from PATH" or "random initialisation (seed S)".
+  std::string describe(int64_t seed) const;
+  // Why the weights are missing and how to get them (login-node command, from_scratch).
+  std::string missing_message() const;
+};
+
+// The Hub cache folders, in transformers' order: $HF_HUB_CACHE, $HF_HOME/hub,
+// ~/.cache/huggingface/hub (those whose variable is set).
+std::vector<std::filesystem::path> hub_cache_dirs();
+
+// The snapshot folder of a Hub id in one cache: models--org--name/refs/<revision> names the
+// snapshot (a 40-digit revision names it directly). nullopt when absent.
+std::optional<std::filesystem::path> find_in_hub_cache(const std::filesystem::path& cache,
+                                                       std::string_view repo_id,
+                                                       std::string_view revision);
+
+// Finds `model`: an existing folder (it must hold config.json), else a Hub id in the caches
+// (GPT-2's legacy bare names also as openai-community/<name>), else nothing (folder empty).
+// Throws Error for a path that exists but is not a model folder.
+BaseModel locate_base_model(std::string_view model, std::string_view revision, bool from_scratch);
+
+// A model folder's config.json, parsed (errors name the file).
+nlohmann::json read_config_json(const std::filesystem::path& folder);
+
+// The shape config.json declares: the GPT-2 keys n_layer, n_head, n_embd, n_positions (or n_ctx)
+// and vocab_size, for model_type gpt2. Other architectures are an Error naming `architectures`.
+struct FolderShape {
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_embd = 0;
+  int64_t n_positions = 0;
+  int64_t vocab_size = 0;
+  std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
+};
+FolderShape read_folder_shape(const std::filesystem::path& folder);
+
+}  // namespace autotrain::config

@@ -1,0 +1,58 @@
+#pragma once
+// A Hugging Face model folder's pretrained weights as a model::ParamSource: model.safetensors,
+// or the shards named by model.safetensors.index.json; F32, BF16 or F16 converted to fp32.
+//
+// Opening reads the headers only and matches every tensor of the layout by its Hugging Face name
+// (GPT-2's with or without the "transformer." prefix); missing, unexpected and mis-shaped
+// tensors are listed by name in one Error. fill() copies only the requested range through a
+// read-only memory map, so a ZeRO-3 rank reads its shard of each tensor and nothing else.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autotrain/ckpt/safetensors.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/param_source.hpp"
+#include "autotrain/train/run_setup.hpp"
+
+namespace autotrain::train {
+
+class PretrainedWeights final : public model::ParamSource {
+ public:
+  PretrainedWeights(std::filesystem::path folder, const model::ParamLayout& layout);
+
+  void fill(const model::ParamLayout& layout, std::span<float> out,
+            std::size_t begin) const override;
+  std::string describe() const override;
+
+  // Identifies the weights a run starts from: "fnv1a64:<16 hex digits>" of the index file of a
+  // sharded set, or of the single file's header (names, dtypes, shapes, offsets).
+  const std::string& weights_hash() const { return hash_; }
+  const std::filesystem::path& folder() const { return folder_; }
+  // The weight files, in the order of the index (one for an unsharded folder).
+  std::vector<std::filesystem::path> files() const;
+
+ private:
+  struct Match {
+    int file = -1;  // into files_
+    const ckpt::SafetensorsEntry* entry = nullptr;
+  };
+
+  std::filesystem::path folder_;
+  std::vector<ckpt::SafetensorsFile> files_;
+  std::vector<Match> matches_;  // one per layout tensor
+  std::string hash_;
+};
+
+// The weights hash of a folder without matching a layout (what a resume compares).
+std::string weights_hash(const std::filesystem::path& folder);
+
+// Where the run's first parameters come from: RandomInit(seed) with from_scratch, else the base
+// model folder's weights, matched against `layout` on every rank. Collective: a base model that
+// is missing or does not fit fails every rank with the first rank's message.
+std::unique_ptr<model::ParamSource> open_param_source(const RunSetup& setup,
+                                                      const model::ParamLayout& layout);
+
+}  // namespace autotrain::train

@@ -1,0 +1,215 @@
+// Locating the base model: a folder, a Hub id in the offline Hub cache, or a preset.
+#include "autotrain/config/base_model.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/json_integer.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+bool is_commit_hash(std::string_view revision) {
+  if (revision.size() != 40) return false;
+  for (const char c : revision) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// org/name or a bare name, each part of letters, digits and -_. (the Hub's rule).
+bool looks_like_repo_id(std::string_view id) {
+  if (id.empty() || id.front() == '/' || id.back() == '/' || id.front() == '.') return false;
+  int slashes = 0;
+  for (const char c : id) {
+    if (c == '/') {
+      ++slashes;
+      continue;
+    }
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return slashes <= 1 && id.find("..") == std::string_view::npos;
+}
+
+// GPT-2's checkpoints moved from bare names to openai-community/; a cache may hold either.
+std::vector<std::string> repo_id_spellings(std::string_view model) {
+  static constexpr std::string_view kLegacy[] = {"gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl",
+                                                 "distilgpt2"};
+  std::vector<std::string> ids = {std::string(model)};
+  constexpr std::string_view kOrg = "openai-community/";
+  for (const std::string_view legacy : kLegacy) {
+    if (model == legacy) ids.push_back(cat(kOrg, legacy));
+    if (model.starts_with(kOrg) && model.substr(kOrg.size()) == legacy) {
+      ids.emplace_back(legacy);
+    }
+  }
+  return ids;
+}
+
+// The spelling to download: openai-community/gpt2 rather than the legacy gpt2.
+std::string hub_spelling(std::string_view model) {
+  for (const std::string& id : repo_id_spellings(model)) {
+    if (id.find('/') != std::string::npos) return id;
+  }
+  return std::string(model);
+}
+
+std::string trimmed_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+int64_t shape_key(const nlohmann::json& config, std::string_view key, const fs::path& file) {
+  const auto found = config.find(std::string(key));
+  AT_CHECK(found != config.end(), file.string(), ": no '", key, "'");
+  return json_integer<int64_t>(*found, cat(file.string(), ": ", key), 1, 2147483647);
+}
+
+}  // namespace
+
+std::string BaseModel::describe(int64_t seed) const {
+  if (from_scratch) return cat("random initialisation (seed ", seed, ")");
+  if (folder.empty()) return cat("weights of ", name, " MISSING");
+  return cat("weights from ", folder.string());
+}
+
+std::string BaseModel::missing_message() const {
+  const bool preset_only = name == "tiny";
+  if (preset_only) {
+    return cat("base_model ", name,
+               " is an architecture preset without pretrained weights: set from_scratch: true "
+               "(--from-scratch) to train it from random weights");
+  }
+  std::string where;
+  for (const auto& dir : searched) where += cat(where.empty() ? "" : ", ", dir.string());
+  if (where.empty()) where = "no cache folder: HF_HUB_CACHE, HF_HOME and HOME are all unset";
+  return cat("base_model ", name, ": no such model folder, and not in the Hugging Face cache (",
+             where, "; revision ", revision,
+             "). autotrain never downloads: on a login node run `huggingface-cli download ",
+             hub_spelling(name),
+             "` (with the same HF_HOME), or set from_scratch: true (--from-scratch) to train its "
+             "architecture from random weights");
+}
+
+std::vector<fs::path> hub_cache_dirs() {
+  std::vector<fs::path> dirs;
+  if (const std::string hub = env_or_empty("HF_HUB_CACHE"); !hub.empty()) dirs.emplace_back(hub);
+  if (const std::string home = env_or_empty("HF_HOME"); !home.empty()) {
+    dirs.push_back(fs::path(home) / "hub");
+  }
+  if (const std::string home = env_or_empty("HOME"); !home.empty()) {
+    dirs.push_back(fs::path(home) / ".cache" / "huggingface" / "hub");
+  }
+  return dirs;
+}
+
+std::optional<fs::path> find_in_hub_cache(const fs::path& cache, std::string_view repo_id,
+                                          std::string_view revision) {
+  std::string folder = "models--" + std::string(repo_id);
+  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/')) {
+    folder.replace(at, 1, "--");
+  }
+  const fs::path repo = cache / folder;
+  std::error_code error;
+  if (!fs::is_directory(repo, error)) return std::nullopt;
+  std::string commit(revision);
+  if (!is_commit_hash(revision)) {
+    const fs::path ref = repo / "refs" / std::string(revision);
+    if (!fs::is_regular_file(ref, error)) return std::nullopt;
+    commit = trimmed_file(ref);
+  }
+  const fs::path snapshot = repo / "snapshots" / commit;
+  if (commit.empty() || !fs::is_regular_file(snapshot / "config.json", error)) return std::nullopt;
+  return snapshot;
+}
+
+BaseModel locate_base_model(std::string_view model, std::string_view revision, bool from_scratch) {
+  BaseModel base;
+  base.name = std::string(model);
+  base.revision = std::string(revision);
+  base.from_scratch = from_scratch;
+  std::error_code error;
+  const fs::path path(model);
+  if (fs::is_directory(path, error)) {
+    AT_CHECK(fs::is_regular_file(path / "config.json", error), "base_model ", model,
+             ": the folder has no config.json (expected a Hugging Face model folder)");
+    base.folder = fs::absolute(path).lexically_normal();
+    return base;
+  }
+  AT_CHECK(!fs::exists(path, error) || !model.ends_with(".json"), "base_model ", model,
+           ": expected a model folder (the one holding config.json), not a file");
+  if (!looks_like_repo_id(model)) return base;
+  base.searched = hub_cache_dirs();
+  for (const fs::path& cache : base.searched) {
+    for (const std::string& id : repo_id_spellings(model)) {
+      if (auto found = find_in_hub_cache(cache, id, revision)) {
+        base.folder = *found;
+        return base;
+      }
+    }
+  }
+  return base;
+}
+
+nlohmann::json read_config_json(const fs::path& folder) {
+  const fs::path file = folder / "config.json";
+  std::ifstream in(file);
+  AT_CHECK(in.good(), "cannot read ", file.string());
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(file.string(), ": not valid JSON: ", e.what()));
+  }
+  AT_CHECK(config.is_object(), file.string(), ": expected a JSON object, got ", config.type_name());
+  return config;
+}
+
+FolderShape read_folder_shape(const fs::path& folder) {
+  const fs::path file = folder / "config.json";
+  const nlohmann::json config = read_config_json(folder);
+  const auto type = config.find("model_type");
+  const auto architectures = config.find("architectures");
+  if (type == config.end() || *type != "gpt2") {
+    throw Error(cat(file.string(), ": architectures ",
+                    architectures == config.end() ? "missing" : architectures->dump(),
+                    ", model_type ", type == config.end() ? "missing" : type->dump(),
+                    ": not supported (expected model_type \"gpt2\": GPT2LMHeadModel)"));
+  }
+  FolderShape shape;
+  shape.n_layer = shape_key(config, "n_layer", file);
+  shape.n_head = shape_key(config, "n_head", file);
+  shape.n_embd = shape_key(config, "n_embd", file);
+  shape.n_positions =
+      shape_key(config, config.contains("n_positions") ? "n_positions" : "n_ctx", file);
+  shape.vocab_size = shape_key(config, "vocab_size", file);
+  // transformers writes a huge number (1e30) when the tokenizer sets no bound.
+  std::ifstream tokenizer_config(folder / "tokenizer_config.json");
+  if (tokenizer_config.good()) {
+    const auto json = nlohmann::json::parse(tokenizer_config, nullptr, /*allow_exceptions=*/false);
+    if (json.is_object() && json.contains("model_max_length") &&
+        json["model_max_length"].is_number()) {
+      const double bound = json["model_max_length"].get<double>();
+      if (bound >= 1 && bound < 1e9) shape.model_max_length = static_cast<int64_t>(bound);
+    }
+  }
+  return shape;
+}
+
+}  // namespace autotrain::config

@@ -1,0 +1,203 @@
+// Reading a model folder's safetensors into the flat parameter buffer.
+#include "autotrain/train/pretrained.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/strings.hpp"
+
+namespace autotrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSingle = "model.safetensors";
+constexpr const char* kIndex = "model.safetensors.index.json";
+
+std::string hex_hash(uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return cat("fnv1a64:", text);
+}
+
+uint64_t fnv1a(std::string_view bytes) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const unsigned char ch : bytes) hash = (hash ^ ch) * 0x100000001b3ULL;
+  return hash;
+}
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  AT_CHECK(in.good(), "cannot read ", path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The index's shard names, in first-mention order, each a plain file name inside the folder.
+std::vector<std::string> index_shards(const fs::path& index_path, const std::string& text) {
+  const auto index = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  AT_CHECK(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(),
+           index_path.string(), ": expected an object with a weight_map {tensor: file}");
+  std::vector<std::string> shards;
+  for (const auto& [tensor, file] : index["weight_map"].items()) {
+    AT_CHECK(file.is_string(), index_path.string(), ": weight_map '", tensor,
+             "' should name a file, got ", file.dump());
+    const std::string name = file.get<std::string>();
+    AT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
+             index_path.string(), ": weight_map '", tensor, "' names '", name,
+             "', expected a file name inside the folder");
+    if (std::find(shards.begin(), shards.end(), name) == shards.end()) shards.push_back(name);
+  }
+  AT_CHECK(!shards.empty(), index_path.string(), ": weight_map is empty");
+  return shards;
+}
+
+// The shape a tensor has in a Hugging Face file: wte without the padded vocabulary rows.
+std::vector<uint64_t> file_shape(const model::ParamTensor& tensor,
+                                 const model::ModelConfig& config) {
+  std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
+  if (tensor.name == "transformer.wte.weight") shape[0] = static_cast<uint64_t>(config.vocab_size);
+  return shape;
+}
+
+// Tensors a GPT-2 file may hold that the model does not train: the causal-mask buffers of old
+// checkpoints and the LM head tied to wte.
+bool ignored_gpt2_tensor(std::string_view name) {
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+         name == "lm_head.weight";
+}
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += cat(i ? ", " : "", shape[i]);
+  return text + "]";
+}
+
+std::string listed(const std::vector<std::string>& names, size_t limit = 12) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < limit; ++i) text += cat(i ? ", " : "", names[i]);
+  if (names.size() > limit) text += cat(" and ", names.size() - limit, " more");
+  return text;
+}
+
+}  // namespace
+
+PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& layout)
+    : folder_(std::move(folder)) {
+  std::error_code error;
+  const fs::path index_path = folder_ / kIndex;
+  if (fs::is_regular_file(index_path, error)) {
+    const std::string text = read_all(index_path);
+    for (const std::string& shard : index_shards(index_path, text)) {
+      AT_CHECK(fs::is_regular_file(folder_ / shard, error), index_path.string(), ": names ", shard,
+               ", which is not in ", folder_.string());
+      files_.emplace_back(folder_ / shard);
+    }
+    hash_ = hex_hash(fnv1a(text));
+  } else {
+    AT_CHECK(fs::is_regular_file(folder_ / kSingle, error), folder_.string(), ": no ", kSingle,
+             " or ", kIndex, " (pretrained weights in safetensors are expected)");
+    files_.emplace_back(folder_ / kSingle);
+    hash_ = hex_hash(files_.front().header_hash());
+  }
+  std::map<std::string, Match, std::less<>> by_name;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    for (const auto& entry : files_[f].entries()) {
+      AT_CHECK(by_name.emplace(entry.name, Match{int(f), &entry}).second, folder_.string(),
+               ": tensor ", entry.name, " is in two weight files");
+    }
+  }
+  std::vector<std::string> missing, mismatched;
+  matches_.resize(layout.tensors().size());
+  for (size_t t = 0; t < layout.tensors().size(); ++t) {
+    const auto& tensor = layout.tensors()[t];
+    auto found = by_name.find(tensor.name);
+    if (found == by_name.end() && tensor.name.starts_with("transformer.")) {
+      found = by_name.find(std::string_view(tensor.name).substr(12));
+    }
+    if (found == by_name.end()) {
+      missing.push_back(tensor.name);
+      continue;
+    }
+    const auto expected = file_shape(tensor, layout.config());
+    if (found->second.entry->shape != expected) {
+      mismatched.push_back(cat(found->first, " ", shape_text(found->second.entry->shape),
+                               " (expected ", shape_text(expected), ")"));
+    }
+    matches_[t] = found->second;
+    by_name.erase(found);
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& [name, match] : by_name) {
+    if (!ignored_gpt2_tensor(name)) unexpected.push_back(name);
+  }
+  if (missing.empty() && mismatched.empty() && unexpected.empty()) return;
+  std::string problems;
+  if (!missing.empty()) problems += cat("; missing: ", listed(missing));
+  if (!mismatched.empty()) problems += cat("; wrong shape: ", listed(mismatched));
+  if (!unexpected.empty()) problems += cat("; unexpected: ", listed(unexpected));
+  throw Error(cat(folder_.string(), ": the weights do not fit config.json's model", problems));
+}
+
+void PretrainedWeights::fill(const model::ParamLayout& layout, std::span<float> out,
+                             std::size_t begin) const {
+  const std::size_t end = begin + out.size();
+  AT_CHECK(end <= layout.padded_size(), "pretrained weights: range [", begin, ", ", end,
+           ") exceeds the parameter buffer of ", layout.padded_size(), " elements");
+  std::fill(out.begin(), out.end(), 0.0f);
+  for (size_t t = 0; t < layout.tensors().size(); ++t) {
+    const auto& tensor = layout.tensors()[t];
+    const Match& match = matches_[t];
+    // The file's elements are a prefix of the tensor (wte's padded rows are not in it).
+    const std::size_t stored = match.entry->elements();
+    const std::size_t lo = std::max(begin, tensor.offset);
+    const std::size_t hi = std::min(end, tensor.offset + stored);
+    if (lo >= hi) continue;
+    files_[size_t(match.file)].read_range(*match.entry, lo - tensor.offset,
+                                          out.subspan(lo - begin, hi - lo));
+  }
+}
+
+std::string PretrainedWeights::describe() const {
+  return cat("weights from ", folder_.string(), " (", files_.size(), " file",
+             files_.size() == 1 ? "" : "s", ", ", hash_, ")");
+}
+
+std::vector<fs::path> PretrainedWeights::files() const {
+  std::vector<fs::path> paths;
+  for (const auto& file : files_) paths.push_back(file.path());
+  return paths;
+}
+
+std::unique_ptr<model::ParamSource> open_param_source(const RunSetup& setup,
+                                                      const model::ParamLayout& layout) {
+  const config::BaseModel& base = setup.resolved.base_model;
+  std::unique_ptr<model::ParamSource> source;
+  std::string failure;
+  try {
+    if (base.from_scratch) {
+      source = std::make_unique<model::RandomInit>(static_cast<uint64_t>(setup.params().seed));
+    } else {
+      AT_CHECK(!base.folder.empty(), base.missing_message());
+      source = std::make_unique<PretrainedWeights>(base.folder, layout);
+    }
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD, "the base model's weights");
+  return source;
+}
+
+std::string weights_hash(const fs::path& folder) {
+  std::error_code error;
+  if (fs::is_regular_file(folder / kIndex, error))
+    return hex_hash(fnv1a(read_all(folder / kIndex)));
+  return hex_hash(ckpt::SafetensorsFile(folder / kSingle).header_hash());
+}
+
+}  // namespace autotrain::train

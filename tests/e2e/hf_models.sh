@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Fine-tuning a pretrained Hugging Face GPT-2 folder, checked against an independent PyTorch
+# GPT-2 (tests/e2e/torch_gpt2.py; Debian's python3-torch):
+#   1. folders as transformers saves them (F32 with the transformer. prefix; BF16 in 3 shards
+#      without it; F16; a Hub id in a fake offline Hub cache): our logits match PyTorch's to 1e-4,
+#      the loss, every gradient, and 20 greedily decoded tokens (key/value cache) too;
+#   2. the base model missing: --dry-run says MISSING with the download command, train refuses;
+#   3. fine-tuning under mpirun -np 2 at ZeRO stages 0-3 starts from the weights (a tiny learning
+#      rate exports them unchanged) and exports a folder the PyTorch reference reproduces;
+#   4. bad folders are refused naming the file and the tensors.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
+probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
+torch_gpt2=("${PYTHON:-/usr/bin/python3}" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_gpt2.py")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "hf_models: $*"; exit 1; }
+
+"${PYTHON:-/usr/bin/python3}" -c "import random; random.seed(3); print(' '.join(str(random.randrange(50257)) for _ in range(17)))" > tokens.txt
+
+check_folder() {  # FOLDER: our numbers against PyTorch's
+  rm -rf probe && mkdir probe
+  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
+  "${torch_gpt2[@]}" check "$1" probe tokens.txt || fail "$1 differs from the PyTorch reference"
+}
+
+# 1. Loading, in every layout a Hub folder comes in.
+"${torch_gpt2[@]}" make f32
+"${torch_gpt2[@]}" make bf16 --dtype BF16 --shards 3 --no-prefix --seed 2
+"${torch_gpt2[@]}" make f16 --dtype F16 --seed 4
+"${torch_gpt2[@]}" make unused --hub "$work/hf/hub" test-org/tiny-gpt2 --shards 2
+for folder in f32 bf16 f16; do check_folder "$folder"; done
+hub_folder=$work/hf/hub/models--test-org--tiny-gpt2/snapshots/0123456789abcdef0123456789abcdef01234567
+check_folder "$hub_folder"
+
+common=(--block-size 32 --batch-size 2 --gradient-accumulation 1 --threads 1 --logging-steps 1
+  --eval-strategy no --comm-backend mpi)
+# The Hub id resolves through HF_HOME, offline.
+HF_HOME=$work/hf "$AUTOTRAIN_BIN" train --model test-org/tiny-gpt2 --dry-run "${common[@]}" > hub.out 2>&1 ||
+  { cat hub.out; fail "dry run of a Hub id in the cache"; }
+grep -q "model        GPT-2 (test-org/tiny-gpt2), 1635744 parameters; weights from $hub_folder (2 files" hub.out ||
+  { cat hub.out; fail "the dry run does not say where the weights come from"; }
+
+# 2. Missing: a preset's shape is known, so --dry-run plans it and says MISSING; train refuses
+#    (with the command that fetches it). A Hub id without a config.json cannot even be planned.
+HF_HOME=$work/none HOME=$work/none "$AUTOTRAIN_BIN" train --model gpt2 --dry-run "${common[@]}" > missing.out 2>&1 ||
+  { cat missing.out; fail "a dry run with missing weights failed"; }
+grep -q "MISSING.*huggingface-cli download openai-community/gpt2" missing.out || { cat missing.out; fail "no MISSING line"; }
+status=0
+HF_HOME=$work/none HOME=$work/none "$AUTOTRAIN_BIN" train --model test-org/absent --dry-run "${common[@]}" > absent-id.out 2>&1 || status=$?
+[ "$status" -eq 1 ] || { cat absent-id.out; fail "a dry run of an absent Hub id: exit $status, expected 1"; }
+grep -q "base_model test-org/absent: no such model folder, and not in the Hugging Face cache ($work/none/hub, $work/none/.cache/huggingface/hub; revision main). autotrain never downloads: on a login node run \`huggingface-cli download test-org/absent\`" absent-id.out ||
+  { cat absent-id.out; fail "absent Hub id: unclear message"; }
+status=0
+HF_HOME=$work/none HOME=$work/none timeout 60 "$AUTOTRAIN_BIN" train --model gpt2 --project-name absent \
+  "${common[@]}" > absent.out 2>&1 || status=$?
+[ "$status" -eq 1 ] || { cat absent.out; fail "train without the weights: exit $status, expected 1"; }
+grep -q "huggingface-cli download openai-community/gpt2" absent.out || { cat absent.out; fail "no download hint"; }
+grep -q "from_scratch" absent.out || fail "no from_scratch hint"
+[ ! -e absent/model.safetensors ] || fail "a refused run exported a model"
+
+# 3. Fine-tuning at every stage, two ranks.
+for stage in 0 1 2 3; do
+  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model bf16 --project-name still$stage \
+    --zero-stage "$stage" --max-steps 2 --lr 1e-9 "${common[@]}" > still$stage.log 2>&1 ||
+    { tail -20 still$stage.log; fail "fine-tuning at stage $stage"; }
+  grep -q "weights from $work/bf16 (3 files" still$stage.log || fail "stage $stage: no 'weights from'"
+  # BF16 weights become fp32 master weights; lr 1e-9 leaves them as they were.
+  "${torch_gpt2[@]}" same-weights bf16 still$stage 1e-6 || fail "stage $stage did not start from the weights"
+done
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model f32 --project-name tuned --zero-stage 3 \
+  --max-steps 5 --lr 1e-3 "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
+python3 - tuned/config.json <<'PY' || fail "the export's config.json lost the base model's fields"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["model_type"] == "gpt2" and c["n_embd"] == 32 and c["torch_dtype"] == "float32", c
+assert c["layer_norm_epsilon"] == 1e-5 and c["activation_function"] == "gelu_new", c
+PY
+"${torch_gpt2[@]}" same-weights f32 tuned 1e-6 && fail "5 steps at lr 1e-3 changed nothing"
+check_folder tuned
+"$AUTOTRAIN_BIN" generate --model tuned --prompt "To be" --max-new-tokens 5 --temperature 0 > gen.out 2>&1 ||
+  { cat gen.out; fail "generate on the fine-tuned folder"; }
+
+# 4. Bad folders.
+refused() {  # NAME PATTERN FOLDER
+  local status=0
+  timeout 60 "$AUTOTRAIN_BIN" train --model "$3" --project-name "bad-$1" "${common[@]}" > "$1.out" 2>&1 || status=$?
+  [ "$status" -eq 1 ] || { cat "$1.out"; fail "$1: exit $status, expected 1"; }
+  grep -qE -- "$2" "$1.out" || { cat "$1.out"; fail "$1: no '$2'"; }
+}
+mkdir no-config && refused no-config "no-config: the folder has no config.json" no-config
+cp -r f32 llama && sed -i 's/"model_type": "gpt2"/"model_type": "mamba"/; s/GPT2LMHeadModel/MambaForCausalLM/' llama/config.json
+refused architecture 'architectures \["MambaForCausalLM"\], model_type "mamba": not supported' llama
+"${torch_gpt2[@]}" make dropped --drop h.1.mlp.c_fc.bias
+refused missing-tensor "the weights do not fit config.json's model; missing: transformer.h.1.mlp.c_fc.bias" dropped
+cp -r f32 wide && sed -i 's/"n_embd": 32/"n_embd": 64/' wide/config.json
+refused wrong-shape "wrong shape: transformer.wte.weight \[50257, 32\] \(expected \[50257, 64\]\)" wide
+cp -r bf16 truncated && truncate -s -100 truncated/model-00002-of-00003.safetensors
+refused truncated "model-00002-of-00003.safetensors: tensor .* data lies past the end of the file" truncated
+cp -r bf16 lost && rm lost/model-00003-of-00003.safetensors
+refused lost-shard "model.safetensors.index.json: names model-00003-of-00003.safetensors, which is not in" lost
+echo "hf_models: ok"

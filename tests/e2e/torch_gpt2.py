@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""An independent GPT-2 in PyTorch, for checking autotrain against (e2e.hf_models).
+
+  make OUT [--dtype F32|BF16|F16] [--shards N] [--no-prefix] [--seed S] [--hub CACHE ID]
+           [--drop NAME]
+      A tiny random GPT-2 as a Hugging Face folder: config.json, model.safetensors (or N shards
+      with model.safetensors.index.json). With --hub, also as Hub id ID in the cache CACHE.
+  check FOLDER PROBE TOKENS
+      Runs this reference on FOLDER and TOKENS and compares with what hf_probe wrote into PROBE:
+      logits (1e-4), loss, gradients of every tensor (autograd) and 20 greedy tokens.
+  same-weights A B TOLERANCE
+      Every tensor of folder A equals the one of folder B within TOLERANCE.
+  logits FOLDER TOKENS OUT
+      This reference's logits [T, V] for TOKENS, as float32 raw bytes.
+
+Safetensors are read and written here by hand (8-byte header length, JSON header, raw data),
+GPT-2's math follows the published architecture: learned positions, pre-LayerNorm blocks, causal
+attention, tanh-GELU MLP of 4C, LM head tied to wte; Conv1D weights are [in, out].
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+SHAPE = dict(n_layer=2, n_head=2, n_embd=32, n_positions=64, vocab_size=50257)
+
+
+def names(n_layer):
+    out = ["wte.weight", "wpe.weight"]
+    for l in range(n_layer):
+        p = f"h.{l}."
+        out += [p + "ln_1.weight", p + "ln_1.bias", p + "attn.c_attn.weight", p + "attn.c_attn.bias",
+                p + "attn.c_proj.weight", p + "attn.c_proj.bias", p + "ln_2.weight", p + "ln_2.bias",
+                p + "mlp.c_fc.weight", p + "mlp.c_fc.bias", p + "mlp.c_proj.weight",
+                p + "mlp.c_proj.bias"]
+    return out + ["ln_f.weight", "ln_f.bias"]
+
+
+def shape_of(name, c):
+    C, V, P = c["n_embd"], c["vocab_size"], c["n_positions"]
+    table = {"wte.weight": [V, C], "wpe.weight": [P, C], "attn.c_attn.weight": [C, 3 * C],
+             "attn.c_attn.bias": [3 * C], "attn.c_proj.weight": [C, C], "mlp.c_fc.weight": [C, 4 * C],
+             "mlp.c_fc.bias": [4 * C], "mlp.c_proj.weight": [4 * C, C]}
+    for key, shape in table.items():
+        if name.endswith(key):
+            return shape
+    return [C]
+
+
+def random_weights(c, seed):
+    g = torch.Generator().manual_seed(seed)
+    w = {}
+    for name in names(c["n_layer"]):
+        shape = shape_of(name, c)
+        if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
+            t = 1 + 0.1 * torch.randn(shape, generator=g)
+        elif name.endswith(".bias"):
+            t = 0.02 * torch.randn(shape, generator=g)
+        else:  # strong enough that greedy decoding is far from ties
+            t = 0.1 * torch.randn(shape, generator=g)
+        w[name] = t.float()
+    return w
+
+
+DTYPES = {"F32": (np.float32, 4), "BF16": (np.uint16, 2), "F16": (np.float16, 2)}
+
+
+def to_bytes(t, dtype):
+    a = t.detach().float().numpy().astype(np.float32)
+    if dtype == "F32":
+        return a.tobytes()
+    if dtype == "F16":
+        return a.astype(np.float16).tobytes()
+    bits = a.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
+    return rounded.tobytes()
+
+
+def write_safetensors(path, tensors, dtype):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        data = to_bytes(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[8 + n + begin:8 + n + end]
+        kind, _ = DTYPES[info["dtype"]]
+        a = np.frombuffer(raw, dtype=kind)
+        if info["dtype"] == "BF16":
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        out[name] = torch.from_numpy(a.astype(np.float32).reshape(info["shape"]))
+    return out
+
+
+def read_folder(folder):
+    config = json.load(open(os.path.join(folder, "config.json")))
+    index = os.path.join(folder, "model.safetensors.index.json")
+    tensors = {}
+    if os.path.exists(index):
+        for shard in sorted(set(json.load(open(index))["weight_map"].values())):
+            tensors.update(read_safetensors(os.path.join(folder, shard)))
+    else:
+        tensors = read_safetensors(os.path.join(folder, "model.safetensors"))
+    weights = {}
+    for name, t in tensors.items():
+        short = name[len("transformer."):] if name.startswith("transformer.") else name
+        if short.endswith(".attn.bias") or short.endswith(".attn.masked_bias") or short == "lm_head.weight":
+            continue
+        weights[short] = t
+    return config, weights
+
+
+def forward(config, w, tokens):
+    C, NH = config["n_embd"], config["n_head"]
+    hd = C // NH
+    eps = config.get("layer_norm_epsilon", 1e-5)
+    T = tokens.shape[0]
+    x = w["wte.weight"][tokens] + w["wpe.weight"][:T]
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+
+    def ln(v, p):
+        return torch.nn.functional.layer_norm(v, (C,), w[p + ".weight"], w[p + ".bias"], eps)
+
+    for l in range(config["n_layer"]):
+        p = f"h.{l}."
+        qkv = ln(x, p + "ln_1") @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+        q, k, v = qkv.split(C, dim=-1)
+        q, k, v = (t.view(T, NH, hd).transpose(0, 1) for t in (q, k, v))
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(0, 1).reshape(T, C)
+        x = x + y @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        h = ln(x, p + "ln_2") @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]
+        h = torch.nn.functional.gelu(h, approximate="tanh")
+        x = x + h @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+    return ln(x, "ln_f") @ w["wte.weight"].T
+
+
+def cmd_make(args):
+    out = args[0]
+    dtype, shards, prefix, seed, hub, drop = "F32", 1, "transformer.", 1, None, None
+    i = 1
+    while i < len(args):
+        if args[i] == "--dtype":
+            dtype = args[i + 1]; i += 2
+        elif args[i] == "--shards":
+            shards = int(args[i + 1]); i += 2
+        elif args[i] == "--no-prefix":
+            prefix = ""; i += 1
+        elif args[i] == "--seed":
+            seed = int(args[i + 1]); i += 2
+        elif args[i] == "--drop":
+            drop = args[i + 1]; i += 2
+        elif args[i] == "--hub":
+            hub = (args[i + 1], args[i + 2]); i += 3
+        else:
+            sys.exit(f"make: unknown option {args[i]}")
+    config = dict(SHAPE, model_type="gpt2", architectures=["GPT2LMHeadModel"], n_ctx=SHAPE["n_positions"],
+                  activation_function="gelu_new", layer_norm_epsilon=1e-5, tie_word_embeddings=True,
+                  bos_token_id=50256, eos_token_id=50256, torch_dtype="float32")
+    weights = {prefix + k: v for k, v in random_weights(config, seed).items() if k != drop}
+    folder = out
+    if hub:
+        cache, repo = hub
+        commit = "0123456789abcdef0123456789abcdef01234567"
+        base = os.path.join(cache, "models--" + repo.replace("/", "--"))
+        folder = os.path.join(base, "snapshots", commit)
+        os.makedirs(os.path.join(base, "refs"), exist_ok=True)
+        open(os.path.join(base, "refs", "main"), "w").write(commit)
+    os.makedirs(folder, exist_ok=True)
+    json.dump(config, open(os.path.join(folder, "config.json"), "w"), indent=2)
+    if shards == 1:
+        write_safetensors(os.path.join(folder, "model.safetensors"), weights, dtype)
+        return
+    keys = list(weights)
+    parts = [keys[i::shards] for i in range(shards)]
+    weight_map = {}
+    for n, part in enumerate(parts):
+        file = f"model-{n + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(folder, file), {k: weights[k] for k in part}, dtype)
+        weight_map.update({k: file for k in part})
+    json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map},
+              open(os.path.join(folder, "model.safetensors.index.json"), "w"), indent=2)
+
+
+def read_tokens(path):
+    return torch.tensor([int(t) for t in open(path).read().split()], dtype=torch.long)
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def cmd_check(args):
+    folder, probe, tokens_path = args
+    config, w = read_folder(folder)
+    tokens = read_tokens(tokens_path)
+    T, V = tokens.shape[0] - 1, config["vocab_size"]
+    for t in w.values():
+        t.requires_grad_(True)
+    logits = forward(config, w, tokens[:T])
+    ours = torch.from_numpy(np.fromfile(os.path.join(probe, "logits.f32"), dtype=np.float32).reshape(T, V))
+    diff = (logits.detach() - ours).abs().max().item()
+    print(f"logits: max |ours - torch| = {diff:.3g} over [{T}, {V}] (logit scale {logits.abs().max().item():.3g})")
+    if diff > 1e-4:
+        fail("logits differ by more than 1e-4")
+    loss = torch.nn.functional.cross_entropy(logits, tokens[1:])
+    our_loss = float(open(os.path.join(probe, "loss.txt")).read())
+    print(f"loss: ours {our_loss:.6f}, torch {loss.item():.6f}")
+    if abs(our_loss - loss.item()) > 1e-4:
+        fail("losses differ")
+    loss.backward()
+    grads = np.fromfile(os.path.join(probe, "grads.f32"), dtype=np.float32)
+    worst = 0.0
+    for tensor in json.load(open(os.path.join(probe, "layout.json"))):
+        name = tensor["name"][len("transformer."):]
+        ref = w[name].grad
+        n = ref.numel()
+        got = torch.from_numpy(grads[tensor["offset"]:tensor["offset"] + n].copy()).reshape(ref.shape)
+        scale = max(ref.abs().max().item(), 1e-3)
+        err = (got - ref).abs().max().item() / scale
+        worst = max(worst, err)
+        if err > 1e-4:
+            fail(f"gradient of {name}: max relative difference {err:.3g}")
+    print(f"gradients: every tensor within {worst:.3g} (relative to its largest element)")
+    with torch.no_grad():
+        seq = tokens.clone()
+        for _ in range(20):
+            seq = torch.cat([seq, forward(config, w, seq)[-1].argmax().view(1)])
+    expected = seq[tokens.shape[0]:].tolist()
+    got = [int(t) for t in open(os.path.join(probe, "greedy.txt")).read().split()]
+    print(f"greedy: ours {got[:8]}..., torch {expected[:8]}...")
+    if got != expected:
+        fail(f"greedy decoding differs: ours {got}, torch {expected}")
+    print("check: ok")
+
+
+def cmd_same_weights(args):
+    a, b, tolerance = args[0], args[1], float(args[2])
+    _, wa = read_folder(a)
+    _, wb = read_folder(b)
+    if sorted(wa) != sorted(wb):
+        fail(f"tensor names differ: {sorted(set(wa) ^ set(wb))}")
+    worst = max((wa[k] - wb[k]).abs().max().item() for k in wa)
+    print(f"same-weights: max difference {worst:.3g} over {len(wa)} tensors")
+    if worst > tolerance:
+        fail(f"weights differ by {worst} > {tolerance}")
+
+
+def cmd_logits(args):
+    folder, tokens_path, out = args
+    config, w = read_folder(folder)
+    tokens = read_tokens(tokens_path)
+    with torch.no_grad():
+        forward(config, w, tokens[:-1]).numpy().astype(np.float32).tofile(out)
+
+
+if __name__ == "__main__":
+    commands = {"make": cmd_make, "check": cmd_check, "same-weights": cmd_same_weights, "logits": cmd_logits}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    commands[sys.argv[1]](sys.argv[2:])

@@ -1,0 +1,82 @@
+// hf_probe FOLDER TOKENS OUT: what our GPT-2 computes for a Hugging Face model folder, for the
+// PyTorch reference (tests/e2e/torch_gpt2.py) to compare with. Loads FOLDER the way generate
+// does (load_model_folder: PretrainedWeights), reads TOKENS (one line of space-separated ids)
+// and writes into the folder OUT:
+//   logits.f32   [T, V] the logits at every position of tokens[0 .. T) (T = count - 1)
+//   loss.txt     the mean cross-entropy of tokens[1 .. T] after them
+//   grads.f32    the flat gradient buffer of that loss; layout.json says where each tensor is
+//   greedy.txt   20 tokens decoded greedily after tokens (key/value cache, as generate runs)
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "autotrain/model/gpt2.hpp"
+#include "autotrain/train/generate.hpp"
+
+namespace {
+
+void write_floats(const std::string& path, const float* data, std::size_t count) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * 4));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace autotrain;
+  if (argc != 4) {
+    std::cerr << "usage: hf_probe FOLDER TOKENS OUT\n";
+    return 2;
+  }
+  try {
+    const train::LoadedModel loaded = train::load_model_folder(argv[1]);
+    const model::ParamLayout& layout = *loaded.layout;
+    std::vector<std::int32_t> tokens;
+    std::ifstream in(argv[2]);
+    for (std::int32_t id; in >> id;) tokens.push_back(id);
+    const int T = static_cast<int>(tokens.size()) - 1;
+    const int V = layout.config().vocab_size;
+    const std::string out = argv[3];
+
+    model::Gpt2Model gpt(layout, 1, T);
+    std::vector<float> grads(layout.padded_size(), 0.0f);
+    model::FlatUnitAccess access(layout, loaded.params.data(), grads.data());
+    std::vector<float> logits;
+    for (int t = 1; t <= T; ++t) {
+      const auto row = gpt.next_token_logits(
+          access, std::span<const std::int32_t>(tokens.data(), static_cast<std::size_t>(t)));
+      logits.insert(logits.end(), row.begin(), row.begin() + V);
+    }
+    write_floats(out + "/logits.f32", logits.data(), logits.size());
+    const float loss = gpt.forward(access, tokens.data(), tokens.data() + 1);
+    gpt.backward(access, 1.0f);
+    std::ofstream(out + "/loss.txt") << std::setprecision(9) << loss << "\n";
+    write_floats(out + "/grads.f32", grads.data(), grads.size());
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const auto& tensor : layout.tensors()) {
+      tensors.push_back(
+          {{"name", tensor.name}, {"offset", tensor.offset}, {"shape", tensor.shape}});
+    }
+    std::ofstream(out + "/layout.json") << tensors.dump() << "\n";
+
+    gpt.reset_cache();
+    std::span<const float> next;
+    for (const std::int32_t token : tokens) next = gpt.feed_token(access, token);
+    std::ofstream greedy(out + "/greedy.txt");
+    for (int i = 0; i < 20; ++i) {
+      const auto best = static_cast<std::int32_t>(std::max_element(next.begin(), next.begin() + V) -
+                                                  next.begin());
+      greedy << best << (i + 1 < 20 ? " " : "\n");
+      next = gpt.feed_token(access, best);
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "hf_probe: " << error.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
