@@ -192,8 +192,7 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
   AT_CHECK(in.gcount() == static_cast<std::streamsize>(length), where, ": header cut short");
   data_start_ = 8 + length;
   file_size_ = file_size;
-  header_hash_ = 0xcbf29ce484222325ULL;
-  for (const unsigned char ch : text) header_hash_ = (header_hash_ ^ ch) * 0x100000001b3ULL;
+
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
@@ -231,7 +230,6 @@ SafetensorsFile::~SafetensorsFile() {
 SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
     : path_(std::move(other.path_)),
       data_start_(other.data_start_),
-      header_hash_(other.header_hash_),
       file_size_(other.file_size_),
       map_(std::exchange(other.map_, nullptr)),
       entries_(std::move(other.entries_)),

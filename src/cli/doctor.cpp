@@ -97,6 +97,7 @@ std::vector<DoctorRow> run_checks(const config::TrainCommandLine& command_line) 
   rows.push_back(check_allreduce(context));
   for (auto& row : check_links(context)) rows.push_back(std::move(row));
   rows.push_back(check_project_folder(context));
+  rows.push_back(check_base_model(context));
   rows.push_back(check_clocks(context));
   free_communicators();
   return rows;

@@ -44,6 +44,8 @@ DoctorRow check_master_port(const DoctorContext& context);
 DoctorRow check_allreduce(const DoctorContext& context);
 std::vector<DoctorRow> check_links(const DoctorContext& context);
 DoctorRow check_project_folder(const DoctorContext& context);
+// Every node finds the same base model weights (a Hub cache on node-local disk would not).
+DoctorRow check_base_model(const DoctorContext& context);
 DoctorRow check_clocks(const DoctorContext& context);
 
 // "node1 (ranks 0-1), node2 (ranks 2-3)": where `ranks` (ascending) run.

@@ -16,6 +16,7 @@ int run_export(const std::vector<std::string>& args, MpiSession& mpi) {
   std::string checkpoint;
   std::string output;
   std::string dtype = "fp32";
+  std::string max_shard_size = "5GB";
   po::options_description description("autotrain export --checkpoint FILE --output DIR [options]");
   description.add_options()  //
       ("checkpoint", po::value(&checkpoint)->value_name("FILE"),
@@ -24,6 +25,8 @@ int run_export(const std::vector<std::string>& args, MpiSession& mpi) {
        "folder to write model.safetensors, config.json and the tokenizer files into")  //
       ("export-dtype", po::value(&dtype)->value_name("fp32|bf16|fp16"),
        "precision of model.safetensors (default fp32)")  //
+      ("max-shard-size", po::value(&max_shard_size)->value_name("SIZE"),
+       "largest weight file; above it shards with model.safetensors.index.json (default 5GB)")  //
       ("help,h", "show this help");
   const auto values = parse_command_options("export", description, args);
   if (values.count("help")) {
@@ -38,7 +41,10 @@ int run_export(const std::vector<std::string>& args, MpiSession& mpi) {
     throw CollectiveError(
         cat("export: --export-dtype must be fp32, bf16 or fp16, got '", dtype, "'"));
   }
-  train::export_checkpoint(checkpoint, output, dtype);
+  if (const std::string problem = config::byte_size_rule(max_shard_size); !problem.empty()) {
+    throw CollectiveError(cat("export: --max-shard-size: expected ", problem));
+  }
+  train::export_checkpoint(checkpoint, output, dtype, max_shard_size);
   return 0;
 }
 

@@ -271,7 +271,8 @@ nlohmann::ordered_json to_json(const TrainingParams& params) {
   return out;
 }
 
-void write_training_params(const TrainingParams& params, const fs::path& path) {
+void write_training_params(const TrainingParams& params, const fs::path& path,
+                           const nlohmann::ordered_json& record) {
   if (path.has_parent_path()) {
     std::error_code error;
     fs::create_directories(path.parent_path(), error);
@@ -283,7 +284,9 @@ void write_training_params(const TrainingParams& params, const fs::path& path) {
   {
     std::ofstream out(temporary);
     AT_CHECK(out, "cannot write '", temporary.string(), "'");
-    out << to_json(params).dump(2) << '\n';
+    nlohmann::ordered_json json = to_json(params);
+    for (const auto& [key, value] : record.items()) json[key] = value;
+    out << json.dump(2) << '\n';
     out.close();
     if (!out) {
       std::error_code ignored;

@@ -36,13 +36,17 @@ constexpr ForeignKey kForeignKeys[] = {
     {"merge_adapter", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
     {"quantization", false, "quantized training is not supported"},
     {"chat_template", false, "chat templates are not supported: text_column is used as it is"},
-    {"model_max_length", true, "the context length is n_positions (set by the model preset)"},
+    {"model_max_length", true,
+     "the context length is n_positions (the base model's); block_size -1 also respects the "
+     "folder's tokenizer_config.json model_max_length"},
     {"padding", true, "sequences are packed to block_size, never padded"},
     {"push_to_hub", true, "the model is exported to <project_name>/, never pushed"},
     {"username", true, "nothing is pushed to the Hugging Face Hub"},
     {"token", true, "Hub tokens are neither used nor stored"},
     {"log", true, "metrics are written to <project_name>/metrics.jsonl"},
     {"backend", true, "autotrain runs where mpirun or srun starts it"},
+    {"base_model_path", true, "written by autotrain train: the folder the base weights came from"},
+    {"base_model_weights", true, "written by autotrain train: the hash of the base weights"},
 };
 
 const ForeignKey* find_foreign_key(std::string_view name) {

@@ -145,6 +145,33 @@ std::string model_rule(std::string_view value) {
   return {};
 }
 
+uint64_t parse_byte_size(std::string_view value, std::string_view what) {
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0},      {"", 1.0}};
+  double number = 0;
+  const auto result = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (result.ec == std::errc() && std::isfinite(number) && number > 0) {
+    const std::string_view unit = value.substr(static_cast<size_t>(result.ptr - value.data()));
+    for (const auto& [name, scale] : kUnits) {
+      if (unit == name && number * scale >= 1 && number * scale < 1.8e19) {
+        return static_cast<uint64_t>(number * scale);
+      }
+    }
+  }
+  throw Error(cat(what, ": expected ", kByteSizeRule, ", got '", value, "'"));
+}
+
+std::string byte_size_rule(std::string_view value) {
+  try {
+    parse_byte_size(value, "size");
+  } catch (const Error&) {
+    return cat("a size such as 5GB, 500MB or 2GiB, not '", value, "'");
+  }
+  return {};
+}
+
 std::string foreign_name_hint(std::string_view name) {
   // Names users bring from transformers' TrainingArguments and AutoTrain's CLI.
   static const std::pair<std::string_view, std::string_view> kForeignNames[] = {

@@ -119,6 +119,8 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
       {"seed", params.seed}}.dump();
   state.json["optimizer"] =
       json{{"kind", optimizer_name(point.optimizer)}, {"steps", point.optimizer_steps}}.dump();
+  state.json["base_model"] =
+      json{{"weights_hash", point.base_weights}, {"folder", point.base_folder}}.dump();
   state.json["loss_scaler"] = json{{"enabled", point.loss_scaler.enabled},
                                    {"scale", point.loss_scaler.scale},
                                    {"good_steps", point.loss_scaler.good_steps},
@@ -196,6 +198,12 @@ ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::stri
     point.optimizer_steps = integer(optimizer, "steps", 0LL, kMaxLong);
     key = "training_params";
     point.training_params_json = json_doc(info, where, key);
+    key = "base_model";
+    if (info.json.count(key) != 0) {
+      const json base = json::parse(json_doc(info, where, key));
+      point.base_weights = base.at("weights_hash").get<std::string>();
+      point.base_folder = base.value("folder", std::string());
+    }
     key = "loss_scaler";
     if (info.json.count(key) != 0) {
       const json scaler = json::parse(json_doc(info, where, key));
@@ -289,7 +297,7 @@ std::optional<fs::path> resolve_resume(const std::string& setting, const ckpt::C
 }
 
 void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
-                       const std::string& export_dtype) {
+                       const std::string& export_dtype, const std::string& max_shard_size) {
   ckpt::CheckpointReader reader(checkpoint, MPI_COMM_WORLD);
   // The same checks as `ckpt verify`: a damaged checkpoint is never exported as a model.
   if (const std::vector<std::string> problems = reader.verify_checksums(); !problems.empty()) {
@@ -301,6 +309,7 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
   const ResumePoint saved = read_resume_point(reader);
   config::TrainingParams params;
   params.export_dtype = export_dtype;
+  params.max_shard_size = max_shard_size;
   try {
     params.tokenizer = json::parse(saved.training_params_json).at("tokenizer").get<std::string>();
   } catch (const json::exception& error) {
@@ -316,7 +325,11 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
   options.optimizer.kind = saved.optimizer;
   auto engine = zero::Engine::create(layout, *comm, options);
   load_engine_state(reader, *engine, layout, saved.optimizer, false);
-  export_model(*engine, layout, params, dir);
+  // The base model's config.json fields, when its folder is still there.
+  std::error_code error;
+  const fs::path base = saved.base_folder;
+  const bool base_present = !base.empty() && fs::is_regular_file(base / "config.json", error);
+  export_model(*engine, layout, params, dir, base_present ? base : fs::path());
 }
 
 CheckpointSaver::CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,

@@ -1,6 +1,9 @@
 #include "autotrain/train/export.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "autotrain/ckpt/safetensors.hpp"
@@ -89,6 +92,91 @@ std::string merged_config_json(const std::filesystem::path& base_folder, const s
   return merged.dump(2) + "\n";
 }
 
+// The exported weights as save_pretrained lays them out: one model.safetensors, or, above
+// max_bytes, model-0000i-of-0000N.safetensors (tensors in order, a shard full before the next
+// starts; a tensor larger than max_bytes alone) with model.safetensors.index.json.
+class WeightFiles {
+ public:
+  WeightFiles(std::filesystem::path dir, const std::vector<ckpt::SafetensorsEntry>& entries,
+              uint64_t max_bytes)
+      : dir_(std::move(dir)) {
+    uint64_t bytes_in_shard = 0;
+    for (const auto& entry : entries) {
+      const uint64_t bytes = entry.elements() * dtype_size(entry.dtype);
+      if (shards_.empty() || (bytes_in_shard > 0 && bytes_in_shard + bytes > max_bytes)) {
+        shards_.emplace_back();
+        bytes_in_shard = 0;
+      }
+      shards_.back().push_back(entry);
+      bytes_in_shard += bytes;
+      total_bytes_ += bytes;
+    }
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      char name[64];
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards_.size());
+      names_.push_back(shards_.size() == 1 ? "model.safetensors" : name);
+    }
+  }
+
+  // The next tensor's values, whole.
+  void append_tensor(std::span<const float> values) {
+    if (!writer_) {
+      writer_.emplace(dir_ / names_[shard_], shards_[shard_],
+                      std::map<std::string, std::string>{{"format", "pt"}});
+    }
+    writer_->append(values);
+    if (++tensor_ == shards_[shard_].size()) {
+      writer_->finish();
+      writer_.reset();
+      ++shard_;
+      tensor_ = 0;
+    }
+  }
+
+  // Writes the index (when sharded) and removes the files of the other layout an earlier
+  // export left, so a loader never mixes them.
+  void finish() {
+    AT_CHECK(shard_ == shards_.size(), "export: ", shards_.size() - shard_,
+             " weight file(s) not written");
+    namespace fs = std::filesystem;
+    const bool sharded = shards_.size() > 1;
+    std::error_code error;
+    for (const auto& file : fs::directory_iterator(dir_, error)) {
+      const std::string name = file.path().filename().string();
+      const bool ours = std::find(names_.begin(), names_.end(), name) != names_.end();
+      const bool weights = name == "model.safetensors" ||
+                           (name.starts_with("model-") && name.ends_with(".safetensors"));
+      if (weights && !ours) fs::remove(file.path(), error);
+    }
+    if (!sharded) {
+      fs::remove(dir_ / "model.safetensors.index.json", error);
+      return;
+    }
+    nlohmann::ordered_json map = nlohmann::ordered_json::object();
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      for (const auto& entry : shards_[s]) map[entry.name] = names_[s];
+    }
+    const nlohmann::ordered_json index = {{"metadata", {{"total_size", total_bytes_}}},
+                                          {"weight_map", map}};
+    write_text(dir_ / "model.safetensors.index.json", index.dump(2) + "\n");
+  }
+
+  std::string summary() const {
+    return shards_.size() == 1 ? (dir_ / names_[0]).string()
+                               : cat(shards_.size(), " shards in ", dir_.string(),
+                                     " (model.safetensors.index.json)");
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::vector<ckpt::SafetensorsEntry>> shards_;
+  std::vector<std::string> names_;
+  uint64_t total_bytes_ = 0;
+  size_t shard_ = 0;   // the shard being written
+  size_t tensor_ = 0;  // tensors of it written
+  std::optional<ckpt::SafetensorsWriter> writer_;
+};
+
 }  // namespace
 
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
@@ -127,15 +215,14 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
   const auto& config = layout.config();
   const bool root = world_rank() == 0;
-  std::optional<ckpt::SafetensorsWriter> writer;
+  std::optional<WeightFiles> files;
   if (root) {
     std::filesystem::create_directories(dir);
     std::vector<ckpt::SafetensorsEntry> entries;
     for (const auto& tensor : layout.tensors()) {
       entries.push_back({tensor.name, dtype, export_shape(tensor, config)});
     }
-    writer.emplace(dir / "model.safetensors", std::move(entries),
-                   std::map<std::string, std::string>{{"format", "pt"}});
+    files.emplace(dir, entries, config::parse_byte_size(params.max_shard_size, "max_shard_size"));
   }
   // One unit at a time: rank 0 never holds more than the largest unit.
   std::vector<float> unit_values;
@@ -148,12 +235,12 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
       const auto& tensor = layout.tensors()[static_cast<size_t>(t)];
       size_t count = 1;
       for (auto extent : export_shape(tensor, config)) count *= extent;
-      writer->append(
+      files->append_tensor(
           std::span<const float>(unit_values.data() + layout.offset_in_unit(tensor), count));
     }
   }
   if (!root) return;
-  writer->finish();
+  files->finish();
   const auto tokenizer = data::make_tokenizer(params.tokenizer);
   const std::string ours = hf_config_json(config, params.tokenizer, tokenizer->eot_token(), dtype);
   write_text(dir / "config.json",
@@ -166,7 +253,7 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                                dir / "generation_config.json",
                                std::filesystem::copy_options::overwrite_existing);
   }
-  log::info("export: wrote ", (dir / "model.safetensors").string(), " (", params.export_dtype,
+  log::info("export: wrote ", files->summary(), " (", params.export_dtype,
             "), config.json and tokenizer files");
 }
 

@@ -26,10 +26,31 @@ std::string hex_hash(uint64_t hash) {
   return cat("fnv1a64:", text);
 }
 
-uint64_t fnv1a(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
+uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
   for (const unsigned char ch : bytes) hash = (hash ^ ch) * 0x100000001b3ULL;
   return hash;
+}
+
+// The identity of a set of weight files: the index (or the header), then each file's size and
+// its first and last MiB. Headers alone are the same for every model of one architecture;
+// the sampled values tell two of them apart without reading gigabytes.
+std::string weights_identity(const std::string& index_text, const std::vector<fs::path>& files) {
+  constexpr uint64_t kSample = uint64_t{1} << 20;
+  uint64_t hash = fnv1a(index_text);
+  std::string buffer;
+  for (const fs::path& file : files) {
+    const uint64_t size = fs::file_size(file);
+    hash = fnv1a(cat(file.filename().string(), ":", size), hash);
+    std::ifstream in(file, std::ios::binary);
+    for (const uint64_t at : {uint64_t{0}, size > kSample ? size - kSample : uint64_t{0}}) {
+      buffer.assign(std::min(kSample, size), '\0');
+      in.seekg(static_cast<std::streamoff>(at));
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      AT_CHECK(in.good(), file.string(), ": cannot read ", buffer.size(), " bytes at ", at);
+      hash = fnv1a(buffer, hash);
+    }
+  }
+  return hex_hash(hash);
 }
 
 std::string read_all(const fs::path& path) {
@@ -98,12 +119,12 @@ PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& 
                ", which is not in ", folder_.string());
       files_.emplace_back(folder_ / shard);
     }
-    hash_ = hex_hash(fnv1a(text));
+    hash_ = weights_identity(text, files());
   } else {
     AT_CHECK(fs::is_regular_file(folder_ / kSingle, error), folder_.string(), ": no ", kSingle,
              " or ", kIndex, " (pretrained weights in safetensors are expected)");
     files_.emplace_back(folder_ / kSingle);
-    hash_ = hex_hash(files_.front().header_hash());
+    hash_ = weights_identity({}, files());
   }
   std::map<std::string, Match, std::less<>> by_name;
   for (size_t f = 0; f < files_.size(); ++f) {
@@ -193,11 +214,21 @@ std::unique_ptr<model::ParamSource> open_param_source(const RunSetup& setup,
   return source;
 }
 
+std::string base_weights_hash(const config::BaseModel& base) {
+  if (base.from_scratch || base.folder.empty()) return {};
+  return weights_hash(base.folder);
+}
+
 std::string weights_hash(const fs::path& folder) {
   std::error_code error;
-  if (fs::is_regular_file(folder / kIndex, error))
-    return hex_hash(fnv1a(read_all(folder / kIndex)));
-  return hex_hash(ckpt::SafetensorsFile(folder / kSingle).header_hash());
+  if (fs::is_regular_file(folder / kIndex, error)) {
+    const std::string text = read_all(folder / kIndex);
+    std::vector<fs::path> files;
+    for (const std::string& shard : index_shards(folder / kIndex, text))
+      files.push_back(folder / shard);
+    return weights_identity(text, files);
+  }
+  return weights_identity({}, {folder / kSingle});
 }
 
 }  // namespace autotrain::train

@@ -2,6 +2,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/train/pretrained.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -26,6 +27,20 @@ void check_global_batch(const ResumePoint& saved, const RunSetup& setup, const s
                             world, "); ", fix));
 }
 
+// A fine-tuning run continues from the base weights it started from.
+void check_base_weights(const ResumePoint& saved, const RunSetup& setup, const std::string& name) {
+  if (saved.base_weights.empty()) return;
+  const config::BaseModel& base = setup.resolved.base_model;
+  const std::string current = base_weights_hash(base);
+  if (current == saved.base_weights) return;
+  throw CollectiveError(
+      cat("cannot resume from ", name, ": it fine-tunes the base weights ", saved.base_weights,
+          ", but base_model ", base.name, " now gives ",
+          current.empty() ? base.describe(setup.params().seed)
+                          : cat(base.folder.string(), " (", current, ")"),
+          "; resume with the same base model, or set resume_from_checkpoint: none to start fresh"));
+}
+
 }  // namespace
 
 std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir) {
@@ -43,6 +58,7 @@ std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::Che
                               "); train with the checkpoint's settings, or set "
                               "resume_from_checkpoint: none to start fresh"));
   }
+  check_base_weights(decision.saved, setup, name);
   check_global_batch(decision.saved, setup, name);
   // After the model and batch checks, which say more about those two.
   decision.changes = check_resume_changes(decision.saved.training_params_json, params,

@@ -19,6 +19,7 @@
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/optim/schedule.hpp"
+#include "autotrain/train/bench_train.hpp"
 #include "autotrain/train/checkpointing.hpp"
 #include "autotrain/train/export.hpp"
 #include "autotrain/train/loss_scaler.hpp"
@@ -155,6 +156,7 @@ class TrainingRun {
 
  private:
   void log_plan() const;
+  void initialize_parameters();  // from source_, for a run that does not resume
   void resume_from(const ResumeDecision& resume);
   void evaluate_initial();
   ckpt::CheckpointContent content_at(long long steps_done);
@@ -165,6 +167,7 @@ class TrainingRun {
 
   const RunSetup& setup_;
   const model::ParamSource& source_;
+  const std::string base_weights_;  // base_weights_hash of the base model
   const config::TrainingParams& params_;
   const bool talker_;
   const std::filesystem::path project_;
@@ -206,6 +209,7 @@ class TrainingRun {
 TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source)
     : setup_(setup),
       source_(source),
+      base_weights_(base_weights_hash(setup.resolved.base_model)),
       params_(setup.params()),
       talker_(setup.topology.rank == 0),
       project_(params_.project_name),
@@ -266,11 +270,20 @@ void TrainingRun::resume_and_begin() {
   if (const auto resume = plan_resume(setup_, checkpoint_dir_)) {
     resume_from(*resume);
   } else {
-    engine_->init_parameters(source_);
+    initialize_parameters();
   }
   // After the resume checks: a refused resume leaves the description of the earlier run as it
   // was; an accepted one records its changes in param_changes.jsonl (resume_from).
-  if (talker_) config::write_training_params(params_, project_ / "training_params.json");
+  if (talker_) {
+    const auto& base = setup_.resolved.base_model;
+    // null from scratch, as AutoTrain writes None.
+    nlohmann::ordered_json record = {{"base_model_path", nullptr}, {"base_model_weights", nullptr}};
+    if (!base_weights_.empty()) {
+      record["base_model_path"] = base.folder.string();
+      record["base_model_weights"] = base_weights_;
+    }
+    config::write_training_params(params_, project_ / "training_params.json", record);
+  }
   saver_.emplace(
       checkpoint_dir_,
       ckpt::WriteOptions{ckpt::parse_layout(params_.checkpoint_layout, "checkpoint_layout")},
@@ -287,6 +300,20 @@ void TrainingRun::resume_and_begin() {
     log::info("resume: the checkpoint already has all ", total_steps_,
               " steps; nothing left to train");
   }
+}
+
+void TrainingRun::initialize_parameters() {
+  const std::size_t before = peak_resident_bytes();
+  const Timer timer;
+  engine_->init_parameters(source_);
+  if (base_weights_.empty()) return;
+  // What reading the weights cost on top of the model's own memory (at most, over the ranks).
+  unsigned long long growth[2] = {peak_resident_bytes() - before, peak_resident_bytes()};
+  AT_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, growth, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
+  log::info("model: read the base weights in ", timer.seconds(), " s; peak resident memory per ",
+            "rank at most ", human_bytes(double(growth[1])),
+            ", of which the reading added at most ", human_bytes(double(growth[0])));
 }
 
 void TrainingRun::resume_from(const ResumeDecision& resume) {
@@ -425,6 +452,8 @@ ckpt::CheckpointContent TrainingRun::content_at(long long steps_done) {
   point.model = config_;
   point.optimizer = optimizer_kind_;
   point.loss_scaler = scaler_.state();
+  point.base_weights = base_weights_;
+  if (!base_weights_.empty()) point.base_folder = setup_.resolved.base_model.folder.string();
   return checkpoint_content(*engine_, layout_, point, params_);
 }
 

@@ -24,7 +24,9 @@ TEST(YamlConfig, ReadsAutoTrainLayoutWithColumnMappingAndDistributedBlock) {
   const auto path = fixture("config/autotrain_llm.yaml");
   const ResolvedParams resolved = load_yaml(path);
   const TrainingParams& params = resolved.params;
-  EXPECT_EQ(params.model, "gpt2");
+  // A Hub id stays as written (the cache is searched under it); its preset gives the shape.
+  EXPECT_EQ(params.model, "openai-community/gpt2");
+  EXPECT_EQ(params.n_embd, 768);
   EXPECT_EQ(params.project_name, "shakespeare-gpt2");
   EXPECT_EQ(params.data_path, "data/shakespeare");
   EXPECT_EQ(params.valid_split, "valid");

@@ -69,7 +69,13 @@ TEST(TrainingParams, ParsesTextIntoEachType) {
   EXPECT_EQ(parse_text(*find_param("optimizer"), "adamw_torch", where), ParamValue("adamw"));
   EXPECT_EQ(parse_text(*find_param("mixed_precision"), "None", where), ParamValue("no"));
   EXPECT_EQ(parse_text(*find_param("model"), "openai-community/gpt2-xl", where),
-            ParamValue("gpt2-xl"));
+            ParamValue("openai-community/gpt2-xl"));
+  EXPECT_EQ(model_preset("openai-community/gpt2-xl").n_layer, 48);
+  EXPECT_EQ(parse_text(*find_param("max_shard_size"), "2GiB", where), ParamValue("2GiB"));
+  EXPECT_EQ(parse_byte_size("2GiB", "max_shard_size"), uint64_t{1} << 31);
+  EXPECT_EQ(parse_byte_size("5GB", "max_shard_size"), uint64_t{5000000000});
+  EXPECT_EQ(parse_byte_size("1.5MB", "max_shard_size"), uint64_t{1500000});
+  EXPECT_THROW(parse_text(*find_param("max_shard_size"), "5 parsecs", where), Error);
 }
 
 TEST(TrainingParams, RejectsWrongTypeNamingKeyValueAndFile) {

@@ -32,7 +32,7 @@ expect_row() {
 
 timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${doctor[@]}" --project-name one > one.log 2>&1 ||
   { cat one.log; echo "doctor: failed on one node"; exit 1; }
-for check in build launcher config cpus gpus network "master port" allreduce "project folder" clocks; do
+for check in build launcher config cpus gpus network "master port" allreduce "project folder" "base model" clocks; do
   expect_row one.log "$check" ok
 done
 grep -q "doctor: every check passed" one.log || { cat one.log; exit 1; }
@@ -44,6 +44,7 @@ timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${doctor[@]}" --zero-stage 9 
 [ "$status" -eq 1 ] || { cat bad.log; echo "doctor: bad config exited $status, expected 1"; exit 1; }
 expect_row bad.log config FAIL "zero.stage.*9"
 expect_row bad.log "project folder" skipped
+expect_row bad.log "base model" skipped
 expect_row bad.log allreduce ok
 echo "doctor: a bad configuration fails its row, the rest still run"
 

@@ -71,7 +71,11 @@ for stage in 0 1 2 3; do
   "${torch_gpt2[@]}" same-weights bf16 still$stage 1e-6 || fail "stage $stage did not start from the weights"
 done
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model f32 --project-name tuned --zero-stage 3 \
-  --max-steps 5 --lr 1e-3 "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
+  --max-steps 5 --lr 1e-3 --max-shard-size 2MB "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
+# 6.5 MB of weights above a 2 MB limit: wte (6.4 MB) alone, then the rest, as save_pretrained.
+grep -q "export: wrote 2 shards in tuned (model.safetensors.index.json)" tuned.log || { tail -5 tuned.log; fail "not sharded"; }
+[ -f tuned/model-00001-of-00002.safetensors ] && [ -f tuned/model-00002-of-00002.safetensors ] && [ ! -e tuned/model.safetensors ] ||
+  { ls tuned; fail "the shards are not as save_pretrained names them"; }
 python3 - tuned/config.json <<'PY' || fail "the export's config.json lost the base model's fields"
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -82,6 +86,25 @@ PY
 check_folder tuned
 "$AUTOTRAIN_BIN" generate --model tuned --prompt "To be" --max-new-tokens 5 --temperature 0 > gen.out 2>&1 ||
   { cat gen.out; fail "generate on the fine-tuned folder"; }
+
+# A checkpoint exports later to the same folder, with the base model's config.json fields.
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint tuned/checkpoints/checkpoint-5.h5 \
+  --output again --max-shard-size 1GB > again.log 2>&1 || { cat again.log; fail "export of the checkpoint"; }
+grep -q '"activation_function": "gelu_new"' again/config.json || fail "export --checkpoint lost the base config"
+[ -f again/model.safetensors ] || fail "export --checkpoint under 1GB is not one file"
+"${torch_gpt2[@]}" same-weights tuned again 0 || fail "export --checkpoint differs from the run's export"
+
+# The run records its base; a resume whose base model now holds other weights is refused.
+recorded=$(python3 -c "import json; p = json.load(open('tuned/training_params.json')); print(p['base_model_path'], p['base_model_weights'])")
+[[ "$recorded" == "$work/f32 fnv1a64:"* ]] || fail "training_params.json records '$recorded'"
+"${torch_gpt2[@]}" make other --seed 9
+cp other/model.safetensors f32/model.safetensors
+status=0
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model f32 --project-name tuned --zero-stage 3 \
+  --max-steps 6 --lr 1e-3 "${common[@]}" > rebased.log 2>&1 || status=$?
+[ "$status" -ne 0 ] || fail "a resume on other base weights was accepted"
+grep -q "cannot resume from tuned/checkpoints/checkpoint-5.h5: it fine-tunes the base weights fnv1a64:" rebased.log ||
+  { tail -5 rebased.log; fail "no base-weights refusal"; }
 
 # 4. Bad folders.
 refused() {  # NAME PATTERN FOLDER

@@ -71,8 +71,6 @@ class SafetensorsFile {
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
-  // FNV-1a 64 of the header's JSON text: names, dtypes, shapes and offsets of every tensor.
-  uint64_t header_hash() const { return header_hash_; }
 
   const std::vector<SafetensorsEntry>& entries() const { return entries_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -89,7 +87,6 @@ class SafetensorsFile {
 
   std::filesystem::path path_;
   uint64_t data_start_ = 0;
-  uint64_t header_hash_ = 0;
   uint64_t file_size_ = 0;
   mutable void* map_ = nullptr;
   std::vector<SafetensorsEntry> entries_;

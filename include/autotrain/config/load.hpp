@@ -78,7 +78,10 @@ nlohmann::ordered_json to_json(const TrainingParams& params);
 // Writes to_json(params) pretty-printed to `path` (parent folders created; written to a
 // temporary name and renamed so a reader never sees half a file). Loading it back with
 // --training-config reproduces `params` exactly.
-void write_training_params(const TrainingParams& params, const std::filesystem::path& path);
+// `record`: keys written after the parameters, about the run rather than settings of it
+// (base_model_path, base_model_weights); reading the file back ignores them.
+void write_training_params(const TrainingParams& params, const std::filesystem::path& path,
+                           const nlohmann::ordered_json& record = nlohmann::ordered_json::object());
 
 // The dry-run table: one line per parameter with its value and source.
 std::string render_params_table(const ResolvedParams& resolved);

@@ -52,8 +52,13 @@ std::string project_name_rule(std::string_view value);
 inline constexpr std::string_view kProjectNameRule = "letters, digits and hyphens, at most 50";
 std::string tokenizer_rule(std::string_view value);
 std::string model_rule(std::string_view value);
+std::string byte_size_rule(std::string_view value);
+inline constexpr std::string_view kByteSizeRule = "a size such as 5GB, 500MB or 2GiB";
+// "5GB" -> 5e9, "2GiB" -> 2^31, "1000" -> 1000 bytes; throws Error for anything else.
+uint64_t parse_byte_size(std::string_view value, std::string_view what);
 inline constexpr std::string_view kModelRule =
-    "a model folder, a Hub id (org/name) or a preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny)";
+    "a model folder, a Hub id (org/name) or a preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl, "
+    "tiny)";
 inline constexpr std::string_view kTokenizerRule =
     "gpt2, byte, a tokenizer.json file or a folder holding one";
 
@@ -112,6 +117,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, checkpoint_layout, "shared", one_of({"shared", "per-rank"}), "shared = one HDF5 file written collectively; per-rank = one file per rank.") \
   X(bool, async_checkpoint, false, any_value(), "Persist checkpoints in the background from a host copy.") \
   X(std::string, export_dtype, "fp32", one_of({"fp32", "bf16", "fp16"}), "Precision of the exported model.safetensors.") \
+  X(std::string, max_shard_size, "5GB", with_rule(byte_size_rule, kByteSizeRule), "Largest exported weight file, as transformers' save_pretrained: above it model-0000i-of-0000N.safetensors with model.safetensors.index.json (5GB = 5e9 bytes; KB, MB, GB and KiB, MiB, GiB).") \
   X(std::string, log_level, "info", one_of({"debug", "info", "warning", "error"}, {{"warn", "warning"}}), "Logging threshold (AUTOTRAIN_LOG_LEVEL applies when this is not given).")
 // clang-format on
 

@@ -44,6 +44,10 @@ struct ResumePoint {
   OptimizerKind optimizer = OptimizerKind::adamw;
   std::string training_params_json;  // the resolved parameters of the run that wrote it
   LossScalerState loss_scaler;       // fp16's; older checkpoints have none: the defaults
+  // weights_hash of the base model the run started from; "" from scratch (and in checkpoints
+  // older than base models).
+  std::string base_weights;
+  std::string base_folder;  // where they were read from (for export's config.json)
 };
 
 std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layout,
@@ -83,10 +87,12 @@ std::optional<std::filesystem::path> resolve_resume(const std::string& setting,
                                                     const ckpt::CheckpointDir& dir, MPI_Comm comm);
 
 // `autotrain export`: the model of checkpoint `checkpoint` as a Hugging Face folder in `dir`
-// (export.hpp), in `export_dtype` (fp32|bf16|fp16). Collective over MPI_COMM_WORLD with any
-// world size: the parameters are loaded into a ZeRO-3 engine, so each rank holds only its shard.
+// (export.hpp), in `export_dtype` (fp32|bf16|fp16), in files of at most `max_shard_size`
+// ("5GB"). Collective over MPI_COMM_WORLD with any world size: the parameters are loaded into a
+// ZeRO-3 engine, so each rank holds only its shard. A fine-tuned model's config.json keeps the
+// base model's fields when the folder the checkpoint names is still there.
 void export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& dir,
-                       const std::string& export_dtype);
+                       const std::string& export_dtype, const std::string& max_shard_size = "5GB");
 
 // Writes checkpoints into one folder with its own duplicate of the communicator (MPI-IO from
 // the background thread never shares a communicator with the step loop). Asynchronous: save()

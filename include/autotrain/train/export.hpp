@@ -1,6 +1,7 @@
 #pragma once
 // Export to a Hugging Face model folder that transformers' GPT2LMHeadModel loads:
-// model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte),
+// model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte;
+// above max_shard_size, shards with model.safetensors.index.json as save_pretrained writes),
 // config.json, and the tokenizer files (for gpt2 vocab.json + merges.txt, plus encoder.json +
 // vocab.bpe so `autotrain generate` reads the same folder; for a tokenizer.json, copies of it
 // and of the tokenizer_config.json / generation_config.json beside it). Units are streamed to rank

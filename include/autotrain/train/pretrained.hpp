@@ -27,8 +27,9 @@ class PretrainedWeights final : public model::ParamSource {
             std::size_t begin) const override;
   std::string describe() const override;
 
-  // Identifies the weights a run starts from: "fnv1a64:<16 hex digits>" of the index file of a
-  // sharded set, or of the single file's header (names, dtypes, shapes, offsets).
+  // Identifies the weights a run starts from: "fnv1a64:<16 hex digits>" of the index file (of a
+  // sharded set), each file's size and its first and last MiB: headers alone are the same for
+  // every model of an architecture, the sampled values tell them apart without reading it all.
   const std::string& weights_hash() const { return hash_; }
   const std::filesystem::path& folder() const { return folder_; }
   // The weight files, in the order of the index (one for an unsharded folder).
@@ -48,6 +49,9 @@ class PretrainedWeights final : public model::ParamSource {
 
 // The weights hash of a folder without matching a layout (what a resume compares).
 std::string weights_hash(const std::filesystem::path& folder);
+
+// weights_hash of the base model's folder; "" from scratch or when the weights are missing.
+std::string base_weights_hash(const config::BaseModel& base);
 
 // Where the run's first parameters come from: RandomInit(seed) with from_scratch, else the base
 // model folder's weights, matched against `layout` on every rank. Collective: a base model that
