@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -259,23 +260,28 @@ void SafetensorsFile::read_range(const SafetensorsEntry& entry, uint64_t first,
            ": tensor '", entry.name, "': elements [", first, ", ", first + out.size(),
            ") outside its ", entry.elements());
   const size_t width = dtype_size(entry.dtype);
-  const uint64_t begin = data_start_ + entry.begin + first * width;
-  const unsigned char* bytes = mapped() + begin;
-  if (entry.dtype == DType::fp32) {
-    std::memcpy(out.data(), bytes, out.size() * sizeof(float));
-  } else {
-    const bool bf16 = entry.dtype == DType::bf16;
-    for (size_t i = 0; i < out.size(); ++i) {
-      uint16_t half;
-      std::memcpy(&half, bytes + 2 * i, 2);
-      out[i] = bf16 ? bf16_to_float(half) : fp16_to_float(half);
-    }
-  }
-  // Drop the pages again: the copy is what the rank keeps.
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t lo = begin / page * page;
-  const uint64_t hi = begin + out.size() * width;
-  ::madvise(static_cast<unsigned char*>(map_) + lo, hi - lo, MADV_DONTNEED);
+  // In pieces of 4 MiB of values, each piece's pages dropped again after its copy: the copy is
+  // what the rank keeps, so reading costs a piece, not the tensor.
+  constexpr size_t kPiece = size_t{1} << 20;
+  for (size_t done = 0; done < out.size(); done += kPiece) {
+    const size_t count = std::min(kPiece, out.size() - done);
+    const uint64_t begin = data_start_ + entry.begin + (first + done) * width;
+    const unsigned char* bytes = mapped() + begin;
+    float* into = out.data() + done;
+    if (entry.dtype == DType::fp32) {
+      std::memcpy(into, bytes, count * sizeof(float));
+    } else {
+      const bool bf16 = entry.dtype == DType::bf16;
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t half;
+        std::memcpy(&half, bytes + 2 * i, 2);
+        into[i] = bf16 ? bf16_to_float(half) : fp16_to_float(half);
+      }
+    }
+    const uint64_t lo = begin / page * page;
+    ::madvise(static_cast<unsigned char*>(map_) + lo, begin + count * width - lo, MADV_DONTNEED);
+  }
 }
 
 const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {

@@ -2,7 +2,7 @@
 """An independent GPT-2 in PyTorch, for checking autotrain against (e2e.hf_models).
 
   make OUT [--dtype F32|BF16|F16] [--shards N] [--no-prefix] [--seed S] [--hub CACHE ID]
-           [--drop NAME]
+           [--drop NAME] [--shape N_LAYER,N_HEAD,N_EMBD,N_POSITIONS]
       A tiny random GPT-2 as a Hugging Face folder: config.json, model.safetensors (or N shards
       with model.safetensors.index.json). With --hub, also as Hub id ID in the cache CACHE.
   check FOLDER PROBE TOKENS
@@ -173,6 +173,9 @@ def cmd_make(args):
             prefix = ""; i += 1
         elif args[i] == "--seed":
             seed = int(args[i + 1]); i += 2
+        elif args[i] == "--shape":  # n_layer,n_head,n_embd,n_positions (GPT-2 small: 12,12,768,1024)
+            SHAPE.update(zip(["n_layer", "n_head", "n_embd", "n_positions"], map(int, args[i + 1].split(","))))
+            i += 2
         elif args[i] == "--drop":
             drop = args[i + 1]; i += 2
         elif args[i] == "--hub":
