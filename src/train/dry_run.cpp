@@ -19,10 +19,10 @@ std::string check_data(const RunSetup& setup) {
   return inputs.summary;
 }
 
-// The architecture, its size and where its weights come from; pretrained weights are matched
-// against the model tensor by tensor (headers only). Missing weights are said, not refused:
-// a plan can be checked on a login node before the download.
-std::string check_model(const RunSetup& setup) {
+// Where the first weights come from; pretrained weights are matched against the model tensor by
+// tensor (headers only). Missing weights are said, not refused: a plan can be checked on a
+// login node before the download.
+std::string check_weights(const RunSetup& setup) {
   const config::BaseModel& base = setup.resolved.base_model;
   const model::ParamLayout layout(model_config(setup.params()), setup.topology.world_size);
   std::string from;
@@ -33,24 +33,25 @@ std::string check_model(const RunSetup& setup) {
   } else {
     from = PretrainedWeights(base.folder, layout).describe();
   }
-  return cat("GPT-2 (", base.name, "), ", layout.num_parameters(), " parameters; ", from);
+  return cat(layout.num_parameters(), " parameters; ", from);
 }
 
 }  // namespace
 
 std::string check_run(const RunSetup& setup) {
   std::string data;
-  std::string model;
+  std::string weights;
   std::string failure;
   if (setup.topology.rank == 0) {  // the files are on a file system every rank sees
     try {
-      model = check_model(setup);
+      weights = check_weights(setup);
       data = check_data(setup);
     } catch (const Error& error) {
       failure = error.what();
     }
   }
-  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD, "the model and data check of --dry-run");
+  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD,
+                 "the weights and data check of --dry-run");
   const ckpt::CheckpointDir dir(std::filesystem::path(setup.params().project_name) / "checkpoints");
   const auto resume = plan_resume(setup, dir);
   const std::string resume_line =
@@ -59,8 +60,8 @@ std::string check_run(const RunSetup& setup) {
                        ? std::string()
                        : cat(", with ", resume->changes.size(), " parameter change(s) allowed"))
              : std::string("none: a fresh start");
-  return cat("  model        ", model, "\n  data         ", data, "\n  resume       ", resume_line,
-             "\n");
+  return cat("  weights      ", weights, "\n  data         ", data, "\n  resume       ",
+             resume_line, "\n");
 }
 
 }  // namespace autotrain::train

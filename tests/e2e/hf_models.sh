@@ -40,7 +40,7 @@ common=(--block-size 32 --batch-size 2 --gradient-accumulation 1 --threads 1 --l
 # The Hub id resolves through HF_HOME, offline.
 HF_HOME=$work/hf "$AUTOTRAIN_BIN" train --model test-org/tiny-gpt2 --dry-run "${common[@]}" > hub.out 2>&1 ||
   { cat hub.out; fail "dry run of a Hub id in the cache"; }
-grep -q "model        GPT-2 (test-org/tiny-gpt2), 1635744 parameters; weights from $hub_folder (2 files" hub.out ||
+grep -q "weights      1635744 parameters; weights from $hub_folder (2 files" hub.out ||
   { cat hub.out; fail "the dry run does not say where the weights come from"; }
 
 # 2. Missing: a preset's shape is known, so --dry-run plans it and says MISSING; train refuses
