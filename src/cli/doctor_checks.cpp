@@ -22,7 +22,6 @@
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/launcher_env.hpp"
 #include "autotrain/launch/network.hpp"
-#include "autotrain/train/pretrained.hpp"
 #include "gather_json.hpp"
 
 namespace autotrain::cli {
@@ -32,10 +31,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr int kTag = 0x4443;  // "DC": the doctor's point-to-point messages
-
-bool is_leader(const DoctorContext& context) {
-  return context.leaders != MPI_COMM_NULL;
-}
 
 // The hosts in the order of their first rank: node 0 first.
 std::vector<std::string> nodes_of(const std::vector<std::string>& hosts) {
@@ -392,13 +387,20 @@ std::vector<DoctorRow> check_links(const DoctorContext& context) {
   return rows;
 }
 
+bool is_leader(const DoctorContext& context) {
+  return context.leaders != MPI_COMM_NULL;
+}
+
+std::optional<DoctorRow> skipped_without_config(const DoctorContext& context,
+                                                const std::string& check) {
+  if (context.setup) return std::nullopt;
+  return DoctorRow{check, cat(context.topology.num_nodes, " node(s)"), Verdict::skipped,
+                   "the configuration did not load"};
+}
+
 DoctorRow check_project_folder(const DoctorContext& context) {
   DoctorRow row{"project folder", cat(context.topology.num_nodes, " node(s)"), Verdict::ok, ""};
-  if (!context.setup) {
-    row.verdict = Verdict::skipped;
-    row.detail = "the configuration did not load";
-    return row;
-  }
+  if (auto skipped = skipped_without_config(context, row.check)) return *skipped;
   const fs::path project = fs::absolute(context.setup->params().project_name);
   // Every node's first rank writes a file with a token, then reads every other node's.
   json mine = json::object();
@@ -483,54 +485,6 @@ DoctorRow check_project_folder(const DoctorContext& context) {
   } else {
     row.detail = cat(project.string(), " is shared by every node; writes ", join(rates, ", "));
   }
-  return row;
-}
-
-DoctorRow check_base_model(const DoctorContext& context) {
-  DoctorRow row{"base model", cat(context.topology.num_nodes, " node(s)"), Verdict::ok, ""};
-  if (!context.setup) {
-    row.verdict = Verdict::skipped;
-    row.detail = "the configuration did not load";
-    return row;
-  }
-  const config::BaseModel& base = context.setup->resolved.base_model;
-  if (base.from_scratch) {
-    row.detail = cat(base.name, ": from scratch, ", base.describe(context.setup->params().seed));
-    return row;
-  }
-  // Each node resolved the model itself (its own HF_HOME and cache): compare what they found.
-  json mine = json::object();
-  if (is_leader(context)) {
-    mine["folder"] = base.folder.string();
-    try {
-      if (!base.folder.empty()) mine["hash"] = train::weights_hash(base.folder);
-    } catch (const Error& error) {
-      mine["error"] = error.what();
-    }
-  }
-  const auto all = gather_json(mine, context.world);
-  if (all.empty()) return row;
-  std::vector<std::string> problems;
-  std::set<std::string> seen;
-  const std::string reference = all[0].value("hash", "");
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (!seen.insert(context.hosts[r]).second) continue;
-    const std::string host = context.hosts[r];
-    if (all[r].contains("error")) {
-      problems.push_back(cat(host, ": ", all[r]["error"].get<std::string>()));
-    } else if (all[r].value("folder", "").empty()) {
-      problems.push_back(cat(host, ": not found"));
-    } else if (all[r].value("hash", "") != reference) {
-      problems.push_back(cat(host, ": other weights in ", all[r].value("folder", "")));
-    }
-  }
-  if (problems.empty()) {
-    row.detail = cat(base.name, ": ", base.folder.string(), " (", reference, ") on every node");
-    return row;
-  }
-  row.verdict = Verdict::fail;
-  row.detail =
-      cat(join(problems, "; "), base.folder.empty() ? cat(" (", base.missing_message(), ")") : "");
   return row;
 }
 

@@ -43,8 +43,14 @@ DoctorRow check_network(const DoctorContext& context);
 DoctorRow check_master_port(const DoctorContext& context);
 DoctorRow check_allreduce(const DoctorContext& context);
 std::vector<DoctorRow> check_links(const DoctorContext& context);
+// Whether this rank is its node's first (it holds context.leaders).
+bool is_leader(const DoctorContext& context);
+// The row of a check that needs the configuration, skipped when it did not load.
+std::optional<DoctorRow> skipped_without_config(const DoctorContext& context,
+                                                const std::string& check);
 DoctorRow check_project_folder(const DoctorContext& context);
-// Every node finds the same base model weights (a Hub cache on node-local disk would not).
+// Every node finds the same base model weights (a Hub cache on node-local disk would not);
+// in doctor_base_model.cpp.
 DoctorRow check_base_model(const DoctorContext& context);
 DoctorRow check_clocks(const DoctorContext& context);
 

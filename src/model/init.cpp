@@ -97,6 +97,8 @@ void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float>
   }
 }
 
-std::string RandomInit::describe() const { return cat("random initialisation (seed ", seed_, ")"); }
+std::string RandomInit::describe() const {
+  return cat("random initialisation (seed ", seed_, ")");
+}
 
 }  // namespace autotrain::model
