@@ -8,6 +8,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/model/family.hpp"
 
 namespace autotrain::config {
 namespace {
@@ -73,12 +74,6 @@ std::string trimmed_file(const fs::path& path) {
     text.pop_back();
   }
   return text;
-}
-
-int64_t shape_key(const nlohmann::json& config, std::string_view key, const fs::path& file) {
-  const auto found = config.find(std::string(key));
-  AT_CHECK(found != config.end(), file.string(), ": no '", key, "'");
-  return json_integer<int64_t>(*found, cat(file.string(), ": ", key), 1, 2147483647);
 }
 
 }  // namespace
@@ -184,21 +179,7 @@ nlohmann::json read_config_json(const fs::path& folder) {
 FolderShape read_folder_shape(const fs::path& folder) {
   const fs::path file = folder / "config.json";
   const nlohmann::json config = read_config_json(folder);
-  const auto type = config.find("model_type");
-  const auto architectures = config.find("architectures");
-  if (type == config.end() || *type != "gpt2") {
-    throw Error(cat(file.string(), ": architectures ",
-                    architectures == config.end() ? "missing" : architectures->dump(),
-                    ", model_type ", type == config.end() ? "missing" : type->dump(),
-                    ": not supported (expected model_type \"gpt2\": GPT2LMHeadModel)"));
-  }
-  FolderShape shape;
-  shape.n_layer = shape_key(config, "n_layer", file);
-  shape.n_head = shape_key(config, "n_head", file);
-  shape.n_embd = shape_key(config, "n_embd", file);
-  shape.n_positions =
-      shape_key(config, config.contains("n_positions") ? "n_positions" : "n_ctx", file);
-  shape.vocab_size = shape_key(config, "vocab_size", file);
+  FolderShape shape{model::read_hf_config(config, file.string()), std::nullopt};
   // transformers writes a huge number (1e30) when the tokenizer sets no bound.
   std::ifstream tokenizer_config(folder / "tokenizer_config.json");
   if (tokenizer_config.good()) {

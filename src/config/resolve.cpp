@@ -69,8 +69,10 @@ void derive_preset_shape(ResolvedParams& resolved) {
 // otherwise is an error; from scratch, given keys win as they do over a preset.
 void derive_folder_shape(ResolvedParams& resolved) {
   TrainingParams& params = resolved.params;
-  const BaseModel& base = resolved.base_model;
-  const FolderShape shape = read_folder_shape(base.folder);
+  BaseModel& base = resolved.base_model;
+  const FolderShape folder = read_folder_shape(base.folder);
+  const model::ModelConfig& shape = folder.model;
+  base.architecture = shape;
   const std::string from = cat("derived from model (", (base.folder / "config.json").string(), ")");
   const auto take = [&](int64_t& field, std::string_view name, int64_t value) {
     if (field != -1 && base.pretrained() && field != value) {
@@ -83,7 +85,7 @@ void derive_folder_shape(ResolvedParams& resolved) {
   take(params.n_layer, "n_layer", shape.n_layer);
   take(params.n_head, "n_head", shape.n_head);
   take(params.n_embd, "n_embd", shape.n_embd);
-  take(params.n_positions, "n_positions", shape.n_positions);
+  take(params.n_positions, "n_positions", shape.block_size);
   take(params.vocab_size, "vocab_size", shape.vocab_size);
   // The folder's tokenizer is the run's unless tokenizer says otherwise.
   std::error_code error;
@@ -94,9 +96,9 @@ void derive_folder_shape(ResolvedParams& resolved) {
   }
   // AutoTrain's block_size -1: min(model_max_length, max positions, 1024).
   const int64_t bound =
-      std::min(shape.model_max_length.value_or(kMaxDefaultBlockSize), kMaxDefaultBlockSize);
+      std::min(folder.model_max_length.value_or(kMaxDefaultBlockSize), kMaxDefaultBlockSize);
   derive(resolved, params.block_size, "block_size", std::min(bound, params.n_positions),
-         shape.model_max_length ? "derived from n_positions, model_max_length and 1024"
+         folder.model_max_length ? "derived from n_positions, model_max_length and 1024"
                                 : "derived from n_positions");
 }
 
@@ -147,7 +149,10 @@ void validate_params(const ResolvedParams& resolved) {
     AT_CHECK(std::get<int64_t>(get_value(params, spec)) != *spec.constraint.sentinel,
              "internal: ", spec.name, " was not resolved (call resolve_params first)");
   }
-  if (params.n_embd % params.n_head != 0) {
+  const auto& architecture = resolved.base_model.architecture;
+  const bool own_head_dim = architecture && architecture->n_embd == params.n_embd &&
+                            architecture->n_head == params.n_head;  // config.json's head_dim
+  if (!own_head_dim && params.n_embd % params.n_head != 0) {
     throw Error(cat(shown(resolved, "n_embd"), " must be divisible by ", shown(resolved, "n_head"),
                     ": each head gets n_embd / n_head channels"));
   }

@@ -1,10 +1,13 @@
-// Causal multi-head attention forward and backward (the part between the qkv and output
-// projections). Work is split over the B·NH (batch, head) pairs: each pair reads and writes only
-// its own slices, so threads never share an output and the result does not depend on timing.
+// Causal grouped-query attention forward and backward (the part between the qkv and output
+// projections). Work is split over the B·NH (batch, query head) pairs: each pair reads and writes
+// only its own slices, so threads never share an output and the result does not depend on timing.
 // Inside a pair every product is one gemm over the whole [T, T] score matrix (OpenBLAS runs
 // single-threaded inside our parallel loop): the causal half that a gemm computes for nothing
 // costs less than dot products of HS = 64 floats at a time, which run at a fraction of the FMA
 // rate. The masked half of att is stored as 0, so it drops out of every product.
+// The key/value gradients of a group sum over its query heads: with NKV < NH the backward first
+// computes every query head's score gradient, then splits the B·NKV (batch, key/value head)
+// pairs, each summing its group in head order (deterministic, no atomics).
 // Invariant: dqkv is overwritten (=).
 #include "autotrain/kernels/attention.hpp"
 
@@ -13,64 +16,89 @@
 #include <cstddef>
 #include <limits>
 
+#include "autotrain/core/error.hpp"
 #include "autotrain/kernels/fast_math.hpp"
 #include "autotrain/kernels/matmul.hpp"
 
 namespace autotrain::kernels {
+namespace {
+
+// Where the heads of one batch row lie in qkv (and dqkv) and in out (and dout).
+struct HeadLayout {
+  int NH, NKV, HS;
+  int group() const { return NH / NKV; }  // query heads per key/value head
+  std::size_t row() const { return static_cast<std::size_t>(NH + 2 * NKV) * HS; }  // qkv row
+  std::size_t out_row() const { return static_cast<std::size_t>(NH) * HS; }
+  std::size_t query(int h) const { return static_cast<std::size_t>(h) * HS; }
+  std::size_t key(int kv) const { return static_cast<std::size_t>(NH + kv) * HS; }
+  std::size_t value(int kv) const { return static_cast<std::size_t>(NH + NKV + kv) * HS; }
+};
+
+HeadLayout checked_layout(const char* what, int NH, int NKV, int HS) {
+  AT_CHECK(NH > 0 && NKV > 0 && HS > 0 && NH % NKV == 0, what, ": ", NH,
+           " query heads must be a positive multiple of the ", NKV, " key/value heads (head size ",
+           HS, ")");
+  return HeadLayout{NH, NKV, HS};
+}
+
+}  // namespace
 
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
-  const int HS = C / NH;
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS) {
+  const HeadLayout layout = checked_layout("attention_forward", NH, NKV, HS);
   const auto uT = static_cast<std::size_t>(T);
   const auto uHS = static_cast<std::size_t>(HS);
-  const auto C3 = 3 * static_cast<std::size_t>(C);
+  const std::size_t row = layout.row();
+  const std::size_t out_row = layout.out_row();
   const F scale = F(1) / std::sqrt(static_cast<F>(HS));
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
     const int h = bh % NH;
-    const F* q = qkv + static_cast<std::size_t>(b) * uT * C3 + static_cast<std::size_t>(h) * uHS;
-    const F* k = q + C;
-    const F* v = q + 2 * static_cast<std::size_t>(C);
+    const int kv = h / layout.group();
+    const F* rows = qkv + static_cast<std::size_t>(b) * uT * row;
+    const F* q = rows + layout.query(h);
+    const F* k = rows + layout.key(kv);
+    const F* v = rows + layout.value(kv);
     F* scores = att + static_cast<std::size_t>(bh) * uT * uT;  // [T, T]
     // scores = q[T, HS] · k[T, HS]ᵀ · scale
-    gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, scale, q, C3, k, C3, F(0), scores, uT);
+    gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, scale, q, row, k, row, F(0), scores, uT);
     for (int t = 0; t < T; ++t) {
-      F* row = scores + static_cast<std::size_t>(t) * uT;
+      F* p = scores + static_cast<std::size_t>(t) * uT;
       F maxv = -std::numeric_limits<F>::infinity();
 #pragma omp simd reduction(max : maxv)
-      for (int t2 = 0; t2 <= t; ++t2) maxv = row[t2] > maxv ? row[t2] : maxv;
+      for (int t2 = 0; t2 <= t; ++t2) maxv = p[t2] > maxv ? p[t2] : maxv;
       F sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int t2 = 0; t2 <= t; ++t2) {
-        row[t2] = exp_approx(row[t2] - maxv);
-        sum += row[t2];
+        p[t2] = exp_approx(p[t2] - maxv);
+        sum += p[t2];
       }
       const F inv = F(1) / sum;
 #pragma omp simd
-      for (int t2 = 0; t2 <= t; ++t2) row[t2] *= inv;
-      std::fill(row + t + 1, row + T, F(0));  // the future: masked
+      for (int t2 = 0; t2 <= t; ++t2) p[t2] *= inv;
+      std::fill(p + t + 1, p + T, F(0));  // the future: masked
     }
-    // out[T, HS] (row stride C) = att[T, T] · v[T, HS]
-    F* o = out + static_cast<std::size_t>(b) * uT * C + static_cast<std::size_t>(h) * uHS;
-    gemm<F>(Transpose::no, Transpose::no, uT, uHS, uT, F(1), scores, uT, v, C3, F(0), o,
-            static_cast<std::size_t>(C));
+    // out[T, HS] (row stride NH·HS) = att[T, T] · v[T, HS]
+    F* o = out + static_cast<std::size_t>(b) * uT * out_row + layout.query(h);
+    gemm<F>(Transpose::no, Transpose::no, uT, uHS, uT, F(1), scores, uT, v, row, F(0), o, out_row);
   }
 }
 
 template <typename F>
-void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int C, int NH) {
-  const int HS = C / NH;
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int NKV, int HS) {
+  const HeadLayout layout = checked_layout("attention_forward_last", NH, NKV, HS);
   const auto uT = static_cast<std::size_t>(T);
   const auto uHS = static_cast<std::size_t>(HS);
-  const auto C3 = 3 * static_cast<std::size_t>(C);
+  const std::size_t row = layout.row();
   const F scale = F(1) / std::sqrt(static_cast<F>(HS));
   for (int h = 0; h < NH; ++h) {
-    const F* q = qkv + (uT - 1) * C3 + static_cast<std::size_t>(h) * uHS;
-    const F* k = qkv + static_cast<std::size_t>(C) + static_cast<std::size_t>(h) * uHS;
-    const F* v = k + C;
+    const int kv = h / layout.group();
+    const F* q = qkv + (uT - 1) * row + layout.query(h);
+    const F* k = qkv + layout.key(kv);
+    const F* v = qkv + layout.value(kv);
     // scores[T] = k[T, HS] · q · scale, then the softmax of the training kernel's last row.
-    gemm<F>(Transpose::no, Transpose::no, uT, 1, uHS, scale, k, C3, q, 1, F(0), scratch, 1);
+    gemm<F>(Transpose::no, Transpose::no, uT, 1, uHS, scale, k, row, q, 1, F(0), scratch, 1);
     F maxv = -std::numeric_limits<F>::infinity();
     for (int t2 = 0; t2 < T; ++t2) maxv = scratch[t2] > maxv ? scratch[t2] : maxv;
     F sum = 0;
@@ -81,38 +109,43 @@ void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int C, int 
     const F inv = F(1) / sum;
     for (int t2 = 0; t2 < T; ++t2) scratch[t2] *= inv;
     // out[HS] = att[T] · v[T, HS]
-    gemm<F>(Transpose::yes, Transpose::no, uHS, 1, uT, F(1), v, C3, scratch, 1, F(0),
-            out + static_cast<std::size_t>(h) * uHS, 1);
+    gemm<F>(Transpose::yes, Transpose::no, uHS, 1, uT, F(1), v, row, scratch, 1, F(0),
+            out + layout.query(h), 1);
   }
 }
 
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int C, int NH) {
-  const int HS = C / NH;
+                        int T, int NH, int NKV, int HS) {
+  const HeadLayout layout = checked_layout("attention_backward", NH, NKV, HS);
+  const int group = layout.group();
   const auto uT = static_cast<std::size_t>(T);
   const auto uHS = static_cast<std::size_t>(HS);
-  const auto uC = static_cast<std::size_t>(C);
-  const auto C3 = 3 * uC;
+  const std::size_t row = layout.row();
+  const std::size_t out_row = layout.out_row();
   const F scale = F(1) / std::sqrt(static_cast<F>(HS));
-#pragma omp parallel for schedule(static)
-  for (int bh = 0; bh < B * NH; ++bh) {
-    const int b = bh / NH;
-    const int h = bh % NH;
-    const std::size_t first =
-        static_cast<std::size_t>(b) * uT * C3 + static_cast<std::size_t>(h) * uHS;
-    const F* q = qkv + first;
-    const F* k = q + uC;
-    const F* v = q + 2 * uC;
-    F* dq = dqkv + first;
-    F* dk = dq + uC;
-    F* dv = dq + 2 * uC;
-    const F* probs = att + static_cast<std::size_t>(bh) * uT * uT;  // [T, T], 0 above the diagonal
-    F* dscores = scratch + static_cast<std::size_t>(bh) * uT * uT;  // [T, T]
-    const F* dO = dout + static_cast<std::size_t>(b) * uT * uC + static_cast<std::size_t>(h) * uHS;
-    // out = att · v  =>  dv = attᵀ · dO;  datt = dO · vᵀ
-    gemm<F>(Transpose::yes, Transpose::no, uT, uHS, uT, F(1), probs, uT, dO, uC, F(0), dv, C3);
-    gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, F(1), dO, uC, v, C3, F(0), dscores, uT);
+  // [T, T] slices of att and scratch of pair (b, h); [T, HS] slices of (d)qkv and dout of batch b.
+  auto probs_of = [&](int b, int h) {
+    return att + (static_cast<std::size_t>(b) * NH + h) * uT * uT;
+  };
+  auto dscores_of = [&](int b, int h) {
+    return scratch + (static_cast<std::size_t>(b) * NH + h) * uT * uT;
+  };
+  auto rows_of = [&](int b) { return static_cast<std::size_t>(b) * uT * row; };
+  auto dout_of = [&](int b, int h) {
+    return dout + static_cast<std::size_t>(b) * uT * out_row + layout.query(h);
+  };
+
+  // Query head (b, h): the gradient of its scores (into scratch) and dq.
+  auto query_head_backward = [&](int b, int h) {
+    const int kv = h / group;
+    const F* k = qkv + rows_of(b) + layout.key(kv);
+    const F* v = qkv + rows_of(b) + layout.value(kv);
+    const F* probs = probs_of(b, h);  // [T, T], 0 above the diagonal
+    F* dscores = dscores_of(b, h);
+    // out = att · v  =>  datt = dO · vᵀ
+    gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, F(1), dout_of(b, h), out_row, v, row, F(0),
+            dscores, uT);
     // softmax: dpre[t2] = att[t2]·(datt[t2] - Σ_j att[j]·datt[j]), times the score scale. Masked
     // entries have att = 0, so their dpre is 0 and they add nothing below.
     for (int t = 0; t < T; ++t) {
@@ -125,19 +158,53 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
       for (int t2 = 0; t2 <= t; ++t2) d[t2] = p[t2] * (d[t2] - weighted) * scale;
       std::fill(d + t + 1, d + T, F(0));
     }
-    // pre = q · kᵀ  =>  dq = dpre · k;  dk = dpreᵀ · q
-    gemm<F>(Transpose::no, Transpose::no, uT, uHS, uT, F(1), dscores, uT, k, C3, F(0), dq, C3);
-    gemm<F>(Transpose::yes, Transpose::no, uT, uHS, uT, F(1), dscores, uT, q, C3, F(0), dk, C3);
+    // pre = q · kᵀ  =>  dq = dpre · k
+    gemm<F>(Transpose::no, Transpose::no, uT, uHS, uT, F(1), dscores, uT, k, row, F(0),
+            dqkv + rows_of(b) + layout.query(h), row);
+  };
+
+  // Key/value head (b, kv): dv = Σ_h attᵀ · dO and dk = Σ_h dpreᵀ · q over the group's query
+  // heads h, in head order; the first overwrites, the rest add.
+  auto key_value_head_backward = [&](int b, int kv) {
+    F* dk = dqkv + rows_of(b) + layout.key(kv);
+    F* dv = dqkv + rows_of(b) + layout.value(kv);
+    for (int h = kv * group; h < (kv + 1) * group; ++h) {
+      const F beta = h == kv * group ? F(0) : F(1);
+      const F* q = qkv + rows_of(b) + layout.query(h);
+      gemm<F>(Transpose::yes, Transpose::no, uT, uHS, uT, F(1), probs_of(b, h), uT, dout_of(b, h),
+              out_row, beta, dv, row);
+      gemm<F>(Transpose::yes, Transpose::no, uT, uHS, uT, F(1), dscores_of(b, h), uT, q, row, beta,
+              dk, row);
+    }
+  };
+
+  if (group == 1) {
+    // Multi-head: one pass per pair, while its score gradient is still in cache.
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+      query_head_backward(bh / NH, bh % NH);
+      key_value_head_backward(bh / NH, bh % NH);
+    }
+    return;
+  }
+  // Grouped: two loops in one parallel region. The first loop's implicit barrier guarantees that
+  // every score gradient is written before a group reads it.
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) query_head_backward(bh / NH, bh % NH);
+#pragma omp for schedule(static)
+    for (int bkv = 0; bkv < B * NKV; ++bkv) key_value_head_backward(bkv / NKV, bkv % NKV);
   }
 }
 
-template void attention_forward<float>(float*, float*, const float*, int, int, int, int);
-template void attention_forward<double>(double*, double*, const double*, int, int, int, int);
-template void attention_forward_last<float>(float*, float*, const float*, int, int, int);
-template void attention_forward_last<double>(double*, double*, const double*, int, int, int);
+template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);
+template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int);
+template void attention_forward_last<float>(float*, float*, const float*, int, int, int, int);
+template void attention_forward_last<double>(double*, double*, const double*, int, int, int, int);
 template void attention_backward<float>(float*, float*, const float*, const float*, const float*,
-                                        int, int, int, int);
+                                        int, int, int, int, int);
 template void attention_backward<double>(double*, double*, const double*, const double*,
-                                         const double*, int, int, int, int);
+                                         const double*, int, int, int, int, int);
 
 }  // namespace autotrain::kernels

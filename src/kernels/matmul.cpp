@@ -1,4 +1,5 @@
-// Matmul forward and backward over OpenBLAS, Conv1D weight layout [IC, OC].
+// Matmul (Conv1D weight layout [IC, OC]) and linear (torch.nn.Linear layout [OC, IC]) forward
+// and backward over OpenBLAS.
 // Invariant: parameter gradients accumulate (+=, beta = 1), activation gradients are
 // overwritten (=, beta = 0). One large gemm over all N = B·T rows per call: that is where the
 // machine's FLOPs are.
@@ -26,6 +27,16 @@ blasint to_blasint(std::size_t n) {
            n, " exceeds the ", std::numeric_limits<blasint>::max(), " that this BLAS (blasint of ",
            sizeof(blasint) * 8, " bits) accepts");
   return static_cast<blasint>(n);
+}
+
+// out[n, :] = bias for every row, so that the gemm after it adds the product (beta = 1): one pass
+// over out.
+template <typename F>
+void broadcast_bias(F* out, const F* bias, std::size_t N, int OC) {
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
+    std::copy(bias, bias + OC, out + n * OC);
+  }
 }
 
 // dbias[OC] += Σ_n dout[n, :]. Threads split the columns, so each sum has a fixed order.
@@ -100,11 +111,7 @@ void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, std::s
                     int OC) {
   F beta = 0;
   if (bias != nullptr) {
-    // Start every row from the bias and let gemm add the product (beta = 1): one pass over out.
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
-      std::copy(bias, bias + OC, out + n * OC);
-    }
+    broadcast_bias(out, bias, N, OC);
     beta = 1;
   }
   gemm<F>(Transpose::no, Transpose::no, N, OC, IC, F(1), inp, IC, weight, OC, beta, out, OC);
@@ -117,6 +124,29 @@ void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp,
   gemm<F>(Transpose::no, Transpose::yes, N, IC, OC, F(1), dout, OC, weight, OC, F(0), dinp, IC);
   // dweight[IC, OC] += inp[N, IC]ᵀ · dout[N, OC]
   gemm<F>(Transpose::yes, Transpose::no, IC, OC, N, F(1), inp, IC, dout, OC, F(1), dweight, OC);
+  if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
+}
+
+template <typename F>
+void linear_forward(F* out, const F* inp, const F* weight, const F* bias, std::size_t N, int IC,
+                    int OC) {
+  F beta = 0;
+  if (bias != nullptr) {
+    broadcast_bias(out, bias, N, OC);
+    beta = 1;
+  }
+  gemm<F>(Transpose::no, Transpose::yes, N, OC, IC, F(1), inp, IC, weight, IC, beta, out, OC);
+}
+
+template <typename F>
+void linear_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
+                     std::size_t N, int IC, int OC) {
+  // dinp[N, IC] = dout[N, OC] · weight[OC, IC]
+  if (dinp != nullptr) {
+    gemm<F>(Transpose::no, Transpose::no, N, IC, OC, F(1), dout, OC, weight, IC, F(0), dinp, IC);
+  }
+  // dweight[OC, IC] += dout[N, OC]ᵀ · inp[N, IC]
+  gemm<F>(Transpose::yes, Transpose::no, OC, IC, N, F(1), dout, OC, inp, IC, F(1), dweight, IC);
   if (dbias != nullptr) bias_backward(dbias, dout, N, OC);
 }
 
@@ -147,6 +177,14 @@ template void matmul_forward<double>(double*, const double*, const double*, cons
 template void matmul_backward<float>(float*, float*, float*, const float*, const float*,
                                      const float*, std::size_t, int, int);
 template void matmul_backward<double>(double*, double*, double*, const double*, const double*,
+                                      const double*, std::size_t, int, int);
+template void linear_forward<float>(float*, const float*, const float*, const float*, std::size_t,
+                                    int, int);
+template void linear_forward<double>(double*, const double*, const double*, const double*,
+                                     std::size_t, int, int);
+template void linear_backward<float>(float*, float*, float*, const float*, const float*,
+                                     const float*, std::size_t, int, int);
+template void linear_backward<double>(double*, double*, double*, const double*, const double*,
                                       const double*, std::size_t, int, int);
 
 }  // namespace autotrain::kernels

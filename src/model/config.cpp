@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/json_integer.hpp"
 
 namespace autotrain::model {
 
@@ -13,6 +14,10 @@ int round_up_vocab(int vocab_size, int multiple) {
            " is too large (rounded up to a multiple of ", multiple, " it exceeds ",
            std::numeric_limits<int>::max(), ")");
   return static_cast<int>(rounded);
+}
+
+std::string_view family_name(Family family) {
+  return family == Family::gpt2 ? "gpt2" : "llama";
 }
 
 ModelConfig ModelConfig::gpt2(int n_layer, int n_head, int n_embd, int block_size, int vocab_size) {
@@ -35,10 +40,94 @@ void ModelConfig::validate() const {
   positive("n_embd", n_embd);
   positive("block_size", block_size);
   positive("vocab_size", vocab_size);
-  AT_CHECK(n_embd % n_head == 0, "model config: n_embd (", n_embd,
-           ") must be divisible by n_head (", n_head, ")");
+  AT_CHECK(n_kv_head >= 0 && head_dim >= 0 && intermediate_size >= 0,
+           "model config: n_kv_head, head_dim and intermediate_size must be >= 0 (0: the default)");
+  if (head_dim == 0) {
+    AT_CHECK(n_embd % n_head == 0, "model config: n_embd (", n_embd,
+             ") must be divisible by n_head (", n_head, ")");
+  }
+  AT_CHECK(n_head % kv_heads() == 0, "model config: n_head (", n_head,
+           ") must be divisible by the key/value heads (", kv_heads(), ")");
   AT_CHECK(padded_vocab_size >= vocab_size, "model config: padded_vocab_size (", padded_vocab_size,
            ") must be >= vocab_size (", vocab_size, ")");
+  if (family == Family::gpt2) {
+    AT_CHECK(kv_heads() == n_head && head_size() * n_head == n_embd && mlp_size() == 4 * n_embd &&
+                 tie_word_embeddings,
+             "model config: GPT-2 has as many key/value heads as heads, n_embd / n_head per head, "
+             "an MLP of 4·n_embd and tied embeddings");
+  } else {
+    AT_CHECK(head_size() % 2 == 0, "model config: head_dim ", head_size(),
+             " must be even (rotary embeddings pair its halves)");
+  }
+}
+
+nlohmann::json to_json(const ModelConfig& c) {
+  return {{"family", family_name(c.family)},
+          {"architecture", c.architecture},
+          {"n_layer", c.n_layer},
+          {"n_head", c.n_head},
+          {"n_embd", c.n_embd},
+          {"block_size", c.block_size},
+          {"vocab_size", c.vocab_size},
+          {"padded_vocab_size", c.padded_vocab_size},
+          {"n_kv_head", c.kv_heads()},
+          {"head_dim", c.head_size()},
+          {"intermediate_size", c.mlp_size()},
+          {"tie_word_embeddings", c.tie_word_embeddings},
+          {"qkv_bias", c.qkv_bias},
+          {"o_bias", c.o_bias},
+          {"mlp_bias", c.mlp_bias},
+          {"qk_norm", c.qk_norm},
+          {"norm_eps", c.norm_eps},
+          {"rope_theta", c.rope_theta},
+          {"sliding_window", c.sliding_window},
+          {"rope_scaling",
+           {{"type", c.rope_scaling.type},
+            {"factor", c.rope_scaling.factor},
+            {"low_freq_factor", c.rope_scaling.low_freq_factor},
+            {"high_freq_factor", c.rope_scaling.high_freq_factor},
+            {"original_max_position_embeddings",
+             c.rope_scaling.original_max_position_embeddings}}}};
+}
+
+ModelConfig model_config_from_json(const nlohmann::json& j) {
+  constexpr int kMax = std::numeric_limits<int>::max();
+  const auto integer = [&](const char* key, int lo) {
+    return json_integer<int>(j.at(key), key, lo, kMax);
+  };
+  ModelConfig c = ModelConfig::gpt2(integer("n_layer", 1), integer("n_head", 1),
+                                    integer("n_embd", 1), integer("block_size", 1),
+                                    integer("vocab_size", 1));
+  c.padded_vocab_size = integer("padded_vocab_size", 1);
+  if (!j.contains("family")) return c;  // written before families: GPT-2
+  const std::string family = j.at("family").get<std::string>();
+  AT_CHECK(family == "gpt2" || family == "llama", "model family '", family,
+           "' is not one of gpt2, llama");
+  c.family = family == "gpt2" ? Family::gpt2 : Family::llama;
+  c.architecture = j.at("architecture").get<std::string>();
+  c.n_kv_head = integer("n_kv_head", 1);
+  c.head_dim = integer("head_dim", 1);
+  c.intermediate_size = integer("intermediate_size", 1);
+  c.tie_word_embeddings = j.at("tie_word_embeddings").get<bool>();
+  c.qkv_bias = j.at("qkv_bias").get<bool>();
+  c.o_bias = j.at("o_bias").get<bool>();
+  c.mlp_bias = j.at("mlp_bias").get<bool>();
+  c.qk_norm = j.at("qk_norm").get<bool>();
+  c.norm_eps = j.at("norm_eps").get<double>();
+  c.rope_theta = j.at("rope_theta").get<double>();
+  c.sliding_window = json_integer<int>(j.at("sliding_window"), "sliding_window", 0, kMax);
+  const auto& rope = j.at("rope_scaling");
+  c.rope_scaling.type = rope.at("type").get<std::string>();
+  c.rope_scaling.factor = rope.at("factor").get<double>();
+  c.rope_scaling.low_freq_factor = rope.at("low_freq_factor").get<double>();
+  c.rope_scaling.high_freq_factor = rope.at("high_freq_factor").get<double>();
+  c.rope_scaling.original_max_position_embeddings =
+      json_integer<int>(rope.at("original_max_position_embeddings"),
+                        "original_max_position_embeddings", 1, kMax);
+  if (c.family == Family::gpt2) {  // GPT-2's are the defaults: compare equal to gpt2(...)
+    c.n_kv_head = c.head_dim = c.intermediate_size = 0;
+  }
+  return c;
 }
 
 }  // namespace autotrain::model

@@ -5,9 +5,8 @@
 // use); parameter gradients accumulate (+=); activation gradients are overwritten, except the
 // residual stream, whose single gradient buffer [B, T, C] collects every block's contribution
 // (LayerNorm backward adds into it).
-// The device model (src/model/gpu/gpt2.cpp) is this file step for step, written twice on purpose
-// until the model-family description writes each family once per device (it says why); the
-// training forward and the key/value-cache decode below share every kernel.
+// The device model (src/model/gpu/gpt2.cpp) is this file step for step, for the device's kernels;
+// the training forward and the key/value-cache decode below share every kernel.
 #include "autotrain/model/gpt2.hpp"
 
 #include <algorithm>
@@ -419,10 +418,26 @@ std::vector<ProfileEntry> BasicGpt2<F>::profile() const {
   return rows;
 }
 
-double flops_per_token(const ModelConfig& config, int T) {
-  const ParamLayout layout(config);
-  return 6.0 * static_cast<double>(layout.num_parameters()) +
-         6.0 * config.n_layer * config.n_embd * static_cast<double>(T);
+TensorOffsets::TensorOffsets(const ParamLayout& layout) {
+  const auto rel = [&](std::string_view name) {
+    return layout.offset_in_unit(layout.tensor(name));
+  };
+  wte = rel("transformer.wte.weight");
+  wpe = rel("transformer.wpe.weight");
+  ln1w = rel("transformer.h.0.ln_1.weight");
+  ln1b = rel("transformer.h.0.ln_1.bias");
+  qkvw = rel("transformer.h.0.attn.c_attn.weight");
+  qkvb = rel("transformer.h.0.attn.c_attn.bias");
+  attprojw = rel("transformer.h.0.attn.c_proj.weight");
+  attprojb = rel("transformer.h.0.attn.c_proj.bias");
+  ln2w = rel("transformer.h.0.ln_2.weight");
+  ln2b = rel("transformer.h.0.ln_2.bias");
+  fcw = rel("transformer.h.0.mlp.c_fc.weight");
+  fcb = rel("transformer.h.0.mlp.c_fc.bias");
+  fcprojw = rel("transformer.h.0.mlp.c_proj.weight");
+  fcprojb = rel("transformer.h.0.mlp.c_proj.bias");
+  lnfw = rel("transformer.ln_f.weight");
+  lnfb = rel("transformer.ln_f.bias");
 }
 
 template class BasicGpt2<float>;

@@ -1,4 +1,5 @@
-// GPT-2 initialisation, element by element from a counter-based generator.
+// Initialisation from a seed, element by element from a counter-based generator, by the rules
+// of the model's family (ParamTensor::init).
 #include "autotrain/model/init.hpp"
 
 #include <algorithm>
@@ -32,36 +33,6 @@ double to_unit_interval(std::uint64_t bits) {
   return (static_cast<double>(bits >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
-enum class Kind { normal, zero, one };
-
-struct TensorInit {
-  Kind kind = Kind::zero;
-  double std = 0;
-  std::size_t zero_from = 0;  // elements >= this are zero (padded vocabulary rows of wte)
-};
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-TensorInit rule_for(const ParamTensor& t, const ModelConfig& config) {
-  TensorInit r;
-  r.zero_from = t.numel;
-  const std::string_view name = t.name;
-  if (ends_with(name, ".bias")) return r;  // includes LayerNorm biases
-  if (name.find("ln_") != std::string_view::npos) {
-    r.kind = Kind::one;
-    return r;
-  }
-  r.kind = Kind::normal;
-  r.std = 0.02;
-  if (ends_with(name, "c_proj.weight")) r.std = 0.02 / std::sqrt(2.0 * config.n_layer);
-  if (name == "transformer.wte.weight") {
-    r.zero_from = static_cast<std::size_t>(config.vocab_size) * config.n_embd;
-  }
-  return r;
-}
-
 }  // namespace
 
 double init_normal(std::uint64_t seed, std::uint64_t tensor_key, std::uint64_t element) {
@@ -82,13 +53,13 @@ void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float>
     const std::size_t lo = std::max(begin, t.offset);
     const std::size_t hi = std::min(end, t.offset + t.numel);
     if (lo >= hi) continue;
-    const TensorInit rule = rule_for(t, layout.config());
-    if (rule.kind == Kind::one) {
+    const InitRule rule = t.init;
+    if (rule.kind == InitRule::one) {
       std::fill(out.begin() + static_cast<std::ptrdiff_t>(lo - begin),
                 out.begin() + static_cast<std::ptrdiff_t>(hi - begin), 1.0f);
-    } else if (rule.kind == Kind::normal) {
+    } else if (rule.kind == InitRule::normal) {
       const std::uint64_t key = name_key(t.name);
-      const std::size_t stop = std::min(hi, t.offset + rule.zero_from);
+      const std::size_t stop = std::min(hi, t.offset + t.file_numel());  // padded rows stay 0
 #pragma omp parallel for schedule(static)
       for (std::size_t i = lo; i < stop; ++i) {
         out[i - begin] = static_cast<float>(rule.std * init_normal(seed, key, i - t.offset));

@@ -66,7 +66,7 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   const auto& topology = setup.topology;
   kernels::set_num_threads(setup.threads);
 
-  const auto config = model_config(params);
+  const auto config = model_config(setup.resolved);
   const int B = static_cast<int>(params.batch_size);
   const int T = static_cast<int>(params.block_size);
   const long long accumulation = params.gradient_accumulation;

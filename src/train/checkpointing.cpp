@@ -74,10 +74,7 @@ std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layou
 }
 
 std::string model_config_json(const model::ModelConfig& config) {
-  return json{{"n_layer", config.n_layer},       {"n_head", config.n_head},
-              {"n_embd", config.n_embd},         {"block_size", config.block_size},
-              {"vocab_size", config.vocab_size}, {"padded_vocab_size", config.padded_vocab_size}}
-      .dump();
+  return model::to_json(config).dump();
 }
 
 ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
@@ -175,13 +172,7 @@ ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::stri
   constexpr long long kMaxLong = std::numeric_limits<long long>::max();
   try {
     key = "model_config";
-    const json model = json::parse(json_doc(info, where, key));
-    point.model.n_layer = integer(model, "n_layer", 1, kMaxInt);
-    point.model.n_head = integer(model, "n_head", 1, kMaxInt);
-    point.model.n_embd = integer(model, "n_embd", 1, kMaxInt);
-    point.model.block_size = integer(model, "block_size", 1, kMaxInt);
-    point.model.vocab_size = integer(model, "vocab_size", 1, kMaxInt);
-    point.model.padded_vocab_size = integer(model, "padded_vocab_size", 1, kMaxInt);
+    point.model = model::model_config_from_json(json::parse(json_doc(info, where, key)));
     key = "data_position";
     const json position = json::parse(json_doc(info, where, key));
     point.position.epoch = integer(position, "epoch", uint64_t{0}, ~uint64_t{0});
@@ -238,12 +229,18 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
           cat(field, ": ", in_checkpoint, " in the checkpoint, ", in_run, " in this run"));
     }
   };
-  compare("n_layer", saved.model.n_layer, config.n_layer);
-  compare("n_head", saved.model.n_head, config.n_head);
-  compare("n_embd", saved.model.n_embd, config.n_embd);
-  compare("block_size (n_positions)", saved.model.block_size, config.block_size);
-  compare("vocab_size", saved.model.vocab_size, config.vocab_size);
-  compare("padded vocab_size", saved.model.padded_vocab_size, config.padded_vocab_size);
+  // Every field of the model (model::to_json): its family, shape and options.
+  const json in_checkpoint = model::to_json(saved.model), in_run = model::to_json(config);
+  const auto text = [](const json& value) {
+    return value.is_string() ? value.get<std::string>() : value.dump();
+  };
+  for (const auto& [field, value] : in_checkpoint.items()) {
+    if (value != in_run.at(field)) {
+      problems.push_back(cat(field == "block_size" ? "block_size (n_positions)" : field, ": ",
+                             text(value), " in the checkpoint, ", text(in_run.at(field)),
+                             " in this run"));
+    }
+  }
   compare("optimizer", std::string(optimizer_name(saved.optimizer)),
           std::string(optimizer_name(optimizer)));
   return problems;

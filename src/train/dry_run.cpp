@@ -24,7 +24,7 @@ std::string check_data(const RunSetup& setup) {
 // login node before the download.
 std::string check_weights(const RunSetup& setup) {
   const config::BaseModel& base = setup.resolved.base_model;
-  const model::ParamLayout layout(model_config(setup.params()), setup.topology.world_size);
+  const model::ParamLayout layout(model_config(setup.resolved), setup.topology.world_size);
   std::string from;
   if (base.from_scratch) {
     from = model::RandomInit(static_cast<uint64_t>(setup.params().seed)).describe();

@@ -17,14 +17,6 @@
 namespace autotrain::train {
 namespace {
 
-// The exported shape of a tensor: wte loses the padded vocabulary rows.
-std::vector<uint64_t> export_shape(const model::ParamTensor& tensor,
-                                   const model::ModelConfig& config) {
-  std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
-  if (tensor.name == "transformer.wte.weight") shape[0] = static_cast<uint64_t>(config.vocab_size);
-  return shape;
-}
-
 void write_text(const std::filesystem::path& path, const std::string& text) {
   const auto tmp = path.string() + ".tmp";
   {
@@ -81,13 +73,15 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
              nlohmann::json{{"tokenizer", tokenizer}}.dump(2) + "\n");
 }
 
-// The base model's config.json with this model's shape, dtype and autotrain's own keys.
+// The base model's config.json with this model's fields (its shape and options, the dtype,
+// autotrain's own keys) over it; the base's token ids and dropout rates are kept.
 std::string merged_config_json(const std::filesystem::path& base_folder, const std::string& ours) {
   auto merged = nlohmann::ordered_json::parse(config::read_config_json(base_folder).dump());
   const auto own = nlohmann::ordered_json::parse(ours);
-  for (const char* key : {"vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head",
-                          "torch_dtype", "autotrain_tokenizer", "autotrain_version"}) {
-    merged[key] = own.at(key);
+  for (const auto& [key, value] : own.items()) {
+    const bool base_owns = key == "bos_token_id" || key == "eos_token_id" ||
+                           key.ends_with("_pdrop") || key.ends_with("dropout");
+    if (!base_owns || !merged.contains(key)) merged[key] = value;
   }
   return merged.dump(2) + "\n";
 }
@@ -181,31 +175,12 @@ class WeightFiles {
 
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
                            int eos_token_id, DType dtype) {
-  const int eot = eos_token_id;
-  nlohmann::ordered_json json = {{"architectures", {"GPT2LMHeadModel"}},
-                                 {"model_type", "gpt2"},
-                                 {"vocab_size", config.vocab_size},
-                                 {"n_positions", config.block_size},
-                                 {"n_ctx", config.block_size},
-                                 {"n_embd", config.n_embd},
-                                 {"n_layer", config.n_layer},
-                                 {"n_head", config.n_head},
-                                 {"n_inner", nullptr},
-                                 {"activation_function", "gelu_new"},
-                                 {"layer_norm_epsilon", 1e-5},
-                                 {"initializer_range", 0.02},
-                                 {"resid_pdrop", 0.0},
-                                 {"embd_pdrop", 0.0},
-                                 {"attn_pdrop", 0.0},
-                                 {"scale_attn_weights", true},
-                                 {"tie_word_embeddings", true},
-                                 {"bos_token_id", eot},
-                                 {"eos_token_id", eot},
-                                 {"torch_dtype", dtype == DType::bf16   ? "bfloat16"
-                                                 : dtype == DType::fp16 ? "float16"
-                                                                        : "float32"},
-                                 {"autotrain_tokenizer", tokenizer},
-                                 {"autotrain_version", version()}};
+  nlohmann::ordered_json json = model::family_of(config).hf_config(config);
+  json["bos_token_id"] = eos_token_id;
+  json["eos_token_id"] = eos_token_id;
+  json["torch_dtype"] = dtype == DType::bf16 ? "bfloat16" : dtype == DType::fp16 ? "float16" : "float32";
+  json["autotrain_tokenizer"] = tokenizer;
+  json["autotrain_version"] = version();
   return json.dump(2) + "\n";
 }
 
@@ -220,7 +195,7 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
     std::filesystem::create_directories(dir);
     std::vector<ckpt::SafetensorsEntry> entries;
     for (const auto& tensor : layout.tensors()) {
-      entries.push_back({tensor.name, dtype, export_shape(tensor, config)});
+      entries.push_back({tensor.name, dtype, tensor.file_shape()});
     }
     files.emplace(dir, entries, config::parse_byte_size(params.max_shard_size, "max_shard_size"));
   }
@@ -234,7 +209,7 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
     for (int t = info.first_tensor; t < info.first_tensor + info.tensor_count; ++t) {
       const auto& tensor = layout.tensors()[static_cast<size_t>(t)];
       size_t count = 1;
-      for (auto extent : export_shape(tensor, config)) count *= extent;
+      for (auto extent : tensor.file_shape()) count *= extent;
       files->append_tensor(
           std::span<const float>(unit_values.data() + layout.offset_in_unit(tensor), count));
     }

@@ -10,37 +10,35 @@
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/data/sampler.hpp"
+#include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/family.hpp"
 #include "autotrain/train/pretrained.hpp"
+#include "autotrain/train/replica.hpp"
 #include "next_token_logits.hpp"
 
 namespace autotrain::train {
 namespace {
-
-int config_int(const nlohmann::json& config, const char* key, const std::filesystem::path& file) {
-  AT_CHECK(config.contains(key), file.string(), ": key '", key,
-           "' is missing (expected a GPT-2 config.json)");
-  return json_integer<int>(config[key], cat(file.string(), ": ", key), 1);
-}
 
 // The CPU model with a key/value cache: a restart feeds the whole window, then each call one
 // position.
 class CpuNextTokenLogits final : public NextTokenLogits {
  public:
   explicit CpuNextTokenLogits(const LoadedModel& loaded)
-      : model_(*loaded.layout, 1, 1), access_(*loaded.layout, loaded.params.data(), nullptr) {}
+      : model_(model::make_causal_lm<float>(*loaded.layout, 1, 1)),
+        access_(*loaded.layout, loaded.params.data(), nullptr) {}
 
   std::span<const float> logits(std::span<const std::int32_t> window, bool restart) override {
     if (restart) {
-      model_.reset_cache();
-      for (const std::int32_t token : window) logits_ = model_.feed_token(access_, token);
+      model_->reset_cache();
+      for (const std::int32_t token : window) logits_ = model_->feed_token(access_, token);
     } else {
-      logits_ = model_.feed_token(access_, window.back());
+      logits_ = model_->feed_token(access_, window.back());
     }
     return logits_;
   }
 
  private:
-  model::Gpt2Model model_;
+  std::unique_ptr<model::CausalLM> model_;
   model::FlatUnitAccess access_;
   std::span<const float> logits_;
 };
@@ -105,18 +103,7 @@ ModelFolderConfig read_model_config(const std::filesystem::path& dir) {
   }
   AT_CHECK(config.is_object(), config_path.string(), ": expected a JSON object, got ",
            config.type_name());
-  const auto model_type = config.find("model_type");
-  AT_CHECK(model_type != config.end() && *model_type == "gpt2", config_path.string(),
-           ": model_type ", model_type == config.end() ? "missing" : model_type->dump(),
-           " is not supported (expected \"gpt2\")");
-  const int n_positions = config.contains("n_positions")
-                              ? config_int(config, "n_positions", config_path)
-                              : config_int(config, "n_ctx", config_path);
-  auto shape = model::ModelConfig::gpt2(config_int(config, "n_layer", config_path),
-                                        config_int(config, "n_head", config_path),
-                                        config_int(config, "n_embd", config_path), n_positions,
-                                        config_int(config, "vocab_size", config_path));
-  shape.validate();
+  const model::ModelConfig shape = model::read_hf_config(config, config_path.string());
   const auto tokenizer = config.find("autotrain_tokenizer");
   AT_CHECK(tokenizer == config.end() || tokenizer->is_string(), config_path.string(),
            ": autotrain_tokenizer should be a string, got ", tokenizer->dump());
@@ -148,7 +135,7 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   AT_CHECK(options.max_new_tokens >= 0, "--max-new-tokens must be >= 0");
   AT_CHECK(options.temperature >= 0, "--temperature must be >= 0 (0 = greedy)");
   const auto& layout = *loaded.layout;
-  const std::size_t context = static_cast<std::size_t>(layout.config().block_size);
+  const std::size_t context = static_cast<std::size_t>(layout.config().generation_context());
 
   // The prompt starts as a document does: after the tokenizer's own prefix (Llama 2's <s>).
   std::vector<std::int32_t> tokens = loaded.tokenizer->document_frame(false).prefix;
@@ -166,6 +153,7 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   const std::size_t prompt_length = tokens.size();
   std::unique_ptr<NextTokenLogits> model;
   if (options.device == Device::cuda) {
+    check_runs_on_gpus(layout.config());
 #ifdef AUTOTRAIN_HAVE_CUDA
     // The longest window this run reaches: the device model is built for no more positions.
     const std::size_t longest =

@@ -78,21 +78,6 @@ std::vector<std::string> index_shards(const fs::path& index_path, const std::str
   return shards;
 }
 
-// The shape a tensor has in a Hugging Face file: wte without the padded vocabulary rows.
-std::vector<uint64_t> file_shape(const model::ParamTensor& tensor,
-                                 const model::ModelConfig& config) {
-  std::vector<uint64_t> shape(tensor.shape.begin(), tensor.shape.end());
-  if (tensor.name == "transformer.wte.weight") shape[0] = static_cast<uint64_t>(config.vocab_size);
-  return shape;
-}
-
-// Tensors a GPT-2 file may hold that the model does not train: the causal-mask buffers of old
-// checkpoints and the LM head tied to wte.
-bool ignored_gpt2_tensor(std::string_view name) {
-  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
-         name == "lm_head.weight";
-}
-
 std::string shape_text(const std::vector<uint64_t>& shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) text += cat(i ? ", " : "", shape[i]);
@@ -138,14 +123,15 @@ PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& 
   for (size_t t = 0; t < layout.tensors().size(); ++t) {
     const auto& tensor = layout.tensors()[t];
     auto found = by_name.find(tensor.name);
-    if (found == by_name.end() && tensor.name.starts_with("transformer.")) {
-      found = by_name.find(std::string_view(tensor.name).substr(12));
+    const std::string_view prefix = layout.family().optional_name_prefix();
+    if (found == by_name.end() && !prefix.empty() && tensor.name.starts_with(prefix)) {
+      found = by_name.find(std::string_view(tensor.name).substr(prefix.size()));
     }
     if (found == by_name.end()) {
       missing.push_back(tensor.name);
       continue;
     }
-    const auto expected = file_shape(tensor, layout.config());
+    const auto expected = tensor.file_shape();
     if (found->second.entry->shape != expected) {
       mismatched.push_back(cat(found->first, " ", shape_text(found->second.entry->shape),
                                " (expected ", shape_text(expected), ")"));
@@ -155,7 +141,7 @@ PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& 
   }
   std::vector<std::string> unexpected;
   for (const auto& [name, match] : by_name) {
-    if (!ignored_gpt2_tensor(name)) unexpected.push_back(name);
+    if (!layout.family().ignored_file_tensor(layout.config(), name)) unexpected.push_back(name);
   }
   if (missing.empty() && mismatched.empty() && unexpected.empty()) return;
   std::string problems;

@@ -1,6 +1,8 @@
 #include "autotrain/train/replica.hpp"
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/family.hpp"
 #include "gpu/replica.hpp"
 
 namespace autotrain::train {
@@ -10,36 +12,46 @@ class CpuReplica final : public Replica {
  public:
   CpuReplica(const model::ParamLayout& layout, Communicator& comm,
              const zero::EngineOptions& options, int B, int T)
-      : engine_(zero::Engine::create(layout, comm, options)), model_(layout, B, T) {}
+      : engine_(zero::Engine::create(layout, comm, options)),
+        model_(model::make_causal_lm<float>(layout, B, T)) {}
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
-    return model_.forward(*engine_, inputs, targets);
+    return model_->forward(*engine_, inputs, targets);
   }
   void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
-    last_loss_ = model_.forward(*engine_, inputs, targets);
+    last_loss_ = model_->forward(*engine_, inputs, targets);
   }
   float last_loss() override { return last_loss_; }
-  void backward(float loss_scale) override { model_.backward(*engine_, loss_scale); }
-  std::span<const float> losses() override { return model_.losses(); }
-  std::size_t activation_bytes() const override { return model_.activation_bytes(); }
+  void backward(float loss_scale) override { model_->backward(*engine_, loss_scale); }
+  std::span<const float> losses() override { return model_->losses(); }
+  std::size_t activation_bytes() const override { return model_->activation_bytes(); }
   std::string device() const override { return "cpu"; }
   std::string precision() const override { return "fp32"; }
-  void set_profiling(bool on) override { model_.set_profiling(on); }
-  std::vector<model::ProfileEntry> profile() const override { return model_.profile(); }
+  void set_profiling(bool on) override { model_->set_profiling(on); }
+  std::vector<model::ProfileEntry> profile() const override { return model_->profile(); }
 
  private:
   std::unique_ptr<zero::Engine> engine_;
-  model::Gpt2Model model_;
+  std::unique_ptr<model::CausalLM> model_;
   float last_loss_ = 0;
 };
 
 }  // namespace
 
+void check_runs_on_gpus(const model::ModelConfig& config) {
+  if (config.family != model::Family::gpt2) {
+    throw CollectiveError(cat("device cuda: the ", model::family_of(config).describe(config),
+                              " runs on the CPU only so far (its CUDA kernels are not built); "
+                              "use --device cpu"));
+  }
+}
+
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
                                       Communicator& comm, int B, int T) {
   std::unique_ptr<Replica> replica;
   if (setup.device == Device::cuda) {
+    check_runs_on_gpus(layout.config());
 #ifdef AUTOTRAIN_HAVE_CUDA
     replica = make_gpu_replica(setup, layout, comm, B, T);
 #else

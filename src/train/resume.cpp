@@ -50,7 +50,7 @@ std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::Che
   const std::string name = path->string();
   ResumeDecision decision{
       *path, read_resume_point(ckpt::CheckpointReader(*path, MPI_COMM_WORLD)), {}};
-  const auto problems = compatibility_problems(decision.saved, model_config(params),
+  const auto problems = compatibility_problems(decision.saved, model_config(setup.resolved),
                                                engine_options(setup).optimizer.kind);
   if (!problems.empty()) {
     throw CollectiveError(cat("cannot resume from ", name, ": its model differs from this run's (",

@@ -285,11 +285,22 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   return setup;
 }
 
-model::ModelConfig model_config(const config::TrainingParams& params) {
-  auto config = model::ModelConfig::gpt2(
-      static_cast<int>(params.n_layer), static_cast<int>(params.n_head),
-      static_cast<int>(params.n_embd), static_cast<int>(params.n_positions),
-      static_cast<int>(params.vocab_size));
+model::ModelConfig model_config(const config::ResolvedParams& resolved) {
+  const auto& params = resolved.params;
+  const auto& architecture = resolved.base_model.architecture;
+  auto config = architecture ? *architecture : model::ModelConfig::gpt2(1, 1, 1, 1, 1);
+  const auto n_layer = static_cast<int>(params.n_layer), n_head = static_cast<int>(params.n_head);
+  const auto n_embd = static_cast<int>(params.n_embd);
+  if (architecture && (n_head != config.n_head || n_embd != config.n_embd) &&
+      config.head_dim > 0) {
+    config.head_dim = n_embd / n_head;  // from scratch in another shape: heads of n_embd / n_head
+  }
+  config.n_layer = n_layer;
+  config.n_head = n_head;
+  config.n_embd = n_embd;
+  config.block_size = static_cast<int>(params.n_positions);
+  config.vocab_size = static_cast<int>(params.vocab_size);
+  config.padded_vocab_size = model::round_up_vocab(config.vocab_size);
   config.validate();
   return config;
 }

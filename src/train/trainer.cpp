@@ -214,7 +214,7 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       talker_(setup.topology.rank == 0),
       project_(params_.project_name),
       datasets_(prepare_data(setup)),
-      config_(model_config(params_)),
+      config_(model_config(setup.resolved)),
       B_(static_cast<int>(params_.batch_size)),
       T_(static_cast<int>(params_.block_size)),
       accumulation_(params_.gradient_accumulation),
@@ -492,7 +492,7 @@ TrainSummary TrainingRun::finish(long long steps_done) {
 TrainSummary run_training(const RunSetup& setup) {
   const ProjectLock lock(setup.params().project_name, MPI_COMM_WORLD);
   kernels::set_num_threads(setup.threads);
-  const model::ParamLayout layout(model_config(setup.params()), setup.topology.world_size);
+  const model::ParamLayout layout(model_config(setup.resolved), setup.topology.world_size);
   const auto source = open_param_source(setup, layout);
   TrainingRun run(setup, *source);
   run.resume_and_begin();

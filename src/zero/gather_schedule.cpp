@@ -29,8 +29,9 @@ GatherSlots plan_gather_slots(const model::ParamLayout& layout, int prefetch) {
   return own.total() < shared.total() ? own : shared;
 }
 
-GatherSchedule::GatherSchedule(int num_units, int prefetch, bool unit0_own_slot, WaitClock& clock,
-                               StartGather start_gather, void* consumer_stream)
+GatherSchedule::GatherSchedule(int num_units, const model::HookOrder& order, int prefetch,
+                               bool unit0_own_slot, WaitClock& clock, StartGather start_gather,
+                               void* consumer_stream)
     : num_units_(num_units),
       prefetch_(prefetch),
       unit0_own_slot_(unit0_own_slot && num_units > 1),
@@ -41,13 +42,14 @@ GatherSchedule::GatherSchedule(int num_units, int prefetch, bool unit0_own_slot,
   slots_.resize(unit0_own_slot_
                     ? 1 + static_cast<std::size_t>(std::min(prefetch + 1, num_units - 1))
                     : static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
-
-  const int last = num_units - 1;  // L + 1
-  for (int u = 0; u <= last; ++u) forward_sequence_.push_back(u);
-  forward_sequence_.push_back(0);  // the tied LM head
-  training_sequence_ = forward_sequence_;
-  training_sequence_.push_back(0);  // backward: LM head, then ln_f and the blocks downwards
-  for (int u = last; u >= 1; --u) training_sequence_.push_back(u);
+  forward_sequence_ = order.inference;
+  training_sequence_ = order.training;
+  for (const auto* sequence : {&forward_sequence_, &training_sequence_}) {
+    for (const int unit : *sequence) {
+      AT_CHECK(unit >= 0 && unit < num_units, "internal: the hook order names unit ", unit,
+               " of ", num_units);
+    }
+  }
   upcoming_.reserve(std::min(static_cast<std::size_t>(prefetch), training_sequence_.size()));
 }
 

@@ -5,9 +5,9 @@
 // schedule picks the slot, predicts what to gather ahead, and waits for gathers before a slot's
 // unit is used or its buffer overwritten. At most prefetch + 1 full units exist at a time.
 //
-// Prefetch follows the model's documented hook order (gpt2.hpp). In a training micro-step:
-//   forward  0, 1, ..., L+1, 0        backward  0, L+1, L, ..., 1
-// and in evaluation/inference the forward order. After each acquire(u) the schedule starts the
+// Prefetch follows the model family's hook order (ParamLayout::hook_order()); GPT-2's training
+// micro-step is forward 0, 1, ..., L+1, 0 then backward 0, L+1, L, ..., 1, and evaluation and
+// inference run the forward order. After each acquire(u) the schedule starts the
 // gathers of the next `prefetch` units of that sequence (never past its end), so they overlap
 // the compute of u. A unit still in a slot is reused without communication (unit 0 ends forward and
 // starts backward). A prediction that turns out wrong costs a wasted gather, never a wrong value:
@@ -54,8 +54,8 @@ class GatherSchedule {
   // with `unit0_own_slot`, slot 0 for unit 0 and min(prefetch + 1, num_units - 1) for the rest.
   // With a `consumer_stream` (the CUDA stream of the kernels that read the slots), acquire
   // orders that stream after the unit's gather instead of waiting on the host.
-  GatherSchedule(int num_units, int prefetch, bool unit0_own_slot, WaitClock& clock,
-                 StartGather start_gather, void* consumer_stream = nullptr);
+  GatherSchedule(int num_units, const model::HookOrder& order, int prefetch, bool unit0_own_slot,
+                 WaitClock& clock, StartGather start_gather, void* consumer_stream = nullptr);
 
   std::size_t slots() const { return slots_.size(); }
   // The slot whose buffer holds `unit`, completely gathered (the host waited, or the consumer

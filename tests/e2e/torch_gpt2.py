@@ -20,11 +20,15 @@ attention, tanh-GELU MLP of 4C, LM head tied to wte; Conv1D weights are [in, out
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
+
+# The safetensors I/O and the folder layout (shards, Hub cache) live in hf_folder.py, next to this
+# file, shared with torch_llama.py.
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from hf_folder import fail, folder_for, read_tensors, read_tokens, same_weights, write_weights  # noqa: E402
 
 SHAPE = dict(n_layer=2, n_head=2, n_embd=32, n_positions=64, vocab_size=50257)
 
@@ -66,65 +70,8 @@ def random_weights(c, seed):
     return w
 
 
-DTYPES = {"F32": (np.float32, 4), "BF16": (np.uint16, 2), "F16": (np.float16, 2)}
-
-
-def to_bytes(t, dtype):
-    a = t.detach().float().numpy().astype(np.float32)
-    if dtype == "F32":
-        return a.tobytes()
-    if dtype == "F16":
-        return a.astype(np.float16).tobytes()
-    bits = a.view(np.uint32)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
-    return rounded.tobytes()
-
-
-def write_safetensors(path, tensors, dtype):
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        data = to_bytes(t, dtype)
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {"format": "pt"}
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        raw = data[8 + n + begin:8 + n + end]
-        kind, _ = DTYPES[info["dtype"]]
-        a = np.frombuffer(raw, dtype=kind)
-        if info["dtype"] == "BF16":
-            a = (a.astype(np.uint32) << 16).view(np.float32)
-        out[name] = torch.from_numpy(a.astype(np.float32).reshape(info["shape"]))
-    return out
-
-
 def read_folder(folder):
-    config = json.load(open(os.path.join(folder, "config.json")))
-    index = os.path.join(folder, "model.safetensors.index.json")
-    tensors = {}
-    if os.path.exists(index):
-        for shard in sorted(set(json.load(open(index))["weight_map"].values())):
-            tensors.update(read_safetensors(os.path.join(folder, shard)))
-    else:
-        tensors = read_safetensors(os.path.join(folder, "model.safetensors"))
+    config, tensors = read_tensors(folder)
     weights = {}
     for name, t in tensors.items():
         short = name[len("transformer."):] if name.startswith("transformer.") else name
@@ -186,37 +133,10 @@ def cmd_make(args):
                   activation_function="gelu_new", layer_norm_epsilon=1e-5, tie_word_embeddings=True,
                   bos_token_id=50256, eos_token_id=50256, torch_dtype="float32")
     weights = {prefix + k: v for k, v in random_weights(config, seed).items() if k != drop}
-    folder = out
-    if hub:
-        cache, repo = hub
-        commit = "0123456789abcdef0123456789abcdef01234567"
-        base = os.path.join(cache, "models--" + repo.replace("/", "--"))
-        folder = os.path.join(base, "snapshots", commit)
-        os.makedirs(os.path.join(base, "refs"), exist_ok=True)
-        open(os.path.join(base, "refs", "main"), "w").write(commit)
+    folder = folder_for(out, hub)
     os.makedirs(folder, exist_ok=True)
     json.dump(config, open(os.path.join(folder, "config.json"), "w"), indent=2)
-    if shards == 1:
-        write_safetensors(os.path.join(folder, "model.safetensors"), weights, dtype)
-        return
-    keys = list(weights)
-    parts = [keys[i::shards] for i in range(shards)]
-    weight_map = {}
-    for n, part in enumerate(parts):
-        file = f"model-{n + 1:05d}-of-{shards:05d}.safetensors"
-        write_safetensors(os.path.join(folder, file), {k: weights[k] for k in part}, dtype)
-        weight_map.update({k: file for k in part})
-    json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map},
-              open(os.path.join(folder, "model.safetensors.index.json"), "w"), indent=2)
-
-
-def read_tokens(path):
-    return torch.tensor([int(t) for t in open(path).read().split()], dtype=torch.long)
-
-
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
+    write_weights(folder, weights, dtype, shards)
 
 
 def cmd_check(args):
@@ -267,12 +187,7 @@ def cmd_same_weights(args):
     a, b, tolerance = args[0], args[1], float(args[2])
     _, wa = read_folder(a)
     _, wb = read_folder(b)
-    if sorted(wa) != sorted(wb):
-        fail(f"tensor names differ: {sorted(set(wa) ^ set(wb))}")
-    worst = max((wa[k] - wb[k]).abs().max().item() for k in wa)
-    print(f"same-weights: max difference {worst:.3g} over {len(wa)} tensors")
-    if worst > tolerance:
-        fail(f"weights differ by {worst} > {tolerance}")
+    same_weights(wa, wb, tolerance)
 
 
 def cmd_logits(args):

@@ -1,5 +1,6 @@
-// hf_probe FOLDER TOKENS OUT: what our GPT-2 computes for a Hugging Face model folder, for the
-// PyTorch reference (tests/e2e/torch_gpt2.py) to compare with. Loads FOLDER the way generate
+// hf_probe FOLDER TOKENS OUT: what our model of the folder's family computes for a Hugging Face
+// model folder, for the PyTorch references (tests/e2e/torch_gpt2.py, torch_llama.py) to compare
+// with. Loads FOLDER the way generate
 // does (load_model_folder: PretrainedWeights), reads TOKENS (one line of space-separated ids)
 // and writes into the folder OUT:
 //   logits.f32   [T, V] the logits at every position of tokens[0 .. T) (T = count - 1)
@@ -14,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/causal_lm.hpp"
 #include "autotrain/train/generate.hpp"
 
 namespace {
@@ -43,7 +44,8 @@ int main(int argc, char** argv) {
     const int V = layout.config().vocab_size;
     const std::string out = argv[3];
 
-    model::Gpt2Model gpt(layout, 1, T);
+    const auto model = model::make_causal_lm<float>(layout, 1, T);
+    model::CausalLM& gpt = *model;
     std::vector<float> grads(layout.padded_size(), 0.0f);
     model::FlatUnitAccess access(layout, loaded.params.data(), grads.data());
     std::vector<float> logits;

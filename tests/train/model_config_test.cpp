@@ -42,7 +42,8 @@ TEST(ModelConfigJson, RefusesTruncatedOrMistypedValuesNamingTheKey) {
             std::string::npos);
   // A model_type that is not a string was a JSON type error naming nothing.
   EXPECT_NE(config_error(R"({"model_type": 7, "n_layer": 2, )" + shape + "}")
-                .find("config.json: model_type 7 is not supported (expected \"gpt2\")"),
+                .find("config.json: architectures missing, model_type 7: not supported (expected "
+                      "model_type gpt2"),
             std::string::npos);
   EXPECT_NE(config_error("[1, 2]").find("expected a JSON object, got array"), std::string::npos);
   EXPECT_NE(config_error(R"({"model_type": "gpt2", "n_layer": 2, "autotrain_tokenizer": 1, )" +

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "autotrain/model/family.hpp"
+
 namespace autotrain::zero {
 namespace {
 
@@ -18,6 +20,12 @@ struct Recorder {
     };
   }
 };
+
+// GPT-2's hook order with `units` units.
+model::HookOrder gpt2_order(int units) {
+  const auto config = model::ModelConfig::gpt2(units - 2, 1, 16, 8, 64);
+  return model::family_of(config).hook_order(config);
+}
 
 void forward_pass(GatherSchedule& schedule, int num_units) {
   for (int u = 0; u < num_units; ++u) {
@@ -36,7 +44,7 @@ TEST(GatherSchedule, AForwardOnlyPassGathersNothingPastItsEnd) {
     SCOPED_TRACE(prefetch);
     WaitClock clock;
     Recorder recorder;
-    GatherSchedule schedule(kUnits, prefetch, false, clock, recorder.start());
+    GatherSchedule schedule(kUnits, gpt2_order(kUnits), prefetch, false, clock, recorder.start());
     for (int u = 0; u < kUnits; ++u) {
       schedule.acquire(u);
       schedule.release(u);
@@ -55,7 +63,7 @@ TEST(GatherSchedule, ATrainingMicroStepPrefetchesAlongForwardThenBackward) {
   constexpr int kUnits = 4;
   WaitClock clock;
   Recorder recorder;
-  GatherSchedule schedule(kUnits, 1, false, clock, recorder.start());
+  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, false, clock, recorder.start());
   schedule.begin_training_micro_step();
   forward_pass(schedule, kUnits);
   for (int u = kUnits - 1; u >= 1; --u) {  // backward: ln_f and the blocks downwards
@@ -71,7 +79,7 @@ TEST(GatherSchedule, EmbeddingsInTheirOwnSlotAreGatheredOncePerMicroStep) {
   constexpr int kUnits = 4;
   WaitClock clock;
   Recorder recorder;
-  GatherSchedule schedule(kUnits, 1, /*unit0_own_slot=*/true, clock, recorder.start());
+  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, /*unit0_own_slot=*/true, clock, recorder.start());
   EXPECT_EQ(schedule.slots(), 3u);  // the embeddings' and prefetch + 1 for the others
   schedule.begin_training_micro_step();
   forward_pass(schedule, kUnits);

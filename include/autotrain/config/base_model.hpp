@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "autotrain/model/config.hpp"
+
 namespace autotrain::config {
 
 struct BaseModel {
@@ -20,6 +22,8 @@ struct BaseModel {
   bool from_scratch = false;     // random weights in the model's architecture
   std::filesystem::path folder;  // config.json and the weights; empty when none was found
   std::vector<std::filesystem::path> searched;  // cache folders a Hub id was looked for in
+  // The model the folder's config.json describes (model::read_hf_config); none for a preset.
+  std::optional<model::ModelConfig> architecture;
 
   bool pretrained() const { return !from_scratch; }
   // Pretrained weights were asked for, and there is no folder holding them.
@@ -48,14 +52,10 @@ BaseModel locate_base_model(std::string_view model, std::string_view revision, b
 // A model folder's config.json, parsed (errors name the file).
 nlohmann::json read_config_json(const std::filesystem::path& folder);
 
-// The shape config.json declares: the GPT-2 keys n_layer, n_head, n_embd, n_positions (or n_ctx)
-// and vocab_size, for model_type gpt2. Other architectures are an Error naming `architectures`.
+// The model config.json declares (model::read_hf_config: its family, shape and options; an
+// architecture no family has is an Error naming `architectures` and `model_type`).
 struct FolderShape {
-  int64_t n_layer = 0;
-  int64_t n_head = 0;
-  int64_t n_embd = 0;
-  int64_t n_positions = 0;
-  int64_t vocab_size = 0;
+  model::ModelConfig model;
   std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
 };
 FolderShape read_folder_shape(const std::filesystem::path& folder);

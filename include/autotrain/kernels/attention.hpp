@@ -1,25 +1,47 @@
 #pragma once
-// Causal multi-head self-attention core (the projections are matmuls). Shapes:
-// qkv [B, T, 3C] holding q, k, v one after the other, each [B, T, NH, HS] with HS = C / NH;
+// Causal self-attention core (the projections are matmuls), in grouped-query form: NH query heads
+// share NKV key/value heads (NH % NKV == 0), query head h reading key/value head h / (NH / NKV).
+// Llama, Mistral and Qwen use NKV < NH; GPT-2's multi-head attention is NKV = NH. Shapes, with HS
+// the head size:
+// qkv [B, T, (NH + 2·NKV)·HS], each row NH query heads, then NKV key heads, then NKV value heads;
 // att [B, NH, T, T] softmax probabilities (row t uses columns 0..t; columns > t hold 0);
-// out [B, T, C].
+// out [B, T, NH·HS].
+// The overloads taking (C, NH) are GPT-2's layout, qkv [B, T, 3C] with HS = C / NH: the NKV = NH
+// case, with identical results.
 namespace autotrain::kernels {
 
-// out[b, t, h, :] = Σ_{t2 <= t} softmax_t2(q·k / sqrt(HS)) · v[b, t2, h, :]
+// out[b, t, h, :] = Σ_{t2 <= t} softmax_t2(q·k / sqrt(HS)) · v[b, t2, h / (NH / NKV), :]
 // (softmax subtracts the row maximum before exponentiating).
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH);
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS);
 
-// dqkv [B, T, 3C] is overwritten (activation gradient). scratch [B, NH, T, T] is working memory
-// (the gradient of the scores).
+// dqkv [B, T, (NH + 2·NKV)·HS] is overwritten (activation gradient); a key or value head's
+// gradient sums over the query heads of its group. scratch [B, NH, T, T] is working memory (the
+// gradient of the scores).
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int C, int NH);
+                        int T, int NH, int NKV, int HS);
 
-// The last position only, for generation with a key/value cache: qkv [T, 3C] holds the rows of
-// one sequence (B = 1) up to and including the query's; out [C] = attention of row T-1's q over
-// rows 0..T-1. scratch [T] holds one head's probabilities at a time.
+// The last position only, for generation with a key/value cache: qkv [T, (NH + 2·NKV)·HS] holds
+// the rows of one sequence (B = 1) up to and including the query's; out [NH·HS] = attention of
+// row T-1's q over rows 0..T-1. scratch [T] holds one head's probabilities at a time.
 template <typename F>
-void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int C, int NH);
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int NKV, int HS);
+
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
+  attention_forward(out, att, qkv, B, T, NH, NH, C / NH);
+}
+
+template <typename F>
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+                        int T, int C, int NH) {
+  attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH);
+}
+
+template <typename F>
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int C, int NH) {
+  attention_forward_last(out, scratch, qkv, T, NH, NH, C / NH);
+}
 
 }  // namespace autotrain::kernels

@@ -1,28 +1,80 @@
 #pragma once
-// The shape of a GPT-2 family model. Kept apart from the config layer's TrainingParams so the
-// model can be built and tested on its own; the trainer copies the fields across.
+// The shape of a model of one of the families of model/family.hpp: GPT-2, or the Llama family
+// (Llama, Mistral, Qwen2, Qwen3). Kept apart from the config layer's TrainingParams so the model
+// can be built and tested on its own. The Llama family's fields keep GPT-2's meaning there:
+// GPT-2 has as many key/value heads as heads, head_dim = n_embd / n_head and an MLP of 4·n_embd.
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 namespace autotrain::model {
 
+enum class Family { gpt2, llama };
+
+// rope_scaling of config.json: none (type empty) or Llama 3.1's "llama3" frequency bands.
+struct RopeScaling {
+  std::string type;  // "" or "llama3"
+  double factor = 1;
+  double low_freq_factor = 1;
+  double high_freq_factor = 4;
+  int original_max_position_embeddings = 8192;
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct ModelConfig {
+  Family family = Family::gpt2;
+  std::string architecture = "GPT2LMHeadModel";  // config.json's architectures[0]
   int n_layer = 12;
   int n_head = 12;
   int n_embd = 768;
-  int block_size = 1024;          // maximum context T
+  // The longest sequence: GPT-2's n_positions (rows of wpe), the Llama family's
+  // max_position_embeddings (no weights depend on it).
+  int block_size = 1024;
   int vocab_size = 50257;         // V: real tokens
-  int padded_vocab_size = 50304;  // Vp >= V: rows of wte, a multiple of 128 for fast gemm
+  int padded_vocab_size = 50304;  // Vp >= V: rows of the embeddings, a multiple of 128 for gemm
 
-  // A config with padded_vocab_size = vocab_size rounded up to a multiple of 128.
+  // The Llama family (0 = GPT-2's value).
+  int n_kv_head = 0;                // key/value heads (GQA); n_head divides by it
+  int head_dim = 0;                 // Qwen3 may set one that is not n_embd / n_head
+  int intermediate_size = 0;        // the SwiGLU MLP's width
+  bool tie_word_embeddings = true;  // the LM head is the embeddings (GPT-2 always)
+  bool qkv_bias = false;            // q/k/v_proj biases (Qwen2; Llama's attention_bias)
+  bool o_bias = false;              // o_proj bias (Llama's attention_bias)
+  bool mlp_bias = false;            // gate/up/down_proj biases
+  bool qk_norm = false;             // Qwen3's per-head RMSNorm of q and k before the rotation
+  double norm_eps = 1e-5;           // layer_norm_epsilon / rms_norm_eps
+  double rope_theta = 10000;
+  RopeScaling rope_scaling;
+  // Mistral's (and Qwen's, when use_sliding_window) attention window; 0: none. Attention over a
+  // window is not built: a model refuses sequences longer than it.
+  int sliding_window = 0;
+
+  // A GPT-2 config with padded_vocab_size = vocab_size rounded up to a multiple of 128.
   static ModelConfig gpt2(int n_layer, int n_head, int n_embd, int block_size, int vocab_size);
   static ModelConfig gpt2_124m() { return gpt2(12, 12, 768, 1024, 50257); }
 
-  int head_size() const { return n_embd / n_head; }
+  int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int mlp_size() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
+  int q_size() const { return n_head * head_size(); }     // query width
+  int kv_size() const { return kv_heads() * head_size(); }  // key (and value) width
+  int qkv_size() const { return q_size() + 2 * kv_size(); }
+  // The positions generation keeps in its key/value cache (the window it slides).
+  int generation_context() const { return block_size < 4096 ? block_size : 4096; }
 
   // Throws autotrain::Error naming the first field that is out of range.
   void validate() const;
+  bool operator==(const ModelConfig&) const = default;
 };
 
 int round_up_vocab(int vocab_size, int multiple = 128);
+
+std::string_view family_name(Family family);  // "gpt2", "llama"
+
+// Every field, for checkpoints (what a resume must match) and back. from_json takes a
+// checkpoint's document; older ones, which predate families, are GPT-2's six integers.
+nlohmann::json to_json(const ModelConfig& config);
+ModelConfig model_config_from_json(const nlohmann::json& json);
 
 }  // namespace autotrain::model

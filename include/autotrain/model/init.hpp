@@ -1,10 +1,9 @@
 #pragma once
-// GPT-2 initialisation as a pure function of (seed, tensor name, element index): the value of an
+// Random initialisation as a pure function of (seed, tensor name, element index): the value of an
 // element does not depend on the world size, on the order of filling, or on which other elements
-// are filled, so ZeRO stage 3 can initialise only the range it owns.
-//   weights (wte, wpe, c_attn, c_fc)   normal(0, 0.02)
-//   attn.c_proj.weight, mlp.c_proj.weight   normal(0, 0.02 / sqrt(2 · n_layer))  (residual
-//   projections) biases 0; LayerNorm weight 1, bias 0; wte rows >= vocab_size 0; unit padding 0.
+// are filled, so ZeRO stage 3 can initialise only the range it owns. Each tensor follows its
+// family's rule (ParamTensor::init: zero, one, or normal with a std); padded vocabulary rows and
+// unit padding are 0.
 #include <cstddef>
 #include <cstdint>
 #include <span>

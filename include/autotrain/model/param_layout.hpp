@@ -1,17 +1,9 @@
 #pragma once
-// The named parameter tensors of a GPT-2 model inside one flat fp32 buffer (DESIGN.md contract 1).
-//
-// Names and shapes are Hugging Face GPT-2's (Conv1D weights are [in, out]):
-//   unit 0        transformer.wte.weight [Vp, C] (rows >= V are zero and stay zero),
-//                 transformer.wpe.weight [T, C]
-//   unit 1 + l    transformer.h.{l}.ln_1.weight/bias [C], .attn.c_attn.weight [C, 3C],
-//                 .attn.c_attn.bias [3C], .attn.c_proj.weight [C, C], .attn.c_proj.bias [C],
-//                 .ln_2.weight/bias [C], .mlp.c_fc.weight [C, 4C], .mlp.c_fc.bias [4C],
-//                 .mlp.c_proj.weight [4C, C], .mlp.c_proj.bias [C]
-//   unit L + 1    transformer.ln_f.weight/bias [C]
-// The LM head is tied to wte. Tensors of a unit are contiguous from the unit's offset; each unit
-// is zero-padded to a multiple of world_size · alignment elements, so rank r owns the r-th equal
-// part of every unit. The offsets of tensors inside a unit do not depend on world_size.
+// The named parameter tensors of a model inside one flat fp32 buffer (DESIGN.md contract 1), in
+// the units its family describes (model/family.hpp; the tensors of each family are listed in its
+// file). Tensors of a unit are contiguous from the unit's offset; each unit is zero-padded to a
+// multiple of world_size · alignment elements, so rank r owns the r-th equal part of every unit.
+// The offsets of tensors inside a unit do not depend on world_size.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,6 +11,7 @@
 #include <vector>
 
 #include "autotrain/model/config.hpp"
+#include "autotrain/model/family.hpp"
 
 namespace autotrain::model {
 
@@ -29,10 +22,16 @@ struct ParamTensor {
   std::size_t numel = 0;
   int unit = 0;
   bool weight_decay = false;  // true for matmul/embedding weights; false for biases and norms
+  InitRule init;              // from scratch
+  std::int64_t file_rows = -1;  // rows in Hugging Face files when fewer than shape[0]
+
+  // The shape in Hugging Face files (the padded vocabulary rows left out) and its elements.
+  std::vector<std::uint64_t> file_shape() const;
+  std::size_t file_numel() const;
 };
 
 struct ParamUnit {
-  std::string name;              // "embeddings", "h.0", ..., "ln_f"
+  std::string name;              // "embeddings", "h.0", ..., the final norm's
   std::size_t offset = 0;        // in the flat buffer
   std::size_t numel = 0;         // sum of its tensors
   std::size_t padded_numel = 0;  // numel rounded up to a multiple of world_size · alignment
@@ -62,6 +61,9 @@ class ParamLayout {
   int num_units() const { return static_cast<int>(units_.size()); }
   static int block_unit(int layer) { return 1 + layer; }
   int final_norm_unit() const { return config_.n_layer + 1; }
+  const ModelFamily& family() const { return family_of(config_); }
+  // The units forward and backward ask for, in order (the family's).
+  const HookOrder& hook_order() const { return hook_order_; }
 
   // Elements of the whole flat buffer, padding included.
   std::size_t padded_size() const { return padded_size_; }
@@ -84,17 +86,9 @@ class ParamLayout {
   std::size_t alignment_;
   std::vector<ParamTensor> tensors_;
   std::vector<ParamUnit> units_;
+  HookOrder hook_order_;
   std::size_t padded_size_ = 0;
   std::size_t num_parameters_ = 0;
-};
-
-// Where each tensor starts inside its unit (the same in every block): what the models add to a
-// unit's parameter or gradient pointer.
-struct TensorOffsets {
-  explicit TensorOffsets(const ParamLayout& layout);
-  std::size_t wte, wpe;
-  std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-  std::size_t lnfw, lnfb;
 };
 
 }  // namespace autotrain::model

@@ -1,6 +1,7 @@
 #pragma once
-// Export to a Hugging Face model folder that transformers' GPT2LMHeadModel loads:
-// model.safetensors (Hugging Face names, padded vocabulary rows stripped, LM head tied to wte;
+// Export to a Hugging Face model folder that transformers loads as the model's architecture
+// (GPT2LMHeadModel, LlamaForCausalLM, ...): model.safetensors (Hugging Face names, padded
+// vocabulary rows stripped;
 // above max_shard_size, shards with model.safetensors.index.json as save_pretrained writes),
 // config.json, and the tokenizer files (for gpt2 vocab.json + merges.txt, plus encoder.json +
 // vocab.bpe so `autotrain generate` reads the same folder; for a tokenizer.json, copies of it
@@ -23,8 +24,9 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                   const config::TrainingParams& params, const std::filesystem::path& dir,
                   const std::filesystem::path& base_folder = {});
 
-// config.json for GPT2LMHeadModel with this shape; `eos_token_id` is the tokenizer's
-// end-of-text token (also written as bos_token_id, as GPT-2's own config does).
+// config.json for the model's family with this shape (model::ModelFamily::hf_config);
+// `eos_token_id` is the tokenizer's end-of-text token (also written as bos_token_id, as GPT-2's
+// own config does).
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
                            int eos_token_id, DType dtype);
 

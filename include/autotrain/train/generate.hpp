@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "autotrain/data/tokenizer.hpp"
-#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/config.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/train/run_setup.hpp"
 
@@ -20,16 +20,16 @@ struct LoadedModel {
   std::unique_ptr<data::Tokenizer> tokenizer;
 };
 
-// A model folder's config.json: the GPT-2 shape (n_layer, n_head, n_embd, n_positions or n_ctx,
-// vocab_size: integers in range, else an Error naming the file and key) and the tokenizer an
-// autotrain export names (autotrain_tokenizer; "gpt2" when absent).
+// A model folder's config.json: the model it describes (model::read_hf_config: GPT-2 or the
+// Llama family; an Error naming the file and key otherwise) and the tokenizer an autotrain
+// export names (autotrain_tokenizer; "gpt2" when absent).
 struct ModelFolderConfig {
   model::ModelConfig shape;
   std::string tokenizer;
 };
 ModelFolderConfig read_model_config(const std::filesystem::path& dir);
 
-// Reads config.json (GPT-2 fields), the weights (PretrainedWeights: model.safetensors or a
+// Reads config.json, the weights (PretrainedWeights: model.safetensors or a
 // sharded set, fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key.
 LoadedModel load_model_folder(const std::filesystem::path& dir);
 

@@ -1,9 +1,9 @@
 #pragma once
 // One rank's model and ZeRO engine on its device (`device: cpu|cuda`, docs/gpu.md): what the
 // trainer, the evaluation and `bench train` drive, so none of them depends on where the kernels
-// run. The CPU replica is model::Gpt2Model over a zero::Engine; the CUDA replica (builds with
-// CUDA) is model::gpu::DeviceGpt2 over zero::gpu's device engine in the compute precision of
-// mixed_precision.
+// run. The CPU replica is the family's model::CausalLM over a zero::Engine; the CUDA replica
+// (builds with CUDA; GPT-2 only so far) is model::gpu::DeviceGpt2 over zero::gpu's device engine
+// in the compute precision of mixed_precision.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/config.hpp"
+#include "autotrain/model/profile.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/zero/engine.hpp"
@@ -56,6 +57,9 @@ class Replica {
 // The replica `setup` asks for (setup.device, setup.precision), with its engine's parameters
 // parameters not yet set (state().init_parameters or a checkpoint's load). `layout` and `comm`
 // must outlive it.
+// A CollectiveError unless the model's family has CUDA kernels (GPT-2).
+void check_runs_on_gpus(const model::ModelConfig& config);
+
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
                                       Communicator& comm, int B, int T);
 

@@ -44,8 +44,10 @@ struct RunSetup {
 RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world);
 
 // What the parameters mean for the parts a run builds (the trainer and `bench train` build them
-// the same way): the model's shape (validated), the communicator's options, the engine's options.
-model::ModelConfig model_config(const config::TrainingParams& params);
+// the same way): the model (validated: the base model folder's family and options, with the
+// shape keys of the parameters; GPT-2 for a preset), the communicator's options, the engine's
+// options.
+model::ModelConfig model_config(const config::ResolvedParams& resolved);
 CommOptions comm_options(const RunSetup& setup);
 zero::EngineOptions engine_options(const RunSetup& setup);
 // How the run turns data_path into token shards in the project folder.

@@ -71,7 +71,7 @@ RunSetup tiny_setup(Device device, Precision precision, int stage) {
 }
 
 model::ParamLayout layout_of(const RunSetup& setup) {
-  return model::ParamLayout(model_config(setup.params()), world_size());
+  return model::ParamLayout(model_config(setup.resolved), world_size());
 }
 
 // Losses of kSteps AdamW steps on seeded random tokens (each rank its own), clipped at 1; each

@@ -16,6 +16,7 @@
 
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
+#include "autotrain/model/gpt2_offsets.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
 #include "autotrain/model/unit_access.hpp"

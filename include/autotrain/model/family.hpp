@@ -1,0 +1,91 @@
+#pragma once
+// A model family: everything the rest of autotrain knows about an architecture, in one place.
+// The trainer, the ZeRO engines, checkpoints, loading, export and generation use only this and
+// the ParamLayout built from it. One file per family says what the family is:
+//   src/model/gpt2_family.cpp   GPT-2 (GPT2LMHeadModel), its model in gpt2.cpp
+//   src/model/llama_family.cpp  the Llama family (Llama, Mistral, Qwen2, Qwen3), model in llama.cpp
+//
+// Every family has the same unit structure, which the ZeRO engines rely on:
+//   unit 0        the token embeddings (and positions)
+//   units 1..L    the blocks, one each
+//   unit L + 1    the final norm (and an untied LM head)
+// and its backward finishes the units' gradients in the order L + 1, L, ..., 1, 0 (the gradient
+// buckets follow it). Which units forward and backward read, in which order, is the family's
+// hook order.
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autotrain/model/config.hpp"
+
+namespace autotrain::model {
+
+// The initial value of a tensor trained from scratch (init.hpp draws it from the seed).
+struct InitRule {
+  enum Kind { zero, one, normal } kind = zero;
+  double std = 0;  // of `normal`
+};
+
+struct TensorSpec {
+  std::string name;  // the Hugging Face name
+  std::vector<std::int64_t> shape;
+  InitRule init;
+  bool weight_decay = false;  // matmul and embedding weights; not biases and norms
+  // Rows the tensor has in Hugging Face files, when fewer than shape[0]: the padded vocabulary
+  // rows of embeddings and LM heads, zero and kept zero. -1: all of them.
+  std::int64_t file_rows = -1;
+};
+
+struct UnitSpec {
+  std::string name;  // "embeddings", "h.0", ..., "ln_f"
+  std::vector<TensorSpec> tensors;
+};
+
+// The units a model asks for (UnitAccess::params), in order: a forward alone (evaluation,
+// inference) and a training micro-step (forward, then backward). The stage-3 gather schedule
+// prefetches along them.
+struct HookOrder {
+  std::vector<int> inference;
+  std::vector<int> training;
+};
+
+class ModelFamily {
+ public:
+  virtual ~ModelFamily() = default;
+  virtual Family family() const = 0;
+  // For logs and the dry run: "GPT-2", "Llama (Qwen3ForCausalLM)".
+  virtual std::string describe(const ModelConfig& config) const = 0;
+
+  // The tensors, unit by unit, in the order they sit in the flat buffer.
+  virtual std::vector<UnitSpec> units(const ModelConfig& config) const = 0;
+  virtual HookOrder hook_order(const ModelConfig& config) const = 0;
+  // Training FLOPs per token at sequence length T, N = the logical parameter count.
+  virtual double flops_per_token(const ModelConfig& config, std::size_t parameters,
+                                 int T) const = 0;
+
+  // config.json: the model it describes (errors name `file` and the key), and the one export
+  // writes for a model (the fields a base model's config.json has beyond them are kept).
+  virtual ModelConfig from_hf_config(const nlohmann::json& json, const std::string& file) const = 0;
+  virtual nlohmann::ordered_json hf_config(const ModelConfig& config) const = 0;
+
+  // Weight files: a tensor a file may hold that the model does not train (GPT-2's attention mask
+  // buffers), and the prefix a file may put before, or leave out of, the names.
+  virtual bool ignored_file_tensor(const ModelConfig& config, std::string_view name) const = 0;
+  virtual std::string_view optional_name_prefix() const { return {}; }
+};
+
+const ModelFamily& family_of(Family family);
+inline const ModelFamily& family_of(const ModelConfig& config) { return family_of(config.family); }
+
+// Training FLOPs per token at sequence length T: the family's count over the logical parameters.
+double flops_per_token(const ModelConfig& config, int T);
+
+// The model a Hugging Face config.json describes, by its model_type (gpt2, llama, mistral,
+// qwen2, qwen3). Another model_type, an `architectures` entry the family does not have, or an
+// option it does not support is an Error naming `file`, the key and the value.
+ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file);
+
+}  // namespace autotrain::model

@@ -1,0 +1,88 @@
+#pragma once
+// The Llama family's forward and backward on the CPU (model/causal_lm.hpp; the family, its
+// tensors and options: src/model/llama_family.cpp).
+//
+// Hook order (L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = final norm and LM head):
+//   forward:   params(0) release(0)                         embedding lookup
+//              params(u) release(u)          u = 1..L       blocks
+//              params(L+1) release(L+1)                     final RMSNorm (and untied LM head)
+//              params(0) release(0)                         tied LM head only
+//   backward:  tied:   params(0) grads(0) release(0)        LM head: dembed +=
+//              params(L+1) grads(L+1) release(L+1) grads_ready(L+1)   (untied: LM head too)
+//              params(u) grads(u) release(u) grads_ready(u) u = L..1
+//              grads(0) grads_ready(0)                      embeddings (need no parameters)
+//   inference: the forward order.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "autotrain/model/causal_lm.hpp"
+
+namespace autotrain::model {
+
+template <typename F>
+class BasicLlama final : public BasicCausalLM<F> {
+ public:
+  // Allocates everything one micro-batch [B, T] needs (T <= block_size; a model with a
+  // sliding_window refuses T beyond it).
+  BasicLlama(const ParamLayout& layout, int B, int T);
+  ~BasicLlama() override;
+  BasicLlama(const BasicLlama&) = delete;
+  BasicLlama& operator=(const BasicLlama&) = delete;
+
+  int batch_size() const override { return B_; }
+  int seq_len() const override { return T_; }
+  const ModelConfig& config() const override { return config_; }
+  F forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+            const std::int32_t* targets) override;
+  void backward(BasicUnitAccess<F>& access, F loss_scale) override;
+  std::span<const F> next_token_logits(BasicUnitAccess<F>& access,
+                                       std::span<const std::int32_t> tokens) override;
+  void reset_cache() override;
+  std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token) override;
+  int cached_tokens() const override;
+  std::span<const F> losses() const override;
+  std::size_t activation_bytes() const override;
+  void set_profiling(bool on) override;
+  std::vector<ProfileEntry> profile() const override;
+
+  struct Offsets;  // where each tensor sits in its unit
+  struct Activations;
+  struct Cache;
+
+ private:
+  void forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
+                             const std::int32_t* inputs, int B, int T);
+  void block_backward(BasicUnitAccess<F>& access, int l);
+  // rope_cos_/rope_sin_ hold at least `positions` rows.
+  void ensure_rope(int positions);
+  int head_unit() const;  // the unit holding the LM head
+
+  ModelConfig config_;
+  int B_;
+  int T_;
+  std::unique_ptr<Offsets> offsets_;
+  std::unique_ptr<Activations> acts_;
+  std::unique_ptr<Activations> inference_;
+  std::unique_ptr<Cache> cache_;
+  std::vector<double> inv_freq_;  // [head_dim / 2], rope_scaling applied
+  std::vector<F> rope_cos_, rope_sin_;
+  int rope_positions_ = 0;
+  std::vector<std::int32_t> inputs_, targets_;
+  // Activation gradients, shared by all layers (each is overwritten before it is read):
+  std::vector<F> dresidual_;  // [B, T, C] the residual stream
+  std::vector<F> dsmall_;     // [B, T, max(C, NH·D)] d(norm output) / d(attention output)
+  std::vector<F> dwide_;      // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
+  std::vector<F> dmid_;       // [B, T, max(I, QKV)] d(swiglu output), d(qkv before q/k norm)
+  std::vector<F> datt_row_;   // [B, NH, T, T] attention backward scratch
+  bool ready_for_backward_ = false;
+  bool profiling_ = false;
+  std::array<double, 2 * kOpCount> profile_{};
+};
+
+using LlamaModel = BasicLlama<float>;
+
+}  // namespace autotrain::model

@@ -1,0 +1,126 @@
+// The families, found by config.json's model_type; the CPU model of each.
+#include "autotrain/model/family.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/json_integer.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/llama.hpp"
+#include "family_json.hpp"
+
+namespace autotrain::model {
+
+const ModelFamily& gpt2_family();   // gpt2_family.cpp
+const ModelFamily& llama_family();  // llama_family.cpp
+
+const ModelFamily& family_of(Family family) {
+  return family == Family::gpt2 ? gpt2_family() : llama_family();
+}
+
+ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file) {
+  AT_CHECK(json.is_object(), file, ": expected a JSON object, got ", json.type_name());
+  const auto type = json.find("model_type");
+  const std::string model_type = type != json.end() && type->is_string() ? type->get<std::string>()
+                                                                         : std::string();
+  if (model_type == "gpt2") return gpt2_family().from_hf_config(json, file);
+  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
+      model_type == "qwen3") {
+    return llama_family().from_hf_config(json, file);
+  }
+  const auto architectures = json.find("architectures");
+  throw Error(cat(file, ": architectures ",
+                  architectures == json.end() ? "missing" : architectures->dump(), ", model_type ",
+                  type == json.end() ? "missing" : type->dump(),
+                  ": not supported (expected model_type gpt2: GPT2LMHeadModel; llama, mistral, "
+                  "qwen2, qwen3: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                  "Qwen3ForCausalLM)"));
+}
+
+double flops_per_token(const ModelConfig& config, int T) {
+  const ParamLayout layout(config);
+  return layout.family().flops_per_token(config, layout.num_parameters(), T);
+}
+
+template <typename F>
+std::unique_ptr<BasicCausalLM<F>> make_causal_lm(const ParamLayout& layout, int B, int T) {
+  if (layout.config().family == Family::gpt2) {
+    return std::make_unique<BasicGpt2<F>>(layout, B, T);
+  }
+  return std::make_unique<BasicLlama<F>>(layout, B, T);
+}
+
+template std::unique_ptr<BasicCausalLM<float>> make_causal_lm(const ParamLayout&, int, int);
+template std::unique_ptr<BasicCausalLM<double>> make_causal_lm(const ParamLayout&, int, int);
+
+// --- HfConfig ---
+
+int HfConfig::integer(const char* key) const {
+  AT_CHECK(json_.contains(key), file_, ": key '", key, "' is missing");
+  return json_integer<int>(json_[key], cat(file_, ": ", key), 1);
+}
+
+double HfConfig::number_or(const char* key, double fallback) const {
+  if (!has(key)) return fallback;
+  AT_CHECK(json_[key].is_number(), file_, ": ", key, " should be a number, got ",
+           json_[key].dump());
+  return json_[key].get<double>();
+}
+
+bool HfConfig::bool_or(const char* key, bool fallback) const {
+  if (!has(key)) return fallback;
+  AT_CHECK(json_[key].is_boolean(), file_, ": ", key, " should be true or false, got ",
+           json_[key].dump());
+  return json_[key].get<bool>();
+}
+
+std::string HfConfig::string_or(const char* key, std::string fallback) const {
+  if (!has(key)) return fallback;
+  AT_CHECK(json_[key].is_string(), file_, ": ", key, " should be a string, got ",
+           json_[key].dump());
+  return json_[key].get<std::string>();
+}
+
+void HfConfig::expect_architecture(std::string_view name) const {
+  if (!has("architectures")) return;
+  const auto& list = json_["architectures"];
+  if (list.is_array()) {
+    for (const auto& entry : list) {
+      if (entry.is_string() && entry.get<std::string>() == name) return;
+    }
+  }
+  unsupported("architectures", cat("[\"", name, "\"] for model_type ",
+                                   json_.value("model_type", std::string())));
+}
+
+void HfConfig::expect_one_of(const char* key, std::initializer_list<std::string_view> values) const {
+  if (!has(key)) return;
+  if (json_[key].is_string()) {
+    for (const auto value : values) {
+      if (json_[key].get<std::string>() == value) return;
+    }
+  }
+  std::string expected;
+  for (const auto value : values) expected += cat(expected.empty() ? "" : " or ", value);
+  unsupported(key, expected);
+}
+
+void HfConfig::expect_number(const char* key, double value) const {
+  if (has(key) && std::abs(number_or(key, value) - value) > 1e-12 * std::abs(value)) {
+    unsupported(key, cat(value));
+  }
+}
+
+void HfConfig::expect_bool(const char* key, bool value) const {
+  if (bool_or(key, value) != value) unsupported(key, value ? "true" : "false");
+}
+
+void HfConfig::unsupported(const char* key, std::string_view expected) const {
+  throw Error(cat(file_, ": ", key, " ", json_[key].dump(), " is not supported (expected ",
+                  expected, ")"));
+}
+
+}  // namespace autotrain::model

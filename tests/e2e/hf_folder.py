@@ -1,0 +1,124 @@
+"""Hugging Face model folders for the PyTorch references (torch_gpt2.py, torch_llama.py).
+
+Safetensors are read and written here by hand (8-byte little-endian header length, JSON header,
+raw data; F32, BF16 rounded to nearest even, F16), as one model.safetensors or as shards
+model-0000k-of-0000N.safetensors with model.safetensors.index.json; a folder can also be written
+as a snapshot of a fake offline Hub cache (models--ORG--NAME/snapshots/COMMIT, refs/main).
+Also the small things every reference's command line shares: token files, FAIL, same-weights.
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+DTYPES = {"F32": (np.float32, 4), "BF16": (np.uint16, 2), "F16": (np.float16, 2)}
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def to_bytes(t, dtype):
+    a = t.detach().float().numpy().astype(np.float32)
+    if dtype == "F32":
+        return a.tobytes()
+    if dtype == "F16":
+        return a.astype(np.float16).tobytes()
+    bits = a.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # round to nearest even
+    return rounded.tobytes()
+
+
+def write_safetensors(path, tensors, dtype):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        data = to_bytes(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[8 + n + begin:8 + n + end]
+        kind, _ = DTYPES[info["dtype"]]
+        a = np.frombuffer(raw, dtype=kind)
+        if info["dtype"] == "BF16":
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        out[name] = torch.from_numpy(a.astype(np.float32).reshape(info["shape"]))
+    return out
+
+
+def read_tensors(folder):
+    """config.json and every tensor of the folder (float32, by the name in the file)."""
+    config = json.load(open(os.path.join(folder, "config.json")))
+    index = os.path.join(folder, "model.safetensors.index.json")
+    tensors = {}
+    if os.path.exists(index):
+        for shard in sorted(set(json.load(open(index))["weight_map"].values())):
+            tensors.update(read_safetensors(os.path.join(folder, shard)))
+    else:
+        tensors = read_safetensors(os.path.join(folder, "model.safetensors"))
+    return config, tensors
+
+
+def folder_for(out, hub):
+    """Where make writes: OUT, or with hub = (CACHE, ID) the snapshot of ID in the cache CACHE."""
+    if not hub:
+        return out
+    cache, repo = hub
+    base = os.path.join(cache, "models--" + repo.replace("/", "--"))
+    os.makedirs(os.path.join(base, "refs"), exist_ok=True)
+    open(os.path.join(base, "refs", "main"), "w").write(HUB_COMMIT)
+    return os.path.join(base, "snapshots", HUB_COMMIT)
+
+
+def write_weights(folder, weights, dtype, shards):
+    """model.safetensors, or `shards` files (tensor i in shard i mod shards) with the index."""
+    if shards == 1:
+        write_safetensors(os.path.join(folder, "model.safetensors"), weights, dtype)
+        return
+    keys = list(weights)
+    parts = [keys[i::shards] for i in range(shards)]
+    weight_map = {}
+    for n, part in enumerate(parts):
+        file = f"model-{n + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(folder, file), {k: weights[k] for k in part}, dtype)
+        weight_map.update({k: file for k in part})
+    json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map},
+              open(os.path.join(folder, "model.safetensors.index.json"), "w"), indent=2)
+
+
+def read_tokens(path):
+    return torch.tensor([int(t) for t in open(path).read().split()], dtype=torch.long)
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def same_weights(wa, wb, tolerance):
+    """The same-weights command on two {name: tensor} dictionaries."""
+    if sorted(wa) != sorted(wb):
+        fail(f"tensor names differ: {sorted(set(wa) ^ set(wb))}")
+    worst = max((wa[k] - wb[k]).abs().max().item() for k in wa)
+    print(f"same-weights: max difference {worst:.3g} over {len(wa)} tensors")
+    if worst > tolerance:
+        fail(f"weights differ by {worst} > {tolerance}")

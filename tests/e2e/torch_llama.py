@@ -1,0 +1,611 @@
+#!/usr/bin/env python3
+"""An independent Llama-family model in PyTorch (LlamaForCausalLM, MistralForCausalLM,
+Qwen2ForCausalLM, Qwen3ForCausalLM), for checking autotrain against.
+
+  make OUT [--arch llama|mistral|qwen2|qwen3] [--dtype F32|BF16|F16] [--shards N] [--seed S]
+           [--hub CACHE ID] [--drop NAME] [--shape N_LAYER,N_HEAD,N_KV_HEAD,HIDDEN,INTERMEDIATE]
+           [--head-dim D] [--tied] [--rope-scaling llama3] [--vocab V] [--max-positions P]
+           [--sliding-window W]
+      A tiny random model as a Hugging Face folder: config.json as transformers writes it for the
+      architecture, model.safetensors (or N shards with model.safetensors.index.json). With --hub,
+      as Hub id ID in the cache CACHE instead. Defaults: llama, F32, 2 layers, 4 heads, 2 key/value
+      heads, hidden 32, intermediate 48, vocabulary 500 (not a multiple of 128), 128 positions,
+      head_dim hidden/heads (qwen3: 2 hidden/heads, as Qwen3 has heads·head_dim > hidden), untied.
+      --sliding-window is Mistral's; --drop leaves out one tensor.
+  check FOLDER PROBE TOKENS
+      Runs this reference on FOLDER and TOKENS and compares with what hf_probe wrote into PROBE:
+      logits (1e-4), loss (1e-4), the gradient of every tensor (autograd, 1e-4 of its largest
+      element; our embed_tokens / lm_head have Vp >= V rows: the first V are compared, the others'
+      gradient must be 0) and 20 greedy tokens (exactly; the smallest top-2 logit gap is printed).
+  same-weights A B TOLERANCE
+      Every tensor of folder A equals the one of folder B within TOLERANCE.
+  logits FOLDER TOKENS OUT
+      This reference's logits [T, V] for TOKENS (T = count - 1), as float32 raw bytes.
+  selftest
+      Checks this reference's pieces against other ways of computing them (see below).
+
+The math follows the published architecture (computed in float64, reported in float32):
+x = embed_tokens[tokens]; per layer h = x + o_proj(attn(rmsnorm(x))), x = h + down_proj(silu(
+gate_proj(n)) * up_proj(n)) with n = rmsnorm(h); rmsnorm(model.norm) and lm_head (embed_tokens when
+tied). RMSNorm x / sqrt(mean(x²) + eps) · weight. Attention: q/k/v projections (+bias: qwen2; llama
+and qwen3 with attention_bias, o_proj too), heads of head_dim D, qwen3 RMSNorm of each head's q and
+k (q_norm, k_norm) before the rotary embedding (rotate_half convention, pairs (i, i + D/2), inv_freq
+theta^(-2i/D), llama3 rope_scaling), key/value head j serving query heads j·G .. j·G + G - 1, causal
+softmax(q·kᵀ/sqrt(D)); a sliding window W (Mistral's sliding_window; Qwen's with use_sliding_window,
+layers >= max_window_layers) lets position i see j when 0 <= i - j < W. nn.Linear weights: [out, in].
+The selftest compares attention with PyTorch's fused attention and a loop over visible keys, the
+rotary embedding with complex rotations, incremental decoding with a key/value cache with the full
+forward, causality, and the greedy decoding of made models for near-ties.
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from hf_folder import fail, folder_for, read_tensors, read_tokens, same_weights, write_weights  # noqa: E402
+
+F64 = torch.float64
+ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
+    "llama": ("LlamaForCausalLM", 1e-5, 10000.0),
+    "mistral": ("MistralForCausalLM", 1e-5, 1000000.0),
+    "qwen2": ("Qwen2ForCausalLM", 1e-6, 1000000.0),
+    "qwen3": ("Qwen3ForCausalLM", 1e-6, 1000000.0),
+}
+TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+TRANSFORMERS_VERSION = "4.51.3"
+
+
+class Shape:
+    """What the math needs of a config.json."""
+
+    def __init__(self, c):
+        self.arch = c.get("model_type")
+        if self.arch not in ARCHS:
+            sys.exit(f"torch_llama: model_type {self.arch!r} is not one of {sorted(ARCHS)}")
+        if c.get("hidden_act", "silu") != "silu":
+            sys.exit(f"torch_llama: hidden_act {c['hidden_act']!r}: only silu")
+        self.L, self.C, self.I = c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"]
+        self.NH = c["num_attention_heads"]
+        self.NKV = c.get("num_key_value_heads") or self.NH
+        self.D = c.get("head_dim") or self.C // self.NH
+        self.V = c["vocab_size"]
+        self.eps = c.get("rms_norm_eps", ARCHS[self.arch][1])
+        self.theta = c.get("rope_theta", ARCHS[self.arch][2])
+        self.rope_scaling = c.get("rope_scaling")
+        self.tied = bool(c.get("tie_word_embeddings", False))
+        attention_bias = bool(c.get("attention_bias", False)) and self.arch in ("llama", "qwen3")
+        self.qkv_bias = self.arch == "qwen2" or attention_bias
+        self.o_bias = attention_bias
+        self.mlp_bias = self.arch == "llama" and bool(c.get("mlp_bias", False))
+        self.qk_norm = self.arch == "qwen3"
+        if self.NH % self.NKV:
+            sys.exit(f"torch_llama: {self.NH} heads are not a multiple of {self.NKV} key/value heads")
+        self.window = [None] * self.L  # per layer
+        if self.arch == "mistral" and c.get("sliding_window"):
+            self.window = [c["sliding_window"]] * self.L
+        if self.arch in ("qwen2", "qwen3") and c.get("use_sliding_window") and c.get("sliding_window"):
+            first = c.get("max_window_layers", self.L)
+            self.window = [c["sliding_window"] if l >= first else None for l in range(self.L)]
+
+
+def names(s):
+    """{name: shape} of every tensor the model has, in module order."""
+    C, D, NH, NKV, I, V = s.C, s.D, s.NH, s.NKV, s.I, s.V
+    out = {"model.embed_tokens.weight": [V, C]}
+    for l in range(s.L):
+        p = f"model.layers.{l}."
+        out[p + "input_layernorm.weight"] = [C]
+        for proj, rows in (("q", NH * D), ("k", NKV * D), ("v", NKV * D)):
+            out[p + f"self_attn.{proj}_proj.weight"] = [rows, C]
+            if s.qkv_bias:
+                out[p + f"self_attn.{proj}_proj.bias"] = [rows]
+        out[p + "self_attn.o_proj.weight"] = [C, NH * D]
+        if s.o_bias:
+            out[p + "self_attn.o_proj.bias"] = [C]
+        if s.qk_norm:
+            out[p + "self_attn.q_norm.weight"] = [D]
+            out[p + "self_attn.k_norm.weight"] = [D]
+        out[p + "post_attention_layernorm.weight"] = [C]
+        for proj, shape in (("gate", [I, C]), ("up", [I, C]), ("down", [C, I])):
+            out[p + f"mlp.{proj}_proj.weight"] = shape
+            if s.mlp_bias:
+                out[p + f"mlp.{proj}_proj.bias"] = shape[:1]
+    out["model.norm.weight"] = [C]
+    if not s.tied:
+        out["lm_head.weight"] = [V, C]
+    return out
+
+
+GAIN = {"embed_tokens": 4.0, "lm_head": 5.0, "q_proj": 1.5, "k_proj": 1.5, "v_proj": 1.0,
+        "o_proj": 2.0, "gate_proj": 1.0, "up_proj": 1.0, "down_proj": 2.0}
+
+
+def random_weights(s, seed):
+    """Scaled by fan-in (GAIN / sqrt(in)) so that outputs are O(1) whatever the shape: attention
+    scores of std ~2 (the rotary embedding and the masks matter), attention and MLP outputs larger
+    than the embedding (tied models do not just repeat a token), logits of std ~5, max ~15-25 (far
+    from ties: see selftest)."""
+    g = torch.Generator().manual_seed(seed)
+    gain = dict(GAIN)
+    w = {}
+    for name, shape in names(s).items():
+        kind = name.split(".")[-2]
+        if name.endswith("norm.weight"):
+            t = 1 + 0.1 * torch.randn(shape, generator=g)
+        elif name.endswith(".bias"):
+            t = 0.1 * torch.randn(shape, generator=g)
+        else:
+            t = gain[kind] / math.sqrt(shape[1]) * torch.randn(shape, generator=g)
+        w[name] = t.float()
+    return w
+
+
+def llama3_original_positions(D, theta, positions, low=1.0, high=4.0):
+    """original_max_position_embeddings (a power of two <= positions) for which llama3 scaling
+    keeps some frequencies, divides some by the factor and blends one near the middle of its band."""
+    wavelens = [2 * math.pi * theta ** (2 * i / D) for i in range(D // 2)]
+    best, best_score = max(positions // 4, 1), -1.0
+    orig = 2
+    while orig <= positions:
+        lo_w, hi_w = orig / low, orig / high
+        kept = any(w < hi_w for w in wavelens)
+        divided = any(w > lo_w for w in wavelens)
+        blends = [(orig / w - low) / (high - low) for w in wavelens if hi_w <= w <= lo_w]
+        score = max((min(b, 1 - b) for b in blends), default=0.0) if kept and divided else -1.0
+        if score > best_score:
+            best, best_score = orig, score
+        orig *= 2
+    return best
+
+
+def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype):
+    architecture, eps, theta = ARCHS[arch]
+    c = dict(architectures=[architecture], model_type=arch, hidden_size=C, intermediate_size=I,
+             num_hidden_layers=L, num_attention_heads=NH, num_key_value_heads=NKV, hidden_act="silu",
+             initializer_range=0.02, rms_norm_eps=eps, rope_theta=theta, max_position_embeddings=P,
+             vocab_size=V, tie_word_embeddings=tied, use_cache=True, attention_dropout=0.0,
+             torch_dtype=TORCH_DTYPES[dtype], transformers_version=TRANSFORMERS_VERSION)
+    if arch in ("llama", "mistral"):
+        c.update(bos_token_id=1, eos_token_id=2)
+    else:  # Qwen's <|endoftext|>, past the (here tiny) byte-pair vocabulary
+        c.update(bos_token_id=V - 1, eos_token_id=V - 1)
+    if arch == "llama":
+        c.update(attention_bias=False, mlp_bias=False, pretraining_tp=1)
+    if arch == "qwen3":
+        c.update(attention_bias=False)
+    if arch != "mistral" or rope_scaling:
+        c["rope_scaling"] = None
+    if arch == "mistral":
+        c["sliding_window"] = window
+    if arch in ("qwen2", "qwen3"):
+        c.update(use_sliding_window=False, max_window_layers=L, sliding_window=P if arch == "qwen2" else None)
+    if head_dim or arch == "qwen3":
+        c["head_dim"] = head_dim or 2 * C // NH
+    if rope_scaling == "llama3":
+        D = c.get("head_dim") or C // NH
+        c["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": llama3_original_positions(D, theta, P)}
+    elif rope_scaling:
+        sys.exit(f"make: --rope-scaling {rope_scaling}: only llama3")
+    return c
+
+
+def cmd_make(args):
+    out = args[0]
+    arch, dtype, shards, seed, hub, drop = "llama", "F32", 1, 1, None, None
+    L, NH, NKV, C, I, V, P = 2, 4, 2, 32, 48, 500, 128
+    head_dim, tied, rope_scaling, window = None, False, None, None
+    i = 1
+    while i < len(args):
+        option, value = args[i], args[i + 1] if i + 1 < len(args) else None
+        if option == "--arch" and value in ARCHS:
+            arch = value
+        elif option == "--dtype" and value in TORCH_DTYPES:
+            dtype = value
+        elif option == "--shards":
+            shards = int(value)
+        elif option == "--seed":
+            seed = int(value)
+        elif option == "--shape":  # e.g. Llama 3.2 1B: 16,32,8,2048,8192 (--head-dim 64 --tied)
+            L, NH, NKV, C, I = map(int, value.split(","))
+        elif option == "--head-dim":
+            head_dim = int(value)
+        elif option == "--tied":
+            tied = True; i -= 1
+        elif option == "--rope-scaling":
+            rope_scaling = value
+        elif option == "--vocab":
+            V = int(value)
+        elif option == "--max-positions":
+            P = int(value)
+        elif option == "--sliding-window":
+            window = int(value)
+        elif option == "--drop":
+            drop = value
+        elif option == "--hub" and i + 2 < len(args):
+            hub = (args[i + 1], args[i + 2]); i += 1
+        else:
+            sys.exit(f"make: unknown option {option}" + (f" {value}" if value else ""))
+        i += 2
+    if window is not None and arch != "mistral":
+        sys.exit("make: --sliding-window is Mistral's (Qwen's use_sliding_window stays false)")
+    config = make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype)
+    weights = random_weights(Shape(config), seed)
+    if drop is not None:
+        if drop not in weights:
+            sys.exit(f"make: --drop {drop}: no such tensor")
+        del weights[drop]
+    folder = folder_for(out, hub)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")  # as save_pretrained
+    write_weights(folder, weights, dtype, shards)
+
+
+def ignored(name):  # buffers older checkpoints carry
+    return name.endswith(".rotary_emb.inv_freq")
+
+
+def read_folder(folder, strict=True):
+    """config, Shape and the weights; strict: exactly the tensors (and shapes) the config asks for."""
+    config, tensors = read_tensors(folder)
+    s = Shape(config)
+    w = {k: v for k, v in tensors.items() if not ignored(k) and not (s.tied and k == "lm_head.weight")}
+    if strict:
+        expected = names(s)
+        missing = [k for k in expected if k not in w]
+        unexpected = sorted(k for k in w if k not in expected)
+        wrong = [f"{k} {list(w[k].shape)} (expected {expected[k]})" for k in expected
+                 if k in w and list(w[k].shape) != expected[k]]
+        if missing or unexpected or wrong:
+            fail(f"{folder} does not hold the model of its config.json: missing {missing}, "
+                 f"unexpected {unexpected}, wrong shape {wrong}")
+    return config, s, w
+
+
+def rms_norm(x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def inv_freq(s):
+    f = s.theta ** (-torch.arange(0, s.D, 2, dtype=F64) / s.D)
+    rs = s.rope_scaling
+    kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
+    if kind == "default":
+        return f
+    if kind != "llama3":
+        sys.exit(f"torch_llama: rope_scaling {rs}: only llama3")
+    factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    orig = rs["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / f
+    smooth = (orig / wavelen - low) / (high - low)
+    blended = (1 - smooth) * f / factor + smooth * f
+    return torch.where(wavelen < orig / high, f, torch.where(wavelen > orig / low, f / factor, blended))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def rope(x, positions, freqs):
+    """x [..., T, D] at positions [T]."""
+    angles = positions.to(F64)[:, None] * freqs[None, :]
+    angles = torch.cat([angles, angles], dim=-1)
+    return x * angles.cos().to(x.dtype) + rotate_half(x) * angles.sin().to(x.dtype)
+
+
+def visible(s, layer, q_pos, k_pos):
+    """[Tq, Tk] bool: query at q_pos sees the key at k_pos."""
+    d = q_pos[:, None] - k_pos[None, :]
+    ok = d >= 0
+    if s.window[layer]:
+        ok &= d < s.window[layer]
+    return ok
+
+
+def attention(q, k, v, mask):
+    """q [NH, Tq, D], k / v [NKV, Tk, D] (key/value head j serves query heads j·G .. j·G + G - 1)."""
+    G = q.shape[0] // k.shape[0]
+    k, v = k.repeat_interleave(G, dim=0), v.repeat_interleave(G, dim=0)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
+
+
+def linear(x, w, p):
+    y = x @ w[p + ".weight"].T
+    return y + w[p + ".bias"] if p + ".bias" in w else y
+
+
+def qkv(s, w, p, n, positions, freqs):
+    T = n.shape[0]
+    q = linear(n, w, p + "self_attn.q_proj").view(T, s.NH, s.D).transpose(0, 1)
+    k = linear(n, w, p + "self_attn.k_proj").view(T, s.NKV, s.D).transpose(0, 1)
+    v = linear(n, w, p + "self_attn.v_proj").view(T, s.NKV, s.D).transpose(0, 1)
+    if s.qk_norm:
+        q = rms_norm(q, w[p + "self_attn.q_norm.weight"], s.eps)
+        k = rms_norm(k, w[p + "self_attn.k_norm.weight"], s.eps)
+    return rope(q, positions, freqs), rope(k, positions, freqs), v
+
+
+def mlp(s, w, p, h):
+    n = rms_norm(h, w[p + "post_attention_layernorm.weight"], s.eps)
+    gate = linear(n, w, p + "mlp.gate_proj")
+    return h + linear(torch.nn.functional.silu(gate) * linear(n, w, p + "mlp.up_proj"), w, p + "mlp.down_proj")
+
+
+def head(s, w, x):
+    x = rms_norm(x, w["model.norm.weight"], s.eps)
+    return x @ (w["model.embed_tokens.weight"] if s.tied else w["lm_head.weight"]).T
+
+
+def forward(s, w, tokens, attend=attention):
+    """Logits [T, V] (float64) at every position of tokens [T]; w float64."""
+    T = tokens.shape[0]
+    positions = torch.arange(T)
+    freqs = inv_freq(s)
+    x = w["model.embed_tokens.weight"][tokens]
+    for l in range(s.L):
+        p = f"model.layers.{l}."
+        q, k, v = qkv(s, w, p, rms_norm(x, w[p + "input_layernorm.weight"], s.eps), positions, freqs)
+        y = attend(q, k, v, visible(s, l, positions, positions)).transpose(0, 1).reshape(T, s.NH * s.D)
+        x = mlp(s, w, p, x + linear(y, w, p + "self_attn.o_proj"))
+    return head(s, w, x)
+
+
+def as_f64(w, grad=False):
+    return {k: v.detach().to(F64).requires_grad_(grad) for k, v in w.items()}
+
+
+def greedy(s, w, tokens, steps=20):
+    """steps greedy tokens after tokens (full forward each step) and each step's top-2 logit gap."""
+    seq, gaps = tokens.clone(), []
+    with torch.no_grad():
+        for _ in range(steps):
+            row = forward(s, w, seq)[-1]
+            top = row.topk(2).values
+            gaps.append((top[0] - top[1]).item())
+            seq = torch.cat([seq, row.argmax().view(1)])
+    return seq[tokens.shape[0]:].tolist(), gaps
+
+
+def cmd_check(args):
+    folder, probe, tokens_path = args
+    _, s, w32 = read_folder(folder)
+    w = as_f64(w32, grad=True)
+    tokens = read_tokens(tokens_path)
+    T, V = tokens.shape[0] - 1, s.V
+    if tokens.max().item() >= V:
+        fail(f"{tokens_path} holds token {tokens.max().item()} >= vocab_size {V}")
+    logits = forward(s, w, tokens[:T])
+    raw = np.fromfile(os.path.join(probe, "logits.f32"), dtype=np.float32)
+    if raw.size != T * V:
+        fail(f"logits.f32 holds {raw.size} floats, expected [{T}, {V}]")
+    ours = torch.from_numpy(raw.reshape(T, V)).to(F64)
+    diff = (logits.detach() - ours).abs().max().item()
+    print(f"logits: max |ours - torch| = {diff:.3g} over [{T}, {V}] (logit scale {logits.abs().max().item():.3g})")
+    if diff > 1e-4:
+        fail("logits differ by more than 1e-4")
+    loss = torch.nn.functional.cross_entropy(logits, tokens[1:])
+    our_loss = float(open(os.path.join(probe, "loss.txt")).read())
+    print(f"loss: ours {our_loss:.6f}, torch {loss.item():.6f}")
+    if abs(our_loss - loss.item()) > 1e-4:
+        fail("losses differ")
+    loss.backward()
+    grads = np.fromfile(os.path.join(probe, "grads.f32"), dtype=np.float32)
+    worst, worst_name, padded, seen = 0.0, "", [], set()
+    for tensor in json.load(open(os.path.join(probe, "layout.json"))):
+        name, shape, offset = tensor["name"], list(tensor["shape"]), tensor["offset"]
+        if name not in w:
+            fail(f"layout.json has {name}, which the model of {folder} has not")
+        seen.add(name)
+        ref = w[name].grad
+        vocab_rows = name in ("model.embed_tokens.weight", "lm_head.weight")
+        if shape != list(ref.shape) and not (vocab_rows and shape[1:] == list(ref.shape[1:]) and shape[0] >= V):
+            fail(f"layout.json: {name} {shape}, expected {list(ref.shape)}" + (" (or more rows)" if vocab_rows else ""))
+        n = int(np.prod(shape))
+        if offset + n > grads.size:
+            fail(f"layout.json: {name} ends at {offset + n}, past the {grads.size} floats of grads.f32")
+        got = torch.from_numpy(grads[offset:offset + n].copy()).reshape(shape).to(F64)
+        if vocab_rows:
+            extra = got[V:].abs().max().item() if shape[0] > V else 0.0
+            padded.append(f"{name} {shape[0]} rows")
+            if extra != 0:
+                fail(f"gradient of {name}: the padded rows {V}..{shape[0] - 1} have |gradient| up to {extra:.3g}, not 0")
+            got = got[:V]
+        scale = max(ref.abs().max().item(), 1e-3)
+        err = (got - ref).abs().max().item() / scale
+        if err >= worst:
+            worst, worst_name = err, name
+        if err > 1e-4:
+            fail(f"gradient of {name}: max relative difference {err:.3g}")
+    if seen != set(w):
+        fail(f"layout.json lacks {sorted(set(w) - seen)}")
+    print(f"gradients: every tensor within {worst:.3g} (relative to its largest element; worst {worst_name})")
+    print(f"vocabulary: {V} rows compared of {', '.join(padded)}; the rest have gradient 0")
+    expected, gaps = greedy(s, as_f64(w32), tokens)
+    got = [int(t) for t in open(os.path.join(probe, "greedy.txt")).read().split()]
+    print(f"greedy: ours {got[:8]}..., torch {expected[:8]}... (smallest top-2 logit gap {min(gaps):.3g})")
+    if got != expected:
+        step = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+        where = f"; at step {step} torch's top-2 logit gap is {gaps[step]:.3g}" if step < len(gaps) else ""
+        fail(f"greedy decoding differs: ours {got}, torch {expected}{where}")
+    print("check: ok")
+
+
+def cmd_same_weights(args):
+    a, b, tolerance = args[0], args[1], float(args[2])
+    _, _, wa = read_folder(a, strict=False)
+    _, _, wb = read_folder(b, strict=False)
+    same_weights(wa, wb, tolerance)
+
+
+def cmd_logits(args):
+    folder, tokens_path, out = args
+    _, s, w = read_folder(folder)
+    tokens = read_tokens(tokens_path)
+    with torch.no_grad():
+        forward(s, as_f64(w), tokens[:-1]).numpy().astype(np.float32).tofile(out)
+
+
+# ---- selftest: the pieces above against other ways of computing them ----
+
+def fused_attention(q, k, v, mask):
+    """PyTorch's fused attention, the key/value heads expanded by broadcasting."""
+    NH, NKV = q.shape[0], k.shape[0]
+    k = k[:, None].expand(NKV, NH // NKV, *k.shape[1:]).reshape(NH, *k.shape[1:])
+    v = v[:, None].expand(NKV, NH // NKV, *v.shape[1:]).reshape(NH, *v.shape[1:])
+    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    if sdpa is not None:
+        return sdpa(q, k, v, attn_mask=mask)
+    return torch.nn.functional._scaled_dot_product_attention(q, k, v, mask, 0.0, False, False)[0]  # torch 1.13
+
+
+def loop_attention(q, k, v, mask):
+    """One query head at a time, over its visible keys only, in plain Python sums."""
+    NH, Tq, D = q.shape
+    G = NH // k.shape[0]
+    out = torch.zeros_like(q)
+    for h in range(NH):
+        for i in range(Tq):
+            keys = [j for j in range(k.shape[1]) if mask[i, j]]
+            scores = [sum(q[h, i, d].item() * k[h // G, j, d].item() for d in range(D)) / math.sqrt(D) for j in keys]
+            top = max(scores)
+            e = [math.exp(x - top) for x in scores]
+            for j, ej in zip(keys, e):
+                out[h, i] += ej / sum(e) * v[h // G, j]
+    return out
+
+
+def complex_rope(x, positions, freqs):
+    """Pair (i, i + D/2) as the complex number x_i + i·x_{i+D/2}, turned by position·freq_i."""
+    half = x.shape[-1] // 2
+    z = torch.complex(x[..., :half], x[..., half:])
+    z = z * torch.polar(torch.ones_like(freqs)[None, :].expand(len(positions), -1),
+                        positions.to(F64)[:, None] * freqs[None, :])
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+def scalar_llama3(s):
+    rs, out = s.rope_scaling, []
+    for i in range(s.D // 2):
+        freq = 1.0 / s.theta ** (2 * i / s.D)
+        wavelen = 2 * math.pi / freq
+        orig = rs["original_max_position_embeddings"]
+        if wavelen < orig / rs["high_freq_factor"]:
+            out.append(freq)
+        elif wavelen > orig / rs["low_freq_factor"]:
+            out.append(freq / rs["factor"])
+        else:
+            smooth = (orig / wavelen - rs["low_freq_factor"]) / (rs["high_freq_factor"] - rs["low_freq_factor"])
+            out.append((1 - smooth) * freq / rs["factor"] + smooth * freq)
+    return torch.tensor(out, dtype=F64)
+
+
+def cached_forward(s, w, tokens):
+    """Token by token with a key/value cache, as generate decodes: logits [T, V]."""
+    freqs, cache, rows = inv_freq(s), [([], []) for _ in range(s.L)], []
+    for t, token in enumerate(tokens.tolist()):
+        x = w["model.embed_tokens.weight"][token].view(1, -1)
+        pos = torch.tensor([t])
+        for l in range(s.L):
+            p = f"model.layers.{l}."
+            q, k, v = qkv(s, w, p, rms_norm(x, w[p + "input_layernorm.weight"], s.eps), pos, freqs)
+            cache[l][0].append(k)
+            cache[l][1].append(v)
+            keys, values = torch.cat(cache[l][0], dim=1), torch.cat(cache[l][1], dim=1)
+            y = attention(q, keys, values, visible(s, l, pos, torch.arange(t + 1))).transpose(0, 1).reshape(1, -1)
+            x = mlp(s, w, p, x + linear(y, w, p + "self_attn.o_proj"))
+        rows.append(head(s, w, x)[0])
+    return torch.stack(rows)
+
+
+def cmd_selftest(args):
+    worst = {}
+
+    def note(what, value, limit):
+        worst[what] = max(worst.get(what, 0.0), value)
+        if value > limit:
+            fail(f"selftest: {what}: {value:.3g} > {limit}")
+
+    g = torch.Generator().manual_seed(0)
+    for NH, NKV, T, D, window in ((4, 2, 7, 8, None), (6, 3, 9, 4, 3), (4, 1, 5, 6, None), (2, 2, 6, 8, 2)):
+        q, k, v = (torch.randn(n, T, D, generator=g, dtype=F64) for n in (NH, NKV, NKV))
+        s = type("S", (), {"window": [window]})()
+        mask = visible(s, 0, torch.arange(T), torch.arange(T))
+        ours = attention(q, k, v, mask)
+        note("attention vs fused attention", (ours - fused_attention(q, k, v, mask)).abs().max().item(), 1e-12)
+        note("attention vs loop over visible keys", (ours - loop_attention(q, k, v, mask)).abs().max().item(), 1e-12)
+        if window is None:
+            causal = torch.ones(T, T, dtype=torch.bool).tril()
+            note("mask vs tril", float((mask != causal).sum()), 0)
+    for D, theta in ((8, 10000.0), (16, 1e6), (6, 500000.0)):
+        s = Shape(dict(model_type="llama", num_hidden_layers=1, hidden_size=4 * D, intermediate_size=8,
+                       num_attention_heads=4, vocab_size=10, rope_theta=theta))
+        x = torch.randn(3, 11, D, generator=g, dtype=F64)
+        positions = torch.arange(11) + 5
+        note("rotate_half rope vs complex rotation", (rope(x, positions, inv_freq(s))
+                                                      - complex_rope(x, positions, inv_freq(s))).abs().max().item(), 1e-12)
+        s.rope_scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                          "original_max_position_embeddings": llama3_original_positions(D, theta, 128)}
+        note("llama3 inv_freq vs scalar formula", (inv_freq(s) - scalar_llama3(s)).abs().max().item(), 1e-15)
+    c = make_config("llama", 2, 4, 2, 32, 48, 500, 128, None, False, "llama3", None, "F32")
+    s = Shape(c)
+    base = s.theta ** (-torch.arange(0, s.D, 2, dtype=F64) / s.D)
+    ratio = (inv_freq(s) / base).tolist()
+    print(f"selftest: llama3 scaling of the default make (D {s.D}, original positions "
+          f"{c['rope_scaling']['original_max_position_embeddings']}): inv_freq x {[round(r, 4) for r in ratio]}")
+    if not (ratio[0] == 1 and ratio[-1] == 1 / 8 and any(1 / 8 < r < 1 for r in ratio)):
+        fail("selftest: llama3 scaling does not keep, blend and divide frequencies")
+    tokens = torch.tensor([1, 2, 3, 4, 5, 6, 7, 8])
+    gaps = []
+    rounding = {"F32": lambda t: t, "BF16": lambda t: t.to(torch.bfloat16).float(), "F16": lambda t: t.half().float()}
+    for arch in ARCHS:
+        for tied in (False, True):
+            variants = [("", 1, "F32", None, None, None), (" --head-dim 12", 1, "F32", 12, None, None),
+                        (" --dtype BF16 --seed 2", 2, "BF16", None, None, None),
+                        (" --dtype F16 --seed 4", 4, "F16", None, None, None)]
+            if arch == "llama":
+                variants.append((" --rope-scaling llama3", 1, "F32", None, "llama3", None))
+            if arch == "mistral":
+                variants.append((" --sliding-window 4", 1, "F32", None, None, 4))
+            for flags, seed, dtype, head_dim, rope_scaling, window in variants:
+                c = make_config(arch, 2, 4, 2, 32, 48, 500, 128, head_dim, tied, rope_scaling, window, dtype)
+                s = Shape(c)
+                w = as_f64({k: rounding[dtype](v) for k, v in random_weights(s, seed).items()})
+                full = forward(s, w, tokens)
+                note("full forward vs key/value cache", (full - cached_forward(s, w, tokens)).abs().max().item(), 1e-10)
+                changed = tokens.clone()
+                changed[-1] = 9
+                note("causality (last token changed)", (full[:-1] - forward(s, w, changed)[:-1]).abs().max().item(), 1e-12)
+                w32 = {k: v.to(torch.float32) for k, v in w.items()}
+                note("float32 vs float64 forward", (forward(s, w32, tokens) - full).abs().max().item(), 1e-4)
+                out, step_gaps = greedy(s, w, tokens)
+                gap = min(step_gaps)
+                which = f"make --arch {arch}{' --tied' if tied else ''}{flags}"
+                gaps.append((gap, which))
+                print(f"selftest: {which:45s} logit scale {full.abs().max().item():5.2f}, greedy {len(set(out)):2d} "
+                      f"distinct tokens, smallest top-2 gap {gap:.3g}")
+    for what, value in worst.items():
+        print(f"selftest: {what}: max difference {value:.3g}")
+    near = [f"{which} ({gap:.3g})" for gap, which in gaps if gap < 1e-2]
+    print(f"selftest: greedy top-2 logit gap above 1e-2 in {len(gaps) - len(near)} of {len(gaps)} made models"
+          + (f"; below: {', '.join(near)}" if near else ""))
+    gap, which = min(gaps)
+    fp32 = worst["float32 vs float64 forward"]
+    print(f"selftest: smallest greedy top-2 logit gap {gap:.3g} ({which}), {gap / fp32:.0f} times the float32 error")
+    if gap < 100 * fp32:  # a float32 implementation could decode another token
+        fail("selftest: greedy decoding of a made model comes near a tie")
+    print("selftest: ok")
+
+
+if __name__ == "__main__":
+    commands = {"make": cmd_make, "check": cmd_check, "same-weights": cmd_same_weights, "logits": cmd_logits,
+                "selftest": cmd_selftest}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        sys.exit(__doc__)
+    commands[sys.argv[1]](sys.argv[2:])

@@ -1,0 +1,476 @@
+// The Llama-family kernels (RMSNorm, RoPE, SwiGLU, grouped-query attention, torch.nn.Linear
+// layout): every forward against a naive reference written here, every backward against central
+// finite differences in double of a random linear functional of the output. Shapes are tiny.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autotrain/kernels/attention.hpp"
+#include "autotrain/kernels/matmul.hpp"
+#include "autotrain/kernels/rmsnorm.hpp"
+#include "autotrain/kernels/rope.hpp"
+#include "autotrain/kernels/swiglu.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::kernels {
+namespace {
+
+using Vec = std::vector<double>;
+using testing::random_vec;
+
+// Central differences with h = 1e-5 in double: truncation ~h², round-off ~1e-16/h, both far
+// below the 1e-7 tolerance.
+constexpr double kStep = 1e-5;
+constexpr double kTolerance = 1e-7;
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Checks analytic[i] == d objective / d x[i] for every i, perturbing x in place.
+void expect_matches_finite_differences(Vec& x, const Vec& analytic,
+                                       const std::function<double()>& objective, const char* what) {
+  ASSERT_EQ(x.size(), analytic.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double saved = x[i];
+    x[i] = saved + kStep;
+    const double plus = objective();
+    x[i] = saved - kStep;
+    const double minus = objective();
+    x[i] = saved;
+    const double numeric = (plus - minus) / (2 * kStep);
+    ASSERT_NEAR(analytic[i], numeric, kTolerance * std::max(1.0, std::abs(numeric)))
+        << what << "[" << i << "]";
+  }
+}
+
+// ---- RMSNorm ----------------------------------------------------------------------------------
+
+// Per-head norm inside a padded row (Qwen3's q_norm): 4 rows of 3 heads of 4, row stride 17, so
+// 5 elements of every row belong to no vector.
+constexpr std::size_t kNormRows = 4;
+constexpr int kNormHeads = 3, kNormC = 4;
+constexpr std::size_t kNormStride = kNormHeads * kNormC + 5;
+constexpr double kNormEps = 1e-6;
+
+bool in_a_vector(std::size_t i) {
+  return i % kNormStride < static_cast<std::size_t>(kNormHeads) * kNormC;
+}
+
+TEST(RmsNorm, ForwardNormalisesEachHeadAndLeavesTheRowPaddingAlone) {
+  const Vec inp = random_vec(kNormRows * kNormStride, 101, 3.0), weight = random_vec(kNormC, 102);
+  Vec out(inp.size(), 42.0), rstd(kNormRows * kNormHeads);
+  rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), kNormRows, kNormHeads, kNormC,
+                  kNormStride, kNormEps);
+  for (std::size_t r = 0; r < kNormRows; ++r) {
+    for (int h = 0; h < kNormHeads; ++h) {
+      const std::size_t first = r * kNormStride + static_cast<std::size_t>(h) * kNormC;
+      double mean_square = 0;
+      for (int c = 0; c < kNormC; ++c) mean_square += inp[first + c] * inp[first + c] / kNormC;
+      const double expected_rstd = 1 / std::sqrt(mean_square + kNormEps);
+      EXPECT_NEAR(rstd[r * kNormHeads + h], expected_rstd, 1e-12 * expected_rstd);
+      for (int c = 0; c < kNormC; ++c) {
+        EXPECT_NEAR(out[first + c], inp[first + c] * expected_rstd * weight[c], 1e-12)
+            << "r=" << r << " h=" << h << " c=" << c;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!in_a_vector(i)) {
+      EXPECT_EQ(out[i], 42.0) << i;
+    }
+  }
+}
+
+TEST(RmsNorm, BackwardMatchesFiniteDifferencesPerHeadWithPaddedStride) {
+  Vec inp = random_vec(kNormRows * kNormStride, 103, 2.0), weight = random_vec(kNormC, 104);
+  const Vec w = random_vec(inp.size(), 105);
+  Vec out(inp.size(), 0.0), rstd(kNormRows * kNormHeads);
+  auto objective = [&] {
+    rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), kNormRows, kNormHeads,
+                    kNormC, kNormStride, kNormEps);
+    return dot(out, w);
+  };
+  objective();
+  Vec dinp(inp.size(), 0.0), dweight(kNormC, 0.0);
+  rmsnorm_backward(dinp.data(), dweight.data(), w.data(), inp.data(), weight.data(), rstd.data(),
+                   kNormRows, kNormHeads, kNormC, kNormStride);
+  expect_matches_finite_differences(inp, dinp, objective, "dinp");
+  expect_matches_finite_differences(weight, dweight, objective, "dweight");
+}
+
+TEST(RmsNorm, BackwardAddsIntoInputAndParameterGradients) {
+  const std::size_t rows = 6;
+  const int C = 8;
+  const Vec inp = random_vec(rows * C, 106), weight = random_vec(C, 107),
+            dout = random_vec(rows * C, 108);
+  Vec out(rows * C), rstd(rows);
+  rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), rows, 1, C, C, kNormEps);
+  Vec dinp0(rows * C, 0.0), dw0(C, 0.0);
+  rmsnorm_backward(dinp0.data(), dw0.data(), dout.data(), inp.data(), weight.data(), rstd.data(),
+                   rows, 1, C, C);
+  Vec dinp1(rows * C, 1.0), dw1(C, 2.0);
+  rmsnorm_backward(dinp1.data(), dw1.data(), dout.data(), inp.data(), weight.data(), rstd.data(),
+                   rows, 1, C, C);
+  for (std::size_t i = 0; i < dinp0.size(); ++i) EXPECT_NEAR(dinp1[i], dinp0[i] + 1.0, 1e-12);
+  for (int c = 0; c < C; ++c) EXPECT_NEAR(dw1[c], dw0[c] + 2.0, 1e-12);
+}
+
+TEST(RmsNorm, FloatPathAgreesWithDoubleToSinglePrecision) {
+  const std::size_t rows = 7;
+  const int C = 40;
+  const Vec inp = random_vec(rows * C, 109, 4.0), weight = random_vec(C, 110),
+            dout = random_vec(rows * C, 111);
+  Vec out(rows * C), rstd(rows), dinp(rows * C, 0.0), dweight(C, 0.0);
+  rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), rows, 1, C, C, kNormEps);
+  rmsnorm_backward(dinp.data(), dweight.data(), dout.data(), inp.data(), weight.data(), rstd.data(),
+                   rows, 1, C, C);
+  std::vector<float> inpf(inp.begin(), inp.end()), weightf(weight.begin(), weight.end()),
+      doutf(dout.begin(), dout.end());
+  std::vector<float> outf(rows * C), rstdf(rows), dinpf(rows * C, 0.0f), dweightf(C, 0.0f);
+  rmsnorm_forward(outf.data(), rstdf.data(), inpf.data(), weightf.data(), rows, 1, C,
+                  static_cast<std::size_t>(C), kNormEps);
+  rmsnorm_backward(dinpf.data(), dweightf.data(), doutf.data(), inpf.data(), weightf.data(),
+                   rstdf.data(), rows, 1, C, static_cast<std::size_t>(C));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NEAR(outf[i], out[i], 1e-5 * std::max(1.0, std::abs(out[i])));
+    EXPECT_NEAR(dinpf[i], dinp[i], 1e-5 * std::max(1.0, std::abs(dinp[i])));
+  }
+  for (int c = 0; c < C; ++c)
+    EXPECT_NEAR(dweightf[c], dweight[c], 1e-5 * std::max(1.0, std::abs(dweight[c])));
+}
+
+// ---- RoPE -------------------------------------------------------------------------------------
+
+// 2 sequences of 3 rows, 2 heads of 6 in a row of 16 (4 elements of padding), starting at
+// position 2 (a continuation after a cached prefix).
+constexpr int kRopeB = 2, kRopeT = 3, kRopeHeads = 2, kRopeHS = 6, kRopeHalf = kRopeHS / 2;
+constexpr std::size_t kRopeStride = kRopeHeads * kRopeHS + 4;
+constexpr int kRopePos0 = 2, kRopePositions = kRopePos0 + kRopeT;
+
+// Hugging Face's default inverse frequencies, base^(-2i / HS).
+std::vector<double> default_inv_freq(int HS, double base) {
+  std::vector<double> inv_freq(static_cast<std::size_t>(HS / 2));
+  for (int i = 0; i < HS / 2; ++i) inv_freq[i] = std::pow(base, -2.0 * i / HS);
+  return inv_freq;
+}
+
+TEST(Rope, TablesHoldCosineAndSineOfPositionTimesInverseFrequency) {
+  const std::vector<double> inv_freq = {1.0, 0.1, 0.37};
+  const int positions = 9;
+  Vec cos_table(positions * 3), sin_table(positions * 3);
+  rope_tables(cos_table.data(), sin_table.data(), inv_freq.data(), positions, 3);
+  for (int p = 0; p < positions; ++p) {
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(cos_table[p * 3 + i], std::cos(p * inv_freq[i])) << "p=" << p << " i=" << i;
+      EXPECT_EQ(sin_table[p * 3 + i], std::sin(p * inv_freq[i])) << "p=" << p << " i=" << i;
+    }
+  }
+  std::vector<float> cosf(positions * 3), sinf(positions * 3);
+  rope_tables(cosf.data(), sinf.data(), inv_freq.data(), positions, 3);
+  for (std::size_t i = 0; i < cosf.size(); ++i) {
+    EXPECT_EQ(cosf[i], static_cast<float>(cos_table[i]));
+    EXPECT_EQ(sinf[i], static_cast<float>(sin_table[i]));
+  }
+}
+
+TEST(Rope, ForwardMatchesRotateHalfAndLeavesTheRowPaddingAlone) {
+  const std::vector<double> inv_freq = default_inv_freq(kRopeHS, 10000.0);
+  Vec cos_table(kRopePositions * kRopeHalf), sin_table(kRopePositions * kRopeHalf);
+  rope_tables(cos_table.data(), sin_table.data(), inv_freq.data(), kRopePositions, kRopeHalf);
+  const Vec x = random_vec(kRopeB * kRopeT * kRopeStride, 201);
+  Vec rotated = x;
+  rope_forward(rotated.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads,
+               kRopeHS, kRopeStride, kRopePos0);
+  for (int b = 0; b < kRopeB; ++b) {
+    for (int t = 0; t < kRopeT; ++t) {
+      const int p = kRopePos0 + t;
+      const std::size_t row = (static_cast<std::size_t>(b) * kRopeT + t) * kRopeStride;
+      for (int h = 0; h < kRopeHeads; ++h) {
+        const double* head = x.data() + row + h * kRopeHS;
+        // q·cos + rotate_half(q)·sin with emb = cat(freqs, freqs), rotate_half = cat(-x2, x1)
+        for (int i = 0; i < kRopeHS; ++i) {
+          const double angle = p * inv_freq[i % kRopeHalf];
+          const double rotated_half = i < kRopeHalf ? -head[i + kRopeHalf] : head[i - kRopeHalf];
+          const double expected = head[i] * std::cos(angle) + rotated_half * std::sin(angle);
+          EXPECT_NEAR(rotated[row + h * kRopeHS + i], expected, 1e-14)
+              << "b=" << b << " t=" << t << " h=" << h << " i=" << i;
+        }
+      }
+      for (std::size_t i = kRopeHeads * kRopeHS; i < kRopeStride; ++i) {
+        EXPECT_EQ(rotated[row + i], x[row + i]);
+      }
+    }
+  }
+}
+
+TEST(Rope, BackwardMatchesFiniteDifferences) {
+  const std::vector<double> inv_freq = default_inv_freq(kRopeHS, 10000.0);
+  Vec cos_table(kRopePositions * kRopeHalf), sin_table(kRopePositions * kRopeHalf);
+  rope_tables(cos_table.data(), sin_table.data(), inv_freq.data(), kRopePositions, kRopeHalf);
+  Vec x = random_vec(kRopeB * kRopeT * kRopeStride, 202);
+  const Vec w = random_vec(x.size(), 203);
+  Vec rotated(x.size());
+  auto objective = [&] {
+    rotated = x;
+    rope_forward(rotated.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads,
+                 kRopeHS, kRopeStride, kRopePos0);
+    return dot(rotated, w);
+  };
+  Vec dx = w;
+  rope_backward(dx.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads, kRopeHS,
+                kRopeStride, kRopePos0);
+  expect_matches_finite_differences(x, dx, objective, "dx");
+}
+
+// ---- SwiGLU -----------------------------------------------------------------------------------
+
+constexpr std::size_t kGluN = 5;
+constexpr int kGluI = 7;
+
+double silu(double x) {
+  return x / (1 + std::exp(-x));
+}
+
+TEST(SwiGlu, ForwardIsSiluOfGateTimesUp) {
+  const Vec gate_up = random_vec(kGluN * 2 * kGluI, 301, 3.0);
+  Vec out(kGluN * kGluI);
+  swiglu_forward(out.data(), gate_up.data(), kGluN, kGluI);
+  for (std::size_t n = 0; n < kGluN; ++n) {
+    for (int i = 0; i < kGluI; ++i) {
+      const double gate = gate_up[n * 2 * kGluI + i], up = gate_up[n * 2 * kGluI + kGluI + i];
+      EXPECT_NEAR(out[n * kGluI + i], silu(gate) * up, 1e-14) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(SwiGlu, BackwardMatchesFiniteDifferencesAndOverwritesTheGradient) {
+  Vec gate_up = random_vec(kGluN * 2 * kGluI, 302, 3.0);
+  const Vec w = random_vec(kGluN * kGluI, 303);
+  Vec out(kGluN * kGluI);
+  auto objective = [&] {
+    swiglu_forward(out.data(), gate_up.data(), kGluN, kGluI);
+    return dot(out, w);
+  };
+  Vec dgate_up(gate_up.size(), 99.0);  // garbage: must be overwritten
+  swiglu_backward(dgate_up.data(), w.data(), gate_up.data(), kGluN, kGluI);
+  expect_matches_finite_differences(gate_up, dgate_up, objective, "dgate_up");
+}
+
+TEST(SwiGlu, FloatPathAgreesWithDoubleAndStaysFiniteForHugeGates) {
+  Vec gate_up = random_vec(kGluN * 2 * kGluI, 304, 4.0);
+  gate_up[0] = 200.0;   // exp(-gate) underflows
+  gate_up[1] = -200.0;  // exp(-gate) overflows float
+  const Vec dout = random_vec(kGluN * kGluI, 305);
+  Vec out(kGluN * kGluI), dgate_up(gate_up.size());
+  swiglu_forward(out.data(), gate_up.data(), kGluN, kGluI);
+  swiglu_backward(dgate_up.data(), dout.data(), gate_up.data(), kGluN, kGluI);
+  std::vector<float> gate_upf(gate_up.begin(), gate_up.end()), doutf(dout.begin(), dout.end());
+  std::vector<float> outf(out.size()), dgate_upf(gate_up.size());
+  swiglu_forward(outf.data(), gate_upf.data(), kGluN, kGluI);
+  swiglu_backward(dgate_upf.data(), doutf.data(), gate_upf.data(), kGluN, kGluI);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(outf[i])) << i;
+    EXPECT_NEAR(outf[i], out[i], 1e-5 * std::max(1.0, std::abs(out[i]))) << i;
+  }
+  for (std::size_t i = 0; i < dgate_up.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(dgate_upf[i])) << i;
+    EXPECT_NEAR(dgate_upf[i], dgate_up[i], 1e-5 * std::max(1.0, std::abs(dgate_up[i]))) << i;
+  }
+}
+
+// ---- Grouped-query attention ------------------------------------------------------------------
+
+struct HeadShape {
+  int NH, NKV, HS;
+};
+
+std::string head_shape_name(const ::testing::TestParamInfo<HeadShape>& info) {
+  return "NH" + std::to_string(info.param.NH) + "_NKV" + std::to_string(info.param.NKV) + "_HS" +
+         std::to_string(info.param.HS);
+}
+
+class GroupedQueryAttention : public ::testing::TestWithParam<HeadShape> {
+ protected:
+  static constexpr int B = 2, T = 5;
+  int NH = GetParam().NH, NKV = GetParam().NKV, HS = GetParam().HS;
+  std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
+  std::size_t out_row = static_cast<std::size_t>(NH) * HS;
+  std::size_t qkv_size = B * T * row;
+  std::size_t out_size = B * T * out_row;
+  std::size_t att_size = static_cast<std::size_t>(B) * NH * T * T;
+};
+
+// out and att by the definition, one (b, h, t) at a time.
+void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, int NKV, int HS) {
+  const std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
+  const std::size_t out_row = static_cast<std::size_t>(NH) * HS;
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const int kv = h / (NH / NKV);
+      for (int t = 0; t < T; ++t) {
+        const double* q = qkv.data() + (static_cast<std::size_t>(b) * T + t) * row + h * HS;
+        std::vector<double> p(T, 0.0);
+        double maxv = -1e300;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const double* k =
+              qkv.data() + (static_cast<std::size_t>(b) * T + t2) * row + (NH + kv) * HS;
+          double s = 0;
+          for (int i = 0; i < HS; ++i) s += q[i] * k[i];
+          p[t2] = s / std::sqrt(static_cast<double>(HS));
+          maxv = std::max(maxv, p[t2]);
+        }
+        double sum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          p[t2] = std::exp(p[t2] - maxv);
+          sum += p[t2];
+        }
+        for (int t2 = 0; t2 <= t; ++t2) p[t2] /= sum;
+        for (int t2 = 0; t2 < T; ++t2) {
+          att[((static_cast<std::size_t>(b) * NH + h) * T + t) * T + t2] = p[t2];
+        }
+        double* o = out.data() + (static_cast<std::size_t>(b) * T + t) * out_row + h * HS;
+        for (int i = 0; i < HS; ++i) {
+          o[i] = 0;
+          for (int t2 = 0; t2 <= t; ++t2) {
+            const double* v =
+                qkv.data() + (static_cast<std::size_t>(b) * T + t2) * row + (NH + NKV + kv) * HS;
+            o[i] += p[t2] * v[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GroupedQueryAttention, ForwardMatchesTheDefinition) {
+  const Vec qkv = random_vec(qkv_size, 401);
+  Vec out(out_size), att(att_size, 5.0), expected_out(out_size), expected_att(att_size);
+  attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS);
+  naive_attention(expected_out, expected_att, qkv, B, T, NH, NKV, HS);
+  for (std::size_t i = 0; i < out_size; ++i) EXPECT_NEAR(out[i], expected_out[i], 1e-12) << i;
+  for (std::size_t i = 0; i < att_size; ++i) EXPECT_NEAR(att[i], expected_att[i], 1e-12) << i;
+}
+
+TEST_P(GroupedQueryAttention, BackwardMatchesFiniteDifferences) {
+  Vec qkv = random_vec(qkv_size, 402);
+  const Vec w = random_vec(out_size, 403);
+  Vec out(out_size), att(att_size);
+  auto objective = [&] {
+    attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS);
+    return dot(out, w);
+  };
+  objective();
+  Vec dqkv(qkv_size, 77.0), scratch(att_size);  // dqkv garbage: must be overwritten
+  attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, NH, NKV,
+                     HS);
+  expect_matches_finite_differences(qkv, dqkv, objective, "dqkv");
+}
+
+TEST_P(GroupedQueryAttention, ForwardLastMatchesTheLastRowOfForward) {
+  // One sequence (B = 1) of T rows: the cache up to and including the query's row.
+  const Vec qkv = random_vec(T * row, 404);
+  Vec out(T * out_row), att(static_cast<std::size_t>(NH) * T * T);
+  attention_forward(out.data(), att.data(), qkv.data(), 1, T, NH, NKV, HS);
+  Vec last(out_row), scratch(T);
+  attention_forward_last(last.data(), scratch.data(), qkv.data(), T, NH, NKV, HS);
+  for (std::size_t i = 0; i < out_row; ++i) {
+    EXPECT_NEAR(last[i], out[(T - 1) * out_row + i], 1e-13) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadShapes, GroupedQueryAttention,
+                         ::testing::Values(HeadShape{4, 2, 6}, HeadShape{4, 1, 6},
+                                           HeadShape{4, 4, 6}),
+                         head_shape_name);
+
+// GPT-2's (C, NH) signatures are the NKV = NH, HS = C / NH case, bit for bit (float, the path
+// training runs).
+TEST(Attention, GptSignaturesAreBitwiseTheGroupedCaseWithNkvEqualToNh) {
+  const int B = 2, T = 5, C = 8, NH = 2, HS = C / NH;
+  const std::size_t qkv_size = B * T * 3 * C, out_size = B * T * C,
+                    att_size = static_cast<std::size_t>(B) * NH * T * T;
+  const Vec qkv64 = random_vec(qkv_size, 405), dout64 = random_vec(out_size, 406);
+  const std::vector<float> qkv(qkv64.begin(), qkv64.end()), dout(dout64.begin(), dout64.end());
+  std::vector<float> out_gpt(out_size), att_gpt(att_size), out_gqa(out_size), att_gqa(att_size);
+  attention_forward(out_gpt.data(), att_gpt.data(), qkv.data(), B, T, C, NH);
+  attention_forward(out_gqa.data(), att_gqa.data(), qkv.data(), B, T, NH, NH, HS);
+  EXPECT_EQ(out_gpt, out_gqa);
+  EXPECT_EQ(att_gpt, att_gqa);
+  std::vector<float> dqkv_gpt(qkv_size), dqkv_gqa(qkv_size), scratch(att_size);
+  attention_backward(dqkv_gpt.data(), scratch.data(), dout.data(), qkv.data(), att_gpt.data(), B, T,
+                     C, NH);
+  attention_backward(dqkv_gqa.data(), scratch.data(), dout.data(), qkv.data(), att_gqa.data(), B, T,
+                     NH, NH, HS);
+  EXPECT_EQ(dqkv_gpt, dqkv_gqa);
+  std::vector<float> last_gpt(C), last_gqa(C), last_scratch(T);
+  attention_forward_last(last_gpt.data(), last_scratch.data(), qkv.data(), T, C, NH);
+  attention_forward_last(last_gqa.data(), last_scratch.data(), qkv.data(), T, NH, NH, HS);
+  EXPECT_EQ(last_gpt, last_gqa);
+}
+
+// ---- Linear (torch.nn.Linear layout) ----------------------------------------------------------
+
+constexpr std::size_t kLinearN = 6;
+constexpr int kLinearIC = 5, kLinearOC = 7;
+
+TEST(Linear, ForwardIsInputTimesWeightTransposedPlusBias) {
+  const Vec inp = random_vec(kLinearN * kLinearIC, 501),
+            weight = random_vec(kLinearOC * kLinearIC, 502), bias = random_vec(kLinearOC, 503);
+  Vec with_bias(kLinearN * kLinearOC, 8.0), without_bias(kLinearN * kLinearOC, 8.0);
+  linear_forward(with_bias.data(), inp.data(), weight.data(), bias.data(), kLinearN, kLinearIC,
+                 kLinearOC);
+  linear_forward(without_bias.data(), inp.data(), weight.data(),
+                 static_cast<const double*>(nullptr), kLinearN, kLinearIC, kLinearOC);
+  for (std::size_t n = 0; n < kLinearN; ++n) {
+    for (int o = 0; o < kLinearOC; ++o) {
+      double sum = 0;
+      for (int i = 0; i < kLinearIC; ++i) sum += inp[n * kLinearIC + i] * weight[o * kLinearIC + i];
+      EXPECT_NEAR(without_bias[n * kLinearOC + o], sum, 1e-13) << "n=" << n << " o=" << o;
+      EXPECT_NEAR(with_bias[n * kLinearOC + o], sum + bias[o], 1e-13) << "n=" << n << " o=" << o;
+    }
+  }
+}
+
+TEST(Linear, BackwardMatchesFiniteDifferencesAndOverwritesInputGradient) {
+  Vec inp = random_vec(kLinearN * kLinearIC, 504), weight = random_vec(kLinearOC * kLinearIC, 505),
+      bias = random_vec(kLinearOC, 506);
+  const Vec w = random_vec(kLinearN * kLinearOC, 507);
+  Vec out(kLinearN * kLinearOC);
+  auto objective = [&] {
+    linear_forward(out.data(), inp.data(), weight.data(), bias.data(), kLinearN, kLinearIC,
+                   kLinearOC);
+    return dot(out, w);
+  };
+  Vec dinp(inp.size(), 123.0);  // garbage: must be overwritten
+  Vec dweight(weight.size(), 0.0), dbias(kLinearOC, 0.0);
+  linear_backward(dinp.data(), dweight.data(), dbias.data(), w.data(), inp.data(), weight.data(),
+                  kLinearN, kLinearIC, kLinearOC);
+  expect_matches_finite_differences(inp, dinp, objective, "dinp");
+  expect_matches_finite_differences(weight, dweight, objective, "dweight");
+  expect_matches_finite_differences(bias, dbias, objective, "dbias");
+}
+
+TEST(Linear, BackwardWithoutBiasOrInputGradientAccumulatesTheWeightGradient) {
+  const Vec inp = random_vec(kLinearN * kLinearIC, 508),
+            weight = random_vec(kLinearOC * kLinearIC, 509),
+            dout = random_vec(kLinearN * kLinearOC, 510);
+  Vec dinp(inp.size()), dweight(weight.size(), 0.0), dbias(kLinearOC, 0.0);
+  linear_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(), weight.data(),
+                  kLinearN, kLinearIC, kLinearOC);
+  Vec dweight_only(weight.size(), 1.5);
+  linear_backward(static_cast<double*>(nullptr), dweight_only.data(), static_cast<double*>(nullptr),
+                  dout.data(), inp.data(), weight.data(), kLinearN, kLinearIC, kLinearOC);
+  for (std::size_t i = 0; i < dweight.size(); ++i) {
+    EXPECT_NEAR(dweight_only[i], dweight[i] + 1.5, 1e-13) << i;
+  }
+}
+
+}  // namespace
+}  // namespace autotrain::kernels
