@@ -156,6 +156,15 @@ void validate_params(const ResolvedParams& resolved) {
     throw Error(cat(shown(resolved, "n_embd"), " must be divisible by ", shown(resolved, "n_head"),
                     ": each head gets n_embd / n_head channels"));
   }
+  if (architecture && architecture->sliding_window > 0 &&
+      params.block_size > architecture->sliding_window) {
+    throw Error(cat(shown(resolved, "block_size"), " exceeds the base model's sliding_window of ",
+                    architecture->sliding_window, " (",
+                    (resolved.base_model.folder / "config.json").string(),
+                    "): attention over a sliding window is not supported yet; expected a "
+                    "block_size of at most ",
+                    architecture->sliding_window));
+  }
   if (params.block_size > params.n_positions) {
     throw Error(cat(shown(resolved, "block_size"),
                     " exceeds the model's context: expected at most ",

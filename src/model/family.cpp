@@ -40,6 +40,21 @@ ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file) 
                   "Qwen3ForCausalLM)"));
 }
 
+std::string summary(const ModelConfig& c) {
+  std::string text = cat(family_of(c).describe(c), ": ", c.n_layer, " layers, ");
+  if (c.family == Family::gpt2) {
+    return text + cat("n_embd ", c.n_embd, ", ", c.n_head, " heads, ", c.block_size,
+                      " positions, vocabulary ", c.vocab_size);
+  }
+  text += cat("hidden ", c.n_embd, ", ", c.n_head, " heads of ", c.head_size(), ", ", c.kv_heads(),
+              " key/value heads, MLP ", c.mlp_size(), ", ", c.block_size, " positions, vocabulary ",
+              c.vocab_size, c.tie_word_embeddings ? ", tied embeddings" : "");
+  if (c.qkv_bias) text += ", q/k/v biases";
+  if (c.qk_norm) text += ", q/k norm";
+  if (!c.rope_scaling.type.empty()) text += cat(", rope_scaling ", c.rope_scaling.type);
+  return text;
+}
+
 double flops_per_token(const ModelConfig& config, int T) {
   const ParamLayout layout(config);
   return layout.family().flops_per_token(config, layout.num_parameters(), T);

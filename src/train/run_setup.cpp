@@ -16,6 +16,7 @@
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/launch/affinity.hpp"
+#include "autotrain/model/family.hpp"
 #include "autotrain/launch/discover.hpp"
 
 namespace autotrain::train {
@@ -361,9 +362,8 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << params.comm_backend << ")\n"
       << "  ZeRO stage   " << setup.zero_stage << " (" << setup.resolved.provenance.at("zero_stage")
       << ")\n"
-      << "  model        " << params.model << ": n_layer " << params.n_layer << ", n_head "
-      << params.n_head << ", n_embd " << params.n_embd << ", context " << params.n_positions
-      << ", vocab " << params.vocab_size << "\n"
+      << "  model        " << params.model << ", " << model::summary(model_config(setup.resolved))
+      << "\n"
       << "  batch        " << params.batch_size << " sequences x " << params.block_size
       << " tokens per rank and micro-step; x " << params.gradient_accumulation << " accumulation x "
       << world << " ranks = " << global_batch << " sequences (" << global_batch * params.block_size

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Fine-tuning pretrained Llama-family folders (Llama, Mistral, Qwen2, Qwen3), checked against an
+# independent PyTorch implementation (tests/e2e/torch_llama.py; Debian's python3-torch):
+#   1. folders of every architecture and option (GQA, untied and tied heads, llama3 rope scaling,
+#      q/k/v biases, q/k norms with a head_dim that is not hidden/heads; F32, BF16 in 3 shards,
+#      F16; a Hub id in a fake offline Hub cache): our logits match PyTorch's to 1e-4, the loss,
+#      every gradient and 20 greedily decoded tokens (key/value cache) too;
+#   2. fine-tuning under mpirun -np 2 at ZeRO stages 0-3 starts from the weights, and a trained
+#      model exports a folder the PyTorch reference reproduces; a checkpoint of one family does
+#      not resume another;
+#   3. options autotrain does not support and broken folders are refused by name.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
+probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
+python=${PYTHON:-/usr/bin/python3}
+torch_llama=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_llama.py")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "hf_llama: $*"; exit 1; }
+
+"$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange(500)) for _ in range(17)))" > tokens.txt
+
+check_folder() {  # FOLDER: our numbers against PyTorch's
+  rm -rf probe && mkdir probe
+  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
+  "${torch_llama[@]}" check "$1" probe tokens.txt > check.out || { cat check.out; fail "$1 differs from the PyTorch reference"; }
+  echo "$1: $(grep -E '^(logits|gradients)' check.out | tr '\n' ' ')"
+}
+
+# 1. Every architecture, against PyTorch.
+"${torch_llama[@]}" make llama
+"${torch_llama[@]}" make llama32 --tied --rope-scaling llama3 --seed 2
+"${torch_llama[@]}" make mistral --arch mistral --seed 3
+"${torch_llama[@]}" make qwen2 --arch qwen2 --dtype BF16 --shards 3 --seed 4
+"${torch_llama[@]}" make qwen3 --arch qwen3 --dtype F16 --seed 5
+"${torch_llama[@]}" make unused --arch qwen3 --hub "$work/hf/hub" test-org/tiny-qwen3 --shards 2
+hub_folder=$work/hf/hub/models--test-org--tiny-qwen3/snapshots/0123456789abcdef0123456789abcdef01234567
+for folder in llama llama32 mistral qwen2 qwen3 "$hub_folder"; do check_folder "$folder"; done
+
+common=(--tokenizer byte --block-size 32 --batch-size 2 --gradient-accumulation 1 --threads 1
+  --logging-steps 1 --eval-strategy no --comm-backend mpi)
+HF_HOME=$work/hf "$AUTOTRAIN_BIN" train --model test-org/tiny-qwen3 --dry-run "${common[@]}" > hub.out 2>&1 ||
+  { cat hub.out; fail "dry run of a Hub id in the cache"; }
+grep -q "model        test-org/tiny-qwen3, Llama family (Qwen3ForCausalLM): 2 layers, hidden 32, 4 heads of 16, 2 key/value heads" hub.out ||
+  { cat hub.out; fail "the dry run does not show the family"; }
+grep -q "weights      .* parameters; weights from $hub_folder (2 files" hub.out ||
+  { cat hub.out; fail "the dry run does not say where the weights come from"; }
+
+# 2. Fine-tuning at every stage, two ranks: lr 1e-9 leaves the BF16 weights as they were.
+for stage in 0 1 2 3; do
+  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model qwen2 --project-name still$stage \
+    --zero-stage "$stage" --max-steps 2 --lr 1e-9 "${common[@]}" > still$stage.log 2>&1 ||
+    { tail -20 still$stage.log; fail "fine-tuning at stage $stage"; }
+  grep -q "model: Llama family (Qwen2ForCausalLM) (qwen2), weights from $work/qwen2 (3 files" still$stage.log ||
+    { head -8 still$stage.log; fail "stage $stage: no 'weights from'"; }
+  "${torch_llama[@]}" same-weights qwen2 still$stage 1e-6 || fail "stage $stage did not start from the weights"
+done
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model llama --project-name tuned --zero-stage 3 \
+  --max-steps 5 --lr 1e-3 "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
+"$python" - tuned/config.json <<'PY' || fail "the export's config.json"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["architectures"] == ["LlamaForCausalLM"] and c["model_type"] == "llama", c
+assert c["num_key_value_heads"] == 2 and c["hidden_size"] == 32 and c["tie_word_embeddings"] is False, c
+assert c["torch_dtype"] == "float32" and c["rms_norm_eps"] == 1e-5, c
+PY
+"${torch_llama[@]}" same-weights llama tuned 1e-6 && fail "5 steps at lr 1e-3 changed nothing"
+check_folder tuned
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint tuned/checkpoints/checkpoint-5.h5 \
+  --output again > again.log 2>&1 || { cat again.log; fail "export of the checkpoint"; }
+"${torch_llama[@]}" same-weights tuned again 0 || fail "export --checkpoint differs from the run's export"
+status=0
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model mistral --project-name tuned --zero-stage 3 \
+  --max-steps 6 "${common[@]}" > other-family.log 2>&1 || status=$?
+[ "$status" -eq 1 ] || { tail -5 other-family.log; fail "a Mistral run resumed a Llama checkpoint"; }
+grep -q "cannot resume from tuned/checkpoints/checkpoint-5.h5: its model differs from this run's (architecture: LlamaForCausalLM in the checkpoint, MistralForCausalLM in this run" other-family.log ||
+  { tail -5 other-family.log; fail "no model-differs refusal"; }
+
+# generate samples from a fine-tuned Llama whose vocabulary is the byte tokenizer's.
+"${torch_llama[@]}" make bytes --vocab 256 --seed 6
+timeout 120 "$AUTOTRAIN_BIN" train --model bytes --project-name bytes --max-steps 2 "${common[@]}" > bytes.log 2>&1 ||
+  { tail -5 bytes.log; fail "fine-tuning a byte-vocabulary model"; }
+"$AUTOTRAIN_BIN" generate --model bytes --prompt "To be" --max-new-tokens 8 --temperature 0 > gen.out 2>&1 ||
+  { cat gen.out; fail "generate on the fine-tuned Llama"; }
+
+# 3. Refused, by name.
+refused() {  # NAME PATTERN FOLDER [FLAGS...]
+  local name=$1 pattern=$2 folder=$3 status=0
+  shift 3
+  timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]}" "$@" > "$name.out" 2>&1 || status=$?
+  [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
+  grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
+}
+edit() {  # FROM TO PYTHON-STATEMENT-ON-c
+  cp -r "$1" "$2"
+  "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
+}
+edit llama yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
+refused yarn 'rope_scaling type "yarn" is not supported \(expected none, "default" or "llama3"\)' yarn
+edit llama gelu 'c["hidden_act"] = "gelu"'
+refused gelu 'hidden_act "gelu" is not supported \(expected silu\)' gelu
+edit llama wrong-arch 'c["architectures"] = ["MistralForCausalLM"]'
+refused wrong-arch 'architectures \["MistralForCausalLM"\] is not supported \(expected \["LlamaForCausalLM"\]' wrong-arch
+edit mistral window 'c["sliding_window"] = 16'
+refused window "block_size 32 .* exceeds the base model's sliding_window of 16" window
+edit llama heads 'c["num_key_value_heads"] = 3'
+refused heads "num_attention_heads 4 is not a multiple of num_key_value_heads 3" heads
+"${torch_llama[@]}" make dropped --drop model.layers.1.mlp.up_proj.weight
+refused missing-tensor "the weights do not fit config.json's model; missing: model.layers.1.mlp.up_proj.weight" dropped
+edit llama wide 'c["intermediate_size"] = 64'
+refused wrong-shape 'wrong shape: .*model.layers.0.mlp.down_proj.weight \[32, 48\] \(expected \[32, 64\]\)' wide
+echo "hf_llama: ok"
