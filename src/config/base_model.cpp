@@ -7,6 +7,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/json_integer.hpp"
+#include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/model/family.hpp"
 
@@ -76,6 +77,18 @@ std::string trimmed_file(const fs::path& path) {
   return text;
 }
 
+// data/models/<model with / as -->/ when it holds a config.json; empty otherwise.
+fs::path known_architecture_dir(std::string_view model) {
+  std::string name(model);
+  for (size_t at = name.find('/'); at != std::string::npos; at = name.find('/')) {
+    name.replace(at, 1, "--");
+  }
+  if (name.empty() || name.find("..") != std::string::npos) return {};
+  const fs::path dir = data_dir() / "models" / name;
+  std::error_code error;
+  return fs::is_regular_file(dir / "config.json", error) ? dir : fs::path();
+}
+
 }  // namespace
 
 std::string BaseModel::describe(int64_t seed) const {
@@ -85,7 +98,8 @@ std::string BaseModel::describe(int64_t seed) const {
 }
 
 std::string BaseModel::missing_message() const {
-  const bool preset_only = name == "tiny";
+  const bool preset_only =
+      name == "tiny" || (!known_architecture.empty() && name.find('/') == std::string::npos);
   if (preset_only) {
     return cat("base_model ", name,
                " is an architecture preset without pretrained weights: set from_scratch: true "
@@ -149,7 +163,10 @@ BaseModel locate_base_model(std::string_view model, std::string_view revision, b
   }
   AT_CHECK(!fs::exists(path, error) || !model.ends_with(".json"), "base_model ", model,
            ": expected a model folder (the one holding config.json), not a file");
-  if (!looks_like_repo_id(model)) return base;
+  if (!looks_like_repo_id(model)) {
+    base.known_architecture = known_architecture_dir(model);
+    return base;
+  }
   base.searched = hub_cache_dirs();
   for (const fs::path& cache : base.searched) {
     for (const std::string& id : repo_id_spellings(model)) {
@@ -159,6 +176,7 @@ BaseModel locate_base_model(std::string_view model, std::string_view revision, b
       }
     }
   }
+  base.known_architecture = known_architecture_dir(model);
   return base;
 }
 

@@ -67,17 +67,17 @@ void derive_preset_shape(ResolvedParams& resolved) {
 
 // The shape from the folder's config.json. Pretrained weights fix it: a shape key given
 // otherwise is an error; from scratch, given keys win as they do over a preset.
-void derive_folder_shape(ResolvedParams& resolved) {
+void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir) {
   TrainingParams& params = resolved.params;
   BaseModel& base = resolved.base_model;
-  const FolderShape folder = read_folder_shape(base.folder);
+  const FolderShape folder = read_folder_shape(dir);
   const model::ModelConfig& shape = folder.model;
   base.architecture = shape;
-  const std::string from = cat("derived from model (", (base.folder / "config.json").string(), ")");
+  const std::string from = cat("derived from model (", (dir / "config.json").string(), ")");
   const auto take = [&](int64_t& field, std::string_view name, int64_t value) {
     if (field != -1 && base.pretrained() && field != value) {
       throw Error(cat(shown(resolved, name), " differs from the base model's ", value, " (",
-                      (base.folder / "config.json").string(),
+                      (dir / "config.json").string(),
                       "): pretrained weights fix the shape; drop it, or set from_scratch"));
     }
     derive(resolved, field, name, value, from);
@@ -90,9 +90,9 @@ void derive_folder_shape(ResolvedParams& resolved) {
   // The folder's tokenizer is the run's unless tokenizer says otherwise.
   std::error_code error;
   if (source_of(resolved, "tokenizer") == "default" &&
-      fs::is_regular_file(base.folder / "tokenizer.json", error)) {
-    params.tokenizer = base.folder.string();
-    resolved.provenance["tokenizer"] = cat("derived from model (", base.folder.string(), ")");
+      fs::is_regular_file(dir / "tokenizer.json", error)) {
+    params.tokenizer = dir.string();
+    resolved.provenance["tokenizer"] = cat("derived from model (", dir.string(), ")");
   }
   // AutoTrain's block_size -1: min(model_max_length, max positions, 1024).
   const int64_t bound =
@@ -107,10 +107,13 @@ void derive_folder_shape(ResolvedParams& resolved) {
 void resolve_params(ResolvedParams& resolved) {
   TrainingParams& params = resolved.params;
   resolved.base_model = locate_base_model(params.model, params.revision, params.from_scratch);
-  if (resolved.base_model.folder.empty()) {
-    derive_preset_shape(resolved);
+  const BaseModel& base = resolved.base_model;
+  if (!base.folder.empty()) {
+    derive_folder_shape(resolved, base.folder);
+  } else if (!base.known_architecture.empty()) {
+    derive_folder_shape(resolved, base.known_architecture);
   } else {
-    derive_folder_shape(resolved);
+    derive_preset_shape(resolved);
   }
   derive(resolved, params.zero_stage, "zero_stage",
          params.distributed_backend == "deepspeed" ? 3 : 0,
@@ -160,7 +163,10 @@ void validate_params(const ResolvedParams& resolved) {
       params.block_size > architecture->sliding_window) {
     throw Error(cat(shown(resolved, "block_size"), " exceeds the base model's sliding_window of ",
                     architecture->sliding_window, " (",
-                    (resolved.base_model.folder / "config.json").string(),
+                    ((resolved.base_model.folder.empty() ? resolved.base_model.known_architecture
+                                                         : resolved.base_model.folder) /
+                     "config.json")
+                        .string(),
                     "): attention over a sliding window is not supported yet; expected a "
                     "block_size of at most ",
                     architecture->sliding_window));

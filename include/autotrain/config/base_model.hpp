@@ -22,7 +22,10 @@ struct BaseModel {
   bool from_scratch = false;     // random weights in the model's architecture
   std::filesystem::path folder;  // config.json and the weights; empty when none was found
   std::vector<std::filesystem::path> searched;  // cache folders a Hub id was looked for in
-  // The model the folder's config.json describes (model::read_hf_config); none for a preset.
+  // data/models/<id>/ when the weights are not found but autotrain knows the architecture
+  // (a config.json without weights: the dry run plans it, from_scratch trains it).
+  std::filesystem::path known_architecture;
+  // The model the folder's (or the known architecture's) config.json describes (model::read_hf_config); none for a preset.
   std::optional<model::ModelConfig> architecture;
 
   bool pretrained() const { return !from_scratch; }
@@ -45,7 +48,8 @@ std::optional<std::filesystem::path> find_in_hub_cache(const std::filesystem::pa
                                                        std::string_view revision);
 
 // Finds `model`: an existing folder (it must hold config.json), else a Hub id in the caches
-// (GPT-2's legacy bare names also as openai-community/<name>), else nothing (folder empty).
+// (GPT-2's legacy bare names also as openai-community/<name>), else nothing (folder empty; the
+// known architecture of that name, if there is one).
 // Throws Error for a path that exists but is not a model folder.
 BaseModel locate_base_model(std::string_view model, std::string_view revision, bool from_scratch);
 
