@@ -1,5 +1,7 @@
 // `autotrain env`: the rank topology of this launch, the devices and the build, as one table
 // (or one JSON document) printed by rank 0. The first thing to run on a new machine or launcher.
+// Given train's options (--config, --model, ...), also the model they resolve to: its family and
+// shape, its parameter count, and where its first weights come from.
 #include <gloo/config.h>
 #include <hdf5.h>
 #include <mpi.h>
@@ -15,6 +17,8 @@
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/cli/options.hpp"
 #include "autotrain/comm/backend.hpp"
+#include "autotrain/config/command_line.hpp"
+#include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
@@ -22,6 +26,9 @@
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/device.hpp"
 #include "autotrain/launch/discover.hpp"
+#include "autotrain/model/family.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/train/run_setup.hpp"
 #include "gather_json.hpp"
 
 #ifdef AUTOTRAIN_HAVE_NCCL
@@ -38,6 +45,7 @@ struct EnvOptions {
   bool json = false;
   bool help = false;
   int master_port = kDefaultMasterPort;
+  std::vector<std::string> train_args;  // the rest: train's options, for the model section
 };
 
 po::options_description env_options(EnvOptions& options) {
@@ -50,11 +58,29 @@ po::options_description env_options(EnvOptions& options) {
   return description;
 }
 
-// Every rank parses the same arguments, so a bad flag is a collective error.
+// Every rank parses the same arguments, so a bad flag is a collective error. env's own options
+// are taken out; what is left is train's.
 EnvOptions parse_env_options(const std::vector<std::string>& args) {
   EnvOptions options;
+  std::vector<std::string> own;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--json" || arg == "--help" || arg == "-h" || arg.starts_with("--master-port=")) {
+      own.push_back(arg);
+    } else if (arg == "--master-port") {
+      own.push_back(arg);
+      if (i + 1 < args.size()) own.push_back(args[++i]);
+    } else {
+      // A near miss of env's own options is a typo, not one of train's.
+      const std::string hint = arg.starts_with("--") && arg.find('=') == std::string::npos
+                                   ? did_you_mean(arg, {"--json", "--master-port", "--help"})
+                                   : std::string();
+      if (!hint.empty()) throw UsageError(cat("env: unknown option '", arg, "'", hint));
+      options.train_args.push_back(arg);
+    }
+  }
   const po::options_description description = env_options(options);
-  parse_command_options("env", description, args);
+  parse_command_options("env", description, own);
   if (options.master_port < 1 || options.master_port > 65535) {
     throw CollectiveError(
         cat("env: --master-port ", options.master_port, " is not a TCP port (expected 1..65535)"));
@@ -113,6 +139,26 @@ json rank_row(const Topology& topology) {
            comm_backend_name(resolve_comm_backend(CommBackend::automatic, topology))}};
 }
 
+// The model train's options resolve to; null without any.
+json model_info(const std::vector<std::string>& train_args) {
+  if (train_args.empty()) return nullptr;
+  try {
+    const auto command_line = config::parse_train_command_line(train_args);
+    const config::ResolvedParams resolved = config::load_params(command_line.inputs());
+    const model::ModelConfig config = train::model_config(resolved);
+    const model::ParamLayout layout(config);
+    return {{"base_model", resolved.params.model},
+            {"family", model::family_of(config).describe(config)},
+            {"shape", model::summary(config)},
+            {"parameters", layout.num_parameters()},
+            {"weights", resolved.base_model.describe(resolved.params.seed)}};
+  } catch (const CollectiveError&) {
+    throw;
+  } catch (const Error& error) {  // every rank reads the same files and flags
+    throw CollectiveError(cat("env: ", error.what()));
+  }
+}
+
 std::string device_name(int device) {
   return device < 0 ? "cpu" : cat("cuda:", device);
 }
@@ -158,6 +204,13 @@ void print_tables(const json& report, std::ostream& out) {
   line("NCCL", build["nccl"].get<std::string>());
   line("GPUs", cat(report["ranks"][0]["visible_gpus"].get<int>(), " visible to rank 0"));
   line("comm auto", report["comm_backend_auto"].get<std::string>());
+  const json& model = report["model"];
+  if (model.is_null()) return;
+  out << "\nmodel\n";
+  line("base", model["base_model"].get<std::string>());
+  line("shape", model["shape"].get<std::string>());
+  line("parameters", cat(model["parameters"].get<std::size_t>()));
+  line("weights", model["weights"].get<std::string>());
 }
 
 }  // namespace
@@ -169,12 +222,15 @@ int run_env(const std::vector<std::string>& args, MpiSession& mpi) {
     if (mpi.rank() == 0) {
       std::cout << "Shows how this launch maps to ranks, nodes and devices, and what autotrain was "
                    "built with.\nRun it under the launcher you will train with, e.g.\n"
-                   "  mpirun -np 4 autotrain env\n  srun --mpi=pmix -n 2 autotrain env --json\n\n"
+                   "  mpirun -np 4 autotrain env\n  srun --mpi=pmix -n 2 autotrain env --json\n"
+                   "With train's options (autotrain env --config run.yaml), it also shows the model "
+                   "they\nresolve to: family, shape, parameters and where the weights come from.\n\n"
                 << env_options(options);
     }
     return 0;
   }
 
+  const json model = model_info(parsed.train_args);
   const Topology topology = discover_topology(MPI_COMM_WORLD, {.master_port = parsed.master_port});
   export_topology(topology);
   const std::vector<json> rows = gather_json(rank_row(topology), MPI_COMM_WORLD);
@@ -187,7 +243,8 @@ int run_env(const std::vector<std::string>& args, MpiSession& mpi) {
                        {"master_port", topology.master_port},
                        {"comm_backend_auto", rows.front()["comm_backend_auto"]},
                        {"ranks", rows},
-                       {"build", build_info()}};
+                       {"build", build_info()},
+                       {"model", model}};
   if (parsed.json) {
     std::cout << report.dump(2) << std::endl;
   } else {

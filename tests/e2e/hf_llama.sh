@@ -48,6 +48,11 @@ grep -q "model        test-org/tiny-qwen3, Llama family (Qwen3ForCausalLM): 2 la
 grep -q "weights      .* parameters; weights from $hub_folder (2 files" hub.out ||
   { cat hub.out; fail "the dry run does not say where the weights come from"; }
 
+# autotrain env, given train's options, shows the model they resolve to.
+"$AUTOTRAIN_BIN" env --model qwen3 --tokenizer byte > env.out 2>&1 || { cat env.out; fail "env with a model"; }
+grep -q "shape      Llama family (Qwen3ForCausalLM): 2 layers" env.out && grep -q "weights    weights from $work/qwen3" env.out ||
+  { cat env.out; fail "env does not show the model"; }
+
 # 2. Fine-tuning at every stage, two ranks: lr 1e-9 leaves the BF16 weights as they were.
 for stage in 0 1 2 3; do
   timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model qwen2 --project-name still$stage \
@@ -71,6 +76,12 @@ check_folder tuned
 timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint tuned/checkpoints/checkpoint-5.h5 \
   --output again > again.log 2>&1 || { cat again.log; fail "export of the checkpoint"; }
 "${torch_llama[@]}" same-weights tuned again 0 || fail "export --checkpoint differs from the run's export"
+# A bf16 export: the reference on the rounded weights reproduces ours on them.
+timeout 120 "$AUTOTRAIN_BIN" export --checkpoint tuned/checkpoints/checkpoint-5.h5 --output tuned-bf16 \
+  --export-dtype bf16 > bf16.log 2>&1 || { cat bf16.log; fail "bf16 export of the checkpoint"; }
+grep -q '"torch_dtype": "bfloat16"' tuned-bf16/config.json || fail "the bf16 export's config.json says otherwise"
+"${torch_llama[@]}" same-weights tuned tuned-bf16 1e-2 || fail "the bf16 export is not the model rounded"
+check_folder tuned-bf16
 status=0
 timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model mistral --project-name tuned --zero-stage 3 \
   --max-steps 6 "${common[@]}" > other-family.log 2>&1 || status=$?

@@ -12,6 +12,11 @@
 // and its backward finishes the units' gradients in the order L + 1, L, ..., 1, 0 (the gradient
 // buckets follow it). Which units forward and backward read, in which order, is the family's
 // hook order.
+//
+// What fine-tuning adds next fits here: frozen tensors are a property of a TensorSpec (no
+// gradient, no optimizer state), LoRA adapters attach to the linear layers a family names by
+// their TensorSpec names, and recomputing a block's activations in backward is the model's
+// business (each block's activations are addressed by layer, so a block can be run again).
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
