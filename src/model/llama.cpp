@@ -219,8 +219,8 @@ int BasicLlama<F>::head_unit() const {
 }
 
 template <typename F>
-void BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
-                                          const std::int32_t* inputs, int B, int T) {
+const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
+                                              const std::int32_t* inputs, int B, int T) {
   const ModelConfig& c = config_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
@@ -292,7 +292,9 @@ void BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activation
   clock.restart();
   rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.norm, bt, 1, C, uC, eps);
   clock.lap(kLayerNorm);
-  if (head_unit() != last) access.release(last);  // an untied head is read next, from this unit
+  if (head_unit() == last) return p;  // an untied head is read next, from this unit
+  access.release(last);
+  return access.params(0);  // the tied head
 }
 
 template <typename F>
@@ -304,10 +306,9 @@ F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
   std::copy(inputs, inputs + bt, inputs_.begin());
   std::copy(targets, targets + bt, targets_.begin());
   Activations& a = *acts_;
-  forward_to_final_norm(access, a, inputs_.data(), B_, T_);
+  const F* p = forward_to_final_norm(access, a, inputs_.data(), B_, T_);
   const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
   KernelClock clock(profiling_, profile_, Pass::forward);
-  const F* p = head_unit() == 0 ? access.params(0) : access.params(head_unit());
   clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
   gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->head, C, F(0),
@@ -347,7 +348,8 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     clock.lap(kLmHead);
   };
   if (head_unit() == 0) {
-    head_backward(access.params(0), access.grads(0));
+    const F* p = access.params(0);  // before grads(0): the documented order
+    head_backward(p, access.grads(0));
     access.release(0);
   }
   {
@@ -458,9 +460,8 @@ std::span<const F> BasicLlama<F>::next_token_logits(BasicUnitAccess<F>& access,
   // The activations' strides are their capacity's: a shorter context uses the front.
   const int capacity = static_cast<int>(a.bt);
   AT_CHECK(capacity >= n, "internal: inference buffers too small");
-  forward_to_final_norm(access, a, tokens.data(), 1, n);
+  const F* p = forward_to_final_norm(access, a, tokens.data(), 1, n);
   const int C = config_.n_embd, Vp = config_.padded_vocab_size;
-  const F* p = head_unit() == 0 ? access.params(0) : access.params(head_unit());
   gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1),
           a.lnf + static_cast<std::size_t>(n - 1) * C, C, p + offsets_->head, C, F(0), a.logits,
           Vp);

@@ -13,6 +13,7 @@
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "gathering_access.hpp"
 
 namespace autotrain::model {
 namespace {
@@ -188,45 +189,6 @@ TEST(Gpt2, BackwardAccumulatesSoTwoHalfStepsEqualOneFullStep) {
     ASSERT_NEAR(twice[i], once[i], 1e-6f + 1e-5f * std::abs(once[i])) << i;
   }
 }
-
-// Gives each unit its parameters in a private copy that is poisoned with NaN on release, and
-// gradients in per-unit buffers: what a ZeRO stage 3 engine does. Records every hook call.
-class GatheringAccess final : public UnitAccess {
- public:
-  GatheringAccess(const ParamLayout& layout, const std::vector<float>& params)
-      : layout_(layout), params_(params) {
-    for (const auto& unit : layout.units()) {
-      gathered_.emplace_back(unit.padded_numel, std::numeric_limits<float>::quiet_NaN());
-      unit_grads_.emplace_back(unit.padded_numel, 0.0f);
-    }
-  }
-  const float* params(int unit) override {
-    calls.push_back("params(" + std::to_string(unit) + ")");
-    const auto& u = layout_.units()[unit];
-    std::copy_n(params_.begin() + static_cast<std::ptrdiff_t>(u.offset), u.padded_numel,
-                gathered_[unit].begin());
-    return gathered_[unit].data();
-  }
-  void release(int unit) override {
-    calls.push_back("release(" + std::to_string(unit) + ")");
-    std::fill(gathered_[unit].begin(), gathered_[unit].end(),
-              std::numeric_limits<float>::quiet_NaN());
-  }
-  float* grads(int unit) override {
-    calls.push_back("grads(" + std::to_string(unit) + ")");
-    return unit_grads_[unit].data();
-  }
-  void grads_ready(int unit) override {
-    calls.push_back("grads_ready(" + std::to_string(unit) + ")");
-  }
-  std::vector<std::string> calls;
-  std::vector<std::vector<float>> unit_grads_;
-
- private:
-  const ParamLayout& layout_;
-  const std::vector<float>& params_;
-  std::vector<std::vector<float>> gathered_;
-};
 
 TEST(Gpt2, CallsUnitHooksInTheDocumentedOrderAndNeverUsesReleasedParameters) {
   const ParamLayout layout(tiny(), 2);  // L = 2: units 0 (embeddings), 1, 2 (blocks), 3 (ln_f)

@@ -54,8 +54,10 @@ class BasicLlama final : public BasicCausalLM<F> {
   struct Cache;
 
  private:
-  void forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
-                             const std::int32_t* inputs, int B, int T);
+  // Through the final norm; returns the parameters of the unit holding the LM head, acquired
+  // (its release is the caller's).
+  const F* forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
+                                 const std::int32_t* inputs, int B, int T);
   void block_backward(BasicUnitAccess<F>& access, int l);
   // rope_cos_/rope_sin_ hold at least `positions` rows.
   void ensure_rope(int positions);

@@ -1,0 +1,230 @@
+// The Llama-family model and its description on tiny shapes (L = 2, NH = 4 over NKV = 2 heads,
+// C = 16, D = 6, I = 24, V = 37, T = 8, B = 2): gradients against finite differences, the hook
+// order of tied and untied heads, cached decoding, and config.json in and out. Its agreement
+// with an independent PyTorch implementation is e2e.hf_llama's.
+#include "autotrain/model/llama.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/model/family.hpp"
+#include "autotrain/model/init.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "gathering_access.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::model {
+namespace {
+
+constexpr int B = 2, T = 8, V = 37;
+
+// Qwen3's options (q/k norms, a head_dim other than C/NH, q/k/v biases as Qwen2's) and llama3
+// rope scaling, so one model exercises every path.
+ModelConfig tiny(bool tied) {
+  ModelConfig c = ModelConfig::gpt2(2, 4, 16, 64, V);
+  c.family = Family::llama;
+  c.architecture = "Qwen3ForCausalLM";
+  c.n_kv_head = 2;
+  c.head_dim = 6;
+  c.intermediate_size = 24;
+  c.tie_word_embeddings = tied;
+  c.qkv_bias = true;
+  c.qk_norm = true;
+  c.rope_theta = 100;
+  c.rope_scaling = {"llama3", 4, 1, 4, 16};
+  return c;
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(0, V - 1);
+  std::vector<std::int32_t> tokens(n);
+  for (auto& t : tokens) t = dist(gen);
+  return tokens;
+}
+
+// Random parameters large enough that every path carries a gradient well above round-off.
+template <typename F>
+std::vector<F> noisy_params(const ParamLayout& layout, std::uint32_t seed) {
+  std::vector<float> p(layout.padded_size());
+  init_params(layout, seed, p);
+  std::vector<F> out(p.begin(), p.end());
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  for (const auto& t : layout.tensors()) {
+    for (std::size_t i = 0; i < t.file_numel(); ++i) out[t.offset + i] += F(noise(gen));
+  }
+  return out;
+}
+
+class LlamaModelTest : public ::testing::TestWithParam<bool> {};  // tied LM head or not
+
+TEST_P(LlamaModelTest, GradientsOfEveryTensorMatchFiniteDifferencesInDouble) {
+  const ParamLayout layout(tiny(GetParam()), 2);
+  std::vector<double> params = noisy_params<double>(layout, 3);
+  std::vector<double> grads(layout.padded_size(), 0.0);
+  BasicFlatUnitAccess<double> access(layout, params.data(), grads.data());
+  BasicLlama<double> model(layout, B, T);
+  const auto inputs = random_tokens(B * T, 11), targets = random_tokens(B * T, 12);
+  model.forward(access, inputs.data(), targets.data());
+  model.backward(access, 1.0);
+  std::mt19937 pick(9);
+  for (const auto& t : layout.tensors()) {
+    std::uniform_int_distribution<std::size_t> index(0, t.file_numel() - 1);
+    for (int k = 0; k < 4; ++k) {
+      const std::size_t i = t.offset + index(pick);
+      const double saved = params[i], h = 1e-5;
+      params[i] = saved + h;
+      const double plus = model.forward(access, inputs.data(), targets.data());
+      params[i] = saved - h;
+      const double minus = model.forward(access, inputs.data(), targets.data());
+      params[i] = saved;
+      const double numeric = (plus - minus) / (2 * h);
+      EXPECT_NEAR(grads[i], numeric, 1e-8 + 1e-6 * std::abs(numeric))
+          << t.name << "[" << i - t.offset << "]";
+    }
+    for (std::size_t i = t.file_numel(); i < t.numel; ++i) {  // padded vocabulary rows
+      ASSERT_EQ(grads[t.offset + i], 0.0) << t.name << " padded element " << i;
+    }
+  }
+}
+
+TEST_P(LlamaModelTest, CallsTheFamilysHookOrderAndNeverUsesReleasedParameters) {
+  const bool tied = GetParam();
+  const ParamLayout layout(tiny(tied), 2);  // units 0 (embeddings), 1, 2 (blocks), 3 (norm)
+  const auto params = noisy_params<float>(layout, 8);
+  const auto inputs = random_tokens(B * T, 11), targets = random_tokens(B * T, 12);
+  LlamaModel model(layout, B, T);
+  GatheringAccess gathering(layout, params);
+  const float loss = model.forward(gathering, inputs.data(), targets.data());
+  std::vector<std::string> forward = {"params(0)", "release(0)", "params(1)", "release(1)",
+                                      "params(2)", "release(2)", "params(3)", "release(3)"};
+  if (tied) forward.insert(forward.end(), {"params(0)", "release(0)"});
+  EXPECT_EQ(gathering.calls, forward);
+  gathering.calls.clear();
+  model.backward(gathering, 1.0f);
+  std::vector<std::string> backward;
+  if (tied) backward = {"params(0)", "grads(0)", "release(0)"};
+  backward.insert(backward.end(), {"params(3)", "grads(3)", "release(3)", "grads_ready(3)",
+                                   "params(2)", "grads(2)", "release(2)", "grads_ready(2)",
+                                   "params(1)", "grads(1)", "release(1)", "grads_ready(1)",
+                                   "grads(0)", "grads_ready(0)"});
+  EXPECT_EQ(gathering.calls, backward);
+  // The layout's hook order is what the model did (the stage-3 gather schedule trusts it).
+  std::vector<int> asked;
+  for (const auto& call : forward) {
+    if (call.starts_with("params(")) asked.push_back(call[7] - '0');
+  }
+  EXPECT_EQ(layout.hook_order().inference, asked);
+
+  auto flat_params = params;
+  std::vector<float> grads(params.size(), 0.0f);
+  FlatUnitAccess flat(layout, flat_params.data(), grads.data());
+  EXPECT_EQ(model.forward(flat, inputs.data(), targets.data()), loss);
+  model.backward(flat, 1.0f);
+  for (int u = 0; u < layout.num_units(); ++u) {
+    const auto& unit = layout.units()[std::size_t(u)];
+    for (std::size_t i = 0; i < unit.padded_numel; ++i) {
+      ASSERT_EQ(gathering.unit_grads_[std::size_t(u)][i], grads[unit.offset + i]) << unit.name;
+    }
+  }
+}
+
+TEST_P(LlamaModelTest, CachedGenerationGivesTheLogitsOfTheFullForwardAtEveryPosition) {
+  const ParamLayout layout(tiny(GetParam()));
+  const auto params = noisy_params<float>(layout, 9);
+  FlatUnitAccess access(layout, params.data(), nullptr);
+  LlamaModel model(layout, 1, 1);
+  const auto tokens = random_tokens(20, 21);
+  model.reset_cache();
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    const auto cached = model.feed_token(access, tokens[t]);
+    const std::vector<float> got(cached.begin(), cached.end());
+    const auto full = model.next_token_logits(access, std::span(tokens.data(), t + 1));
+    ASSERT_EQ(got.size(), std::size_t(V));
+    for (std::size_t v = 0; v < got.size(); ++v) {
+      ASSERT_NEAR(got[v], full[v], 1e-4) << "position " << t << ", logit " << v;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, LlamaModelTest, ::testing::Bool(),
+                         [](const auto& head) { return head.param ? "tied" : "untied"; });
+
+nlohmann::json qwen2_json() {
+  return nlohmann::json::parse(R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+      "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 1000,
+      "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+      "tie_word_embeddings": true, "hidden_act": "silu", "use_sliding_window": false,
+      "sliding_window": 512})");
+}
+
+TEST(LlamaFamily, ReadsConfigJsonAndWritesOneThatReadsBackTheSame) {
+  const ModelConfig c = read_hf_config(qwen2_json(), "config.json");
+  EXPECT_EQ(c.family, Family::llama);
+  EXPECT_EQ(c.architecture, "Qwen2ForCausalLM");
+  EXPECT_EQ(c.kv_heads(), 2);
+  EXPECT_EQ(c.head_size(), 16);
+  EXPECT_TRUE(c.qkv_bias);  // Qwen2's, always
+  EXPECT_FALSE(c.o_bias);
+  EXPECT_EQ(c.sliding_window, 0);  // use_sliding_window false
+  EXPECT_EQ(c.padded_vocab_size, 1024);
+  const nlohmann::json written = nlohmann::json::parse(family_of(c).hf_config(c).dump());
+  EXPECT_EQ(read_hf_config(written, "export"), c);
+  EXPECT_EQ(model_config_from_json(to_json(c)), c);  // what a checkpoint records
+}
+
+TEST(LlamaFamily, CountsTheParametersOfTheRealModels) {
+  const auto count = [](const char* model) {
+    std::ifstream in(testing::source_path(cat("data/models/", model, "/config.json")));
+    const ModelConfig c = read_hf_config(nlohmann::json::parse(in), model);
+    return ParamLayout(c).num_parameters();
+  };
+  EXPECT_EQ(count("meta-llama--Llama-3.2-1B"), 1235814400u);  // as transformers counts it
+  EXPECT_EQ(count("Qwen--Qwen3-0.6B"), 596049920u);
+}
+
+TEST(LlamaFamily, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
+  const auto error = [](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json json = qwen2_json();
+    edit(json);
+    return testing::error_of([&] { (void)read_hf_config(json, "m/config.json"); });
+  };
+  EXPECT_NE(error([](auto& j) { j["rope_scaling"] = {{"rope_type", "yarn"}}; })
+                .find("m/config.json: rope_scaling type \"yarn\" is not supported"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["architectures"] = {"LlamaForCausalLM"}; })
+                .find("architectures [\"LlamaForCausalLM\"] is not supported (expected "
+                      "[\"Qwen2ForCausalLM\"]"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["num_key_value_heads"] = 3; })
+                .find("num_attention_heads 4 is not a multiple of num_key_value_heads 3"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j.erase("intermediate_size"); })
+                .find("m/config.json: key 'intermediate_size' is missing"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["model_type"] = "mamba"; })
+                .find("model_type \"mamba\": not supported"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["hidden_act"] = "gelu"; })
+                .find("hidden_act \"gelu\" is not supported (expected silu)"),
+            std::string::npos);
+}
+
+TEST(LlamaFamily, AModelRefusesSequencesBeyondItsSlidingWindow) {
+  ModelConfig c = tiny(false);
+  c.sliding_window = 4;
+  const ParamLayout layout(c);
+  EXPECT_THROW(LlamaModel(layout, 1, 8), Error);
+  EXPECT_NO_THROW(LlamaModel(layout, 1, 4));
+}
+
+}  // namespace
+}  // namespace autotrain::model
