@@ -220,12 +220,13 @@ int run_env(const std::vector<std::string>& args, MpiSession& mpi) {
   const EnvOptions parsed = parse_env_options(args);
   if (parsed.help) {
     if (mpi.rank() == 0) {
-      std::cout << "Shows how this launch maps to ranks, nodes and devices, and what autotrain was "
-                   "built with.\nRun it under the launcher you will train with, e.g.\n"
-                   "  mpirun -np 4 autotrain env\n  srun --mpi=pmix -n 2 autotrain env --json\n"
-                   "With train's options (autotrain env --config run.yaml), it also shows the model "
-                   "they\nresolve to: family, shape, parameters and where the weights come from.\n\n"
-                << env_options(options);
+      std::cout
+          << "Shows how this launch maps to ranks, nodes and devices, and what autotrain was "
+             "built with.\nRun it under the launcher you will train with, e.g.\n"
+             "  mpirun -np 4 autotrain env\n  srun --mpi=pmix -n 2 autotrain env --json\n"
+             "With train's options (autotrain env --config run.yaml), it also shows the model "
+             "they\nresolve to: family, shape, parameters and where the weights come from.\n\n"
+          << env_options(options);
     }
     return 0;
   }

@@ -99,7 +99,7 @@ void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir) {
       std::min(folder.model_max_length.value_or(kMaxDefaultBlockSize), kMaxDefaultBlockSize);
   derive(resolved, params.block_size, "block_size", std::min(bound, params.n_positions),
          folder.model_max_length ? "derived from n_positions, model_max_length and 1024"
-                                : "derived from n_positions");
+                                 : "derived from n_positions");
 }
 
 }  // namespace

@@ -62,32 +62,32 @@ void ModelConfig::validate() const {
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  return {{"family", family_name(c.family)},
-          {"architecture", c.architecture},
-          {"n_layer", c.n_layer},
-          {"n_head", c.n_head},
-          {"n_embd", c.n_embd},
-          {"block_size", c.block_size},
-          {"vocab_size", c.vocab_size},
-          {"padded_vocab_size", c.padded_vocab_size},
-          {"n_kv_head", c.kv_heads()},
-          {"head_dim", c.head_size()},
-          {"intermediate_size", c.mlp_size()},
-          {"tie_word_embeddings", c.tie_word_embeddings},
-          {"qkv_bias", c.qkv_bias},
-          {"o_bias", c.o_bias},
-          {"mlp_bias", c.mlp_bias},
-          {"qk_norm", c.qk_norm},
-          {"norm_eps", c.norm_eps},
-          {"rope_theta", c.rope_theta},
-          {"sliding_window", c.sliding_window},
-          {"rope_scaling",
-           {{"type", c.rope_scaling.type},
-            {"factor", c.rope_scaling.factor},
-            {"low_freq_factor", c.rope_scaling.low_freq_factor},
-            {"high_freq_factor", c.rope_scaling.high_freq_factor},
-            {"original_max_position_embeddings",
-             c.rope_scaling.original_max_position_embeddings}}}};
+  return {
+      {"family", family_name(c.family)},
+      {"architecture", c.architecture},
+      {"n_layer", c.n_layer},
+      {"n_head", c.n_head},
+      {"n_embd", c.n_embd},
+      {"block_size", c.block_size},
+      {"vocab_size", c.vocab_size},
+      {"padded_vocab_size", c.padded_vocab_size},
+      {"n_kv_head", c.kv_heads()},
+      {"head_dim", c.head_size()},
+      {"intermediate_size", c.mlp_size()},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"qkv_bias", c.qkv_bias},
+      {"o_bias", c.o_bias},
+      {"mlp_bias", c.mlp_bias},
+      {"qk_norm", c.qk_norm},
+      {"norm_eps", c.norm_eps},
+      {"rope_theta", c.rope_theta},
+      {"sliding_window", c.sliding_window},
+      {"rope_scaling",
+       {{"type", c.rope_scaling.type},
+        {"factor", c.rope_scaling.factor},
+        {"low_freq_factor", c.rope_scaling.low_freq_factor},
+        {"high_freq_factor", c.rope_scaling.high_freq_factor},
+        {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}}}};
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
@@ -95,9 +95,9 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   const auto integer = [&](const char* key, int lo) {
     return json_integer<int>(j.at(key), key, lo, kMax);
   };
-  ModelConfig c = ModelConfig::gpt2(integer("n_layer", 1), integer("n_head", 1),
-                                    integer("n_embd", 1), integer("block_size", 1),
-                                    integer("vocab_size", 1));
+  ModelConfig c =
+      ModelConfig::gpt2(integer("n_layer", 1), integer("n_head", 1), integer("n_embd", 1),
+                        integer("block_size", 1), integer("vocab_size", 1));
   c.padded_vocab_size = integer("padded_vocab_size", 1);
   if (!j.contains("family")) return c;  // written before families: GPT-2
   const std::string family = j.at("family").get<std::string>();
@@ -121,9 +121,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   c.rope_scaling.factor = rope.at("factor").get<double>();
   c.rope_scaling.low_freq_factor = rope.at("low_freq_factor").get<double>();
   c.rope_scaling.high_freq_factor = rope.at("high_freq_factor").get<double>();
-  c.rope_scaling.original_max_position_embeddings =
-      json_integer<int>(rope.at("original_max_position_embeddings"),
-                        "original_max_position_embeddings", 1, kMax);
+  c.rope_scaling.original_max_position_embeddings = json_integer<int>(
+      rope.at("original_max_position_embeddings"), "original_max_position_embeddings", 1, kMax);
   if (c.family == Family::gpt2) {  // GPT-2's are the defaults: compare equal to gpt2(...)
     c.n_kv_head = c.head_dim = c.intermediate_size = 0;
   }

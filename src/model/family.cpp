@@ -24,8 +24,8 @@ const ModelFamily& family_of(Family family) {
 ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file) {
   AT_CHECK(json.is_object(), file, ": expected a JSON object, got ", json.type_name());
   const auto type = json.find("model_type");
-  const std::string model_type = type != json.end() && type->is_string() ? type->get<std::string>()
-                                                                         : std::string();
+  const std::string model_type =
+      type != json.end() && type->is_string() ? type->get<std::string>() : std::string();
   if (model_type == "gpt2") return gpt2_family().from_hf_config(json, file);
   if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
       model_type == "qwen3") {
@@ -107,11 +107,12 @@ void HfConfig::expect_architecture(std::string_view name) const {
       if (entry.is_string() && entry.get<std::string>() == name) return;
     }
   }
-  unsupported("architectures", cat("[\"", name, "\"] for model_type ",
-                                   json_.value("model_type", std::string())));
+  unsupported("architectures",
+              cat("[\"", name, "\"] for model_type ", json_.value("model_type", std::string())));
 }
 
-void HfConfig::expect_one_of(const char* key, std::initializer_list<std::string_view> values) const {
+void HfConfig::expect_one_of(const char* key,
+                             std::initializer_list<std::string_view> values) const {
   if (!has(key)) return;
   if (json_[key].is_string()) {
     for (const auto value : values) {
@@ -134,8 +135,8 @@ void HfConfig::expect_bool(const char* key, bool value) const {
 }
 
 void HfConfig::unsupported(const char* key, std::string_view expected) const {
-  throw Error(cat(file_, ": ", key, " ", json_[key].dump(), " is not supported (expected ",
-                  expected, ")"));
+  throw Error(
+      cat(file_, ": ", key, " ", json_[key].dump(), " is not supported (expected ", expected, ")"));
 }
 
 }  // namespace autotrain::model

@@ -37,10 +37,10 @@ class Gpt2Family final : public ModelFamily {
     const InitRule residual{InitRule::normal, 0.02 / std::sqrt(2.0 * c.n_layer)};
     const InitRule zero{InitRule::zero}, one{InitRule::one};
     std::vector<UnitSpec> units;
-    units.push_back({"embeddings",
-                     {{"transformer.wte.weight", {c.padded_vocab_size, C}, normal, true,
-                       c.vocab_size},
-                      {"transformer.wpe.weight", {c.block_size, C}, normal, true}}});
+    units.push_back(
+        {"embeddings",
+         {{"transformer.wte.weight", {c.padded_vocab_size, C}, normal, true, c.vocab_size},
+          {"transformer.wpe.weight", {c.block_size, C}, normal, true}}});
     for (int l = 0; l < c.n_layer; ++l) {
       const std::string h = cat("transformer.h.", l, ".");
       units.push_back({cat("h.", l),
@@ -82,9 +82,9 @@ class Gpt2Family final : public ModelFamily {
     const HfConfig config(json, file);
     config.expect_architecture("GPT2LMHeadModel");
     const int positions = config.integer(json.contains("n_positions") ? "n_positions" : "n_ctx");
-    ModelConfig c = ModelConfig::gpt2(config.integer("n_layer"), config.integer("n_head"),
-                                      config.integer("n_embd"), positions,
-                                      config.integer("vocab_size"));
+    ModelConfig c =
+        ModelConfig::gpt2(config.integer("n_layer"), config.integer("n_head"),
+                          config.integer("n_embd"), positions, config.integer("vocab_size"));
     config.expect_one_of("activation_function", {"gelu_new", "gelu_pytorch_tanh"});
     config.expect_number("layer_norm_epsilon", 1e-5);
     if (json.contains("n_inner") && !json["n_inner"].is_null()) {

@@ -105,21 +105,21 @@ struct BasicLlama<F>::Activations {
   std::vector<F> storage;
   std::size_t bt = 0, att_stride = 0;
   std::size_t C = 0, QKV = 0, Q = 0, I = 0, H = 0;  // H: q/k heads normalised per row (qk_norm)
-  F* residual;          // [L + 1, BT, C]: the stream into each layer, then the last one's output
-  F *ln1, *rstd1;       // [L, BT, C], [L, BT]
-  F* qkv_pre;           // [L, BT, QKV] before the q/k norm (qk_norm only)
-  F* qk_rstd;           // [L, BT, NH + NKV] (qk_norm only)
-  F* qkv;               // [L, BT, QKV] attention's input (normed, rotated)
-  F* att;               // [L, B, NH, T, T]
-  F* atty;              // [L, BT, Q]
-  F* mid;               // [L, BT, C] the stream after attention
-  F *ln2, *rstd2;       // [L, BT, C], [L, BT]
-  F* gate_up;           // [L, BT, 2I]
-  F* act;               // [L, BT, I]
-  F *lnf, *rstdf;       // [BT, C], [BT]
-  F* proj;              // [BT, C] o_proj / down_proj output before the residual add
-  F* logits;            // [logits_rows, Vp]; dlogits after backward starts
-  F *lse, *losses;      // [BT]
+  F* residual;      // [L + 1, BT, C]: the stream into each layer, then the last one's output
+  F *ln1, *rstd1;   // [L, BT, C], [L, BT]
+  F* qkv_pre;       // [L, BT, QKV] before the q/k norm (qk_norm only)
+  F* qk_rstd;       // [L, BT, NH + NKV] (qk_norm only)
+  F* qkv;           // [L, BT, QKV] attention's input (normed, rotated)
+  F* att;           // [L, B, NH, T, T]
+  F* atty;          // [L, BT, Q]
+  F* mid;           // [L, BT, C] the stream after attention
+  F *ln2, *rstd2;   // [L, BT, C], [L, BT]
+  F* gate_up;       // [L, BT, 2I]
+  F* act;           // [L, BT, I]
+  F *lnf, *rstdf;   // [BT, C], [BT]
+  F* proj;          // [BT, C] o_proj / down_proj output before the residual add
+  F* logits;        // [logits_rows, Vp]; dlogits after backward starts
+  F *lse, *losses;  // [BT]
 
   Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows) {
     const auto L = static_cast<std::size_t>(c.n_layer);
@@ -129,14 +129,25 @@ struct BasicLlama<F>::Activations {
     H = c.qk_norm ? std::size_t(c.n_head + c.kv_heads()) : 0;
     att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
     std::vector<std::pair<F**, std::size_t>> parts = {
-        {&residual, (L + 1) * bt * C}, {&ln1, L * bt * C},   {&rstd1, L * bt},
-        {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},            {&qk_rstd, L * bt * H},
-        {&qkv, L * bt * QKV},          {&att, L * att_stride}, {&atty, L * bt * Q},
-        {&mid, L * bt * C},            {&ln2, L * bt * C},   {&rstd2, L * bt},
-        {&gate_up, L * bt * 2 * I},    {&act, L * bt * I},   {&lnf, bt * C},
-        {&rstdf, bt},                  {&proj, bt * C},
+        {&residual, (L + 1) * bt * C},
+        {&ln1, L * bt * C},
+        {&rstd1, L * bt},
+        {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
+        {&qk_rstd, L * bt * H},
+        {&qkv, L * bt * QKV},
+        {&att, L * att_stride},
+        {&atty, L * bt * Q},
+        {&mid, L * bt * C},
+        {&ln2, L * bt * C},
+        {&rstd2, L * bt},
+        {&gate_up, L * bt * 2 * I},
+        {&act, L * bt * I},
+        {&lnf, bt * C},
+        {&rstdf, bt},
+        {&proj, bt * C},
         {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
-        {&lse, bt},                    {&losses, bt}};
+        {&lse, bt},
+        {&losses, bt}};
     std::size_t total = 0;
     for (const auto& part : parts) total += part.second;
     storage.assign(total, F(0));
@@ -180,8 +191,8 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T)
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
            " must be in [1, max_position_embeddings = ", config_.block_size, "]");
-  AT_CHECK(config_.sliding_window == 0 || T <= config_.sliding_window, "model: sequence length ",
-           T, " exceeds the model's sliding_window of ", config_.sliding_window,
+  AT_CHECK(config_.sliding_window == 0 || T <= config_.sliding_window, "model: sequence length ", T,
+           " exceeds the model's sliding_window of ", config_.sliding_window,
            ": attention over a sliding window is not supported yet; use block_size <= ",
            config_.sliding_window);
   offsets_ = std::make_unique<Offsets>(layout);
@@ -410,8 +421,8 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   clock.lap(kGelu);
   linear_backward(dsmall, g + o.guw, at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   clock.lap(kMatmul);
-  rmsnorm_backward(dres, g + o.ln2, dsmall, a.mid + li * bt * uC, p + o.ln2, a.rstd2 + li * bt,
-                   bt, 1, C, uC);
+  rmsnorm_backward(dres, g + o.ln2, dsmall, a.mid + li * bt * uC, p + o.ln2, a.rstd2 + li * bt, bt,
+                   1, C, uC);
   clock.lap(kLayerNorm);
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
   linear_backward(dsmall, g + o.ow, at(g, o.ob), dres, a.atty + li * bt * a.Q, p + o.ow, bt, Q, C);
@@ -427,7 +438,7 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
     const F* rstd = a.qk_rstd + li * bt * a.H;
     const auto KV = std::size_t(c.kv_size());
     std::fill(dmid, dmid + bt * uQKV, F(0));  // the norms' backward adds into q and k
-    for (std::size_t r = 0; r < bt; ++r) {      // v passed through unchanged
+    for (std::size_t r = 0; r < bt; ++r) {    // v passed through unchanged
       std::memcpy(dmid + r * uQKV + Q + KV, dwide + r * uQKV + Q + KV, KV * sizeof(F));
     }
     rmsnorm_backward(dmid, g + o.qnorm, dwide, pre, p + o.qnorm, rstd, bt, NH, D, uQKV);

@@ -10,8 +10,8 @@
 //   unit 0       model.embed_tokens.weight [Vp, C] (rows >= V zero)
 //   unit 1 + l   model.layers.{l}.input_layernorm.weight [C]
 //                .self_attn.q_proj.weight [NH·D, C], .k_proj.weight [NKV·D, C], .v_proj.weight
-//                [NKV·D, C] (one after the other: one gemm computes q|k|v), their biases (qkv_bias),
-//                .self_attn.q_norm.weight, .k_norm.weight [D] (qk_norm),
+//                [NKV·D, C] (one after the other: one gemm computes q|k|v), their biases
+//                (qkv_bias), .self_attn.q_norm.weight, .k_norm.weight [D] (qk_norm),
 //                .self_attn.o_proj.weight [C, NH·D], .o_proj.bias [C] (o_bias),
 //                .post_attention_layernorm.weight [C],
 //                .mlp.gate_proj.weight [I, C], .mlp.up_proj.weight [I, C] (one gemm: gate|up),

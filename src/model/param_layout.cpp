@@ -61,8 +61,8 @@ const ParamTensor& ParamLayout::tensor(std::string_view name) const {
   }
   std::vector<std::string> names;
   for (const auto& t : tensors_) names.push_back(t.name);
-  throw Error(
-      cat("no parameter named '", name, "' in the ", family().describe(config_), " layout", did_you_mean(name, names)));
+  throw Error(cat("no parameter named '", name, "' in the ", family().describe(config_), " layout",
+                  did_you_mean(name, names)));
 }
 
 }  // namespace autotrain::model

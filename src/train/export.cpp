@@ -178,7 +178,9 @@ std::string hf_config_json(const model::ModelConfig& config, const std::string& 
   nlohmann::ordered_json json = model::family_of(config).hf_config(config);
   json["bos_token_id"] = eos_token_id;
   json["eos_token_id"] = eos_token_id;
-  json["torch_dtype"] = dtype == DType::bf16 ? "bfloat16" : dtype == DType::fp16 ? "float16" : "float32";
+  json["torch_dtype"] = dtype == DType::bf16   ? "bfloat16"
+                        : dtype == DType::fp16 ? "float16"
+                                               : "float32";
   json["autotrain_tokenizer"] = tokenizer;
   json["autotrain_version"] = version();
   return json.dump(2) + "\n";

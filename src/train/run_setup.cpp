@@ -16,8 +16,8 @@
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/launch/affinity.hpp"
-#include "autotrain/model/family.hpp"
 #include "autotrain/launch/discover.hpp"
+#include "autotrain/model/family.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -292,8 +292,7 @@ model::ModelConfig model_config(const config::ResolvedParams& resolved) {
   auto config = architecture ? *architecture : model::ModelConfig::gpt2(1, 1, 1, 1, 1);
   const auto n_layer = static_cast<int>(params.n_layer), n_head = static_cast<int>(params.n_head);
   const auto n_embd = static_cast<int>(params.n_embd);
-  if (architecture && (n_head != config.n_head || n_embd != config.n_embd) &&
-      config.head_dim > 0) {
+  if (architecture && (n_head != config.n_head || n_embd != config.n_embd) && config.head_dim > 0) {
     config.head_dim = n_embd / n_head;  // from scratch in another shape: heads of n_embd / n_head
   }
   config.n_layer = n_layer;

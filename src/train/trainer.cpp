@@ -247,7 +247,8 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
 
 void TrainingRun::log_plan() const {
   const auto memory = engine_->memory();
-  log::info("model: ", model::family_of(config_).describe(config_), " (", setup_.resolved.base_model.name, "), ", source_.describe());
+  log::info("model: ", model::family_of(config_).describe(config_), " (",
+            setup_.resolved.base_model.name, "), ", source_.describe());
   log::info("model: ", layout_.num_parameters(), " parameters in ", layout_.num_units(),
             " units; ZeRO stage ", engine_->stage(), " holds per rank: params ",
             human_bytes(double(memory.param_bytes)), ", grads ",

@@ -46,8 +46,8 @@ GatherSchedule::GatherSchedule(int num_units, const model::HookOrder& order, int
   training_sequence_ = order.training;
   for (const auto* sequence : {&forward_sequence_, &training_sequence_}) {
     for (const int unit : *sequence) {
-      AT_CHECK(unit >= 0 && unit < num_units, "internal: the hook order names unit ", unit,
-               " of ", num_units);
+      AT_CHECK(unit >= 0 && unit < num_units, "internal: the hook order names unit ", unit, " of ",
+               num_units);
     }
   }
   upcoming_.reserve(std::min(static_cast<std::size_t>(prefetch), training_sequence_.size()));

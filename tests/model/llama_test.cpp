@@ -111,10 +111,10 @@ TEST_P(LlamaModelTest, CallsTheFamilysHookOrderAndNeverUsesReleasedParameters) {
   model.backward(gathering, 1.0f);
   std::vector<std::string> backward;
   if (tied) backward = {"params(0)", "grads(0)", "release(0)"};
-  backward.insert(backward.end(), {"params(3)", "grads(3)", "release(3)", "grads_ready(3)",
-                                   "params(2)", "grads(2)", "release(2)", "grads_ready(2)",
-                                   "params(1)", "grads(1)", "release(1)", "grads_ready(1)",
-                                   "grads(0)", "grads_ready(0)"});
+  backward.insert(backward.end(),
+                  {"params(3)", "grads(3)", "release(3)", "grads_ready(3)", "params(2)", "grads(2)",
+                   "release(2)", "grads_ready(2)", "params(1)", "grads(1)", "release(1)",
+                   "grads_ready(1)", "grads(0)", "grads_ready(0)"});
   EXPECT_EQ(gathering.calls, backward);
   // The layout's hook order is what the model did (the stage-3 gather schedule trusts it).
   std::vector<int> asked;
@@ -197,24 +197,28 @@ TEST(LlamaFamily, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
     edit(json);
     return testing::error_of([&] { (void)read_hf_config(json, "m/config.json"); });
   };
-  EXPECT_NE(error([](auto& j) { j["rope_scaling"] = {{"rope_type", "yarn"}}; })
-                .find("m/config.json: rope_scaling type \"yarn\" is not supported"),
+  EXPECT_NE(error([](auto& j) {
+              j["rope_scaling"] = {{"rope_type", "yarn"}};
+            }).find("m/config.json: rope_scaling type \"yarn\" is not supported"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["architectures"] = {"LlamaForCausalLM"}; })
                 .find("architectures [\"LlamaForCausalLM\"] is not supported (expected "
                       "[\"Qwen2ForCausalLM\"]"),
             std::string::npos);
-  EXPECT_NE(error([](auto& j) { j["num_key_value_heads"] = 3; })
-                .find("num_attention_heads 4 is not a multiple of num_key_value_heads 3"),
+  EXPECT_NE(error([](auto& j) {
+              j["num_key_value_heads"] = 3;
+            }).find("num_attention_heads 4 is not a multiple of num_key_value_heads 3"),
             std::string::npos);
-  EXPECT_NE(error([](auto& j) { j.erase("intermediate_size"); })
-                .find("m/config.json: key 'intermediate_size' is missing"),
+  EXPECT_NE(error([](auto& j) {
+              j.erase("intermediate_size");
+            }).find("m/config.json: key 'intermediate_size' is missing"),
             std::string::npos);
-  EXPECT_NE(error([](auto& j) { j["model_type"] = "mamba"; })
-                .find("model_type \"mamba\": not supported"),
-            std::string::npos);
-  EXPECT_NE(error([](auto& j) { j["hidden_act"] = "gelu"; })
-                .find("hidden_act \"gelu\" is not supported (expected silu)"),
+  EXPECT_NE(
+      error([](auto& j) { j["model_type"] = "mamba"; }).find("model_type \"mamba\": not supported"),
+      std::string::npos);
+  EXPECT_NE(error([](auto& j) {
+              j["hidden_act"] = "gelu";
+            }).find("hidden_act \"gelu\" is not supported (expected silu)"),
             std::string::npos);
 }
 

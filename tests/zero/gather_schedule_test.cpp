@@ -79,7 +79,8 @@ TEST(GatherSchedule, EmbeddingsInTheirOwnSlotAreGatheredOncePerMicroStep) {
   constexpr int kUnits = 4;
   WaitClock clock;
   Recorder recorder;
-  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, /*unit0_own_slot=*/true, clock, recorder.start());
+  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, /*unit0_own_slot=*/true, clock,
+                          recorder.start());
   EXPECT_EQ(schedule.slots(), 3u);  // the embeddings' and prefetch + 1 for the others
   schedule.begin_training_micro_step();
   forward_pass(schedule, kUnits);

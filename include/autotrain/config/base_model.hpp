@@ -25,7 +25,8 @@ struct BaseModel {
   // data/models/<id>/ when the weights are not found but autotrain knows the architecture
   // (a config.json without weights: the dry run plans it, from_scratch trains it).
   std::filesystem::path known_architecture;
-  // The model the folder's (or the known architecture's) config.json describes (model::read_hf_config); none for a preset.
+  // The model the folder's (or the known architecture's) config.json describes
+  // (model::read_hf_config); none for a preset.
   std::optional<model::ModelConfig> architecture;
 
   bool pretrained() const { return !from_scratch; }

@@ -57,7 +57,7 @@ struct ModelConfig {
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   int mlp_size() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
-  int q_size() const { return n_head * head_size(); }     // query width
+  int q_size() const { return n_head * head_size(); }       // query width
   int kv_size() const { return kv_heads() * head_size(); }  // key (and value) width
   int qkv_size() const { return q_size() + 2 * kv_size(); }
   // The positions generation keeps in its key/value cache (the window it slides).

@@ -68,11 +68,11 @@ class ModelFamily {
   virtual std::vector<UnitSpec> units(const ModelConfig& config) const = 0;
   virtual HookOrder hook_order(const ModelConfig& config) const = 0;
   // One line for the dry run and `env`: the family and the shape, e.g. "Llama family
-// (Qwen3ForCausalLM): 28 layers, hidden 1024, 16 heads of 128, 8 key/value heads, MLP 3072,
-// 40960 positions, vocabulary 151936, tied embeddings, q/k norm".
-std::string summary(const ModelConfig& config);
+  // (Qwen3ForCausalLM): 28 layers, hidden 1024, 16 heads of 128, 8 key/value heads, MLP 3072,
+  // 40960 positions, vocabulary 151936, tied embeddings, q/k norm".
+  std::string summary(const ModelConfig& config);
 
-// Training FLOPs per token at sequence length T, N = the logical parameter count.
+  // Training FLOPs per token at sequence length T, N = the logical parameter count.
   virtual double flops_per_token(const ModelConfig& config, std::size_t parameters,
                                  int T) const = 0;
 
@@ -88,7 +88,9 @@ std::string summary(const ModelConfig& config);
 };
 
 const ModelFamily& family_of(Family family);
-inline const ModelFamily& family_of(const ModelConfig& config) { return family_of(config.family); }
+inline const ModelFamily& family_of(const ModelConfig& config) {
+  return family_of(config.family);
+}
 
 // One line for the dry run and `env`: the family and the shape, e.g. "Llama family
 // (Qwen3ForCausalLM): 28 layers, hidden 1024, 16 heads of 128, 8 key/value heads, MLP 3072,

@@ -1,5 +1,6 @@
 #pragma once
-// GPT-2 forward and backward on the CPU (model/causal_lm.hpp; the family: src/model/gpt2_family.cpp).
+// GPT-2 forward and backward on the CPU (model/causal_lm.hpp; the family:
+// src/model/gpt2_family.cpp).
 //
 // Hook order (part of the contract; L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = ln_f):
 //   forward:   params(0) release(0)                         encoder
@@ -83,6 +84,5 @@ class BasicGpt2 final : public BasicCausalLM<F> {
 };
 
 using Gpt2Model = BasicGpt2<float>;
-
 
 }  // namespace autotrain::model

@@ -21,8 +21,8 @@ struct ParamTensor {
   std::size_t offset = 0;  // in the flat buffer
   std::size_t numel = 0;
   int unit = 0;
-  bool weight_decay = false;  // true for matmul/embedding weights; false for biases and norms
-  InitRule init;              // from scratch
+  bool weight_decay = false;    // true for matmul/embedding weights; false for biases and norms
+  InitRule init;                // from scratch
   std::int64_t file_rows = -1;  // rows in Hugging Face files when fewer than shape[0]
 
   // The shape in Hugging Face files (the padded vocabulary rows left out) and its elements.

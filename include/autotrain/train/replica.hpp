@@ -13,8 +13,8 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/config.hpp"
-#include "autotrain/model/profile.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/profile.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/zero/engine.hpp"
 
