@@ -129,7 +129,7 @@ void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations
   const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const TensorOffsets& o = *offsets_;
-  KernelClock clock(profiling_, profile_, Pass::forward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
 
   const F* p = access.params(0);
   clock.restart();
@@ -191,7 +191,7 @@ F BasicGpt2<F>::run_lm_head_and_loss(BasicUnitAccess<F>& access) {
   Activations& a = *acts_;
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
   const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  KernelClock clock(profiling_, profile_, Pass::forward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
   const F* p = access.params(0);
   clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
@@ -221,7 +221,7 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
   F* dlarge = dlarge_.data();
-  KernelClock clock(profiling_, profile_, Pass::backward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
 
   // d(mean loss · scale)/d(loss of one position)
   const F dloss = loss_scale / static_cast<F>(bt);
@@ -401,21 +401,6 @@ std::size_t BasicGpt2<F>::activation_bytes() const {
   const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
                                dlarge_.size() + datt_row_.size();
   return elements * sizeof(F);
-}
-
-template <typename F>
-void BasicGpt2<F>::set_profiling(bool on) {
-  profiling_ = on;
-  profile_.fill(0);
-}
-
-template <typename F>
-std::vector<ProfileEntry> BasicGpt2<F>::profile() const {
-  std::vector<ProfileEntry> rows;
-  for (int op = 0; op < kOpCount; ++op) {
-    rows.push_back({kOpNames[op], profile_[2 * op], profile_[2 * op + 1]});
-  }
-  return rows;
 }
 
 TensorOffsets::TensorOffsets(const ParamLayout& layout) {

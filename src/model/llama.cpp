@@ -239,7 +239,7 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   const double eps = c.norm_eps;
   const Offsets& o = *offsets_;
-  KernelClock clock(profiling_, profile_, Pass::forward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
 
   const F* p = access.params(0);
   clock.restart();
@@ -319,7 +319,7 @@ F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
   Activations& a = *acts_;
   const F* p = forward_to_final_norm(access, a, inputs_.data(), B_, T_);
   const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  KernelClock clock(profiling_, profile_, Pass::forward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
   clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
   gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->head, C, F(0),
@@ -344,7 +344,7 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
   const Offsets& o = *offsets_;
-  KernelClock clock(profiling_, profile_, Pass::backward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   const F dloss = loss_scale / static_cast<F>(bt);
   crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
   clock.lap(kCrossEntropy);
@@ -406,7 +406,7 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const int unit = ParamLayout::block_unit(l);
   const F* p = access.params(unit);
   F* g = access.grads(unit);
-  KernelClock clock(profiling_, profile_, Pass::backward);
+  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   clock.restart();
   const F* qkv = a.qkv + li * bt * uQKV;
   const F* ln1 = a.ln1 + li * bt * uC;
@@ -562,21 +562,6 @@ std::size_t BasicLlama<F>::activation_bytes() const {
   const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
                                dwide_.size() + dmid_.size() + datt_row_.size();
   return elements * sizeof(F);
-}
-
-template <typename F>
-void BasicLlama<F>::set_profiling(bool on) {
-  profiling_ = on;
-  profile_.fill(0);
-}
-
-template <typename F>
-std::vector<ProfileEntry> BasicLlama<F>::profile() const {
-  std::vector<ProfileEntry> rows;
-  for (int op = 0; op < kOpCount; ++op) {
-    rows.push_back({kOpNames[op], profile_[2 * op], profile_[2 * op + 1]});
-  }
-  return rows;
 }
 
 template class BasicLlama<float>;

@@ -122,3 +122,23 @@ def same_weights(wa, wb, tolerance):
     print(f"same-weights: max difference {worst:.3g} over {len(wa)} tensors")
     if worst > tolerance:
         fail(f"weights differ by {worst} > {tolerance}")
+
+
+def check_logits_and_loss(probe, logits, targets):
+    """Our logits [T, V] (PROBE/logits.f32) and loss (PROBE/loss.txt) against the reference's, to
+    1e-4; returns the reference's loss, for its gradients."""
+    T, V = logits.shape
+    raw = np.fromfile(os.path.join(probe, "logits.f32"), dtype=np.float32)
+    if raw.size != T * V:
+        fail(f"logits.f32 holds {raw.size} floats, expected [{T}, {V}]")
+    ours = torch.from_numpy(raw.reshape(T, V)).to(logits.dtype)
+    diff = (logits.detach() - ours).abs().max().item()
+    print(f"logits: max |ours - torch| = {diff:.3g} over [{T}, {V}] (logit scale {logits.abs().max().item():.3g})")
+    if diff > 1e-4:
+        fail("logits differ by more than 1e-4")
+    loss = torch.nn.functional.cross_entropy(logits, targets)
+    our_loss = float(open(os.path.join(probe, "loss.txt")).read())
+    print(f"loss: ours {our_loss:.6f}, torch {loss.item():.6f}")
+    if abs(our_loss - loss.item()) > 1e-4:
+        fail("losses differ")
+    return loss

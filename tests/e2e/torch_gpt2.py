@@ -28,7 +28,8 @@ import torch
 # The safetensors I/O and the folder layout (shards, Hub cache) live in hf_folder.py, next to this
 # file, shared with torch_llama.py.
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from hf_folder import fail, folder_for, read_tensors, read_tokens, same_weights, write_weights  # noqa: E402
+from hf_folder import (check_logits_and_loss, fail, folder_for, read_tensors, read_tokens,  # noqa: E402
+                       same_weights, write_weights)
 
 SHAPE = dict(n_layer=2, n_head=2, n_embd=32, n_positions=64, vocab_size=50257)
 
@@ -147,16 +148,7 @@ def cmd_check(args):
     for t in w.values():
         t.requires_grad_(True)
     logits = forward(config, w, tokens[:T])
-    ours = torch.from_numpy(np.fromfile(os.path.join(probe, "logits.f32"), dtype=np.float32).reshape(T, V))
-    diff = (logits.detach() - ours).abs().max().item()
-    print(f"logits: max |ours - torch| = {diff:.3g} over [{T}, {V}] (logit scale {logits.abs().max().item():.3g})")
-    if diff > 1e-4:
-        fail("logits differ by more than 1e-4")
-    loss = torch.nn.functional.cross_entropy(logits, tokens[1:])
-    our_loss = float(open(os.path.join(probe, "loss.txt")).read())
-    print(f"loss: ours {our_loss:.6f}, torch {loss.item():.6f}")
-    if abs(our_loss - loss.item()) > 1e-4:
-        fail("losses differ")
+    loss = check_logits_and_loss(probe, logits, tokens[1:])
     loss.backward()
     grads = np.fromfile(os.path.join(probe, "grads.f32"), dtype=np.float32)
     worst = 0.0

@@ -46,7 +46,8 @@ import numpy as np
 import torch
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from hf_folder import fail, folder_for, read_tensors, read_tokens, same_weights, write_weights  # noqa: E402
+from hf_folder import (check_logits_and_loss, fail, folder_for, read_tensors, read_tokens,  # noqa: E402
+                       same_weights, write_weights)
 
 F64 = torch.float64
 ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
@@ -382,19 +383,7 @@ def cmd_check(args):
     if tokens.max().item() >= V:
         fail(f"{tokens_path} holds token {tokens.max().item()} >= vocab_size {V}")
     logits = forward(s, w, tokens[:T])
-    raw = np.fromfile(os.path.join(probe, "logits.f32"), dtype=np.float32)
-    if raw.size != T * V:
-        fail(f"logits.f32 holds {raw.size} floats, expected [{T}, {V}]")
-    ours = torch.from_numpy(raw.reshape(T, V)).to(F64)
-    diff = (logits.detach() - ours).abs().max().item()
-    print(f"logits: max |ours - torch| = {diff:.3g} over [{T}, {V}] (logit scale {logits.abs().max().item():.3g})")
-    if diff > 1e-4:
-        fail("logits differ by more than 1e-4")
-    loss = torch.nn.functional.cross_entropy(logits, tokens[1:])
-    our_loss = float(open(os.path.join(probe, "loss.txt")).read())
-    print(f"loss: ours {our_loss:.6f}, torch {loss.item():.6f}")
-    if abs(our_loss - loss.item()) > 1e-4:
-        fail("losses differ")
+    loss = check_logits_and_loss(probe, logits, tokens[1:])
     loss.backward()
     grads = np.fromfile(os.path.join(probe, "grads.f32"), dtype=np.float32)
     worst, worst_name, padded, seen = 0.0, "", [], set()

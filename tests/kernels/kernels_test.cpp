@@ -19,42 +19,13 @@
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/residual.hpp"
 #include "autotrain/kernels/threads.hpp"
+#include "finite_differences.hpp"
 #include "test_support.hpp"
 
 namespace autotrain::kernels {
 namespace {
 
-using Vec = std::vector<double>;
-
-// Central differences with h = 1e-5 in double: truncation ~h², round-off ~1e-16/h, both far
-// below the 1e-7 tolerance used throughout.
-constexpr double kStep = 1e-5;
-constexpr double kTolerance = 1e-7;
-
 using testing::random_vec;
-
-double dot(const Vec& a, const Vec& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-// Checks analytic[i] == d objective / d x[i] for every i, perturbing x in place.
-void expect_matches_finite_differences(Vec& x, const Vec& analytic,
-                                       const std::function<double()>& objective, const char* what) {
-  ASSERT_EQ(x.size(), analytic.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + kStep;
-    const double plus = objective();
-    x[i] = saved - kStep;
-    const double minus = objective();
-    x[i] = saved;
-    const double numeric = (plus - minus) / (2 * kStep);
-    ASSERT_NEAR(analytic[i], numeric, kTolerance * std::max(1.0, std::abs(numeric)))
-        << what << "[" << i << "]";
-  }
-}
 
 constexpr int B = 2, T = 5, C = 8, NH = 2;
 constexpr std::size_t N = static_cast<std::size_t>(B) * T;

@@ -13,7 +13,7 @@
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
-#include "gathering_access.hpp"
+#include "model_test_support.hpp"
 
 namespace autotrain::model {
 namespace {
@@ -22,14 +22,6 @@ constexpr int B = 2, T = 8;
 
 ModelConfig tiny() {
   return ModelConfig::gpt2(2, 2, 16, T, 37);
-}
-
-std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(0, vocab - 1);
-  std::vector<std::int32_t> tokens(n);
-  for (auto& t : tokens) t = dist(gen);
-  return tokens;
 }
 
 template <typename F>

@@ -16,7 +16,7 @@
 #include "autotrain/model/family.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
-#include "gathering_access.hpp"
+#include "model_test_support.hpp"
 #include "test_support.hpp"
 
 namespace autotrain::model {
@@ -42,11 +42,7 @@ ModelConfig tiny(bool tied) {
 }
 
 std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> dist(0, V - 1);
-  std::vector<std::int32_t> tokens(n);
-  for (auto& t : tokens) t = dist(gen);
-  return tokens;
+  return model::random_tokens(n, V, seed);
 }
 
 // Random parameters large enough that every path carries a gradient well above round-off.

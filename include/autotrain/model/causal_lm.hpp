@@ -8,6 +8,7 @@
 // only through UnitAccess (model/unit_access.hpp), one unit at a time, in its family's hook order
 // (ParamLayout::hook_order(), documented in the family's header). Gradients are accumulated (+=),
 // so a caller zeroes them once per optimizer step and can run several micro-steps in between.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -57,8 +58,23 @@ class BasicCausalLM {
   // Bytes of activation and activation-gradient memory held for training.
   virtual std::size_t activation_bytes() const = 0;
 
-  virtual void set_profiling(bool on) = 0;
-  virtual std::vector<ProfileEntry> profile() const = 0;
+  // Per-kernel wall time of forward and backward (bench train --profile), kept by the models'
+  // KernelClock in profile_.
+  void set_profiling(bool on) {
+    profiling_ = on;
+    profile_.fill(0);
+  }
+  std::vector<ProfileEntry> profile() const {
+    std::vector<ProfileEntry> rows;
+    for (int op = 0; op < kOpCount; ++op) {
+      rows.push_back({kOpNames[op], profile_[2 * op], profile_[2 * op + 1]});
+    }
+    return rows;
+  }
+
+ protected:
+  bool profiling_ = false;
+  std::array<double, 2 * kOpCount> profile_{};  // [2 · kind + pass] seconds
 };
 
 using CausalLM = BasicCausalLM<float>;

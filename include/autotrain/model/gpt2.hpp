@@ -54,8 +54,6 @@ class BasicGpt2 final : public BasicCausalLM<F> {
   int cached_tokens() const override;
   std::span<const F> losses() const override;
   std::size_t activation_bytes() const override;
-  void set_profiling(bool on) override;
-  std::vector<ProfileEntry> profile() const override;
 
  private:
   struct Activations;
@@ -79,8 +77,6 @@ class BasicGpt2 final : public BasicCausalLM<F> {
   std::vector<F> dlarge_;     // [B, T, 4C] d(fch) in the MLP, d(qkv) [B, T, 3C] in attention
   std::vector<F> datt_row_;   // [B, NH, T, T] attention backward scratch (d scores)
   bool ready_for_backward_ = false;
-  bool profiling_ = false;
-  std::array<double, 16> profile_{};
 };
 
 using Gpt2Model = BasicGpt2<float>;

@@ -46,8 +46,6 @@ class BasicLlama final : public BasicCausalLM<F> {
   int cached_tokens() const override;
   std::span<const F> losses() const override;
   std::size_t activation_bytes() const override;
-  void set_profiling(bool on) override;
-  std::vector<ProfileEntry> profile() const override;
 
   struct Offsets;  // where each tensor sits in its unit
   struct Activations;
@@ -81,8 +79,6 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::vector<F> dmid_;       // [B, T, max(I, QKV)] d(swiglu output), d(qkv before q/k norm)
   std::vector<F> datt_row_;   // [B, NH, T, T] attention backward scratch
   bool ready_for_backward_ = false;
-  bool profiling_ = false;
-  std::array<double, 2 * kOpCount> profile_{};
 };
 
 using LlamaModel = BasicLlama<float>;

@@ -1,7 +1,9 @@
 #pragma once
-// A UnitAccess that behaves as a ZeRO stage 3 engine does, for the model tests.
+// For the model tests: token ids, and a UnitAccess that behaves as a ZeRO stage 3 engine does.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,14 @@
 #include "autotrain/model/unit_access.hpp"
 
 namespace autotrain::model {
+
+inline std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> dist(0, vocab - 1);
+  std::vector<std::int32_t> tokens(n);
+  for (auto& t : tokens) t = dist(gen);
+  return tokens;
+}
 
 // Gives each unit its parameters in a private copy that is poisoned with NaN on release, and
 // gradients in per-unit buffers: what a ZeRO stage 3 engine does. Records every hook call.
