@@ -15,6 +15,7 @@
 #include "autotrain/core/timer.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/threads.hpp"
+#include "autotrain/model/family.hpp"
 #include "autotrain/optim/schedule.hpp"
 #include "autotrain/train/replica.hpp"
 

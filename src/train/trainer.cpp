@@ -17,7 +17,7 @@
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/data/shard.hpp"
 #include "autotrain/kernels/threads.hpp"
-#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/family.hpp"
 #include "autotrain/optim/schedule.hpp"
 #include "autotrain/train/bench_train.hpp"
 #include "autotrain/train/checkpointing.hpp"

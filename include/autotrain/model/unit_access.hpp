@@ -1,10 +1,10 @@
 #pragma once
 // How a model reaches its parameters and gradients: one unit at a time, through four hooks, in
-// the order its header documents (model/gpt2.hpp). A ZeRO engine implements them to gather a
-// unit just before it is used, free it right after, and reduce a unit's gradients as soon as
-// backward is done with it. One interface for both devices: F is the element type (float or
-// double on the CPU; float, __nv_bfloat16 or __half on a CUDA device) and the pointers point
-// where the model runs.
+// the order its family documents (model/gpt2.hpp, model/llama.hpp; ParamLayout::hook_order()).
+// A ZeRO engine implements them to gather a unit just before it is used, free it right after,
+// and reduce a unit's gradients as soon as backward is done with it. One interface for both
+// devices: F is the element type (float or double on the CPU; float, __nv_bfloat16 or __half on a
+// CUDA device) and the pointers point where the model runs.
 //
 // On a CUDA device, params(u) must be usable by work queued on the model's stream after the call
 // returns (an engine that gathers on another stream makes the model's stream wait on it), and

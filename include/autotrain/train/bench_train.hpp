@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/profile.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/zero/engine.hpp"
 
@@ -31,7 +31,7 @@ struct TrainBenchResult {
   long long steps = 0;
   long long warmup_steps = 0;
   std::size_t num_parameters = 0;
-  double flops_per_token = 0;  // 6N + 6·L·C·T
+  double flops_per_token = 0;  // the family's count (GPT-2: 6N + 6·L·C·T)
 
   // Per optimizer step; a step's time is the slowest rank's. The phases are means over the
   // timed steps of the slowest rank per phase; comm_wait_s is the part of them spent blocked on

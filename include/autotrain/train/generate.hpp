@@ -1,6 +1,6 @@
 #pragma once
 // Sampling text from an exported model folder (model.safetensors + config.json + tokenizer
-// files, as export.hpp writes them, or a Hugging Face GPT-2 folder).
+// files, as export.hpp writes them, or a Hugging Face folder of a GPT-2 or Llama-family model).
 #include <cstdint>
 #include <filesystem>
 #include <memory>

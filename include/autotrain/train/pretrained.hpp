@@ -3,7 +3,8 @@
 // or the shards named by model.safetensors.index.json; F32, BF16 or F16 converted to fp32.
 //
 // Opening reads the headers only and matches every tensor of the layout by its Hugging Face name
-// (GPT-2's with or without the "transformer." prefix); missing, unexpected and mis-shaped
+// (GPT-2's with or without the "transformer." prefix; the family says what else a file may hold
+// that is not trained); missing, unexpected and mis-shaped
 // tensors are listed by name in one Error. fill() copies only the requested range through a
 // read-only memory map, so a ZeRO-3 rank reads its shard of each tensor and nothing else.
 #include <cstdint>
