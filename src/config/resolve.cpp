@@ -71,8 +71,8 @@ void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir) {
   TrainingParams& params = resolved.params;
   BaseModel& base = resolved.base_model;
   const FolderShape folder = read_folder_shape(dir);
-  const model::ModelConfig& shape = folder.model;
-  base.architecture = shape;
+  const FolderShape& shape = folder;
+  base.shape = folder;
   const std::string from = cat("derived from model (", (dir / "config.json").string(), ")");
   const auto take = [&](int64_t& field, std::string_view name, int64_t value) {
     if (field != -1 && base.pretrained() && field != value) {
@@ -85,7 +85,7 @@ void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir) {
   take(params.n_layer, "n_layer", shape.n_layer);
   take(params.n_head, "n_head", shape.n_head);
   take(params.n_embd, "n_embd", shape.n_embd);
-  take(params.n_positions, "n_positions", shape.block_size);
+  take(params.n_positions, "n_positions", shape.n_positions);
   take(params.vocab_size, "vocab_size", shape.vocab_size);
   // The folder's tokenizer is the run's unless tokenizer says otherwise.
   std::error_code error;
@@ -152,8 +152,9 @@ void validate_params(const ResolvedParams& resolved) {
     AT_CHECK(std::get<int64_t>(get_value(params, spec)) != *spec.constraint.sentinel,
              "internal: ", spec.name, " was not resolved (call resolve_params first)");
   }
-  const auto& architecture = resolved.base_model.architecture;
-  const bool own_head_dim = architecture && architecture->n_embd == params.n_embd &&
+  const auto& architecture = resolved.base_model.shape;
+  const bool own_head_dim = architecture && architecture->head_dim &&
+                            architecture->n_embd == params.n_embd &&
                             architecture->n_head == params.n_head;  // config.json's head_dim
   if (!own_head_dim && params.n_embd % params.n_head != 0) {
     throw Error(cat(shown(resolved, "n_embd"), " must be divisible by ", shown(resolved, "n_head"),
@@ -163,10 +164,7 @@ void validate_params(const ResolvedParams& resolved) {
       params.block_size > architecture->sliding_window) {
     throw Error(cat(shown(resolved, "block_size"), " exceeds the base model's sliding_window of ",
                     architecture->sliding_window, " (",
-                    ((resolved.base_model.folder.empty() ? resolved.base_model.known_architecture
-                                                         : resolved.base_model.folder) /
-                     "config.json")
-                        .string(),
+                    (resolved.base_model.config_dir() / "config.json").string(),
                     "): attention over a sliding window is not supported yet; expected a "
                     "block_size of at most ",
                     architecture->sliding_window));

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/config/consistency.hpp"
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
@@ -288,8 +289,11 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
 
 model::ModelConfig model_config(const config::ResolvedParams& resolved) {
   const auto& params = resolved.params;
-  const auto& architecture = resolved.base_model.architecture;
-  auto config = architecture ? *architecture : model::ModelConfig::gpt2(1, 1, 1, 1, 1);
+  const std::filesystem::path dir = resolved.base_model.config_dir();
+  const bool architecture = !dir.empty();
+  auto config = architecture ? model::read_hf_config(config::read_config_json(dir),
+                                                     (dir / "config.json").string())
+                             : model::ModelConfig::gpt2(1, 1, 1, 1, 1);
   const auto n_layer = static_cast<int>(params.n_layer), n_head = static_cast<int>(params.n_head);
   const auto n_embd = static_cast<int>(params.n_embd);
   if (architecture && (n_head != config.n_head || n_embd != config.n_embd) && config.head_dim > 0) {

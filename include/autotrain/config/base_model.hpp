@@ -12,10 +12,23 @@
 #include <string_view>
 #include <vector>
 
-#include "autotrain/model/config.hpp"
-
 namespace autotrain::config {
 
+// The shape config.json declares, in its family's keys: GPT-2's n_layer, n_head, n_embd,
+// n_positions (or n_ctx), vocab_size; the Llama family's (llama, mistral, qwen2, qwen3)
+// num_hidden_layers, num_attention_heads, hidden_size, max_position_embeddings, vocab_size. The
+// model layer reads the rest (model::read_hf_config). Another model_type is an Error naming
+// `architectures` and `model_type`.
+struct FolderShape {
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_embd = 0;
+  int64_t n_positions = 0;
+  int64_t vocab_size = 0;
+  bool head_dim = false;       // config.json sets its own head_dim (hidden / heads need not divide)
+  int64_t sliding_window = 0;  // Mistral's (Qwen's with use_sliding_window); 0: none
+  std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
+};
 struct BaseModel {
   std::string name;              // `model` as given
   std::string revision;          // for a Hub id
@@ -25,9 +38,10 @@ struct BaseModel {
   // data/models/<id>/ when the weights are not found but autotrain knows the architecture
   // (a config.json without weights: the dry run plans it, from_scratch trains it).
   std::filesystem::path known_architecture;
-  // The model the folder's (or the known architecture's) config.json describes
-  // (model::read_hf_config); none for a preset.
-  std::optional<model::ModelConfig> architecture;
+  // The folder (or known architecture) whose config.json describes the model; empty for a
+  // preset. The model layer reads all of it (model::read_hf_config); this layer its shape.
+  std::optional<FolderShape> shape;  // of config_dir(), filled by resolve_params
+  std::filesystem::path config_dir() const { return folder.empty() ? known_architecture : folder; }
 
   bool pretrained() const { return !from_scratch; }
   // Pretrained weights were asked for, and there is no folder holding them.
@@ -57,12 +71,6 @@ BaseModel locate_base_model(std::string_view model, std::string_view revision, b
 // A model folder's config.json, parsed (errors name the file).
 nlohmann::json read_config_json(const std::filesystem::path& folder);
 
-// The model config.json declares (model::read_hf_config: its family, shape and options; an
-// architecture no family has is an Error naming `architectures` and `model_type`).
-struct FolderShape {
-  model::ModelConfig model;
-  std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
-};
 FolderShape read_folder_shape(const std::filesystem::path& folder);
 
 }  // namespace autotrain::config
