@@ -3,6 +3,7 @@
 // share its outcome.
 #include "autotrain/data/prepare.hpp"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -35,6 +36,12 @@ constexpr Flag kFlags[] = {
     {"train-split", "NAME", "train split name (default train)"},
     {"valid-split", "NAME", "validation split name (default valid; 'none' for no validation)"},
     {"text-column", "NAME", "CSV/JSONL column holding the text (default text)"},
+    {"chat-template", "NAME",
+     "none (default), tokenizer, chatml or zephyr: text-column\n"
+     "                              holds conversations (lists of messages) to render"},
+    {"train-on-completions-only", "BOOL",
+     "with --chat-template: only the assistant turns carry\n"
+     "                              loss (loss masks beside the shards; default false)"},
     {"add-eos-token", "BOOL",
      "end-of-text token between documents (default true; before\n"
      "                              each for gpt2/byte, after each for tokenizer.json)"},
@@ -119,6 +126,15 @@ std::optional<data::PrepareOptions> parse(const std::vector<std::string>& args) 
     options.require_valid_split = !options.valid_split.empty();
   }
   if (auto value = get("text-column")) options.text_column = *value;
+  if (auto value = get("chat-template")) {
+    static const std::vector<std::string> kTemplates = {"none", "tokenizer", "chatml", "zephyr"};
+    if (std::find(kTemplates.begin(), kTemplates.end(), *value) == kTemplates.end())
+      throw CollectiveError(cat("prepare: --chat-template expects ", join(kTemplates, ", "),
+                                ", got '", *value, "'", did_you_mean(*value, kTemplates)));
+    options.chat_template = *value == "none" ? "" : *value;
+  }
+  if (auto value = get("train-on-completions-only"))
+    options.completions_only = parse_bool("train-on-completions-only", *value);
   if (auto value = get("add-eos-token"))
     options.add_eos_token = parse_bool("add-eos-token", *value);
   if (auto value = get("threads")) {

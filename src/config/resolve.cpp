@@ -180,6 +180,11 @@ void validate_params(const ResolvedParams& resolved) {
                     " tokenizer's ", tokenizer_vocab, " tokens: expected at least ",
                     tokenizer_vocab));
   }
+  if (params.train_on_completions_only && params.chat_template == "none") {
+    throw Error(cat(shown(resolved, "train_on_completions_only"),
+                    " needs conversations: set chat_template (tokenizer, chatml or zephyr) and "
+                    "give text_column as lists of messages"));
+  }
   if (params.comm_backend == "nccl" && params.device == "cpu") {
     throw Error(cat(shown(resolved, "comm_backend"), " needs GPUs, but ", shown(resolved, "device"),
                     ": use comm_backend gloo or mpi on CPUs"));

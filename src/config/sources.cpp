@@ -35,7 +35,6 @@ constexpr ForeignKey kForeignKeys[] = {
     {"target_modules", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
     {"merge_adapter", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
     {"quantization", false, "quantized training is not supported"},
-    {"chat_template", false, "chat templates are not supported: text_column is used as it is"},
     {"model_max_length", true,
      "the context length is n_positions (the base model's); block_size -1 also respects the "
      "folder's tokenizer_config.json model_max_length"},
@@ -258,14 +257,7 @@ class YamlReader {
       } else if (key == "train_split" || key == "valid_split") {
         set(key, entry.second, path);
       } else if (key == "chat_template") {
-        // AutoTrain's data.chat_template; only "no template" is possible yet.
-        const std::string text = entry.second.IsScalar() ? entry.second.Scalar() : std::string();
-        if (!entry.second.IsNull() && !switches_off(text)) {
-          throw Error(where(path).message(
-              cat("AutoTrain's 'chat_template': ", find_foreign_key("chat_template")->why)));
-        }
-        into_.notes.push_back(
-            where(path).message(cat("ignored: ", find_foreign_key("chat_template")->why)));
+        set("chat_template", entry.second, path);  // AutoTrain's data.chat_template
       } else if (key == "column_mapping") {
         expect_map(entry.second, path, "text_column");
         for (const auto& column : entry.second) {

@@ -7,6 +7,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
+#include "autotrain/data/loss_mask.hpp"
 #include "autotrain/data/shard.hpp"
 #include "autotrain/data/tokenizer.hpp"
 
@@ -89,20 +90,27 @@ json manifest_key(const PrepareOptions& options, const ResolvedInputs& inputs,
                   const Tokenizer& tokenizer) {
   json splits = json::array({describe_files(inputs.train)});
   if (inputs.valid) splits.push_back(describe_files(*inputs.valid));
-  return {{"inputs", splits},
-          {"tokenizer",
-           {{"name", tokenizer.name()},
-            {"vocab_size", tokenizer.vocab_size()},
-            {"eot_token", tokenizer.eot_token()},
-            {"vocabulary_hash", hash_files(tokenizer.vocabulary_files())},
-            {"parse_special_tokens", options.parse_special_tokens}}},
-          {"shard_version", shard_version_for(tokenizer.vocab_size())},
-          {"text_column", options.text_column},
-          {"add_eos_token", options.add_eos_token},
-          {"train_split", options.train_split},
-          {"valid_split", options.valid_split},
-          {"valid_fraction", inputs.valid_fraction},
-          {"shard_tokens", options.shard_tokens}};
+  json key = {{"inputs", splits},
+              {"tokenizer",
+               {{"name", tokenizer.name()},
+                {"vocab_size", tokenizer.vocab_size()},
+                {"eot_token", tokenizer.eot_token()},
+                {"vocabulary_hash", hash_files(tokenizer.vocabulary_files())},
+                {"parse_special_tokens", options.parse_special_tokens}}},
+              {"shard_version", shard_version_for(tokenizer.vocab_size())},
+              {"text_column", options.text_column},
+              {"add_eos_token", options.add_eos_token},
+              {"train_split", options.train_split},
+              {"valid_split", options.valid_split},
+              {"valid_fraction", inputs.valid_fraction},
+              {"shard_tokens", options.shard_tokens}};
+  // Only with a template: folders prepared before chat templates existed stay reusable. The
+  // tokenizer's own template is in its vocabulary files' hash (tokenizer_config.json).
+  if (!options.chat_template.empty()) {
+    key["chat_template"] = options.chat_template;
+    key["train_on_completions_only"] = options.completions_only;
+  }
+  return key;
 }
 
 void write_manifest(const PrepareOptions& options, const json& key, const PrepareResult& result) {
@@ -194,6 +202,10 @@ std::optional<PrepareResult> reusable_manifest(const PrepareOptions& options, co
                                     shard_token_bytes(manifest.at("shard_version").get<int32_t>());
         if (!fs::exists(shard_file) || fs::file_size(shard_file) != expected) {
           log::info("shard ", shard_file.string(), " is missing or changed; preparing again");
+          return std::nullopt;
+        }
+        if (options.completions_only && !fs::exists(mask_path(shard_file))) {
+          log::info("loss mask ", mask_path(shard_file).string(), " is missing; preparing again");
           return std::nullopt;
         }
       }

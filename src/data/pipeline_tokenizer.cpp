@@ -60,6 +60,7 @@ class PipelineTokenizer final : public Tokenizer {
   TokenId eot_token() const override { return parts_.eot; }
   std::vector<TokenId> stop_tokens() const override { return parts_.stop_tokens; }
   std::vector<std::filesystem::path> vocabulary_files() const override { return parts_.files; }
+  ChatSettings chat_settings() const override { return parts_.chat; }
 
   DocumentFrame document_frame(bool add_eos_token) const override {
     if (parts_.eot_before_documents) {

@@ -28,6 +28,7 @@ struct TokenizerParts {
   TokenId eot = -1;              // end-of-text: the eos token
   std::vector<TokenId> stop_tokens;
   bool eot_before_documents = false;  // llm.c's layout (the built-in gpt2)
+  ChatSettings chat;
   bool parse_special_tokens = true;
 };
 

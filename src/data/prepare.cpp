@@ -16,6 +16,8 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/timer.hpp"
+#include "autotrain/data/chat_format.hpp"
+#include "autotrain/data/loss_mask.hpp"
 #include "autotrain/data/shard.hpp"
 #include "autotrain/data/text_input.hpp"
 #include "autotrain/data/tokenizer.hpp"
@@ -36,45 +38,69 @@ struct WorkUnit {
   std::string text;
   TextPosition position = TextPosition::start;
   bool starts_document = false;
-  bool after_document = false;  // a document of this split precedes it
-  std::string source;           // file and document, for errors
+  bool after_document = false;                     // a document of this split precedes it
+  std::string source;                              // file and document, for errors
+  std::optional<nlohmann::ordered_json> messages;  // a conversation (chat_template), rendered
 };
 
 // Writes the tokens of one split into <dir>/<split>_NNNNNN.bin, starting a new shard every
-// `cap` tokens.
+// `cap` tokens; `masked`: their loss flags into the .mask beside each.
 class ShardSequence {
  public:
-  ShardSequence(fs::path dir, std::string split, uint64_t cap, int32_t version)
-      : dir_(std::move(dir)), split_(std::move(split)), cap_(cap), version_(version) {}
+  ShardSequence(fs::path dir, std::string split, uint64_t cap, int32_t version, bool masked)
+      : dir_(std::move(dir)),
+        split_(std::move(split)),
+        cap_(cap),
+        version_(version),
+        masked_(masked) {}
 
-  void append(std::span<const int32_t> tokens) {
+  // flags: one per token (0 or 1), used only when masked.
+  void append(std::span<const int32_t> tokens, std::span<const uint8_t> flags = {}) {
+    AT_CHECK(!masked_ || flags.size() == tokens.size(), "prepare: ", tokens.size(), " tokens but ",
+             flags.size(), " loss flags");
     while (!tokens.empty()) {
       if (!writer_ || writer_->tokens() == cap_) open_next();
       const size_t take = std::min<uint64_t>(tokens.size(), cap_ - writer_->tokens());
       writer_->append(tokens.first(take));
       tokens = tokens.subspan(take);
+      if (masked_) {
+        mask_->append(flags.first(take));
+        flags = flags.subspan(take);
+      }
       total_ += take;
     }
+  }
+
+  // Tokens that carry no loss (the frame between documents).
+  void append_unmasked(std::span<const int32_t> tokens) {
+    zeros_.assign(tokens.size(), 0);
+    append(tokens, zeros_);
   }
 
   SplitShards finish() {
     if (!writer_) open_next();  // an empty split still gets one (empty) shard
     writer_->close();
+    if (mask_) mask_->close();
     return {split_, paths_, total_};
   }
 
  private:
   void open_next() {
     if (writer_) writer_->close();
+    if (mask_) mask_->close();
     paths_.push_back(shard_path(dir_, split_, paths_.size()));
     writer_ = std::make_unique<ShardWriter>(paths_.back(), version_);
+    if (masked_) mask_ = std::make_unique<MaskWriter>(mask_path(paths_.back()));
   }
 
   fs::path dir_;
   std::string split_;
   uint64_t cap_;
   int32_t version_;
+  bool masked_;
   std::unique_ptr<ShardWriter> writer_;
+  std::unique_ptr<MaskWriter> mask_;
+  std::vector<uint8_t> zeros_;
   std::vector<fs::path> paths_;
   uint64_t total_ = 0;
 };
@@ -92,9 +118,12 @@ size_t safe_cut_after(std::string_view text, size_t from) {
 // the suffix after it (written when the next document starts, or at finish()).
 class SplitTokenizer {
  public:
-  SplitTokenizer(const Tokenizer& tokenizer, const PrepareOptions& options, ShardSequence& output,
-                 PrepareProgress& progress, uint64_t& bytes_done, uint64_t& tokens_done)
+  SplitTokenizer(const Tokenizer& tokenizer, const ChatFormatter* chat,
+                 const PrepareOptions& options, ShardSequence& output, PrepareProgress& progress,
+                 uint64_t& bytes_done, uint64_t& tokens_done)
       : tokenizer_(tokenizer),
+        chat_(chat),
+        masked_(options.completions_only),
         frame_(tokenizer.document_frame(options.add_eos_token)),
         cuts_(tokenizer.cuts_at_newlines()),
         output_(output),
@@ -118,20 +147,35 @@ class SplitTokenizer {
     add_units(text, starts_document, source);
   }
 
+  // One conversation: one unit, rendered and tokenized on the pool.
+  void add_conversation(nlohmann::ordered_json&& messages, const std::string& source,
+                        size_t bytes) {
+    WorkUnit unit;
+    unit.messages = std::move(messages);
+    unit.starts_document = true;
+    unit.after_document = documents_ > 0;
+    unit.source = source;
+    ++documents_;
+    units_.push_back(std::move(unit));
+    pending_bytes_ += bytes;
+    if (pending_bytes_ >= kBatchBytes) flush();
+  }
+
   void flush() {
     take_held();
     if (units_.empty()) return;
     if (ids_.size() < units_.size()) ids_.resize(units_.size());
+    if (flags_.size() < units_.size()) flags_.resize(units_.size());
     pool_.run(units_.size(), [&](size_t i) {
       try {
-        tokenize_unit(units_[i], ids_[i]);
+        tokenize_unit(units_[i], ids_[i], flags_[i]);
       } catch (const std::exception& error) {
         throw Error(cat(units_[i].source, ": ", error.what()));
       }
     });
 
     for (size_t i = 0; i < units_.size(); ++i) {
-      output_.append(ids_[i]);
+      output_.append(ids_[i], flags_[i]);
       tokens_done_ += ids_[i].size();
     }
     bytes_done_ += pending_bytes_;
@@ -144,7 +188,7 @@ class SplitTokenizer {
   void finish() {
     flush();
     if (documents_ > 0) {
-      output_.append(frame_.suffix);
+      output_.append_unmasked(frame_.suffix);
       tokens_done_ += frame_.suffix.size();
     }
   }
@@ -165,10 +209,12 @@ class SplitTokenizer {
           !cuts_ || rest.size() <= kUnitBytes ? rest.size() : safe_cut_after(rest, kUnitBytes);
       WorkUnit unit{std::string(rest.substr(0, cut)),
                     first && starts_document ? TextPosition::start : TextPosition::continuation,
-                    first && starts_document, documents_ > 0,
+                    first && starts_document,
+                    documents_ > 0,
                     document_offset_ == 0
                         ? source
-                        : cat(source, " (the part from its byte ", document_offset_, ")")};
+                        : cat(source, " (the part from its byte ", document_offset_, ")"),
+                    std::nullopt};
       document_offset_ += cut;
       if (unit.starts_document) ++documents_;
       units_.push_back(std::move(unit));
@@ -179,16 +225,35 @@ class SplitTokenizer {
     }
   }
 
-  void tokenize_unit(const WorkUnit& unit, std::vector<TokenId>& ids) const {
+  // ids of the unit, and with masks its loss flags (the frame tokens carry none; a plain text
+  // carries loss everywhere; a conversation where its segments say).
+  void tokenize_unit(const WorkUnit& unit, std::vector<TokenId>& ids,
+                     std::vector<uint8_t>& flags) const {
     ids.clear();
-    if (unit.starts_document) {
-      if (unit.after_document) ids.insert(ids.end(), frame_.suffix.begin(), frame_.suffix.end());
-      ids.insert(ids.end(), frame_.prefix.begin(), frame_.prefix.end());
+    flags.clear();
+    if (unit.starts_document && unit.after_document)
+      ids.insert(ids.end(), frame_.suffix.begin(), frame_.suffix.end());
+    if (unit.messages) {
+      // The template writes its own bos_token: no post-processor prefix (Hugging Face's
+      // apply_chat_template tokenizes with add_special_tokens=False).
+      if (masked_) flags.assign(ids.size(), 0);
+      const auto segments = chat_->render(*unit.messages, masked_, unit.source);
+      for (size_t s = 0; s < segments.size(); ++s) {
+        tokenizer_.encode_append(segments[s].text, ids,
+                                 s == 0 ? TextPosition::start : TextPosition::continuation);
+        if (masked_) flags.resize(ids.size(), segments[s].carries_loss ? 1 : 0);
+      }
+      return;
     }
+    if (unit.starts_document) ids.insert(ids.end(), frame_.prefix.begin(), frame_.prefix.end());
+    if (masked_) flags.assign(ids.size(), 0);
     tokenizer_.encode_append(unit.text, ids, unit.position);
+    if (masked_) flags.resize(ids.size(), 1);
   }
 
   const Tokenizer& tokenizer_;
+  const ChatFormatter* chat_;  // null without chat_template
+  bool masked_;
   DocumentFrame frame_;
   bool cuts_;
   ShardSequence& output_;
@@ -202,15 +267,18 @@ class SplitTokenizer {
   uint64_t document_offset_ = 0;  // bytes of the current document before the next unit
   std::string held_;              // the document being collected when the tokenizer cannot cut
   std::string held_source_;
-  std::vector<std::vector<TokenId>> ids_;  // per unit, reused across batches
+  std::vector<std::vector<TokenId>> ids_;    // per unit, reused across batches
+  std::vector<std::vector<uint8_t>> flags_;  // per unit, with masks
 };
 
 // Moves the last `count` tokens of `train` into a new split `valid_split` (one or more
 // shards), truncating or removing train shards.
+// Their loss masks likewise, when `masked`.
 SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint64_t count,
-                       const fs::path& dir, uint64_t cap, int32_t version) {
-  ShardSequence valid(dir, valid_split, cap, version);
+                       const fs::path& dir, uint64_t cap, int32_t version, bool masked) {
+  ShardSequence valid(dir, valid_split, cap, version, masked);
   std::vector<int32_t> chunk;
+  std::vector<uint8_t> flags;
   const uint64_t keep = train.tokens - count;
   uint64_t offset = 0;  // global index of the current shard's first token
   std::vector<std::pair<fs::path, uint64_t>> truncate;  // shards to shrink to n tokens
@@ -219,10 +287,15 @@ SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint6
     const uint64_t end = offset + reader.size();
     if (end > keep) {
       const uint64_t local = keep > offset ? keep - offset : 0;
+      const std::optional<MaskReader> mask =
+          masked ? std::optional<MaskReader>(std::in_place, mask_path(path), reader.size())
+                 : std::nullopt;
       for (uint64_t first = local; first < reader.size(); first += kCopyTokens) {
         chunk.resize(std::min<uint64_t>(kCopyTokens, reader.size() - first));
         reader.copy(first, chunk);
-        valid.append(chunk);
+        flags.resize(masked ? chunk.size() : 0);
+        if (mask) mask->copy(first, flags);
+        valid.append(chunk, flags);
       }
       truncate.emplace_back(path, local);
     }
@@ -231,6 +304,7 @@ SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint6
   for (const auto& [path, tokens] : truncate) {
     if (tokens == 0 && path != train.shards.front()) {
       fs::remove(path);
+      fs::remove(mask_path(path));
       train.shards.erase(std::find(train.shards.begin(), train.shards.end(), path));
       continue;
     }
@@ -241,6 +315,7 @@ SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint6
     file.seekp(2 * sizeof(int32_t));
     file.write(reinterpret_cast<const char*>(&count32), sizeof(count32));
     AT_CHECK(file, "cannot rewrite the header of ", path.string());
+    if (masked) truncate_mask(mask_path(path), tokens);
   }
   train.tokens = keep;
   return valid.finish();
@@ -250,9 +325,20 @@ void remove_old_shards(const fs::path& dir, const std::string& split) {
   if (split.empty() || !fs::is_directory(dir)) return;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() == split.size() + 11 && name.starts_with(split + "_") && name.ends_with(".bin"))
-      fs::remove(entry.path());
+    const bool shard = name.size() == split.size() + 11 && name.ends_with(".bin");
+    const bool mask = name.size() == split.size() + 12 && name.ends_with(".mask");
+    if ((shard || mask) && name.starts_with(split + "_")) fs::remove(entry.path());
   }
+}
+
+// The formatter of options.chat_template, none without one.
+std::optional<ChatFormatter> chat_formatter(const PrepareOptions& options,
+                                            const Tokenizer& tokenizer) {
+  AT_CHECK(!options.completions_only || !options.chat_template.empty(),
+           "train_on_completions_only needs conversations: set chat_template (tokenizer, chatml "
+           "or zephyr) and give text_column as lists of messages");
+  if (options.chat_template.empty()) return std::nullopt;
+  return ChatFormatter(options.chat_template, tokenizer);
 }
 
 uint64_t total_size(const std::vector<InputFile>& files) {
@@ -284,6 +370,7 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
            " has no end-of-text token (no eos_token in its tokenizer_config.json); set "
            "add_eos_token false");
   const int32_t version = shard_version_for(tokenizer->vocab_size());
+  const std::optional<ChatFormatter> chat = chat_formatter(options, *tokenizer);
 
   fs::create_directories(options.output_dir);
   fs::remove(options.output_dir / kManifestName);  // an interrupted prepare is never reused
@@ -297,9 +384,19 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
   uint64_t tokens_done = 0;
 
   const auto tokenize_split = [&](const SplitInput& input) {
-    ShardSequence output(options.output_dir, input.split, options.shard_tokens, version);
-    SplitTokenizer split_tokenizer(*tokenizer, options, output, progress, bytes_done, tokens_done);
+    ShardSequence output(options.output_dir, input.split, options.shard_tokens, version,
+                         options.completions_only);
+    SplitTokenizer split_tokenizer(*tokenizer, chat ? &*chat : nullptr, options, output, progress,
+                                   bytes_done, tokens_done);
     for (const auto& file : input.files) {
+      if (chat) {
+        read_conversations(file, options.text_column,
+                           [&](nlohmann::ordered_json&& messages, const std::string& where) {
+                             const size_t bytes = messages.dump().size();
+                             split_tokenizer.add_conversation(std::move(messages), where, bytes);
+                           });
+        continue;
+      }
       uint64_t document = 0;
       read_documents(file, options.text_column, [&](std::string&& text, bool starts_document) {
         if (starts_document) ++document;
@@ -329,7 +426,7 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
              train.tokens, " train tokens leaves ", count,
              " validation tokens; use a fraction in (0, 1) that leaves both splits non-empty");
     valid = carve_tail(train, options.valid_split, count, options.output_dir, options.shard_tokens,
-                       version);
+                       version, options.completions_only);
   }
   result.splits.push_back(std::move(train));
   if (valid) result.splits.push_back(std::move(*valid));
@@ -393,10 +490,15 @@ namespace {
 
 // Reads `file` up to its first document: the csv header or the jsonl line that lacks
 // text_column fails as it would during tokenizing.
-void check_first_document(const InputFile& file, const std::string& text_column) {
+void check_first_document(const InputFile& file, const PrepareOptions& options) {
   struct Enough {};
   try {
-    read_documents(file, text_column, [](std::string&&, bool) { throw Enough{}; });
+    if (options.chat_template.empty()) {
+      read_documents(file, options.text_column, [](std::string&&, bool) { throw Enough{}; });
+    } else {
+      read_conversations(file, options.text_column,
+                         [](nlohmann::ordered_json&&, const std::string&) { throw Enough{}; });
+    }
   } catch (const Enough&) {
   }
 }
@@ -422,20 +524,24 @@ InputsCheck check_inputs(const PrepareOptions& options) {
             prepared.vocab_size};
   }
   const ResolvedInputs inputs = resolve_inputs(options);
-  for (const auto& file : inputs.train.files) check_first_document(file, options.text_column);
+  for (const auto& file : inputs.train.files) check_first_document(file, options);
   std::string valid = "no valid split";
   if (inputs.valid) {
-    for (const auto& file : inputs.valid->files) check_first_document(file, options.text_column);
+    for (const auto& file : inputs.valid->files) check_first_document(file, options);
     valid = describe_split(*inputs.valid);
   } else if (inputs.valid_fraction > 0) {
     valid = cat(options.valid_split, " carved from the last ", inputs.valid_fraction * 100, "% of ",
                 options.train_split);
   }
   const auto tokenizer = make_tokenizer(options.tokenizer, tokenizer_options(options));
+  const auto chat = chat_formatter(options, *tokenizer);
   const bool reused =
       reusable_manifest(options, manifest_key(options, inputs, *tokenizer)).has_value();
   return {
       cat(describe_split(inputs.train), "; ", valid, "; ",
+          chat ? cat("conversations rendered by ", chat->origin(),
+                     options.completions_only ? ", loss on the assistant turns only; " : "; ")
+               : std::string(),
           reused ? "reusing the shards in " : "to be tokenized into ", options.output_dir.string()),
       tokenizer->vocab_size()};
 }

@@ -96,6 +96,17 @@ void load_window(const TokenDataset& dataset, uint64_t block_size, uint64_t wind
   dataset.copy(window * block_size, inputs);
   for (uint64_t t = 0; t + 1 < block_size; ++t) targets[t] = inputs[t + 1];
   dataset.copy(window * block_size + block_size, targets.subspan(block_size - 1, 1));
+  dataset.mask_targets(window * block_size + 1, targets);
+}
+
+uint64_t Sampler::loss_targets_in_step(const TokenDataset& dataset) const {
+  const uint64_t T = options_.block_size;
+  if (!dataset.has_loss_mask()) return global_batch_ * T;
+  uint64_t carrying = 0;
+  for (uint64_t p = 0; p < global_batch_; ++p) {
+    carrying += dataset.loss_tokens(order_[position_.sample_in_epoch + p] * T + 1, T);
+  }
+  return carrying;
 }
 
 void Sampler::load_micro_batch(const TokenDataset& dataset, uint64_t micro_step,

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/ignore_target.hpp"
 
 namespace autotrain::data {
 namespace {
@@ -239,6 +240,15 @@ TokenDataset::TokenDataset(const std::vector<std::filesystem::path>& shard_paths
     shards_.emplace_back(path);
     offsets_.push_back(offsets_.back() + shards_.back().size());
   }
+  size_t with_mask = 0;
+  for (const auto& path : shard_paths) with_mask += std::filesystem::exists(mask_path(path));
+  if (with_mask == 0) return;
+  for (const ShardReader& shard : shards_) {
+    AT_CHECK(std::filesystem::exists(mask_path(shard.path())), "loss mask ",
+             mask_path(shard.path()).string(), " is missing, but ", with_mask,
+             " other shards of the split have one", kRemedy);
+    masks_.emplace_back(mask_path(shard.path()), shard.size());
+  }
 }
 
 TokenDataset TokenDataset::open(const std::filesystem::path& dir, const std::string& split) {
@@ -252,10 +262,7 @@ TokenDataset TokenDataset::open(const std::filesystem::path& dir, const std::str
 void TokenDataset::copy(uint64_t start, std::span<int32_t> out) const {
   AT_CHECK(start + out.size() <= num_tokens(), "token range [", start, ", ", start + out.size(),
            ") is past the end of the dataset (", num_tokens(), " tokens)");
-  // The shard holding `start`: the last offset <= start.
-  size_t shard = static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), start) -
-                                     offsets_.begin()) -
-                 1;
+  size_t shard = shard_of(start);
   size_t written = 0;
   while (written < out.size()) {
     const ShardReader& reader = shards_[shard];
@@ -265,6 +272,36 @@ void TokenDataset::copy(uint64_t start, std::span<int32_t> out) const {
     written += take;
     ++shard;
   }
+}
+
+size_t TokenDataset::shard_of(uint64_t index) const {
+  return static_cast<size_t>(std::upper_bound(offsets_.begin(), offsets_.end(), index) -
+                             offsets_.begin()) -
+         1;
+}
+
+void TokenDataset::mask_targets(uint64_t start, std::span<int32_t> targets) const {
+  if (masks_.empty()) return;
+  AT_CHECK(start + targets.size() <= num_tokens(), "token range [", start, ", ",
+           start + targets.size(), ") is past the end of the dataset (", num_tokens(), " tokens)");
+  size_t shard = shard_of(start);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    while (start + i >= offsets_[shard + 1]) ++shard;
+    if (!masks_[shard].carries_loss(start + i - offsets_[shard])) targets[i] = kIgnoreTarget;
+  }
+}
+
+uint64_t TokenDataset::loss_tokens(uint64_t start, uint64_t count) const {
+  if (masks_.empty()) return count;
+  AT_CHECK(start + count <= num_tokens(), "token range [", start, ", ", start + count,
+           ") is past the end of the dataset (", num_tokens(), " tokens)");
+  uint64_t carrying = 0;
+  size_t shard = shard_of(start);
+  for (uint64_t i = start; i < start + count; ++i) {
+    while (i >= offsets_[shard + 1]) ++shard;
+    carrying += masks_[shard].carries_loss(i - offsets_[shard]);
+  }
+  return carrying;
 }
 
 void TokenDataset::check_ids_below(int64_t vocab_size) const {

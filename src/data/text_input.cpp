@@ -188,7 +188,9 @@ bool CsvReader::next_row(std::vector<std::string>& fields) {
 
 namespace {
 
-void read_csv(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+// Calls cell(text, line) with the text_column of every row that has one.
+void read_csv_cells(const InputFile& file, const std::string& text_column,
+                    const std::function<void(std::string&&, size_t)>& cell) {
   CsvReader reader(file.path);
   std::vector<std::string> header;
   AT_CHECK(reader.next_row(header), file.path.string(), " is empty; expected a header row with a '",
@@ -204,11 +206,13 @@ void read_csv(const InputFile& file, const std::string& text_column, const TextS
     AT_CHECK(row.size() == header.size(), file.path.string(), ":", reader.row_line(), ": row has ",
              row.size(), " fields but the header has ", header.size(),
              " (quote fields that contain commas)");
-    if (!row[index].empty()) sink(std::move(row[index]), true);
+    if (!row[index].empty()) cell(std::move(row[index]), reader.row_line());
   }
 }
 
-void read_jsonl(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+// Calls value(json, line) with the text_column of every line whose value is not null.
+void read_jsonl_values(const InputFile& file, const std::string& text_column,
+                       const std::function<void(nlohmann::ordered_json&&, size_t)>& value_of_line) {
   std::ifstream in(file.path, std::ios::binary);
   AT_CHECK(in, "cannot open ", file.path.string(), ": ", std::strerror(errno));
   std::string line;
@@ -217,9 +221,9 @@ void read_jsonl(const InputFile& file, const std::string& text_column, const Tex
     ++line_number;
     if (line_number == 1 && line.starts_with(kBom)) line.erase(0, kBom.size());
     if (trim(line).empty()) continue;
-    nlohmann::json object;
+    nlohmann::ordered_json object;
     try {
-      object = nlohmann::json::parse(line);
+      object = nlohmann::ordered_json::parse(line);
     } catch (const nlohmann::json::exception& error) {
       throw Error(cat(file.path.string(), ":", line_number, ": not valid JSON (", error.what(),
                       "); expected one JSON object per line"));
@@ -234,11 +238,55 @@ void read_jsonl(const InputFile& file, const std::string& text_column, const Tex
                       did_you_mean(text_column, keys), "; this line has: ", join(keys, ", "),
                       " (set text_column / --text-column)"));
     }
-    if (value->is_null()) continue;
-    AT_CHECK(value->is_string(), file.path.string(), ":", line_number, ": column '", text_column,
-             "' is a ", value->type_name(), ", expected a string");
-    auto text = value->get<std::string>();
+    if (!value->is_null()) value_of_line(std::move(*value), line_number);
+  }
+}
+
+void read_csv(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+  read_csv_cells(file, text_column,
+                 [&](std::string&& text, size_t) { sink(std::move(text), true); });
+}
+
+void read_jsonl(const InputFile& file, const std::string& text_column, const TextSink& sink) {
+  read_jsonl_values(file, text_column, [&](nlohmann::ordered_json&& value, size_t line) {
+    AT_CHECK(!value.is_array(), file.path.string(), ":", line, ": column '", text_column,
+             "' holds a list (of messages?): set chat_template (tokenizer, chatml or zephyr) to "
+             "render conversations, or give the text as a string");
+    AT_CHECK(value.is_string(), file.path.string(), ":", line, ": column '", text_column, "' is a ",
+             value.type_name(), ", expected a string");
+    auto text = value.get<std::string>();
     if (!text.empty()) sink(std::move(text), true);
+  });
+}
+
+// Checks that `messages` is a conversation: a non-empty list of objects, each with a string
+// role and a string (or null) content.
+void check_conversation(const nlohmann::ordered_json& messages, const std::string& where) {
+  AT_CHECK(messages.is_array() && !messages.empty(), where,
+           ": expected a list of messages [{\"role\": ..., \"content\": ...}, ...], got ",
+           messages.is_array() ? "an empty list" : messages.type_name());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& message = messages[i];
+    AT_CHECK(message.is_object(), where, ": message ", i + 1, " is a ", message.type_name(),
+             ", expected an object with role and content");
+    AT_CHECK(message.contains("role") && message["role"].is_string(), where, ": message ", i + 1,
+             " has no string 'role'");
+    AT_CHECK(!message.contains("content") || message["content"].is_string() ||
+                 message["content"].is_null(),
+             where, ": message ", i + 1, " has a 'content' that is a ",
+             message["content"].type_name(), ", expected a string");
+  }
+}
+
+// A conversation written as text (a CSV cell, or a JSONL string): JSON.
+nlohmann::ordered_json parse_conversation(const std::string& text, const std::string& where) {
+  try {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(cat(where,
+                    ": with chat_template the column must hold a JSON list of messages "
+                    "[{\"role\": \"user\", \"content\": ...}, ...]; this is not JSON (",
+                    error.what(), ")"));
   }
 }
 
@@ -284,6 +332,29 @@ void read_documents(const InputFile& file, const std::string& text_column, const
       return read_jsonl(file, text_column, sink);
     case InputFormat::txt:
       return read_txt(file, sink);
+  }
+}
+
+void read_conversations(const InputFile& file, const std::string& text_column,
+                        const ConversationSink& sink) {
+  const auto deliver = [&](nlohmann::ordered_json&& messages, size_t line) {
+    const std::string where = cat(file.path.string(), ":", line);
+    if (messages.is_string()) messages = parse_conversation(messages.get<std::string>(), where);
+    check_conversation(messages, where);
+    sink(std::move(messages), where);
+  };
+  switch (file.format) {
+    case InputFormat::csv:
+      return read_csv_cells(file, text_column, [&](std::string&& text, size_t line) {
+        deliver(nlohmann::ordered_json(std::move(text)), line);
+      });
+    case InputFormat::jsonl:
+      return read_jsonl_values(file, text_column, deliver);
+    case InputFormat::txt:
+      throw Error(cat(file.path.string(),
+                      ": a .txt file holds plain text; chat_template needs "
+                      ".csv or .jsonl rows whose '",
+                      text_column, "' holds a list of messages"));
   }
 }
 

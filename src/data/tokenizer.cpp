@@ -23,6 +23,7 @@ class ByteTokenizer final : public Tokenizer {
   }
   bool cuts_at_newlines() const override { return true; }
   std::vector<fs::path> vocabulary_files() const override { return {}; }
+  ChatSettings chat_settings() const override { return {}; }
 
   void encode_append(std::string_view text, std::vector<TokenId>& ids,
                      TextPosition) const override {

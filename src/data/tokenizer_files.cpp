@@ -167,8 +167,40 @@ TokenId id_of(const std::string& spelling, const TokenizerParts& parts, const st
   return *id;
 }
 
+// The chat template: chat_template.jinja (transformers >= 4.43 saves it apart), else
+// tokenizer_config.json's chat_template, a string or a list of {name, template} (the one named
+// "default" is the chat template).
+void read_chat_template(TokenizerParts& parts, const Json& config, const fs::path& folder) {
+  const fs::path jinja_file = folder / "chat_template.jinja";
+  if (fs::exists(jinja_file)) {
+    std::ifstream in(jinja_file, std::ios::binary);
+    AT_CHECK(in, "cannot open ", jinja_file.string());
+    parts.chat.chat_template.assign(std::istreambuf_iterator<char>(in), {});
+    parts.chat.origin = jinja_file.string();
+    parts.files.push_back(jinja_file);
+    return;
+  }
+  const auto it = config.is_object() ? config.find("chat_template") : config.end();
+  if (!config.is_object() || it == config.end() || it->is_null()) return;
+  const std::string where = cat((folder / "tokenizer_config.json").string(), " chat_template");
+  if (it->is_string()) {
+    parts.chat.chat_template = it->get<std::string>();
+  } else {
+    AT_CHECK(it->is_array(), where, ": expected a string or a list of {name, template}, got ",
+             it->type_name());
+    for (const auto& entry : *it) {
+      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+          entry["template"].is_string())
+        parts.chat.chat_template = entry["template"].get<std::string>();
+    }
+    AT_CHECK(!parts.chat.chat_template.empty(), where,
+             ": the list has no template named \"default\"");
+  }
+  parts.chat.origin = where;
+}
+
 // tokenizer_config.json and generation_config.json: the end-of-text token, the ids that end
-// generation, and add_bos_token / add_eos_token applied to the template.
+// generation, add_bos_token / add_eos_token applied to the template, and the chat settings.
 void apply_configs(TokenizerParts& parts, const fs::path& folder) {
   const fs::path config_file = folder / "tokenizer_config.json";
   const fs::path generation_file = folder / "generation_config.json";
@@ -181,6 +213,9 @@ void apply_configs(TokenizerParts& parts, const fs::path& folder) {
   if (auto eos = special_token_name(config, "eos_token", config_where))
     parts.eot = id_of(*eos, parts, cat(config_where, ": eos_token"));
   const auto bos = special_token_name(config, "bos_token", config_where);
+  parts.chat.bos_token = bos.value_or("");
+  if (auto eos = special_token_name(config, "eos_token", config_where)) parts.chat.eos_token = *eos;
+  read_chat_template(parts, config, folder);
   if (bos && tokenizer_json::bool_member(config, "add_bos_token", false, config_where)) {
     const TokenId bos_id = id_of(*bos, parts, cat(config_where, ": bos_token"));
     auto& prefix = parts.template_frame.prefix;
@@ -268,6 +303,7 @@ std::unique_ptr<Tokenizer> load_gpt2_tokenizer(const fs::path& dir,
   parts.eot = *eot;
   parts.stop_tokens = {*eot};
   parts.eot_before_documents = true;
+  parts.chat.bos_token = parts.chat.eos_token = "<|endoftext|>";
   return make_pipeline_tokenizer(std::move(parts));
 }
 

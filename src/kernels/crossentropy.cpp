@@ -21,7 +21,7 @@ void crossentropy_forward(F* losses, F* lse, const F* logits, const std::int32_t
 #pragma omp simd reduction(max : maxv)
     for (int v = 0; v < V; ++v) maxv = x[v] > maxv ? x[v] : maxv;
     lse[n] = maxv + std::log(sum_exp_shifted(x, V, maxv));
-    losses[n] = lse[n] - x[targets[n]];
+    losses[n] = targets[n] == kIgnoreTarget ? F(0) : lse[n] - x[targets[n]];
   }
 }
 
@@ -32,6 +32,10 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std:
   for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
     const F* x = logits + n * Vp;
     F* d = dlogits + n * Vp;
+    if (targets[n] == kIgnoreTarget) {
+      for (int v = 0; v < Vp; ++v) d[v] = 0;
+      continue;
+    }
     const F l = lse[n];
     exp_shifted_scaled(d, x, V, l, dloss);
     for (int v = V; v < Vp; ++v) d[v] = 0;

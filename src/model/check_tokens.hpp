@@ -1,10 +1,12 @@
 #pragma once
-// The models' check of the token ids they are given (CPU and device model alike): each must be
-// a row of the embedding table, [0, vocab_size).
+// The models' check of the token ids they are given (CPU and device model alike): each input
+// must be a row of the embedding table, [0, vocab_size); a target may also be kIgnoreTarget (a
+// position that carries no loss). And the loss the models report over the targets that do.
 #include <cstddef>
 #include <cstdint>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/ignore_target.hpp"
 
 namespace autotrain::model {
 
@@ -14,6 +16,34 @@ inline void check_tokens(const std::int32_t* tokens, std::size_t count, int voca
     AT_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size, "model: ", what, "[", i, "] = ", tokens[i],
              " is not a token id in [0, vocab_size = ", vocab_size, ")");
   }
+}
+
+// Checks the targets and returns how many carry loss (those that are not kIgnoreTarget).
+inline std::size_t check_targets(const std::int32_t* targets, std::size_t count, int vocab_size) {
+  std::size_t carrying = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (targets[i] == kIgnoreTarget) continue;
+    AT_CHECK(targets[i] >= 0 && targets[i] < vocab_size, "model: targets[", i, "] = ", targets[i],
+             " is not a token id in [0, vocab_size = ", vocab_size, ") nor ", kIgnoreTarget,
+             " (no loss)");
+    ++carrying;
+  }
+  return carrying;
+}
+
+// The mean of per-position losses over `carrying` positions (ignored ones hold 0), summed in
+// order in double: the same loss for the same inputs and thread count. 0 when none carries loss.
+template <typename F>
+double mean_loss(const F* losses, std::size_t count, std::size_t carrying) {
+  double sum = 0;
+  for (std::size_t i = 0; i < count; ++i) sum += losses[i];
+  return carrying == 0 ? 0.0 : sum / static_cast<double>(carrying);
+}
+
+// d(loss_scale · mean loss)/d(the loss of one position that carries loss).
+template <typename F>
+F position_dloss(F loss_scale, std::size_t carrying) {
+  return carrying == 0 ? F(0) : loss_scale / static_cast<F>(carrying);
 }
 
 }  // namespace autotrain::model

@@ -29,6 +29,9 @@ using namespace autotrain::kernels;
 
 // Activations kept for backward, carved from one allocation. Per-layer tensors are laid out
 // [L, ...] with strides of the capacity (B, T); a shorter sequence uses the front of each slot.
+// With `one_slot` (activation checkpointing, and inference) only each block's output
+// (residual3) keeps L slots: every other per-layer tensor has one slot that every block
+// overwrites, and backward recomputes a block's into it from the block's input.
 template <typename F>
 struct BasicGpt2<F>::Activations {
   std::vector<F> storage;
@@ -56,14 +59,19 @@ struct BasicGpt2<F>::Activations {
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
-    return {ln1 + i * btc,      ln1_mean + i * bt,    ln1_rstd + i * bt,   qkv + i * 3 * btc,
-            atty + i * btc,     att + i * att_stride, residual2 + i * btc, ln2 + i * btc,
-            ln2_mean + i * bt,  ln2_rstd + i * bt,    fch + i * 4 * btc,   fch_gelu + i * 4 * btc,
+    const std::size_t s = one_slot ? 0 : i;  // the slot of the recomputable tensors
+    return {ln1 + s * btc,      ln1_mean + s * bt,    ln1_rstd + s * bt,   qkv + s * 3 * btc,
+            atty + s * btc,     att + s * att_stride, residual2 + s * btc, ln2 + s * btc,
+            ln2_mean + s * bt,  ln2_rstd + s * bt,    fch + s * 4 * btc,   fch_gelu + s * 4 * btc,
             residual3 + i * btc};
   }
 
-  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows) {
-    const std::size_t L = static_cast<std::size_t>(c.n_layer);
+  bool one_slot = false;
+
+  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows, bool one_slot_)
+      : one_slot(one_slot_) {
+    const std::size_t layers = static_cast<std::size_t>(c.n_layer);
+    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     const std::size_t C = static_cast<std::size_t>(c.n_embd);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     btc = bt * C;
@@ -83,7 +91,7 @@ struct BasicGpt2<F>::Activations {
         {&ln2_rstd, L * bt},
         {&fch, L * 4 * btc},
         {&fch_gelu, L * 4 * btc},
-        {&residual3, L * btc},
+        {&residual3, layers * btc},
         {&lnf, btc},
         {&lnf_mean, bt},
         {&lnf_rstd, bt},
@@ -103,15 +111,15 @@ struct BasicGpt2<F>::Activations {
 };
 
 template <typename F>
-BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
-    : config_(layout.config()), B_(B), T_(T) {
+BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T, bool recompute)
+    : config_(layout.config()), B_(B), T_(T), recompute_(recompute) {
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
            " must be in [1, block_size = ", config_.block_size, "]");
   offsets_ = std::make_unique<TensorOffsets>(layout);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const std::size_t C = static_cast<std::size_t>(config_.n_embd);
-  acts_ = std::make_unique<Activations>(config_, B, T, bt);
+  acts_ = std::make_unique<Activations>(config_, B, T, bt, recompute);
   inputs_.assign(bt, 0);
   targets_.assign(bt, 0);
   dresidual_.assign(bt * C, F(0));
@@ -123,10 +131,42 @@ BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T)
 template <typename F>
 BasicGpt2<F>::~BasicGpt2() = default;
 
+// Block l from its input `residual` into a.layer(l); the training forward, and backward's
+// recomputation under activation checkpointing (the same kernels on the same inputs: the same
+// bits).
+template <typename F>
+void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, const F* residual, int B, int T,
+                                 KernelClock& clock) {
+  const int C = config_.n_embd, NH = config_.n_head;
+  const std::size_t bt = static_cast<std::size_t>(B) * T;
+  const TensorOffsets& o = *offsets_;
+  const auto x = a.layer(l);
+  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C);
+  clock.lap(kLayerNorm);
+  matmul_forward(x.qkv, x.ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C);
+  clock.lap(kMatmul);
+  attention_forward(x.atty, x.att, x.qkv, B, T, C, NH);
+  clock.lap(kAttention);
+  matmul_forward(a.proj, x.atty, p + o.attprojw, p + o.attprojb, bt, C, C);
+  clock.lap(kMatmul);
+  residual_forward(x.residual2, residual, a.proj, bt * C);
+  clock.lap(kResidual);
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + o.ln2w, p + o.ln2b, bt, C);
+  clock.lap(kLayerNorm);
+  matmul_forward(x.fch, x.ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C);
+  clock.lap(kMatmul);
+  gelu_forward(x.fch_gelu, x.fch, bt * 4 * C);
+  clock.lap(kGelu);
+  matmul_forward(a.proj, x.fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C);
+  clock.lap(kMatmul);
+  residual_forward(x.residual3, x.residual2, a.proj, bt * C);
+  clock.lap(kResidual);
+}
+
 template <typename F>
 void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
                                          const std::int32_t* inputs, int B, int T) {
-  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
+  const int C = config_.n_embd, L = config_.n_layer;
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const TensorOffsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
@@ -141,29 +181,9 @@ void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations
   for (int l = 0; l < L; ++l) {
     p = access.params(ParamLayout::block_unit(l));
     clock.restart();
-    const auto x = a.layer(l);
-    layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C);
-    clock.lap(kLayerNorm);
-    matmul_forward(x.qkv, x.ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C);
-    clock.lap(kMatmul);
-    attention_forward(x.atty, x.att, x.qkv, B, T, C, NH);
-    clock.lap(kAttention);
-    matmul_forward(a.proj, x.atty, p + o.attprojw, p + o.attprojb, bt, C, C);
-    clock.lap(kMatmul);
-    residual_forward(x.residual2, residual, a.proj, bt * C);
-    clock.lap(kResidual);
-    layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + o.ln2w, p + o.ln2b, bt, C);
-    clock.lap(kLayerNorm);
-    matmul_forward(x.fch, x.ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C);
-    clock.lap(kMatmul);
-    gelu_forward(x.fch_gelu, x.fch, bt * 4 * C);
-    clock.lap(kGelu);
-    matmul_forward(a.proj, x.fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C);
-    clock.lap(kMatmul);
-    residual_forward(x.residual3, x.residual2, a.proj, bt * C);
-    clock.lap(kResidual);
+    block_forward(a, l, p, residual, B, T, clock);
     access.release(ParamLayout::block_unit(l));
-    residual = x.residual3;
+    residual = a.layer(l).residual3;
   }
 
   const int ln_f = L + 1;
@@ -179,7 +199,7 @@ F BasicGpt2<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                         const std::int32_t* targets) {
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
   check_tokens(inputs, bt, config_.vocab_size, "inputs");
-  check_tokens(targets, bt, config_.vocab_size, "targets");
+  loss_positions_ = check_targets(targets, bt, config_.vocab_size);
   std::copy(inputs, inputs + bt, inputs_.begin());
   std::copy(targets, targets + bt, targets_.begin());
   forward_to_final_norm(access, *acts_, inputs_.data(), B_, T_);
@@ -202,10 +222,8 @@ F BasicGpt2<F>::run_lm_head_and_loss(BasicUnitAccess<F>& access) {
   clock.restart();
   crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp);
   clock.lap(kCrossEntropy);
-  double sum = 0;  // in order, in double: the same loss for the same inputs and thread count
-  for (std::size_t i = 0; i < bt; ++i) sum += a.losses[i];
   ready_for_backward_ = true;
-  return static_cast<F>(sum / static_cast<double>(bt));
+  return static_cast<F>(mean_loss(a.losses, bt, loss_positions_));
 }
 
 template <typename F>
@@ -224,7 +242,7 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
 
   // d(mean loss · scale)/d(loss of one position)
-  const F dloss = loss_scale / static_cast<F>(bt);
+  const F dloss = position_dloss(loss_scale, loss_positions_);
   crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
   clock.lap(kCrossEntropy);
   {
@@ -258,6 +276,9 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     clock.restart();
     const auto x = a.layer(l);
     const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
+    // Checkpointing: the slot holds the last block's activations; recompute block l's. Its
+    // output (residual3) is kept, and the recomputation writes the same bits into it.
+    if (recompute_ && l != L - 1) block_forward(a, l, p, residual, B, T, clock);
 
     // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
     matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, x.fch_gelu, p + o.fcprojw, bt,
@@ -298,7 +319,9 @@ std::span<const F> BasicGpt2<F>::next_token_logits(BasicUnitAccess<F>& access,
   AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
            " tokens; it must hold 1 to block_size = ", config_.block_size);
   check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
-  if (!inference_) inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, 1);
+  if (!inference_) {
+    inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, 1, true);
+  }
   Activations& a = *inference_;
   forward_to_final_norm(access, a, tokens.data(), 1, n);
   const int C = config_.n_embd, Vp = config_.padded_vocab_size;

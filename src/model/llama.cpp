@@ -9,9 +9,7 @@
 #include "autotrain/model/llama.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <numbers>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/attention.hpp"
@@ -23,40 +21,11 @@
 #include "autotrain/kernels/swiglu.hpp"
 #include "check_tokens.hpp"
 #include "kernel_clock.hpp"
+#include "rope_frequencies.hpp"
 
 namespace autotrain::model {
 
 using namespace autotrain::kernels;
-
-namespace {
-
-// The rotary inverse frequencies theta^(-2i/D), with Llama 3.1's frequency bands when
-// rope_scaling is llama3: long wavelengths divided by `factor`, short ones kept, a smooth blend
-// between.
-std::vector<double> inverse_frequencies(const ModelConfig& c) {
-  const int D = c.head_size();
-  std::vector<double> inv(static_cast<std::size_t>(D / 2));
-  for (int i = 0; i < D / 2; ++i) inv[std::size_t(i)] = std::pow(c.rope_theta, -2.0 * i / D);
-  if (c.rope_scaling.type != "llama3") return inv;
-  const RopeScaling& s = c.rope_scaling;
-  const double old_context = s.original_max_position_embeddings;
-  const double low_wavelen = old_context / s.low_freq_factor;
-  const double high_wavelen = old_context / s.high_freq_factor;
-  for (double& f : inv) {
-    const double wavelen = 2 * std::numbers::pi / f;
-    if (wavelen < high_wavelen) continue;
-    if (wavelen > low_wavelen) {
-      f /= s.factor;
-    } else {
-      const double smooth =
-          (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-      f = (1 - smooth) * f / s.factor + smooth * f;
-    }
-  }
-  return inv;
-}
-
-}  // namespace
 
 template <typename F>
 struct BasicLlama<F>::Offsets {
@@ -99,7 +68,10 @@ F* at(F* p, std::size_t offset) {
 }
 
 // Activations kept for backward, carved from one allocation; per-layer tensors are [L, ...] with
-// strides of the capacity (B, T), and a shorter sequence uses the front of each slot.
+// strides of the capacity (B, T), and a shorter sequence uses the front of each slot. With
+// `one_slot` (activation checkpointing, and inference) only the stream keeps a slot per layer;
+// every other per-layer tensor has one slot that every block overwrites (slot(l) = 0), and
+// backward recomputes a block's into it.
 template <typename F>
 struct BasicLlama<F>::Activations {
   std::vector<F> storage;
@@ -121,15 +93,19 @@ struct BasicLlama<F>::Activations {
   F* logits;        // [logits_rows, Vp]; dlogits after backward starts
   F *lse, *losses;  // [BT]
 
-  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows) {
-    const auto L = static_cast<std::size_t>(c.n_layer);
+  bool one_slot = false;
+
+  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows, bool one_slot_)
+      : one_slot(one_slot_) {
+    const auto layers = static_cast<std::size_t>(c.n_layer);
+    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     C = std::size_t(c.n_embd), QKV = std::size_t(c.qkv_size()), Q = std::size_t(c.q_size());
     I = std::size_t(c.mlp_size());
     H = c.qk_norm ? std::size_t(c.n_head + c.kv_heads()) : 0;
     att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
     std::vector<std::pair<F**, std::size_t>> parts = {
-        {&residual, (L + 1) * bt * C},
+        {&residual, (layers + 1) * bt * C},
         {&ln1, L * bt * C},
         {&rstd1, L * bt},
         {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
@@ -158,6 +134,8 @@ struct BasicLlama<F>::Activations {
     }
   }
   F* stream(int l) const { return residual + std::size_t(l) * bt * C; }
+  // The slot of layer l's recomputable tensors.
+  std::size_t slot(int l) const { return one_slot ? 0 : std::size_t(l); }
 };
 
 // The key/value cache of incremental generation: every layer's attention input rows (q|k|v,
@@ -185,8 +163,8 @@ struct BasicLlama<F>::Cache {
 };
 
 template <typename F>
-BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T)
-    : config_(layout.config()), B_(B), T_(T) {
+BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recompute)
+    : config_(layout.config()), B_(B), T_(T), recompute_(recompute) {
   AT_CHECK(config_.family == Family::llama, "internal: BasicLlama needs a Llama-family layout");
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
@@ -201,7 +179,7 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T)
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const auto C = std::size_t(config_.n_embd), Q = std::size_t(config_.q_size());
   const auto QKV = std::size_t(config_.qkv_size()), I = std::size_t(config_.mlp_size());
-  acts_ = std::make_unique<Activations>(config_, B, T, bt);
+  acts_ = std::make_unique<Activations>(config_, B, T, bt, recompute);
   inputs_.assign(bt, 0);
   targets_.assign(bt, 0);
   dresidual_.assign(bt * C, F(0));
@@ -229,15 +207,72 @@ int BasicLlama<F>::head_unit() const {
   return config_.tie_word_embeddings ? 0 : config_.n_layer + 1;
 }
 
+// Block l from its input a.stream(l) to a.stream(l + 1): the training forward, and backward's
+// recomputation under activation checkpointing (the same kernels on the same inputs: the same
+// bits).
+template <typename F>
+void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int T,
+                                  KernelClock& clock) {
+  const ModelConfig& c = config_;
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
+  const auto bt = static_cast<std::size_t>(B) * T;
+  const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
+  const double eps = c.norm_eps;
+  const Offsets& o = *offsets_;
+  const std::size_t li = a.slot(l);
+  const F* x = a.stream(l);
+  F* ln1 = a.ln1 + li * bt * uC;
+  F* qkv = a.qkv + li * bt * uQKV;
+  F* att = a.att + li * a.att_stride;
+  F* atty = a.atty + li * bt * a.Q;
+  F* mid = a.mid + li * bt * uC;
+  F* ln2 = a.ln2 + li * bt * uC;
+  F* gate_up = a.gate_up + li * bt * 2 * a.I;
+  F* act = a.act + li * bt * a.I;
+  rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1, bt, 1, C, uC, eps);
+  clock.lap(kLayerNorm);
+  if (c.qk_norm) {
+    F* pre = a.qkv_pre + li * bt * uQKV;
+    F* rstd = a.qk_rstd + li * bt * a.H;
+    linear_forward(pre, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
+    clock.lap(kMatmul);
+    std::memcpy(qkv, pre, bt * uQKV * sizeof(F));  // v passes through
+    rmsnorm_forward(qkv, rstd, pre, p + o.qnorm, bt, NH, D, uQKV, eps);
+    rmsnorm_forward(qkv + Q, rstd + bt * std::size_t(NH), pre + Q, p + o.knorm, bt, NKV, D, uQKV,
+                    eps);
+    clock.lap(kLayerNorm);
+  } else {
+    linear_forward(qkv, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
+    clock.lap(kMatmul);
+  }
+  rope_forward(qkv, rope_cos_.data(), rope_sin_.data(), B, T, NH, D, uQKV, 0);
+  rope_forward(qkv + Q, rope_cos_.data(), rope_sin_.data(), B, T, NKV, D, uQKV, 0);
+  attention_forward(atty, att, qkv, B, T, NH, NKV, D);
+  clock.lap(kAttention);
+  linear_forward(a.proj, atty, p + o.ow, at(p, o.ob), bt, Q, C);
+  clock.lap(kMatmul);
+  residual_forward(mid, x, a.proj, bt * uC);
+  clock.lap(kResidual);
+  rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2, bt, 1, C, uC, eps);
+  clock.lap(kLayerNorm);
+  linear_forward(gate_up, ln2, p + o.guw, at(p, o.gub), bt, C, 2 * I);
+  clock.lap(kMatmul);
+  swiglu_forward(act, gate_up, bt, I);
+  clock.lap(kGelu);
+  linear_forward(a.proj, act, p + o.downw, at(p, o.downb), bt, I, C);
+  clock.lap(kMatmul);
+  residual_forward(a.stream(l + 1), mid, a.proj, bt * uC);
+  clock.lap(kResidual);
+}
+
 template <typename F>
 const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
                                               const std::int32_t* inputs, int B, int T) {
   const ModelConfig& c = config_;
-  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
-  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
+  const int C = c.n_embd, L = c.n_layer;
   const auto bt = static_cast<std::size_t>(B) * T;
-  const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
-  const double eps = c.norm_eps;
+  const auto uC = std::size_t(C);
   const Offsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
 
@@ -252,56 +287,13 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   for (int l = 0; l < L; ++l) {
     p = access.params(ParamLayout::block_unit(l));
     clock.restart();
-    const auto li = std::size_t(l);
-    const F* x = a.stream(l);
-    F* ln1 = a.ln1 + li * bt * uC;
-    F* qkv = a.qkv + li * bt * uQKV;
-    F* att = a.att + li * a.att_stride;
-    F* atty = a.atty + li * bt * a.Q;
-    F* mid = a.mid + li * bt * uC;
-    F* ln2 = a.ln2 + li * bt * uC;
-    F* gate_up = a.gate_up + li * bt * 2 * a.I;
-    F* act = a.act + li * bt * a.I;
-    rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1, bt, 1, C, uC, eps);
-    clock.lap(kLayerNorm);
-    if (c.qk_norm) {
-      F* pre = a.qkv_pre + li * bt * uQKV;
-      F* rstd = a.qk_rstd + li * bt * a.H;
-      linear_forward(pre, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
-      clock.lap(kMatmul);
-      std::memcpy(qkv, pre, bt * uQKV * sizeof(F));  // v passes through
-      rmsnorm_forward(qkv, rstd, pre, p + o.qnorm, bt, NH, D, uQKV, eps);
-      rmsnorm_forward(qkv + Q, rstd + bt * std::size_t(NH), pre + Q, p + o.knorm, bt, NKV, D, uQKV,
-                      eps);
-      clock.lap(kLayerNorm);
-    } else {
-      linear_forward(qkv, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
-      clock.lap(kMatmul);
-    }
-    rope_forward(qkv, rope_cos_.data(), rope_sin_.data(), B, T, NH, D, uQKV, 0);
-    rope_forward(qkv + Q, rope_cos_.data(), rope_sin_.data(), B, T, NKV, D, uQKV, 0);
-    attention_forward(atty, att, qkv, B, T, NH, NKV, D);
-    clock.lap(kAttention);
-    linear_forward(a.proj, atty, p + o.ow, at(p, o.ob), bt, Q, C);
-    clock.lap(kMatmul);
-    residual_forward(mid, x, a.proj, bt * uC);
-    clock.lap(kResidual);
-    rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2, bt, 1, C, uC, eps);
-    clock.lap(kLayerNorm);
-    linear_forward(gate_up, ln2, p + o.guw, at(p, o.gub), bt, C, 2 * I);
-    clock.lap(kMatmul);
-    swiglu_forward(act, gate_up, bt, I);
-    clock.lap(kGelu);
-    linear_forward(a.proj, act, p + o.downw, at(p, o.downb), bt, I, C);
-    clock.lap(kMatmul);
-    residual_forward(a.stream(l + 1), mid, a.proj, bt * uC);
-    clock.lap(kResidual);
+    block_forward(a, l, p, B, T, clock);
     access.release(ParamLayout::block_unit(l));
   }
   const int last = L + 1;
   p = access.params(last);
   clock.restart();
-  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.norm, bt, 1, C, uC, eps);
+  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.norm, bt, 1, C, uC, c.norm_eps);
   clock.lap(kLayerNorm);
   if (head_unit() == last) return p;  // an untied head is read next, from this unit
   access.release(last);
@@ -313,7 +305,7 @@ F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                          const std::int32_t* targets) {
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
   check_tokens(inputs, bt, config_.vocab_size, "inputs");
-  check_tokens(targets, bt, config_.vocab_size, "targets");
+  loss_positions_ = check_targets(targets, bt, config_.vocab_size);
   std::copy(inputs, inputs + bt, inputs_.begin());
   std::copy(targets, targets + bt, targets_.begin());
   Activations& a = *acts_;
@@ -329,10 +321,8 @@ F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
   clock.restart();
   crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp);
   clock.lap(kCrossEntropy);
-  double sum = 0;  // in order, in double: the same loss for the same inputs and thread count
-  for (std::size_t i = 0; i < bt; ++i) sum += a.losses[i];
   ready_for_backward_ = true;
-  return static_cast<F>(sum / static_cast<double>(bt));
+  return static_cast<F>(mean_loss(a.losses, bt, loss_positions_));
 }
 
 template <typename F>
@@ -345,7 +335,7 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
   const Offsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
-  const F dloss = loss_scale / static_cast<F>(bt);
+  const F dloss = position_dloss(loss_scale, loss_positions_);
   crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
   clock.lap(kCrossEntropy);
   const int last = L + 1;
@@ -396,8 +386,9 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto bt = static_cast<std::size_t>(B_) * T_;
-  const auto uC = std::size_t(C), uQKV = std::size_t(QKV), li = std::size_t(l);
+  const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   Activations& a = *acts_;
+  const std::size_t li = a.slot(l);
   const Offsets& o = *offsets_;
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
@@ -408,6 +399,9 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   F* g = access.grads(unit);
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   clock.restart();
+  // Checkpointing: the slot holds the last block's activations; recompute block l's (its
+  // output stream is kept, and the recomputation writes the same bits into it).
+  if (recompute_ && l != c.n_layer - 1) block_forward(a, l, p, B_, T_, clock);
   const F* qkv = a.qkv + li * bt * uQKV;
   const F* ln1 = a.ln1 + li * bt * uC;
   const F* ln2 = a.ln2 + li * bt * uC;
@@ -464,7 +458,7 @@ std::span<const F> BasicLlama<F>::next_token_logits(BasicUnitAccess<F>& access,
            " tokens; it must hold 1 to max_position_embeddings = ", config_.block_size);
   check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
   if (!inference_ || inference_->bt < std::size_t(n)) {
-    inference_ = std::make_unique<Activations>(config_, 1, n, 1);
+    inference_ = std::make_unique<Activations>(config_, 1, n, 1, true);
   }
   ensure_rope(n);
   Activations& a = *inference_;

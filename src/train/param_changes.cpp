@@ -15,22 +15,13 @@ namespace {
 using json = nlohmann::json;
 
 // What the saved state depends on: changing it would continue another run than the saved one.
-constexpr std::string_view kRefused[] = {"seed",
-                                         "data_path",
-                                         "train_split",
-                                         "text_column",
-                                         "add_eos_token",
-                                         "tokenizer",
-                                         "parse_special_tokens",
-                                         "block_size",
-                                         "model",
-                                         "from_scratch",
-                                         "n_layer",
-                                         "n_head",
-                                         "n_embd",
-                                         "n_positions",
-                                         "vocab_size",
-                                         "optimizer"};
+constexpr std::string_view kRefused[] = {
+    "seed",          "data_path",     "train_split",
+    "text_column",   "chat_template", "train_on_completions_only",
+    "add_eos_token", "tokenizer",     "parse_special_tokens",
+    "block_size",    "model",         "from_scratch",
+    "n_layer",       "n_head",        "n_embd",
+    "n_positions",   "vocab_size",    "optimizer"};
 
 // The optimisation itself: allowed, but only when asked for.
 constexpr std::string_view kNeedsFlag[] = {"lr", "scheduler", "warmup_ratio", "weight_decay",

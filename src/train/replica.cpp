@@ -11,9 +11,9 @@ namespace {
 class CpuReplica final : public Replica {
  public:
   CpuReplica(const model::ParamLayout& layout, Communicator& comm,
-             const zero::EngineOptions& options, int B, int T)
+             const zero::EngineOptions& options, int B, int T, bool recompute)
       : engine_(zero::Engine::create(layout, comm, options)),
-        model_(model::make_causal_lm<float>(layout, B, T)) {}
+        model_(model::make_causal_lm<float>(layout, B, T, recompute)) {}
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
@@ -58,7 +58,8 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
     throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
 #endif
   } else {
-    replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T);
+    replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T,
+                                           !setup.params().disable_gradient_checkpointing);
   }
   return replica;
 }

@@ -327,6 +327,8 @@ data::PrepareOptions prepare_options(const RunSetup& setup) {
   options.train_split = params.train_split;
   options.valid_split = params.valid_split;
   options.text_column = params.text_column;
+  options.chat_template = params.chat_template == "none" ? "" : params.chat_template;
+  options.completions_only = params.train_on_completions_only;
   options.add_eos_token = params.add_eos_token;
   options.threads = setup.threads;
   options.show_progress = setup.topology.rank == 0;
@@ -371,6 +373,13 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << " tokens per rank and micro-step; x " << params.gradient_accumulation << " accumulation x "
       << world << " ranks = " << global_batch << " sequences (" << global_batch * params.block_size
       << " tokens) per optimizer step\n"
+      << "  activations  "
+      << (params.disable_gradient_checkpointing
+              ? "every block's kept for backward (disable_gradient_checkpointing true)\n"
+          : setup.device == Device::cuda
+              ? "every block's kept for backward (activation checkpointing is CPU-only so far)\n"
+              : "recomputed per block in backward (activation checkpointing; "
+                "disable_gradient_checkpointing false)\n")
       << "  output       " << params.project_name << "/\n"
       << checks;
   for (const auto& note : setup.resolved.notes) out << "  note         " << note << "\n";

@@ -9,6 +9,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/ignore_target.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
@@ -78,6 +79,12 @@ long long resolve_logging_steps(const config::TrainingParams& params, long long 
   return std::clamp<long long>(static_cast<long long>(0.2 * double(steps_per_epoch)), 1, 25);
 }
 
+// Targets that carry loss (not kIgnoreTarget).
+size_t loss_targets(std::span<const int32_t> targets) {
+  return static_cast<size_t>(
+      std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t != kIgnoreTarget; }));
+}
+
 // Mean loss over the first windows of the valid split, every rank taking its rows of each
 // batch. All ranks run the same number of forwards (ZeRO-3 gathers are collective).
 double evaluate(Replica& replica, long long B, long long T, Communicator& comm,
@@ -105,10 +112,14 @@ double evaluate(Replica& replica, long long B, long long T, Communicator& comm,
     replica.forward(inputs.data(), targets.data());
     const auto losses = replica.losses();
     for (long long i = 0; i < valid_rows * T; ++i) loss_sum += losses[static_cast<size_t>(i)];
-    count += double(valid_rows * T);
+    count += double(
+        loss_targets(std::span<const int32_t>(targets).first(static_cast<size_t>(valid_rows * T))));
   }
   float totals[2] = {static_cast<float>(loss_sum), static_cast<float>(count)};
   comm.allreduce(std::span<float>(totals, 2), ReduceOp::sum);
+  AT_CHECK(totals[1] > 0, "valid split: none of the ", batches * W * B,
+           " windows evaluated holds a token that carries loss (train_on_completions_only: no "
+           "assistant turn in them); provide validation conversations with assistant turns");
   return double(totals[0]) / double(totals[1]);
 }
 
@@ -359,12 +370,21 @@ StepResult TrainingRun::train_step(long long step) {
   engine_->begin_step();
   double loss_sum = 0;
   const float loss_scale = scaler_.scale();
+  // With loss masks a micro-batch weighs by its share of the step's loss-carrying targets
+  // (times the world size: the ranks' gradients and losses are averaged); without, 1/accumulation.
+  const bool masked = datasets_.train.has_loss_mask();
+  const double step_targets = double(sampler_.loss_targets_in_step(datasets_.train));
   for (long long micro = 0; micro < accumulation_; ++micro) {
     sampler_.load_micro_batch(datasets_.train, static_cast<uint64_t>(micro), inputs_, targets_);
     engine_->begin_micro_step(micro == accumulation_ - 1);
     replica_->forward_async(inputs_.data(), targets_.data());
-    replica_->backward(loss_scale / static_cast<float>(accumulation_));
-    loss_sum += replica_->last_loss();  // after backward is queued: a GPU stays busy
+    const double weight =
+        step_targets == 0 ? 0.0
+                          : double(loss_targets(targets_)) * double(comm_->size()) / step_targets;
+    replica_->backward(masked ? loss_scale * static_cast<float>(weight)
+                              : loss_scale / static_cast<float>(accumulation_));
+    // After backward is queued: a GPU stays busy.
+    loss_sum += masked ? replica_->last_loss() * weight : replica_->last_loss();
   }
   engine_->finish_backward();
   StepResult result;
@@ -382,7 +402,7 @@ StepResult TrainingRun::train_step(long long step) {
   sampler_.advance();
   comm_wait_ += engine_->take_comm_wait_seconds();
 
-  result.loss = static_cast<float>(loss_sum / double(accumulation_));
+  result.loss = static_cast<float>(masked ? loss_sum : loss_sum / double(accumulation_));
   scalars_->allreduce(std::span<float>(&result.loss, 1), ReduceOp::avg);
   // The loss is the same on every rank (averaged above): one message, not one per rank.
   if (!std::isfinite(result.loss)) {

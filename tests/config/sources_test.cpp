@@ -126,14 +126,28 @@ TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
   TempDir dir;
   write_file(dir / "x.yaml",
              "data:\n  chat_template: null\nparams:\n  peft: false\n  quantization: null\n"
-             "  merge_adapter: false\n  target_modules: null\n  chat_template: none\n");
+             "  merge_adapter: false\n  target_modules: null\n");
   const ResolvedParams resolved = load_yaml(dir / "x.yaml");
-  EXPECT_EQ(resolved.notes.size(), 6u);
+  EXPECT_EQ(resolved.notes.size(), 4u);
+  EXPECT_EQ(resolved.params.chat_template, "none");
   write_file(dir / "p.json", R"({"peft": false, "quantization": null, "lr": 1e-4})");
   EXPECT_EQ(load_params({{}, dir / "p.json", {}}).params.lr, 1e-4);
-  write_file(dir / "y.yaml", "data:\n  chat_template: chatml\n");
-  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "y.yaml"); }),
-                       "data.chat_template: AutoTrain's 'chat_template'"));
+}
+
+TEST(YamlConfig, ReadsChatTemplateFromDataOrParamsOnce) {
+  TempDir dir;
+  write_file(dir / "y.yaml", "data:\n  chat_template: chatml\nparams:\n  trainer: sft\n");
+  const ResolvedParams resolved = load_yaml(dir / "y.yaml");
+  EXPECT_EQ(resolved.params.chat_template, "chatml");
+  EXPECT_EQ(resolved.params.trainer, "sft");
+  write_file(dir / "z.yaml", "data:\n  chat_template: chatml\nparams:\n  chat_template: zephyr\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "z.yaml"); }),
+                       "'chat_template' is already given as data.chat_template"));
+  write_file(dir / "w.yaml", "params:\n  chat_template: jinja\n");
+  EXPECT_TRUE(
+      contains(error_message([&] { load_yaml(dir / "w.yaml"); }), "none|tokenizer|chatml|zephyr"));
+  write_file(dir / "t.yaml", "params:\n  trainer: dpo\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "t.yaml"); }), "default|sft"));
 }
 
 TEST(YamlConfig, SuggestsOurNameForTransformersAndAutoTrainNames) {

@@ -308,6 +308,30 @@ TEST(CrossEntropy, PaddedColumnsNeverChangeLossAndGetZeroGradient) {
   }
 }
 
+TEST(CrossEntropy, IgnoredTargetsCarryNoLossAndNoGradient) {
+  const Vec logits = random_vec(N * Vp, 34, 2.0);
+  auto targets = some_targets();
+  Vec losses(N), lse(N), dlogits(N * Vp, 7.0);
+  crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, Vp);
+  const Vec full = losses;
+  targets[2] = targets[7] = kIgnoreTarget;
+  crossentropy_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, V, Vp);
+  crossentropy_backward(dlogits.data(), logits.data(), lse.data(), targets.data(), 0.5, N, V, Vp);
+  for (std::size_t n = 0; n < N; ++n) {
+    const bool ignored = n == 2 || n == 7;
+    EXPECT_EQ(losses[n], ignored ? 0.0 : full[n]) << n;
+    double row = 0;
+    for (int v = 0; v < Vp; ++v) {
+      row += std::abs(dlogits[n * Vp + v]);
+    }
+    if (ignored) {
+      EXPECT_EQ(row, 0.0) << n;
+    } else {
+      EXPECT_GT(row, 0.0) << n;
+    }
+  }
+}
+
 TEST(CrossEntropy, FloatBackwardInPlaceMatchesDouble) {
   const Vec logits = random_vec(N * Vp, 33, 30.0);  // large logits: stability matters
   const auto targets = some_targets();

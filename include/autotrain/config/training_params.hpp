@@ -74,7 +74,10 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt; empty = the embedded demo corpus. YAML: data.path.") \
   X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
   X(std::string, valid_split, "", any_value(), "Name of the validation split; empty or none = no validation (then eval_strategy resolves to no). YAML: data.valid_split.") \
-  X(std::string, text_column, "text", any_value(), "Column holding the text. YAML: data.column_mapping.text_column.") \
+  X(std::string, text_column, "text", any_value(), "Column holding the text, or with chat_template the conversations. YAML: data.column_mapping.text_column.") \
+  X(std::string, trainer, "default", one_of({"default", "sft"}, {{"generic", "default"}}), "AutoTrain's LLM trainer: default or sft, both causal language modelling on text_column (sft is the usual choice with chat_template). AutoTrain's reward, dpo and orpo are not supported.") \
+  X(std::string, chat_template, "none", one_of({"none", "tokenizer", "chatml", "zephyr"}, {{"", "none"}, {"None", "none"}, {"null", "none"}}), "How conversations in text_column (JSON lists of {role, content} messages) become text: tokenizer = the model's own template (its tokenizer_config.json), chatml or zephyr = AutoTrain's formats; none = text_column is plain text. YAML: data.chat_template or params.chat_template.") \
+  X(bool, train_on_completions_only, false, any_value(), "With chat_template: only the assistant turns (and the token ending each) carry loss; false = every token, as AutoTrain.") \
   X(bool, add_eos_token, true, any_value(), "End-of-text token between documents: before each for gpt2 and byte (llm.c), after each for a tokenizer.json (AutoTrain).") \
   X(std::string, tokenizer, "gpt2", with_rule(tokenizer_rule, kTokenizerRule), "gpt2 = GPT-2 byte-level BPE (50257 tokens); byte = raw bytes (256); or a Hugging Face tokenizer.json, or a model folder holding one.") \
   X(bool, parse_special_tokens, true, any_value(), "Special tokens written in the text (<|endoftext|>, <s>) become their ids, as in Hugging Face; false = ordinary text.") \
@@ -95,6 +98,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, eval_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between evaluations with eval_strategy steps; -1 = logging_steps.") \
   X(int64_t, save_total_limit, 1, at_least(1), "Checkpoints kept on disk; older ones are deleted.") \
   X(std::string, mixed_precision, "no", one_of({"no", "fp16", "bf16"}, {{"", "no"}, {"none", "no"}, {"None", "no"}}), "Compute precision of forward and backward on GPUs (master weights stay fp32; fp16 adds dynamic loss scaling); CPUs compute in fp32.") \
+  X(bool, disable_gradient_checkpointing, false, any_value(), "Keep every block's activations for backward. By default (false, as AutoTrain) each block keeps only its input and backward recomputes the rest (activation checkpointing): about one more forward of compute for most of the activation memory, with the same results to the bit, on the CPU and on GPUs.") \
   X(std::string, distributed_backend, "", one_of({"", "ddp", "deepspeed"}, {{"none", ""}, {"None", ""}}), "AutoTrain's switch: ddp = ZeRO stage 0, deepspeed = ZeRO stage 3 (unless zero_stage is given); empty = none.") \
   X(int64_t, zero_stage, -1, derived_or(-1, between(0, 3)), "ZeRO stage 0..3; -1 = from distributed_backend (deepspeed -> 3, otherwise 0).") \
   X(std::string, comm_backend, "auto", one_of({"auto", "nccl", "gloo", "mpi"}), "Communicator; auto = NCCL on GPUs, MPI on CPUs. YAML: distributed.backend.") \

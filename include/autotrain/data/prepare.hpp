@@ -2,6 +2,10 @@
 // `autotrain prepare`: text in (text_input.hpp layouts), token shards out (shard.hpp format),
 // plus <output>/manifest.json describing what was prepared from what.
 //
+// Conversations (chat_template): each one is rendered by the template and tokenized as it is
+// (the template writes its own bos_token; the tokenizer's post-processor adds nothing), the
+// end-of-text token after it with add_eos_token; with completions_only a loss mask is written
+// beside each shard.
 // Documents: with add_eos_token, the end-of-text token is written BEFORE each document (as
 // llm.c does), so every shard of a split starts with it and a model learns "after EOT, a new
 // document begins". Tokenization runs on `threads` std::threads; the output is identical for
@@ -29,6 +33,12 @@ struct PrepareOptions {
   std::string valid_split = "valid";  // empty = no validation split
   bool require_valid_split = false;   // a missing valid split file is an error (not carved)
   std::string text_column = "text";
+  // Conversations (data/chat_format.hpp): empty = plain text; "tokenizer", "chatml" or
+  // "zephyr" renders text_column's lists of messages with that template.
+  std::string chat_template;
+  // With chat_template: loss masks beside the shards (data/loss_mask.hpp), so that only the
+  // assistant turns carry loss (train_on_completions_only).
+  bool completions_only = false;
   bool add_eos_token = true;
   int threads = 0;  // 0 = all hardware threads
   // Fraction of the train tokens carved off the END of the train split into the valid split

@@ -17,6 +17,11 @@
 // sees is the same for any world size with the same G: 1 rank x accumulation 4 and 4 ranks x
 // accumulation 1 average the loss over the same G windows.
 //
+// Loss masks (completion-only loss): a target whose token carries no loss in the dataset's mask
+// is loaded as kIgnoreTarget. A step's loss is the mean over the loss-carrying targets of its
+// whole global batch, so each micro-batch weighs by its share of them
+// (loss_targets_in_step), again the same for any world size with the same G.
+//
 // Position: (epoch, sample_in_epoch), both saved in checkpoints. Restoring it with another
 // world size is exact as long as G is unchanged.
 #include <cstdint>
@@ -80,9 +85,11 @@ class Sampler {
   // The current step's G windows in position order (p = (m * W + r) * B + b).
   std::vector<uint64_t> global_batch() const;
   // Fills this rank's micro-batch [B, T] of the current step: inputs and targets (each of
-  // B * T tokens). Allocates nothing.
+  // B * T tokens; targets masked as the dataset says). Allocates nothing.
   void load_micro_batch(const TokenDataset& dataset, uint64_t micro_step, std::span<int32_t> inputs,
                         std::span<int32_t> targets) const;
+  // The loss-carrying targets of the current step's whole global batch (G · T without masks).
+  uint64_t loss_targets_in_step(const TokenDataset& dataset) const;
 
  private:
   void enter_epoch(uint64_t epoch);
@@ -94,8 +101,8 @@ class Sampler {
   std::vector<uint32_t> order_;  // this epoch's permutation of window indices
 };
 
-// Loads window `window` (T + 1 tokens) as inputs [T] and targets [T] (evaluation reads the
-// windows of the valid split in order with this).
+// Loads window `window` (T + 1 tokens) as inputs [T] and targets [T], targets masked as the
+// dataset says (evaluation reads the windows of the valid split in order with this).
 void load_window(const TokenDataset& dataset, uint64_t block_size, uint64_t window,
                  std::span<int32_t> inputs, std::span<int32_t> targets);
 

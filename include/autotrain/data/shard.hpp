@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/data/loss_mask.hpp"
+
 namespace autotrain::data {
 
 constexpr int32_t kShardMagic = 20240520;
@@ -96,7 +98,8 @@ class ShardReader {
   int32_t version_ = kShardVersion16;
 };
 
-// The shards of one split read as one token sequence.
+// The shards of one split read as one token sequence, with their loss masks when the split has
+// them (data/loss_mask.hpp).
 class TokenDataset {
  public:
   explicit TokenDataset(const std::vector<std::filesystem::path>& shard_paths);
@@ -105,6 +108,13 @@ class TokenDataset {
 
   uint64_t num_tokens() const { return offsets_.back(); }
   const std::vector<ShardReader>& shards() const { return shards_; }
+  // Whether the shards have loss masks (all of them: some without is an Error on opening).
+  bool has_loss_mask() const { return !masks_.empty(); }
+  // Sets targets[i] to kIgnoreTarget where token start + i carries no loss (nothing without
+  // masks). Allocates nothing.
+  void mask_targets(uint64_t start, std::span<int32_t> targets) const;
+  // How many of tokens [start, start + count) carry loss (count without masks).
+  uint64_t loss_tokens(uint64_t start, uint64_t count) const;
   // out[i] = token[start + i]; the range may cross shard boundaries. Throws Error when it
   // runs past the end. Allocates nothing.
   void copy(uint64_t start, std::span<int32_t> out) const;
@@ -113,7 +123,11 @@ class TokenDataset {
   void check_ids_below(int64_t vocab_size) const;
 
  private:
+  // The shard holding global token `index` (the last offset <= index).
+  size_t shard_of(uint64_t index) const;
+
   std::vector<ShardReader> shards_;
+  std::vector<MaskReader> masks_;  // one per shard, or none
   std::vector<uint64_t> offsets_;  // offsets_[i] = first global token of shard i; back() = total
 };
 

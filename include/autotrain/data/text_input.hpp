@@ -6,11 +6,13 @@
 //   data_path/{split}/*.txt   one document per file, in file name order
 //   data_path/*.txt           (train split only, when none of the above exist) likewise
 //   data_path = one file      .txt, .csv or .jsonl: the train split; there is no valid split file
-// Files are UTF-8; a byte order mark is stripped. Blank lines, empty CSV rows and documents
-// whose text is empty are skipped.
+// With chat_template, the text column of .csv and .jsonl rows holds conversations instead
+// (read_conversations). Files are UTF-8; a byte order mark is stripped. Blank lines, empty CSV rows
+// and documents whose text is empty are skipped.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,8 +46,22 @@ SplitInput require_split(const std::filesystem::path& data_path, const std::stri
 using TextSink = std::function<void(std::string&& text, bool starts_document)>;
 
 // Reads one file and passes its documents to `sink`. CSV and JSONL need `text_column`; a
-// missing column is an Error naming the file and the columns it has.
+// missing column is an Error naming the file and the columns it has. A JSONL value that is a
+// list (a conversation) is an Error that points to chat_template.
 void read_documents(const InputFile& file, const std::string& text_column, const TextSink& sink);
+
+// Receives one conversation, a JSON list of {"role", "content", ...} objects, and where it is
+// ("file:line").
+// Ordered JSON: the template sees the keys in the order of the file (tools | tojson).
+using ConversationSink =
+    std::function<void(nlohmann::ordered_json&& messages, const std::string& where)>;
+
+// Reads the conversations of a CSV or JSONL file (chat_template): text_column holds a list of
+// messages, in JSONL as a list or as a string of JSON, in CSV as a cell of JSON. A .txt file, a
+// value that is not such a list, or a message without a string role is an Error naming the file
+// and line.
+void read_conversations(const InputFile& file, const std::string& text_column,
+                        const ConversationSink& sink);
 
 // A position where text may be cut without changing its tokenization (for the tokenizers whose
 // cuts_at_newlines() says so): just after a newline that sits between two characters that are

@@ -33,6 +33,16 @@ struct DocumentFrame {
   std::vector<TokenId> suffix;
 };
 
+// What chat templates read from a tokenizer's folder: the chat_template of
+// tokenizer_config.json (or of chat_template.jinja beside it; empty when there is none), where it
+// came from, and the spellings of bos_token and eos_token (empty when not set).
+struct ChatSettings {
+  std::string chat_template;
+  std::string origin;  // "<folder>/tokenizer_config.json chat_template"
+  std::string bos_token;
+  std::string eos_token;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -63,6 +73,9 @@ class Tokenizer {
   virtual bool cuts_at_newlines() const = 0;
   // Files the vocabulary was loaded from (empty for "byte"); prepare hashes them.
   virtual std::vector<std::filesystem::path> vocabulary_files() const = 0;
+  // The chat template and special token spellings (none for "byte"; gpt2: <|endoftext|> as both
+  // bos and eos, and no template).
+  virtual ChatSettings chat_settings() const = 0;
 };
 
 struct TokenizerOptions {

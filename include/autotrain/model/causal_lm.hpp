@@ -31,12 +31,15 @@ class BasicCausalLM {
   virtual int seq_len() const = 0;
   virtual const ModelConfig& config() const = 0;
 
-  // inputs, targets: [B, T] token ids in [0, vocab_size). Returns the mean loss over B·T; keeps
-  // what backward needs. Also the evaluation path (just skip backward).
+  // inputs, targets: [B, T] token ids in [0, vocab_size); a target may be kIgnoreTarget
+  // (kernels/crossentropy.hpp: no loss there). Returns the mean loss over the targets that carry
+  // loss (B·T of them without ignored ones; 0 when none does); keeps what backward needs. Also
+  // the evaluation path (just skip backward).
   virtual F forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                     const std::int32_t* targets) = 0;
   // Adds d(loss_scale · mean loss)/d(params) into access.grads(); call after forward.
-  // loss_scale = 1 / gradient_accumulation averages micro-steps.
+  // loss_scale = 1 / gradient_accumulation averages micro-steps (the trainer weighs them by
+  // their share of the loss-carrying targets when some are ignored).
   virtual void backward(BasicUnitAccess<F>& access, F loss_scale) = 0;
 
   // Logits [vocab_size] of the next token after `tokens` (1 <= length <= block_size, batch 1).
@@ -79,8 +82,12 @@ class BasicCausalLM {
 
 using CausalLM = BasicCausalLM<float>;
 
-// The layout's family's model for micro-batches [B, T] (T <= block_size).
+// The layout's family's model for micro-batches [B, T] (T <= block_size). `recompute`:
+// activation checkpointing: forward keeps only each block's input (and output), and backward
+// recomputes a block's activations from it before differentiating it; about one more forward
+// of compute for most of the activation memory, with bit-identical results.
 template <typename F>
-std::unique_ptr<BasicCausalLM<F>> make_causal_lm(const ParamLayout& layout, int B, int T);
+std::unique_ptr<BasicCausalLM<F>> make_causal_lm(const ParamLayout& layout, int B, int T,
+                                                 bool recompute = false);
 
 }  // namespace autotrain::model

@@ -32,11 +32,14 @@
 
 namespace autotrain::model {
 
+class KernelClock;  // src/model/kernel_clock.hpp
+
 template <typename F>
 class BasicGpt2 final : public BasicCausalLM<F> {
  public:
-  // Allocates everything one micro-batch [B, T] needs (T <= block_size).
-  BasicGpt2(const ParamLayout& layout, int B, int T);
+  // Allocates everything one micro-batch [B, T] needs (T <= block_size). `recompute`:
+  // activation checkpointing (causal_lm.hpp).
+  BasicGpt2(const ParamLayout& layout, int B, int T, bool recompute = false);
   ~BasicGpt2() override;
   BasicGpt2(const BasicGpt2&) = delete;
   BasicGpt2& operator=(const BasicGpt2&) = delete;
@@ -60,10 +63,13 @@ class BasicGpt2 final : public BasicCausalLM<F> {
   F run_lm_head_and_loss(BasicUnitAccess<F>& access);
   void forward_to_final_norm(BasicUnitAccess<F>& access, Activations& acts,
                              const std::int32_t* inputs, int B, int T);
+  void block_forward(Activations& a, int l, const F* p, const F* residual, int B, int T,
+                     KernelClock& clock);
 
   ModelConfig config_;
   int B_;
   int T_;
+  bool recompute_;
   std::unique_ptr<TensorOffsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
@@ -71,6 +77,7 @@ class BasicGpt2 final : public BasicCausalLM<F> {
   std::unique_ptr<Cache> cache_;
   std::vector<std::int32_t> inputs_;
   std::vector<std::int32_t> targets_;
+  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   // Activation gradients, shared by all layers (each is overwritten before it is read):
   std::vector<F> dresidual_;  // [B, T, C] the residual stream, accumulated through the blocks
   std::vector<F> dsmall_;     // [B, T, C] d(ln output) / d(attention output) / d(lnf)

@@ -23,12 +23,15 @@
 
 namespace autotrain::model {
 
+class KernelClock;  // src/model/kernel_clock.hpp
+
 template <typename F>
 class BasicLlama final : public BasicCausalLM<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= block_size; a model with a
   // sliding_window refuses T beyond it).
-  BasicLlama(const ParamLayout& layout, int B, int T);
+  // `recompute`: activation checkpointing (causal_lm.hpp).
+  BasicLlama(const ParamLayout& layout, int B, int T, bool recompute = false);
   ~BasicLlama() override;
   BasicLlama(const BasicLlama&) = delete;
   BasicLlama& operator=(const BasicLlama&) = delete;
@@ -57,6 +60,7 @@ class BasicLlama final : public BasicCausalLM<F> {
   const F* forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
                                  const std::int32_t* inputs, int B, int T);
   void block_backward(BasicUnitAccess<F>& access, int l);
+  void block_forward(Activations& a, int l, const F* p, int B, int T, KernelClock& clock);
   // rope_cos_/rope_sin_ hold at least `positions` rows.
   void ensure_rope(int positions);
   int head_unit() const;  // the unit holding the LM head
@@ -64,6 +68,7 @@ class BasicLlama final : public BasicCausalLM<F> {
   ModelConfig config_;
   int B_;
   int T_;
+  bool recompute_;
   std::unique_ptr<Offsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
@@ -72,6 +77,7 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::vector<F> rope_cos_, rope_sin_;
   int rope_positions_ = 0;
   std::vector<std::int32_t> inputs_, targets_;
+  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   // Activation gradients, shared by all layers (each is overwritten before it is read):
   std::vector<F> dresidual_;  // [B, T, C] the residual stream
   std::vector<F> dsmall_;     // [B, T, max(C, NH·D)] d(norm output) / d(attention output)

@@ -27,7 +27,8 @@ class Replica {
   // Parameters, gradients and optimizer state, and the step calls of zero/engine.hpp.
   virtual zero::ModelState& state() = 0;
 
-  // Mean loss of one micro-batch [B, T] of host token ids; keeps what backward needs.
+  // Mean loss of one micro-batch [B, T] of host token ids over its targets that carry loss
+  // (targets may be kIgnoreTarget); keeps what backward needs.
   virtual float forward(const std::int32_t* inputs, const std::int32_t* targets) = 0;
   // forward() without waiting for the loss, which last_loss() returns later. The GPU replica only
   // queues the work: queue backward before reading the loss and the device never idles while

@@ -71,7 +71,7 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const F* 
     for (int w = 1; w < kBlockThreads / kWarp; ++w) total = merge(total, per_warp[w]);
     const float row_lse = total.max + logf(total.sum);
     lse[n] = row_lse;
-    losses[n] = row_lse - to_float(x[targets[n]]);
+    losses[n] = targets[n] == kIgnoreTarget ? 0.0f : row_lse - to_float(x[targets[n]]);
   }
 }
 
@@ -92,7 +92,7 @@ __global__ void crossentropy_backward_kernel(F* dlogits, const F* logits, const 
     for (int k = 0; k < W; ++k) {
       const int v = p * W + k;
       float d = 0.0f;
-      if (v < V) {
+      if (v < V && target != kIgnoreTarget) {
         d = expf(values.get(k) - row_lse) * dloss;
         if (v == target) d -= dloss;
       }

@@ -1,4 +1,6 @@
-// Matmul forward and backward through cuBLASLt, Conv1D weight layout [IC, OC], fp32 accumulation.
+// Matmul forward and backward through cuBLASLt, fp32 accumulation: matmul_* in the Conv1D weight
+// layout [IC, OC], linear_* in the torch.nn.Linear layout [OC, IC] (the same gemms with the
+// weight's transpose flag turned over).
 // Invariant: parameter gradients accumulate (+=, beta = 1), activation gradients are
 // overwritten (=, beta = 0).
 // cuBLASLt is column-major: a row-major [R, S] matrix is the column-major [S, R] one, so each
@@ -292,9 +294,26 @@ __global__ void bias_accumulate_kernel(F* dbias, const float* partial, unsigned 
   dbias[o] = from_float<F>(to_float(dbias[o]) + sum);
 }
 
-}  // namespace
-
-namespace {
+// dbias[OC] += Σ_n dout[n, :] in two fixed-order stages (per-chunk partials in scratch, then the
+// chunks in order): cuBLASLt's BGRAD epilogue overwrites, and parameter gradients must add.
+template <typename F>
+void bias_backward(F* dbias, const F* dout, float* scratch, std::size_t N, int OC,
+                   cudaStream_t stream) {
+  const unsigned chunks = ceil_div(N, kChunkRows);
+  const auto columns = static_cast<std::size_t>(OC);
+  if (rows_packable<F>(columns, dout)) {
+    constexpr int W = kPack<F>;
+    const dim3 grid(ceil_div(columns, kWarp * W), chunks);
+    column_partials_kernel<W><<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
+  } else {
+    const dim3 grid(ceil_div(columns, kWarp), chunks);
+    column_partials_kernel<1><<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
+  }
+  AT_CUDA_CHECK_LAUNCH();
+  bias_accumulate_kernel<<<ceil_div(static_cast<std::size_t>(OC), kBlockThreads), kBlockThreads, 0,
+                           stream>>>(dbias, scratch, chunks, OC);
+  AT_CUDA_CHECK_LAUNCH();
+}
 
 // outᵀ[OC, N] = weightᵀ[OC, IC] · inpᵀ[IC, N]: weight [IC, OC] row-major is column-major [OC, IC].
 template <typename F>
@@ -355,24 +374,39 @@ void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
   // dweightᵀ[OC, IC] += doutᵀ[OC, N] · inp[N, IC]: inp is stored column-major as [IC, N].
   launch_gemm(blas, GemmShape{data_type<F>(), false, true, OC, IC, n, OC, IC, OC, Epilogue::none},
               dout, inp, dweight, 1.0f, EpilogueOperands{}, stream);
-  if (dbias != nullptr) {
-    const unsigned chunks = ceil_div(N, kChunkRows);
-    const auto columns = static_cast<std::size_t>(OC);
-    if (rows_packable<F>(columns, dout)) {
-      constexpr int W = kPack<F>;
-      const dim3 grid(ceil_div(columns, kWarp * W), chunks);
-      column_partials_kernel<W>
-          <<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
-    } else {
-      const dim3 grid(ceil_div(columns, kWarp), chunks);
-      column_partials_kernel<1>
-          <<<grid, dim3(kWarp, kPartialRows), 0, stream>>>(scratch, dout, N, OC);
-    }
-    AT_CUDA_CHECK_LAUNCH();
-    bias_accumulate_kernel<<<ceil_div(static_cast<std::size_t>(OC), kBlockThreads), kBlockThreads,
-                             0, stream>>>(dbias, scratch, chunks, OC);
-    AT_CUDA_CHECK_LAUNCH();
+  if (dbias != nullptr) bias_backward(dbias, dout, scratch, N, OC, stream);
+}
+
+template <typename F>
+void linear_forward(const BlasHandle& blas, F* out, const F* inp, const F* weight, const F* bias,
+                    std::size_t N, int IC, int OC, cudaStream_t stream) {
+  if (N == 0) return;
+  const auto n = static_cast<std::int64_t>(N);
+  // outᵀ[OC, N] = weight[OC, IC] · inpᵀ[IC, N] (+ bias down the OC rows): weight [OC, IC]
+  // row-major is column-major [IC, OC], so op(A) = T.
+  launch_gemm(blas,
+              GemmShape{data_type<F>(), true, false, OC, n, IC, IC, IC, OC,
+                        bias != nullptr ? Epilogue::bias : Epilogue::none},
+              weight, inp, out, 0.0f, EpilogueOperands{bias}, stream);
+}
+
+template <typename F>
+void linear_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
+                     const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
+                     cudaStream_t stream) {
+  if (N == 0) return;
+  const auto n = static_cast<std::int64_t>(N);
+  if (dinp != nullptr) {
+    // dinpᵀ[IC, N] = weightᵀ[IC, OC] · doutᵀ[OC, N]: weight is stored column-major as [IC, OC].
+    launch_gemm(blas,
+                GemmShape{data_type<F>(), false, false, IC, n, OC, IC, OC, IC, Epilogue::none},
+                weight, dout, dinp, 0.0f, EpilogueOperands{}, stream);
   }
+  // dweightᵀ[IC, OC] += inpᵀ[IC, N] · dout[N, OC]: inp is stored column-major as [IC, N], dout as
+  // [OC, N] (op(B) = T).
+  launch_gemm(blas, GemmShape{data_type<F>(), false, true, IC, OC, n, IC, OC, IC, Epilogue::none},
+              inp, dout, dweight, 1.0f, EpilogueOperands{}, stream);
+  if (dbias != nullptr) bias_backward(dbias, dout, scratch, N, OC, stream);
 }
 
 template <typename F>
@@ -396,6 +430,10 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
                                        std::size_t, int, int, cudaStream_t);                    \
   template void matmul_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
                                    float*, std::size_t, int, int, cudaStream_t, const F*);      \
+  template void linear_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,          \
+                                  std::size_t, int, int, cudaStream_t);                         \
+  template void linear_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
+                                   float*, std::size_t, int, int, cudaStream_t);                \
   template void gemm<F>(const BlasHandle&, Transpose, Transpose, std::size_t, std::size_t,      \
                         std::size_t, const F*, std::size_t, const F*, std::size_t, float, F*,   \
                         std::size_t, cudaStream_t);

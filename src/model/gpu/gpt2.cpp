@@ -292,9 +292,8 @@ float DeviceGpt2<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inp
 template <typename F>
 float DeviceGpt2<F>::loss() const {
   losses_copied_.synchronize();
-  double sum = 0;  // in order, in double: as the CPU model sums its losses
-  for (std::size_t i = 0; i < host_losses_.size(); ++i) sum += host_losses_.data()[i];
-  return static_cast<float>(sum / static_cast<double>(host_losses_.size()));
+  // In order, in double: as the CPU model sums its losses.
+  return static_cast<float>(mean_loss(host_losses_.data(), host_losses_.size(), loss_positions_));
 }
 
 template <typename F>
@@ -307,7 +306,7 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
   const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
   const std::size_t bt = b.bt, btc = b.btc;
   check_tokens(inputs, bt, V, "inputs");
-  check_tokens(targets, bt, V, "targets");
+  loss_positions_ = check_targets(targets, bt, V);
   ready_for_backward_ = false;
   // Staged in pinned memory (the previous forward's copy out of it has run by now), so the
   // copy is asynchronous: from the caller's pageable arrays CUDA would first wait for the stream.
@@ -408,7 +407,7 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
   EventClock<Profiler> clock(profiler_.get(), stream_, Pass::backward);
 
   // d(mean loss · scale)/d(loss of one position)
-  const float dloss = loss_scale / static_cast<float>(bt);
+  const float dloss = position_dloss(loss_scale, loss_positions_);
   crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
   clock.lap(kCrossEntropy);
   {

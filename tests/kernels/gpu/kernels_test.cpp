@@ -642,11 +642,13 @@ TYPED_TEST(GpuKernelsTest, ResidualForwardMatchesCpu) {
 
 // Vp = 64: packed rows, the last real pack partly padding (V = 50). Vp = 61: rows that are not
 // 16-byte multiples, the scalar path.
-TYPED_TEST(GpuKernelsTest, CrossEntropyMatchesCpuAndIgnoresPaddedColumns) {
+// Two rows carry no loss (kIgnoreTarget).
+TYPED_TEST(GpuKernelsTest, CrossEntropyMatchesCpuAndIgnoresPaddedColumnsAndIgnoredTargets) {
   using F = TypeParam;
   for (const int Vp : {kVp, 61}) {
     const std::string shape = " Vp=" + std::to_string(Vp);
-    const auto targets = random_ids(kN, kV, 61);
+    auto targets = random_ids(kN, kV, 61);
+    targets[1] = targets[kN - 2] = kIgnoreTarget;
     Vec logits = random_vec(kN * Vp, 62, 2.0);
     for (std::size_t n = 0; n < kN; ++n) {
       for (int v = kV; v < Vp; ++v) logits[n * Vp + v] = 100.0;  // would dominate if read

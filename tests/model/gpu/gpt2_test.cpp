@@ -361,10 +361,10 @@ TYPED_TEST(GpuGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingTheProb
   EXPECT_NE(bad_input.find("vocab_size = 50"), std::string::npos) << bad_input;
 
   auto targets = this->targets_;
-  targets[5] = -1;
+  targets[5] = -2;  // -1 is kIgnoreTarget (no loss)
   const std::string bad_target =
       error_of([&] { model.forward(access, this->inputs_.data(), targets.data()); });
-  EXPECT_NE(bad_target.find("targets[5] = -1"), std::string::npos) << bad_target;
+  EXPECT_NE(bad_target.find("targets[5] = -2"), std::string::npos) << bad_target;
 
   const std::string early = error_of([&] { model.backward(access, 1.0f); });
   EXPECT_NE(early.find("needs a forward()"), std::string::npos) << early;

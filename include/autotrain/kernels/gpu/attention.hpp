@@ -1,12 +1,19 @@
 #pragma once
-// CUDA causal multi-head self-attention core (mirrors kernels/attention.hpp). Shapes:
-// qkv [B, T, 3C] holding q, k, v, each [B, T, NH, HS] with HS = C / NH; att [B, NH, T, T] softmax
-// probabilities (row t uses columns 0..t, the rest are written as 0); out [B, T, C].
+// CUDA causal self-attention core (mirrors kernels/attention.hpp), in grouped-query form: NH query
+// heads share NKV key/value heads (NH % NKV == 0), query head h reading key/value head
+// h / (NH / NKV). Llama, Mistral and Qwen use NKV < NH; GPT-2's multi-head attention is NKV = NH.
+// Shapes, with HS the head size:
+// qkv [B, T, (NH + 2·NKV)·HS], each row NH query heads, then NKV key heads, then NKV value heads;
+// att [B, NH, T, T] softmax probabilities (row t uses columns 0..t, the rest are written as 0);
+// out [B, T, NH·HS].
+// The overloads taking (C, NH) are GPT-2's layout, qkv [B, T, 3C] with HS = C / NH: the NKV = NH
+// case, with identical results.
 //
 // Two implementations with the same contract:
-// - fast (the default): per batch row b, cuBLAS strided-batched gemms over the NH heads on tensor
+// - fast (the default): per batch row b, cuBLAS strided-batched gemms over the heads on tensor
 //   cores (fp32 accumulation) and one fused causal softmax kernel. Scores and d(scores) pass
-//   through att / scratch in the element type F.
+//   through att / scratch in the element type F. With NKV < NH the products that read a key or
+//   value head run once per position in the group, each batched over the NKV groups.
 // - reference: one warp per (b, h, t) row, fp32 dot products from global memory. Slow; kept to
 //   check the fast path against and as a fallback.
 // attention_forward / attention_backward pick the path once per process from the environment:
@@ -22,13 +29,23 @@ namespace autotrain::kernels::gpu {
 // Largest head size the kernels accept (the reference stages q in shared memory).
 inline constexpr int kMaxAttentionHeadSize = 256;
 
+// out[b, t, h, :] = Σ_{t2 <= t} softmax_t2(q·k / sqrt(HS)) · v[b, t2, h / (NH / NKV), :].
+template <typename F>
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
+                       cudaStream_t stream);
+
+// dqkv [B, T, (NH + 2·NKV)·HS] is overwritten; a key or value head's gradient sums over the
+// query heads of its group, in head order (no atomics). scratch [B, NH, T, T] receives
+// d(pre-softmax scores) for t2 <= t (every row at once, without atomics); above the diagonal the
+// fast path writes 0 and the reference leaves it as it was.
+template <typename F>
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+                        int T, int NH, int NKV, int HS, cudaStream_t stream);
+
+// GPT-2's layout (NKV = NH, HS = C / NH).
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                        cudaStream_t stream);
-
-// dqkv [B, T, 3C] is overwritten. scratch [B, NH, T, T] receives d(pre-softmax scores) for
-// t2 <= t (every row at once, without atomics); above the diagonal the fast path writes 0 and the
-// reference leaves it as it was.
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
                         int T, int C, int NH, cudaStream_t stream);
@@ -46,7 +63,15 @@ bool attention_uses_reference();
 // that training allocates no device memory after the first step starts.
 void attention_prepare(cudaStream_t stream);
 
-// The tensor-core path, whatever the environment says.
+// The tensor-core path, whatever the environment says. With NKV < NH the backward sums a key or
+// value head's group in fp32 from per-query-head products rounded to F, which it stages in the
+// query columns of dqkv before dq overwrites them (no extra memory).
+template <typename F>
+void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
+                            cudaStream_t stream);
+template <typename F>
+void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+                             int T, int NH, int NKV, int HS, cudaStream_t stream);
 template <typename F>
 void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                             cudaStream_t stream);
@@ -56,18 +81,27 @@ void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, c
 
 // The slow reference path, whatever the environment says.
 template <typename F>
+void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV,
+                                 int HS, cudaStream_t stream);
+template <typename F>
+void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
+                                  int B, int T, int NH, int NKV, int HS, cudaStream_t stream);
+template <typename F>
 void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                                  cudaStream_t stream);
-
-// Rows t >= first (0 <= first < T) of the reference forward, for decoding with a key/value cache
-// (qkv holds the cached positions 0..T-1): out [B, T - first, C] and att [B, NH, T - first, T]
-// hold only those rows. first = 0 is attention_forward_reference.
-template <typename F>
-void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
-                            cudaStream_t stream);
 template <typename F>
 void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
                                   int B, int T, int C, int NH, cudaStream_t stream);
+
+// Rows t >= first (0 <= first < T) of the reference forward, for decoding with a key/value cache
+// (qkv holds the cached positions 0..T-1): out [B, T - first, NH·HS] and att
+// [B, NH, T - first, T] hold only those rows. first = 0 is attention_forward_reference.
+template <typename F>
+void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int NH, int NKV,
+                            int HS, cudaStream_t stream);
+template <typename F>
+void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
+                            cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

@@ -1,12 +1,14 @@
 #pragma once
 // CUDA fused softmax + cross-entropy over a padded vocabulary (mirrors kernels/crossentropy.hpp).
-// Shapes: logits [N, Vp] (Vp >= V), targets [N] in [0, V) on the device, losses and lse [N] in
-// fp32 whatever F is. Columns >= V are never read and get exactly zero gradient.
+// Shapes: logits [N, Vp] (Vp >= V), targets [N] in [0, V) or kIgnoreTarget on the device, losses
+// and lse [N] in fp32 whatever F is. Columns >= V are never read and get exactly zero gradient; an
+// ignored row has loss 0 and gradient 0.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <cstdint>
 
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/core/ignore_target.hpp"
 
 namespace autotrain::kernels::gpu {
 

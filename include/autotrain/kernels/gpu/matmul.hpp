@@ -1,6 +1,8 @@
 #pragma once
-// CUDA matmuls through cuBLASLt (mirrors kernels/matmul.hpp): row-major, weights in Hugging Face
-// Conv1D layout [IC, OC]. Inputs float, __nv_bfloat16 or __half; accumulation always fp32.
+// CUDA matmuls through cuBLASLt (mirrors kernels/matmul.hpp), all row-major. IC input channels,
+// OC output channels. matmul_* take weights in Hugging Face Conv1D layout [IC, OC] (GPT-2);
+// linear_* in torch.nn.Linear layout [OC, IC] (Llama, Mistral, Qwen). Inputs float,
+// __nv_bfloat16 or __half; accumulation always fp32 (CUBLAS_COMPUTE_32F: no TF32 for fp32).
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cublasLt.h>
 
@@ -65,6 +67,21 @@ template <typename F>
 void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
                      const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
                      cudaStream_t stream, const F* gelu_pre = nullptr);
+
+// out[N, OC] = inp[N, IC] · weight[OC, IC]ᵀ + bias[OC] (bias may be null; it is added in the
+// cuBLASLt epilogue).
+template <typename F>
+void linear_forward(const BlasHandle& blas, F* out, const F* inp, const F* weight, const F* bias,
+                    std::size_t N, int IC, int OC, cudaStream_t stream);
+
+// dinp[N, IC] = dout · weight (overwritten: an activation gradient; dinp may be null to skip it,
+// e.g. for the first layer's input); dweight[OC, IC] += doutᵀ · inp; dbias[OC] += Σ_n dout[n, :]
+// (dbias may be null), the same deterministic reduction as matmul_backward's, with scratch of
+// matmul_backward_scratch_floats(N, OC) floats.
+template <typename F>
+void linear_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
+                     const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
+                     cudaStream_t stream);
 
 // c[M, N] = op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions: the CPU
 // kernels::gemm with alpha = 1, for products the Conv1D layout cannot state (the tied LM head

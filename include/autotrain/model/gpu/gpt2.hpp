@@ -42,8 +42,9 @@ class DeviceGpt2 {
   // per-position losses to the host; the host does not wait, so it can queue backward meanwhile.
   void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                      const std::int32_t* targets);
-  // The mean loss over B·T of the last forward (fp32 losses summed in double on the host, in
-  // order); waits for that forward only, not for work queued after it.
+  // The mean loss of the last forward over its targets that carry loss (CausalLM::forward; fp32
+  // losses summed in double on the host, in order); waits for that forward only, not for work
+  // queued after it.
   float loss() const;
   // forward_async(), then loss().
   float forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
@@ -80,6 +81,7 @@ class DeviceGpt2 {
   autotrain::gpu::Event tokens_copied_;  // host_tokens_ may be overwritten
   autotrain::gpu::Event losses_copied_;  // host_losses_ holds the last forward's
   bool ready_for_backward_ = false;
+  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   bool flash_ = false;  // flash attention (AUTOTRAIN_CUDA_ATTENTION=flash, where it applies)
   std::unique_ptr<Profiler> profiler_;  // null when not profiling
 };

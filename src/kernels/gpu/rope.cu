@@ -1,0 +1,87 @@
+// Rotary position embeddings forward and backward on the device, in place. One thread owns W
+// pairs (i, i + half) of one head of one row: it reads x[i..i+W) and x[i+half..i+half+W), the W
+// cosines and sines of the row's position, and writes both runs back. W = kPack<F> (16-byte
+// accesses to x; the fp32 tables then move 32 bytes, two 16-byte accesses, for 16-bit F) when
+// half, the row stride and the pointers allow, else W = 1. No thread shares an element.
+#include "autotrain/kernels/gpu/rope.hpp"
+#include "common.cuh"
+
+namespace autotrain::kernels::gpu {
+namespace {
+
+// direction +1 rotates by θ (forward), -1 by -θ (backward: the transposed rotation).
+template <int W, typename F>
+__global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int heads, int half,
+                            std::size_t stride, int pos0, float direction, std::size_t count) {
+  const int packs = half / W;
+  for (std::size_t at = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; at < count;
+       at += std::size_t{gridDim.x} * blockDim.x) {
+    const int pack = static_cast<int>(at % packs);
+    const std::size_t head_row = at / packs;  // (b·T + t)·heads + h
+    const int h = static_cast<int>(head_row % heads);
+    const std::size_t bt = head_row / heads;
+    const auto p = static_cast<std::size_t>(pos0) + bt % T;
+    const int i = pack * W;
+    F* lo = x + bt * stride + static_cast<std::size_t>(h) * 2 * half + i;
+    F* hi = lo + half;
+    const auto c = load_packed<W>(cos + p * half + i);
+    const auto s = load_packed<W>(sin + p * half + i);
+    const auto a = load_packed<W>(lo);
+    const auto b = load_packed<W>(hi);
+    Packed<F, W> new_lo, new_hi;
+    for (int j = 0; j < W; ++j) {
+      const float sj = direction * s.get(j);
+      new_lo.set(j, a.get(j) * c.get(j) - b.get(j) * sj);
+      new_hi.set(j, b.get(j) * c.get(j) + a.get(j) * sj);
+    }
+    store_packed(lo, new_lo);
+    store_packed(hi, new_hi);
+  }
+}
+
+template <typename F>
+void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
+            std::size_t stride, int pos0, float direction, cudaStream_t stream) {
+  AT_CHECK(HS > 0 && HS % 2 == 0, "rope: the head size must be even and positive, got ", HS);
+  AT_CHECK(B >= 0 && T >= 0 && heads >= 1 && pos0 >= 0, "rope: B = ", B, ", T = ", T,
+           ", heads = ", heads, ", pos0 = ", pos0, " must be non-negative (heads positive)");
+  AT_CHECK(B * T <= 1 || stride >= static_cast<std::size_t>(heads) * HS, "rope: ", heads,
+           " heads of ", HS, " do not fit the row stride ", stride);
+  const int half = HS / 2;
+  const std::size_t head_rows = static_cast<std::size_t>(B) * T * heads;
+  if (head_rows == 0) return;
+  constexpr int W = kPack<F>;
+  if (half % W == 0 && stride % W == 0 && all_aligned_16(x, cos, sin)) {
+    const std::size_t count = head_rows * (half / W);
+    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, half,
+                                                                  stride, pos0, direction, count);
+  } else {
+    const std::size_t count = head_rows * half;
+    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, half,
+                                                                  stride, pos0, direction, count);
+  }
+  AT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <typename F>
+void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
+                  std::size_t stride, int pos0, cudaStream_t stream) {
+  rotate(x, cos, sin, B, T, heads, HS, stride, pos0, 1.0f, stream);
+}
+
+template <typename F>
+void rope_backward(F* dx, const float* cos, const float* sin, int B, int T, int heads, int HS,
+                   std::size_t stride, int pos0, cudaStream_t stream) {
+  rotate(dx, cos, sin, B, T, heads, HS, stride, pos0, -1.0f, stream);
+}
+
+#define AT_ROPE(F)                                                                                \
+  template void rope_forward<F>(F*, const float*, const float*, int, int, int, int, std::size_t,  \
+                                int, cudaStream_t);                                               \
+  template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, std::size_t, \
+                                 int, cudaStream_t);
+AT_GPU_INSTANTIATE(AT_ROPE)
+
+}  // namespace autotrain::kernels::gpu
