@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
-# autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests, `bench train` on
-# GPT-2 124M in bf16 (fast and flash attention), trains it with the documented command, times
+# autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests and the Llama
+# family's device tests, `bench train` on GPT-2 124M in bf16 (fast and flash attention) and on a
+# small Llama, trains GPT-2 124M with the documented command, times
 # `generate`, benchmarks NCCL at np=1, runs the other GPU tests, runs the kernel tests under
 # compute-sanitizer, and profiles flash attention with ncu. About 6 minutes with a prebuilt
 # build; each part has its own time limit, is timed, and a failing part does not stop the next.
@@ -11,8 +12,9 @@
 # keeps within GPU_CHECK_SECONDS (default 570: the device tool stops a command at 600 s): a
 # part's limit shrinks to the time left, and a part with under 20 s left is skipped, so the
 # summary is always printed. Parts run in the order that gets the figures of docs/benchmarks.md
-# early: machine, build, the tests only a real GPU confirms, the kernel tests, the two bench-train
-# parts, the 124M training run, NCCL, then the wider tests, the sanitizer and the profile. Ends
+# early: machine, build, the tests only a real GPU confirms, the kernel tests, the Llama tests,
+# the three bench-train parts, the 124M training run, NCCL, then the wider tests, the sanitizer
+# and the profile. Ends
 # with the summary table and exits non-zero if any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
@@ -191,8 +193,29 @@ kernel_tests() {
   fi
 }
 
+llama_tests() {
+  # The Llama family on the device (model/gpu/llama.hpp): the device model and its decoder
+  # against the CPU model on each attention path (fast, the reference, flash), and the replica
+  # on a Llama-family layout (against the CPU, ZeRO-3 against stage 0, activation checkpointing
+  # on and off the same bits).
+  local kind out status=0
+  for kind in fast reference flash; do
+    echo "--- test_model GpuLlama*, AUTOTRAIN_CUDA_ATTENTION=$kind"
+    out=$(AUTOTRAIN_CUDA_ATTENTION=$kind "$build/tests/test_model" --gtest_filter='GpuLlama*' \
+      --gtest_brief=1 2>&1) || status=1
+    echo "$out" | tail -n 20
+    grep -q "SKIPPED" <<< "$out" && { echo "the Llama device-model tests were skipped"; status=1; }
+  done
+  echo "--- mpitest_train, the Llama-family and checkpointing replica tests"
+  out=$($mpirun -np 1 "$build/tests/mpitest_train" \
+    --gtest_filter='GpuReplicaTest.LlamaFamily*:GpuReplicaTest.Checkpointing*' 2>&1) || status=1
+  echo "$out" | tail -n 20
+  grep -q "SKIPPED" <<< "$out" && { echo "the Llama replica tests were skipped"; status=1; }
+  return "$status"
+}
+
 ctest_gpu() {
-  # Discovered GPU tests by name (kernels, device model, generate), the communicator's MPI
+  # Discovered GPU tests by name (kernels, the GPT-2 and Llama device models, generate), the communicator's MPI
   # tests at np=1 (NCCL), the CPU <-> GPU checkpoint e2e test (with generate on both devices),
   # and below the trainer's CUDA replica tests. Six at a time: each of the ~80 uses a sliver of
   # the GPU, and most of its time is process and CUDA context start-up.
@@ -244,6 +267,19 @@ bench_train_flash() {
     -x AUTOTRAIN_CUDA_ATTENTION -x AUTOTRAIN_CUDA_GELU_FUSION "$bin" bench train \
     --config "$config" $config_flags --device cuda --mixed-precision bf16 \
     --batch-size 16 --gradient-accumulation 1 --steps 5 --no-profile
+}
+
+bench_train_llama() {
+  # The Llama family's training step: configs/bench-cpu-llama.yaml's model (4 layers of 256,
+  # 4 heads of 64 over 2 key/value heads, SwiGLU 688, an untied 32000-token head) at block 1024
+  # in bf16, fast attention (with the profile) then flash attention.
+  $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
+    --comm-backend auto --device cuda --mixed-precision bf16 --batch-size 16 --block-size 1024 \
+    --gradient-accumulation 1 --steps 10
+  AUTOTRAIN_CUDA_ATTENTION=flash $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
+    --config "$root/configs/bench-cpu-llama.yaml" --comm-backend auto --device cuda \
+    --mixed-precision bf16 --batch-size 16 --block-size 1024 --gradient-accumulation 1 \
+    --steps 10 --no-profile
 }
 
 train_124m() {
@@ -321,8 +357,10 @@ run_part machine 30 machine build
 run_part build 330 build build
 run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
+run_part llama-tests 90 llama_tests tests
 run_part bench-train 120 bench_train bench
 run_part bench-train-flash 100 bench_train_flash bench
+run_part bench-train-llama 90 bench_train_llama bench
 run_part train-124m 120 train_124m train
 run_part bench-comm-nccl 90 bench_comm bench
 run_part ctest-gpu 210 ctest_gpu tests

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU tests without a GPU: builds the GPU path against the CUDA emulator
 # (AUTOTRAIN_CUDA=emulate, tests/cuda_emu, docs/gpu.md) and runs the CUDA kernel, device-model
-# and generate tests, the NCCL communicator and CUDA replica tests under mpirun -np 1..4, the
-# CPU <-> GPU checkpoint and GPU preemption tests, slurm/train-single-node.sbatch on a Slurm node with
+# (GPT-2 and the Llama family, on every attention path) and generate tests, the NCCL
+# communicator and CUDA replica tests under mpirun -np 1..4, the CPU <-> GPU checkpoint and GPU
+# preemption tests, a Llama-family folder fine-tuned and sampled on the device, slurm/train-single-node.sbatch on a Slurm node with
 # GPUs (as root, scripts/slurm-local.sh), and `bench train` / `bench comm` on the device path. On a GPU machine
 # scripts/gpu-check.sh runs the same tests for real. Nothing here may be skipped.
 #   scripts/test-cuda-emulated.sh            (called by scripts/test.sh)
@@ -65,6 +66,8 @@ for np in 1 2 3 4; do
 done
 run "device model with flash attention" env AUTOTRAIN_CUDA_ATTENTION=flash \
   "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
+run "device model with the reference attention" env AUTOTRAIN_CUDA_ATTENTION=reference \
+  "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
 # A cuBLASLt without the GELU epilogues (or AUTOTRAIN_CUDA_GELU_FUSION=off): the GELU kernels.
 run "device model without cuBLASLt's GELU epilogues" env AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=plain \
   "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
@@ -85,6 +88,35 @@ if [ "$(id -u)" = 0 ] || timeout 20 sinfo -h > /dev/null 2>&1; then
 else
   echo "--- the GPU job script on Slurm: not run (not root, so no local Slurm, and none reachable)"
 fi
+# The Llama family end to end on the device: a tiny Qwen3 folder (GQA, q/k norms, head_dim
+# 2·hidden/heads; tests/e2e/torch_llama.py) fine-tuned on two emulated GPUs at ZeRO-3 in bf16
+# with flash attention, then sampled greedily from its export on the GPU (fp32) and on the CPU:
+# the same text.
+# (Each step checks its own status: run's command substitution does not inherit set -e.)
+llama_on_the_device() (
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+  /usr/bin/python3 "$root/tests/e2e/torch_llama.py" make qwen3 --arch qwen3 --seed 5 || exit 1
+  AUTOTRAIN_CUDA_ATTENTION=flash "${mpirun[@]}" -np 2 -x AUTOTRAIN_CUDA_ATTENTION \
+    "$build/autotrain" train --model qwen3 --project-name tuned --device cuda \
+    --comm-backend auto --mixed-precision bf16 --tokenizer byte --zero-stage 3 --max-steps 2 \
+    --block-size 32 --batch-size 2 --gradient-accumulation 1 --threads 1 --logging-steps 1 \
+    --eval-strategy no > train.log 2>&1 || { tail -20 train.log; exit 1; }
+  grep -E "on cuda:[0-9]+ .* in bf16" train.log || { tail -20 train.log; exit 1; }
+  if grep "flash attention needs" train.log; then echo "the run did not take flash attention"; exit 1; fi
+  for device in cuda cpu; do
+    "$build/autotrain" generate --model tuned --device "$device" --prompt "To be" \
+      --max-new-tokens 12 --temperature 0 > "gen-$device.txt" 2> "gen-$device.log" ||
+      { cat "gen-$device.log"; exit 1; }
+  done
+  grep "^generate: on cuda:0 (.*) in fp32$" gen-cuda.log || { cat gen-cuda.log; exit 1; }
+  cmp gen-cpu.txt gen-cuda.txt ||
+    { echo "greedy text differs: CPU '$(cat gen-cpu.txt)', GPU '$(cat gen-cuda.txt)'"; exit 1; }
+  echo "generated on the GPU: '$(cat gen-cuda.txt)'"
+)
+run "a Llama-family folder fine-tuned on the device (np=2, ZeRO-3, bf16) and sampled there" \
+  llama_on_the_device
 run "bench train on the device, ZeRO-3 bf16, np=2" "${mpirun[@]}" -np 2 "$build/autotrain" \
   bench train --config "$tiny" --device cuda --comm-backend auto --mixed-precision bf16 \
   --zero-stage 3 --steps 3

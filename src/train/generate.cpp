@@ -13,7 +13,6 @@
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/family.hpp"
 #include "autotrain/train/pretrained.hpp"
-#include "autotrain/train/replica.hpp"
 #include "next_token_logits.hpp"
 
 namespace autotrain::train {
@@ -153,7 +152,6 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   const std::size_t prompt_length = tokens.size();
   std::unique_ptr<NextTokenLogits> model;
   if (options.device == Device::cuda) {
-    check_runs_on_gpus(layout.config());
 #ifdef AUTOTRAIN_HAVE_CUDA
     // The longest window this run reaches: the device model is built for no more positions.
     const std::size_t longest =

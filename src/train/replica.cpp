@@ -2,7 +2,6 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/model/causal_lm.hpp"
-#include "autotrain/model/family.hpp"
 #include "gpu/replica.hpp"
 
 namespace autotrain::train {
@@ -39,19 +38,10 @@ class CpuReplica final : public Replica {
 
 }  // namespace
 
-void check_runs_on_gpus(const model::ModelConfig& config) {
-  if (config.family != model::Family::gpt2) {
-    throw CollectiveError(cat("device cuda: the ", model::family_of(config).describe(config),
-                              " runs on the CPU only so far (its CUDA kernels are not built); "
-                              "use --device cpu"));
-  }
-}
-
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
                                       Communicator& comm, int B, int T) {
   std::unique_ptr<Replica> replica;
   if (setup.device == Device::cuda) {
-    check_runs_on_gpus(layout.config());
 #ifdef AUTOTRAIN_HAVE_CUDA
     replica = make_gpu_replica(setup, layout, comm, B, T);
 #else

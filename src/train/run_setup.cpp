@@ -376,8 +376,6 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << "  activations  "
       << (params.disable_gradient_checkpointing
               ? "every block's kept for backward (disable_gradient_checkpointing true)\n"
-          : setup.device == Device::cuda
-              ? "every block's kept for backward (activation checkpointing is CPU-only so far)\n"
               : "recomputed per block in backward (activation checkpointing; "
                 "disable_gradient_checkpointing false)\n")
       << "  output       " << params.project_name << "/\n"

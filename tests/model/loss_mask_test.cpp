@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "autotrain/core/ignore_target.hpp"
@@ -97,9 +98,13 @@ TEST_P(LossMask, ABatchWithoutLossHasLossZeroAndNoGradient) {
   for (const double g : grads) ASSERT_EQ(g, 0.0);
 }
 
+std::string family_name(const ::testing::TestParamInfo<ModelConfig>& param) {
+  return param.param.family == Family::gpt2 ? "gpt2" : "llama";
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, LossMask,
                          ::testing::Values(ModelConfig::gpt2(2, 2, 16, T, V), llama_config()),
-                         [](const auto& info) { return info.index == 0 ? "gpt2" : "llama"; });
+                         family_name);
 
 }  // namespace
 }  // namespace autotrain::model

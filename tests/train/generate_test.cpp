@@ -1,7 +1,8 @@
 // `autotrain generate` on a tiny random model (L = 2, NH = 4, C = 64, block 16, the byte
 // tokenizer's V = 256): the CPU path against the model's full forward over each window, the
-// device choice, and the GPU path against the CPU path. Greedy runs of 40 new tokens after a
-// 5-token prompt cross block_size three times, so the window restarts are covered.
+// device choice, and the GPU path against the CPU path (GPT-2, and a Llama-family model). Greedy
+// runs of 40 new tokens after a 5-token prompt cross block_size three times, so the window restarts
+// are covered.
 //
 // The GPU tests need a device: they skip with the reason in builds without CUDA and on machines
 // without a GPU (the emulated build runs them).
@@ -53,6 +54,34 @@ LoadedModel tiny_model() {
     const bool wte = tensor.name == "transformer.wte.weight";
     const std::size_t real = wte ? std::size_t(loaded.tokenizer->vocab_size()) * 64 : tensor.numel;
     for (std::size_t i = 0; i < real; ++i) loaded.params[tensor.offset + i] += noise(gen);
+  }
+  return loaded;
+}
+
+// A Llama-family model of the same size on the byte vocabulary, with the options the device
+// decoder takes apart: grouped key/value heads, head_dim 2·C/NH, q/k/v biases, q/k norms, an
+// untied head.
+LoadedModel tiny_llama_model() {
+  LoadedModel loaded;
+  loaded.tokenizer = data::make_tokenizer("byte", {});
+  model::ModelConfig c = model::ModelConfig::gpt2(2, 4, 64, kBlock, loaded.tokenizer->vocab_size());
+  c.family = model::Family::llama;
+  c.architecture = "Qwen3ForCausalLM";
+  c.n_kv_head = 2;
+  c.head_dim = 32;
+  c.intermediate_size = 128;
+  c.tie_word_embeddings = false;
+  c.qkv_bias = true;
+  c.qk_norm = true;
+  loaded.layout = std::make_unique<model::ParamLayout>(c, 1);
+  loaded.params.assign(loaded.layout->padded_size(), 0.0f);
+  model::init_params(*loaded.layout, 7, loaded.params);
+  std::mt19937 gen(5);
+  std::normal_distribution<float> noise(0.0f, 0.05f);
+  for (const auto& tensor : loaded.layout->tensors()) {
+    for (std::size_t i = 0; i < tensor.file_numel(); ++i) {
+      loaded.params[tensor.offset + i] += noise(gen);
+    }
   }
   return loaded;
 }
@@ -170,6 +199,17 @@ TEST_F(GpuGenerate, GreedyFp32EqualsTheCpuAcrossWindowRestarts) {
   ASSERT_EQ(cpu.size(), std::size_t(kNewTokens))
       << "the tiny model stopped at end-of-text; the windows are not covered";
   EXPECT_EQ(generate_text(loaded_, greedy(Device::cuda, Precision::fp32)), cpu);
+}
+
+// The Llama family's decoder (DeviceLlamaDecoder, picked by the layout's family) against the
+// CPU's key/value cache, across the same window restarts.
+TEST_F(GpuGenerate, LlamaFamilyGreedyFp32EqualsTheCpuAcrossWindowRestarts) {
+  const LoadedModel llama = tiny_llama_model();
+  const Generated cpu = generate(llama, greedy(Device::cpu, Precision::fp32));
+  ASSERT_EQ(cpu.new_tokens, kNewTokens)
+      << "the tiny model stopped at end-of-text; the windows are not covered";
+  EXPECT_EQ(generate(llama, greedy(Device::cuda, Precision::fp32)).text, cpu.text);
+  EXPECT_GT(generate(llama, greedy(Device::cuda, Precision::bf16)).new_tokens, 0);
 }
 
 // bf16 and fp16 round the parameters and activations, so the greedy text may part from the

@@ -2,8 +2,8 @@
 // One rank's model and ZeRO engine on its device (`device: cpu|cuda`, docs/gpu.md): what the
 // trainer, the evaluation and `bench train` drive, so none of them depends on where the kernels
 // run. The CPU replica is the family's model::CausalLM over a zero::Engine; the CUDA replica
-// (builds with CUDA; GPT-2 only so far) is model::gpu::DeviceGpt2 over zero::gpu's device engine
-// in the compute precision of mixed_precision.
+// (builds with CUDA) is the family's model::gpu::DeviceCausalLM over zero::gpu's device engine in
+// the compute precision of mixed_precision.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,9 +58,6 @@ class Replica {
 // The replica `setup` asks for (setup.device, setup.precision), with its engine's parameters
 // parameters not yet set (state().init_parameters or a checkpoint's load). `layout` and `comm`
 // must outlive it.
-// A CollectiveError unless the model's family has CUDA kernels (GPT-2).
-void check_runs_on_gpus(const model::ModelConfig& config);
-
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
                                       Communicator& comm, int B, int T);
 

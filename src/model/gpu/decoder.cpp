@@ -3,16 +3,14 @@
 // kernels/gpu/ queued on one stream. Host code only (a .cpp: the header needs C++20).
 #include "autotrain/model/gpu/decoder.hpp"
 
-#include <cstring>
-#include <type_traits>
-
-#include "autotrain/core/dtype.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/encoder.hpp"
 #include "autotrain/kernels/gpu/layernorm.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
+#include "autotrain/model/gpt2_offsets.hpp"
+#include "host_floats.hpp"
 
 namespace autotrain::model::gpu {
 
@@ -142,17 +140,7 @@ void DeviceGpt2Decoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t t
   AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),
                                 cudaMemcpyDeviceToHost, stream_));
   AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  const F* row = host_logits_.data();
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    if constexpr (std::is_same_v<F, float>) {
-      logits[i] = row[i];
-    } else {
-      std::uint16_t bits;
-      static_assert(sizeof bits == sizeof(F));
-      std::memcpy(&bits, &row[i], sizeof bits);
-      logits[i] = std::is_same_v<F, __nv_bfloat16> ? bf16_to_float(bits) : fp16_to_float(bits);
-    }
-  }
+  to_host_floats(host_logits_.data(), logits);
 }
 
 template class DeviceGpt2Decoder<float>;

@@ -5,7 +5,10 @@
 // Invariants: all device memory is one allocation made at construction; parameter gradients
 // accumulate (+=); activation gradients are overwritten, except the residual stream, whose single
 // gradient buffer [B, T, C] is zeroed before ln_f backward and collects every block's
-// contribution (LayerNorm backward adds into it).
+// contribution (LayerNorm backward adds into it). With activation checkpointing (`recompute`)
+// only the block outputs (residual3) keep a slot per layer; every other per-layer activation has
+// one slot, which backward refills by re-running block l's forward from its input (except the
+// last block's, still there), with the same kernels on the same inputs: the same bits.
 // Written twice on purpose, here and in src/model/gpt2.cpp, until the model-family description
 // (docs/architecture.md) writes each family once per device: the device kernels take a stream,
 // the cuBLASLt handle and fused epilogues, and keep fp32 statistics, so one shared body would be
@@ -17,12 +20,10 @@
 #include "autotrain/model/gpu/gpt2.hpp"
 
 #include <algorithm>
-#include <array>
 #include <string>
 #include <type_traits>
 
 #include "../check_tokens.hpp"
-#include "../kernel_clock.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/log.hpp"
@@ -32,6 +33,7 @@
 #include "autotrain/kernels/gpu/flash_attention.hpp"
 #include "autotrain/kernels/gpu/layernorm.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
+#include "event_clock.hpp"
 
 namespace autotrain::model::gpu {
 
@@ -39,7 +41,8 @@ using namespace autotrain::kernels::gpu;
 using autotrain::kernels::Transpose;
 
 // The model's shape, the tensor offsets inside a unit, and every device buffer, carved from one
-// allocation. Per-layer activations are [L, ...] with a stride of one layer's tensor.
+// allocation. Per-layer activations are [L, ...] with a stride of one layer's tensor; with
+// `one_slot` (activation checkpointing) [1, ...] but for residual3, which keeps L slots.
 // LayerNorm statistics and losses are fp32 whatever F is (the kernels' contract).
 template <typename F>
 struct DeviceGpt2<F>::Buffers : TensorOffsets {
@@ -48,6 +51,7 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
   std::size_t bt;          // B·T: stride of per-layer [B, T] statistics
   std::size_t btc;         // B·T·C: stride of per-layer [B, T, C] tensors
   std::size_t att_stride;  // B·NH·T·T
+  bool one_slot;           // layer(l) of the recomputable tensors is slot 0
 
   autotrain::gpu::DeviceBuffer memory;
   F* encoded;                      // [B, T, C]
@@ -89,18 +93,20 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
-    return {ln1 + i * btc,       ln1_mean + i * bt,
-            ln1_rstd + i * bt,   qkv + i * 3 * btc,
-            atty + i * btc,      att + i * att_stride,
-            residual2 + i * btc, ln2 + i * btc,
-            ln2_mean + i * bt,   ln2_rstd + i * bt,
-            fch + i * 4 * btc,   fch_gelu + i * 4 * btc,
-            residual3 + i * btc, flash_lse + i * rows_stride};
+    const std::size_t s = one_slot ? 0 : i;  // the slot of the recomputable tensors
+    return {ln1 + s * btc,       ln1_mean + s * bt,
+            ln1_rstd + s * bt,   qkv + s * 3 * btc,
+            atty + s * btc,      att + s * att_stride,
+            residual2 + s * btc, ln2 + s * btc,
+            ln2_mean + s * bt,   ln2_rstd + s * bt,
+            fch + s * 4 * btc,   fch_gelu + s * 4 * btc,
+            residual3 + i * btc, flash_lse + s * rows_stride};
   }
 
-  Buffers(const ParamLayout& layout, int B, int T, bool flash)
-      : TensorOffsets(layout), config(layout.config()) {
-    const std::size_t L = static_cast<std::size_t>(config.n_layer);
+  Buffers(const ParamLayout& layout, int B, int T, bool flash, bool one_slot_)
+      : TensorOffsets(layout), config(layout.config()), one_slot(one_slot_) {
+    const std::size_t layers = static_cast<std::size_t>(config.n_layer);
+    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     const std::size_t C = static_cast<std::size_t>(config.n_embd);
     const std::size_t Vp = static_cast<std::size_t>(config.padded_vocab_size);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
@@ -127,7 +133,7 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
       parts.take(ln2_rstd, L * bt);
       parts.take(fch, L * 4 * btc);
       parts.take(fch_gelu, L * 4 * btc);
-      parts.take(residual3, L * btc);
+      parts.take(residual3, layers * btc);
       parts.take(lnf, btc);
       parts.take(lnf_mean, bt);
       parts.take(lnf_rstd, bt);
@@ -183,72 +189,12 @@ void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const 
 
 }  // namespace
 
-// Event pairs around the timed calls of a profiled step. Events are created as the step needs
-// them (profiling only: the timed steps of bench train run without) and destroyed with it.
-template <typename F>
-struct DeviceGpt2<F>::Profiler {
-  struct Mark {
-    int row;  // 2 · ProfileOp + pass
-    cudaEvent_t start;
-    cudaEvent_t stop;
-  };
-  std::vector<cudaEvent_t> events;
-  std::vector<Mark> marks;
-  cudaEvent_t last = nullptr;  // the previous restart or lap
-
-  Profiler() = default;
-  Profiler(const Profiler&) = delete;
-  Profiler& operator=(const Profiler&) = delete;
-  ~Profiler() {
-    for (cudaEvent_t event : events) cudaEventDestroy(event);
-  }
-  cudaEvent_t record(cudaStream_t stream) {
-    cudaEvent_t event = nullptr;
-    AT_CUDA_CHECK(cudaEventCreate(&event));
-    events.push_back(event);
-    AT_CUDA_CHECK(cudaEventRecord(event, stream));
-    return event;
-  }
-  void restart(cudaStream_t stream) { last = record(stream); }
-  void lap(int row, cudaStream_t stream) {
-    const cudaEvent_t now = record(stream);
-    marks.push_back({row, last, now});
-    last = now;
-  }
-};
-
-namespace {
-
-// The device counterpart of KernelClock (model/kernel_clock.hpp): restart() after a unit hook,
-// lap(kind) after each kernel call, each an event on the model's stream when profiling (the
-// kernel's GPU time lies between two of them); one branch per call otherwise.
-template <typename Profiler>
-class EventClock {
- public:
-  EventClock(Profiler* profiler, cudaStream_t stream, Pass pass)
-      : profiler_(profiler), stream_(stream), pass_(static_cast<int>(pass)) {
-    restart();
-  }
-  void restart() {
-    if (profiler_ != nullptr) profiler_->restart(stream_);
-  }
-  void lap(ProfileOp kind) {
-    if (profiler_ != nullptr) profiler_->lap(2 * kind + pass_, stream_);
-  }
-
- private:
-  Profiler* profiler_;
-  cudaStream_t stream_;
-  int pass_;
-};
-
-}  // namespace
-
 template <typename F>
 DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
-                          const BlasHandle& blas)
+                          const BlasHandle& blas, bool recompute)
     : B_(B),
       T_(T),
+      recompute_(recompute),
       stream_(stream),
       blas_(blas),
       host_tokens_(2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
@@ -264,30 +210,23 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
   AT_CHECK(c.n_embd <= kernels::gpu::kLayerNormMaxChannels, "model: n_embd = ", c.n_embd,
            " is wider than the ", kernels::gpu::kLayerNormMaxChannels,
            " channels the CUDA LayerNorm holds in one warp's registers (GPT-2 XL has 1600)");
-  // Flash attention where it was asked for and applies (16-bit, head size 16..64); elsewhere
-  // the fast path, with a line saying so.
+  // Flash attention where it was asked for and applies (16-bit, head sizes 16..64 and 128);
+  // elsewhere the fast path, with a line saying so.
   flash_ = attention_kind() == AttentionKind::flash &&
            flash_attention_supports(sizeof(F), c.n_embd, c.n_head);
   if (attention_kind() == AttentionKind::flash && !flash_) {
     log::warn(
-        "attention: flash attention needs bf16/fp16 and a head size that is a multiple of "
-        "16 up to 64 (here ",
+        "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "
+        "(here ",
         sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", c.head_size(),
         "); using the fast path");
   }
-  buffers_ = std::make_unique<Buffers>(layout, B, T, flash_);
+  buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute);
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
 template <typename F>
 DeviceGpt2<F>::~DeviceGpt2() = default;
-
-template <typename F>
-float DeviceGpt2<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                             const std::int32_t* targets) {
-  forward_async(access, inputs, targets);
-  return loss();
-}
 
 template <typename F>
 float DeviceGpt2<F>::loss() const {
@@ -296,15 +235,47 @@ float DeviceGpt2<F>::loss() const {
   return static_cast<float>(mean_loss(host_losses_.data(), host_losses_.size(), loss_positions_));
 }
 
+// Block l from its input `residual` to layer(l).residual3.
+template <typename F>
+void DeviceGpt2<F>::block_forward(int l, const F* p, const F* residual, EventClock& clock) {
+  const Buffers& b = *buffers_;
+  const int B = B_, T = T_;
+  const int C = b.config.n_embd, NH = b.config.n_head;
+  const std::size_t bt = b.bt, btc = b.btc;
+  const auto x = b.layer(l);
+  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C,
+                    stream_);
+  clock.lap(kLayerNorm);
+  matmul_forward(blas_, x.qkv, x.ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
+  clock.lap(kMatmul);
+  layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, C, NH, stream_);
+  clock.lap(kAttention);
+  matmul_forward(blas_, b.proj, x.atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_);
+  clock.lap(kMatmul);
+  residual_forward(x.residual2, residual, b.proj, btc, stream_);
+  clock.lap(kResidual);
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + b.ln2w, p + b.ln2b, bt, C,
+                    stream_);
+  clock.lap(kLayerNorm);
+  // c_fc and the GELU in one call where cuBLASLt fuses them (the profile's matmul row then
+  // holds the GELU too).
+  matmul_gelu_forward(blas_, x.fch_gelu, x.fch, x.ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_);
+  clock.lap(kMatmul);
+  matmul_forward(blas_, b.proj, x.fch_gelu, p + b.fcprojw, p + b.fcprojb, bt, 4 * C, C, stream_);
+  clock.lap(kMatmul);
+  residual_forward(x.residual3, x.residual2, b.proj, btc, stream_);
+  clock.lap(kResidual);
+}
+
 template <typename F>
 void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                                   const std::int32_t* targets) {
   Buffers& b = *buffers_;
   const ModelConfig& cfg = b.config;
   const int B = B_, T = T_;
-  const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer;
+  const int C = cfg.n_embd, L = cfg.n_layer;
   const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-  const std::size_t bt = b.bt, btc = b.btc;
+  const std::size_t bt = b.bt;
   check_tokens(inputs, bt, V, "inputs");
   loss_positions_ = check_targets(targets, bt, V);
   ready_for_backward_ = false;
@@ -324,7 +295,7 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
                                 cudaMemcpyHostToDevice, stream_));
   tokens_copied_.record(stream_);
 
-  EventClock<Profiler> clock(profiler_.get(), stream_, Pass::forward);
+  EventClock clock(profiler_.get(), stream_, Pass::forward);
   const F* p = access.params(0);
   clock.restart();
   encoder_forward(b.encoded, b.inputs, p + b.wte, p + b.wpe, B, T, C, stream_);
@@ -336,32 +307,9 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
     const int unit = ParamLayout::block_unit(l);
     p = access.params(unit);
     clock.restart();
-    const auto x = b.layer(l);
-    layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C,
-                      stream_);
-    clock.lap(kLayerNorm);
-    matmul_forward(blas_, x.qkv, x.ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
-    clock.lap(kMatmul);
-    layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, C, NH, stream_);
-    clock.lap(kAttention);
-    matmul_forward(blas_, b.proj, x.atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_);
-    clock.lap(kMatmul);
-    residual_forward(x.residual2, residual, b.proj, btc, stream_);
-    clock.lap(kResidual);
-    layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + b.ln2w, p + b.ln2b, bt, C,
-                      stream_);
-    clock.lap(kLayerNorm);
-    // c_fc and the GELU in one call where cuBLASLt fuses them (the profile's matmul row then
-    // holds the GELU too).
-    matmul_gelu_forward(blas_, x.fch_gelu, x.fch, x.ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C,
-                        stream_);
-    clock.lap(kMatmul);
-    matmul_forward(blas_, b.proj, x.fch_gelu, p + b.fcprojw, p + b.fcprojb, bt, 4 * C, C, stream_);
-    clock.lap(kMatmul);
-    residual_forward(x.residual3, x.residual2, b.proj, btc, stream_);
-    clock.lap(kResidual);
+    block_forward(l, p, residual, clock);
     access.release(unit);
-    residual = x.residual3;
+    residual = b.layer(l).residual3;
   }
 
   const int ln_f = L + 1;
@@ -404,7 +352,7 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
   F* dsmall = b.dsmall;
   F* dlarge = b.dlarge;
 
-  EventClock<Profiler> clock(profiler_.get(), stream_, Pass::backward);
+  EventClock clock(profiler_.get(), stream_, Pass::backward);
 
   // d(mean loss · scale)/d(loss of one position)
   const float dloss = position_dloss(loss_scale, loss_positions_);
@@ -441,6 +389,9 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     clock.restart();
     const auto x = b.layer(l);
     const F* residual = l == 0 ? b.encoded : b.layer(l - 1).residual3;
+    // Checkpointing: the slot holds the last block's activations; recompute block l's. Its
+    // output (residual3) is kept, and the recomputation writes the same bits into it.
+    if (recompute_ && l != L - 1) block_forward(l, p, residual, clock);
 
     // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3;
     // the GELU's backward is fused into c_proj's (the matmul row holds it).
@@ -492,7 +443,7 @@ std::size_t DeviceGpt2<F>::activation_bytes() const {
 template <typename F>
 void DeviceGpt2<F>::set_profiling(bool on) {
   if (on) {
-    profiler_ = std::make_unique<Profiler>();
+    profiler_ = std::make_unique<EventProfiler>();
   } else {
     profiler_.reset();
   }
@@ -500,21 +451,7 @@ void DeviceGpt2<F>::set_profiling(bool on) {
 
 template <typename F>
 std::vector<ProfileEntry> DeviceGpt2<F>::profile() const {
-  std::array<double, 2 * kOpCount> seconds{};
-  if (profiler_) {
-    for (const auto& mark : profiler_->marks) {
-      AT_CUDA_CHECK(cudaEventSynchronize(mark.stop));
-      float ms = 0;
-      AT_CUDA_CHECK(cudaEventElapsedTime(&ms, mark.start, mark.stop));
-      seconds[static_cast<std::size_t>(mark.row)] += 1e-3 * ms;
-    }
-  }
-  std::vector<ProfileEntry> rows;
-  for (int op = 0; op < kOpCount; ++op) {
-    rows.push_back({kOpNames[op], seconds[2 * static_cast<std::size_t>(op)],
-                    seconds[2 * static_cast<std::size_t>(op) + 1]});
-  }
-  return rows;
+  return profiler_ ? profiler_->rows() : EventProfiler::zero_rows();
 }
 
 template class DeviceGpt2<float>;

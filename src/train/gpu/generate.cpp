@@ -1,5 +1,6 @@
-// Generation on the GPU (train/next_token_logits.hpp): model::gpu::DeviceGpt2Decoder over the
-// exported parameters in the compute precision, with a key/value cache as on the CPU: a restart
+// Generation on the GPU (train/next_token_logits.hpp): the layout's family's device decoder
+// (model/gpu/causal_lm.hpp: DeviceGpt2Decoder or DeviceLlamaDecoder) over the exported
+// parameters in the compute precision, with a key/value cache as on the CPU: a restart
 // feeds the whole window, then each call one token. Host code (a .cpp: the headers need C++20).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -14,7 +15,7 @@
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
-#include "autotrain/model/gpu/decoder.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -55,18 +56,18 @@ class GpuNextTokenLogits final : public NextTokenLogits {
   GpuNextTokenLogits(const LoadedModel& loaded, int window)
       : params_(upload_params<F>(loaded.params)),
         access_(*loaded.layout, params_.as<F>(), nullptr),
-        decoder_(*loaded.layout, window, stream_.get(), blas_),
+        decoder_(model::gpu::make_device_decoder<F>(*loaded.layout, window, stream_.get(), blas_)),
         logits_(static_cast<std::size_t>(loaded.layout->config().vocab_size)) {}
 
   std::span<const float> logits(std::span<const std::int32_t> window, bool restart) override {
     AT_CHECK(!window.empty(), "generate: an empty window");
     if (restart) {
-      decoder_.reset();
+      decoder_->reset();
       for (const std::int32_t token : window.first(window.size() - 1)) {
-        decoder_.feed_token(access_, token, {});
+        decoder_->feed_token(access_, token, {});
       }
     }
-    decoder_.feed_token(access_, window.back(), logits_);
+    decoder_->feed_token(access_, window.back(), logits_);
     return logits_;
   }
 
@@ -76,7 +77,7 @@ class GpuNextTokenLogits final : public NextTokenLogits {
   kg::BlasHandle blas_;
   autotrain::gpu::DeviceBuffer params_;
   model::BasicFlatUnitAccess<F> access_;
-  model::gpu::DeviceGpt2Decoder<F> decoder_;
+  std::unique_ptr<model::gpu::DeviceDecoder<F>> decoder_;
   std::vector<float> logits_;  // [V]
 };
 

@@ -1,5 +1,6 @@
 // The CUDA replica (train/gpu/replica.hpp): binds the rank's GPU, then builds the device engine
-// and the device model in the compute precision. Host code (a .cpp: the headers need C++20).
+// and the layout's family's device model (model/gpu/causal_lm.hpp) in the compute precision.
+// Host code (a .cpp: the headers need C++20).
 #include "replica.hpp"
 
 #include <cuda_bf16.h>
@@ -13,7 +14,7 @@
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
-#include "autotrain/model/gpu/gpt2.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
 #include "autotrain/zero/gpu/engine.hpp"
 
 namespace autotrain::train {
@@ -57,28 +58,29 @@ class GpuReplica final : public Replica {
         precision_(setup.precision),
         engine_(
             zero::gpu::DeviceEngine<F>::create(layout, comm, engine_options(setup), stream_.get())),
-        model_(layout, B, T, stream_.get(), blas_) {}
+        model_(model::gpu::make_device_causal_lm<F>(
+            layout, B, T, stream_.get(), blas_, !setup.params().disable_gradient_checkpointing)) {}
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
-    return model_.forward(*engine_, inputs, targets);
+    return model_->forward(*engine_, inputs, targets);
   }
   void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
-    model_.forward_async(*engine_, inputs, targets);
+    model_->forward_async(*engine_, inputs, targets);
   }
-  float last_loss() override { return model_.loss(); }
-  void backward(float loss_scale) override { model_.backward(*engine_, loss_scale); }
-  std::span<const float> losses() override { return model_.losses(); }
-  std::size_t activation_bytes() const override { return model_.activation_bytes(); }
+  float last_loss() override { return model_->loss(); }
+  void backward(float loss_scale) override { model_->backward(*engine_, loss_scale); }
+  std::span<const float> losses() override { return model_->losses(); }
+  std::size_t activation_bytes() const override { return model_->activation_bytes(); }
   std::size_t device_memory_bytes() const override {
-    return engine_->device_bytes() + model_.activation_bytes() + blas_.workspace_bytes();
+    return engine_->device_bytes() + model_->activation_bytes() + blas_.workspace_bytes();
   }
   std::string device() const override {
     return cat("cuda:", binding_.index, " (", binding_.properties.name, ")");
   }
   std::string precision() const override { return precision_name(precision_); }
-  void set_profiling(bool on) override { model_.set_profiling(on); }
-  std::vector<model::ProfileEntry> profile() const override { return model_.profile(); }
+  void set_profiling(bool on) override { model_->set_profiling(on); }
+  std::vector<model::ProfileEntry> profile() const override { return model_->profile(); }
   double peak_flops_per_s() const override { return peak_flops(binding_.properties, precision_); }
 
  private:
@@ -87,7 +89,7 @@ class GpuReplica final : public Replica {
   autotrain::gpu::Stream stream_;
   kernels::gpu::BlasHandle blas_;
   std::unique_ptr<zero::gpu::DeviceEngine<F>> engine_;
-  model::gpu::DeviceGpt2<F> model_;
+  std::unique_ptr<model::gpu::DeviceCausalLM<F>> model_;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 #pragma once
-// The CUDA replica (src/train/gpu/replica.cpp): model::gpu::DeviceGpt2 over the device
-// engine of zero/gpu/, in the precision setup.precision names. Builds with CUDA only.
+// The CUDA replica (src/train/gpu/replica.cpp): the layout's family's device model
+// (model::gpu::DeviceGpt2 or DeviceLlama, model/gpu/causal_lm.hpp) over the device engine of
+// zero/gpu/, in the precision setup.precision names, with activation checkpointing unless
+// disable_gradient_checkpointing. Builds with CUDA only.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <memory>
 

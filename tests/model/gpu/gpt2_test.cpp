@@ -3,14 +3,8 @@
 // (the padded vocabulary rows and unit padding excluded; those must stay exactly zero).
 // Shape: L = 2, NH = 4, C = 64 (HS = 16), V = 50 padded to Vp = 64, block 16, B = 2, T = 8.
 //
-// Tolerances per element type. Loss: |gpu - cpu| <= loss_rtol·|cpu|. Gradients, per tensor with
-// g_max = max |cpu| over that tensor: |gpu - cpu| <= grad_rtol·|cpu| + grad_atol·g_max for every
-// element, and ||gpu - cpu||₂ <= grad_l2·||cpu||₂ for the tensor as a whole.
-//   fp32: loss 1e-5, rtol 1e-4, atol 1e-4, l2 1e-4   (nothing is rounded; summation order differs)
-//   fp16: loss 5e-3, rtol 2e-2, atol 1e-2, l2 1e-2   (10-bit mantissa, ~20 roundings deep)
-//   bf16: loss 2e-2, rtol 1e-1, atol 5e-2, l2 5e-2   (7-bit mantissa, ~20 roundings deep)
-// A wrong transpose, a missing += or a lost residual path is off by the gradient's own size, far
-// above any of these.
+// Tolerances per element type: device_model_test_support.hpp. Activation checkpointing
+// (`recompute`) must give the same bits as keeping every activation.
 //
 // Every test needs a device: they skip with a message in builds without CUDA and on machines
 // without a GPU.
@@ -44,6 +38,7 @@ TEST(GpuGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/model/gpu/gpt2.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "device_model_test_support.hpp"
 #include "gpu/element_types.hpp"
 #include "test_support.hpp"
 
@@ -51,9 +46,11 @@ namespace autotrain::model {
 namespace {
 
 using autotrain::testing::error_of;
+using testing::Precision;
+using testing::RecordingAccess;
+using testing::Vec;
 
 namespace kg = autotrain::kernels::gpu;
-using Vec = std::vector<double>;
 
 constexpr int kB = 2;
 constexpr int kT = 8;
@@ -75,31 +72,6 @@ ModelConfig tiny_config() {
   return config;
 }
 
-// How one element type is stored on the host and how close the model must come to the reference.
-template <typename F>
-struct Precision;
-template <>
-struct Precision<float> {
-  using Bits = float;
-  static constexpr double loss_rtol = 1e-5, grad_rtol = 1e-4, grad_atol = 1e-4, grad_l2 = 1e-4;
-  static Bits encode(double x) { return static_cast<float>(x); }
-  static double decode(Bits bits) { return bits; }
-};
-template <>
-struct Precision<__nv_bfloat16> {
-  using Bits = std::uint16_t;
-  static constexpr double loss_rtol = 2e-2, grad_rtol = 1e-1, grad_atol = 5e-2, grad_l2 = 5e-2;
-  static Bits encode(double x) { return float_to_bf16(static_cast<float>(x)); }
-  static double decode(Bits bits) { return bf16_to_float(bits); }
-};
-template <>
-struct Precision<__half> {
-  using Bits = std::uint16_t;
-  static constexpr double loss_rtol = 5e-3, grad_rtol = 2e-2, grad_atol = 1e-2, grad_l2 = 1e-2;
-  static Bits encode(double x) { return float_to_fp16(static_cast<float>(x)); }
-  static double decode(Bits bits) { return fp16_to_float(bits); }
-};
-
 std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<std::int32_t> dist(0, kV - 1);
@@ -112,34 +84,6 @@ std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
 std::size_t real_elements(const ParamTensor& t) {
   return t.name == "transformer.wte.weight" ? static_cast<std::size_t>(kV) * kC : t.numel;
 }
-
-// Records every hook call as "params 3", "release 3", ... and forwards it to `inner`.
-template <template <typename> class Access, typename F>
-class RecordingAccess final : public Access<F> {
- public:
-  RecordingAccess(Access<F>& inner, std::vector<std::string>& events)
-      : inner_(inner), events_(events) {}
-  const F* params(int unit) override {
-    events_.push_back("params " + std::to_string(unit));
-    return inner_.params(unit);
-  }
-  void release(int unit) override {
-    events_.push_back("release " + std::to_string(unit));
-    inner_.release(unit);
-  }
-  F* grads(int unit) override {
-    events_.push_back("grads " + std::to_string(unit));
-    return inner_.grads(unit);
-  }
-  void grads_ready(int unit) override {
-    events_.push_back("grads_ready " + std::to_string(unit));
-    inner_.grads_ready(unit);
-  }
-
- private:
-  Access<F>& inner_;
-  std::vector<std::string>& events_;
-};
 
 // GPT-2's initialisation plus noise on every real element, so biases and LayerNorm parameters are
 // not 0 and 1 and every path carries a gradient; rounded to F so both models see the same values.
@@ -186,42 +130,29 @@ class GpuGpt2Test : public ::testing::Test {
     return BasicFlatUnitAccess<F>(layout_, d_params_.as<F>(), d_grads_.as<F>());
   }
 
-  // The gradient buffer after the queued work is done, decoded to double.
-  Vec download_grads() const {
+  void zero_grads() {
+    d_grads_.zero(stream());
+    sync();
+  }
+  // The gradient buffer after the queued work is done, as F's bits.
+  std::vector<Bits> download_grad_bits() const {
     sync();
     std::vector<Bits> bits(params_.size());
     d_grads_.copy_to_host(bits.data(), bits.size() * sizeof(F));
+    return bits;
+  }
+  // The same, decoded to double.
+  Vec download_grads() const {
+    const std::vector<Bits> bits = download_grad_bits();
     Vec grads(bits.size());
     for (std::size_t i = 0; i < bits.size(); ++i) grads[i] = Precision<F>::decode(bits[i]);
     return grads;
   }
 
-  // |gpu - cpu| per element and as a tensor, with the tolerances at the top of the file.
+  // |gpu - cpu| per element and as a tensor (device_model_test_support.hpp).
   void expect_close_tensor(const Vec& gpu, const Vec& cpu, std::size_t offset, std::size_t count,
                            const std::string& what) const {
-    double cpu_max = 0, diff_sq = 0, cpu_sq = 0;
-    for (std::size_t i = offset; i < offset + count; ++i) {
-      cpu_max = std::max(cpu_max, std::abs(cpu[i]));
-      diff_sq += (gpu[i] - cpu[i]) * (gpu[i] - cpu[i]);
-      cpu_sq += cpu[i] * cpu[i];
-    }
-    ASSERT_GT(cpu_max, 0.0) << what << ": the reference gradient is all zero";
-    std::size_t worst = offset;
-    double worst_excess = -INFINITY;
-    for (std::size_t i = offset; i < offset + count; ++i) {
-      const double bound =
-          Precision<F>::grad_rtol * std::abs(cpu[i]) + Precision<F>::grad_atol * cpu_max;
-      const double excess = std::isnan(gpu[i]) ? INFINITY : std::abs(gpu[i] - cpu[i]) - bound;
-      if (excess > worst_excess) {
-        worst_excess = excess;
-        worst = i;
-      }
-    }
-    EXPECT_LE(worst_excess, 0.0) << what << "[" << worst - offset << "] is " << gpu[worst]
-                                 << " on the GPU, " << cpu[worst] << " on the CPU (max |cpu| "
-                                 << cpu_max << ")";
-    EXPECT_LE(std::sqrt(diff_sq), Precision<F>::grad_l2 * std::sqrt(cpu_sq))
-        << what << ": relative L2 error " << std::sqrt(diff_sq / cpu_sq);
+    testing::expect_close_tensor<F>(gpu, cpu, offset, count, what);
   }
 
   const ParamLayout layout_{tiny_config()};
@@ -301,14 +232,14 @@ TYPED_TEST(GpuGpt2Test, CallsTheUnitHooksInTheCpuModelsOrder) {
   Vec cpu_grads(this->layout_.padded_size(), 0.0);
   BasicFlatUnitAccess<double> cpu_flat(this->layout_, cpu_params.data(), cpu_grads.data());
   std::vector<std::string> cpu_events;
-  RecordingAccess<BasicUnitAccess, double> cpu_access(cpu_flat, cpu_events);
+  RecordingAccess<double> cpu_access(cpu_flat, cpu_events);
   BasicGpt2<double> cpu(this->layout_, kB, kT);
   cpu.forward(cpu_access, this->inputs_.data(), this->targets_.data());
   cpu.backward(cpu_access, 1.0);
 
   auto flat = this->device_access();
   std::vector<std::string> events;
-  RecordingAccess<BasicUnitAccess, F> access(flat, events);
+  RecordingAccess<F> access(flat, events);
   gpu::DeviceGpt2<F> model(this->layout_, kB, kT, this->stream(), this->blas());
   model.forward(access, this->inputs_.data(), this->targets_.data());
   model.backward(access, 1.0f);
@@ -316,6 +247,41 @@ TYPED_TEST(GpuGpt2Test, CallsTheUnitHooksInTheCpuModelsOrder) {
 
   ASSERT_FALSE(cpu_events.empty());
   EXPECT_EQ(events, cpu_events);
+}
+
+// Activation checkpointing: two micro-steps (the second forward overwrites what the first
+// backward's recomputation left in the slots) give the same losses and gradients to the bit as
+// keeping every activation, in less activation memory.
+// Real GPU only: that cuBLASLt and cuBLAS give the same bits from one call of a shape to the next
+// (the emulator computes every product one way).
+TYPED_TEST(GpuGpt2Test, RecomputeGivesTheSameBitsAsKeepingEveryActivation) {
+  using F = TypeParam;
+  struct Outcome {
+    std::vector<float> losses;  // each step's mean, then its per-position losses
+    std::vector<typename Precision<F>::Bits> grads;
+    std::size_t activation_bytes = 0;
+  };
+  const auto train = [&](bool recompute) {
+    this->zero_grads();
+    auto access = this->device_access();
+    gpu::DeviceGpt2<F> model(this->layout_, kB, kT, this->stream(), this->blas(), recompute);
+    Outcome run;
+    for (std::uint32_t step = 0; step < 2; ++step) {
+      const auto inputs = random_tokens(kBT, 31 + step), targets = random_tokens(kBT, 41 + step);
+      run.losses.push_back(model.forward(access, inputs.data(), targets.data()));
+      const auto losses = model.losses();
+      run.losses.insert(run.losses.end(), losses.begin(), losses.end());
+      model.backward(access, kLossScale);
+    }
+    run.grads = this->download_grad_bits();
+    run.activation_bytes = model.activation_bytes();
+    return run;
+  };
+  const Outcome kept = train(false);
+  const Outcome recomputed = train(true);
+  EXPECT_TRUE(autotrain::testing::same_bits(kept.losses, recomputed.losses));
+  EXPECT_TRUE(autotrain::testing::same_bits(kept.grads, recomputed.grads));
+  EXPECT_LT(recomputed.activation_bytes, kept.activation_bytes);
 }
 
 // The profile has the CPU model's rows; every kernel kind the step runs has time in the

@@ -2,8 +2,9 @@
 // tokens give the same losses (fp32 tightly, bf16 and fp16 loosely), the checkpoint runs carry
 // the same state across devices for every ZeRO stage, and ZeRO stages 1, 2 and 3 over NCCL
 // follow stage 0 on the device, with one micro-step per optimizer step and with gradient
-// accumulation 2. Runs on ranks that each have a GPU; skipped with the reason on machines
-// without one, and in builds without CUDA.
+// accumulation 2; the same for a Llama-family model (against the CPU, stage 3 against 0), and
+// activation checkpointing on and off train the same bits. Runs on ranks that each have a GPU;
+// skipped with the reason on machines without one, and in builds without CUDA.
 // Tolerances, relative to the reference loss at each step:
 //   against the CPU   fp32: 1e-4  (cuBLASLt and the kernels sum in other orders)
 //                     bf16: 3e-2, fp16: 1e-2  (activations and gradients rounded to 8 / 11 bits)
@@ -74,10 +75,25 @@ model::ParamLayout layout_of(const RunSetup& setup) {
   return model::ParamLayout(model_config(setup.resolved), world_size());
 }
 
+// A Llama-family shape with every option the device model has: grouped key/value heads,
+// head_dim other than n_embd / n_head, q/k/v biases, Qwen3's q/k norms, an untied head.
+model::ParamLayout llama_layout() {
+  model::ModelConfig c = model::ModelConfig::gpt2(2, 4, 64, kT, 97);
+  c.family = model::Family::llama;
+  c.architecture = "Qwen3ForCausalLM";
+  c.n_kv_head = 2;
+  c.head_dim = 32;
+  c.intermediate_size = 96;
+  c.tie_word_embeddings = false;
+  c.qkv_bias = true;
+  c.qk_norm = true;
+  return model::ParamLayout(c, world_size());
+}
+
 // Losses of kSteps AdamW steps on seeded random tokens (each rank its own), clipped at 1; each
 // step averages `micro_steps` micro-batches (gradient accumulation), the loss is their mean.
-std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
-  const auto layout = layout_of(setup);
+std::vector<double> train_steps(const RunSetup& setup, const model::ParamLayout& layout,
+                                int micro_steps = 1) {
   CommOptions options;
   options.device = setup.topology.device;
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, options);
@@ -109,6 +125,9 @@ std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
     losses.push_back(loss / world_size());
   }
   return losses;
+}
+std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
+  return train_steps(setup, layout_of(setup), micro_steps);
 }
 
 class GpuReplicaTest : public ::testing::Test {
@@ -176,6 +195,34 @@ TEST_F(GpuReplicaTest, StagesTwoAndThreeMatchStageZero) {
                          1e-3, "bf16 " + name + " against stage 0");
     }
   }
+}
+
+// The Llama family on the device: the CPU's steps (fp32 tightly, bf16 loosely), and ZeRO-3's
+// gathers and reduce-scatters around its hooks follow stage 0.
+// Real GPU only: the gather stream, its events and NCCL running at once (emulated streams run one
+// at a time), and cuBLASLt's bf16 GEMMs.
+TEST_F(GpuReplicaTest, LlamaFamilyStepsMatchTheCpuAndStageThreeMatchesStageZero) {
+  const auto layout = llama_layout();
+  const auto cpu = train_steps(tiny_setup(Device::cpu, Precision::fp32, 0), layout);
+  const auto zero = train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), layout);
+  expect_losses_near(cpu, zero, 1e-4, "Llama family, fp32 stage 0 against the CPU");
+  expect_losses_near(zero, train_steps(tiny_setup(Device::cuda, Precision::fp32, 3), layout), 1e-5,
+                     "Llama family, fp32 stage 3 against stage 0");
+  expect_losses_near(cpu, train_steps(tiny_setup(Device::cuda, Precision::bf16, 3), layout), 3e-2,
+                     "Llama family, bf16 stage 3 against the CPU");
+}
+
+// disable_gradient_checkpointing reaches the device model: with and without activation
+// checkpointing the same training, to the bit (the kernels are deterministic), at stage 3, whose
+// backward gathers each unit again for the recomputation.
+// Real GPU only: that cuBLASLt and cuBLAS pick the same algorithms, and so give the same bits,
+// from one call of a shape to the next (the emulator computes every product one way).
+TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
+  auto kept = tiny_setup(Device::cuda, Precision::bf16, 3);
+  kept.resolved.params.disable_gradient_checkpointing = true;
+  const auto recomputed = tiny_setup(Device::cuda, Precision::bf16, 3);
+  const auto layout = llama_layout();
+  EXPECT_EQ(train_steps(kept, layout), train_steps(recomputed, layout));
 }
 
 // What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,

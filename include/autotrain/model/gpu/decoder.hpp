@@ -4,7 +4,8 @@
 // Each layer's qkv rows of the positions fed so far stay on the device ([L, positions, 3C]); a new
 // token runs the forward for its own row only, its attention reading the cached rows
 // (kernels::gpu::attention_forward_rows). Same units, hooks and tensor offsets as DeviceGpt2.
-// All device memory is allocated at construction; feed_token allocates nothing.
+// All device memory is allocated at construction; feed_token allocates nothing. The interface is
+// gpu/causal_lm.hpp's DeviceDecoder.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <cstdint>
@@ -13,35 +14,26 @@
 
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
-#include "autotrain/model/gpu/gpt2.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
 #include "autotrain/model/param_layout.hpp"
 
 namespace autotrain::model::gpu {
 
 template <typename F>
-class DeviceGpt2Decoder {
+class DeviceGpt2Decoder final : public DeviceDecoder<F> {
  public:
   // A cache of `positions` (1..block_size) positions on the current device; work is queued on
   // `stream`.
   DeviceGpt2Decoder(const ParamLayout& layout, int positions, cudaStream_t stream,
                     const kernels::gpu::BlasHandle& blas);
-  ~DeviceGpt2Decoder();
+  ~DeviceGpt2Decoder() override;
   DeviceGpt2Decoder(const DeviceGpt2Decoder&) = delete;
   DeviceGpt2Decoder& operator=(const DeviceGpt2Decoder&) = delete;
 
-  // Forgets the positions fed so far.
-  void reset();
-  // Positions fed since the last reset.
-  int length() const { return length_; }
-
-  // Runs `token` (checked against vocab_size) at position length() and caches its keys and
-  // values. With `logits` [vocab_size], writes the next token's logits there in fp32 and waits
-  // for the stream; with an empty span it only queues the work (a prompt's tokens before its last
-  // need no logits). Throws Error once the cache is full.
-  void feed_token(BasicUnitAccess<F>& access, std::int32_t token, std::span<float> logits);
-
-  // Bytes of device memory held (the cache and one row of every activation).
-  std::size_t device_bytes() const;
+  void reset() override;
+  int length() const override { return length_; }
+  void feed_token(BasicUnitAccess<F>& access, std::int32_t token, std::span<float> logits) override;
+  std::size_t device_bytes() const override;
 
  private:
   struct Buffers;

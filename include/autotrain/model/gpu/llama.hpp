@@ -1,0 +1,88 @@
+#pragma once
+// The Llama family (Llama, Mistral, Qwen2, Qwen3) forward and backward on one CUDA device: the
+// CPU model of model/llama.hpp step for step (read its contract and hook order), over device
+// buffers of element type F (float, __nv_bfloat16 or __half: the compute precision of
+// mixed_precision no|bf16|fp16; every kernel accumulates in fp32). The interface is
+// gpu/causal_lm.hpp's.
+//
+// All device memory (activations, activation gradients, scratch, the token ids, the rotary
+// cos/sin tables) is allocated at construction; forward() and backward() allocate nothing. Work
+// is queued on the stream given at construction; forward() waits for it only to read the loss.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/gpu/matmul.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/profile.hpp"
+#include "autotrain/model/unit_access.hpp"
+
+namespace autotrain::model::gpu {
+
+class EventProfiler;  // src/model/gpu/event_clock.hpp
+class EventClock;
+
+template <typename F>
+class DeviceLlama final : public DeviceCausalLM<F> {
+ public:
+  // Allocates everything one micro-batch [B, T] needs (T <= max_position_embeddings; a model
+  // with a sliding_window refuses T beyond it, as the CPU model does) on the current device.
+  // `recompute`: activation checkpointing (gpu/causal_lm.hpp); every per-layer activation but
+  // the residual stream then has one slot.
+  DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_t stream,
+              const kernels::gpu::BlasHandle& blas, bool recompute = false);
+  ~DeviceLlama() override;
+  DeviceLlama(const DeviceLlama&) = delete;
+  DeviceLlama& operator=(const DeviceLlama&) = delete;
+
+  int batch_size() const override { return B_; }
+  int seq_len() const override { return T_; }
+
+  void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+                     const std::int32_t* targets) override;
+  float loss() const override;
+  void backward(BasicUnitAccess<F>& access, float loss_scale) override;
+  std::span<const float> losses() const override;
+  std::size_t activation_bytes() const override;
+  void set_profiling(bool on) override;
+  std::vector<ProfileEntry> profile() const override;
+
+  // Whether the layers run flash attention (AUTOTRAIN_CUDA_ATTENTION=flash where it applies).
+  bool uses_flash_attention() const { return flash_; }
+
+ private:
+  struct Buffers;  // src/model/gpu/llama_buffers.hpp
+  // Block l from the stream into it to the stream out of it (the training forward, and
+  // backward's recomputation under activation checkpointing: the same kernels on the same
+  // inputs, the same bits).
+  void block_forward(int l, const F* p, EventClock& clock);
+  // Block l's backward: dresidual holds d(stream out of block l) and ends holding d(stream in).
+  void block_backward(BasicUnitAccess<F>& access, int l);
+  int head_unit() const;  // the unit holding the LM head: 0 when tied, else L + 1
+
+  int B_;
+  int T_;
+  bool recompute_;
+  cudaStream_t stream_;
+  const kernels::gpu::BlasHandle& blas_;
+  std::unique_ptr<Buffers> buffers_;
+  autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;  // [2, B, T] inputs then targets
+  autotrain::gpu::PinnedArray<float> host_losses_;         // [B, T]
+  autotrain::gpu::PinnedArray<std::int32_t> host_runs_;    // make_token_runs of the inputs
+  std::vector<std::uint64_t> run_scratch_;
+  int token_runs_ = 0;
+  autotrain::gpu::Event tokens_copied_;  // host_tokens_ may be overwritten
+  autotrain::gpu::Event losses_copied_;  // host_losses_ holds the last forward's
+  bool ready_for_backward_ = false;
+  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
+  bool flash_ = false;
+  std::unique_ptr<EventProfiler> profiler_;  // null when not profiling
+};
+
+}  // namespace autotrain::model::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

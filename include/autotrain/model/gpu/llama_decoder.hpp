@@ -1,0 +1,52 @@
+#pragma once
+// Llama-family inference one token at a time on one CUDA device, with a key/value cache: the
+// device counterpart of BasicLlama::reset_cache() / feed_token() (model/llama.hpp), which
+// `generate` runs. Each layer's attention input rows (q|k|v, normed and rotated; only the NKV
+// key/value heads of grouped-query attention) of the positions fed so far stay on the device
+// ([L, positions, (NH + 2·NKV)·D]); a new token runs the forward for its own row only, its
+// attention reading the cached rows (kernels::gpu::attention_forward_rows). Same units, hooks and
+// tensor offsets as DeviceLlama. All device memory (the cache, one row of every activation, the
+// rotary tables for `positions`) is allocated at construction; feed_token allocates nothing.
+// The interface is gpu/causal_lm.hpp's DeviceDecoder.
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/gpu/matmul.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
+#include "autotrain/model/param_layout.hpp"
+
+namespace autotrain::model::gpu {
+
+template <typename F>
+class DeviceLlamaDecoder final : public DeviceDecoder<F> {
+ public:
+  // A cache of `positions` (1..max_position_embeddings) positions on the current device; work is
+  // queued on `stream`.
+  DeviceLlamaDecoder(const ParamLayout& layout, int positions, cudaStream_t stream,
+                     const kernels::gpu::BlasHandle& blas);
+  ~DeviceLlamaDecoder() override;
+  DeviceLlamaDecoder(const DeviceLlamaDecoder&) = delete;
+  DeviceLlamaDecoder& operator=(const DeviceLlamaDecoder&) = delete;
+
+  void reset() override;
+  int length() const override { return length_; }
+  void feed_token(BasicUnitAccess<F>& access, std::int32_t token, std::span<float> logits) override;
+  std::size_t device_bytes() const override;
+
+ private:
+  struct Buffers;
+  int positions_;
+  int length_ = 0;
+  cudaStream_t stream_;
+  const kernels::gpu::BlasHandle& blas_;
+  std::unique_ptr<Buffers> buffers_;
+  autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;  // [positions] the tokens fed
+  autotrain::gpu::PinnedArray<F> host_logits_;             // [vocab_size]
+};
+
+}  // namespace autotrain::model::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

@@ -1,0 +1,392 @@
+// The Llama family's forward and backward on one CUDA device: src/model/llama.cpp step for step
+// (same tensor offsets, same unit hook order, same gradient buffers), with the kernels of
+// kernels/gpu/ queued on one stream. Shapes: B batch, T positions, C hidden, NH heads, NKV
+// key/value heads, D head_dim, Q = NH·D, KV = NKV·D, QKV = Q + 2·KV, I intermediate, L layers,
+// V vocabulary, Vp padded vocabulary.
+// Invariants: all device memory is one allocation made at construction (llama_buffers.hpp);
+// parameter gradients accumulate (+=); activation gradients are overwritten, except the residual
+// stream's single gradient buffer [B, T, C], zeroed before the final norm's backward, which every
+// RMSNorm backward adds into. With activation checkpointing (`recompute`) only the stream keeps
+// a slot per layer; backward refills the one slot of everything else by re-running block l's
+// forward from its input (except the last block's, still there): the same kernels on the same
+// inputs, so the same bits.
+// Written twice on purpose, here and in src/model/llama.cpp, for the reason src/model/gpu/gpt2.cpp
+// gives; tests/model/gpu/llama_test.cpp keeps the two in step (loss, every gradient, the hook
+// order, the profile rows, the decoder). Host code only (it launches no kernel of its own).
+#include "autotrain/model/gpu/llama.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "../check_tokens.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/kernels/gpu/encoder.hpp"
+#include "autotrain/kernels/gpu/flash_attention.hpp"
+#include "autotrain/kernels/gpu/residual.hpp"
+#include "autotrain/kernels/gpu/rmsnorm.hpp"
+#include "autotrain/kernels/gpu/rope.hpp"
+#include "autotrain/kernels/gpu/swiglu.hpp"
+#include "event_clock.hpp"
+#include "llama_buffers.hpp"
+
+namespace autotrain::model::gpu {
+
+using namespace autotrain::kernels::gpu;
+using autotrain::kernels::Transpose;
+
+namespace {
+
+// One layer's attention with grouped key/value heads: flash attention where the model chose it
+// (16-bit types only), else the path AUTOTRAIN_CUDA_ATTENTION selects.
+template <typename F>
+void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qkv, int B, int T,
+                             int NH, int NKV, int D, cudaStream_t stream) {
+  if constexpr (sizeof(F) == 2) {
+    if (flash) {
+      flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, stream);
+      return;
+    }
+  }
+  attention_forward(out, att, qkv, B, T, NH, NKV, D, stream);
+}
+
+template <typename F>
+void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const F* dout,
+                              const F* qkv, const F* out, const F* att, const float* lse, int B,
+                              int T, int NH, int NKV, int D, cudaStream_t stream) {
+  if constexpr (sizeof(F) == 2) {
+    if (flash) {
+      flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NKV, D, stream);
+      return;
+    }
+  }
+  attention_backward(dqkv, datt, dout, qkv, att, B, T, NH, NKV, D, stream);
+}
+
+}  // namespace
+
+template <typename F>
+DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_t stream,
+                            const BlasHandle& blas, bool recompute)
+    : B_(B),
+      T_(T),
+      recompute_(recompute),
+      stream_(stream),
+      blas_(blas),
+      host_tokens_(2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
+      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
+      host_runs_(3 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T) + 1) {
+  const ModelConfig& c = layout.config();
+  AT_CHECK(c.family == Family::llama, "internal: DeviceLlama needs a Llama-family layout");
+  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
+  AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
+           " must be in [1, max_position_embeddings = ", c.block_size, "]");
+  AT_CHECK(c.sliding_window == 0 || T <= c.sliding_window, "model: sequence length ", T,
+           " exceeds the model's sliding_window of ", c.sliding_window,
+           ": attention over a sliding window is not supported yet; use block_size <= ",
+           c.sliding_window);
+  AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
+           "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
+           kMaxAttentionHeadSize, ", got ", c.head_size());
+  AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
+           " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
+  const int NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  // Flash attention where it was asked for and applies (16-bit, head sizes 16..64 and 128);
+  // elsewhere the fast path, with a line saying so.
+  flash_ =
+      attention_kind() == AttentionKind::flash && flash_attention_supports(sizeof(F), NH, NKV, D);
+  if (attention_kind() == AttentionKind::flash && !flash_) {
+    log::warn(
+        "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "
+        "(here ",
+        sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", D, "); using the fast path");
+  }
+  buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute, stream_);
+  attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
+}
+
+template <typename F>
+DeviceLlama<F>::~DeviceLlama() = default;
+
+template <typename F>
+int DeviceLlama<F>::head_unit() const {
+  return buffers_->config.tie_word_embeddings ? 0 : buffers_->config.n_layer + 1;
+}
+
+template <typename F>
+float DeviceLlama<F>::loss() const {
+  losses_copied_.synchronize();
+  // In order, in double: as the CPU model sums its losses.
+  return static_cast<float>(mean_loss(host_losses_.data(), host_losses_.size(), loss_positions_));
+}
+
+// Block l from layer(l).in to layer(l).out.
+template <typename F>
+void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
+  const Buffers& b = *buffers_;
+  const ModelConfig& c = b.config;
+  const int B = B_, T = T_;
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
+  const std::size_t bt = b.bt;
+  const auto eps = static_cast<float>(c.norm_eps);
+  const auto x = b.layer(l);
+  rmsnorm_forward(x.ln1, x.rstd1, x.in, p + b.ln1w, bt, 1, C, b.C, eps, stream_);
+  clock.lap(kLayerNorm);
+  if (c.qk_norm) {
+    linear_forward(blas_, x.qkv_pre, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
+    clock.lap(kMatmul);
+    // v passes through; each head of q and of k is normed (Qwen3's q_norm, k_norm).
+    AT_CUDA_CHECK(cudaMemcpyAsync(x.qkv, x.qkv_pre, bt * b.QKV * sizeof(F),
+                                  cudaMemcpyDeviceToDevice, stream_));
+    rmsnorm_forward(x.qkv, x.qk_rstd, x.qkv_pre, p + b.qnorm, bt, NH, D, b.QKV, eps, stream_);
+    rmsnorm_forward(x.qkv + Q, x.qk_rstd + bt * static_cast<std::size_t>(NH), x.qkv_pre + Q,
+                    p + b.knorm, bt, NKV, D, b.QKV, eps, stream_);
+    clock.lap(kLayerNorm);
+  } else {
+    linear_forward(blas_, x.qkv, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
+    clock.lap(kMatmul);
+  }
+  rope_forward(x.qkv, b.rope_cos, b.rope_sin, B, T, NH, D, b.QKV, 0, stream_);
+  rope_forward(x.qkv + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, b.QKV, 0, stream_);
+  layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_);
+  clock.lap(kAttention);
+  linear_forward(blas_, b.proj, x.atty, p + b.ow, tensor_at(p, b.ob), bt, Q, C, stream_);
+  clock.lap(kMatmul);
+  residual_forward(x.mid, x.in, b.proj, bt * b.C, stream_);
+  clock.lap(kResidual);
+  rmsnorm_forward(x.ln2, x.rstd2, x.mid, p + b.ln2w, bt, 1, C, b.C, eps, stream_);
+  clock.lap(kLayerNorm);
+  linear_forward(blas_, x.gate_up, x.ln2, p + b.guw, tensor_at(p, b.gub), bt, C, 2 * I, stream_);
+  clock.lap(kMatmul);
+  swiglu_forward(x.act, x.gate_up, bt, I, stream_);
+  clock.lap(kGelu);
+  linear_forward(blas_, b.proj, x.act, p + b.downw, tensor_at(p, b.downb), bt, I, C, stream_);
+  clock.lap(kMatmul);
+  residual_forward(x.out, x.mid, b.proj, bt * b.C, stream_);
+  clock.lap(kResidual);
+}
+
+template <typename F>
+void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+                                   const std::int32_t* targets) {
+  Buffers& b = *buffers_;
+  const ModelConfig& c = b.config;
+  const int B = B_, T = T_;
+  const int C = c.n_embd, L = c.n_layer;
+  const int V = c.vocab_size, Vp = c.padded_vocab_size;
+  const std::size_t bt = b.bt;
+  check_tokens(inputs, bt, V, "inputs");
+  loss_positions_ = check_targets(targets, bt, V);
+  ready_for_backward_ = false;
+  // Staged in pinned memory (the previous forward's copy out of it has run by now), so the
+  // copy is asynchronous: from the caller's pageable arrays CUDA would first wait for the stream.
+  tokens_copied_.synchronize();
+  std::copy_n(inputs, bt, host_tokens_.data());
+  std::copy_n(targets, bt, host_tokens_.data() + bt);
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.inputs, host_tokens_.data(), bt * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.targets, host_tokens_.data() + bt, bt * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  // The positions grouped by token, for the deterministic embedding gradient.
+  std::int32_t* runs = host_runs_.data();
+  token_runs_ = make_token_runs(inputs, bt, runs, runs + bt, runs + 2 * bt + 1, run_scratch_);
+  AT_CUDA_CHECK(cudaMemcpyAsync(b.token_runs, runs, host_runs_.size() * sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  tokens_copied_.record(stream_);
+
+  EventClock clock(profiler_.get(), stream_, Pass::forward);
+  const F* p = access.params(0);
+  clock.restart();
+  // The embedding lookup: the encoder with a position table of zeros (x + 0 is x).
+  encoder_forward(b.residual, b.inputs, p + b.embed, b.zeros, B, T, C, stream_);
+  clock.lap(kEncoder);
+  access.release(0);
+
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    clock.restart();
+    block_forward(l, p, clock);
+    access.release(unit);
+  }
+
+  const int last = L + 1;
+  p = access.params(last);
+  clock.restart();
+  rmsnorm_forward(b.lnf, b.rstdf, b.layer(L - 1).out, p + b.normw, bt, 1, C, b.C,
+                  static_cast<float>(c.norm_eps), stream_);
+  clock.lap(kLayerNorm);
+  if (head_unit() != last) {  // the tied head is the embeddings
+    access.release(last);
+    p = access.params(0);
+  }
+  clock.restart();
+  // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
+  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, b.lnf, b.C,
+       p + b.head, b.C, 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
+  clock.lap(kLmHead);
+  access.release(head_unit());
+  clock.restart();
+  crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_);
+  clock.lap(kCrossEntropy);
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), b.losses, bt * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+  losses_copied_.record(stream_);
+  ready_for_backward_ = true;
+}
+
+template <typename F>
+void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
+  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
+  ready_for_backward_ = false;  // the logits buffer becomes dlogits
+  Buffers& b = *buffers_;
+  const ModelConfig& c = b.config;
+  const int B = B_, T = T_;
+  const int C = c.n_embd, L = c.n_layer;
+  const int V = c.vocab_size, Vp = c.padded_vocab_size;
+  const std::size_t bt = b.bt, Vps = static_cast<std::size_t>(Vp);
+  EventClock clock(profiler_.get(), stream_, Pass::backward);
+
+  // d(mean loss · scale)/d(loss of one position)
+  const float dloss = position_dloss(loss_scale, loss_positions_);
+  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
+  clock.lap(kCrossEntropy);
+  const auto head_backward = [&](const F* p, F* g) {
+    clock.restart();
+    // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · head[Vp, C]
+    gemm(blas_, Transpose::yes, Transpose::no, Vps, b.C, bt, b.logits, Vps, b.lnf, b.C, 1.0f,
+         g + b.head, b.C, stream_);
+    gemm(blas_, Transpose::no, Transpose::no, bt, b.C, Vps, b.logits, Vps, p + b.head, b.C, 0.0f,
+         b.dsmall, b.C, stream_);
+    clock.lap(kLmHead);
+  };
+  const int last = L + 1;
+  if (head_unit() == 0) {
+    const F* p = access.params(0);  // before grads(0): the documented order
+    head_backward(p, access.grads(0));
+    access.release(0);
+  }
+  {
+    const F* p = access.params(last);
+    F* g = access.grads(last);
+    if (head_unit() == last) head_backward(p, g);
+    AT_CUDA_CHECK(cudaMemsetAsync(b.dresidual, 0, bt * b.C * sizeof(F), stream_));
+    clock.restart();
+    rmsnorm_backward(b.dresidual, g + b.normw, b.dsmall, b.layer(L - 1).out, p + b.normw, b.rstdf,
+                     b.scratch, bt, 1, C, b.C, stream_);
+    clock.lap(kLayerNorm);
+    access.release(last);
+    access.grads_ready(last);
+  }
+  for (int l = L - 1; l >= 0; --l) block_backward(access, l);
+  F* g = access.grads(0);
+  clock.restart();
+  // Only the token rows take the gradient (dsmall, free by now, absorbs the zero position
+  // table's).
+  const TokenRuns runs{b.token_runs, b.token_runs + bt, b.token_runs + 2 * bt + 1, token_runs_};
+  encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B, T, C, stream_);
+  clock.lap(kEncoder);
+  access.grads_ready(0);
+}
+
+template <typename F>
+void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
+  Buffers& b = *buffers_;
+  const ModelConfig& c = b.config;
+  const int B = B_, T = T_;
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
+  const std::size_t bt = b.bt;
+  F* dres = b.dresidual;
+  const int unit = ParamLayout::block_unit(l);
+  const F* p = access.params(unit);
+  F* g = access.grads(unit);
+  EventClock clock(profiler_.get(), stream_, Pass::backward);
+  // Checkpointing: the slot holds the last block's activations; recompute block l's (its
+  // output stream is kept, and the recomputation writes the same bits into it).
+  if (recompute_ && l != c.n_layer - 1) block_forward(l, p, clock);
+  const auto x = b.layer(l);
+
+  // MLP: out = mid + down(swiglu(gate_up(rmsnorm(mid)))), dres = d out
+  linear_backward(blas_, b.dmid, g + b.downw, tensor_at(g, b.downb), dres, x.act, p + b.downw,
+                  b.scratch, bt, I, C, stream_);
+  clock.lap(kMatmul);
+  swiglu_backward(b.dwide, b.dmid, x.gate_up, bt, I, stream_);
+  clock.lap(kGelu);
+  linear_backward(blas_, b.dsmall, g + b.guw, tensor_at(g, b.gub), b.dwide, x.ln2, p + b.guw,
+                  b.scratch, bt, C, 2 * I, stream_);
+  clock.lap(kMatmul);
+  rmsnorm_backward(dres, g + b.ln2w, b.dsmall, x.mid, p + b.ln2w, x.rstd2, b.scratch, bt, 1, C, b.C,
+                   stream_);
+  clock.lap(kLayerNorm);
+  // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
+  linear_backward(blas_, b.dsmall, g + b.ow, tensor_at(g, b.ob), dres, x.atty, p + b.ow, b.scratch,
+                  bt, Q, C, stream_);
+  clock.lap(kMatmul);
+  layer_attention_backward(flash_, b.dwide, b.datt, b.flash_delta, b.dsmall, x.qkv, x.atty, x.att,
+                           x.flash_lse, B, T, NH, NKV, D, stream_);
+  rope_backward(b.dwide, b.rope_cos, b.rope_sin, B, T, NH, D, b.QKV, 0, stream_);
+  rope_backward(b.dwide + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, b.QKV, 0, stream_);
+  clock.lap(kAttention);
+  const F* dqkv = b.dwide;
+  if (c.qk_norm) {
+    // dqkv_pre = [d q_pre, d k_pre, d v]: v passed through unchanged, and the norms' backward
+    // adds into q's and k's columns, so those start at zero. There is no strided memset among
+    // our kernels (nor cudaMemset2D in the emulator): the forward norm with a zero weight
+    // writes zeros over the q and k heads of every row (from finite activations: ±0 exactly).
+    AT_CUDA_CHECK(cudaMemcpyAsync(b.dmid, b.dwide, bt * b.QKV * sizeof(F), cudaMemcpyDeviceToDevice,
+                                  stream_));
+    rmsnorm_forward(b.dmid, b.scratch, x.qkv_pre, b.zeros, bt, NH + NKV, D, b.QKV, 1.0f, stream_);
+    rmsnorm_backward(b.dmid, g + b.qnorm, b.dwide, x.qkv_pre, p + b.qnorm, x.qk_rstd, b.scratch, bt,
+                     NH, D, b.QKV, stream_);
+    rmsnorm_backward(b.dmid + Q, g + b.knorm, b.dwide + Q, x.qkv_pre + Q, p + b.knorm,
+                     x.qk_rstd + bt * static_cast<std::size_t>(NH), b.scratch, bt, NKV, D, b.QKV,
+                     stream_);
+    clock.lap(kLayerNorm);
+    dqkv = b.dmid;
+  }
+  linear_backward(blas_, b.dsmall, g + b.qkvw, tensor_at(g, b.qkvb), dqkv, x.ln1, p + b.qkvw,
+                  b.scratch, bt, C, QKV, stream_);
+  clock.lap(kMatmul);
+  rmsnorm_backward(dres, g + b.ln1w, b.dsmall, x.in, p + b.ln1w, x.rstd1, b.scratch, bt, 1, C, b.C,
+                   stream_);
+  clock.lap(kLayerNorm);
+  access.release(unit);
+  access.grads_ready(unit);
+}
+
+template <typename F>
+std::span<const float> DeviceLlama<F>::losses() const {
+  losses_copied_.synchronize();
+  return {host_losses_.data(), host_losses_.size()};
+}
+
+template <typename F>
+std::size_t DeviceLlama<F>::activation_bytes() const {
+  return buffers_->memory.bytes();
+}
+
+template <typename F>
+void DeviceLlama<F>::set_profiling(bool on) {
+  if (on) {
+    profiler_ = std::make_unique<EventProfiler>();
+  } else {
+    profiler_.reset();
+  }
+}
+
+template <typename F>
+std::vector<ProfileEntry> DeviceLlama<F>::profile() const {
+  return profiler_ ? profiler_->rows() : EventProfiler::zero_rows();
+}
+
+template class DeviceLlama<float>;
+template class DeviceLlama<__nv_bfloat16>;
+template class DeviceLlama<__half>;
+
+}  // namespace autotrain::model::gpu

@@ -1,0 +1,185 @@
+#pragma once
+// Every device buffer of DeviceLlama (model/gpu/llama.hpp), carved from one allocation made at
+// construction, with the shape and the tensor offsets (llama_layout.hpp) the passes read. Host
+// code; included by src/model/gpu/llama.cpp only.
+// Shapes: B batch, T positions, C hidden, NH heads, NKV key/value heads, D head_dim, Q = NH·D,
+// KV = NKV·D, QKV = Q + 2·KV, I intermediate, L layers, Vp padded vocabulary. Per-layer
+// activations are [L, ...] with a stride of one layer's tensor; with `one_slot` (activation
+// checkpointing) [1, ...] but the residual stream, which keeps L + 1 slots. RMSNorm statistics,
+// the losses, the rotary tables and flash attention's row statistics are fp32 whatever F is
+// (the kernels' contract).
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/gpu/matmul.hpp"
+#include "autotrain/kernels/gpu/rmsnorm.hpp"
+#include "autotrain/model/gpu/llama.hpp"
+#include "llama_layout.hpp"
+
+namespace autotrain::model::gpu {
+
+template <typename F>
+struct DeviceLlama<F>::Buffers : LlamaOffsets {
+  ModelConfig config;
+  bool one_slot;
+  std::size_t bt;                   // B·T: stride of per-layer [B, T] statistics
+  std::size_t att_stride;           // B·NH·T·T (0 with flash attention)
+  std::size_t rows;                 // B·NH·T (flash attention's row statistics; 0 without)
+  std::size_t C, Q, KV, QKV, I, H;  // H = NH + NKV: the q/k heads normed per row (qk_norm)
+
+  autotrain::gpu::DeviceBuffer memory;
+  F* residual;          // [L + 1, B, T, C] the stream into each block, then the last output
+  F* ln1;               // [L, B, T, C]
+  float* rstd1;         // [L, B, T]
+  F* qkv_pre;           // [L, B, T, QKV] before the q/k norm (qk_norm only)
+  float* qk_rstd;       // [L, B, T, H] q heads' then k heads' (qk_norm only)
+  F* qkv;               // [L, B, T, QKV] attention's input (normed, rotated)
+  F* att;               // [L, B, NH, T, T] (not with flash attention)
+  float* flash_lse;     // [L, B, NH, T] (flash attention only)
+  F* atty;              // [L, B, T, Q]
+  F* mid;               // [L, B, T, C] the stream after attention
+  F* ln2;               // [L, B, T, C]
+  float* rstd2;         // [L, B, T]
+  F* gate_up;           // [L, B, T, 2I]
+  F* act;               // [L, B, T, I]
+  F* lnf;               // [B, T, C]
+  float* rstdf;         // [B, T]
+  F* proj;              // [B, T, C] o_proj / down_proj output before the residual add
+  F* logits;            // [B, T, Vp]; holds dlogits once backward starts
+  float *lse, *losses;  // [B, T]
+  std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
+  std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
+  float *rope_cos, *rope_sin;      // [T, D/2] filled once at construction
+  // [max(T·C, D)] zeros: the position table of the embedding lookup (encoder_forward adds one;
+  // the Llama family has none) and the zero weight that clears the q/k columns of dqkv_pre.
+  F* zeros;
+  // Activation gradients, shared by all layers (each is overwritten before it is read):
+  F* dresidual;        // [B, T, C] the residual stream, accumulated
+  F* dsmall;           // [B, T, max(C, Q)] d(norm output), d(attention output); the dwpe sink
+  F* dwide;            // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
+  F* dmid;             // [B, T, max(I, QKV)] d(swiglu output), d(qkv before the q/k norm)
+  F* datt;             // [B, NH, T, T] attention_backward's d(scores) (not with flash attention)
+  float* flash_delta;  // [B, NH, T] (flash attention only)
+  float* scratch;      // RMSNorm and bias-gradient partial sums; the q/k clearing's statistics
+
+  // Layer l's slice of the per-layer tensors: what its forward writes and its backward reads.
+  struct Layer {
+    const F* in;  // the stream into block l
+    F* out;       // the stream out of it
+    F* ln1;
+    float* rstd1;
+    F* qkv_pre;
+    float* qk_rstd;
+    F *qkv, *att;
+    float* flash_lse;
+    F *atty, *mid, *ln2;
+    float* rstd2;
+    F *gate_up, *act;
+  };
+  Layer layer(int l) const {
+    const auto i = static_cast<std::size_t>(l);
+    const std::size_t s = one_slot ? 0 : i;  // the slot of the recomputable tensors
+    return {residual + i * bt * C,
+            residual + (i + 1) * bt * C,
+            ln1 + s * bt * C,
+            rstd1 + s * bt,
+            qkv_pre == nullptr ? nullptr : qkv_pre + s * bt * QKV,
+            qk_rstd == nullptr ? nullptr : qk_rstd + s * bt * H,
+            qkv + s * bt * QKV,
+            att == nullptr ? nullptr : att + s * att_stride,
+            flash_lse == nullptr ? nullptr : flash_lse + s * rows,
+            atty + s * bt * Q,
+            mid + s * bt * C,
+            ln2 + s * bt * C,
+            rstd2 + s * bt,
+            gate_up + s * bt * 2 * I,
+            act + s * bt * I};
+  }
+
+  // Fills the zeros and the rotary tables on `stream` and waits for it.
+  Buffers(const ParamLayout& layout, int B, int T, bool flash, bool one_slot_, cudaStream_t stream)
+      : LlamaOffsets(layout), config(layout.config()), one_slot(one_slot_) {
+    const ModelConfig& c = config;
+    const auto layers = static_cast<std::size_t>(c.n_layer);
+    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
+    const auto uT = static_cast<std::size_t>(T);
+    const auto D = static_cast<std::size_t>(c.head_size());
+    const auto Vp = static_cast<std::size_t>(c.padded_vocab_size);
+    bt = static_cast<std::size_t>(B) * uT;
+    C = static_cast<std::size_t>(c.n_embd);
+    Q = static_cast<std::size_t>(c.q_size());
+    KV = static_cast<std::size_t>(c.kv_size());
+    QKV = static_cast<std::size_t>(c.qkv_size());
+    I = static_cast<std::size_t>(c.mlp_size());
+    H = static_cast<std::size_t>(c.n_head + c.kv_heads());
+    const std::size_t heads_rows = static_cast<std::size_t>(B) * c.n_head * uT;
+    att_stride = flash ? 0 : heads_rows * uT;
+    rows = flash ? heads_rows : 0;
+    const std::size_t qk = c.qk_norm ? 1 : 0;
+    const int widest_out = std::max({c.qkv_size(), 2 * c.mlp_size(), c.n_embd});
+    const std::size_t scratch_floats =
+        std::max({kernels::gpu::rmsnorm_backward_scratch_floats(bt, 1, c.n_embd),
+                  kernels::gpu::rmsnorm_backward_scratch_floats(bt, c.n_head, c.head_size()),
+                  kernels::gpu::rmsnorm_backward_scratch_floats(bt, c.kv_heads(), c.head_size()),
+                  kernels::gpu::matmul_backward_scratch_floats(bt, widest_out), qk * bt * H});
+
+    auto carve = [&](autotrain::gpu::SubBuffers parts) {
+      parts.take(residual, (layers + 1) * bt * C);
+      parts.take(ln1, L * bt * C);
+      parts.take(rstd1, L * bt);
+      parts.take(qkv_pre, qk * L * bt * QKV);
+      parts.take(qk_rstd, qk * L * bt * H);
+      parts.take(qkv, L * bt * QKV);
+      parts.take(att, L * att_stride);
+      parts.take(flash_lse, L * rows);
+      parts.take(atty, L * bt * Q);
+      parts.take(mid, L * bt * C);
+      parts.take(ln2, L * bt * C);
+      parts.take(rstd2, L * bt);
+      parts.take(gate_up, L * bt * 2 * I);
+      parts.take(act, L * bt * I);
+      parts.take(lnf, bt * C);
+      parts.take(rstdf, bt);
+      parts.take(proj, bt * C);
+      parts.take(logits, bt * Vp);
+      parts.take(lse, bt);
+      parts.take(losses, bt);
+      parts.take(inputs, bt);
+      parts.take(targets, bt);
+      parts.take(token_runs, 3 * bt + 1);
+      parts.take(rope_cos, uT * D / 2);
+      parts.take(rope_sin, uT * D / 2);
+      parts.take(zeros, std::max(uT * C, D));
+      parts.take(dresidual, bt * C);
+      parts.take(dsmall, bt * std::max(C, Q));
+      parts.take(dwide, bt * std::max(2 * I, QKV));
+      parts.take(dmid, bt * std::max(I, QKV));
+      parts.take(datt, att_stride);
+      parts.take(flash_delta, rows);
+      parts.take(scratch, scratch_floats);
+      return parts.bytes();
+    };
+    memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
+    carve(autotrain::gpu::SubBuffers(memory.data()));
+    // Tensors this model does not have point nowhere (a stray use faults, on the emulator too).
+    if (!c.qk_norm) {
+      qkv_pre = nullptr;
+      qk_rstd = nullptr;
+    }
+    if (flash) {
+      att = nullptr;
+      datt = nullptr;
+    } else {
+      flash_lse = nullptr;
+      flash_delta = nullptr;
+    }
+    AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, std::max(uT * C, D) * sizeof(F), stream));
+    upload_rope_tables(c, T, rope_cos, rope_sin, stream);
+  }
+};
+
+}  // namespace autotrain::model::gpu
+#endif  // AUTOTRAIN_HAVE_CUDA

@@ -1,0 +1,189 @@
+// Llama-family decoding with a key/value cache on one CUDA device (model/gpu/llama_decoder.hpp):
+// the CPU model's feed_token (src/model/llama.cpp) step for step, on one row, with the kernels of
+// kernels/gpu/ queued on one stream. Shapes as src/model/gpu/llama.cpp's; P the cache's
+// positions. Host code only (a .cpp: the header needs C++20).
+#include "autotrain/model/gpu/llama_decoder.hpp"
+
+#include <algorithm>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/encoder.hpp"
+#include "autotrain/kernels/gpu/residual.hpp"
+#include "autotrain/kernels/gpu/rmsnorm.hpp"
+#include "autotrain/kernels/gpu/rope.hpp"
+#include "autotrain/kernels/gpu/swiglu.hpp"
+#include "host_floats.hpp"
+#include "llama_layout.hpp"
+
+namespace autotrain::model::gpu {
+
+using namespace autotrain::kernels::gpu;
+using autotrain::kernels::Transpose;
+
+// The cache and one row of each activation, carved from one allocation.
+template <typename F>
+struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
+  ModelConfig config;
+  autotrain::gpu::DeviceBuffer memory;
+  F* cache;                    // [L, P, QKV] each layer's attention input rows
+  F *x, *ln, *proj, *mid;      // [C]
+  F* pre;                      // [QKV] the qkv row before the q/k norm (qk_norm)
+  F* atty;                     // [Q]
+  F* gate_up;                  // [2I]
+  F* act;                      // [I]
+  F* att;                      // [NH, P] the new row's attention probabilities
+  F* logits;                   // [Vp]
+  F* zeros;                    // [C] the embedding lookup's position row
+  float* rstd;                 // [NH + NKV] RMSNorm statistics (not read)
+  float *rope_cos, *rope_sin;  // [P, D/2]
+  std::int32_t* tokens;        // [P] the tokens fed
+
+  Buffers(const ParamLayout& layout, int positions, cudaStream_t stream)
+      : LlamaOffsets(layout), config(layout.config()) {
+    const ModelConfig& c = config;
+    const auto P = static_cast<std::size_t>(positions);
+    const auto L = static_cast<std::size_t>(c.n_layer);
+    const auto C = static_cast<std::size_t>(c.n_embd);
+    const auto QKV = static_cast<std::size_t>(c.qkv_size());
+    const auto I = static_cast<std::size_t>(c.mlp_size());
+    const auto half = static_cast<std::size_t>(c.head_size() / 2);
+    auto carve = [&](autotrain::gpu::SubBuffers parts) {
+      parts.take(cache, L * P * QKV);
+      for (F** row : {&x, &ln, &proj, &mid}) parts.take(*row, C);
+      parts.take(pre, QKV);
+      parts.take(atty, static_cast<std::size_t>(c.q_size()));
+      parts.take(gate_up, 2 * I);
+      parts.take(act, I);
+      parts.take(att, static_cast<std::size_t>(c.n_head) * P);
+      parts.take(logits, static_cast<std::size_t>(c.padded_vocab_size));
+      parts.take(zeros, C);
+      parts.take(rstd, static_cast<std::size_t>(c.n_head + c.kv_heads()));
+      parts.take(rope_cos, P * half);
+      parts.take(rope_sin, P * half);
+      parts.take(tokens, P);
+      return parts.bytes();
+    };
+    memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
+    carve(autotrain::gpu::SubBuffers(memory.data()));
+    AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, C * sizeof(F), stream));
+    upload_rope_tables(c, positions, rope_cos, rope_sin, stream);
+  }
+};
+
+template <typename F>
+DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positions,
+                                          cudaStream_t stream, const BlasHandle& blas)
+    : positions_(positions),
+      stream_(stream),
+      blas_(blas),
+      host_tokens_(static_cast<std::size_t>(positions)),
+      host_logits_(static_cast<std::size_t>(layout.config().vocab_size)) {
+  const ModelConfig& c = layout.config();
+  AT_CHECK(c.family == Family::llama, "internal: DeviceLlamaDecoder needs a Llama-family layout");
+  AT_CHECK(positions >= 1 && positions <= c.block_size, "model: a decoder of ", positions,
+           " positions; expected 1..max_position_embeddings = ", c.block_size);
+  AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
+           "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
+           kMaxAttentionHeadSize, ", got ", c.head_size());
+  AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
+           " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
+  buffers_ = std::make_unique<Buffers>(layout, positions, stream_);
+}
+
+template <typename F>
+DeviceLlamaDecoder<F>::~DeviceLlamaDecoder() = default;
+
+template <typename F>
+void DeviceLlamaDecoder<F>::reset() {
+  // The pinned tokens of queued copies are reused from position 0.
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  length_ = 0;
+}
+
+template <typename F>
+std::size_t DeviceLlamaDecoder<F>::device_bytes() const {
+  return buffers_->memory.bytes();
+}
+
+template <typename F>
+void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token,
+                                       std::span<float> logits) {
+  Buffers& k = *buffers_;
+  const ModelConfig& c = k.config;
+  AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
+           " positions already; reset it and feed the last window again");
+  AT_CHECK(token >= 0 && token < c.vocab_size, "model: token ", token,
+           " is not a token id in [0, vocab_size = ", c.vocab_size, ")");
+  AT_CHECK(logits.empty() || logits.size() == static_cast<std::size_t>(c.vocab_size),
+           "model: the logits hold vocab_size = ", c.vocab_size, " values, not ", logits.size());
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
+  const int Vp = c.padded_vocab_size;
+  const int t = length_;  // this token's position
+  const auto uC = static_cast<std::size_t>(C), uQKV = static_cast<std::size_t>(QKV);
+  const auto P = static_cast<std::size_t>(positions_);
+  const auto eps = static_cast<float>(c.norm_eps);
+
+  // Each position has its own pinned slot, so no queued copy reads a slot written after it.
+  host_tokens_.data()[t] = token;
+  AT_CUDA_CHECK(cudaMemcpyAsync(k.tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  const F* p = access.params(0);
+  encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, C, stream_);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    // This layer's attention input rows of positions 0..t; row t is computed now.
+    F* rows = k.cache + static_cast<std::size_t>(l) * P * uQKV;
+    F* row = rows + static_cast<std::size_t>(t) * uQKV;
+    rmsnorm_forward(k.ln, k.rstd, k.x, p + k.ln1w, 1, 1, C, uC, eps, stream_);
+    if (c.qk_norm) {
+      linear_forward(blas_, k.pre, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
+      AT_CUDA_CHECK(cudaMemcpyAsync(row, k.pre, uQKV * sizeof(F), cudaMemcpyDeviceToDevice,
+                                    stream_));  // v passes through
+      rmsnorm_forward(row, k.rstd, k.pre, p + k.qnorm, 1, NH, D, uQKV, eps, stream_);
+      rmsnorm_forward(row + Q, k.rstd + NH, k.pre + Q, p + k.knorm, 1, NKV, D, uQKV, eps, stream_);
+    } else {
+      linear_forward(blas_, row, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
+    }
+    rope_forward(row, k.rope_cos, k.rope_sin, 1, 1, NH, D, uQKV, t, stream_);
+    rope_forward(row + Q, k.rope_cos, k.rope_sin, 1, 1, NKV, D, uQKV, t, stream_);
+    attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_);
+    linear_forward(blas_, k.proj, k.atty, p + k.ow, tensor_at(p, k.ob), 1, Q, C, stream_);
+    residual_forward(k.mid, k.x, k.proj, uC, stream_);
+    rmsnorm_forward(k.ln, k.rstd, k.mid, p + k.ln2w, 1, 1, C, uC, eps, stream_);
+    linear_forward(blas_, k.gate_up, k.ln, p + k.guw, tensor_at(p, k.gub), 1, C, 2 * I, stream_);
+    swiglu_forward(k.act, k.gate_up, 1, I, stream_);
+    linear_forward(blas_, k.proj, k.act, p + k.downw, tensor_at(p, k.downb), 1, I, C, stream_);
+    residual_forward(k.x, k.mid, k.proj, uC, stream_);
+    access.release(unit);
+  }
+  ++length_;
+  if (logits.empty()) return;
+
+  const int last = L + 1;
+  p = access.params(last);
+  rmsnorm_forward(k.ln, k.rstd, k.x, p + k.normw, 1, 1, C, uC, eps, stream_);
+  const bool tied = c.tie_word_embeddings;
+  if (tied) {
+    access.release(last);
+    p = access.params(0);
+  }
+  // logits[1, Vp] = ln[1, C] · head[Vp, C]ᵀ
+  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, k.ln, uC,
+       p + k.head, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
+  access.release(tied ? 0 : last);
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),
+                                cudaMemcpyDeviceToHost, stream_));
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  to_host_floats(host_logits_.data(), logits);
+}
+
+template class DeviceLlamaDecoder<float>;
+template class DeviceLlamaDecoder<__nv_bfloat16>;
+template class DeviceLlamaDecoder<__half>;
+
+}  // namespace autotrain::model::gpu

@@ -1,0 +1,382 @@
+// DeviceLlama<F> and DeviceLlamaDecoder<F> against the CPU model BasicLlama<double> on the same
+// parameters (rounded first to F) and the same batch: loss, per-position losses and the gradient
+// of every tensor element (the padded vocabulary rows and unit padding must stay exactly zero),
+// with ignored targets, under activation checkpointing (the same bits as without), in the CPU
+// model's hook order, and the decoder's logits against the full forward at every position.
+// Shape (Qwen3's options, so one model takes every path): L = 2, NH = 4 heads over NKV = 2
+// key/value heads of D = 16 (not C/NH = 8), C = 32, I = 48, V = 50 padded to Vp = 64, q/k/v
+// biases, q/k norms, llama3 rope scaling, max positions 16, B = 2, T = 8; tied and untied heads.
+// D = 16 is a flash-attention head size: the attention path is the one AUTOTRAIN_CUDA_ATTENTION
+// names (scripts/test-cuda-emulated.sh runs these tests with fast, reference and flash).
+//
+// Tolerances per element type: device_model_test_support.hpp. Every test needs a device: they
+// skip with a message in builds without CUDA and on machines without a GPU.
+#include <gtest/gtest.h>
+
+#ifndef AUTOTRAIN_HAVE_CUDA
+
+TEST(GpuLlama, SkippedBecauseTheBuildHasNoCuda) {
+  GTEST_SKIP() << "this build has no CUDA (AUTOTRAIN_CUDA=off or no toolkit): the device model is "
+                  "not tested";
+}
+
+#else
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/device.hpp"
+#include "autotrain/core/ignore_target.hpp"
+#include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/flash_attention.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
+#include "autotrain/model/gpu/llama.hpp"
+#include "autotrain/model/gpu/llama_decoder.hpp"
+#include "autotrain/model/init.hpp"
+#include "autotrain/model/llama.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "device_model_test_support.hpp"
+#include "gpu/element_types.hpp"
+#include "test_support.hpp"
+
+namespace autotrain::model {
+namespace {
+
+using autotrain::testing::DeviceState;
+using autotrain::testing::error_of;
+using autotrain::testing::Precision;
+using autotrain::testing::RecordingAccess;
+using autotrain::testing::same_bits;
+using autotrain::testing::Vec;
+
+constexpr int kB = 2;
+constexpr int kT = 8;
+constexpr int kV = 50;
+constexpr std::size_t kBT = static_cast<std::size_t>(kB) * kT;
+// Scales the loss as fp16 training does; the CPU model gets the same factor.
+constexpr float kLossScale = 8.0f;
+
+ModelConfig tiny_config(bool tied) {
+  ModelConfig c = ModelConfig::gpt2(2, 4, 32, 16, kV);
+  c.family = Family::llama;
+  c.architecture = "Qwen3ForCausalLM";
+  c.padded_vocab_size = 64;
+  c.n_kv_head = 2;
+  c.head_dim = 16;
+  c.intermediate_size = 48;
+  c.tie_word_embeddings = tied;
+  c.qkv_bias = true;
+  c.qk_norm = true;
+  c.norm_eps = 1e-6;
+  c.rope_theta = 100;
+  c.rope_scaling = {"llama3", 4, 1, 4, 8};
+  c.validate();
+  return c;
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<std::int32_t> dist(0, kV - 1);
+  std::vector<std::int32_t> tokens(n);
+  for (auto& t : tokens) t = dist(gen);
+  return tokens;
+}
+
+// The family's initialisation plus noise on every real element (the padded vocabulary rows stay
+// zero), so biases and norm weights are not 0 and 1 and every path carries a gradient; rounded
+// to F so both models see the same values.
+template <typename F>
+Vec rounded_params(const ParamLayout& layout) {
+  std::vector<float> init(layout.padded_size());
+  init_params(layout, 7, init);
+  Vec params(init.begin(), init.end());
+  std::mt19937 gen(3);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  for (const auto& t : layout.tensors()) {
+    for (std::size_t i = 0; i < t.file_numel(); ++i) params[t.offset + i] += noise(gen);
+  }
+  for (auto& x : params) x = autotrain::testing::round_to<F>(x);
+  return params;
+}
+
+// One layout (tied or untied head), its parameters and the device state they start from.
+template <typename F>
+struct Model {
+  explicit Model(bool tied)
+      : layout(tiny_config(tied)), params(rounded_params<F>(layout)), device(layout, params) {}
+  const ParamLayout layout;
+  const Vec params;  // host copy, already rounded to F
+  DeviceState<F> device;
+};
+
+// The CPU model in double: loss, per-position losses and gradients of one forward/backward.
+struct CpuStep {
+  double loss = 0;
+  std::vector<double> losses;
+  Vec grads;
+};
+CpuStep cpu_step(const ParamLayout& layout, const Vec& params, const std::vector<std::int32_t>& in,
+                 const std::vector<std::int32_t>& targets) {
+  Vec cpu_params = params;
+  CpuStep step;
+  step.grads.assign(layout.padded_size(), 0.0);
+  BasicFlatUnitAccess<double> access(layout, cpu_params.data(), step.grads.data());
+  BasicLlama<double> cpu(layout, kB, kT);
+  step.loss = cpu.forward(access, in.data(), targets.data());
+  const auto losses = cpu.losses();
+  step.losses.assign(losses.begin(), losses.end());
+  cpu.backward(access, kLossScale);
+  return step;
+}
+
+template <typename F>
+class GpuLlamaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (autotrain::gpu::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount reports none, the device model is not "
+                      "tested";
+    }
+  }
+
+  // The device model's loss, per-position losses and every gradient against the CPU's for one
+  // forward/backward on `targets`.
+  void expect_step_matches_the_cpu(bool tied, const std::vector<std::int32_t>& targets) {
+    Model<F> m(tied);
+    const std::string head = tied ? " (tied)" : " (untied)";
+    const CpuStep cpu = cpu_step(m.layout, m.params, inputs_, targets);
+    auto access = m.device.access();
+    gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
+    const float loss = model.forward(access, inputs_.data(), targets.data());
+    model.backward(access, kLossScale);
+    const Vec grads = m.device.grads();
+
+    EXPECT_NEAR(loss, cpu.loss, Precision<F>::loss_rtol * std::abs(cpu.loss)) << head;
+    const auto losses = model.losses();
+    ASSERT_EQ(losses.size(), kBT);
+    for (std::size_t i = 0; i < kBT; ++i) {
+      EXPECT_NEAR(losses[i], cpu.losses[i],
+                  Precision<F>::loss_rtol * std::abs(cpu.losses[i]) + 1e-6)
+          << "loss of position " << i << head;
+    }
+    std::vector<bool> real(m.layout.padded_size(), false);
+    for (const auto& t : m.layout.tensors()) {
+      autotrain::testing::expect_close_tensor<F>(grads, cpu.grads, t.offset, t.file_numel(),
+                                                 t.name + head);
+      std::fill_n(real.begin() + static_cast<std::ptrdiff_t>(t.offset), t.file_numel(), true);
+    }
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      if (!real[i]) {
+        ASSERT_EQ(grads[i], 0.0) << "padding element " << i << " of the flat gradient was written"
+                                 << head;
+      }
+    }
+  }
+
+  const std::vector<std::int32_t> inputs_ = random_tokens(kBT, 11);
+  const std::vector<std::int32_t> targets_ = random_tokens(kBT, 12);
+};
+
+TYPED_TEST_SUITE(GpuLlamaTest, autotrain::testing::GpuElementTypes,
+                 autotrain::testing::GpuTypeNames);
+
+TYPED_TEST(GpuLlamaTest, LossAndEveryGradientMatchTheCpuModelInDouble) {
+  for (const bool tied : {true, false}) this->expect_step_matches_the_cpu(tied, this->targets_);
+}
+
+// Targets of kIgnoreTarget carry no loss: the mean and its gradient are over the others, as on
+// the CPU (an SFT run's prompt positions).
+TYPED_TEST(GpuLlamaTest, IgnoredTargetsGiveTheCpusMaskedLossAndGradients) {
+  auto targets = this->targets_;
+  for (std::size_t i = 0; i < kBT; i += 3) targets[i] = kIgnoreTarget;
+  this->expect_step_matches_the_cpu(false, targets);
+}
+
+// The attention path is the one asked for where it applies: flash attention in bf16/fp16 (D = 16
+// is one of its head sizes), the fast or reference path (attention_forward's choice) otherwise.
+TYPED_TEST(GpuLlamaTest, RunsFlashAttentionWhereItWasAskedForAndApplies) {
+  using F = TypeParam;
+  Model<F> m(true);
+  gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
+  const ModelConfig& c = m.layout.config();
+  ASSERT_TRUE(kernels::gpu::flash_attention_supports(2, c.n_head, c.kv_heads(), c.head_size()));
+  EXPECT_EQ(model.uses_flash_attention(),
+            kernels::gpu::attention_kind() == kernels::gpu::AttentionKind::flash && sizeof(F) == 2);
+}
+
+// Activation checkpointing: two micro-steps (the second forward overwrites what the first
+// backward's recomputation left in the slots) give the same losses and gradients to the bit as
+// keeping every activation, in less activation memory; make_device_causal_lm builds the same.
+// Real GPU only: that cuBLASLt and cuBLAS give the same bits from one call of a shape to the next
+// (the emulator computes every product one way).
+TYPED_TEST(GpuLlamaTest, RecomputeGivesTheSameBitsAsKeepingEveryActivation) {
+  using F = TypeParam;
+  Model<F> m(false);
+  struct Outcome {
+    std::vector<float> losses;  // each step's mean, then its per-position losses
+    std::vector<typename Precision<F>::Bits> grads;
+    std::size_t activation_bytes = 0;
+  };
+  const auto train = [&](bool recompute) {
+    m.device.zero_grads();
+    auto access = m.device.access();
+    const auto model = gpu::make_device_causal_lm<F>(m.layout, kB, kT, m.device.stream(),
+                                                     m.device.blas(), recompute);
+    Outcome run;
+    for (std::uint32_t step = 0; step < 2; ++step) {
+      const auto inputs = random_tokens(kBT, 31 + step), targets = random_tokens(kBT, 41 + step);
+      run.losses.push_back(model->forward(access, inputs.data(), targets.data()));
+      const auto losses = model->losses();
+      run.losses.insert(run.losses.end(), losses.begin(), losses.end());
+      model->backward(access, kLossScale);
+    }
+    run.grads = m.device.grad_bits();
+    run.activation_bytes = model->activation_bytes();
+    return run;
+  };
+  const Outcome kept = train(false);
+  const Outcome recomputed = train(true);
+  EXPECT_TRUE(same_bits(kept.losses, recomputed.losses));
+  EXPECT_TRUE(same_bits(kept.grads, recomputed.grads));
+  EXPECT_LT(recomputed.activation_bytes, kept.activation_bytes);
+}
+
+// The hooks a ZeRO engine sees (stage 3 gathers by them): the CPU model's order, tied and untied,
+// with activation checkpointing on (the recomputation asks for no extra unit).
+TYPED_TEST(GpuLlamaTest, CallsTheUnitHooksInTheCpuModelsOrder) {
+  using F = TypeParam;
+  for (const bool tied : {true, false}) {
+    Model<F> m(tied);
+    Vec cpu_params = m.params;
+    Vec cpu_grads(m.layout.padded_size(), 0.0);
+    BasicFlatUnitAccess<double> cpu_flat(m.layout, cpu_params.data(), cpu_grads.data());
+    std::vector<std::string> cpu_events;
+    RecordingAccess<double> cpu_access(cpu_flat, cpu_events);
+    BasicLlama<double> cpu(m.layout, kB, kT, true);
+    cpu.forward(cpu_access, this->inputs_.data(), this->targets_.data());
+    cpu.backward(cpu_access, 1.0);
+
+    auto flat = m.device.access();
+    std::vector<std::string> events;
+    RecordingAccess<F> access(flat, events);
+    gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas(), true);
+    model.forward(access, this->inputs_.data(), this->targets_.data());
+    model.backward(access, 1.0f);
+    m.device.sync();
+
+    ASSERT_FALSE(cpu_events.empty());
+    EXPECT_EQ(events, cpu_events) << (tied ? "tied" : "untied");
+  }
+}
+
+// The profile has the CPU model's rows; every kernel kind the step runs has time in the
+// direction it runs in (the residual's backward is folded into the norms', as on the CPU), and a
+// model that is not profiling reports zeros.
+TYPED_TEST(GpuLlamaTest, ProfileTimesEveryKernelKindOfAStepWithTheCpuModelsRows) {
+  using F = TypeParam;
+  Model<F> m(true);
+  auto access = m.device.access();
+  gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
+  model.set_profiling(true);
+  model.forward(access, this->inputs_.data(), this->targets_.data());
+  model.backward(access, 1.0f);
+  const auto rows = model.profile();
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(kOpCount));
+  for (int op = 0; op < kOpCount; ++op) {
+    const auto& row = rows[static_cast<std::size_t>(op)];
+    EXPECT_EQ(row.name, kOpNames[op]);
+    EXPECT_GT(row.forward_s, 0.0) << row.name;
+    if (op != kResidual) {
+      EXPECT_GT(row.backward_s, 0.0) << row.name;
+    }
+  }
+  model.set_profiling(false);
+  model.forward(access, this->inputs_.data(), this->targets_.data());
+  for (const auto& row : model.profile()) EXPECT_EQ(row.forward_s + row.backward_s, 0.0);
+}
+
+TYPED_TEST(GpuLlamaTest, RejectsBadTokenIdsShapesAndBackwardWithoutForwardNamingTheProblem) {
+  using F = TypeParam;
+  Model<F> m(true);
+  auto access = m.device.access();
+  gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
+
+  auto inputs = this->inputs_;
+  inputs[3] = kV;
+  const std::string bad_input =
+      error_of([&] { model.forward(access, inputs.data(), this->targets_.data()); });
+  EXPECT_NE(bad_input.find("inputs[3] = 50"), std::string::npos) << bad_input;
+
+  auto targets = this->targets_;
+  targets[5] = -2;  // -1 is kIgnoreTarget (no loss)
+  const std::string bad_target =
+      error_of([&] { model.forward(access, this->inputs_.data(), targets.data()); });
+  EXPECT_NE(bad_target.find("targets[5] = -2"), std::string::npos) << bad_target;
+
+  const std::string early = error_of([&] { model.backward(access, 1.0f); });
+  EXPECT_NE(early.find("needs a forward()"), std::string::npos) << early;
+
+  const std::string too_long =
+      error_of([&] { gpu::DeviceLlama<F>(m.layout, kB, 17, m.device.stream(), m.device.blas()); });
+  EXPECT_NE(too_long.find("sequence length 17"), std::string::npos) << too_long;
+
+  ModelConfig windowed = tiny_config(true);  // Mistral's window, shorter than the sequence
+  windowed.sliding_window = 4;
+  const ParamLayout windowed_layout(windowed);
+  const std::string window = error_of(
+      [&] { gpu::DeviceLlama<F>(windowed_layout, kB, kT, m.device.stream(), m.device.blas()); });
+  EXPECT_NE(window.find("exceeds the model's sliding_window of 4"), std::string::npos) << window;
+}
+
+// generate's path: the decoder's logits after each token of a sequence against the CPU model's
+// full forward over the tokens so far (next_token_logits) in double, tied and untied, in two
+// passes (the second after a reset); one token asks for no logits, as a prompt's tokens before
+// its last do. Then a full cache and a bad token are refused.
+TYPED_TEST(GpuLlamaTest, DecoderGivesTheLogitsOfTheFullForwardAtEveryPosition) {
+  using F = TypeParam;
+  for (const bool tied : {true, false}) {
+    Model<F> m(tied);
+    Vec cpu_params = m.params;
+    BasicFlatUnitAccess<double> cpu_access(m.layout, cpu_params.data(), nullptr);
+    BasicLlama<double> cpu(m.layout, 1, 1);
+    auto access = m.device.access();
+    const auto decoder =
+        gpu::make_device_decoder<F>(m.layout, kT, m.device.stream(), m.device.blas());
+    std::vector<float> row(kV);
+    for (const int b : {0, 1}) {
+      decoder->reset();
+      const auto* first = this->inputs_.data() + static_cast<std::ptrdiff_t>(b * kT);
+      for (int t = 0; t < kT; ++t) {
+        const std::int32_t token = first[t];
+        if (t == 2) {
+          decoder->feed_token(access, token, {});
+          continue;
+        }
+        decoder->feed_token(access, token, row);
+        const auto full = cpu.next_token_logits(
+            cpu_access, std::span<const std::int32_t>(first, static_cast<std::size_t>(t + 1)));
+        autotrain::testing::expect_close_tensor<F>(
+            Vec(row.begin(), row.end()), Vec(full.begin(), full.begin() + kV), 0, kV,
+            std::string(tied ? "tied" : "untied") + " decoder logits of sequence " +
+                std::to_string(b) + ", position " + std::to_string(t));
+      }
+      EXPECT_EQ(decoder->length(), kT);
+    }
+    const std::string full = error_of([&] { decoder->feed_token(access, 0, row); });
+    EXPECT_NE(full.find("holds its 8 positions already"), std::string::npos) << full;
+    decoder->reset();
+    const std::string bad = error_of([&] { decoder->feed_token(access, kV, row); });
+    EXPECT_NE(bad.find("token 50 is not a token id"), std::string::npos) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace autotrain::model
+
+#endif  // AUTOTRAIN_HAVE_CUDA
