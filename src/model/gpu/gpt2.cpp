@@ -197,9 +197,8 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
       recompute_(recompute),
       stream_(stream),
       blas_(blas),
-      host_tokens_(2 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
-      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
-      host_runs_(3 * static_cast<std::size_t>(B) * static_cast<std::size_t>(T) + 1) {
+      tokens_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
+      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)) {
   const ModelConfig& c = layout.config();
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
@@ -276,24 +275,8 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
   const int C = cfg.n_embd, L = cfg.n_layer;
   const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
   const std::size_t bt = b.bt;
-  check_tokens(inputs, bt, V, "inputs");
-  loss_positions_ = check_targets(targets, bt, V);
+  loss_positions_ = tokens_.upload(inputs, targets, V, b.inputs, b.targets, b.token_runs, stream_);
   ready_for_backward_ = false;
-  // Staged in pinned memory (the previous forward's copy out of it has run by now), so the
-  // copy is asynchronous: from the caller's pageable arrays CUDA would first wait for the stream.
-  tokens_copied_.synchronize();
-  std::copy_n(inputs, bt, host_tokens_.data());
-  std::copy_n(targets, bt, host_tokens_.data() + bt);
-  AT_CUDA_CHECK(cudaMemcpyAsync(b.inputs, host_tokens_.data(), bt * sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, stream_));
-  AT_CUDA_CHECK(cudaMemcpyAsync(b.targets, host_tokens_.data() + bt, bt * sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, stream_));
-  // The positions grouped by token, for the deterministic token-embedding gradient.
-  std::int32_t* runs = host_runs_.data();
-  token_runs_ = make_token_runs(inputs, bt, runs, runs + bt, runs + 2 * bt + 1, run_scratch_);
-  AT_CUDA_CHECK(cudaMemcpyAsync(b.token_runs, runs, host_runs_.size() * sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, stream_));
-  tokens_copied_.record(stream_);
 
   EventClock clock(profiler_.get(), stream_, Pass::forward);
   const F* p = access.params(0);
@@ -423,7 +406,7 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
   }
   F* g = access.grads(0);
   clock.restart();
-  const TokenRuns runs{b.token_runs, b.token_runs + bt, b.token_runs + 2 * bt + 1, token_runs_};
+  const TokenRuns runs = tokens_.runs(b.token_runs);
   encoder_backward(g + b.wte, g + b.wpe, dres, runs, B, T, C, stream_);
   clock.lap(kEncoder);
   access.grads_ready(0);

@@ -18,6 +18,7 @@
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/gpt2_offsets.hpp"
 #include "autotrain/model/gpu/causal_lm.hpp"
+#include "autotrain/model/gpu/token_upload.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
 #include "autotrain/model/unit_access.hpp"
@@ -63,13 +64,9 @@ class DeviceGpt2 final : public DeviceCausalLM<F> {
   cudaStream_t stream_;
   const kernels::gpu::BlasHandle& blas_;
   std::unique_ptr<Buffers> buffers_;
-  autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;  // [2, B, T] inputs then targets
-  autotrain::gpu::PinnedArray<float> host_losses_;         // [B, T]
-  autotrain::gpu::PinnedArray<std::int32_t> host_runs_;    // make_token_runs of the inputs
-  std::vector<std::uint64_t> run_scratch_;
-  int token_runs_ = 0;
-  autotrain::gpu::Event tokens_copied_;  // host_tokens_ may be overwritten
-  autotrain::gpu::Event losses_copied_;  // host_losses_ holds the last forward's
+  TokenUpload tokens_;  // inputs, targets and token runs on their way to the device
+  autotrain::gpu::PinnedArray<float> host_losses_;  // [B, T]
+  autotrain::gpu::Event losses_copied_;             // host_losses_ holds the last forward's
   bool ready_for_backward_ = false;
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   bool flash_ = false;  // flash attention (AUTOTRAIN_CUDA_ATTENTION=flash, where it applies)
