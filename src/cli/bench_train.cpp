@@ -178,8 +178,12 @@ void print_step_figures(const train::TrainBenchResult& r) {
 }
 
 void print_memory(const train::TrainBenchResult& r) {
-  std::printf("model state per rank: %s; activations %s\n", zero::describe(r.model_state).c_str(),
+  std::printf("model state per rank: %s; activations %s", zero::describe(r.model_state).c_str(),
               human_bytes(static_cast<double>(r.activation_bytes)).c_str());
+  if (r.frozen_bytes > 0)
+    std::printf("; LoRA's frozen base weights and scratch %s",
+                human_bytes(static_cast<double>(r.frozen_bytes)).c_str());
+  std::printf("\n");
   std::printf("device %s, compute in %s", r.device.c_str(), r.precision.c_str());
   if (r.device_memory_bytes > 0)
     std::printf(", GPU memory per rank %s (all allocated before the first step)",

@@ -28,13 +28,9 @@ struct ForeignKey {
 };
 
 constexpr ForeignKey kForeignKeys[] = {
-    {"peft", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
-    {"lora_r", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
-    {"lora_alpha", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
-    {"lora_dropout", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
-    {"target_modules", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
-    {"merge_adapter", false, "LoRA/PEFT is not supported: autotrain trains every parameter"},
-    {"quantization", false, "quantized training is not supported"},
+    {"quantization", false,
+     "quantized training (int4/int8 through bitsandbytes) is not supported: the frozen weights "
+     "of peft stay in fp32; set quantization: none"},
     {"model_max_length", true,
      "the context length is n_positions (the base model's); block_size -1 also respects the "
      "folder's tokenizer_config.json model_max_length"},

@@ -121,6 +121,7 @@ class Gpt2Family final : public ModelFamily {
            name == "lm_head.weight";
   }
   std::string_view optional_name_prefix() const override { return "transformer."; }
+  bool conv1d_weights() const override { return true; }
 };
 
 }  // namespace

@@ -43,6 +43,11 @@ double init_normal(std::uint64_t seed, std::uint64_t tensor_key, std::uint64_t e
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+double init_uniform(std::uint64_t seed, std::uint64_t tensor_key, std::uint64_t element) {
+  const std::uint64_t base = mix(mix(seed) ^ tensor_key) ^ (element * 2);
+  return 2.0 * to_unit_interval(mix(base)) - 1.0;
+}
+
 void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float> out,
                  std::size_t begin) {
   const std::size_t end = begin + out.size();
@@ -57,12 +62,15 @@ void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float>
     if (rule.kind == InitRule::one) {
       std::fill(out.begin() + static_cast<std::ptrdiff_t>(lo - begin),
                 out.begin() + static_cast<std::ptrdiff_t>(hi - begin), 1.0f);
-    } else if (rule.kind == InitRule::normal) {
+    } else if (rule.kind == InitRule::normal || rule.kind == InitRule::uniform) {
       const std::uint64_t key = name_key(t.name);
       const std::size_t stop = std::min(hi, t.offset + t.file_numel());  // padded rows stay 0
+      const bool normal = rule.kind == InitRule::normal;
 #pragma omp parallel for schedule(static)
       for (std::size_t i = lo; i < stop; ++i) {
-        out[i - begin] = static_cast<float>(rule.std * init_normal(seed, key, i - t.offset));
+        const std::uint64_t element = i - t.offset;
+        out[i - begin] = static_cast<float>(normal ? rule.std * init_normal(seed, key, element)
+                                                   : rule.bound * init_uniform(seed, key, element));
       }
     }
   }

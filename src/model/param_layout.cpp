@@ -6,13 +6,17 @@
 namespace autotrain::model {
 
 ParamLayout::ParamLayout(const ModelConfig& config, int world_size, std::size_t alignment)
+    : ParamLayout(config, family_of(config).units(config), world_size, alignment) {}
+
+ParamLayout::ParamLayout(const ModelConfig& config, std::vector<UnitSpec> units, int world_size,
+                         std::size_t alignment)
     : config_(config), world_size_(world_size), alignment_(alignment) {
   config_.validate();
   AT_CHECK(world_size >= 1, "parameter layout: world_size must be >= 1, got ", world_size);
   AT_CHECK(alignment >= 1, "parameter layout: alignment must be >= 1, got ", alignment);
   const std::size_t quantum = static_cast<std::size_t>(world_size) * alignment;
   std::size_t offset = 0;
-  for (UnitSpec& spec : family().units(config_)) {
+  for (UnitSpec& spec : units) {
     ParamUnit unit{std::move(spec.name), offset, 0, 0, static_cast<int>(tensors_.size()), 0};
     for (TensorSpec& t : spec.tensors) {
       std::size_t numel = 1;

@@ -17,6 +17,7 @@
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/model/family.hpp"
 #include "autotrain/optim/schedule.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/train/replica.hpp"
 
 namespace autotrain::train {
@@ -81,8 +82,9 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
 
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup));
 
-  const model::ParamLayout layout(config, topology.world_size);
-  const auto replica = make_replica(setup, layout, *comm, B, T);
+  const auto lora = open_lora_model(setup);  // with peft (the base weights from the seed)
+  const model::ParamLayout layout = trainable_layout(setup, lora.get());
+  const auto replica = make_replica(setup, layout, *comm, B, T, lora.get());
   zero::ModelState* const engine = &replica->state();
   engine->init_parameters(model::RandomInit(static_cast<std::uint64_t>(params.seed)));
 
@@ -221,6 +223,7 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   r.model_state.optimizer_bytes = memory_bytes[2];
   r.model_state.working_bytes = memory_bytes[3];
   r.activation_bytes = replica->activation_bytes();
+  r.frozen_bytes = replica->frozen_bytes();
   r.device = replica->device();
   r.precision = replica->precision();
   auto device_bytes = static_cast<unsigned long long>(replica->device_memory_bytes());

@@ -15,6 +15,7 @@
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/timer.hpp"
 #include "autotrain/train/export.hpp"
+#include "autotrain/train/lora.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -118,6 +119,12 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
       json{{"kind", optimizer_name(point.optimizer)}, {"steps", point.optimizer_steps}}.dump();
   state.json["base_model"] =
       json{{"weights_hash", point.base_weights}, {"folder", point.base_folder}}.dump();
+  if (point.lora) {
+    state.json["lora"] = json{{"r", point.lora->r},
+                              {"alpha", point.lora->alpha},
+                              {"target_modules", point.lora->target_modules}}
+                             .dump();
+  }
   state.json["loss_scaler"] = json{{"enabled", point.loss_scaler.enabled},
                                    {"scale", point.loss_scaler.scale},
                                    {"good_steps", point.loss_scaler.good_steps},
@@ -195,6 +202,13 @@ ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::stri
       point.base_weights = base.at("weights_hash").get<std::string>();
       point.base_folder = base.value("folder", std::string());
     }
+    key = "lora";
+    if (info.json.count(key) != 0) {
+      const json lora = json::parse(json_doc(info, where, key));
+      point.lora =
+          model::LoraOptions{integer(lora, "r", 1, kMaxInt), lora.at("alpha").get<double>(),
+                             lora.at("target_modules").get<std::vector<std::string>>()};
+    }
     key = "loss_scaler";
     if (info.json.count(key) != 0) {
       const json scaler = json::parse(json_doc(info, where, key));
@@ -219,9 +233,20 @@ ResumePoint read_resume_point(const ckpt::CheckpointReader& reader) {
   return parse_resume_point(reader.info(), reader.path().string());
 }
 
+namespace {
+
+std::string lora_text(const std::optional<model::LoraOptions>& lora) {
+  if (!lora) return "none (every weight trains)";
+  return cat("lora_r ", lora->r, ", lora_alpha ", lora->alpha, ", target_modules ",
+             join(lora->target_modules, ","));
+}
+
+}  // namespace
+
 std::vector<std::string> compatibility_problems(const ResumePoint& saved,
                                                 const model::ModelConfig& config,
-                                                OptimizerKind optimizer) {
+                                                OptimizerKind optimizer,
+                                                const std::optional<model::LoraOptions>& lora) {
   std::vector<std::string> problems;
   const auto compare = [&](const char* field, auto in_checkpoint, auto in_run) {
     if (in_checkpoint != in_run) {
@@ -243,6 +268,7 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
   }
   compare("optimizer", std::string(optimizer_name(saved.optimizer)),
           std::string(optimizer_name(optimizer)));
+  compare("peft (LoRA adapters)", lora_text(saved.lora), lora_text(lora));
   return problems;
 }
 
@@ -316,7 +342,11 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
   int world_size = 1;
   AT_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
   auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
-  const model::ParamLayout layout(saved.model, world_size);
+  const std::optional<LoraModel> lora =
+      saved.lora ? std::optional<LoraModel>(std::in_place, saved.model, *saved.lora, world_size)
+                 : std::nullopt;
+  const model::ParamLayout layout =
+      lora ? lora->adapters : model::ParamLayout(saved.model, world_size);
   zero::EngineOptions options;
   options.stage = 3;  // each rank holds only its shard; export_model gathers a unit at a time
   options.optimizer.kind = saved.optimizer;
@@ -326,7 +356,11 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
   std::error_code error;
   const fs::path base = saved.base_folder;
   const bool base_present = !base.empty() && fs::is_regular_file(base / "config.json", error);
-  export_model(*engine, layout, params, dir, base_present ? base : fs::path());
+  if (lora) {
+    export_adapter(*engine, *lora, params, dir, base_present ? base : fs::path());
+  } else {
+    export_model(*engine, layout, params, dir, base_present ? base : fs::path());
+  }
 }
 
 CheckpointSaver::CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,

@@ -4,6 +4,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/model/param_source.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/train/pretrained.hpp"
 #include "autotrain/train/resume.hpp"
 
@@ -33,7 +34,12 @@ std::string check_weights(const RunSetup& setup) {
   } else {
     from = PretrainedWeights(base.folder, layout).describe();
   }
-  return cat(layout.num_parameters(), " parameters; ", from);
+  const auto lora = lora_options(setup.params());
+  if (!lora) return cat(layout.num_parameters(), " parameters; ", from);
+  const LoraModel adapters(layout.config(), *lora, setup.topology.world_size);
+  return cat(layout.num_parameters(), " parameters, frozen; ", from, "; LoRA rank ", lora->r,
+             " on ", adapters.lora.targets().size(),
+             " weights: ", adapters.adapters.num_parameters(), " trainable parameters");
 }
 
 }  // namespace

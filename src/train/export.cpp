@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/data/tokenizer.hpp"
+#include "autotrain/train/adapter_folder.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -92,8 +94,8 @@ std::string merged_config_json(const std::filesystem::path& base_folder, const s
 class WeightFiles {
  public:
   WeightFiles(std::filesystem::path dir, const std::vector<ckpt::SafetensorsEntry>& entries,
-              uint64_t max_bytes)
-      : dir_(std::move(dir)) {
+              uint64_t max_bytes, std::string stem)
+      : dir_(std::move(dir)), stem_(std::move(stem)) {
     uint64_t bytes_in_shard = 0;
     for (const auto& entry : entries) {
       const uint64_t bytes = entry.elements() * dtype_size(entry.dtype);
@@ -107,8 +109,8 @@ class WeightFiles {
     }
     for (size_t s = 0; s < shards_.size(); ++s) {
       char name[64];
-      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards_.size());
-      names_.push_back(shards_.size() == 1 ? "model.safetensors" : name);
+      std::snprintf(name, sizeof name, "-%05zu-of-%05zu.safetensors", s + 1, shards_.size());
+      names_.push_back(stem_ + (shards_.size() == 1 ? std::string(".safetensors") : name));
     }
   }
 
@@ -138,12 +140,12 @@ class WeightFiles {
     for (const auto& file : fs::directory_iterator(dir_, error)) {
       const std::string name = file.path().filename().string();
       const bool ours = std::find(names_.begin(), names_.end(), name) != names_.end();
-      const bool weights = name == "model.safetensors" ||
-                           (name.starts_with("model-") && name.ends_with(".safetensors"));
+      const bool weights = name == stem_ + ".safetensors" ||
+                           (name.starts_with(stem_ + "-") && name.ends_with(".safetensors"));
       if (weights && !ours) fs::remove(file.path(), error);
     }
     if (!sharded) {
-      fs::remove(dir_ / "model.safetensors.index.json", error);
+      fs::remove(dir_ / (stem_ + ".safetensors.index.json"), error);
       return;
     }
     nlohmann::ordered_json map = nlohmann::ordered_json::object();
@@ -152,17 +154,18 @@ class WeightFiles {
     }
     const nlohmann::ordered_json index = {{"metadata", {{"total_size", total_bytes_}}},
                                           {"weight_map", map}};
-    write_text(dir_ / "model.safetensors.index.json", index.dump(2) + "\n");
+    write_text(dir_ / (stem_ + ".safetensors.index.json"), index.dump(2) + "\n");
   }
 
   std::string summary() const {
     return shards_.size() == 1 ? (dir_ / names_[0]).string()
-                               : cat(shards_.size(), " shards in ", dir_.string(),
-                                     " (model.safetensors.index.json)");
+                               : cat(shards_.size(), " shards in ", dir_.string(), " (", stem_,
+                                     ".safetensors.index.json)");
   }
 
  private:
   std::filesystem::path dir_;
+  std::string stem_;  // "model", "adapter_model"
   std::vector<std::vector<ckpt::SafetensorsEntry>> shards_;
   std::vector<std::string> names_;
   uint64_t total_bytes_ = 0;
@@ -186,11 +189,16 @@ std::string hf_config_json(const model::ModelConfig& config, const std::string& 
   return json.dump(2) + "\n";
 }
 
-void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
-                  const config::TrainingParams& params, const std::filesystem::path& dir,
-                  const std::filesystem::path& base_folder) {
-  const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
-  const auto& config = layout.config();
+namespace {
+
+// A unit's values (collective): `out` holds them on rank 0 and is empty elsewhere.
+using UnitValues = std::function<void(int unit, std::span<float> out)>;
+
+// Streams the tensors of `layout` into `stem`.safetensors (or its shards) in `dir` on rank 0,
+// one unit at a time: rank 0 never holds more than the largest unit. Returns the files' summary.
+std::string write_weights(const model::ParamLayout& layout, const UnitValues& unit_values,
+                          const std::filesystem::path& dir, DType dtype, uint64_t max_bytes,
+                          const std::string& stem) {
   const bool root = world_rank() == 0;
   std::optional<WeightFiles> files;
   if (root) {
@@ -199,25 +207,29 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
     for (const auto& tensor : layout.tensors()) {
       entries.push_back({tensor.name, dtype, tensor.file_shape()});
     }
-    files.emplace(dir, entries, config::parse_byte_size(params.max_shard_size, "max_shard_size"));
+    files.emplace(dir, entries, max_bytes, stem);
   }
-  // One unit at a time: rank 0 never holds more than the largest unit.
-  std::vector<float> unit_values;
+  std::vector<float> values;
   for (int unit = 0; unit < layout.num_units(); ++unit) {
     const auto& info = layout.units()[static_cast<size_t>(unit)];
-    if (root) unit_values.resize(info.numel);
-    engine.gather_unit(unit, std::span<float>(unit_values.data(), root ? info.numel : 0), 0);
+    if (root) values.resize(info.numel);
+    unit_values(unit, std::span<float>(values.data(), root ? info.numel : 0));
     if (!root) continue;
     for (int t = info.first_tensor; t < info.first_tensor + info.tensor_count; ++t) {
       const auto& tensor = layout.tensors()[static_cast<size_t>(t)];
-      size_t count = 1;
-      for (auto extent : tensor.file_shape()) count *= extent;
-      files->append_tensor(
-          std::span<const float>(unit_values.data() + layout.offset_in_unit(tensor), count));
+      files->append_tensor(std::span<const float>(values.data() + layout.offset_in_unit(tensor),
+                                                  tensor.file_numel()));
     }
   }
-  if (!root) return;
+  if (!root) return {};
   files->finish();
+  return files->summary();
+}
+
+// config.json, the tokenizer files and the base's generation_config.json (rank 0).
+void write_model_files(const model::ModelConfig& config, const config::TrainingParams& params,
+                       const std::filesystem::path& dir, const std::filesystem::path& base_folder,
+                       DType dtype) {
   const auto tokenizer = data::make_tokenizer(params.tokenizer);
   const std::string ours = hf_config_json(config, params.tokenizer, tokenizer->eot_token(), dtype);
   write_text(dir / "config.json",
@@ -230,8 +242,67 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                                dir / "generation_config.json",
                                std::filesystem::copy_options::overwrite_existing);
   }
-  log::info("export: wrote ", files->summary(), " (", params.export_dtype,
+}
+
+UnitValues gathered(zero::ModelState& engine) {
+  return [&engine](int unit, std::span<float> out) { engine.gather_unit(unit, out, 0); };
+}
+
+}  // namespace
+
+void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
+                  const config::TrainingParams& params, const std::filesystem::path& dir,
+                  const std::filesystem::path& base_folder) {
+  const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
+  const std::string summary =
+      write_weights(layout, gathered(engine), dir, dtype,
+                    config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model");
+  if (world_rank() != 0) return;
+  write_model_files(layout.config(), params, dir, base_folder, dtype);
+  log::info("export: wrote ", summary, " (", params.export_dtype,
             "), config.json and tokenizer files");
+}
+
+void export_adapter(zero::ModelState& engine, const LoraModel& lora,
+                    const config::TrainingParams& params, const std::filesystem::path& dir,
+                    const std::filesystem::path& base_folder) {
+  const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
+  const std::string summary =
+      write_weights(lora.adapters, gathered(engine), dir, dtype, ~uint64_t{0}, "adapter_model");
+  if (world_rank() != 0) return;
+  write_text(dir / kAdapterConfig, adapter_config_json(lora, base_folder.string()));
+  write_tokenizer_files(dir, lora.base.config(), params.tokenizer);
+  log::info("export: wrote the LoRA adapters to ", summary, " (", params.export_dtype,
+            ") with adapter_config.json and the tokenizer files");
+}
+
+void export_lora(zero::ModelState& engine, const LoraModel& lora,
+                 const config::TrainingParams& params, const std::filesystem::path& dir,
+                 const std::filesystem::path& base_folder) {
+  if (!params.merge_adapter) {
+    export_adapter(engine, lora, params, dir, base_folder);
+    return;
+  }
+  export_adapter(engine, lora, params, dir / "adapter", base_folder);
+  AT_CHECK(lora.weights != nullptr, "export: the LoRA model's base weights are not open");
+  // Each unit: the base's values (rank 0 reads them) plus the gathered adapters' product.
+  std::vector<float> adapters;
+  const UnitValues merged = [&](int unit, std::span<float> out) {
+    const auto& info = lora.adapters.units()[static_cast<size_t>(unit)];
+    adapters.resize(out.empty() ? 0 : info.numel);
+    engine.gather_unit(unit, adapters, 0);
+    if (out.empty()) return;
+    lora.weights->fill(lora.base, out, lora.base.units()[static_cast<size_t>(unit)].offset);
+    if (lora.lora.adapts(unit)) lora.lora.merge(unit, adapters.data(), out.data());
+  };
+  const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
+  const std::string summary =
+      write_weights(lora.base, merged, dir, dtype,
+                    config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model");
+  if (world_rank() != 0) return;
+  write_model_files(lora.base.config(), params, dir, base_folder, dtype);
+  log::info("export: wrote the merged model (base + adapters) to ", summary, " (",
+            params.export_dtype, "), config.json and tokenizer files");
 }
 
 }  // namespace autotrain::train

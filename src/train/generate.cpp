@@ -6,12 +6,14 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/family.hpp"
+#include "autotrain/train/adapter_folder.hpp"
 #include "autotrain/train/pretrained.hpp"
 #include "next_token_logits.hpp"
 
@@ -109,7 +111,36 @@ ModelFolderConfig read_model_config(const std::filesystem::path& dir) {
   return {shape, tokenizer == config.end() ? "gpt2" : tokenizer->get<std::string>()};
 }
 
+namespace {
+
+// A PEFT adapter folder: its base model (base_model_name_or_path: a folder, or a Hub id in the
+// offline Hub cache) with the adapters merged into the weights; the adapter folder's tokenizer
+// when it has one.
+LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
+  const AdapterConfig adapter = read_adapter_config(dir);
+  AT_CHECK(!adapter.base_model.empty(), (dir / kAdapterConfig).string(),
+           ": base_model_name_or_path is null; the adapters need the model they were trained on");
+  const config::BaseModel base = config::locate_base_model(adapter.base_model, "main", false);
+  AT_CHECK(!base.folder.empty(), (dir / kAdapterConfig).string(),
+           ": base_model_name_or_path: ", base.missing_message());
+  LoadedModel loaded = load_model_folder(base.folder);
+  const LoraModel lora(loaded.layout->config(), adapter.options, 1);
+  const std::vector<float> values = read_adapter_weights(dir, lora.adapters);
+  for (int unit = 0; unit < lora.base.num_units(); ++unit) {
+    if (!lora.lora.adapts(unit)) continue;
+    lora.lora.merge(unit, values.data() + lora.adapters.units()[static_cast<size_t>(unit)].offset,
+                    loaded.params.data() + lora.base.units()[static_cast<size_t>(unit)].offset);
+  }
+  if (std::filesystem::exists(dir / "tokenizer.json")) {
+    loaded.tokenizer = data::make_tokenizer(dir.string(), {{}, /*parse_special_tokens=*/true});
+  }
+  return loaded;
+}
+
+}  // namespace
+
 LoadedModel load_model_folder(const std::filesystem::path& dir) {
+  if (is_adapter_folder(dir)) return load_adapter_folder(dir);
   const ModelFolderConfig folder = read_model_config(dir);
   const model::ModelConfig& shape = folder.shape;
   LoadedModel loaded;

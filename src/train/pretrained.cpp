@@ -183,6 +183,14 @@ std::vector<fs::path> PretrainedWeights::files() const {
 
 std::unique_ptr<model::ParamSource> open_param_source(const RunSetup& setup,
                                                       const model::ParamLayout& layout) {
+  if (setup.params().peft) {
+    return std::make_unique<model::RandomInit>(static_cast<uint64_t>(setup.params().seed));
+  }
+  return open_base_weights(setup, layout);
+}
+
+std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
+                                                      const model::ParamLayout& layout) {
   const config::BaseModel& base = setup.resolved.base_model;
   std::unique_ptr<model::ParamSource> source;
   std::string failure;

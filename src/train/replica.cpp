@@ -2,29 +2,51 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/lora_access.hpp"
 #include "gpu/replica.hpp"
 
 namespace autotrain::train {
 namespace {
 
+// LoRA's frozen weights, read whole, and the unit hooks that merge the adapters into them.
+class FrozenBase {
+ public:
+  FrozenBase(const LoraModel& lora, model::UnitAccess& engine)
+      : values_(lora.base.padded_size()),
+        access_(lora.base, values_.data(), lora.lora, lora.adapters, engine) {
+    AT_CHECK(lora.weights != nullptr, "internal: the LoRA model's base weights are not open");
+    lora.weights->fill(lora.base, values_, 0);
+  }
+  model::UnitAccess& access() { return access_; }
+  std::size_t bytes() const { return values_.size() * sizeof(float) + access_.scratch_bytes(); }
+
+ private:
+  std::vector<float> values_;
+  model::LoraAccess access_;
+};
+
 class CpuReplica final : public Replica {
  public:
   CpuReplica(const model::ParamLayout& layout, Communicator& comm,
-             const zero::EngineOptions& options, int B, int T, bool recompute)
+             const zero::EngineOptions& options, int B, int T, bool recompute,
+             const LoraModel* lora)
       : engine_(zero::Engine::create(layout, comm, options)),
-        model_(model::make_causal_lm<float>(layout, B, T, recompute)) {}
+        frozen_(lora ? std::make_unique<FrozenBase>(*lora, *engine_) : nullptr),
+        model_(model::make_causal_lm<float>(lora ? lora->base : layout, B, T, recompute)),
+        access_(frozen_ ? frozen_->access() : *engine_) {}
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
-    return model_->forward(*engine_, inputs, targets);
+    return model_->forward(access_, inputs, targets);
   }
   void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
-    last_loss_ = model_->forward(*engine_, inputs, targets);
+    last_loss_ = model_->forward(access_, inputs, targets);
   }
   float last_loss() override { return last_loss_; }
-  void backward(float loss_scale) override { model_->backward(*engine_, loss_scale); }
+  void backward(float loss_scale) override { model_->backward(access_, loss_scale); }
   std::span<const float> losses() override { return model_->losses(); }
   std::size_t activation_bytes() const override { return model_->activation_bytes(); }
+  std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
   std::string device() const override { return "cpu"; }
   std::string precision() const override { return "fp32"; }
   void set_profiling(bool on) override { model_->set_profiling(on); }
@@ -32,24 +54,27 @@ class CpuReplica final : public Replica {
 
  private:
   std::unique_ptr<zero::Engine> engine_;
+  std::unique_ptr<FrozenBase> frozen_;
   std::unique_ptr<model::CausalLM> model_;
+  model::UnitAccess& access_;
   float last_loss_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                      Communicator& comm, int B, int T) {
+                                      Communicator& comm, int B, int T, const LoraModel* lora) {
   std::unique_ptr<Replica> replica;
   if (setup.device == Device::cuda) {
 #ifdef AUTOTRAIN_HAVE_CUDA
+    AT_CHECK(lora == nullptr, "peft trains on the CPU (setup_run should have refused device cuda)");
     replica = make_gpu_replica(setup, layout, comm, B, T);
 #else
     throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
 #endif
   } else {
     replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T,
-                                           !setup.params().disable_gradient_checkpointing);
+                                           !setup.params().disable_gradient_checkpointing, lora);
   }
   return replica;
 }

@@ -2,6 +2,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/train/pretrained.hpp"
 
 namespace autotrain::train {
@@ -50,8 +51,9 @@ std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::Che
   const std::string name = path->string();
   ResumeDecision decision{
       *path, read_resume_point(ckpt::CheckpointReader(*path, MPI_COMM_WORLD)), {}};
-  const auto problems = compatibility_problems(decision.saved, model_config(setup.resolved),
-                                               engine_options(setup).optimizer.kind);
+  const auto problems =
+      compatibility_problems(decision.saved, model_config(setup.resolved),
+                             engine_options(setup).optimizer.kind, lora_options(setup.params()));
   if (!problems.empty()) {
     throw CollectiveError(cat("cannot resume from ", name, ": its model differs from this run's (",
                               join(problems, "; "),

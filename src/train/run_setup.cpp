@@ -164,6 +164,10 @@ void choose_device_and_precision(RunSetup& setup) {
     }
     setup.comm_backend = CommBackend::mpi;
   }
+  if (setup.device == Device::cuda && params.peft) {
+    throw Error(cat("peft (LoRA) trains on the CPU in this version, but device ", params.device,
+                    " chose rank ", setup.topology.rank, "'s GPU; set device cpu"));
+  }
   if (setup.device == Device::cuda && setup.comm_backend != CommBackend::nccl) {
     throw Error(
         cat("device cuda keeps gradients in GPU memory and reduces them with NCCL, but "

@@ -23,6 +23,7 @@
 #include "autotrain/train/bench_train.hpp"
 #include "autotrain/train/checkpointing.hpp"
 #include "autotrain/train/export.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/train/loss_scaler.hpp"
 #include "autotrain/train/metrics.hpp"
 #include "autotrain/train/param_changes.hpp"
@@ -148,7 +149,7 @@ struct StepResult {
 class TrainingRun {
  public:
   // `source` gives the first parameters of a run that does not resume.
-  TrainingRun(const RunSetup& setup, const model::ParamSource& source);
+  TrainingRun(const RunSetup& setup, const model::ParamSource& source, const LoraModel* lora);
   long long start_step() const { return start_step_; }
   long long total_steps() const { return total_steps_; }
 
@@ -177,6 +178,7 @@ class TrainingRun {
   }
 
   const RunSetup& setup_;
+  const LoraModel* const lora_;  // null unless peft
   const model::ParamSource& source_;
   const std::string base_weights_;  // base_weights_hash of the base model
   const config::TrainingParams& params_;
@@ -217,8 +219,10 @@ class TrainingRun {
   double comm_wait_ = 0;
 };
 
-TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source)
+TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source,
+                         const LoraModel* lora)
     : setup_(setup),
+      lora_(lora),
       source_(source),
       base_weights_(base_weights_hash(setup.resolved.base_model)),
       params_(setup.params()),
@@ -241,9 +245,9 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
                      ? make_communicator(CommBackend::mpi, MPI_COMM_WORLD, comm_options(setup))
                      : nullptr),
       scalars_(host_comm_ ? host_comm_.get() : comm_.get()),
-      layout_(config_, setup.topology.world_size),
+      layout_(trainable_layout(setup, lora)),
       optimizer_kind_(engine_options(setup).optimizer.kind),
-      replica_(make_replica(setup, layout_, *comm_, B_, T_)),
+      replica_(make_replica(setup, layout_, *comm_, B_, T_, lora)),
       engine_(&replica_->state()),
       scaler_(setup.device == Device::cuda && setup.precision == Precision::fp16),
       checkpoint_dir_(project_ / "checkpoints"),
@@ -271,6 +275,7 @@ void TrainingRun::log_plan() const {
             replica_->device_memory_bytes() > 0
                 ? cat(" (", human_bytes(double(replica_->device_memory_bytes())), " on the GPU)")
                 : std::string());
+  if (lora_) log_lora_plan(*lora_, replica_->frozen_bytes());
   log::info("data: ", datasets_.train.num_tokens(), " training tokens, ", sampler_.num_windows(),
             " windows of ", T_, " tokens, ", steps_per_epoch_, " steps per epoch of ",
             sampler_.global_batch_size(), " sequences; training for ", total_steps_, " steps");
@@ -474,6 +479,7 @@ ckpt::CheckpointContent TrainingRun::content_at(long long steps_done) {
   point.optimizer = optimizer_kind_;
   point.loss_scaler = scaler_.state();
   point.base_weights = base_weights_;
+  if (lora_) point.lora = lora_->options;
   if (!base_weights_.empty()) point.base_folder = setup_.resolved.base_model.folder.string();
   return checkpoint_content(*engine_, layout_, point, params_);
 }
@@ -504,7 +510,11 @@ TrainSummary TrainingRun::finish(long long steps_done) {
     return summary_;
   }
   summary_.export_dir = project_;
-  export_model(*engine_, layout_, params_, project_, setup_.resolved.base_model.folder);
+  if (lora_) {
+    export_lora(*engine_, *lora_, params_, project_, setup_.resolved.base_model.folder);
+  } else {
+    export_model(*engine_, layout_, params_, project_, setup_.resolved.base_model.folder);
+  }
   return summary_;
 }
 
@@ -513,9 +523,10 @@ TrainSummary TrainingRun::finish(long long steps_done) {
 TrainSummary run_training(const RunSetup& setup) {
   const ProjectLock lock(setup.params().project_name, MPI_COMM_WORLD);
   kernels::set_num_threads(setup.threads);
-  const model::ParamLayout layout(model_config(setup.resolved), setup.topology.world_size);
+  const auto lora = open_lora_model(setup);
+  const model::ParamLayout layout = trainable_layout(setup, lora.get());
   const auto source = open_param_source(setup, layout);
-  TrainingRun run(setup, *source);
+  TrainingRun run(setup, *source, lora.get());
   run.resume_and_begin();
   long long step = run.start_step();
   while (step < run.total_steps()) {

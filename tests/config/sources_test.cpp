@@ -117,9 +117,9 @@ TEST(YamlConfig, RejectsTasksOtherThanCausalLanguageModelling) {
 
 TEST(YamlConfig, RejectsUnsupportedAutoTrainFeatureSayingWhy) {
   TempDir dir;
-  write_file(dir / "x.yaml", "params:\n  peft: true\n");
+  write_file(dir / "x.yaml", "params:\n  peft: true\n  quantization: int4\n");
   EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
-                       "params.peft: AutoTrain's 'peft': LoRA/PEFT is not supported"));
+                       "params.quantization: AutoTrain's 'quantization': quantized training"));
 }
 
 TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
@@ -128,8 +128,9 @@ TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
              "data:\n  chat_template: null\nparams:\n  peft: false\n  quantization: null\n"
              "  merge_adapter: false\n  target_modules: null\n");
   const ResolvedParams resolved = load_yaml(dir / "x.yaml");
-  EXPECT_EQ(resolved.notes.size(), 4u);
+  EXPECT_EQ(resolved.notes.size(), 1u);  // quantization; the others are parameters
   EXPECT_EQ(resolved.params.chat_template, "none");
+  EXPECT_FALSE(resolved.params.peft);
   write_file(dir / "p.json", R"({"peft": false, "quantization": null, "lr": 1e-4})");
   EXPECT_EQ(load_params({{}, dir / "p.json", {}}).params.lr, 1e-4);
 }

@@ -1,21 +1,28 @@
 // hf_probe FOLDER TOKENS OUT: what our model of the folder's family computes for a Hugging Face
-// model folder, for the PyTorch references (tests/e2e/torch_gpt2.py, torch_llama.py) to compare
-// with. Loads FOLDER the way generate
-// does (load_model_folder: PretrainedWeights), reads TOKENS (one line of space-separated ids)
-// and writes into the folder OUT:
+// model folder, for the PyTorch references (tests/e2e/torch_gpt2.py, torch_llama.py, and for a
+// PEFT adapter folder torch_lora.py) to compare with. Loads FOLDER the way generate does
+// (load_model_folder: PretrainedWeights); an adapter folder is run over its base model through
+// LoRA's unit hooks (model::LoraAccess). Reads TOKENS (one line of space-separated ids) and
+// writes into the folder OUT:
 //   logits.f32   [T, V] the logits at every position of tokens[0 .. T) (T = count - 1)
 //   loss.txt     the mean cross-entropy of tokens[1 .. T] after them
-//   grads.f32    the flat gradient buffer of that loss; layout.json says where each tensor is
+//   grads.f32    the flat gradient buffer of that loss (of the adapters for an adapter folder);
+//                layout.json says where each tensor is
 //   greedy.txt   20 tokens decoded greedily after tokens (key/value cache, as generate runs)
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/lora_access.hpp"
+#include "autotrain/train/adapter_folder.hpp"
 #include "autotrain/train/generate.hpp"
 
 namespace {
@@ -35,8 +42,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const train::LoadedModel loaded = train::load_model_folder(argv[1]);
+    const bool adapter = train::is_adapter_folder(argv[1]);
+    std::unique_ptr<train::LoraModel> lora;
+    std::vector<float> adapter_values;
+    train::LoadedModel loaded;
+    if (adapter) {
+      const train::AdapterConfig config = train::read_adapter_config(argv[1]);
+      loaded = train::load_model_folder(
+          config::locate_base_model(config.base_model, "main", false).folder);
+      lora = std::make_unique<train::LoraModel>(loaded.layout->config(), config.options, 1);
+      adapter_values = train::read_adapter_weights(argv[1], lora->adapters);
+    } else {
+      loaded = train::load_model_folder(argv[1]);
+    }
     const model::ParamLayout& layout = *loaded.layout;
+    const model::ParamLayout& trained = adapter ? lora->adapters : layout;
     std::vector<std::int32_t> tokens;
     std::ifstream in(argv[2]);
     for (std::int32_t id; in >> id;) tokens.push_back(id);
@@ -46,8 +66,12 @@ int main(int argc, char** argv) {
 
     const auto model = model::make_causal_lm<float>(layout, 1, T);
     model::CausalLM& gpt = *model;
-    std::vector<float> grads(layout.padded_size(), 0.0f);
-    model::FlatUnitAccess access(layout, loaded.params.data(), grads.data());
+    std::vector<float> grads(trained.padded_size(), 0.0f);
+    model::FlatUnitAccess plain(layout, loaded.params.data(), grads.data());
+    model::FlatUnitAccess adapters(trained, adapter_values.data(), grads.data());
+    std::optional<model::LoraAccess> with_lora;
+    if (adapter) with_lora.emplace(layout, loaded.params.data(), lora->lora, trained, adapters);
+    model::UnitAccess& access = adapter ? static_cast<model::UnitAccess&>(*with_lora) : plain;
     std::vector<float> logits;
     for (int t = 1; t <= T; ++t) {
       const auto row = gpt.next_token_logits(
@@ -60,7 +84,7 @@ int main(int argc, char** argv) {
     std::ofstream(out + "/loss.txt") << std::setprecision(9) << loss << "\n";
     write_floats(out + "/grads.f32", grads.data(), grads.size());
     nlohmann::json tensors = nlohmann::json::array();
-    for (const auto& tensor : layout.tensors()) {
+    for (const auto& tensor : trained.tensors()) {
       tensors.push_back(
           {{"name", tensor.name}, {"offset", tensor.offset}, {"shape", tensor.shape}});
     }

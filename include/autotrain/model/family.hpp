@@ -13,10 +13,8 @@
 // buckets follow it). Which units forward and backward read, in which order, is the family's
 // hook order.
 //
-// What fine-tuning adds next fits here: frozen tensors are a property of a TensorSpec (no
-// gradient, no optimizer state), LoRA adapters attach to the linear layers a family names by
-// their TensorSpec names, and recomputing a block's activations in backward is the model's
-// business (each block's activations are addressed by layer, so a block can be run again).
+// LoRA's adapters (model/lora.hpp) attach to the 2-D weights of the block units, by their
+// TensorSpec names; recomputing a block's activations in backward is the model's business.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -30,8 +28,9 @@ namespace autotrain::model {
 
 // The initial value of a tensor trained from scratch (init.hpp draws it from the seed).
 struct InitRule {
-  enum Kind { zero, one, normal } kind = zero;
-  double std = 0;  // of `normal`
+  enum Kind { zero, one, normal, uniform } kind = zero;
+  double std = 0;    // of `normal`
+  double bound = 0;  // of `uniform`: values in [-bound, bound]
 };
 
 struct TensorSpec {
@@ -85,6 +84,9 @@ class ModelFamily {
   // buffers), and the prefix a file may put before, or leave out of, the names.
   virtual bool ignored_file_tensor(const ModelConfig& config, std::string_view name) const = 0;
   virtual std::string_view optional_name_prefix() const { return {}; }
+  // How the 2-D weights of its blocks (the linears LoRA adapts) are stored: [out, in] as
+  // torch.nn.Linear, or [in, out] as GPT-2's Conv1D.
+  virtual bool conv1d_weights() const { return false; }
 };
 
 const ModelFamily& family_of(Family family);

@@ -51,6 +51,10 @@ class ParamLayout {
 
   explicit ParamLayout(const ModelConfig& config, int world_size = 1,
                        std::size_t alignment = kDefaultAlignment);
+  // Other tensors in the family's unit structure and hook order (LoRA's adapters, model/lora.hpp):
+  // `units` has one entry per unit of the model; a unit may hold no tensor.
+  ParamLayout(const ModelConfig& config, std::vector<UnitSpec> units, int world_size,
+              std::size_t alignment = kDefaultAlignment);
 
   const ModelConfig& config() const { return config_; }
   int world_size() const { return world_size_; }

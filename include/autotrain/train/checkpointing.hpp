@@ -23,6 +23,7 @@
 #include "autotrain/ckpt/checkpoint_dir.hpp"
 #include "autotrain/config/training_params.hpp"
 #include "autotrain/data/sampler.hpp"
+#include "autotrain/model/lora.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/optim/optimizer.hpp"
 #include "autotrain/train/loss_scaler.hpp"
@@ -48,6 +49,8 @@ struct ResumePoint {
   // older than base models).
   std::string base_weights;
   std::string base_folder;  // where they were read from (for export's config.json)
+  // With peft: the adapters the checkpoint's tensors are (model/<p> are lora_A/lora_B).
+  std::optional<model::LoraOptions> lora;
 };
 
 std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layout,
@@ -71,7 +74,8 @@ ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::stri
 // otherwise one line per differing field: "n_layer: 2 in the checkpoint, 4 in this run".
 std::vector<std::string> compatibility_problems(const ResumePoint& saved,
                                                 const model::ModelConfig& config,
-                                                OptimizerKind optimizer);
+                                                OptimizerKind optimizer,
+                                                const std::optional<model::LoraOptions>& lora);
 
 // Collective: reads into every range the engine holds (held_runs: the parameters, and with
 // `optimizer_state` the moments too), then engine.after_load(). Does not set the optimizer's

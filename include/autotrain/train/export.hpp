@@ -13,6 +13,7 @@
 #include "autotrain/config/training_params.hpp"
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/zero/engine.hpp"
 
 namespace autotrain::train {
@@ -23,6 +24,18 @@ namespace autotrain::train {
 void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                   const config::TrainingParams& params, const std::filesystem::path& dir,
                   const std::filesystem::path& base_folder = {});
+
+// With peft (train/lora.hpp), collective: a PEFT adapter folder (adapter_model.safetensors,
+// adapter_config.json naming base_folder, the tokenizer files) in `dir`.
+void export_adapter(zero::ModelState& engine, const LoraModel& lora,
+                    const config::TrainingParams& params, const std::filesystem::path& dir,
+                    const std::filesystem::path& base_folder);
+// export_adapter into `dir`, or with params.merge_adapter the merged model (the base weights from
+// lora.weights plus the adapters' product, as export_model writes a model) into `dir` and the
+// adapter folder into `dir`/adapter.
+void export_lora(zero::ModelState& engine, const LoraModel& lora,
+                 const config::TrainingParams& params, const std::filesystem::path& dir,
+                 const std::filesystem::path& base_folder);
 
 // config.json for the model's family with this shape (model::ModelFamily::hf_config);
 // `eos_token_id` is the tokenizer's end-of-text token (also written as bos_token_id, as GPT-2's

@@ -54,9 +54,14 @@ std::string weights_hash(const std::filesystem::path& folder);
 // weights_hash of the base model's folder; "" from scratch or when the weights are missing.
 std::string base_weights_hash(const config::BaseModel& base);
 
-// Where the run's first parameters come from: RandomInit(seed) with from_scratch, else the base
-// model folder's weights, matched against `layout` on every rank. Collective: a base model that
-// is missing or does not fit fails every rank with the first rank's message.
+// The base model's weights: RandomInit(seed) with from_scratch, else the base model folder's,
+// matched against `layout` (the model's) on every rank. Collective: a base model that is missing
+// or does not fit fails every rank with the first rank's message.
+std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
+                                                      const model::ParamLayout& layout);
+
+// Where the trained layout's first values come from: with peft the adapters' initialisation
+// from the seed (the base weights are the LoRA model's, train/lora.hpp), else open_base_weights.
 std::unique_ptr<model::ParamSource> open_param_source(const RunSetup& setup,
                                                       const model::ParamLayout& layout);
 

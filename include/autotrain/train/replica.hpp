@@ -15,6 +15,7 @@
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/zero/engine.hpp"
 
@@ -41,6 +42,8 @@ class Replica {
   virtual std::span<const float> losses() = 0;
 
   virtual std::size_t activation_bytes() const = 0;
+  // Bytes of the frozen base weights (LoRA) this rank holds; 0 when every weight trains.
+  virtual std::size_t frozen_bytes() const { return 0; }
   // Bytes this rank holds on its GPU (all of it allocated at construction); 0 on the CPU.
   virtual std::size_t device_memory_bytes() const { return 0; }
   // "cpu" or "cuda:<device> (<name>)", and the compute precision: "fp32", "bf16", "fp16".
@@ -56,9 +59,12 @@ class Replica {
 };
 
 // The replica `setup` asks for (setup.device, setup.precision), with its engine's parameters
-// parameters not yet set (state().init_parameters or a checkpoint's load). `layout` and `comm`
-// must outlive it.
+// not yet set (state().init_parameters or a checkpoint's load). With `lora` (CPU only), `layout`
+// is its adapters' layout: the engine holds the adapters, the model runs over the base weights
+// (read here from lora->weights) through model::LoraAccess. `layout`, `comm` and `lora` must
+// outlive it.
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                      Communicator& comm, int B, int T);
+                                      Communicator& comm, int B, int T,
+                                      const LoraModel* lora = nullptr);
 
 }  // namespace autotrain::train

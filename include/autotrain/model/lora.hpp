@@ -1,0 +1,87 @@
+#pragma once
+// LoRA (low-rank adaptation, as PEFT's LoraConfig): each targeted linear weight W of a block is
+// trained as W + s · B · A, with A [r, in], B [out, r] and s = alpha / r, while W stays frozen.
+//
+// The adapters are a ParamLayout of their own, in the model's unit structure (unit 0 and unit
+// L + 1 hold none, unit 1 + l the adapters of block l, in the order of the block's weights):
+// the trainable layout that the ZeRO engine partitions, the optimizer steps and checkpoints
+// store. Their names are PEFT's in adapter_model.safetensors:
+//   base_model.model.<module>.lora_A.weight [r, in]   uniform in ±1/sqrt(in) (PEFT's
+//                                                      Kaiming-uniform), weight decay
+//   base_model.model.<module>.lora_B.weight [out, r]  zero, so training starts at the base model
+// where <module> is the weight's name without ".weight" ("model.layers.0.self_attn.q_proj",
+// "transformer.h.0.attn.c_attn"). GPT-2's Conv1D weights are [in, out]: B · A is added
+// transposed (PEFT's fan_in_fan_out).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autotrain/model/param_layout.hpp"
+
+namespace autotrain::model {
+
+struct LoraOptions {
+  int r = 16;
+  double alpha = 32;
+  // "all-linear" (every 2-D weight of the blocks: attention and MLP projections, not the
+  // embeddings or the LM head), or module names matched as PEFT matches them: a module is
+  // targeted when its path equals a name or ends with "." + name ("q_proj", "c_attn",
+  // "mlp.c_proj").
+  std::vector<std::string> target_modules{"all-linear"};
+  double scale() const { return alpha / r; }
+};
+
+// AutoTrain's target_modules string: "all-linear", or names separated by commas.
+std::vector<std::string> parse_target_modules(const std::string& text);
+
+// One adapted weight.
+struct LoraTarget {
+  std::string module;  // "model.layers.0.self_attn.q_proj"
+  int unit = 0;
+  int weight = 0;  // index of the base tensor in the base layout
+  std::int64_t in = 0;
+  std::int64_t out = 0;
+};
+
+// The weights options.target_modules names, in the base layout's order. An Error when a name
+// matches no weight (listing the module names of a block).
+std::vector<LoraTarget> lora_targets(const ParamLayout& base, const LoraOptions& options);
+
+// The adapters' layout for `base`'s model, its units padded for world_size.
+ParamLayout lora_layout(const ParamLayout& base, const LoraOptions& options, int world_size);
+
+// The arithmetic between a base layout and its adapters' layout, unit by unit; F is float or
+// double. Pointers are to the start of a unit of the respective layout.
+class LoraAdapters {
+ public:
+  LoraAdapters(const ParamLayout& base, const ParamLayout& adapters, const LoraOptions& options);
+
+  const LoraOptions& options() const { return options_; }
+  const std::vector<LoraTarget>& targets() const { return targets_; }
+  bool adapts(int unit) const { return !links_[static_cast<std::size_t>(unit)].empty(); }
+
+  // base_unit += s · B · A for each adapted weight of the unit (the merged weights).
+  template <typename F>
+  void merge(int unit, const F* adapter_unit, F* base_unit) const;
+  // adapter_grads += the gradients of A and B, given those of the merged weights
+  // (dA = s · Bᵀ · dW, dB = s · dW · Aᵀ).
+  template <typename F>
+  void project_grads(int unit, const F* adapter_unit, const F* merged_grads,
+                     F* adapter_grads) const;
+
+ private:
+  struct Link {
+    std::size_t weight = 0;  // offsets in their units
+    std::size_t a = 0;
+    std::size_t b = 0;
+    std::size_t in = 0;
+    std::size_t out = 0;
+  };
+  LoraOptions options_;
+  bool conv1d_ = false;
+  std::vector<LoraTarget> targets_;
+  std::vector<std::vector<Link>> links_;  // per unit
+};
+
+}  // namespace autotrain::model

@@ -1,0 +1,43 @@
+#pragma once
+// LoRA in a run (`peft: true`, docs/training.md "LoRA"): the frozen base model and its adapters
+// (model/lora.hpp). The adapters' layout is the run's trainable layout: the ZeRO engine, the
+// optimizer, checkpoints and resume see only it. The base weights are read whole on every rank
+// and stay fp32 and unchanged; the CPU replica runs the model over them through
+// model::LoraAccess.
+#include <memory>
+#include <optional>
+
+#include "autotrain/model/lora.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/param_source.hpp"
+#include "autotrain/train/run_setup.hpp"
+
+namespace autotrain::train {
+
+// The LoRA options of `params` (lora_r, lora_alpha, target_modules: null or empty =
+// all-linear); nullopt without peft.
+std::optional<model::LoraOptions> lora_options(const config::TrainingParams& params);
+
+struct LoraModel {
+  model::LoraOptions options;
+  model::ParamLayout base;      // the frozen model's layout, whole (world size 1)
+  model::ParamLayout adapters;  // the trainable layout, padded for the world
+  model::LoraAdapters lora;
+  std::unique_ptr<model::ParamSource> weights;  // the base's: pretrained, or from the seed
+
+  // Layouts only (weights null): for the dry run, export and checkpoints.
+  LoraModel(const model::ModelConfig& config, const model::LoraOptions& options, int world_size);
+};
+
+// The run's LoRA model, its base weights opened (collective: open_base_weights); null without
+// peft.
+std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup);
+
+// The plan's line: rank, scale, the adapted weights, trainable parameters against the model's,
+// and the frozen weights' memory per rank.
+void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes);
+
+// The layout the run trains: the adapters' with LoRA, else the model's padded for the world.
+model::ParamLayout trainable_layout(const RunSetup& setup, const LoraModel* lora);
+
+}  // namespace autotrain::train

@@ -1,0 +1,69 @@
+#include "autotrain/train/lora.hpp"
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/train/pretrained.hpp"
+
+namespace autotrain::train {
+
+std::optional<model::LoraOptions> lora_options(const config::TrainingParams& params) {
+  if (!params.peft) return std::nullopt;
+  model::LoraOptions options;
+  options.r = static_cast<int>(params.lora_r);
+  options.alpha = params.lora_alpha;
+  std::vector<std::string> names = model::parse_target_modules(params.target_modules);
+  const bool unset =
+      names.empty() ||
+      (names.size() == 1 && (names[0] == "null" || names[0] == "none" || names[0] == "None"));
+  if (!unset) options.target_modules = std::move(names);
+  return options;
+}
+
+LoraModel::LoraModel(const model::ModelConfig& config, const model::LoraOptions& lora_options,
+                     int world_size)
+    : options(lora_options),
+      base(config, 1),
+      adapters(model::lora_layout(base, options, world_size)),
+      lora(base, adapters, options) {}
+
+std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup) {
+  const auto options = lora_options(setup.params());
+  if (!options) return nullptr;
+  std::unique_ptr<LoraModel> lora;
+  try {
+    lora = std::make_unique<LoraModel>(model_config(setup.resolved), *options,
+                                       setup.topology.world_size);
+  } catch (const Error& error) {  // target_modules: the same on every rank
+    throw CollectiveError(error.what());
+  }
+  lora->weights = open_base_weights(setup, lora->base);
+  if (setup.params().lora_dropout > 0) {
+    log::info("lora: lora_dropout ", setup.params().lora_dropout,
+              " is not applied (the adapters are merged into the frozen weights for each use: "
+              "LoRA without dropout); set lora_dropout: 0 to silence this");
+  }
+  return lora;
+}
+
+void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes) {
+  std::vector<std::string> kinds;  // the adapted modules of one block, by their last name
+  for (const auto& target : lora.lora.targets()) {
+    const std::string kind = target.module.substr(target.module.rfind('.') + 1);
+    if (target.unit == lora.lora.targets().front().unit) kinds.push_back(kind);
+  }
+  const double trainable = double(lora.adapters.num_parameters());
+  log::info("lora: rank ", lora.options.r, ", alpha ", lora.options.alpha, " (scale ",
+            lora.options.scale(), ") on ", lora.lora.targets().size(), " weights (",
+            join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
+            " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
+            "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
+            human_bytes(double(frozen_bytes)), " per rank");
+}
+
+model::ParamLayout trainable_layout(const RunSetup& setup, const LoraModel* lora) {
+  if (lora) return lora->adapters;
+  return model::ParamLayout(model_config(setup.resolved), setup.topology.world_size);
+}
+
+}  // namespace autotrain::train

