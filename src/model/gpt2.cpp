@@ -247,11 +247,12 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   clock.lap(kCrossEntropy);
   {
     const F* p = access.params(0);
-    F* g = access.grads(0);
     clock.restart();
-    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · wte[Vp, C]
-    gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1), g + o.wte,
-            C);
+    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C] (unless frozen);  dlnf[BT, C] = dlogits · wte
+    if (!access.frozen(0)) {
+      gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
+              access.grads(0) + o.wte, C);
+    }
     gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.wte, C, F(0), dsmall,
             C);
     clock.lap(kLmHead);
@@ -305,10 +306,12 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     access.release(unit);
     access.grads_ready(unit);
   }
-  F* g = access.grads(0);
-  clock.restart();
-  encoder_backward(g + o.wte, g + o.wpe, dres, inputs_.data(), B, T, C);
-  clock.lap(kEncoder);
+  if (!access.frozen(0)) {
+    F* g = access.grads(0);
+    clock.restart();
+    encoder_backward(g + o.wte, g + o.wpe, dres, inputs_.data(), B, T, C);
+    clock.lap(kEncoder);
+  }
   access.grads_ready(0);
 }
 

@@ -184,6 +184,7 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recomput
   targets_.assign(bt, 0);
   dresidual_.assign(bt * C, F(0));
   dsmall_.assign(bt * std::max(C, Q), F(0));
+  norm_discard_.assign(std::size_t(C), F(0));
   dwide_.assign(bt * std::max(2 * I, QKV), F(0));
   dmid_.assign(bt * std::max(I, QKV), F(0));
   datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T * T, F(0));
@@ -339,42 +340,46 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
   clock.lap(kCrossEntropy);
   const int last = L + 1;
-  const auto head_backward = [&](const F* p, F* g) {
+  const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
     clock.restart();
     // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · head[Vp, C]
-    gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
-            g + o.head, C);
+    if (g != nullptr) {
+      gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
+              g + o.head, C);
+    }
     gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.head, C, F(0),
             dsmall_.data(), C);
     clock.lap(kLmHead);
   };
   if (head_unit() == 0) {
     const F* p = access.params(0);  // before grads(0): the documented order
-    head_backward(p, access.grads(0));
+    head_backward(p, access.frozen(0) ? nullptr : access.grads(0));
     access.release(0);
   }
   {
     const F* p = access.params(last);
-    F* g = access.grads(last);
+    F* g = access.frozen(last) ? nullptr : access.grads(last);
     if (head_unit() == last) head_backward(p, g);
     std::fill(dresidual_.begin(), dresidual_.end(), F(0));
     clock.restart();
-    rmsnorm_backward(dresidual_.data(), g + o.norm, dsmall_.data(), a.stream(L), p + o.norm,
-                     a.rstdf, bt, 1, C, std::size_t(C));
+    rmsnorm_backward(dresidual_.data(), g ? g + o.norm : norm_discard_.data(), dsmall_.data(),
+                     a.stream(L), p + o.norm, a.rstdf, bt, 1, C, std::size_t(C));
     clock.lap(kLayerNorm);
     access.release(last);
     access.grads_ready(last);
   }
   for (int l = L - 1; l >= 0; --l) block_backward(access, l);
-  F* g = access.grads(0);
-  clock.restart();
-  const auto uC = std::size_t(C);
-  for (std::size_t i = 0; i < bt; ++i) {
-    F* row = g + o.embed + std::size_t(inputs_[i]) * uC;
-    const F* d = dresidual_.data() + i * uC;
-    for (std::size_t j = 0; j < uC; ++j) row[j] += d[j];
+  if (!access.frozen(0)) {
+    F* g = access.grads(0);
+    clock.restart();
+    const auto uC = std::size_t(C);
+    for (std::size_t i = 0; i < bt; ++i) {
+      F* row = g + o.embed + std::size_t(inputs_[i]) * uC;
+      const F* d = dresidual_.data() + i * uC;
+      for (std::size_t j = 0; j < uC; ++j) row[j] += d[j];
+    }
+    clock.lap(kEncoder);
   }
-  clock.lap(kEncoder);
   access.grads_ready(0);
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -225,6 +226,60 @@ TEST_P(LoraModel, WorksThroughAStage3LikeAccessThatPoisonsReleasedUnits) {
     }
   }
   EXPECT_GT(access.scratch_bytes(), 0u);
+}
+
+// Flat buffers whose first and last units are frozen, as LoRA's are; records grads() calls.
+class FreezingAccess final : public UnitAccess {
+ public:
+  FreezingAccess(const ParamLayout& layout, const float* params, float* grads, bool freeze)
+      : flat_(layout, params, grads), last_(layout.final_norm_unit()), freeze_(freeze) {}
+  const float* params(int unit) override { return flat_.params(unit); }
+  float* grads(int unit) override {
+    asked.push_back(unit);
+    return flat_.grads(unit);
+  }
+  bool frozen(int unit) const override { return freeze_ && (unit == 0 || unit == last_); }
+  std::vector<int> asked;
+
+ private:
+  FlatUnitAccess flat_;
+  int last_;
+  bool freeze_;
+};
+
+TEST_P(LoraModel, ModelsSkipTheGradientsOfFrozenUnitsAndGiveTheBlocksTheSameBits) {
+  const ParamLayout layout(GetParam());
+  std::vector<float> params(layout.padded_size());
+  init_params(layout, 3, params);
+  const auto inputs = random_tokens(B * T, V, 7);
+  const auto targets = random_tokens(B * T, V, 8);
+  std::vector<std::vector<float>> grads;
+  std::vector<std::vector<int>> asked;
+  for (const bool freeze : {false, true}) {
+    grads.emplace_back(layout.padded_size(), 0.0f);
+    FreezingAccess access(layout, params.data(), grads.back().data(), freeze);
+    const auto model = make_causal_lm<float>(layout, B, T, /*recompute=*/true);
+    model->forward(access, inputs.data(), targets.data());
+    model->backward(access, 1.0f);
+    asked.push_back(access.asked);
+  }
+  const int last = layout.final_norm_unit();
+  EXPECT_NE(std::count(asked[0].begin(), asked[0].end(), 0), 0);
+  EXPECT_EQ(std::count(asked[1].begin(), asked[1].end(), 0), 0);
+  if (GetParam().family == Family::llama) {
+    EXPECT_EQ(std::count(asked[1].begin(), asked[1].end(), last), 0);
+  }
+  for (int u = 1; u < last; ++u) {
+    const auto& unit = layout.units()[u];
+    const auto begin = static_cast<std::ptrdiff_t>(unit.offset);
+    const auto end = static_cast<std::ptrdiff_t>(unit.offset + unit.numel);
+    ASSERT_TRUE(
+        std::equal(grads[0].begin() + begin, grads[0].begin() + end, grads[1].begin() + begin))
+        << "unit " << u;
+  }
+  const auto& embeddings = layout.units()[0];
+  EXPECT_TRUE(std::all_of(grads[1].begin(), grads[1].begin() + std::ptrdiff_t(embeddings.numel),
+                          [](float g) { return g == 0.0f; }));
 }
 
 std::string family_name(const ::testing::TestParamInfo<ModelConfig>& param) {

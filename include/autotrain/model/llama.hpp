@@ -79,11 +79,12 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::vector<std::int32_t> inputs_, targets_;
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   // Activation gradients, shared by all layers (each is overwritten before it is read):
-  std::vector<F> dresidual_;  // [B, T, C] the residual stream
-  std::vector<F> dsmall_;     // [B, T, max(C, NH·D)] d(norm output) / d(attention output)
-  std::vector<F> dwide_;      // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
-  std::vector<F> dmid_;       // [B, T, max(I, QKV)] d(swiglu output), d(qkv before q/k norm)
-  std::vector<F> datt_row_;   // [B, NH, T, T] attention backward scratch
+  std::vector<F> dresidual_;     // [B, T, C] the residual stream
+  std::vector<F> dsmall_;        // [B, T, max(C, NH·D)] d(norm output) / d(attention output)
+  std::vector<F> dwide_;         // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
+  std::vector<F> dmid_;          // [B, T, max(I, QKV)] d(swiglu output), d(qkv before q/k norm)
+  std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch
+  std::vector<F> norm_discard_;  // [C] the final norm's gradient when its unit is frozen
   bool ready_for_backward_ = false;
 };
 

@@ -7,13 +7,14 @@
 //                   a unit with adapters is merged into a scratch copy of its base values, one
 //                   without is the frozen base itself
 //   grads(u)        a scratch buffer for the merged weights' gradients, zeroed at the unit's
-//                   first contribution
+//                   first contribution; units without adapters are frozen(u): the models skip
+//                   their gradients (GPT-2's final norm, which still asks, gets a scratch)
 //   grads_ready(u)  the scratch is projected onto A and B (dA = s · Bᵀ · dW, dB = s · dW · Aᵀ)
 //                   into adapters.grads(u), which is then ready
 //
 // Without adapter dropout this is LoRA exactly: the product of y = (W + s·B·A) x with respect to
 // A and B. The frozen weights take no optimizer state and no gradient buffer of their own; the
-// cost is the scratch of the units open at once and the weights' full gradient in backward.
+// cost is the scratch of the units open at once and the blocks' weight gradients in backward.
 #include <cstddef>
 #include <map>
 #include <vector>
@@ -84,6 +85,9 @@ class BasicLoraAccess final : public BasicUnitAccess<F> {
     }
     adapters_.grads_ready(unit);
   }
+
+  // A unit without adapters needs no gradient (the models then skip it: model/unit_access.hpp).
+  bool frozen(int unit) const override { return !lora_.adapts(unit); }
 
   // Bytes of scratch this access has allocated so far (merged weights and their gradients).
   std::size_t scratch_bytes() const { return scratch_bytes_; }

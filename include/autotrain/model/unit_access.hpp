@@ -23,6 +23,9 @@ class BasicUnitAccess {
   virtual void release(int /*unit*/) {}      // after each use
   virtual F* grads(int unit) = 0;            // where the unit's gradients accumulate (+=)
   virtual void grads_ready(int /*unit*/) {}  // every contribution to the unit is in
+  // True when the caller needs none of the unit's gradients (LoRA's units without adapters): a
+  // model may then skip computing them and not call grads(unit); grads_ready(unit) still comes.
+  virtual bool frozen(int /*unit*/) const { return false; }
 };
 
 // Whole flat buffers in the padded layout, as data parallel stage 0, inference and the tests use
