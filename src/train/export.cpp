@@ -301,6 +301,10 @@ void export_lora(zero::ModelState& engine, const LoraModel& lora,
                     config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model");
   if (world_rank() != 0) return;
   write_model_files(lora.base.config(), params, dir, base_folder, dtype);
+  // An adapter folder an earlier export left here would be read instead of the merged model.
+  std::error_code error;
+  std::filesystem::remove(dir / kAdapterConfig, error);
+  std::filesystem::remove(dir / kAdapterWeights, error);
   log::info("export: wrote the merged model (base + adapters) to ", summary, " (",
             params.export_dtype, "), config.json and tokenizer files");
 }

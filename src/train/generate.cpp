@@ -123,6 +123,9 @@ LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
   const config::BaseModel base = config::locate_base_model(adapter.base_model, "main", false);
   AT_CHECK(!base.folder.empty(), (dir / kAdapterConfig).string(),
            ": base_model_name_or_path: ", base.missing_message());
+  AT_CHECK(!is_adapter_folder(base.folder), (dir / kAdapterConfig).string(),
+           ": base_model_name_or_path ", adapter.base_model,
+           " is an adapter folder too; expected the model the adapters were trained on");
   LoadedModel loaded = load_model_folder(base.folder);
   const LoraModel lora(loaded.layout->config(), adapter.options, 1);
   const std::vector<float> values = read_adapter_weights(dir, lora.adapters);

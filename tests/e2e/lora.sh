@@ -11,7 +11,8 @@
 #      trainable parameters and the memory are logged;
 #   3. adapters resumed on another world size and stage end where the uninterrupted run ends;
 #      a resume with other LoRA settings is refused;
-#   4. bad switches are named: target_modules that match nothing, quantization.
+#   4. bad switches are named: target_modules that match nothing, quantization; an adapter
+#      folder that names an adapter folder as its base.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
@@ -159,4 +160,15 @@ refused() {
 sed 's/quantization: null/quantization: int4/' sft.yaml > int4.yaml
 refused targets sft.yaml "target_modules: 'c_attn' names no linear layer" --target-modules q_proj,c_attn
 refused quantization int4.yaml "params.quantization: AutoTrain's 'quantization': quantized training (int4/int8 through bitsandbytes) is not supported"
+cp -r one/adapter self && cp qwen3/config.json self/  # an adapter folder that also looks like a model folder
+"$python" - self/adapter_config.json <<'PY'
+import json, os, sys
+config = json.load(open(sys.argv[1]))
+config["base_model_name_or_path"] = os.path.abspath(os.path.dirname(sys.argv[1]))
+json.dump(config, open(sys.argv[1], "w"))
+PY
+if timeout 60 "$AUTOTRAIN_BIN" generate --model self --prompt "the" --max-new-tokens 2 > self.log 2>&1; then
+  fail "an adapter folder that names itself as its base was accepted"
+fi
+grep -q "is an adapter folder too" self.log || { cat self.log; fail "self-referring adapter folder: no clear error"; }
 echo "lora: ok"
