@@ -48,6 +48,13 @@ add_library(autotrain_blas INTERFACE)
 target_include_directories(autotrain_blas SYSTEM INTERFACE ${AUTOTRAIN_CBLAS_INCLUDE})
 target_link_libraries(autotrain_blas INTERFACE ${AUTOTRAIN_OPENBLAS_LIB})
 
+# oneDNN: the float matrix products on the CPU (its matmul primitive picks AVX2, AVX-512,
+# AVX512-BF16 or AMX kernels at run time).
+find_package(dnnl CONFIG QUIET)
+if(NOT TARGET DNNL::dnnl)
+  message(FATAL_ERROR "oneDNN (dnnl-config.cmake) not found. On Debian: apt-get install libdnnl-dev")
+endif()
+
 # CUDA and NCCL are optional: AUTOTRAIN_CUDA=auto builds them when found.
 set(AUTOTRAIN_HAVE_CUDA OFF)
 set(AUTOTRAIN_HAVE_NCCL OFF)

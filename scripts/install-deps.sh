@@ -10,7 +10,7 @@ packages=(
   python3-torch python3-numpy  # the PyTorch reference of the model tests (tests/e2e/torch_gpt2.py)
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-openmp-dev
+  libopenblas-openmp-dev libdnnl-dev
   nlohmann-json3-dev libyaml-cpp-dev
   libpcre2-dev libutf8proc-dev
   libgloo-dev

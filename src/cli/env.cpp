@@ -23,6 +23,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/kernels/matmul.hpp"
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/device.hpp"
 #include "autotrain/launch/discover.hpp"
@@ -122,7 +123,8 @@ json build_info() {
       {"hdf5", {{"version", cat(major, ".", minor, ".", release)}, {"parallel", hdf5_parallel}}},
       {"gloo", cat(GLOO_VERSION_MAJOR, ".", GLOO_VERSION_MINOR, ".", GLOO_VERSION_PATCH)},
       {"cuda", {{"runtime", cuda_runtime_version()}, {"driver", cuda_driver_version()}}},
-      {"nccl", nccl_version}};
+      {"nccl", nccl_version},
+      {"onednn", kernels::onednn_version()}};
 }
 
 json rank_row(const Topology& topology) {
@@ -135,6 +137,8 @@ json rank_row(const Topology& topology) {
           {"device", topology.device},
           {"visible_gpus", topology.visible_gpus},
           {"cpu_affinity", format_cpu_list(cpu_affinity())},
+          {"gemm_isa", kernels::cpu_gemm_isa()},
+          {"bf16_native", kernels::cpu_has_native_bf16()},
           {"comm_backend_auto",
            comm_backend_name(resolve_comm_backend(CommBackend::automatic, topology))}};
 }
@@ -204,6 +208,12 @@ void print_tables(const json& report, std::ostream& out) {
   line("NCCL", build["nccl"].get<std::string>());
   line("GPUs", cat(report["ranks"][0]["visible_gpus"].get<int>(), " visible to rank 0"));
   line("comm auto", report["comm_backend_auto"].get<std::string>());
+  const json& rank0 = report["ranks"][0];
+  line("gemm", cat("oneDNN ", build["onednn"].get<std::string>(), " on ",
+                   rank0["gemm_isa"].get<std::string>(),
+                   rank0["bf16_native"].get<bool>()
+                       ? " (rank 0): bf16 native"
+                       : " (rank 0): no native bf16, mixed_precision bf16 computes in fp32"));
   const json& model = report["model"];
   if (model.is_null()) return;
   out << "\nmodel\n";

@@ -39,7 +39,7 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
        "where the model runs: auto = the first visible GPU when the build has CUDA and one is "
        "visible, else the CPU (default auto)")  //
       ("mixed-precision", po::value(&mixed_precision)->value_name("no|bf16|fp16"),
-       "compute precision on the GPU; the CPU computes in fp32 (default no)")  //
+       "compute precision; on the CPU bf16 where it has native bf16, else fp32 (default no)")  //
       ("help,h", "show this help");
   const auto values = parse_command_options("generate", description, args);
   if (values.count("help")) {

@@ -1,21 +1,28 @@
 // Matmul (Conv1D weight layout [IC, OC]) and linear (torch.nn.Linear layout [OC, IC]) forward
-// and backward over OpenBLAS.
+// and backward. float products go through oneDNN (onednn_gemm.cpp) except matrix-vector ones and
+// those made inside an OpenMP parallel region (attention's per-head products), which stay on
+// OpenBLAS; double products stay on OpenBLAS.
 // Invariant: parameter gradients accumulate (+=, beta = 1), activation gradients are
 // overwritten (=, beta = 0). One large gemm over all N = B·T rows per call: that is where the
 // machine's FLOPs are.
 #include "autotrain/kernels/matmul.hpp"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <vector>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/timer.hpp"
+#include "onednn_gemm.hpp"
 
 namespace autotrain::kernels {
 namespace {
+
+std::atomic<GemmPrecision> precision_{GemmPrecision::fp32};
 
 CBLAS_TRANSPOSE to_cblas(Transpose t) {
   return t == Transpose::yes ? CblasTrans : CblasNoTrans;
@@ -60,6 +67,28 @@ void bias_backward(F* dbias, const F* dout, std::size_t N, int OC) {
 
 }  // namespace
 
+GemmPrecision set_gemm_precision(GemmPrecision precision) {
+  AT_CHECK(precision == GemmPrecision::fp32 || cpu_has_native_bf16(),
+           "bf16 products on the CPU need AVX512-BF16 or AMX-BF16; oneDNN found ", cpu_gemm_isa());
+  return precision_.exchange(precision);
+}
+
+GemmPrecision gemm_precision() {
+  return precision_.load();
+}
+
+bool cpu_has_native_bf16() {
+  return onednn::native_bf16();
+}
+
+std::string cpu_gemm_isa() {
+  return onednn::isa_name();
+}
+
+std::string onednn_version() {
+  return onednn::version();
+}
+
 template <>
 void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
@@ -90,6 +119,19 @@ void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::
       cblas_sgemv(CblasRowMajor, CblasTrans, to_blasint(K), to_blasint(M), alpha, a,
                   to_blasint(lda), b, inc_b, beta, c, to_blasint(ldc));
     }
+    return;
+  }
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // no products: c = beta · c
+    for (std::size_t i = 0; i < M; ++i) {
+      for (std::size_t j = 0; j < N; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    }
+    return;
+  }
+  if (!omp_in_parallel()) {
+    onednn::gemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc,
+                 gemm_precision() == GemmPrecision::bf16);
     return;
   }
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), to_blasint(M), to_blasint(N),

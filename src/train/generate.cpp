@@ -11,6 +11,7 @@
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/data/sampler.hpp"
+#include "autotrain/kernels/matmul.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/family.hpp"
 #include "autotrain/train/adapter_folder.hpp"
@@ -197,6 +198,12 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   } else {
     model = std::make_unique<CpuNextTokenLogits>(loaded);
   }
+  // The CPU's matrix products in bf16 where choose_generate_device chose it (prompts of more
+  // than one token; the one-token decode steps are matrix-vector products in fp32).
+  const kernels::ScopedGemmPrecision cpu_precision(options.device == Device::cpu &&
+                                                           options.precision == Precision::bf16
+                                                       ? kernels::GemmPrecision::bf16
+                                                       : kernels::GemmPrecision::fp32);
   TokenSampler sampler(options, layout.config().vocab_size);
   const std::vector<std::int32_t> stop_tokens = loaded.tokenizer->stop_tokens();
 
@@ -260,12 +267,18 @@ GenerateDevice choose_generate_device(const std::string& device,
         "docs/gpu.md); use --device cpu");
   }
 #endif
-  return {Device::cpu, Precision::fp32,
-          cat("generate: on the CPU in fp32",
-              asked == Precision::fp32
-                  ? std::string()
-                  : cat(" (mixed_precision ", mixed_precision,
-                        " runs on GPUs only; on the CPU generate computes in fp32)"))};
+  if (asked == Precision::bf16 && kernels::cpu_has_native_bf16()) {
+    return {Device::cpu, Precision::bf16,
+            cat("generate: on the CPU in bf16 (", kernels::cpu_gemm_isa(), ")")};
+  }
+  std::string why;
+  if (asked == Precision::fp16) {
+    why = " (mixed_precision fp16 runs on GPUs only; on the CPU generate computes in fp32)";
+  } else if (asked == Precision::bf16) {
+    why = cat(" (mixed_precision bf16: this CPU has no native bf16, oneDNN found ",
+              kernels::cpu_gemm_isa(), "; generate computes in fp32)");
+  }
+  return {Device::cpu, Precision::fp32, cat("generate: on the CPU in fp32", why)};
 }
 
 }  // namespace autotrain::train

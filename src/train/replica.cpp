@@ -1,6 +1,7 @@
 #include "autotrain/train/replica.hpp"
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/kernels/matmul.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/lora_access.hpp"
 #include "gpu/replica.hpp"
@@ -29,8 +30,10 @@ class CpuReplica final : public Replica {
  public:
   CpuReplica(const model::ParamLayout& layout, Communicator& comm,
              const zero::EngineOptions& options, int B, int T, bool recompute,
-             const LoraModel* lora)
-      : engine_(zero::Engine::create(layout, comm, options)),
+             const LoraModel* lora, bool bf16)
+      : precision_(bf16 ? kernels::GemmPrecision::bf16 : kernels::GemmPrecision::fp32),
+        bf16_(bf16),
+        engine_(zero::Engine::create(layout, comm, options)),
         frozen_(lora ? std::make_unique<FrozenBase>(*lora, *engine_) : nullptr),
         model_(model::make_causal_lm<float>(lora ? lora->base : layout, B, T, recompute)),
         access_(frozen_ ? frozen_->access() : *engine_) {}
@@ -48,11 +51,15 @@ class CpuReplica final : public Replica {
   std::size_t activation_bytes() const override { return model_->activation_bytes(); }
   std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
   std::string device() const override { return "cpu"; }
-  std::string precision() const override { return "fp32"; }
+  // bf16: the matrix products (run_setup.cpp resolved it to a CPU with native bf16); the rest
+  // of each kernel, the master weights and the optimizer in fp32.
+  std::string precision() const override { return bf16_ ? "bf16" : "fp32"; }
   void set_profiling(bool on) override { model_->set_profiling(on); }
   std::vector<model::ProfileEntry> profile() const override { return model_->profile(); }
 
  private:
+  kernels::ScopedGemmPrecision precision_;
+  bool bf16_;
   std::unique_ptr<zero::Engine> engine_;
   std::unique_ptr<FrozenBase> frozen_;
   std::unique_ptr<model::CausalLM> model_;
@@ -74,7 +81,8 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
 #endif
   } else {
     replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T,
-                                           !setup.params().disable_gradient_checkpointing, lora);
+                                           !setup.params().disable_gradient_checkpointing, lora,
+                                           setup.precision == Precision::bf16);
   }
   return replica;
 }

@@ -16,6 +16,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/kernels/matmul.hpp"
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/discover.hpp"
 #include "autotrain/model/family.hpp"
@@ -212,6 +213,30 @@ void check_same_build(MPI_Comm world) {
                  world, "the autotrain build");
 }
 
+// On the CPU, bf16 computes natively (oneDNN, AVX512-BF16 or AMX-BF16) when every rank's CPU has
+// it; fp16, and bf16 elsewhere, compute in fp32 (said once). Collective over `world`.
+void resolve_cpu_precision(RunSetup& setup, MPI_Comm world) {
+  if (setup.precision == Precision::fp32) return;
+  const bool native = setup.precision == Precision::bf16 && kernels::cpu_has_native_bf16();
+  const bool same = same_on_all_ranks(native, world, "the CPUs' bf16 support");
+  if (native && same) return;
+  const std::string& asked = setup.params().mixed_precision;
+  setup.precision = Precision::fp32;
+  if (setup.topology.rank != 0) return;
+  if (asked == "fp16") {
+    log::warn("mixed_precision fp16 runs on GPUs only; on the CPU this run computes in fp32");
+  } else if (!same) {
+    log::warn(
+        "mixed_precision bf16: the CPUs of some ranks have no native bf16 (AVX512-BF16 or "
+        "AMX-BF16); this run computes in fp32 on every rank");
+  } else {
+    log::warn("mixed_precision bf16: this CPU has no native bf16 (oneDNN found ",
+              kernels::cpu_gemm_isa(),
+              "; bf16 needs AVX512-BF16 or AMX-BF16); this run computes "
+              "in fp32");
+  }
+}
+
 }  // namespace
 
 RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world) {
@@ -270,11 +295,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
                               " resolved to the GPU on some ranks and the CPU on others; give "
                               "every rank a GPU or set device cpu"));
   }
-  if (setup.precision != Precision::fp32 && setup.device == Device::cpu &&
-      setup.topology.rank == 0) {
-    log::warn("mixed_precision ", params.mixed_precision,
-              " runs on GPUs only; on the CPU this run computes in fp32");
-  }
+  if (setup.device == Device::cpu) resolve_cpu_precision(setup, world);
 
   setup.zero_stage = static_cast<int>(params.zero_stage);
   setup.allow_changed_params = command_line.allow_changed_params;
@@ -364,9 +385,8 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << "  devices      "
       << (setup.device == Device::cuda ? cat("GPU ", topology.device, ", ") : std::string("CPU, "))
       << setup.threads << " thread" << (setup.threads == 1 ? "" : "s") << " per rank ("
-      << setup.threads_source << "); compute in "
-      << precision_name(setup.device == Device::cuda ? setup.precision : Precision::fp32)
-      << " (device " << params.device << ", mixed_precision " << params.mixed_precision << ")\n"
+      << setup.threads_source << "); compute in " << precision_name(setup.precision) << " (device "
+      << params.device << ", mixed_precision " << params.mixed_precision << ")\n"
       << "  communicator " << comm_backend_name(setup.comm_backend) << " (comm_backend "
       << params.comm_backend << ")\n"
       << "  ZeRO stage   " << setup.zero_stage << " (" << setup.resolved.provenance.at("zero_stage")

@@ -39,14 +39,26 @@ timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --training-config two-ra
   --project-name rerun > rerun.log 2>&1 || { cat rerun.log; exit 1; }
 $check same two-ranks/metrics.jsonl rerun/metrics.jsonl 0
 
-# Device and precision on a machine without a GPU: bf16 falls back to fp32 with a warning (and
-# the plan says so); asking for the GPU is refused by name.
-"${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --mixed-precision bf16 --dry-run \
-  > bf16.log 2>&1 || { cat bf16.log; exit 1; }
-grep -q "mixed_precision bf16 runs on GPUs only; on the CPU this run computes in fp32" bf16.log ||
-  { cat bf16.log; exit 1; }
+# Device and precision on a machine without a GPU. A CPU without native bf16 (simulated by
+# capping oneDNN at AVX-512 without BF16) falls back to fp32 with a warning that names the ISA,
+# and the plan says so; fp16 always does.
+ONEDNN_MAX_CPU_ISA=AVX512_CORE "${mpirun[@]}" -x ONEDNN_MAX_CPU_ISA -np 1 "$AUTOTRAIN_BIN" train \
+  --config "$config" --mixed-precision bf16 --dry-run > bf16.log 2>&1 || { cat bf16.log; exit 1; }
+grep -q "mixed_precision bf16: this CPU has no native bf16 (oneDNN found AVX-512; bf16 needs" \
+  bf16.log || { cat bf16.log; exit 1; }
 grep -q "devices      CPU, .*compute in fp32 (device auto, mixed_precision bf16)" bf16.log ||
   { cat bf16.log; exit 1; }
+"${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --mixed-precision fp16 --dry-run \
+  > fp16.log 2>&1 || { cat fp16.log; exit 1; }
+grep -q "mixed_precision fp16 runs on GPUs only; on the CPU this run computes in fp32" fp16.log ||
+  { cat fp16.log; exit 1; }
+# Uncapped, bf16 computes in bf16 exactly where `autotrain env` reports a bf16 ISA.
+"${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --mixed-precision bf16 --dry-run \
+  > bf16-native.log 2>&1 || { cat bf16-native.log; exit 1; }
+"$AUTOTRAIN_BIN" env > env.log 2>&1 || { cat env.log; exit 1; }
+if grep -q "^  gemm .*BF16" env.log; then expected=bf16; else expected=fp32; fi
+grep -q "devices      CPU, .*compute in $expected (device auto, mixed_precision bf16)" \
+  bf16-native.log || { cat env.log bf16-native.log; exit 1; }
 status=0
 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --device cuda --dry-run \
   > cuda.log 2>&1 || status=$?

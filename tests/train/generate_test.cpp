@@ -21,6 +21,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/data/tokenizer.hpp"
+#include "autotrain/kernels/matmul.hpp"
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
@@ -149,12 +150,35 @@ TEST(Generate, RejectsUnknownDeviceAndPrecisionNamingTheOption) {
   EXPECT_NE(precision.find("--mixed-precision 'fp8'"), std::string::npos) << precision;
 }
 
-TEST(Generate, TheCpuComputesInFp32AndSaysSoForBf16) {
+TEST(Generate, TheCpuComputesBf16WhereNativeAndSaysWhyNotElsewhere) {
   const GenerateDevice where = choose_generate_device("cpu", "bf16");
   EXPECT_EQ(where.device, Device::cpu);
-  EXPECT_EQ(where.precision, Precision::fp32);
-  EXPECT_NE(where.summary.find("on the CPU in fp32"), std::string::npos) << where.summary;
-  EXPECT_NE(where.summary.find("bf16 runs on GPUs only"), std::string::npos) << where.summary;
+  if (kernels::cpu_has_native_bf16()) {
+    EXPECT_EQ(where.precision, Precision::bf16);
+    EXPECT_NE(where.summary.find("on the CPU in bf16 (" + kernels::cpu_gemm_isa() + ")"),
+              std::string::npos)
+        << where.summary;
+  } else {
+    EXPECT_EQ(where.precision, Precision::fp32);
+    EXPECT_NE(where.summary.find("on the CPU in fp32"), std::string::npos) << where.summary;
+    EXPECT_NE(
+        where.summary.find("this CPU has no native bf16, oneDNN found " + kernels::cpu_gemm_isa()),
+        std::string::npos)
+        << where.summary;
+  }
+  const GenerateDevice fp16 = choose_generate_device("cpu", "fp16");
+  EXPECT_EQ(fp16.precision, Precision::fp32);
+  EXPECT_NE(fp16.summary.find("fp16 runs on GPUs only"), std::string::npos) << fp16.summary;
+}
+
+TEST(Generate, Bf16OnTheCpuGeneratesAsManyTokensAndRestoresFp32) {
+  if (!kernels::cpu_has_native_bf16()) {
+    GTEST_SKIP() << "this CPU has no native bf16 (oneDNN found " << kernels::cpu_gemm_isa() << ")";
+  }
+  const Generated fp32 = generate(tiny_model(), greedy(Device::cpu, Precision::fp32));
+  const Generated bf16 = generate(tiny_model(), greedy(Device::cpu, Precision::bf16));
+  ASSERT_EQ(bf16.new_tokens, fp32.new_tokens);
+  EXPECT_EQ(kernels::gemm_precision(), kernels::GemmPrecision::fp32);  // restored after the call
 }
 
 #ifndef AUTOTRAIN_HAVE_CUDA

@@ -1,12 +1,42 @@
 #pragma once
-// Matrix products through OpenBLAS (cblas_sgemm for float, cblas_dgemm for double), all row-major.
+// Matrix products, all row-major: float through oneDNN's matmul (OpenBLAS for matrix-vector
+// products and inside OpenMP parallel regions), double through OpenBLAS.
 // IC input channels, OC output channels. matmul_* take weights in Hugging Face Conv1D layout
 // [IC, OC] (GPT-2); linear_* in torch.nn.Linear layout [OC, IC] (Llama, Mistral, Qwen).
 #include <cstddef>
+#include <string>
 
 namespace autotrain::kernels {
 
 enum class Transpose { no, yes };
+
+// The precision of the float products on the CPU, process-wide: fp32, or bf16 (inputs rounded
+// to bf16, products accumulated in fp32) where the CPU computes bf16 natively.
+enum class GemmPrecision { fp32, bf16 };
+
+// Sets the precision of the float products; bf16 on a CPU without native bf16 throws Error
+// (callers check cpu_has_native_bf16 first). Returns the previous precision.
+GemmPrecision set_gemm_precision(GemmPrecision precision);
+GemmPrecision gemm_precision();
+
+// Whether this CPU computes bf16 products natively (AVX512-BF16 or AMX-BF16, as oneDNN reports
+// after ONEDNN_MAX_CPU_ISA), and the instruction set oneDNN runs its matmul with.
+bool cpu_has_native_bf16();
+std::string cpu_gemm_isa();
+std::string onednn_version();  // "2.6.3"
+
+// Sets the precision of the float products for its lifetime (a replica, a generate call).
+class ScopedGemmPrecision {
+ public:
+  explicit ScopedGemmPrecision(GemmPrecision precision)
+      : previous_(set_gemm_precision(precision)) {}
+  ~ScopedGemmPrecision() { set_gemm_precision(previous_); }
+  ScopedGemmPrecision(const ScopedGemmPrecision&) = delete;
+  ScopedGemmPrecision& operator=(const ScopedGemmPrecision&) = delete;
+
+ private:
+  GemmPrecision previous_;
+};
 
 // c[M, N] = alpha · op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions.
 template <typename F>
