@@ -232,7 +232,7 @@ int run_bench_train(const std::vector<std::string>& args, MpiSession& mpi) {
     }
     return 0;
   }
-  const train::RunSetup setup = train::setup_run(command_line, MPI_COMM_WORLD);
+  const train::RunSetup setup = train::setup_run(command_line);
   if (command_line.dry_run) {
     if (mpi.rank() == 0) std::cout << train::render_plan(setup) << std::flush;
     return 0;

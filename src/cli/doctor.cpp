@@ -79,7 +79,7 @@ std::vector<DoctorRow> run_checks(const config::TrainCommandLine& command_line) 
   rows.push_back(check_build(context));
   rows.push_back(check_launcher(context));
   try {
-    context.setup.emplace(train::setup_run(command_line, MPI_COMM_WORLD));
+    context.setup.emplace(train::setup_run(command_line));
     const auto& params = context.setup->params();
     rows.push_back(
         {"config", cat(context.topology.world_size, " rank(s)"), Verdict::ok,

@@ -213,4 +213,91 @@ std::string render_loss_svg(const std::vector<MetricsPoint>& curve,
   return svg;
 }
 
+std::string render_models_svg(const std::vector<NamedCurve>& curves, std::string_view title) {
+  constexpr double width = 800, height = 480, left = 70, right = 200, top = 40, bottom = 50;
+  constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+  constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  double step_min = INFINITY, step_max = -INFINITY, loss_min = INFINITY, loss_max = -INFINITY;
+  for (const auto& curve : curves) {
+    for (const auto& point : curve.points) {
+      for (const auto& value : {point.loss, point.val_loss}) {
+        if (!value || !std::isfinite(*value)) continue;
+        step_min = std::min(step_min, static_cast<double>(point.step));
+        step_max = std::max(step_max, static_cast<double>(point.step));
+        loss_min = std::min(loss_min, *value);
+        loss_max = std::max(loss_max, *value);
+      }
+    }
+  }
+  AT_CHECK(std::isfinite(step_min), "plot: no model has a loss value yet; nothing to draw");
+  if (step_max == step_min) step_max = step_min + 1;
+  if (loss_max - loss_min < 1e-9) {
+    loss_min -= 0.5;
+    loss_max += 0.5;
+  }
+  const double y_step = nice_step(loss_min, loss_max, 6);
+  const double y_low = std::floor(loss_min / y_step) * y_step;
+  const double y_high = std::ceil(loss_max / y_step) * y_step;
+  const double x_step = nice_step(step_min, step_max, 8);
+  const auto x_of = [&](double step) {
+    return fixed_point(left + (step - step_min) / (step_max - step_min) * plot_w, 1);
+  };
+  const auto y_of = [&](double loss) {
+    return fixed_point(top + (y_high - loss) / (y_high - y_low) * plot_h, 1);
+  };
+  std::string svg =
+      cat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+          "width=\"",
+          width, "\" height=\"", height, "\" viewBox=\"0 0 ", width, " ", height,
+          "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"",
+          width / 2, "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">", escape_xml(title),
+          "</text>\n");
+  for (double y = y_low; y <= y_high + y_step / 2; y += y_step) {
+    svg += cat("<line x1=\"", left, "\" x2=\"", left + plot_w, "\" y1=\"", y_of(y), "\" y2=\"",
+               y_of(y), "\" stroke=\"#ddd\"/>\n<text x=\"", left - 6, "\" y=\"", y_of(y),
+               "\" dy=\"4\" text-anchor=\"end\">", tick_label(y, y_step), "</text>\n");
+  }
+  for (double x = std::ceil(step_min / x_step) * x_step; x <= step_max + x_step / 100;
+       x += x_step) {
+    svg += cat("<line x1=\"", x_of(x), "\" x2=\"", x_of(x), "\" y1=\"", top, "\" y2=\"",
+               top + plot_h, "\" stroke=\"#eee\"/>\n<text x=\"", x_of(x), "\" y=\"",
+               top + plot_h + 18, "\" text-anchor=\"middle\">", tick_label(x, x_step), "</text>\n");
+  }
+  const double middle_y = top + plot_h / 2;
+  svg += cat("<rect x=\"", left, "\" y=\"", top, "\" width=\"", plot_w, "\" height=\"", plot_h,
+             "\" fill=\"none\" stroke=\"black\"/>\n<text x=\"", left + plot_w / 2, "\" y=\"",
+             height - 10, "\" text-anchor=\"middle\">optimizer step</text>\n<text x=\"16\" y=\"",
+             middle_y, "\" text-anchor=\"middle\" transform=\"rotate(-90 16 ", middle_y,
+             ")\">loss (line: train, dots: validation)</text>\n");
+  double legend_y = top + 12;
+  size_t drawn = 0;
+  for (const auto& curve : curves) {
+    const char* colour = kColours[drawn % std::size(kColours)];
+    std::string line;
+    std::string dots;
+    for (const auto& point : curve.points) {
+      const std::string x = x_of(static_cast<double>(point.step));
+      if (point.loss && std::isfinite(*point.loss)) line += cat(x, ",", y_of(*point.loss), " ");
+      if (point.val_loss && std::isfinite(*point.val_loss)) {
+        dots += cat("<circle cx=\"", x, "\" cy=\"", y_of(*point.val_loss), "\" r=\"3\" fill=\"",
+                    colour, "\"/>\n");
+      }
+    }
+    if (line.empty() && dots.empty()) continue;
+    svg += cat("<g class=\"model\"><title>", escape_xml(curve.name),
+               "</title>\n<polyline fill=\"none\" stroke=\"", colour,
+               "\" stroke-width=\"2\" points=\"", line, "\"/>\n", dots, "</g>\n<line x1=\"",
+               left + plot_w + 12, "\" x2=\"", left + plot_w + 32, "\" y1=\"", legend_y - 4,
+               "\" y2=\"", legend_y - 4, "\" stroke=\"", colour,
+               "\" stroke-width=\"2\"/>\n<text class=\"legend\" x=\"", left + plot_w + 38,
+               "\" y=\"", legend_y, "\">", escape_xml(curve.name), "</text>\n");
+    legend_y += 18;
+    ++drawn;
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
 }  // namespace autotrain::cli

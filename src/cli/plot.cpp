@@ -31,6 +31,43 @@ std::string svg_to_png(const fs::path& svg, const fs::path& png) {
   return "";
 }
 
+void write_png(const fs::path& svg_path) {
+  fs::path png_path = svg_path;
+  png_path.replace_extension(".png");
+  const std::string converter = svg_to_png(svg_path, png_path);
+  if (converter.empty()) {
+    std::cout << "no PNG: neither rsvg-convert nor ImageMagick's convert worked (install "
+                 "librsvg2-bin for PNGs); the SVG opens in any browser\n";
+  } else {
+    std::cout << "wrote " << png_path.string() << " (" << converter << ")\n";
+  }
+}
+
+void write_svg(const fs::path& path, const std::string& svg) {
+  std::ofstream out(path);
+  AT_CHECK(out, "plot: cannot write ", path.string());
+  out << svg;
+  AT_CHECK(out.flush(), "plot: writing ", path.string(), " failed");
+}
+
+// A project of several models: every model's loss in one SVG, a legend naming each.
+int plot_models(const fs::path& project, const std::vector<SweepEntry>& models,
+                const std::string& output, bool no_png) {
+  std::vector<NamedCurve> curves;
+  for (const auto& model : models) {
+    const fs::path metrics = model.folder / "metrics.jsonl";
+    if (!fs::exists(metrics)) continue;  // not started yet
+    curves.push_back({model.label, latest_per_step(read_metrics(metrics).points)});
+  }
+  const fs::path svg_path = output.empty() ? project / "loss.svg" : fs::path(output);
+  write_svg(svg_path, render_models_svg(curves, cat(project.filename().string(), ": loss of ",
+                                                    models.size(), " models")));
+  std::cout << "wrote " << svg_path.string() << " (" << curves.size() << " of " << models.size()
+            << " models have started)\n";
+  if (!no_png) write_png(svg_path);
+  return 0;
+}
+
 }  // namespace
 
 int run_plot(const std::vector<std::string>& args) {
@@ -60,6 +97,7 @@ int run_plot(const std::vector<std::string>& args) {
   }
   AT_CHECK(positional.size() == 1, "plot: give one project folder, e.g. autotrain plot my-run");
   const fs::path project = positional.front();
+  if (const auto sweep = read_sweep(project)) return plot_models(project, *sweep, output, no_png);
   const fs::path metrics = project / "metrics.jsonl";
   AT_CHECK(fs::exists(metrics), "plot: ", metrics.string(),
            " does not exist; give the folder of a run that has started (its project_name)");
@@ -76,17 +114,7 @@ int run_plot(const std::vector<std::string>& args) {
   const size_t resumes = resume_steps(history).size();
   std::cout << "wrote " << svg_path.string() << " (" << curve.size() << " steps"
             << (resumes > 0 ? cat(", ", resumes, " resume(s) marked") : std::string()) << ")\n";
-  if (!no_png) {
-    fs::path png_path = svg_path;
-    png_path.replace_extension(".png");
-    const std::string converter = svg_to_png(svg_path, png_path);
-    if (converter.empty()) {
-      std::cout << "no PNG: neither rsvg-convert nor ImageMagick's convert worked (install "
-                   "librsvg2-bin for PNGs); the SVG opens in any browser\n";
-    } else {
-      std::cout << "wrote " << png_path.string() << " (" << converter << ")\n";
-    }
-  }
+  if (!no_png) write_png(svg_path);
   return 0;
 }
 

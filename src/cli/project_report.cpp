@@ -345,4 +345,30 @@ std::string render_status_json(const ProjectStatus& s) {
   return json.dump() + "\n";
 }
 
+std::optional<std::vector<SweepEntry>> read_sweep(const fs::path& project) {
+  const fs::path file = project / "sweep.json";
+  std::error_code error;
+  if (!fs::is_regular_file(file, error)) return std::nullopt;
+  std::ifstream in(file);
+  AT_CHECK(in, "cannot read ", file.string());
+  std::vector<SweepEntry> entries;
+  try {
+    const auto sweep = nlohmann::json::parse(in);
+    for (const auto& model : sweep.at("models")) {
+      const int k = model.at("model").get<int>();
+      std::vector<std::string> changes;
+      for (const auto& [name, value] : model.at("changes").items()) {
+        changes.push_back(cat(name, " ", value.get<std::string>()));
+      }
+      entries.push_back({project / cat("model-", k),
+                         cat("model ", k, changes.empty() ? "" : ": ", join(changes, ", ")),
+                         model.at("status").get<std::string>()});
+    }
+  } catch (const nlohmann::json::exception& json_error) {
+    throw Error(cat(file.string(), ": not a sweep.json that autotrain train wrote (",
+                    json_error.what(), ")"));
+  }
+  return entries;
+}
+
 }  // namespace autotrain::cli

@@ -7,6 +7,7 @@
 #include "autotrain/cli/options.hpp"
 #include "autotrain/cli/project_report.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
 
 namespace autotrain::cli {
 
@@ -32,11 +33,23 @@ int run_status(const std::vector<std::string>& args) {
   }
   AT_CHECK(!positional.empty(), "status: give the project folder, e.g. autotrain status my-run");
   for (size_t i = 0; i < positional.size(); ++i) {
-    const ProjectStatus status = read_project_status(positional[i]);
-    if (json) {
-      std::cout << render_status_json(status);
-    } else {
-      std::cout << (i > 0 ? "\n" : "") << render_status(status);
+    const auto sweep = read_sweep(positional[i]);
+    if (!sweep) {
+      const ProjectStatus status = read_project_status(positional[i]);
+      std::cout << (json ? render_status_json(status)
+                         : cat(i > 0 ? "\n" : "", render_status(status)));
+      continue;
+    }
+    // Several models in one allocation: each model's folder is a project of its own.
+    if (!json) {
+      std::cout << (i > 0 ? "\n" : "") << positional[i] << ": " << sweep->size()
+                << " models (sweep.json)\n";
+    }
+    for (const auto& model : *sweep) {
+      const ProjectStatus status = read_project_status(model.folder);
+      std::cout << (json ? render_status_json(status)
+                         : cat("\n== ", model.label, " (sweep.json: ", model.status, ")\n",
+                               render_status(status)));
     }
   }
   return 0;

@@ -13,13 +13,12 @@
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/train/signals.hpp"
 #include "autotrain/train/trainer.hpp"
+#include "train_run.hpp"
 
 namespace autotrain::cli {
-namespace {
 
-// The end-of-run summary a batch user reads at the bottom of the job's output file.
 void log_summary(const train::RunSetup& setup, const train::TrainSummary& summary) {
-  const std::filesystem::path project = setup.params().project_name;
+  const std::filesystem::path& project = setup.project_dir;
   std::string checkpoint = "none";
   try {
     if (auto latest = ckpt::CheckpointDir(project / "checkpoints").latest())
@@ -42,7 +41,23 @@ void log_summary(const train::RunSetup& setup, const train::TrainSummary& summar
             project.string());
 }
 
-}  // namespace
+std::optional<train::TrainSummary> set_up_and_train(const config::TrainCommandLine& command_line,
+                                                    const train::RunRanks& ranks, bool print_plan) {
+  const train::RunSetup setup = train::setup_run(command_line, ranks);
+  if (command_line.dry_run) {
+    const std::string checks = train::check_run(setup);
+    if (print_plan && setup.topology.rank == 0) {
+      std::cout << train::render_plan(setup, checks) << std::flush;
+    }
+    return std::nullopt;
+  }
+  log::info("autotrain: training ", setup.project_dir.string(), " on ", setup.topology.world_size,
+            " rank(s), ZeRO stage ", setup.zero_stage, ", communicator ",
+            comm_backend_name(setup.comm_backend));
+  const train::TrainSummary summary = train::run_training(setup);
+  log_summary(setup, summary);
+  return summary;
+}
 
 int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   config::TrainCommandLine command_line;
@@ -60,24 +75,17 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   // boundary (after the first step if the signal came during set-up); after the last step the
   // run simply completes.
   const train::StopSignals stop_signals;
-  const train::RunSetup setup = train::setup_run(command_line, MPI_COMM_WORLD);
-  // A rank told --dry-run would stop here while the others train on, waiting for it.
+  // A rank told --dry-run would stop while the others train on, waiting for it.
   if (!same_on_all_ranks(command_line.dry_run ? 1 : 0, MPI_COMM_WORLD, "--dry-run")) {
     throw CollectiveError(
         "--dry-run was given to some ranks and not to others: give every rank the same command "
         "line");
   }
-  if (command_line.dry_run) {
-    const std::string checks = train::check_run(setup);
-    if (mpi.rank() == 0) std::cout << train::render_plan(setup, checks) << std::flush;
-    return 0;
-  }
-  log::info("autotrain: training ", setup.params().project_name, " on ", setup.topology.world_size,
-            " rank(s), ZeRO stage ", setup.zero_stage, ", communicator ",
-            comm_backend_name(setup.comm_backend));
-  const train::TrainSummary summary = train::run_training(setup);
-  log_summary(setup, summary);
-  if (summary.preempted) return train::kExitPreempted;
+  const train::ModelGroup group(command_line, MPI_COMM_WORLD);
+  if (group.grouped()) return train_models(group, command_line.dry_run);
+  const auto summary = set_up_and_train(command_line, {}, true);
+  if (!summary) return 0;
+  if (summary->preempted) return train::kExitPreempted;
   if (const int late = train::StopSignals::received(); late != 0 && mpi.rank() == 0)
     log::info("autotrain: ", train::signal_name(late),
               " arrived after the last step; the run completed normally");

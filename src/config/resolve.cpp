@@ -196,6 +196,7 @@ ResolvedParams load_params(const ConfigInputs& inputs) {
   if (!inputs.training_params.empty()) apply_json_file(resolved, inputs.training_params);
   if (!inputs.yaml.empty()) apply_yaml_file(resolved, inputs.yaml);
   apply_flags(resolved, inputs.flags);
+  apply_flags(resolved, inputs.model_changes);
   resolve_params(resolved);
   return resolved;
 }

@@ -184,9 +184,9 @@ class YamlReader {
                       "distributed, ...), got ",
                       describe_yaml(root)));
     }
-    static const std::vector<std::string> kTopKeys = {"task", "base_model", "project_name",
-                                                      "data", "params",     "distributed",
-                                                      "log",  "backend",    "hub"};
+    static const std::vector<std::string> kTopKeys = {
+        "task",        "base_model", "project_name", "data", "params",
+        "distributed", "log",        "backend",      "hub",  "sweep"};
     for (const auto& entry : root) {
       const std::string key = entry.first.as<std::string>();
       const YAML::Node& value = entry.second;
@@ -204,13 +204,15 @@ class YamlReader {
         read_distributed(value);
       } else if (key == "log" || key == "backend") {
         into_.notes.push_back(where(key).message(cat("ignored: ", find_foreign_key(key)->why)));
+      } else if (key == "sweep") {
+        // The models of one allocation: read by plan_models (sweep.hpp), applied per model.
       } else if (key == "hub") {
         into_.notes.push_back(
             where(key).message("ignored: the model is exported to <project_name>/, never pushed"));
       } else {
         throw Error(where(key).message(
             cat("unknown key '", key, "'", did_you_mean(key, kTopKeys),
-                "; expected task, base_model, project_name, data, params, distributed")));
+                "; expected task, base_model, project_name, data, params, distributed, sweep")));
       }
     }
   }

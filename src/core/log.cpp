@@ -25,6 +25,8 @@ Level level_from_env() {
 
 std::atomic<Level> g_level{level_from_env()};
 std::atomic<int> g_rank{0};
+std::atomic<bool> g_talks{true};
+std::atomic<int> g_model{-1};
 std::atomic<bool> g_timestamps{std::getenv("SLURM_JOB_ID") != nullptr};
 std::mutex g_write_mutex;
 
@@ -38,6 +40,11 @@ std::string prefix() {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
   const char* job = std::getenv("SLURM_JOB_ID");
   return job ? cat(stamp, " [job ", job, "] ") : cat(stamp, " ");
+}
+
+std::string model_prefix() {
+  const int model = g_model.load();
+  return model < 0 ? std::string() : cat("[model ", model, "] ");
 }
 
 }  // namespace
@@ -59,6 +66,11 @@ Level level() {
 }
 void set_rank(int rank) {
   g_rank = rank;
+  g_talks = rank == 0;
+}
+void set_model(int model, bool talks) {
+  g_model = model;
+  g_talks = talks;
 }
 void set_timestamps(bool on) {
   g_timestamps = on;
@@ -66,8 +78,8 @@ void set_timestamps(bool on) {
 
 void write(Level level, const std::string& message) {
   const int rank = g_rank.load();
-  if (level <= Level::info && rank != 0) return;  // rank 0 talks, everyone computes
-  std::string line = prefix();
+  if (level <= Level::info && !g_talks.load()) return;  // rank 0 talks, everyone computes
+  std::string line = prefix() + model_prefix();
   switch (level) {
     case Level::debug:
       line += cat("[rank ", rank, "] debug: ");

@@ -3,6 +3,8 @@
 #include <elf.h>
 #include <link.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -75,6 +77,17 @@ std::string build_id() {
   std::string id;
   dl_iterate_phdr(find_build_id, &id);
   return id.empty() ? version() : cat(version(), "+", id);
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::string tmp = path.string() + ".tmp";
+  std::FILE* file = std::fopen(tmp.c_str(), "w");
+  AT_CHECK(file != nullptr, "cannot write ", tmp, ": ", std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  AT_CHECK(std::fclose(file) == 0 && ok, "cannot write ", tmp, ": ", std::strerror(errno));
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  AT_CHECK(!error, "cannot rename ", tmp, " to ", path.string(), ": ", error.message());
 }
 
 }  // namespace autotrain

@@ -90,6 +90,10 @@ Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLook
       std::adjacent_find(node_visible.begin(), node_visible.end()) == node_visible.end();
 
   topology.visible_gpus = visible_gpu_count();
+  if (options.job != nullptr) {
+    topology.device = options.job->device;
+    return topology;
+  }
   topology.device = choose_device({.local_rank = topology.local_rank,
                                    .local_world_size = topology.local_world_size,
                                    .visible_gpus = topology.visible_gpus,
@@ -108,7 +112,7 @@ Topology discover_topology(MPI_Comm world, const DiscoverOptions& options, const
   try {
     topology = map_ranks(world, options, env);
     topology.launcher = describe_launcher(env);
-    check_launcher_claims(read_launcher_claims(env), topology);
+    if (options.job == nullptr) check_launcher_claims(read_launcher_claims(env), topology);
   } catch (const Error& error) {
     failure = cat("rank topology: ", error.what());
   }

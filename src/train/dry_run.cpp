@@ -56,9 +56,8 @@ std::string check_run(const RunSetup& setup) {
       failure = error.what();
     }
   }
-  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD,
-                 "the weights and data check of --dry-run");
-  const ckpt::CheckpointDir dir(std::filesystem::path(setup.params().project_name) / "checkpoints");
+  agree_or_throw(failure.empty(), failure, setup.comm, "the weights and data check of --dry-run");
+  const ckpt::CheckpointDir dir(setup.project_dir / "checkpoints");
   const auto resume = plan_resume(setup, dir);
   const std::string resume_line =
       resume ? cat("from ", resume->path.string(), " at step ", resume->saved.step,

@@ -20,14 +20,7 @@ namespace autotrain::train {
 namespace {
 
 void write_text(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::FILE* file = std::fopen(tmp.c_str(), "w");
-    AT_CHECK(file != nullptr, "cannot write ", tmp);
-    const bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-    AT_CHECK(std::fclose(file) == 0 && ok, "cannot write ", tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path, text);
 }
 
 // A tokenizer.json and the configuration files beside it, copied as they are.
@@ -198,8 +191,7 @@ using UnitValues = std::function<void(int unit, std::span<float> out)>;
 // one unit at a time: rank 0 never holds more than the largest unit. Returns the files' summary.
 std::string write_weights(const model::ParamLayout& layout, const UnitValues& unit_values,
                           const std::filesystem::path& dir, DType dtype, uint64_t max_bytes,
-                          const std::string& stem) {
-  const bool root = world_rank() == 0;
+                          const std::string& stem, bool root) {
   std::optional<WeightFiles> files;
   if (root) {
     std::filesystem::create_directories(dir);
@@ -256,8 +248,9 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
   const std::string summary =
       write_weights(layout, gathered(engine), dir, dtype,
-                    config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model");
-  if (world_rank() != 0) return;
+                    config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model",
+                    engine.rank() == 0);
+  if (engine.rank() != 0) return;
   write_model_files(layout.config(), params, dir, base_folder, dtype);
   log::info("export: wrote ", summary, " (", params.export_dtype,
             "), config.json and tokenizer files");
@@ -267,9 +260,9 @@ void export_adapter(zero::ModelState& engine, const LoraModel& lora,
                     const config::TrainingParams& params, const std::filesystem::path& dir,
                     const std::filesystem::path& base_folder) {
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
-  const std::string summary =
-      write_weights(lora.adapters, gathered(engine), dir, dtype, ~uint64_t{0}, "adapter_model");
-  if (world_rank() != 0) return;
+  const std::string summary = write_weights(lora.adapters, gathered(engine), dir, dtype,
+                                            ~uint64_t{0}, "adapter_model", engine.rank() == 0);
+  if (engine.rank() != 0) return;
   write_text(dir / kAdapterConfig, adapter_config_json(lora, base_folder.string()));
   write_tokenizer_files(dir, lora.base.config(), params.tokenizer);
   log::info("export: wrote the LoRA adapters to ", summary, " (", params.export_dtype,
@@ -298,8 +291,9 @@ void export_lora(zero::ModelState& engine, const LoraModel& lora,
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
   const std::string summary =
       write_weights(lora.base, merged, dir, dtype,
-                    config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model");
-  if (world_rank() != 0) return;
+                    config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model",
+                    engine.rank() == 0);
+  if (engine.rank() != 0) return;
   write_model_files(lora.base.config(), params, dir, base_folder, dtype);
   // An adapter folder an earlier export left here would be read instead of the merged model.
   std::error_code error;

@@ -204,7 +204,7 @@ std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
   } catch (const Error& error) {
     failure = error.what();
   }
-  agree_or_throw(failure.empty(), failure, MPI_COMM_WORLD, "the base model's weights");
+  agree_or_throw(failure.empty(), failure, setup.comm, "the base model's weights");
   return source;
 }
 

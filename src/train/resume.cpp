@@ -46,11 +46,10 @@ void check_base_weights(const ResumePoint& saved, const RunSetup& setup, const s
 
 std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir) {
   const auto& params = setup.params();
-  const auto path = resolve_resume(params.resume_from_checkpoint, dir, MPI_COMM_WORLD);
+  const auto path = resolve_resume(params.resume_from_checkpoint, dir, setup.comm);
   if (!path) return std::nullopt;
   const std::string name = path->string();
-  ResumeDecision decision{
-      *path, read_resume_point(ckpt::CheckpointReader(*path, MPI_COMM_WORLD)), {}};
+  ResumeDecision decision{*path, read_resume_point(ckpt::CheckpointReader(*path, setup.comm)), {}};
   const auto problems =
       compatibility_problems(decision.saved, model_config(setup.resolved),
                              engine_options(setup).optimizer.kind, lora_options(setup.params()));

@@ -52,7 +52,7 @@ void choose_threads(RunSetup& setup) {
     setup.threads = allowed;
     setup.threads_source = "CPU affinity set by the launcher";
   } else {
-    setup.threads = std::max(1, cores / std::max(1, setup.topology.local_world_size));
+    setup.threads = std::max(1, cores / std::max(1, setup.node_ranks));
     setup.threads_source = "cores per node / ranks per node";
   }
 }
@@ -65,7 +65,7 @@ struct RankResources {
   bool memory_is_ulimit = false;
 };
 
-RankResources rank_resources(const Topology& topology) {
+RankResources rank_resources(int node_ranks) {
   RankResources resources;
   const int allowed = static_cast<int>(cpu_affinity().size());
   resources.cores =
@@ -73,8 +73,8 @@ RankResources rank_resources(const Topology& topology) {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) {
-    resources.memory_bytes = static_cast<double>(pages) * static_cast<double>(page) /
-                             std::max(1, topology.local_world_size);
+    resources.memory_bytes =
+        static_cast<double>(pages) * static_cast<double>(page) / std::max(1, node_ranks);
   }
   rlimit limit{};
   if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
@@ -107,7 +107,7 @@ void check_threads(const RunSetup& setup, const RankResources& resources) {
   if (resources.memory_is_ulimit && needed > resources.memory_bytes / 2) {
     throw Error(cat("threads ", setup.threads, " need about ", human_bytes(needed),
                     " of BLAS buffers, more than half of the ",
-                    memory_text(resources, setup.topology.local_world_size),
+                    memory_text(resources, setup.node_ranks),
                     "; use fewer threads or raise the limit"));
   }
 }
@@ -131,7 +131,7 @@ void check_model_fits(const RunSetup& setup, const RankResources& resources) {
                   params.n_embd, ", vocab_size ", params.vocab_size, ") needs ",
                   human_bytes(needed), " per rank for its training state at ZeRO stage ",
                   setup.zero_stage, ", but this rank has ",
-                  memory_text(resources, setup.topology.local_world_size),
+                  memory_text(resources, setup.node_ranks),
                   "; make the model smaller, raise zero_stage or use more ranks"));
 }
 
@@ -239,8 +239,12 @@ void resolve_cpu_precision(RunSetup& setup, MPI_Comm world) {
 
 }  // namespace
 
-RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world) {
+RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks& ranks) {
   RunSetup setup;
+  MPI_Comm world = ranks.comm;
+  const int model = ranks.model;
+  setup.comm = world;
+  setup.model = model;
   // Every rank reads the files itself; whoever fails first speaks for all.
   std::string failure;
   try {
@@ -253,6 +257,8 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   stop_here_if_asked("setup");
   agree_or_throw(failure.empty(), failure, world, "reading the configuration");
   const auto& params = setup.params();
+  setup.project_dir = model < 0 ? std::filesystem::path(params.project_name)
+                                : std::filesystem::path(params.project_name) / cat("model-", model);
   check_same_build(world);
   // log_level from a config or flag wins; otherwise AUTOTRAIN_LOG_LEVEL (read by the logger).
   if (setup.resolved.provenance.at("log_level") != "default") {
@@ -262,11 +268,13 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   DiscoverOptions discover;
   discover.master_port = static_cast<int>(params.master_port);
   discover.want_gpu = params.comm_backend == "nccl";  // device cuda is checked below
+  discover.job = ranks.job;
   {
     const CollectiveDeadline deadline("topology discovery");
     setup.topology = discover_topology(world, discover);
   }
   export_topology(setup.topology);
+  setup.node_ranks = ranks.job ? ranks.job->local_world_size : setup.topology.local_world_size;
 
   failure.clear();
   try {
@@ -302,7 +310,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world)
   choose_threads(setup);
   failure.clear();
   try {
-    const RankResources resources = rank_resources(setup.topology);
+    const RankResources resources = rank_resources(setup.node_ranks);
     check_threads(setup, resources);
     check_model_fits(setup, resources);
   } catch (const Error& error) {
@@ -346,7 +354,7 @@ data::PrepareOptions prepare_options(const RunSetup& setup) {
   data::PrepareOptions options;
   options.data_path = params.data_path.empty() ? data_dir() / "tinyshakespeare.txt"
                                                : std::filesystem::path(params.data_path);
-  options.output_dir = std::filesystem::path(params.project_name) / "data";
+  options.output_dir = setup.project_dir / "data";
   options.tokenizer = params.tokenizer;
   options.parse_special_tokens = params.parse_special_tokens;
   options.train_split = params.train_split;
@@ -402,7 +410,7 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
               ? "every block's kept for backward (disable_gradient_checkpointing true)\n"
               : "recomputed per block in backward (activation checkpointing; "
                 "disable_gradient_checkpointing false)\n")
-      << "  output       " << params.project_name << "/\n"
+      << "  output       " << setup.project_dir.string() << "/\n"
       << checks;
   for (const auto& note : setup.resolved.notes) out << "  note         " << note << "\n";
   out << "\nparameters (value, and where it came from):\n"

@@ -49,7 +49,7 @@ struct Datasets {
 Datasets prepare_data(const RunSetup& setup) {
   const auto& params = setup.params();
   const data::PrepareOptions options = prepare_options(setup);
-  const auto prepared = data::prepare_if_needed_collective(options, MPI_COMM_WORLD);
+  const auto prepared = data::prepare_if_needed_collective(options, setup.comm);
   if (data::is_prepared_folder(options.data_path)) {
     log::info("data: the prepared shards in ", options.data_path.string());
   } else if (prepared.reused) {
@@ -145,7 +145,8 @@ struct StepResult {
 
 // One run of the training loop: what run_training sets up (data, sampler, communicators, the
 // replica and its engine, the checkpoint saver, metrics), and the named pieces of a step. Every
-// method is collective over MPI_COMM_WORLD; only rank 0 (the talker) writes files and logs.
+// method is collective over the run's ranks (setup.comm); only rank 0 (the talker) writes files and
+// logs.
 class TrainingRun {
  public:
   // `source` gives the first parameters of a run that does not resume.
@@ -227,7 +228,7 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       base_weights_(base_weights_hash(setup.resolved.base_model)),
       params_(setup.params()),
       talker_(setup.topology.rank == 0),
-      project_(params_.project_name),
+      project_(setup.project_dir),
       datasets_(prepare_data(setup)),
       config_(model_config(setup.resolved)),
       B_(static_cast<int>(params_.batch_size)),
@@ -240,9 +241,9 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       eval_every_(params_.eval_strategy == "steps"
                       ? (params_.eval_steps > 0 ? params_.eval_steps : logging_steps_)
                       : steps_per_epoch_),
-      comm_(make_communicator(setup.comm_backend, MPI_COMM_WORLD, comm_options(setup))),
+      comm_(make_communicator(setup.comm_backend, setup.comm, comm_options(setup))),
       host_comm_(setup.comm_backend == CommBackend::nccl
-                     ? make_communicator(CommBackend::mpi, MPI_COMM_WORLD, comm_options(setup))
+                     ? make_communicator(CommBackend::mpi, setup.comm, comm_options(setup))
                      : nullptr),
       scalars_(host_comm_ ? host_comm_.get() : comm_.get()),
       layout_(trainable_layout(setup, lora)),
@@ -256,7 +257,7 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       tokens_per_step_(double(sampler_.global_batch_size()) * double(T_)),
       inputs_(static_cast<size_t>(B_) * static_cast<size_t>(T_)),
       targets_(inputs_.size()),
-      progress_(talker_ && Progress::want_bar()) {
+      progress_(talker_ && setup.model < 0 && Progress::want_bar()) {
   log_plan();
 }
 
@@ -304,7 +305,7 @@ void TrainingRun::resume_and_begin() {
   saver_.emplace(
       checkpoint_dir_,
       ckpt::WriteOptions{ckpt::parse_layout(params_.checkpoint_layout, "checkpoint_layout")},
-      static_cast<size_t>(params_.save_total_limit), params_.async_checkpoint, MPI_COMM_WORLD);
+      static_cast<size_t>(params_.save_total_limit), params_.async_checkpoint, setup_.comm);
   if (saver_->async()) saver_->reserve(content_at(start_step_));
   if (talker_) {
     metrics_log_.emplace(project_ / "metrics.jsonl");
@@ -327,7 +328,7 @@ void TrainingRun::initialize_parameters() {
   // What reading the weights cost on top of the model's own memory (at most, over the ranks).
   unsigned long long growth[2] = {peak_resident_bytes() - before, peak_resident_bytes()};
   AT_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, growth, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
+      MPI_Allreduce(MPI_IN_PLACE, growth, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, setup_.comm));
   log::info("model: read the base weights in ", timer.seconds(), " s; peak resident memory per ",
             "rank at most ", human_bytes(double(growth[1])),
             ", of which the reading added at most ", human_bytes(double(growth[0])));
@@ -337,7 +338,7 @@ void TrainingRun::resume_from(const ResumeDecision& resume) {
   const std::string name = resume.path.string();
   const ResumePoint& saved = resume.saved;
   // Opened with the expected tensors: each must be present with its length.
-  ckpt::CheckpointReader reader(resume.path, MPI_COMM_WORLD,
+  ckpt::CheckpointReader reader(resume.path, setup_.comm,
                                 checkpoint_tensors(layout_, optimizer_kind_));
   load_engine_state(reader, *engine_, layout_, optimizer_kind_, true);
   engine_->set_optimizer_steps(saved.optimizer_steps);
@@ -521,7 +522,7 @@ TrainSummary TrainingRun::finish(long long steps_done) {
 }  // namespace
 
 TrainSummary run_training(const RunSetup& setup) {
-  const ProjectLock lock(setup.params().project_name, MPI_COMM_WORLD);
+  const ProjectLock lock(setup.project_dir, setup.comm);
   kernels::set_num_threads(setup.threads);
   const auto lora = open_lora_model(setup);
   const model::ParamLayout layout = trainable_layout(setup, lora.get());

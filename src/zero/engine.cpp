@@ -88,6 +88,7 @@ class ZeroEngine final : public Engine {
   }
 
   int stage() const override { return stage_; }
+  int rank() const override { return comm_.rank(); }
 
   void init_parameters(const model::ParamSource& source) override {
     if (gatherer_) gatherer_->invalidate();

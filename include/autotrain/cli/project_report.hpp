@@ -96,6 +96,16 @@ ProjectStatus read_project_status(const std::filesystem::path& project);
 ProjectStatus read_project_status(const std::filesystem::path& project,
                                   const SlurmQuery& ask_slurm);
 
+// A project folder of several models (<project>/sweep.json, written by `train` with num_models
+// or a sweep): each model's folder, label ("model 1: lr 3e-4") and status as sweep.json has it.
+// nullopt for an ordinary project; throws Error naming the file when it cannot be read.
+struct SweepEntry {
+  std::filesystem::path folder;
+  std::string label;
+  std::string status;
+};
+std::optional<std::vector<SweepEntry>> read_sweep(const std::filesystem::path& project);
+
 std::string render_status(const ProjectStatus& status);
 std::string render_status_json(const ProjectStatus& status);
 
@@ -105,5 +115,14 @@ std::string render_status_json(const ProjectStatus& status);
 // throws Error otherwise.
 std::string render_loss_svg(const std::vector<MetricsPoint>& curve,
                             const std::vector<long long>& resumes, std::string_view title);
+
+// The models of one allocation (sweep.json): each model's training loss (a line) and validation
+// loss (dots) in its own colour, with a legend naming each model and what it changes. Models
+// without a loss yet are left out; throws Error when none has one.
+struct NamedCurve {
+  std::string name;  // "model 1: lr 3e-4"
+  std::vector<MetricsPoint> points;
+};
+std::string render_models_svg(const std::vector<NamedCurve>& curves, std::string_view title);
 
 }  // namespace autotrain::cli

@@ -22,8 +22,10 @@ struct TrainCommandLine {
   bool dry_run = false;
   bool allow_changed_params = false;  // resume may change the optimisation parameters
   bool help = false;
+  // Not on the command line: what this rank's model changes among several (sweep.hpp).
+  std::vector<FlagValue> model_changes;
 
-  ConfigInputs inputs() const { return {config, training_config, flags}; }
+  ConfigInputs inputs() const { return {config, training_config, flags, model_changes}; }
 };
 
 // Throws Error for an unknown option (suggesting the closest one: "unknown option

@@ -28,6 +28,8 @@ struct ConfigInputs {
   std::filesystem::path yaml;             // --config; empty = none
   std::filesystem::path training_params;  // --training-config; empty = none
   std::vector<FlagValue> flags;
+  // What this run's model changes in a sweep or num_models > 1 (sweep.hpp): applied last.
+  std::vector<FlagValue> model_changes = {};
 };
 
 // Parameter name -> where its value came from: "default", "derived from distributed_backend",
@@ -59,7 +61,7 @@ void resolve_params(ResolvedParams& resolved);
 // model's context, ...). Messages name each value's source.
 void validate_params(const ResolvedParams& resolved);
 
-// defaults -> JSON -> YAML -> flags -> resolve_params(). What `train` calls.
+// defaults -> JSON -> YAML -> flags -> model changes -> resolve_params(). What `train` calls.
 ResolvedParams load_params(const ConfigInputs& inputs);
 
 // Checks against the job: num_nodes x num_gpus_per_node must equal world_size when both are

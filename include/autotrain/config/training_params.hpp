@@ -115,6 +115,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, master_port, 29500, between(1, 65535), "TCP port of rank 0 for the Gloo and NCCL rendezvous.") \
   X(int64_t, num_nodes, 0, at_least(0), "Nodes the job is expected to span; 0 = not given. Checked against the launcher. YAML: distributed.num_nodes.") \
   X(int64_t, num_gpus_per_node, 0, at_least(0), "Ranks per node expected; 0 = not given. Checked against the launcher. YAML: distributed.num_gpus_per_node.") \
+  X(int64_t, num_models, 0, at_least(0), "Models trained at once in one allocation: the ranks split into this many equal groups of consecutive ranks, each training its own model into <project_name>/model-<k>/; 0 = the size of the YAML's sweep block, or 1. Without a sweep, model k trains with seed + k.") \
   X(int64_t, n_layer, -1, derived_or(-1, between(1, kMaxDimension)), "Transformer blocks; -1 = from model.") \
   X(int64_t, n_head, -1, derived_or(-1, between(1, kMaxDimension)), "Attention heads; -1 = from model.") \
   X(int64_t, n_embd, -1, derived_or(-1, between(1, kMaxDimension)), "Hidden width (divisible by n_head); -1 = from model.") \

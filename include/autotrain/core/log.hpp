@@ -18,6 +18,9 @@ void set_level(Level level);
 Level level();
 // Called once the rank is known; before that, messages are printed as rank 0.
 void set_rank(int rank);
+// In an allocation that trains several models, each model's first rank talks for its model and
+// every line names the model ("[model 2] "). `talks`: whether this rank prints information.
+void set_model(int model, bool talks);
 // Adds "<time> [job <id>]" in front of every line (on by default inside Slurm).
 void set_timestamps(bool on);
 

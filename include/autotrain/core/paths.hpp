@@ -20,4 +20,8 @@ std::string version();  // "0.1.0"
 // "0.1.0+5ccf150ef3b812c7a6503f7aa45f55531690fd41"; the version alone without one.
 std::string build_id();
 
+// Writes `text` to `path` through a temporary file beside it and a rename, so a reader never
+// sees half a file. Throws Error naming the file.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
 }  // namespace autotrain

@@ -12,6 +12,11 @@ constexpr int kDefaultMasterPort = 29500;
 struct DiscoverOptions {
   int master_port = kDefaultMasterPort;
   bool want_gpu = false;  // a GPU communicator will be used: too few GPUs per node is an error
+  // When `world` is one model's group of a job that trains several (model groups): the job's
+  // own topology, discovered over the whole job and checked against the launcher first. The
+  // group's topology then takes the job's device for each rank and is not checked against the
+  // launcher's variables, which describe the job.
+  const Topology* job = nullptr;
 };
 
 // Collective over `world`. RANK/WORLD_SIZE from MPI; LOCAL_RANK/LOCAL_WORLD_SIZE from

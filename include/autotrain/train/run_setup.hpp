@@ -5,6 +5,7 @@
 // spending an allocation on it.
 #include <mpi.h>
 
+#include <filesystem>
 #include <string>
 
 #include "autotrain/comm/backend.hpp"
@@ -24,9 +25,24 @@ enum class Device { cpu, cuda };
 enum class Precision { fp32, bf16, fp16 };
 const char* precision_name(Precision precision);  // "fp32", "bf16", "fp16"
 
+// The ranks a run trains on: the whole job, or this rank's model group of it when an allocation
+// trains several models (model_group.hpp).
+struct RunRanks {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int model = -1;                 // this run's model among several (model-<k>/), or -1
+  const Topology* job = nullptr;  // with a model: the whole job's topology
+};
+
 struct RunSetup {
   config::ResolvedParams resolved;
+  // The ranks of this run: the world, or this rank's model group when an allocation trains
+  // several models (model_group.hpp). Every collective of the run is over `comm`; `topology`
+  // ranks are ranks in it.
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int model = -1;                     // this run's model among several (model-<k>/), or -1
+  std::filesystem::path project_dir;  // <project_name>/, or <project_name>/model-<k>/
   Topology topology;
+  int node_ranks = 1;  // the job's ranks on this node (all models'): they share its cores
   CommBackend comm_backend = CommBackend::mpi;  // resolved: never `automatic`
   Device device = Device::cpu;
   Precision precision = Precision::fp32;
@@ -38,10 +54,11 @@ struct RunSetup {
   const config::TrainingParams& params() const { return resolved.params; }
 };
 
-// Collective over `world`: loads and validates the parameters on every rank (a failure on any
-// rank is a CollectiveError on all), discovers and exports the topology, checks the parameters
-// against it and across ranks, picks the communicator and the threads.
-RunSetup setup_run(const config::TrainCommandLine& command_line, MPI_Comm world);
+// Collective over `ranks.comm` (the job, or one model's group): loads and validates the
+// parameters on every rank (a failure on any rank is a CollectiveError on all), discovers and
+// exports the topology, checks the parameters against it and across ranks, picks the
+// communicator and the threads.
+RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks& ranks = {});
 
 // What the parameters mean for the parts a run builds (the trainer and `bench train` build them
 // the same way): the model (validated: the base model folder's family and options, with the

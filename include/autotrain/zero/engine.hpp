@@ -85,6 +85,8 @@ class ModelState {
   virtual ~ModelState() = default;
 
   virtual int stage() const = 0;
+  // This rank among the engine's ranks (export writes on rank 0).
+  virtual int rank() const = 0;
   // Fills the parameters this rank holds from `source` (stage 3: only its shard; the values
   // equal those of a single-rank run) and zeroes the optimizer state.
   virtual void init_parameters(const model::ParamSource& source) = 0;

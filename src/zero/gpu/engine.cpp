@@ -92,6 +92,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   }
 
   int stage() const override { return stage_; }
+  int rank() const override { return comm_.rank(); }
 
   void init_parameters(const model::ParamSource& source) override {
     // Only the owned ranges (the values a single rank has for them),

@@ -1,0 +1,68 @@
+#include "autotrain/train/model_group.hpp"
+
+#include "autotrain/core/deadline.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
+#include "autotrain/core/mpi.hpp"
+#include "autotrain/core/strings.hpp"
+#include "autotrain/launch/discover.hpp"
+
+namespace autotrain::train {
+namespace {
+
+// "1, 2 or 4 ranks" style: the allocation sizes near `world` that split into `models` groups.
+std::string sizes_that_work(int models, int world) {
+  std::vector<std::string> sizes;
+  for (int k = 1; sizes.size() < 4; ++k) {
+    if (models * k != world) sizes.push_back(cat(models * k));
+  }
+  return join(sizes, ", ");
+}
+
+}  // namespace
+
+ModelGroup::ModelGroup(const config::TrainCommandLine& command_line, MPI_Comm world)
+    : command_line_(command_line) {
+  std::string failure;
+  try {
+    plan_ = config::plan_models(command_line.inputs());
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, world, "the models of the allocation");
+  if (!plan_.grouped) return;
+  const int world_size = comm_size(world);
+  const int models = count();
+  if (world_size % models != 0) {
+    throw CollectiveError(cat(plan_.source, " trains ", models, " models, but the job has ",
+                              world_size, " rank(s), which do not split into ", models,
+                              " equal groups; run on a multiple of ", models, " ranks (",
+                              sizes_that_work(models, world_size), ", ...)"));
+  }
+  ranks_per_model_ = world_size / models;
+  const int rank = comm_rank(world);
+  index_ = rank / ranks_per_model_;
+  {
+    const CollectiveDeadline deadline("topology discovery of the job");
+    DiscoverOptions discover;
+    discover.master_port = static_cast<int>(plan_.base.master_port);
+    discover.want_gpu = plan_.base.comm_backend == "nccl";
+    job_ = discover_topology(world, discover);
+  }
+  AT_MPI_CHECK(MPI_Comm_split(world, index_, rank, &comm_));
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  const int group_rank = comm_rank(comm_);
+  log::set_model(index_, group_rank == 0);
+  command_line_.model_changes = plan_.models[static_cast<size_t>(index_)].changes;
+}
+
+ModelGroup::~ModelGroup() {
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+RunRanks ModelGroup::run_ranks() const {
+  if (!grouped()) return {};
+  return {comm_, index_, &*job_};
+}
+
+}  // namespace autotrain::train
