@@ -279,7 +279,8 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
   failure.clear();
   try {
     config::derive_for_world(setup.resolved, setup.topology.world_size);
-    config::validate_for_topology(params, setup.topology);
+    // num_nodes and num_gpus_per_node describe the job, also when it trains several models.
+    config::validate_for_topology(params, ranks.job ? *ranks.job : setup.topology);
     setup.comm_backend = resolve_comm_backend(
         parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
     choose_device_and_precision(setup);

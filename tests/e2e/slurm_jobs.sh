@@ -42,7 +42,7 @@ finish() {
 trap finish EXIT
 cd "$work"
 export AUTOTRAIN=$AUTOTRAIN_BIN AUTOTRAIN_PROGRESS=lines
-for script in train-single-node train-preemptible; do
+for script in train-single-node train-preemptible train-sweep; do
   sed '/--gpus-per-node/d' "$src/slurm/$script.sbatch" > "$script.sbatch"
 done
 fail() { echo "slurm_jobs: $*" >&2; exit 1; }
@@ -72,6 +72,19 @@ grep -q "summary: model single" single-*.out || fail "no run summary in the job 
 # The run recorded its job id, so status names the job.
 "$AUTOTRAIN_BIN" status single | grep -q "^state       finished (Slurm job " ||
   fail "status: $("$AUTOTRAIN_BIN" status single)"
+
+# --- the sweep script: 2 models of 1 rank in one allocation.
+cp "$config" sweep.yaml
+printf 'sweep:\n  lr: [1e-3, 3e-3]\n' >> sweep.yaml
+timeout 300 sbatch --wait --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o sweep-%j.out \
+  train-sweep.sbatch sweep.yaml --project-name sweep --max-steps 20 > /dev/null ||
+  fail "train-sweep.sbatch failed"
+grep -q "^  model 1  ranks 1-1  lr 3e-3" sweep-*.out || fail "the sweep job printed no table of models"
+grep -q "training exited with status 0" sweep-*.out || fail "the sweep job did not complete"
+python3 -c "import json; assert [m['status'] for m in json.load(open('sweep/sweep.json'))['models']] == ['finished'] * 2" ||
+  fail "sweep.json: $(cat sweep/sweep.json)"
+"$AUTOTRAIN_BIN" status sweep | grep -c "^state       finished (Slurm job " | grep -qx 2 ||
+  fail "status of the sweep: $("$AUTOTRAIN_BIN" status sweep)"
 
 # --- the preemptible script, submitted as a site would (a 2-minute limit, USR1 90 s before it).
 # How far a run gets before Slurm's own signal depends on how fast this machine trains (200 to

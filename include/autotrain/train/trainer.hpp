@@ -26,7 +26,8 @@ struct TrainSummary {
   std::filesystem::path resumed_from;  // empty when the run started fresh
 };
 
-// Collective over MPI_COMM_WORLD. Throws Error on bad data or I/O failures.
+// Collective over setup.comm (the job, or one model's group). Throws Error on bad data or I/O
+// failures.
 TrainSummary run_training(const RunSetup& setup);
 
 }  // namespace autotrain::train
