@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several models in one allocation (num_models, a sweep: docs/configuration.md):
 #  - np=4, K=2: each model's loss curve equals a separate np=2 run with its parameters (DESIGN.md
-#    contract 2), at ZeRO 0 over MPI and at ZeRO 3 over Gloo;
+#    contract 2), at ZeRO 0 and 3, over MPI and over Gloo;
 #  - np=4, --num-models 4 without a sweep: one rank per model, model k trains with seed + k;
 #  - an allocation that does not split into K groups is refused, naming sizes that work;
 #  - a model forced to diverge fails alone (sweep.json says so) while the other finishes;
@@ -29,7 +29,7 @@ cp "$tiny" sweep.yaml
 printf 'sweep:\n  lr: [1e-3, 3e-3]\n' >> sweep.yaml
 short=(--max-steps 10 --eval-steps 5)
 
-# --- the models' curves equal separate runs', ZeRO 0 / MPI and ZeRO 3 / Gloo.
+# --- the models' curves equal separate runs', at ZeRO 0 and 3 over MPI and Gloo.
 train 4 sweep.log --config sweep.yaml "${short[@]}" --project-name sweep
 train 2 alone.log --config "$tiny" "${short[@]}" --project-name alone --lr 3e-3
 $check same alone/metrics.jsonl sweep/model-1/metrics.jsonl 1e-6
@@ -45,6 +45,13 @@ gloo=(--zero-stage 3 --comm-backend gloo)
 train 4 sweep3.log --config sweep.yaml "${short[@]}" "${gloo[@]}" --project-name sweep3
 train 2 alone3.log --config "$tiny" "${short[@]}" "${gloo[@]}" --project-name alone3 --lr 1e-3
 $check same alone3/metrics.jsonl sweep3/model-0/metrics.jsonl 1e-6
+for combo in "3 mpi" "0 gloo"; do
+  read -r stage backend <<< "$combo"
+  other=(--zero-stage "$stage" --comm-backend "$backend")
+  train 4 "sweep-$stage-$backend.log" --config sweep.yaml "${short[@]}" "${other[@]}" --project-name "s$stage$backend"
+  train 2 "alone-$stage-$backend.log" --config "$tiny" "${short[@]}" "${other[@]}" --project-name "a$stage$backend" --lr 3e-3
+  $check same "a$stage$backend/metrics.jsonl" "s$stage$backend/model-1/metrics.jsonl" 1e-6
+done
 
 # --- one rank per model, seeds 7 + k.
 train 4 four.log --config "$tiny" "${short[@]}" --num-models 4 --project-name four
