@@ -4,6 +4,10 @@ full training step `autotrain bench train` times (forward, backward, gradient cl
 AdamW), batched, in fp32, on random tokens, with the same thread count.
 
   scripts/bench-torch-llama.py [CONFIG_JSON] [--batch B] [--block T] [--threads N] [--steps S]
+                               [--autocast]
+
+--autocast runs the forward pass and the loss under torch.autocast("cpu", dtype=torch.bfloat16)
+(PyTorch's CPU mixed precision: bf16 matrix products, fp32 weights and optimizer).
 
 CONFIG_JSON defaults to data/models/llama-bench/config.json. The model is the reference of
 tests/e2e/torch_llama.py (its RMSNorm, rotary embedding and SwiGLU), batched over B sequences;
@@ -50,6 +54,8 @@ def batched_forward(s, w, tokens, freqs, mask):
 def main(argv):
     config_path = os.path.join(here, "..", "data", "models", "llama-bench", "config.json")
     options = {"--batch": 8, "--block": 256, "--threads": 2, "--steps": 5}
+    autocast = "--autocast" in argv
+    argv = [a for a in argv if a != "--autocast"]
     i = 0
     while i < len(argv):
         if argv[i] in options:
@@ -74,8 +80,10 @@ def main(argv):
     for step in range(2 + options["--steps"]):
         tokens = torch.randint(0, s.V, (B, T + 1), generator=g)
         start = time.perf_counter()
-        logits = batched_forward(s, w, tokens[:, :-1], freqs, mask)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(B * T, s.V), tokens[:, 1:].reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = batched_forward(s, w, tokens[:, :-1], freqs, mask)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(B * T, s.V).float(),
+                                                     tokens[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(w.values(), 1.0)
         optimizer.step()
@@ -83,7 +91,8 @@ def main(argv):
         if step >= 2:
             times.append(time.perf_counter() - start)
     mean = sum(times) / len(times)
-    print(f"pytorch {torch.__version__} eager, {options['--threads']} threads: {parameters} parameters, "
+    mode = "eager bf16 autocast" if autocast else "eager fp32"
+    print(f"pytorch {torch.__version__} {mode}, {options['--threads']} threads: {parameters} parameters, "
           f"B={B} T={T}, {len(times)} steps after 2 warm-up")
     print(f"tokens/s {B * T / mean:.0f}  step mean {1000 * mean:.1f} ms  best {1000 * min(times):.1f} ms  "
           f"final loss {loss.item():.4f}")
