@@ -8,6 +8,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/peer_probe.hpp"
 #include "autotrain/train/dry_run.hpp"
 #include "autotrain/train/metrics.hpp"
 #include "autotrain/train/run_setup.hpp"
@@ -54,6 +55,8 @@ std::optional<train::TrainSummary> set_up_and_train(const config::TrainCommandLi
   log::info("autotrain: training ", setup.project_dir.string(), " on ", setup.topology.world_size,
             " rank(s), ZeRO stage ", setup.zero_stage, ", communicator ",
             comm_backend_name(setup.comm_backend));
+  // A collective timeout from here on names the ranks that stopped answering.
+  const PeerProbe probe(setup.comm);
   const train::TrainSummary summary = train::run_training(setup);
   log_summary(setup, summary);
   return summary;

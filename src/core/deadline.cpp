@@ -13,6 +13,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/peer_probe.hpp"
 #include "autotrain/core/watchdog.hpp"
 
 namespace autotrain {
@@ -106,7 +107,8 @@ void wait_or_abort(std::span<MPI_Request> requests, std::span<const int> peers,
                  " did not complete within comm_timeout = ", timeout, " s",
                  missing.empty() ? std::string() : cat("; ", rank_list(missing), " did not arrive"),
                  " (stopped, crashed, or running another command or configuration: see their "
-                 "messages above)"));
+                 "messages above)",
+                 missing.empty() ? peer_probe_report(timeout) : std::string()));
   abort_job(1);
 }
 

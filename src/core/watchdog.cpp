@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/peer_probe.hpp"
 #include "autotrain/core/strings.hpp"
 
 namespace autotrain {
@@ -75,7 +77,7 @@ void Watchdog::watch() {
 }
 
 void abort_job_on_collective_timeout(const std::string& message) {
-  log::error(message);
+  log::error(message, peer_probe_report(collective_timeout()));
   abort_job(1);
 }
 

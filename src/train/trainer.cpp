@@ -8,6 +8,7 @@
 #include "autotrain/comm/backend.hpp"
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/load.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/ignore_target.hpp"
 #include "autotrain/core/log.hpp"
@@ -531,6 +532,7 @@ TrainSummary run_training(const RunSetup& setup) {
   run.resume_and_begin();
   long long step = run.start_step();
   while (step < run.total_steps()) {
+    if (step == run.start_step() + 2) stop_here_if_asked("step");
     const StepResult result = run.train_step(step);
     run.evaluate_and_log(step, result);
     const bool stop = run.checkpoint_or_stop(step);

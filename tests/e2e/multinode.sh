@@ -7,8 +7,8 @@
 #    routes to rank 0 (the nodes' host names resolve nowhere: Gloo 0.5 crashed on them);
 #  - elastic: with global_batch_size, a run preempted on 3 nodes resumes on 2 (accumulation
 #    derived again), is preempted again and resumes on 3, on the uninterrupted curve;
-#  - a node whose ranks stop answering ends the job within comm_timeout, naming the collective,
-#    with no process left on any node;
+#  - a node whose ranks stop answering ends the job within comm_timeout, naming the collective
+#    and the ranks and node that stopped answering, with no process left on any node;
 #  - GLOO_SOCKET_IFNAME naming no interface ends the job with a message naming the interfaces.
 # Skips (77) where network namespaces cannot be made (not root).
 set -euo pipefail
@@ -100,7 +100,8 @@ $check same elastic-reference/metrics.jsonl elastic/metrics.jsonl 1e-5
 echo "multinode: global_batch_size 24 on 3 nodes -> 2 -> 3, preempted twice: the one-rank curve"
 
 # A node lost mid-run: its ranks stop answering (SIGSTOP, as a hung node does). The others
-# end the job within comm_timeout, naming the collective, and no process stays on any node.
+# end the job within comm_timeout, naming the collective and the lost ranks and node (the peer
+# probe), and no process stays on any node.
 "${two_nodes[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name lost --max-steps 100000 \
   --comm-timeout 5 > lost.log 2>&1 &
 pid=$!
@@ -123,6 +124,8 @@ elapsed=$((SECONDS - start))
 [ "$status" -ne 0 ] || { cat lost.log; echo "multinode: the job with a lost node succeeded"; exit 1; }
 grep -Eq "collective timeout: (mpi|gloo) .* did not complete within comm_timeout = 5" lost.log ||
   { cat lost.log; echo "multinode: no collective timeout named"; exit 1; }
+grep -Eq "ranks 2, 3 \(on node2\) did not answer a probe within" lost.log ||
+  { cat lost.log; echo "multinode: the lost node's ranks are not named"; exit 1; }
 [ "$elapsed" -le 30 ] || { echo "multinode: the job took ${elapsed}s to end, comm_timeout is 5 s"; exit 1; }
 sleep 1
 if pgrep -f "$AUTOTRAIN_BIN train .*--project-name lost" > /dev/null; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# No hang outside the training step: a rank stopped (SIGSTOP) during set-up, data preparation
-# or a checkpoint save, ranks given different commands or builds, an MPI without
-# MPI_THREAD_MULTIPLE, and a file system that fills up during a save each end the whole job
+# No hang: a rank stopped (SIGSTOP) during set-up, data preparation, a checkpoint save or a
+# training step (named by the peer probe), ranks given different commands or builds, an MPI
+# without MPI_THREAD_MULTIPLE, and a file system that fills up during a save each end the whole job
 # within seconds, non-zero, with a message naming what happened; the last checkpoint stays. A
 # second run on a project in use is refused.
 set -euo pipefail
@@ -48,6 +48,11 @@ AUTOTRAIN_INJECT_STOP=0:prepare expect_end stop-prepare-0 \
 AUTOTRAIN_INJECT_STOP=1:save expect_end stop-save \
   "agreement on a checkpoint write on rank 0" "rank 1 did not arrive" \
   -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name save --checkpoint-every 5
+# Inside a training step's allreduce nobody knows who is missing: the probe asks every rank.
+AUTOTRAIN_INJECT_STOP=1:step expect_end stop-step \
+  "collective timeout: mpi .* #[0-9]+ .* on rank 0 did not complete within comm_timeout = 3 s" \
+  "rank 1 \(on [^)]+\) did not answer a probe within 1 s: stopped, crashed or cut off" \
+  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name step
 
 # Different command lines and different builds are refused at once, by name.
 expect_end dry-run "--dry-run was given to some ranks and not to others" \

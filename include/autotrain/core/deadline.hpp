@@ -50,8 +50,9 @@ MPI_Comm duplicate_comm(MPI_Comm parent, std::string_view operation);
 void run_on_root(MPI_Comm comm, std::string_view operation, const std::function<void()>& work);
 
 // A test aid: with AUTOTRAIN_INJECT_STOP=<rank>:<phase>, that rank stops itself (SIGSTOP, as a
-// hung or descheduled process would) when it reaches `phase` ("setup", "prepare", "save"), so
-// the tests can prove the others end the job within comm_timeout instead of waiting forever.
+// hung or descheduled process would) when it reaches `phase` ("setup", "prepare", "save", or
+// "step": the third training step of the run), so the tests can prove the others end the job
+// within comm_timeout instead of waiting forever.
 void stop_here_if_asked(std::string_view phase);
 
 }  // namespace autotrain

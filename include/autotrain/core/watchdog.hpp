@@ -62,8 +62,9 @@ class Watchdog {
   std::thread thread_;
 };
 
-// The abort the communicators install: logs `message` as an error and ends every rank of the
-// job with a non-zero exit code.
+// The abort the communicators install: logs `message` as an error, with the process's
+// PeerProbe report (which ranks did not answer: peer_probe.hpp), and ends every rank of the job
+// with a non-zero exit code.
 [[noreturn]] void abort_job_on_collective_timeout(const std::string& message);
 
 }  // namespace autotrain
