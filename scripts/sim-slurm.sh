@@ -2,8 +2,8 @@
 # A real multi-node Slurm on the simulated cluster (scripts/sim-cluster.sh): slurmctld on the
 # host side of the bridge, one slurmd inside each node's namespaces (NodeName=nodeI with its own
 # address), so `srun -N2 --mpi=pmix`, `salloc` + `mpirun` and `sbatch --nodes=2` run with real
-# per-node host names and addresses. Its own configuration, ports (6917, 6918) and state, so it
-# never meets the single-node cluster of scripts/slurm-local.sh.
+# per-node host names and addresses; each node has 2 (fake) GPUs. Its own configuration, ports
+# (6917, 6918) and state, so it never meets the single-node cluster of scripts/slurm-local.sh.
 #   scripts/sim-slurm.sh start     (after sim-cluster.sh up N) start the daemons, wait for idle
 #   scripts/sim-slurm.sh stop
 #   scripts/sim-slurm.sh conf      print the SLURM_CONF clients use
@@ -41,10 +41,24 @@ pid_alive() {
   pid=$(cat "$1" 2> /dev/null) && [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null
 }
 
+# Each node advertises two GPUs, so the GPU job scripts (--gpus-per-node) are scheduled as
+# written; Slurm wants a device file per GPU, and these are copies of /dev/null (the jobs then
+# train on CPUs, or on the CUDA emulator's GPUs). Prints the Gres= field, or nothing where
+# device files cannot be made.
+fake_gpus() {
+  local i=$1 g
+  for g in 0 1; do
+    [ -c "$dir/node$i/gpu$g" ] || mknod "$dir/node$i/gpu$g" c 1 3 2> /dev/null || return 0
+  done
+  echo "NodeName=node$i Name=gpu File=$dir/node$i/gpu[0-1]" > "$dir/node$i/gres.conf"
+  echo " Gres=gpu:2"
+}
+
 write_config() {
   local net=$1 count=$2 i memory_mb
   memory_mb=$(free -m | awk -v n="$count" '/^Mem:/ {print int($2 * 0.9 / n)}')
   mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
+  for ((i = 1; i <= count; ++i)); do mkdir -p "$dir/node$i"; done
   {
     echo "# Written by autotrain scripts/sim-slurm.sh: the simulated cluster's Slurm."
     echo "ClusterName=autotrain-sim"
@@ -54,6 +68,7 @@ write_config() {
     echo "AuthType=auth/munge"
     echo "CredType=cred/munge"
     echo "MpiDefault=pmix"
+    echo "GresTypes=gpu"
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
     echo "JobAcctGatherType=jobacct_gather/none"
@@ -74,13 +89,13 @@ write_config() {
     echo "KillWait=5"
     echo "MinJobAge=60"
     for ((i = 1; i <= count; ++i)); do
-      echo "NodeName=node$i NodeAddr=$net.$((10 + i)) CPUs=$(nproc) RealMemory=$memory_mb State=UNKNOWN"
+      echo "NodeName=node$i NodeAddr=$net.$((10 + i)) CPUs=$(nproc) RealMemory=$memory_mb$(fake_gpus "$i") State=UNKNOWN"
     done
     echo "PartitionName=sim Nodes=node[1-$count] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
   } > "$conf"
-  # Each slurmd reads the same slurm.conf from a folder of its own, beside an mpi.conf that gives
-  # the PMIx plugin a per-node folder: its per-step folders (spmix_appdir_<uid>_<job>.<step>)
-  # would otherwise collide in the /tmp the nodes share.
+  # Each slurmd reads the same slurm.conf from a folder of its own, beside its gres.conf and an
+  # mpi.conf that gives the PMIx plugin a per-node folder: its per-step folders
+  # (spmix_appdir_<uid>_<job>.<step>) would otherwise collide in the /tmp the nodes share.
   for ((i = 1; i <= count; ++i)); do
     mkdir -p "$dir/node$i" "$dir/pmix/node$i" "$dir/spool/node$i"
     cp "$conf" "$dir/node$i/slurm.conf"

@@ -7,6 +7,7 @@
 #    routes to rank 0 (the nodes' host names resolve nowhere: Gloo 0.5 crashed on them);
 #  - elastic: with global_batch_size, a run preempted on 3 nodes resumes on 2 (accumulation
 #    derived again), is preempted again and resumes on 3, on the uninterrupted curve;
+#  - a checkpoint written by 2 nodes in the per-rank layout resumes on 1 node and on 3;
 #  - a node whose ranks stop answering ends the job within comm_timeout, naming the collective
 #    and the ranks and node that stopped answering, with no process left on any node;
 #  - GLOO_SOCKET_IFNAME naming no interface ends the job with a message naming the interfaces.
@@ -98,6 +99,29 @@ timeout 300 "${mpirun[@]}" "${cluster[@]}" --host "node1,node2,node3" -np 3 "$AU
 grep -Eq "resume: .* \(written by 2 rank\(s\)" elastic-3.log || { cat elastic-3.log; exit 1; }
 $check same elastic-reference/metrics.jsonl elastic/metrics.jsonl 1e-5
 echo "multinode: global_batch_size 24 on 3 nodes -> 2 -> 3, preempted twice: the one-rank curve"
+
+# A checkpoint written by 2 nodes in the per-rank layout (a file per writing rank, on the file
+# system the nodes share) resumes on 1 node and on 3, on the uninterrupted curve (a constant
+# learning rate: the first run is shorter).
+layout=("${train[@]}" --global-batch-size 12 --batch-size 2 --checkpoint-layout per-rank
+  --scheduler constant --warmup-ratio 0)
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" "${layout[@]}" --max-steps 8 \
+  --project-name layout-reference > layout-reference.log 2>&1 || { cat layout-reference.log; exit 1; }
+timeout 300 "${mpirun[@]}" "${cluster[@]}" --host node1,node2 -np 2 "$AUTOTRAIN_BIN" \
+  "${layout[@]}" --max-steps 4 --project-name layout-1 > layout-2nodes.log 2>&1 ||
+  { cat layout-2nodes.log; exit 1; }
+ls layout-1/checkpoints/checkpoint-4.ranks/* > /dev/null || { echo "multinode: no per-rank files"; exit 1; }
+cp -a layout-1 layout-3
+for nodes in node1 node1,node2,node3; do
+  count=$(tr ',' '\n' <<< "$nodes" | wc -l)
+  timeout 300 "${mpirun[@]}" "${cluster[@]}" --host "$nodes" -np "$count" "$AUTOTRAIN_BIN" \
+    "${layout[@]}" --max-steps 8 --resume-from-checkpoint auto --project-name "layout-$count" \
+    > "layout-$count.log" 2>&1 || { cat "layout-$count.log"; exit 1; }
+  grep -Eq "resume: .* at step 4 \(written by 2 rank\(s\)" "layout-$count.log" ||
+    { cat "layout-$count.log"; exit 1; }
+  $check same layout-reference/metrics.jsonl "layout-$count/metrics.jsonl" 1e-5
+done
+echo "multinode: a per-rank checkpoint of 2 nodes resumes on 1 node and on 3: the one-rank curve"
 
 # A node lost mid-run: its ranks stop answering (SIGSTOP, as a hung node does). The others
 # end the job within comm_timeout, naming the collective and the lost ranks and node (the peer

@@ -2,10 +2,12 @@
 # Slurm across nodes, on the simulated cluster (scripts/sim-cluster.sh, scripts/sim-slurm.sh: one
 # slurmd per node, each with its own host name and address):
 #  - `srun -N2 -n4 --mpi=pmix autotrain env` maps ranks, local ranks and nodes from Slurm;
-#  - slurm/train-cpu.sbatch on 2 nodes x 2 ranks over gloo trains the losses of one rank with
-#    the same global batch;
+#  - slurm/train-cpu.sbatch on 2 nodes x 2 ranks over gloo, and slurm/train-multi-node.sbatch
+#    on 2 nodes x 2 (fake) GPUs, train the losses of one rank with the same global batch;
 #  - slurm/train-preemptible.sbatch on 2 nodes is signalled (USR1 to the batch shell), saves,
-#    requeues itself, resumes and ends with the losses of an uninterrupted run.
+#    requeues itself, resumes and ends with the losses of an uninterrupted run;
+#  - a node that stops (slurmd, step daemon and rank) ends the job, naming the collective and
+#    the rank and node that stopped answering, and leaves no process behind.
 # Skips (77) where network namespaces cannot be made (not root) or Slurm is not installed.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -65,6 +67,17 @@ grep -q "summary: wall time" cpu.out || exit 1
 $check same reference/metrics.jsonl cpu/metrics.jsonl 1e-5
 echo "multinode_slurm: train-cpu.sbatch on 2 nodes x 2 ranks (gloo): the one-rank losses"
 
+# The GPU job script as written, its counts lowered to the simulated nodes' 2 GPUs each. The
+# GPUs are device files of /dev/null, so device auto trains on the CPUs; Slurm still schedules
+# and binds them as on a GPU cluster.
+sbatch --wait --nodes=2 --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 -o multi.out \
+  "$src/slurm/train-multi-node.sbatch" "$config" --project-name multi --eval-strategy no \
+  --max-steps 30 --gradient-accumulation 1 > /dev/null
+grep -q "summary: wall time" multi.out || exit 1
+grep -q "on node\[1-2\]: 2 node(s), 4 rank(s)" multi.out || exit 1
+$check same reference/metrics.jsonl multi/metrics.jsonl 1e-5
+echo "multinode_slurm: train-multi-node.sbatch on 2 nodes x 2 GPUs: the one-rank losses"
+
 # Preemptible on 2 nodes x 1 rank: USR1 to the batch shell once it trains. Long enough (600
 # steps) that the signal lands mid-run on a fast machine; the reference is an uninterrupted run
 # of 2 ranks (a sum of two is the same in any order, so the curves agree to the bit).
@@ -100,4 +113,42 @@ grep -q "training exited with status 0" preempt.out || { echo "the last run did 
 $check same straight/metrics.jsonl preempt/metrics.jsonl 1e-6
 job=
 echo "multinode_slurm: preempted on 2 nodes, requeued, resumed: the uninterrupted losses"
+
+# A node lost under Slurm: everything on node2 stops (its slurmd, the step's daemon and the
+# rank), as when a node hangs. Rank 0 ends within comm_timeout, naming the collective and rank 1
+# on node2; the job ends; when node2 comes back, nothing of the job runs on any node.
+job=$(sbatch --parsable --no-requeue --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 -o lost.out \
+  "$src/slurm/train-cpu.sbatch" "$config" --project-name lost --eval-strategy no \
+  --max-steps 1000000 --comm-timeout 5)
+for _ in $(seq 1200); do grep -qs '"step":[1-9]' lost/metrics.jsonl && break; sleep 0.1; done
+grep -qs '"step":[1-9]' lost/metrics.jsonl || { echo "multinode_slurm: the lost-node job never trained"; exit 1; }
+node2=$(stat -L -c %i "/run/$AUTOTRAIN_SIM_NAME/uts/${AUTOTRAIN_SIM_NAME}2")
+frozen=()
+for pid in $(pgrep -x 'slurmd|slurmstepd|autotrain'); do
+  [ "$(stat -L -c %i "/proc/$pid/ns/uts" 2> /dev/null)" = "$node2" ] && frozen+=("$pid")
+done
+[ "${#frozen[@]}" -ge 3 ] || { ps -ef | grep -E 'slurm|autotrain'; echo "multinode_slurm: node2 runs ${#frozen[@]} processes"; exit 1; }
+kill -STOP "${frozen[@]}"
+start=$SECONDS
+while [ $((SECONDS - start)) -lt 120 ]; do
+  state=$(squeue -h -j "$job" -o '%T' 2> /dev/null || true)
+  [ -z "$state" ] || [ "$state" = COMPLETING ] && break
+  sleep 0.5
+done
+elapsed=$((SECONDS - start))
+kill -CONT "${frozen[@]}" 2> /dev/null || true
+echo "multinode_slurm: node2 stopped: the job ended after ${elapsed}s (squeue: '${state:-gone}')"
+[ -z "$state" ] || [ "$state" = COMPLETING ] || { echo "multinode_slurm: the job still runs"; exit 1; }
+grep -Eq "collective timeout: mpi .* on rank 0 did not complete within comm_timeout = 5 s" lost.out ||
+  { cat lost.out; echo "multinode_slurm: no collective timeout"; exit 1; }
+grep -q "rank 1 (on node2) did not answer a probe" lost.out ||
+  { cat lost.out; echo "multinode_slurm: the lost rank is not named"; exit 1; }
+for _ in $(seq 60); do pgrep -f "$AUTOTRAIN_BIN train .*--project-name lost" > /dev/null || break; sleep 0.5; done
+if pgrep -f "$AUTOTRAIN_BIN train .*--project-name lost" > /dev/null; then
+  pgrep -af "$AUTOTRAIN_BIN train .*--project-name lost"
+  echo "multinode_slurm: ranks left behind"
+  exit 1
+fi
+job=
+echo "multinode_slurm: a lost node ends the job, names rank 1 on node2, and leaves nothing behind"
 echo "multinode_slurm: ok"
