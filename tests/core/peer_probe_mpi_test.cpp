@@ -42,8 +42,7 @@ TEST(PeerProbe, EveryRankAnswersWhileTheOthersWaitInACollective) {
     EXPECT_TRUE(probe.silent_ranks(5.0).empty());
     const std::string report = probe.report(5.0);
     if (size_of_world() > 1) {
-      EXPECT_NE(report.find("every rank answered a probe within 5 s"), std::string::npos)
-          << report;
+      EXPECT_NE(report.find("every rank answered a probe within 5 s"), std::string::npos) << report;
     } else {
       EXPECT_EQ(report, "");
     }
@@ -82,7 +81,9 @@ TEST(PeerProbe, NamesAStoppedRankAndItsHost) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-TEST(PeerProbe, NoReportWithoutAProbe) { EXPECT_EQ(peer_probe_report(10), ""); }
+TEST(PeerProbe, NoReportWithoutAProbe) {
+  EXPECT_EQ(peer_probe_report(10), "");
+}
 
 }  // namespace
 }  // namespace autotrain

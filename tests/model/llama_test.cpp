@@ -216,6 +216,19 @@ TEST(LlamaFamily, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
               j["hidden_act"] = "gelu";
             }).find("hidden_act \"gelu\" is not supported (expected silu)"),
             std::string::npos);
+  // Out of range, these would give NaN angles or a division by zero in every norm.
+  EXPECT_NE(error([](auto& j) {
+              j["rope_theta"] = 0.0;
+            }).find("m/config.json: rope_theta 0 is out of range (expected a number above 1"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["rope_theta"] = -10000.0; }).find("rope_theta -10000 is out"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) {
+              j["rms_norm_eps"] = 0.0;
+            }).find("m/config.json: rms_norm_eps 0 is out of range (expected a number in (0, 1)"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) { j["rms_norm_eps"] = 2.0; }).find("rms_norm_eps 2 is out"),
+            std::string::npos);
 }
 
 TEST(LlamaFamily, AModelRefusesSequencesBeyondItsSlidingWindow) {

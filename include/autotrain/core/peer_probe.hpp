@@ -40,7 +40,7 @@ class PeerProbe {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  std::vector<int> world_ranks_;   // by rank of comm_
+  std::vector<int> world_ranks_;    // by rank of comm_
   std::vector<std::string> hosts_;  // by rank of comm_
   std::atomic<bool> stopping_{false};
   std::thread answerer_;
