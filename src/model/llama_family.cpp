@@ -178,9 +178,7 @@ class LlamaFamily final : public ModelFamily {
     c.qk_norm = std::string(arch.model_type) == "qwen3";
     c.norm_eps = config.number_or("rms_norm_eps", 1e-6);
     AT_CHECK(std::isfinite(c.norm_eps) && c.norm_eps > 0 && c.norm_eps < 1, file, ": rms_norm_eps ",
-             c.norm_eps,
-             " is out of range (expected a number in (0, 1), such "
-             "as 1e-5 or 1e-6)");
+             c.norm_eps, " is out of range (expected a number in (0, 1), such as 1e-5 or 1e-6)");
     c.rope_theta = config.number_or("rope_theta", arch.rope_theta);
     AT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 1, file, ": rope_theta ", c.rope_theta,
              " is out of range (expected a number above 1, such as 10000 or 500000)");
