@@ -39,7 +39,8 @@ ProcessWatchdog& process_watchdog() {
   return instance;
 }
 
-// "ranks 1, 3" (at most 16 named, then how many more).
+}  // namespace
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::string text = ranks.size() == 1 ? "rank " : "ranks ";
   for (std::size_t i = 0; i < ranks.size() && i < 16; ++i) {
@@ -48,8 +49,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   if (ranks.size() > 16) text += cat(" and ", ranks.size() - 16, " more");
   return text;
 }
-
-}  // namespace
 
 void set_collective_timeout(double seconds) {
   AT_CHECK(seconds > 0, "comm_timeout: expected a positive number of seconds, got ", seconds);

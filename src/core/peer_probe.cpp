@@ -169,12 +169,9 @@ std::string PeerProbe::report(double grace_seconds) {
   for (size_t p = 0; p < world_ranks_.size(); ++p) {
     if (std::binary_search(silent.begin(), silent.end(), world_ranks_[p])) hosts.insert(hosts_[p]);
   }
-  std::string ranks = silent.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < silent.size() && i < 16; ++i) ranks += cat(i ? ", " : "", silent[i]);
-  if (silent.size() > 16) ranks += cat(" and ", silent.size() - 16, " more");
   std::string on;
   for (const std::string& host : hosts) on += cat(on.empty() ? "" : ", ", host);
-  return cat("; ", ranks, " (on ", on, ") did not answer a probe within ", grace,
+  return cat("; ", rank_list(silent), " (on ", on, ") did not answer a probe within ", grace,
              ": stopped, crashed or cut off from the network");
 }
 

@@ -11,22 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include "autotrain/core/mpi.hpp"
 #include "autotrain/core/peer_probe.hpp"
 
 namespace autotrain {
 namespace {
-
-int rank_of_world() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int size_of_world() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 // Whether process `pid` is stopped (state T in /proc/<pid>/stat).
 bool stopped(pid_t pid) {
@@ -38,10 +27,10 @@ bool stopped(pid_t pid) {
 
 TEST(PeerProbe, EveryRankAnswersWhileTheOthersWaitInACollective) {
   PeerProbe probe(MPI_COMM_WORLD);
-  if (rank_of_world() == 0) {
+  if (world_rank() == 0) {
     EXPECT_TRUE(probe.silent_ranks(5.0).empty());
     const std::string report = probe.report(5.0);
-    if (size_of_world() > 1) {
+    if (world_size() > 1) {
       EXPECT_NE(report.find("every rank answered a probe within 5 s"), std::string::npos) << report;
     } else {
       EXPECT_EQ(report, "");
@@ -51,10 +40,10 @@ TEST(PeerProbe, EveryRankAnswersWhileTheOthersWaitInACollective) {
 }
 
 TEST(PeerProbe, NamesAStoppedRankAndItsHost) {
-  const int size = size_of_world();
+  const int size = world_size();
   if (size < 2) GTEST_SKIP() << "needs 2 ranks";
   PeerProbe probe(MPI_COMM_WORLD);
-  const int rank = rank_of_world();
+  const int rank = world_rank();
   pid_t last_pid = getpid();
   MPI_Bcast(&last_pid, sizeof(pid_t), MPI_BYTE, size - 1, MPI_COMM_WORLD);
   if (rank == size - 1) std::raise(SIGSTOP);  // resumed by rank 0 below

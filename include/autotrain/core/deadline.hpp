@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace autotrain {
 
@@ -48,6 +49,10 @@ MPI_Comm duplicate_comm(MPI_Comm parent, std::string_view operation);
 // and a waiting rank aborts the job, naming `operation` and rank 0, when none came for a whole
 // timeout (rank 0 stopped or died). `work` must not throw (catch, and agree afterwards).
 void run_on_root(MPI_Comm comm, std::string_view operation, const std::function<void()>& work);
+
+// "rank 1" or "ranks 1, 3" (at most 16 named, then how many more), for the messages that name
+// the ranks a collective waited for.
+std::string rank_list(const std::vector<int>& ranks);
 
 // A test aid: with AUTOTRAIN_INJECT_STOP=<rank>:<phase>, that rank stops itself (SIGSTOP, as a
 // hung or descheduled process would) when it reaches `phase` ("setup", "prepare", "save", or
