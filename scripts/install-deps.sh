@@ -11,6 +11,7 @@ packages=(
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev libdnnl-dev
+  ocl-icd-opencl-dev            # oneDNN's CMake package requires OpenCL (only a Recommends of libdnnl-dev)
   nlohmann-json3-dev libyaml-cpp-dev
   libpcre2-dev libutf8proc-dev
   libgloo-dev
