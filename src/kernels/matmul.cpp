@@ -89,6 +89,16 @@ std::string onednn_version() {
   return onednn::version();
 }
 
+SharedBf16Operand::SharedBf16Operand(const float* x, std::size_t n) {
+  if (gemm_precision() != GemmPrecision::bf16 || n == 0) return;
+  onednn::share_bf16(x, n);
+  x_ = x;
+}
+
+SharedBf16Operand::~SharedBf16Operand() {
+  if (x_ != nullptr) onednn::unshare_bf16(x_);
+}
+
 template <>
 void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
@@ -162,6 +172,7 @@ void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, std::s
 template <typename F>
 void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                      std::size_t N, int IC, int OC) {
+  const SharedBf16Operand shared_dout(dout, N * static_cast<std::size_t>(OC));
   // dinp[N, IC] = dout[N, OC] · weight[IC, OC]ᵀ
   gemm<F>(Transpose::no, Transpose::yes, N, IC, OC, F(1), dout, OC, weight, OC, F(0), dinp, IC);
   // dweight[IC, OC] += inp[N, IC]ᵀ · dout[N, OC]
@@ -183,6 +194,8 @@ void linear_forward(F* out, const F* inp, const F* weight, const F* bias, std::s
 template <typename F>
 void linear_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp, const F* weight,
                      std::size_t N, int IC, int OC) {
+  const SharedBf16Operand shared_dout(dinp != nullptr ? dout : nullptr,
+                                      dinp != nullptr ? N * static_cast<std::size_t>(OC) : 0);
   // dinp[N, IC] = dout[N, OC] · weight[OC, IC]
   if (dinp != nullptr) {
     gemm<F>(Transpose::no, Transpose::no, N, IC, OC, F(1), dout, OC, weight, IC, F(0), dinp, IC);

@@ -14,6 +14,11 @@ void gemm(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t 
           const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
           std::size_t ldc, bool bf16);
 
+// Until unshare_bf16(x), bf16 products read the bf16 values of any operand inside x[0, n) from one
+// copy rounded here (x must not change meanwhile). Nested shares end in reverse order.
+void share_bf16(const float* x, std::size_t n);
+void unshare_bf16(const float* x);
+
 // Whether oneDNN runs bf16 products natively here (AVX512-BF16 or AMX-BF16), and the name of the
 // instruction set it found (after ONEDNN_MAX_CPU_ISA).
 bool native_bf16();

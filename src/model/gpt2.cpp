@@ -142,7 +142,7 @@ void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, const F* res
   const TensorOffsets& o = *offsets_;
   const auto x = a.layer(l);
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   matmul_forward(x.qkv, x.ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C);
   clock.lap(kMatmul);
   attention_forward(x.atty, x.att, x.qkv, B, T, C, NH);
@@ -152,11 +152,11 @@ void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, const F* res
   residual_forward(x.residual2, residual, a.proj, bt * C);
   clock.lap(kResidual);
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + o.ln2w, p + o.ln2b, bt, C);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   matmul_forward(x.fch, x.ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C);
   clock.lap(kMatmul);
   gelu_forward(x.fch_gelu, x.fch, bt * 4 * C);
-  clock.lap(kGelu);
+  clock.lap(kActivation);
   matmul_forward(a.proj, x.fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C);
   clock.lap(kMatmul);
   residual_forward(x.residual3, x.residual2, a.proj, bt * C);
@@ -190,7 +190,7 @@ void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations
   p = access.params(ln_f);
   clock.restart();
   layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p + o.lnfw, p + o.lnfb, bt, C);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   access.release(ln_f);
 }
 
@@ -248,6 +248,7 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   {
     const F* p = access.params(0);
     clock.restart();
+    const SharedBf16Operand dlogits(a.logits, bt * std::size_t(Vp));  // read by both products
     // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C] (unless frozen);  dlnf[BT, C] = dlogits · wte
     if (!access.frozen(0)) {
       gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
@@ -266,7 +267,7 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     clock.restart();
     layernorm_backward(dres, g + o.lnfw, g + o.lnfb, dsmall, a.layer(L - 1).residual3, p + o.lnfw,
                        a.lnf_mean, a.lnf_rstd, bt, C);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     access.release(ln_f);
     access.grads_ready(ln_f);
   }
@@ -286,12 +287,12 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
                     4 * C, C);
     clock.lap(kMatmul);
     gelu_backward(dlarge, x.fch, dlarge, bt * 4 * C);
-    clock.lap(kGelu);
+    clock.lap(kActivation);
     matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, x.ln2, p + o.fcw, bt, C, 4 * C);
     clock.lap(kMatmul);
     layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, x.residual2, p + o.ln2w, x.ln2_mean,
                        x.ln2_rstd, bt, C);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
     // dres = d residual2 now
     matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, x.atty, p + o.attprojw, bt, C, C);
@@ -302,7 +303,7 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     clock.lap(kMatmul);
     layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w, x.ln1_mean,
                        x.ln1_rstd, bt, C);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     access.release(unit);
     access.grads_ready(unit);
   }

@@ -232,7 +232,7 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int 
   F* gate_up = a.gate_up + li * bt * 2 * a.I;
   F* act = a.act + li * bt * a.I;
   rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1, bt, 1, C, uC, eps);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   if (c.qk_norm) {
     F* pre = a.qkv_pre + li * bt * uQKV;
     F* rstd = a.qk_rstd + li * bt * a.H;
@@ -242,7 +242,7 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int 
     rmsnorm_forward(qkv, rstd, pre, p + o.qnorm, bt, NH, D, uQKV, eps);
     rmsnorm_forward(qkv + Q, rstd + bt * std::size_t(NH), pre + Q, p + o.knorm, bt, NKV, D, uQKV,
                     eps);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
   } else {
     linear_forward(qkv, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
     clock.lap(kMatmul);
@@ -256,11 +256,11 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int 
   residual_forward(mid, x, a.proj, bt * uC);
   clock.lap(kResidual);
   rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2, bt, 1, C, uC, eps);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   linear_forward(gate_up, ln2, p + o.guw, at(p, o.gub), bt, C, 2 * I);
   clock.lap(kMatmul);
   swiglu_forward(act, gate_up, bt, I);
-  clock.lap(kGelu);
+  clock.lap(kActivation);
   linear_forward(a.proj, act, p + o.downw, at(p, o.downb), bt, I, C);
   clock.lap(kMatmul);
   residual_forward(a.stream(l + 1), mid, a.proj, bt * uC);
@@ -295,7 +295,7 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   p = access.params(last);
   clock.restart();
   rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.norm, bt, 1, C, uC, c.norm_eps);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   if (head_unit() == last) return p;  // an untied head is read next, from this unit
   access.release(last);
   return access.params(0);  // the tied head
@@ -342,6 +342,7 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const int last = L + 1;
   const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
     clock.restart();
+    const SharedBf16Operand dlogits(a.logits, bt * std::size_t(Vp));  // read by both products
     // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · head[Vp, C]
     if (g != nullptr) {
       gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
@@ -364,7 +365,7 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     clock.restart();
     rmsnorm_backward(dresidual_.data(), g ? g + o.norm : norm_discard_.data(), dsmall_.data(),
                      a.stream(L), p + o.norm, a.rstdf, bt, 1, C, std::size_t(C));
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     access.release(last);
     access.grads_ready(last);
   }
@@ -417,12 +418,12 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
                   I, C);
   clock.lap(kMatmul);
   swiglu_backward(dwide, dmid, gate_up, bt, I);
-  clock.lap(kGelu);
+  clock.lap(kActivation);
   linear_backward(dsmall, g + o.guw, at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + o.ln2, dsmall, a.mid + li * bt * uC, p + o.ln2, a.rstd2 + li * bt, bt,
                    1, C, uC);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
   linear_backward(dsmall, g + o.ow, at(g, o.ob), dres, a.atty + li * bt * a.Q, p + o.ow, bt, Q, C);
   clock.lap(kMatmul);
@@ -443,14 +444,14 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
     rmsnorm_backward(dmid, g + o.qnorm, dwide, pre, p + o.qnorm, rstd, bt, NH, D, uQKV);
     rmsnorm_backward(dmid + Q, g + o.knorm, dwide + Q, pre + Q, p + o.knorm,
                      rstd + bt * std::size_t(NH), bt, NKV, D, uQKV);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     dqkv = dmid;
   }
   linear_backward(dsmall, g + o.qkvw, at(g, o.qkvb), dqkv, ln1, p + o.qkvw, bt, C, QKV);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + o.ln1, dsmall, a.stream(l), p + o.ln1, a.rstd1 + li * bt, bt, 1, C,
                    uC);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   access.release(unit);
   access.grads_ready(unit);
 }

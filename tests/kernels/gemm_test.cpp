@@ -160,6 +160,63 @@ TEST(Gemm, Bf16RoundsTheInputsAndAccumulatesInFp32) {
   EXPECT_EQ(gemm_precision(), GemmPrecision::fp32);
 }
 
+// A product with one inner element and b = 1 gives the rounded a: the vectorised rounding (32
+// values at a time, then a scalar tail) must be float_to_bf16's, ties to even included, but for
+// fp32 subnormals, which the conversion instruction reads as zero.
+TEST(Gemm, Bf16RoundingOfEveryKindOfValueIsFloatToBf16s) {
+  if (!cpu_has_native_bf16())
+    GTEST_SKIP() << "no native bf16 (oneDNN found " << cpu_gemm_isa() << ")";
+  std::vector<float> a = {
+      1.0f + 0x1p-8f, 1.0f + 0x3p-8f, -(1.0f + 0x1p-8f), 1.0f + 0x1.01p-8f, 0x1p-130f,
+      -0x1p-140f,     3.4e38f,        -INFINITY,         INFINITY,          0.0f,
+      -0.0f,          1.0f / 3.0f};
+  for (int i = 0; a.size() < 70; ++i) a.push_back(std::ldexp(std::sin(float(i)), i % 40 - 20));
+  const std::size_t M = a.size(), N = 3;
+  const std::vector<float> ones(N, 1.0f);
+  std::vector<float> c(M * N);
+  const ScopedGemmPrecision precision(GemmPrecision::bf16);
+  gemm<float>(Transpose::no, Transpose::no, M, N, 1, 1.0f, a.data(), 1, ones.data(), N, 0.0f,
+              c.data(), N);
+  for (std::size_t i = 0; i < M; ++i) {
+    const bool subnormal = a[i] != 0.0f && std::fabs(a[i]) < 0x1p-126f;
+    const float want = subnormal ? std::copysign(0.0f, a[i]) : bf16_to_float(float_to_bf16(a[i]));
+    for (std::size_t j = 0; j < N; ++j) {
+      ASSERT_EQ(c[i * N + j], want) << "a[" << i << "] = " << a[i];  // exact; ±0 alike
+    }
+  }
+}
+
+// Products that read inside a shared operand (at an offset, transposed, nested) give exactly
+// what rounding each operand on each call gives; the copy is made when the share starts.
+TEST(Gemm, ASharedBf16OperandGivesTheProductsOfRoundingEachCall) {
+  if (!cpu_has_native_bf16())
+    GTEST_SKIP() << "no native bf16 (oneDNN found " << cpu_gemm_isa() << ")";
+  const ScopedGemmPrecision precision(GemmPrecision::bf16);
+  for (const Transpose ta : kBoth) {
+    for (const Transpose tb : kBoth) {
+      const Problem problem(ta, tb, {17, 33, 65}, 7);
+      const std::vector<float> alone = problem.run(1.0f, 0.5f);
+      std::vector<float> region(problem.a.size() + 40, 9.0f);  // a inside it, 24 floats in
+      std::copy(problem.a.begin(), problem.a.end(), region.begin() + 24);
+      std::vector<float> shared = problem.c, nested = problem.c;
+      {
+        const SharedBf16Operand outer(region.data(), region.size());
+        const auto M = problem.shape.M, N = problem.shape.N, K = problem.shape.K;
+        gemm<float>(ta, tb, M, N, K, 1.0f, region.data() + 24, problem.lda, problem.b.data(),
+                    problem.ldb, 0.5f, shared.data(), problem.ldc);
+        {
+          const SharedBf16Operand inner(problem.b.data(), problem.b.size());
+          region[24] += 1.0f;  // not seen: the products read the copy made above
+          gemm<float>(ta, tb, M, N, K, 1.0f, region.data() + 24, problem.lda, problem.b.data(),
+                      problem.ldb, 0.5f, nested.data(), problem.ldc);
+        }
+      }
+      EXPECT_EQ(shared, alone) << problem.name();
+      EXPECT_EQ(nested, alone) << problem.name();
+    }
+  }
+}
+
 TEST(Gemm, Bf16IsRefusedWithoutNativeSupportAndNamesTheIsa) {
   if (cpu_has_native_bf16()) {
     const ScopedGemmPrecision precision(GemmPrecision::bf16);

@@ -150,6 +150,24 @@ TEST_P(LlamaModelTest, CachedGenerationGivesTheLogitsOfTheFullForwardAtEveryPosi
   }
 }
 
+TEST_P(LlamaModelTest, ProfileNamesItsNormAndActivationRowsRmsnormAndSwiglu) {
+  const ParamLayout layout(tiny(GetParam()));
+  const auto params = noisy_params<float>(layout, 4);
+  std::vector<float> grads(params.size(), 0.0f);
+  FlatUnitAccess access(layout, params.data(), grads.data());
+  LlamaModel model(layout, B, T);
+  model.set_profiling(true);
+  const auto inputs = random_tokens(B * T, 5), targets = random_tokens(B * T, 6);
+  model.forward(access, inputs.data(), targets.data());
+  model.backward(access, 1.0f);
+  const auto rows = model.profile();
+  ASSERT_EQ(rows.size(), std::size_t(kOpCount));
+  EXPECT_EQ(rows[kNorm].name, "rmsnorm");
+  EXPECT_EQ(rows[kActivation].name, "swiglu");
+  EXPECT_GT(rows[kNorm].forward_s, 0.0);
+  EXPECT_GT(rows[kActivation].backward_s, 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Heads, LlamaModelTest, ::testing::Bool(),
                          [](const auto& head) { return head.param ? "tied" : "untied"; });
 

@@ -38,6 +38,22 @@ class ScopedGemmPrecision {
   GemmPrecision previous_;
 };
 
+// Within its lifetime, under bf16 products, the products that read inside x[0, n) read one bf16
+// copy of it made at construction, instead of rounding their operand again on each call (the LM
+// head's and each linear's backward read their output gradient twice). x must not change while
+// it lives. Under fp32 products, and for double, it does nothing.
+class SharedBf16Operand {
+ public:
+  SharedBf16Operand(const float* x, std::size_t n);
+  SharedBf16Operand(const double*, std::size_t) {}
+  ~SharedBf16Operand();
+  SharedBf16Operand(const SharedBf16Operand&) = delete;
+  SharedBf16Operand& operator=(const SharedBf16Operand&) = delete;
+
+ private:
+  const float* x_ = nullptr;
+};
+
 // c[M, N] = alpha · op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions.
 template <typename F>
 void gemm(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K, F alpha,

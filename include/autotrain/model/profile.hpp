@@ -3,6 +3,8 @@
 // the same kernel kinds and report them in the same order.
 #include <string>
 
+#include "autotrain/model/config.hpp"
+
 namespace autotrain::model {
 
 // Seconds spent per kernel kind, forward and backward, when profiling is on.
@@ -13,18 +15,26 @@ struct ProfileEntry {
 };
 
 // The kernel kinds of a profile, in its row order: the CPU and the CUDA models report the same.
+// kNorm is the family's normalisation (LayerNorm, RMSNorm), kActivation its MLP activation
+// (GELU, SwiGLU).
 enum ProfileOp : int {
   kEncoder,
-  kLayerNorm,
+  kNorm,
   kMatmul,
   kAttention,
-  kGelu,
+  kActivation,
   kResidual,
   kLmHead,
   kCrossEntropy,
   kOpCount
 };
-inline constexpr const char* kOpNames[kOpCount] = {
-    "encoder", "layernorm", "matmul", "attention", "gelu", "residual", "lm_head", "crossentropy"};
+// A row's name: the kernel kind, the norm and the activation named as the family computes them.
+inline const char* profile_op_name(int op, Family family) {
+  constexpr const char* kNames[kOpCount] = {"encoder", "layernorm", "matmul",  "attention",
+                                            "gelu",    "residual",  "lm_head", "crossentropy"};
+  if (family == Family::llama && op == kNorm) return "rmsnorm";
+  if (family == Family::llama && op == kActivation) return "swiglu";
+  return kNames[op];
+}
 
 }  // namespace autotrain::model

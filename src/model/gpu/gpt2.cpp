@@ -244,7 +244,7 @@ void DeviceGpt2<F>::block_forward(int l, const F* p, const F* residual, EventClo
   const auto x = b.layer(l);
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C,
                     stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   matmul_forward(blas_, x.qkv, x.ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
   clock.lap(kMatmul);
   layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, C, NH, stream_);
@@ -255,7 +255,7 @@ void DeviceGpt2<F>::block_forward(int l, const F* p, const F* residual, EventClo
   clock.lap(kResidual);
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + b.ln2w, p + b.ln2b, bt, C,
                     stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   // c_fc and the GELU in one call where cuBLASLt fuses them (the profile's matmul row then
   // holds the GELU too).
   matmul_gelu_forward(blas_, x.fch_gelu, x.fch, x.ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_);
@@ -300,7 +300,7 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
   clock.restart();
   layernorm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, residual, p + b.lnfw, p + b.lnfb, bt, C,
                     stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   access.release(ln_f);
 
   p = access.params(0);
@@ -361,7 +361,7 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     clock.restart();
     layernorm_backward(dres, g + b.lnfw, g + b.lnfb, dsmall, b.layer(L - 1).residual3, p + b.lnfw,
                        b.lnf_mean, b.lnf_rstd, b.scratch, bt, C, stream_);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     access.release(ln_f);
     access.grads_ready(ln_f);
   }
@@ -386,7 +386,7 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     clock.lap(kMatmul);
     layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, x.residual2, p + b.ln2w, x.ln2_mean,
                        x.ln2_rstd, b.scratch, bt, C, stream_);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
     // dres = d residual2 now
     matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, x.atty, p + b.attprojw,
@@ -400,7 +400,7 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     clock.lap(kMatmul);
     layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w, x.ln1_mean,
                        x.ln1_rstd, b.scratch, bt, C, stream_);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     access.release(unit);
     access.grads_ready(unit);
   }
@@ -434,7 +434,7 @@ void DeviceGpt2<F>::set_profiling(bool on) {
 
 template <typename F>
 std::vector<ProfileEntry> DeviceGpt2<F>::profile() const {
-  return profiler_ ? profiler_->rows() : EventProfiler::zero_rows();
+  return profiler_ ? profiler_->rows(Family::gpt2) : EventProfiler::zero_rows(Family::gpt2);
 }
 
 template class DeviceGpt2<float>;

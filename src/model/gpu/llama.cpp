@@ -135,7 +135,7 @@ void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
   const auto eps = static_cast<float>(c.norm_eps);
   const auto x = b.layer(l);
   rmsnorm_forward(x.ln1, x.rstd1, x.in, p + b.ln1w, bt, 1, C, b.C, eps, stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   if (c.qk_norm) {
     linear_forward(blas_, x.qkv_pre, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
     clock.lap(kMatmul);
@@ -145,7 +145,7 @@ void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
     rmsnorm_forward(x.qkv, x.qk_rstd, x.qkv_pre, p + b.qnorm, bt, NH, D, b.QKV, eps, stream_);
     rmsnorm_forward(x.qkv + Q, x.qk_rstd + bt * static_cast<std::size_t>(NH), x.qkv_pre + Q,
                     p + b.knorm, bt, NKV, D, b.QKV, eps, stream_);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
   } else {
     linear_forward(blas_, x.qkv, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
     clock.lap(kMatmul);
@@ -159,11 +159,11 @@ void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
   residual_forward(x.mid, x.in, b.proj, bt * b.C, stream_);
   clock.lap(kResidual);
   rmsnorm_forward(x.ln2, x.rstd2, x.mid, p + b.ln2w, bt, 1, C, b.C, eps, stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   linear_forward(blas_, x.gate_up, x.ln2, p + b.guw, tensor_at(p, b.gub), bt, C, 2 * I, stream_);
   clock.lap(kMatmul);
   swiglu_forward(x.act, x.gate_up, bt, I, stream_);
-  clock.lap(kGelu);
+  clock.lap(kActivation);
   linear_forward(blas_, b.proj, x.act, p + b.downw, tensor_at(p, b.downb), bt, I, C, stream_);
   clock.lap(kMatmul);
   residual_forward(x.out, x.mid, b.proj, bt * b.C, stream_);
@@ -203,7 +203,7 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   clock.restart();
   rmsnorm_forward(b.lnf, b.rstdf, b.layer(L - 1).out, p + b.normw, bt, 1, C, b.C,
                   static_cast<float>(c.norm_eps), stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   if (head_unit() != last) {  // the tied head is the embeddings
     access.release(last);
     p = access.params(0);
@@ -262,7 +262,7 @@ void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     clock.restart();
     rmsnorm_backward(b.dresidual, g + b.normw, b.dsmall, b.layer(L - 1).out, p + b.normw, b.rstdf,
                      b.scratch, bt, 1, C, b.C, stream_);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     access.release(last);
     access.grads_ready(last);
   }
@@ -300,13 +300,13 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
                   b.scratch, bt, I, C, stream_);
   clock.lap(kMatmul);
   swiglu_backward(b.dwide, b.dmid, x.gate_up, bt, I, stream_);
-  clock.lap(kGelu);
+  clock.lap(kActivation);
   linear_backward(blas_, b.dsmall, g + b.guw, tensor_at(g, b.gub), b.dwide, x.ln2, p + b.guw,
                   b.scratch, bt, C, 2 * I, stream_);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + b.ln2w, b.dsmall, x.mid, p + b.ln2w, x.rstd2, b.scratch, bt, 1, C, b.C,
                    stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
   linear_backward(blas_, b.dsmall, g + b.ow, tensor_at(g, b.ob), dres, x.atty, p + b.ow, b.scratch,
                   bt, Q, C, stream_);
@@ -330,7 +330,7 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
     rmsnorm_backward(b.dmid + Q, g + b.knorm, b.dwide + Q, x.qkv_pre + Q, p + b.knorm,
                      x.qk_rstd + bt * static_cast<std::size_t>(NH), b.scratch, bt, NKV, D, b.QKV,
                      stream_);
-    clock.lap(kLayerNorm);
+    clock.lap(kNorm);
     dqkv = b.dmid;
   }
   linear_backward(blas_, b.dsmall, g + b.qkvw, tensor_at(g, b.qkvb), dqkv, x.ln1, p + b.qkvw,
@@ -338,7 +338,7 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + b.ln1w, b.dsmall, x.in, p + b.ln1w, x.rstd1, b.scratch, bt, 1, C, b.C,
                    stream_);
-  clock.lap(kLayerNorm);
+  clock.lap(kNorm);
   access.release(unit);
   access.grads_ready(unit);
 }
@@ -365,7 +365,7 @@ void DeviceLlama<F>::set_profiling(bool on) {
 
 template <typename F>
 std::vector<ProfileEntry> DeviceLlama<F>::profile() const {
-  return profiler_ ? profiler_->rows() : EventProfiler::zero_rows();
+  return profiler_ ? profiler_->rows(Family::llama) : EventProfiler::zero_rows(Family::llama);
 }
 
 template class DeviceLlama<float>;
