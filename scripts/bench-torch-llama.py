@@ -18,7 +18,6 @@ import json
 import math
 import os
 import sys
-import time
 
 import torch
 
@@ -26,6 +25,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "tests", "e2e"))
 sys.dont_write_bytecode = True
 import torch_llama as ref  # noqa: E402
+import torch_step_bench as bench  # noqa: E402
 
 
 def batched_forward(s, w, tokens, freqs, mask):
@@ -52,50 +52,18 @@ def batched_forward(s, w, tokens, freqs, mask):
 
 
 def main(argv):
-    config_path = os.path.join(here, "..", "data", "models", "llama-bench", "config.json")
-    options = {"--batch": 8, "--block": 256, "--threads": 2, "--steps": 5}
-    autocast = "--autocast" in argv
-    argv = [a for a in argv if a != "--autocast"]
-    i = 0
-    while i < len(argv):
-        if argv[i] in options:
-            options[argv[i]] = int(argv[i + 1])
-            i += 2
-        else:
-            config_path = argv[i]
-            i += 1
-    torch.set_num_threads(options["--threads"])
+    default = os.path.join(here, "..", "data", "models", "llama-bench", "config.json")
+    config_path, options, autocast = bench.parse(argv, default)
     s = ref.Shape(json.load(open(config_path)))
-    B, T = options["--batch"], options["--block"]
+    T = options["--block"]
     g = torch.Generator().manual_seed(42)
     w = {}
     for name, shape in ref.names(s).items():
         init = torch.ones(shape) if name.endswith("norm.weight") else 0.02 * torch.randn(shape, generator=g)
         w[name] = init.float().requires_grad_(True)
-    optimizer = torch.optim.AdamW(w.values(), lr=3e-4, weight_decay=0.0)
     freqs = ref.inv_freq(s)
     mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-    parameters = sum(t.numel() for t in w.values())
-    times = []
-    for step in range(2 + options["--steps"]):
-        tokens = torch.randint(0, s.V, (B, T + 1), generator=g)
-        start = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-            logits = batched_forward(s, w, tokens[:, :-1], freqs, mask)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(B * T, s.V).float(),
-                                                     tokens[:, 1:].reshape(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(w.values(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        if step >= 2:
-            times.append(time.perf_counter() - start)
-    mean = sum(times) / len(times)
-    mode = "eager bf16 autocast" if autocast else "eager fp32"
-    print(f"pytorch {torch.__version__} {mode}, {options['--threads']} threads: {parameters} parameters, "
-          f"B={B} T={T}, {len(times)} steps after 2 warm-up")
-    print(f"tokens/s {B * T / mean:.0f}  step mean {1000 * mean:.1f} ms  best {1000 * min(times):.1f} ms  "
-          f"final loss {loss.item():.4f}")
+    bench.run(w, lambda tokens: batched_forward(s, w, tokens, freqs, mask), s.V, options, autocast, g)
 
 
 if __name__ == "__main__":
