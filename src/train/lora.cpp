@@ -24,6 +24,7 @@ LoraModel::LoraModel(const model::ModelConfig& config, const model::LoraOptions&
                      int world_size)
     : options(lora_options),
       base(config, 1),
+      frozen(config, world_size),
       adapters(model::lora_layout(base, options, world_size)),
       lora(base, adapters, options) {}
 
@@ -58,7 +59,9 @@ void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes) {
             join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
             " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
             "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
-            human_bytes(double(frozen_bytes)), " per rank");
+            human_bytes(double(frozen_bytes)),
+            " per rank (whole: ", human_bytes(double(lora.base.padded_size() * sizeof(float))),
+            ")");
 }
 
 model::ParamLayout trainable_layout(const RunSetup& setup, const LoraModel* lora) {

@@ -9,20 +9,24 @@
 namespace autotrain::train {
 namespace {
 
-// LoRA's frozen weights, read whole, and the unit hooks that merge the adapters into them.
+const model::ParamSource& base_weights(const LoraModel& lora) {
+  AT_CHECK(lora.weights != nullptr, "internal: the LoRA model's base weights are not open");
+  return *lora.weights;
+}
+
+// The engine's hold on LoRA's frozen weights (whole, or its shard under ZeRO-3) and the unit
+// hooks that merge the adapters into them.
 class FrozenBase {
  public:
-  FrozenBase(const LoraModel& lora, model::UnitAccess& engine)
-      : values_(lora.base.padded_size()),
-        access_(lora.base, values_.data(), lora.lora, lora.adapters, engine) {
-    AT_CHECK(lora.weights != nullptr, "internal: the LoRA model's base weights are not open");
-    lora.weights->fill(lora.base, values_, 0);
-  }
+  FrozenBase(const LoraModel& lora, zero::Engine& engine)
+      : engine_(engine),
+        access_(lora.base, engine.hold_frozen(lora.frozen, base_weights(lora)), lora.lora,
+                lora.adapters, engine) {}
   model::UnitAccess& access() { return access_; }
-  std::size_t bytes() const { return values_.size() * sizeof(float) + access_.scratch_bytes(); }
+  std::size_t bytes() const { return engine_.frozen_bytes() + access_.scratch_bytes(); }
 
  private:
-  std::vector<float> values_;
+  const zero::Engine& engine_;
   model::LoraAccess access_;
 };
 

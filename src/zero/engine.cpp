@@ -8,6 +8,9 @@
 //   2      full (+ allgather/step)    PartitionedGradients      shard
 //   3      shard (ParamGatherer)      PartitionedGradients      shard
 //
+// Frozen weights (hold_frozen) follow the params column: whole, or a shard with a ParamGatherer
+// of their own (FrozenParams).
+//
 // The optimizer is one Optimizer per unit over the unit's owned range R(u) (the whole padded
 // unit under stage 0, shard(u, rank) otherwise), so parameters and gradients can be passed from
 // whichever buffer holds them with the range's flat offset as the base.
@@ -20,6 +23,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/zero/partition.hpp"
+#include "frozen_params.hpp"
 #include "gradients.hpp"
 #include "param_gatherer.hpp"
 #include "state_runs.hpp"
@@ -66,6 +70,7 @@ class ZeroEngine final : public Engine {
       : layout_(layout),
         comm_(comm),
         stage_(options.stage),
+        prefetch_(options.prefetch),
         rank_(comm.rank()),
         shard_offsets_(shard_offsets(layout)),
         params_(stage_ == 3 ? shard_offsets_.back() : layout.padded_size(), 0.0f) {
@@ -123,6 +128,7 @@ class ZeroEngine final : public Engine {
   void begin_micro_step(bool last_micro_step) override {
     gradients_->begin_micro_step(last_micro_step);
     if (gatherer_) gatherer_->begin_training_micro_step();
+    if (frozen_) frozen_->begin_training_micro_step();
   }
 
   void finish_backward() override { gradients_->finish(); }
@@ -219,6 +225,18 @@ class ZeroEngine final : public Engine {
     return gatherer_ ? gatherer_->peak_resident_units() : 0;
   }
 
+  // --- frozen weights -------------------------------------------------------------------------
+  model::UnitAccess& hold_frozen(const model::ParamLayout& layout,
+                                 const model::ParamSource& source) override {
+    AT_CHECK(frozen_ == nullptr, "internal: hold_frozen called twice");
+    AT_CHECK(layout.world_size() == comm_.size() && layout.num_units() == layout_.num_units(),
+             "internal: the frozen layout has ", layout.num_units(), " units for world size ",
+             layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
+    frozen_ = std::make_unique<FrozenParams>(layout, comm_, clock_, stage_, prefetch_, source);
+    return *frozen_;
+  }
+  std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
+
  private:
   // The range the optimizer of `unit` updates on this rank.
   model::Range owned(int unit) const { return owned_range(layout_, stage_, rank_, unit); }
@@ -271,14 +289,16 @@ class ZeroEngine final : public Engine {
   const model::ParamLayout& layout_;
   Communicator& comm_;
   int stage_;
+  int prefetch_;
   int rank_;
   WaitClock clock_;
   std::vector<std::size_t> shard_offsets_;
   std::vector<float> params_;  // whole flat buffer, or the shard in shard space (stage 3)
   std::unique_ptr<GradientReducer> gradients_;
   std::unique_ptr<ParamGatherer<HostMemory>> gatherer_;
-  std::vector<Optimizer> optimizers_;  // one per unit, over owned(unit)
-  std::vector<CommHandle> gathers_;    // stage 1/2 parameter all-gathers of one step
+  std::unique_ptr<FrozenParams> frozen_;  // hold_frozen's
+  std::vector<Optimizer> optimizers_;     // one per unit, over owned(unit)
+  std::vector<CommHandle> gathers_;       // stage 1/2 parameter all-gathers of one step
   std::vector<float> norm_parts_;
 };
 

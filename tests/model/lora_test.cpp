@@ -149,7 +149,8 @@ LoraRun run_lora(const ParamLayout& base, const std::vector<double>& base_values
   LoraRun run;
   run.grads.assign(adapters.padded_size(), 0.0);
   BasicFlatUnitAccess<double> inner(adapters, adapter_values.data(), run.grads.data());
-  BasicLoraAccess<double> access(base, base_values.data(), lora, adapters, inner);
+  BasicFlatUnitAccess<double> frozen(base, base_values.data(), nullptr);
+  BasicLoraAccess<double> access(base, frozen, lora, adapters, inner);
   const auto model = make_causal_lm<double>(base, B, T, /*recompute=*/true);
   run.loss = model->forward(access, inputs.data(), targets.data());
   if (backward) model->backward(access, 1.0);
@@ -199,7 +200,7 @@ TEST_P(LoraModel, GivesTheAdaptersTheGradientsOfCentralDifferences) {
   EXPECT_GT(checked, 8);
 }
 
-TEST_P(LoraModel, WorksThroughAStage3LikeAccessThatPoisonsReleasedUnits) {
+TEST_P(LoraModel, WorksThroughStage3LikeAccessesThatPoisonReleasedUnits) {
   const ParamLayout base(GetParam());
   const LoraOptions lora_options = options({"all-linear"});
   const ParamLayout adapters = lora_layout(base, lora_options, 1);
@@ -212,7 +213,8 @@ TEST_P(LoraModel, WorksThroughAStage3LikeAccessThatPoisonsReleasedUnits) {
 
   const std::vector<float> values_float(values.begin(), values.end());
   GatheringAccess inner(adapters, values_float);
-  LoraAccess access(base, base_values.data(), lora, adapters, inner);
+  GatheringAccess frozen(base, base_values);  // the frozen weights gathered like ZeRO-3's
+  LoraAccess access(base, frozen, lora, adapters, inner);
   const auto model = make_causal_lm<float>(base, B, T);
   const auto inputs = random_tokens(B * T, V, 7);
   const auto targets = random_tokens(B * T, V, 8);
@@ -226,6 +228,15 @@ TEST_P(LoraModel, WorksThroughAStage3LikeAccessThatPoisonsReleasedUnits) {
     }
   }
   EXPECT_GT(access.scratch_bytes(), 0u);
+  // Every gathered base unit is released (a merged one at once), as ZeRO-3's slots require.
+  const auto count = [&](const std::string& call) {
+    return std::count(frozen.calls.begin(), frozen.calls.end(), call);
+  };
+  for (int u = 0; u < base.num_units(); ++u) {
+    const std::string unit = "(" + std::to_string(u) + ")";
+    EXPECT_GT(count("params" + unit), 0) << "unit " << u;
+    EXPECT_EQ(count("params" + unit), count("release" + unit)) << "unit " << u;
+  }
 }
 
 // Flat buffers whose first and last units are frozen, as LoRA's are; records grads() calls.

@@ -69,8 +69,9 @@ int main(int argc, char** argv) {
     std::vector<float> grads(trained.padded_size(), 0.0f);
     model::FlatUnitAccess plain(layout, loaded.params.data(), grads.data());
     model::FlatUnitAccess adapters(trained, adapter_values.data(), grads.data());
+    model::FlatUnitAccess frozen(layout, loaded.params.data(), nullptr);
     std::optional<model::LoraAccess> with_lora;
-    if (adapter) with_lora.emplace(layout, loaded.params.data(), lora->lora, trained, adapters);
+    if (adapter) with_lora.emplace(layout, frozen, lora->lora, trained, adapters);
     model::UnitAccess& access = adapter ? static_cast<model::UnitAccess&>(*with_lora) : plain;
     std::vector<float> logits;
     for (int t = 1; t <= T; ++t) {

@@ -3,9 +3,11 @@
 // (model/lora.hpp): the model runs as it always does, over merged weights W + s · B · A, and the
 // gradients it computes for them become those of A and B.
 //
-//   params(u)       the adapters of unit u from `adapters` (the engine: gathered under ZeRO-3);
-//                   a unit with adapters is merged into a scratch copy of its base values, one
-//                   without is the frozen base itself
+//   params(u)       the adapters of unit u from `adapters` (the engine: gathered under ZeRO-3)
+//                   and its frozen weights from `base` (the engine's frozen hooks: gathered
+//                   under ZeRO-3 too); a unit with adapters is merged into a scratch copy of its
+//                   base values, and `base` releases the unit at once; one without is the
+//                   frozen base itself, released with release(u)
 //   grads(u)        a scratch buffer for the merged weights' gradients, zeroed at the unit's
 //                   first contribution; units without adapters are frozen(u): the models skip
 //                   their gradients (GPT-2's final norm, which still asks, gets a scratch)
@@ -27,10 +29,12 @@ namespace autotrain::model {
 template <typename F>
 class BasicLoraAccess final : public BasicUnitAccess<F> {
  public:
-  // base: the whole flat buffer of base_layout (the frozen weights); adapters: the access to the
-  // adapters' layout. All must outlive this.
-  BasicLoraAccess(const ParamLayout& base_layout, const F* base, const LoraAdapters& lora,
-                  const ParamLayout& adapter_layout, BasicUnitAccess<F>& adapters)
+  // base: the frozen weights of base_layout's units (only params and release are called; a unit's
+  // tensors at base_layout's offsets inside it, whatever the padding); adapters: the access to
+  // the adapters' layout. All must outlive this.
+  BasicLoraAccess(const ParamLayout& base_layout, BasicUnitAccess<F>& base,
+                  const LoraAdapters& lora, const ParamLayout& adapter_layout,
+                  BasicUnitAccess<F>& adapters)
       : base_layout_(base_layout),
         base_(base),
         lora_(lora),
@@ -43,12 +47,13 @@ class BasicLoraAccess final : public BasicUnitAccess<F> {
     const std::size_t numel = adapter_layout_.units()[static_cast<std::size_t>(unit)].numel;
     auto& kept = adapter_values_[static_cast<std::size_t>(unit)];
     kept.assign(values, values + numel);  // for grads_ready, which may come after release
-    const F* base = base_ + base_layout_.units()[static_cast<std::size_t>(unit)].offset;
-    if (!lora_.adapts(unit)) return base;
+    if (!lora_.adapts(unit)) return base_.params(unit);
     Scratch& merged = merged_[unit];
     if (merged.users++ == 0) {
       merged.values = take(base_layout_.units()[static_cast<std::size_t>(unit)].numel);
+      const F* base = base_.params(unit);
       std::copy(base, base + merged.values.size(), merged.values.begin());
+      base_.release(unit);  // the model reads the merged copy: a gathered unit is free again
       lora_.merge(unit, kept.data(), merged.values.data());
     }
     return merged.values.data();
@@ -56,6 +61,10 @@ class BasicLoraAccess final : public BasicUnitAccess<F> {
 
   void release(int unit) override {
     adapters_.release(unit);
+    if (!lora_.adapts(unit)) {
+      base_.release(unit);
+      return;
+    }
     const auto open = merged_.find(unit);
     if (open == merged_.end() || --open->second.users > 0) return;
     give_back(std::move(open->second.values));
@@ -112,7 +121,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F> {
   void give_back(std::vector<F> buffer) { spare_[buffer.size()].push_back(std::move(buffer)); }
 
   const ParamLayout& base_layout_;
-  const F* base_;
+  BasicUnitAccess<F>& base_;
   const LoraAdapters& lora_;
   const ParamLayout& adapter_layout_;
   BasicUnitAccess<F>& adapters_;

@@ -1,9 +1,10 @@
 #pragma once
 // LoRA in a run (`peft: true`, docs/training.md "LoRA"): the frozen base model and its adapters
-// (model/lora.hpp). The adapters' layout is the run's trainable layout: the ZeRO engine, the
-// optimizer, checkpoints and resume see only it. The base weights are read whole on every rank
-// and stay fp32 and unchanged; the CPU replica runs the model over them through
-// model::LoraAccess.
+// (model/lora.hpp). The adapters' layout is the run's trainable layout: the optimizer,
+// checkpoints and resume see only it. The base weights stay fp32 and unchanged; the ZeRO engine
+// holds them as its stage holds parameters (zero::Engine::hold_frozen: whole on every rank under
+// stages 0-2, each rank's shard of `frozen` under stage 3, gathered a unit at a time), and the
+// CPU replica runs the model over them through model::LoraAccess.
 #include <memory>
 #include <optional>
 
@@ -20,7 +21,9 @@ std::optional<model::LoraOptions> lora_options(const config::TrainingParams& par
 
 struct LoraModel {
   model::LoraOptions options;
-  model::ParamLayout base;      // the frozen model's layout, whole (world size 1)
+  model::ParamLayout base;      // the frozen model's layout, whole (world size 1): the model's
+  model::ParamLayout frozen;    // the same padded for the world: what the engine holds (ZeRO-3:
+                                // rank r the r-th part of every unit)
   model::ParamLayout adapters;  // the trainable layout, padded for the world
   model::LoraAdapters lora;
   std::unique_ptr<model::ParamSource> weights;  // the base's: pretrained, or from the seed
@@ -34,7 +37,8 @@ struct LoraModel {
 std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup);
 
 // The plan's line: rank, scale, the adapted weights, trainable parameters against the model's,
-// and the frozen weights' memory per rank.
+// and the frozen weights' memory per rank (`frozen_bytes`: Replica::frozen_bytes(), under
+// ZeRO-3 the shard and the gather slots) against the whole base.
 void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes);
 
 // The layout the run trains: the adapters' with LoRA, else the model's padded for the world.

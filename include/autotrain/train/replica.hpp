@@ -42,7 +42,8 @@ class Replica {
   virtual std::span<const float> losses() = 0;
 
   virtual std::size_t activation_bytes() const = 0;
-  // Bytes of the frozen base weights (LoRA) this rank holds; 0 when every weight trains.
+  // Bytes of the frozen base weights (LoRA) this rank holds (under ZeRO-3 its shard and the
+  // gather slots) and LoraAccess's scratch so far; 0 when every weight trains.
   virtual std::size_t frozen_bytes() const { return 0; }
   // Bytes this rank holds on its GPU (all of it allocated at construction); 0 on the CPU.
   virtual std::size_t device_memory_bytes() const { return 0; }
@@ -60,9 +61,9 @@ class Replica {
 
 // The replica `setup` asks for (setup.device, setup.precision), with its engine's parameters
 // not yet set (state().init_parameters or a checkpoint's load). With `lora` (CPU only), `layout`
-// is its adapters' layout: the engine holds the adapters, the model runs over the base weights
-// (read here from lora->weights) through model::LoraAccess. `layout`, `comm` and `lora` must
-// outlive it.
+// is its adapters' layout: the engine holds the adapters and, filled here from lora->weights,
+// the frozen base weights (zero::Engine::hold_frozen: its shard of them under ZeRO-3), and the
+// model runs over them through model::LoraAccess. `layout`, `comm` and `lora` must outlive it.
 std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamLayout& layout,
                                       Communicator& comm, int B, int T,
                                       const LoraModel* lora = nullptr);

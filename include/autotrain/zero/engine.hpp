@@ -14,6 +14,9 @@
 //                  again before its backward, released after; the next unit's gather is
 //                  prefetched; gradients and optimizer state as stage 2
 //
+// Frozen weights (Engine::hold_frozen, LoRA's base model) are held as the stage holds
+// parameters: whole under stages 0-2, sharded and gathered per unit under stage 3.
+//
 // The shard of rank r is the r-th equal part of every unit (ParamLayout::shard).
 //
 // Call sequence of one optimizer step (the trainer's):
@@ -128,6 +131,19 @@ class Engine : public ModelState, public model::UnitAccess {
   // `layout` must be built with world_size = comm.size(). Allocates every buffer now.
   static std::unique_ptr<Engine> create(const model::ParamLayout& layout, Communicator& comm,
                                         const EngineOptions& options);
+
+  // Weights the model reads but never trains (LoRA's base model, train/lora.hpp), held as this
+  // stage holds parameters: whole under stages 0-2; under stage 3 only the rank's shard, each
+  // unit all-gathered on this engine's communicator into slots of its own before use
+  // (prefetched along the hook order) and free again after release. `layout` is built for
+  // comm.size() ranks with the engine layout's units and must outlive the engine; the weights
+  // are filled from `source` now, by owned range. The hooks returned (params and release: no
+  // gradients, no optimizer state, not in checkpoints) live as long as the engine. Once.
+  virtual model::UnitAccess& hold_frozen(const model::ParamLayout& layout,
+                                         const model::ParamSource& source) = 0;
+  // Bytes of those weights on this rank (under stage 3 the shard and the gather slots); 0
+  // without.
+  virtual std::size_t frozen_bytes() const = 0;
 };
 
 }  // namespace autotrain::zero

@@ -1,0 +1,148 @@
+// Frozen weights held by the ZeRO engine (Engine::hold_frozen, LoRA's base model): under stage 3
+// each rank holds its shard of them and the gather slots, not the whole model, and LoRA trained
+// through them (model::LoraAccess between the model and the engine) follows the stage-0 run on
+// the same ranks. Every rank trains on the same micro-batch, so the averaged gradients are each
+// rank's own and any world size must give the same curve. Run under mpirun -np 1..4.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "../../src/zero/gather_schedule.hpp"  // internal to the zero layer: the slots' size
+#include "autotrain/comm/communicator.hpp"
+#include "autotrain/kernels/threads.hpp"
+#include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/lora.hpp"
+#include "autotrain/model/lora_access.hpp"
+#include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/param_source.hpp"
+#include "autotrain/optim/schedule.hpp"
+#include "autotrain/zero/engine.hpp"
+
+namespace autotrain::zero {
+namespace {
+
+constexpr int kB = 2, kT = 8, kV = 64, kSteps = 3;
+constexpr std::uint64_t kSeed = 21;
+
+// A tiny Qwen3-like model (untied LM head, q/k norms) of `layers` blocks.
+model::ModelConfig tiny_llama(int layers) {
+  model::ModelConfig c = model::ModelConfig::gpt2(layers, 4, 32, kT, kV);
+  c.family = model::Family::llama;
+  c.architecture = "Qwen3ForCausalLM";
+  c.n_kv_head = 2;
+  c.head_dim = 8;
+  c.intermediate_size = 48;
+  c.tie_word_embeddings = false;
+  c.qk_norm = true;
+  return c;
+}
+
+std::unique_ptr<Communicator> world_communicator() {
+  return make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
+}
+
+// The layouts of one LoRA run on `world` ranks (train::LoraModel's).
+struct Lora {
+  model::LoraOptions options{4, 8.0, {"all-linear"}};
+  model::ParamLayout base;    // world size 1: the model's
+  model::ParamLayout frozen;  // padded for the world: what the engine holds
+  model::ParamLayout adapters;
+  model::LoraAdapters lora;
+  Lora(const model::ModelConfig& config, int world)
+      : base(config, 1),
+        frozen(config, world),
+        adapters(model::lora_layout(base, options, world)),
+        lora(base, adapters, options) {}
+};
+
+std::unique_ptr<Engine> lora_engine(const Lora& run, Communicator& comm, int stage) {
+  EngineOptions options;
+  options.stage = stage;
+  options.reduce_bucket_size = 500;  // several buckets: reductions in flight beside the gathers
+  return Engine::create(run.adapters, comm, options);
+}
+
+struct Trained {
+  std::vector<float> losses;
+  std::vector<float> adapters;  // every unit's, gathered (the same on every rank)
+};
+
+// kSteps AdamW steps of the adapters at `stage` over frozen weights from the seed.
+Trained train(const model::ModelConfig& config, Communicator& comm, int stage) {
+  const Lora run(config, comm.size());
+  const auto engine = lora_engine(run, comm, stage);
+  engine->init_parameters(model::RandomInit(kSeed + 1));
+  model::UnitAccess& frozen = engine->hold_frozen(run.frozen, model::RandomInit(kSeed));
+  model::LoraAccess access(run.base, frozen, run.lora, run.adapters, *engine);
+  const auto lm = model::make_causal_lm<float>(run.base, kB, kT);
+  std::mt19937 gen(5);
+  std::vector<std::int32_t> inputs(kB * kT), targets(kB * kT);
+  Trained trained;
+  for (int step = 0; step < kSteps; ++step) {
+    for (auto& token : inputs) token = static_cast<std::int32_t>(gen() % kV);
+    for (auto& token : targets) token = static_cast<std::int32_t>(gen() % kV);
+    engine->begin_step();
+    engine->begin_micro_step(true);
+    trained.losses.push_back(lm->forward(access, inputs.data(), targets.data()));
+    lm->backward(access, 1.0f);
+    engine->finish_backward();
+    engine->step(1e-2f, clip_factor(engine->grad_norm(), 1.0));
+  }
+  for (int u = 0; u < run.adapters.num_units(); ++u) {
+    std::vector<float> unit(run.adapters.units()[static_cast<std::size_t>(u)].numel);
+    engine->gather_unit(u, unit, 0);
+    comm.broadcast(std::span<float>(unit), 0);
+    trained.adapters.insert(trained.adapters.end(), unit.begin(), unit.end());
+  }
+  return trained;
+}
+
+class FrozenParams : public ::testing::Test {
+ protected:
+  void SetUp() override { kernels::set_num_threads(1); }
+};
+
+TEST_F(FrozenParams, LoraAtStage3FollowsStage0OverShardedFrozenWeights) {
+  const auto comm = world_communicator();
+  for (const int layers : {2, 3}) {
+    const Trained stage0 = train(tiny_llama(layers), *comm, 0);
+    const Trained stage3 = train(tiny_llama(layers), *comm, 3);
+    ASSERT_EQ(stage0.losses.size(), stage3.losses.size());
+    for (std::size_t s = 0; s < stage0.losses.size(); ++s) {
+      EXPECT_NEAR(stage0.losses[s], stage3.losses[s], 1e-5) << "step " << s;
+    }
+    EXPECT_GT(stage0.losses.front() - stage0.losses.back(), 0.0f) << "the adapters did not train";
+    ASSERT_EQ(stage0.adapters.size(), stage3.adapters.size());
+    for (std::size_t i = 0; i < stage0.adapters.size(); ++i) {
+      ASSERT_NEAR(stage0.adapters[i], stage3.adapters[i], 1e-5) << "adapter element " << i;
+    }
+  }
+}
+
+TEST_F(FrozenParams, Stage3HoldsItsShardOfTheFrozenWeightsAndTheGatherSlots) {
+  const auto comm = world_communicator();
+  const int world = comm->size();
+  const Lora run(tiny_llama(8), world);
+  const std::size_t whole = run.frozen.padded_size() * sizeof(float);
+  const auto stage0 = lora_engine(run, *comm, 0);
+  stage0->hold_frozen(run.frozen, model::RandomInit(kSeed));
+  EXPECT_EQ(stage0->frozen_bytes(), whole);
+
+  const auto stage3 = lora_engine(run, *comm, 3);  // prefetch 1: two slots
+  stage3->hold_frozen(run.frozen, model::RandomInit(kSeed));
+  const std::size_t slots = plan_gather_slots(run.frozen, 1).total() * sizeof(float);
+  EXPECT_EQ(stage3->frozen_bytes(), whole / static_cast<std::size_t>(world) + slots);
+  // The slots hold two of the model's 10 units: well under a third of it.
+  EXPECT_LT(slots, whole / 3);
+  if (world > 1) {
+    EXPECT_LT(stage3->frozen_bytes(), whole / static_cast<std::size_t>(world) + whole / 3);
+  }
+}
+
+}  // namespace
+}  // namespace autotrain::zero
