@@ -175,7 +175,8 @@ std::vector<fs::path> CheckpointDir::remove_leftovers() const {
 
 std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
                                                     std::span<const TensorSpec> expected,
-                                                    const ReaderCheck& check) const {
+                                                    const ReaderCheck& check, bool verify_tensors,
+                                                    std::span<const fs::path> refused) const {
   int rank = 0;
   AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // Rank 0 lists (the folder may be on a file system other ranks see late) and broadcasts.
@@ -191,11 +192,16 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
   AT_MPI_CHECK(MPI_Bcast(names.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
   std::vector<std::string> candidates =
       names.empty() ? std::vector<std::string>{} : split(names, '\n');
+  // Every rank holds the same `refused` list, so every rank drops the same candidates.
+  std::erase_if(candidates, [&](const std::string& candidate) {
+    return std::find(refused.begin(), refused.end(), fs::path(candidate)) != refused.end();
+  });
   for (auto candidate = candidates.begin(); candidate != candidates.end(); ++candidate) {
     std::string why;
     try {
       CheckpointReader reader(*candidate, comm, expected);
-      const std::vector<std::string> problems = reader.verify_checksums();
+      const std::vector<std::string> problems =
+          verify_tensors ? reader.verify_checksums() : reader.verify_run_state();
       if (problems.empty()) {
         try {
           // The run state is the same broadcast description on every rank, so `check`

@@ -165,6 +165,11 @@ struct CheckpointReader::Impl {
   H5File file;  // opened on the first read
   H5Plist transfer;
   std::map<std::string, H5Dataset, std::less<>> datasets;  // closed before `file`
+  // Per dataset of info.datasets, over what read() delivered on this rank since the last
+  // verify_reads(): the sum of the checksum terms, and the number of elements.
+  std::vector<uint64_t> read_sums;
+  std::vector<uint64_t> read_counts;
+  uint64_t bytes_read = 0;
 
   void open_file() {
     if (file.valid()) return;
@@ -189,6 +194,47 @@ struct CheckpointReader::Impl {
         AT_H5_CHECK(H5Dopen2(file.get(), key.c_str(), H5P_DEFAULT), cat(where, ": dataset ", key)));
     return datasets.emplace(key, std::move(handle)).first->second.get();
   }
+
+  // Reads `ranges` of `target`: collectively in the shared layout (one range per rank
+  // per call, as many calls as the rank with the most ranges), independently through the
+  // virtual datasets in the per-rank layout.
+  void read_ranges(const DatasetInfo& target, std::span<const ReadRange> ranges) {
+    for (const auto& range : ranges) {
+      AT_CHECK(range.offset + range.out.size() <= target.length, "checkpoint ", where,
+               ": read of [", range.offset, ", ", range.offset + range.out.size(), ") of '",
+               target.name, "' lies past its length ", target.length);
+      bytes_read += range.out.size() * sizeof(float);
+    }
+    const std::string object = cat(where, ": dataset ", target.name);
+    hid_t handle = dataset(target.name);
+    H5Space file_space(AT_H5_CHECK(H5Dget_space(handle), object));
+    if (info.layout == Layout::per_rank) {
+      for (const auto& range : ranges) {
+        if (range.out.empty()) continue;
+        hsize_t dims[1] = {range.out.size()};
+        H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+        h5::select_range(file_space.get(), range.offset, dims[0], object);
+        AT_H5_CHECK(H5Dread(handle, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                            transfer.get(), range.out.data()),
+                    object);
+      }
+      return;
+    }
+    float sink = 0.0f;
+    uint64_t rounds = ranges.size();
+    AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_UINT64_T, MPI_MAX, comm));
+    for (uint64_t round = 0; round < rounds; ++round) {
+      const ReadRange* range = round < ranges.size() ? &ranges[round] : nullptr;
+      const uint64_t count = range ? range->out.size() : 0;
+      h5::select_range(file_space.get(), range ? range->offset : 0, count, object);
+      hsize_t dims[1] = {std::max<uint64_t>(count, 1)};
+      H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
+      h5::select_range(memory_space.get(), 0, count, object);
+      AT_H5_CHECK(H5Dread(handle, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
+                          transfer.get(), count > 0 ? range->out.data() : &sink),
+                  object);
+    }
+  }
 };
 
 CheckpointReader::CheckpointReader(const fs::path& path, MPI_Comm comm,
@@ -201,6 +247,8 @@ CheckpointReader::CheckpointReader(const fs::path& path, MPI_Comm comm,
   AT_MPI_CHECK(MPI_Comm_rank(comm, &impl_->rank));
   AT_MPI_CHECK(MPI_Comm_size(comm, &impl_->size));
   impl_->info = broadcast_description(path, comm);
+  impl_->read_sums.assign(impl_->info.datasets.size(), 0);
+  impl_->read_counts.assign(impl_->info.datasets.size(), 0);
   // Every rank holds the same description, so every rank reaches the same verdict.
   for (const auto& spec : expected) {
     const DatasetInfo* found = find(spec.name);
@@ -235,40 +283,11 @@ const DatasetInfo* CheckpointReader::find(std::string_view name) const {
 void CheckpointReader::read(std::string_view name, std::span<const ReadRange> ranges) {
   const DatasetInfo* info = find(name);
   AT_CHECK(info != nullptr, "checkpoint ", impl_->where, ": no dataset '", name, "'");
+  impl_->read_ranges(*info, ranges);
+  const auto d = static_cast<size_t>(info - impl_->info.datasets.data());
   for (const auto& range : ranges) {
-    AT_CHECK(range.offset + range.out.size() <= info->length, "checkpoint ", impl_->where,
-             ": read of [", range.offset, ", ", range.offset + range.out.size(), ") of '", name,
-             "' lies past its length ", info->length);
-  }
-  const std::string object = cat(impl_->where, ": dataset ", name);
-  hid_t dataset = impl_->dataset(name);
-  H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset), object));
-  float sink = 0.0f;
-  if (impl_->info.layout == Layout::per_rank) {
-    for (const auto& range : ranges) {
-      if (range.out.empty()) continue;
-      hsize_t dims[1] = {range.out.size()};
-      H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
-      h5::select_range(file_space.get(), range.offset, dims[0], object);
-      AT_H5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                          impl_->transfer.get(), range.out.data()),
-                  object);
-    }
-    return;
-  }
-  // Collective: one range per rank per call, as many calls as the rank with the most ranges.
-  uint64_t rounds = ranges.size();
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_UINT64_T, MPI_MAX, impl_->comm));
-  for (uint64_t round = 0; round < rounds; ++round) {
-    const ReadRange* range = round < ranges.size() ? &ranges[round] : nullptr;
-    const uint64_t count = range ? range->out.size() : 0;
-    h5::select_range(file_space.get(), range ? range->offset : 0, count, object);
-    hsize_t dims[1] = {std::max<uint64_t>(count, 1)};
-    H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
-    h5::select_range(memory_space.get(), 0, count, object);
-    AT_H5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                        impl_->transfer.get(), count > 0 ? range->out.data() : &sink),
-                object);
+    impl_->read_sums[d] += checksum_piece(range.offset, range.out);
+    impl_->read_counts[d] += range.out.size();
   }
 }
 
@@ -297,22 +316,14 @@ std::vector<std::string> CheckpointReader::verify_checksums() {
     for (uint64_t round = 0; round < rounds; ++round) {
       const uint64_t first = std::min(end, begin + round * kChunk);
       const uint64_t count = std::min(kChunk, end - first);
-      std::span<float> out(buffer.data(), count);
-      read(datasets[d].name, first, out);
-      sums[d] += checksum_piece(first, out);
+      const ReadRange range{first, std::span<float>(buffer.data(), count)};
+      impl_->read_ranges(datasets[d], std::span<const ReadRange>(&range, 1));
+      sums[d] += checksum_piece(first, range.out);
     }
   }
   AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T,
                              MPI_SUM, impl_->comm));
-  std::vector<std::string> problems;
-  if (impl_->info.run_state_checksum &&
-      run_state_checksum(impl_->info) != *impl_->info.run_state_checksum) {
-    problems.push_back(cat("run_state: checksum mismatch (stored ", std::hex,
-                           *impl_->info.run_state_checksum, ", computed ",
-                           run_state_checksum(impl_->info), std::dec,
-                           "): the step, data position or another part of the run state was "
-                           "altered"));
-  }
+  std::vector<std::string> problems = verify_run_state();
   for (size_t d = 0; d < datasets.size(); ++d) {
     if (sums[d] != datasets[d].checksum) {
       problems.push_back(cat(datasets[d].name, ": checksum mismatch (stored ", std::hex,
@@ -320,6 +331,46 @@ std::vector<std::string> CheckpointReader::verify_checksums() {
     }
   }
   return problems;
+}
+
+std::vector<std::string> CheckpointReader::verify_reads() {
+  const auto& datasets = impl_->info.datasets;
+  // One all-reduce of [sums..., counts...]: the sums wrap mod 2^64 like the checksum itself.
+  std::vector<uint64_t> totals = impl_->read_sums;
+  totals.insert(totals.end(), impl_->read_counts.begin(), impl_->read_counts.end());
+  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, totals.data(), static_cast<int>(totals.size()),
+                             MPI_UINT64_T, MPI_SUM, impl_->comm));
+  std::fill(impl_->read_sums.begin(), impl_->read_sums.end(), 0);
+  std::fill(impl_->read_counts.begin(), impl_->read_counts.end(), 0);
+  std::vector<std::string> problems;
+  for (size_t d = 0; d < datasets.size(); ++d) {
+    const uint64_t sum = totals[d];
+    const uint64_t count = totals[datasets.size() + d];
+    if (count == 0) continue;  // not read: nothing to check
+    if (count != datasets[d].length) {
+      problems.push_back(cat(datasets[d].name, ": the ranks read ", count, " elements of ",
+                             datasets[d].length,
+                             ", so its checksum cannot be checked from what "
+                             "they read (each element must be read exactly once)"));
+    } else if (sum != datasets[d].checksum) {
+      problems.push_back(cat(datasets[d].name, ": checksum mismatch (stored ", std::hex,
+                             datasets[d].checksum, ", computed ", sum, std::dec,
+                             ") in the ranges read by ", impl_->size, " rank(s)"));
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> CheckpointReader::verify_run_state() const {
+  const CheckpointInfo& info = impl_->info;
+  if (!info.run_state_checksum || run_state_checksum(info) == *info.run_state_checksum) return {};
+  return {cat("run_state: checksum mismatch (stored ", std::hex, *info.run_state_checksum,
+              ", computed ", run_state_checksum(info), std::dec,
+              "): the step, data position or another part of the run state was altered")};
+}
+
+uint64_t CheckpointReader::bytes_read() const {
+  return impl_->bytes_read;
 }
 
 }  // namespace autotrain::ckpt

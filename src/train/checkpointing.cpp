@@ -16,6 +16,7 @@
 #include "autotrain/core/timer.hpp"
 #include "autotrain/train/export.hpp"
 #include "autotrain/train/lora.hpp"
+#include "held_state.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -272,18 +273,22 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
   return problems;
 }
 
-void load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
-                       const model::ParamLayout& layout, OptimizerKind optimizer,
-                       bool optimizer_state) {
+std::vector<std::string> load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
+                                           const model::ParamLayout& layout,
+                                           OptimizerKind optimizer, bool optimizer_state,
+                                           Communicator& comm) {
   const auto specs = checkpoint_tensors(layout, optimizer);
   const int kinds = kinds_for(optimizer);
-  // Ranges per checkpoint tensor; every rank then reads every tensor in the same order (the
-  // reads are collective), with whatever ranges it holds, possibly none.
+  const int loaded = optimizer_state ? kinds : 1;
+  const std::vector<zero::StateRun> held = engine.held_runs();
+  // Each rank reads only its own part of every tensor (held_state.hpp); every rank then reads
+  // every tensor in the same order (the reads are collective), with whatever ranges it owns.
   std::vector<std::vector<ckpt::ReadRange>> ranges(specs.size());
-  for (const auto& run : engine.held_runs()) {
+  for (const auto& run : held) {
+    if (!owned_by(layout, run, comm.rank())) continue;
     const size_t t = tensor_of(layout, run.begin);
     const auto& tensor = layout.tensors()[t];
-    for (int kind = 0; kind < (optimizer_state ? kinds : 1); ++kind) {
+    for (int kind = 0; kind < loaded; ++kind) {
       float* data = state_of(run, kind);
       if (data == nullptr) continue;
       ranges[t * static_cast<size_t>(kinds) + static_cast<size_t>(kind)].push_back(
@@ -291,32 +296,43 @@ void load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
     }
   }
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (!optimizer_state && i % static_cast<size_t>(kinds) != kParams) continue;
+    if (static_cast<int>(i % static_cast<size_t>(kinds)) >= loaded) continue;
     reader.read(specs[i].name, ranges[i]);
   }
+  // The parts cover every element once, so the partial checksums make the whole ones.
+  std::vector<std::string> problems = reader.verify_reads();
+  if (!problems.empty()) return problems;
+  complete_held_state(held, layout, loaded, comm);
   engine.after_load();
+  return {};
 }
 
 std::optional<fs::path> resolve_resume(const std::string& setting, const ckpt::CheckpointDir& dir,
-                                       MPI_Comm comm) {
+                                       MPI_Comm comm, TensorCheck tensors,
+                                       std::span<const fs::path> refused) {
   if (setting == "none") return std::nullopt;
+  const bool whole_read = tensors == TensorCheck::whole_read;
   if (setting == "auto") {
     // A run state that does not parse or is out of range is skipped like a damaged tensor.
     return dir.resolve_auto(
-        comm, {}, [](const ckpt::CheckpointReader& reader) { read_resume_point(reader); });
+        comm, {}, [](const ckpt::CheckpointReader& reader) { read_resume_point(reader); },
+        whole_read, refused);
   }
   const fs::path path = setting;
   std::vector<std::string> problems;
   {
     ckpt::CheckpointReader reader(path, comm);
-    problems = reader.verify_checksums();
+    problems = whole_read ? reader.verify_checksums() : reader.verify_run_state();
   }
-  if (!problems.empty()) {
-    throw CollectiveError(cat("resume_from_checkpoint: ", path.string(),
-                              " fails verification: ", join(problems, "; "),
-                              " (use an earlier checkpoint, or resume_from_checkpoint: auto)"));
-  }
+  if (!problems.empty()) throw unverified_checkpoint(path, problems);
   return path;
+}
+
+CollectiveError unverified_checkpoint(const fs::path& path,
+                                      const std::vector<std::string>& problems) {
+  return CollectiveError(cat("resume_from_checkpoint: ", path.string(),
+                             " fails verification: ", join(problems, "; "),
+                             " (use an earlier checkpoint, or resume_from_checkpoint: auto)"));
 }
 
 void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
@@ -351,7 +367,11 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
   options.stage = 3;  // each rank holds only its shard; export_model gathers a unit at a time
   options.optimizer.kind = saved.optimizer;
   auto engine = zero::Engine::create(layout, *comm, options);
-  load_engine_state(reader, *engine, layout, saved.optimizer, false);
+  if (auto problems = load_engine_state(reader, *engine, layout, saved.optimizer, false, *comm);
+      !problems.empty()) {
+    throw CollectiveError(cat("export --checkpoint: ", checkpoint.string(),
+                              " fails verification: ", join(problems, "; ")));
+  }
   // The base model's config.json fields, when its folder is still there.
   std::error_code error;
   const fs::path base = saved.base_folder;

@@ -44,9 +44,12 @@ void check_base_weights(const ResumePoint& saved, const RunSetup& setup, const s
 
 }  // namespace
 
-std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir) {
+std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir,
+                                          TensorCheck tensors,
+                                          std::span<const std::filesystem::path> refused) {
   const auto& params = setup.params();
-  const auto path = resolve_resume(params.resume_from_checkpoint, dir, setup.comm);
+  const auto path =
+      resolve_resume(params.resume_from_checkpoint, dir, setup.comm, tensors, refused);
   if (!path) return std::nullopt;
   const std::string name = path->string();
   ResumeDecision decision{*path, read_resume_point(ckpt::CheckpointReader(*path, setup.comm)), {}};

@@ -171,7 +171,9 @@ class TrainingRun {
  private:
   void log_plan() const;
   void initialize_parameters();  // from source_, for a run that does not resume
-  void resume_from(const ResumeDecision& resume);
+  // False when the checkpoint's tensors fail verification under resume_from_checkpoint: auto
+  // (the engine then holds unverified values: load another or initialise); Error otherwise.
+  bool resume_from(const ResumeDecision& resume);
   void evaluate_initial();
   ckpt::CheckpointContent content_at(long long steps_done);
   void save_at(long long steps_done);
@@ -286,11 +288,15 @@ void TrainingRun::log_plan() const {
 void TrainingRun::resume_and_begin() {
   // Resume: the parameters, the optimizer state and the data position of a checkpoint of any
   // world size and stage (docs/training.md, "Resuming").
-  if (const auto resume = plan_resume(setup_, checkpoint_dir_)) {
-    resume_from(*resume);
-  } else {
-    initialize_parameters();
+  // The tensors are verified as they load (each rank checks what it reads); under `auto` a
+  // checkpoint that fails there is refused and the plan is made again without it.
+  std::vector<std::filesystem::path> refused;
+  std::optional<ResumeDecision> resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load);
+  while (resume && !resume_from(*resume)) {
+    refused.push_back(resume->path);
+    resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused);
   }
+  if (!resume) initialize_parameters();
   // After the resume checks: a refused resume leaves the description of the earlier run as it
   // was; an accepted one records its changes in param_changes.jsonl (resume_from).
   if (talker_) {
@@ -335,13 +341,26 @@ void TrainingRun::initialize_parameters() {
             ", of which the reading added at most ", human_bytes(double(growth[0])));
 }
 
-void TrainingRun::resume_from(const ResumeDecision& resume) {
+bool TrainingRun::resume_from(const ResumeDecision& resume) {
   const std::string name = resume.path.string();
   const ResumePoint& saved = resume.saved;
   // Opened with the expected tensors: each must be present with its length.
   ckpt::CheckpointReader reader(resume.path, setup_.comm,
                                 checkpoint_tensors(layout_, optimizer_kind_));
-  load_engine_state(reader, *engine_, layout_, optimizer_kind_, true);
+  const std::vector<std::string> problems =
+      load_engine_state(reader, *engine_, layout_, optimizer_kind_, true, *scalars_);
+  if (!problems.empty()) {
+    if (params_.resume_from_checkpoint != "auto")
+      throw unverified_checkpoint(resume.path, problems);
+    if (talker_) {
+      log::warn("skipping checkpoint ", name, ": ", join(problems, "; "),
+                "; falling back to the one saved before it");
+    }
+    return false;
+  }
+  unsigned long long most_read = reader.bytes_read();
+  AT_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, &most_read, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, setup_.comm));
   engine_->set_optimizer_steps(saved.optimizer_steps);
   sampler_.restore(saved.position);
   scaler_.restore(saved.loss_scaler);
@@ -350,13 +369,15 @@ void TrainingRun::resume_from(const ResumeDecision& resume) {
   if (talker_) record_param_changes(project_, saved.step, name, resume.changes);
   log::info("resume: ", name, " at step ", saved.step, " (written by ", saved.world_size,
             " rank(s), ZeRO stage ", saved.zero_stage, "); continuing at epoch ",
-            saved.position.epoch, ", sample ", saved.position.sample_in_epoch);
+            saved.position.epoch, ", sample ", saved.position.sample_in_epoch, "; read ",
+            human_bytes(double(most_read)), " of tensors per rank at most");
   if (saved.total_steps != total_steps_ && talker_) {
     log::warn("resume: the checkpoint's run planned ", saved.total_steps,
               " steps and this one plans ", total_steps_,
               " (max_steps/epochs changed); the learning-rate schedule follows the new total, "
               "so losses will differ from an uninterrupted run");
   }
+  return true;
 }
 
 // The starting point, so the curve shows how far training moved the validation loss.

@@ -174,11 +174,72 @@ TEST_P(LayoutTest, FlippedByteFailsVerificationNamingTheDataset) {
       << problems[0];
 }
 
+// Rank r's part [length * r / world, length * (r + 1) / world) of every tensor of `fixture`,
+// read with read() and compared with the written values unless `damaged`; returns the elements
+// read.
+uint64_t read_own_parts(CheckpointReader& reader, const Fixture& fixture, bool damaged = false) {
+  const auto world = static_cast<uint64_t>(world_size());
+  const auto me = static_cast<uint64_t>(world_rank());
+  uint64_t elements = 0;
+  for (size_t t = 0; t < fixture.tensors.size(); ++t) {
+    const uint64_t length = fixture.tensors[t].length;
+    const uint64_t begin = length * me / world;
+    std::vector<float> part(length * (me + 1) / world - begin);
+    reader.read(fixture.tensors[t].name, begin, part);
+    for (uint64_t i = 0; i < part.size() && !damaged; ++i) {
+      EXPECT_EQ(part[i], value_at(t, begin + i));
+    }
+    elements += part.size();
+  }
+  return elements;
+}
+
+TEST_P(LayoutTest, RanksReadingTheirPartsOnlyVerifyTheWholeFromPartialChecksums) {
+  testing::SharedTempDir dir;
+  Fixture fixture;
+  const fs::path path = dir.path() / "checkpoint-3.h5";
+  write_checkpoint(path, fixture.content, {.layout = GetParam()}, MPI_COMM_WORLD);
+  CheckpointReader reader(path, MPI_COMM_WORLD);
+  const uint64_t elements = read_own_parts(reader, fixture);
+  EXPECT_EQ(reader.bytes_read(), elements * sizeof(float));
+  EXPECT_TRUE(reader.verify_reads().empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(BothLayouts, LayoutTest,
                          ::testing::Values(Layout::shared, Layout::per_rank),
                          [](const auto& layout) {
                            return layout.param == Layout::shared ? "Shared" : "PerRank";
                          });
+
+TEST(CheckpointReads, AFlippedBitInTheLastRanksPartFailsItsPartialChecksum) {
+  testing::SharedTempDir dir;
+  Fixture fixture;
+  const fs::path path = dir.path() / "checkpoint-3.h5";
+  write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
+  // Element 46 of 48: in the last rank's part whatever the world size.
+  if (world_rank() == 0) flip_byte(path, "model/transformer.h.0.attn.c_attn.weight", 46 * 4 + 1);
+  MPI_Barrier(MPI_COMM_WORLD);
+  CheckpointReader reader(path, MPI_COMM_WORLD);
+  read_own_parts(reader, fixture, true);
+  const std::vector<std::string> problems = reader.verify_reads();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_TRUE(
+      problems[0].starts_with("model/transformer.h.0.attn.c_attn.weight: checksum mismatch"))
+      << problems[0];
+}
+
+TEST(CheckpointReads, ATensorReadInPartIsReportedUnverifiable) {
+  testing::SharedTempDir dir;
+  Fixture fixture;
+  const fs::path path = dir.path() / "checkpoint-3.h5";
+  write_checkpoint(path, fixture.content, {}, MPI_COMM_WORLD);
+  CheckpointReader reader(path, MPI_COMM_WORLD);
+  std::vector<float> half(world_rank() == 0 ? 24 : 0);
+  reader.read("model/transformer.h.0.attn.c_attn.weight", 0, half);
+  const std::vector<std::string> problems = reader.verify_reads();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("read 24 elements of 48"), std::string::npos) << problems[0];
+}
 
 // Runs `body`, expecting an Error whose message contains every fragment.
 template <typename Body>

@@ -135,14 +135,31 @@ class CheckpointReader {
   const std::filesystem::path& path() const;
   const DatasetInfo* find(std::string_view name) const;
 
-  // Collective: each rank reads its own ranges (any number, possibly none) of tensor `name`.
+  // Collective: each rank reads its own ranges (any number, possibly none) of tensor `name`,
+  // and adds their checksum terms to its partial sum of that dataset (for verify_reads).
   void read(std::string_view name, std::span<const ReadRange> ranges);
   void read(std::string_view name, uint64_t offset, std::span<float> out);
 
+  // Collective: the check of what read() delivered, without reading anything again. For every
+  // dataset some rank read, the partial sums of all ranks are added (one all-reduce) and
+  // compared with the stored checksum; valid because the checksum is a sum over elements
+  // (checksum.hpp). The ranks must together have read each such dataset exactly once: a
+  // dataset read in part, or twice, is reported as unverifiable. Returns one line per bad
+  // dataset (empty when all are good), the same on every rank; the partial sums start again.
+  std::vector<std::string> verify_reads();
+
   // Collective: every rank reads and checksums an equal share of every dataset; the sums are
-  // combined and compared with the stored checksums. Returns one line per bad dataset ("" list
-  // when all are good).
+  // combined and compared with the stored checksums; verify_run_state() too. Returns one line
+  // per bad dataset (empty when all are good).
   std::vector<std::string> verify_checksums();
+
+  // The run state's checksum (run_state_checksum), compared on every rank with the broadcast
+  // description: reads no tensor. One line when it does not match, empty otherwise.
+  std::vector<std::string> verify_run_state() const;
+
+  // Bytes of tensor data this rank has read from the file since it was opened (read() and
+  // verify_checksums(); the description is not counted).
+  uint64_t bytes_read() const;
 
  private:
   struct Impl;

@@ -54,14 +54,16 @@ class CheckpointDir {
   // it after committing; the project lock keeps other runs out). Returns what was removed.
   std::vector<std::filesystem::path> remove_leftovers() const;
 
-  // Collective: the first checkpoint of newest_first() that opens, has the `expected` datasets,
-  // passes its checksums and `check` (the caller's test of its run state: it throws an Error to
-  // refuse it). Each one skipped is reported with a warning naming it and why. nullopt when the
-  // folder has no valid checkpoint.
+  // Collective: the first checkpoint of newest_first(), `refused` left out, that opens, has the
+  // `expected` datasets, passes its checksums and `check` (the caller's test of its run state:
+  // it throws an Error to refuse it). Each one skipped is reported with a warning naming it and
+  // why. nullopt when the folder has no valid checkpoint. With `verify_tensors` false only the
+  // run state's checksum is checked here (no tensor is read): for a caller that verifies the
+  // tensors as it loads them and calls again, with the failed one in `refused`.
   using ReaderCheck = std::function<void(const CheckpointReader&)>;
-  std::optional<std::filesystem::path> resolve_auto(MPI_Comm comm,
-                                                    std::span<const TensorSpec> expected = {},
-                                                    const ReaderCheck& check = {}) const;
+  std::optional<std::filesystem::path> resolve_auto(
+      MPI_Comm comm, std::span<const TensorSpec> expected = {}, const ReaderCheck& check = {},
+      bool verify_tensors = true, std::span<const std::filesystem::path> refused = {}) const;
 
  private:
   // The committed checkpoints, newest commit first, then those not in `commits` by step.

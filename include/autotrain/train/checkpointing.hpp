@@ -8,20 +8,24 @@
 //   model/<p>                   the fp32 master weights (wte keeps its padded vocabulary rows)
 //   optimizer/exp_avg/<p>       AdamW's first moment (SGD: the momentum buffer)
 //   optimizer/exp_avg_sq/<p>    AdamW's second moment (absent for SGD)
-// Each rank writes its zero::ModelState::shard_runs() and reads back its held_runs(), so a
-// checkpoint written by any (world size, stage) loads into any other.
+// Each rank writes its zero::ModelState::shard_runs() and reads back the same part under its
+// own partition, completing its held_runs() from the other ranks, so a checkpoint written by
+// any (world size, stage) loads into any other.
 #include <mpi.h>
 
 #include <exception>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "autotrain/ckpt/checkpoint.hpp"
 #include "autotrain/ckpt/checkpoint_dir.hpp"
+#include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/training_params.hpp"
+#include "autotrain/core/error.hpp"
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/model/lora.hpp"
 #include "autotrain/model/param_layout.hpp"
@@ -77,18 +81,37 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
                                                 OptimizerKind optimizer,
                                                 const std::optional<model::LoraOptions>& lora);
 
-// Collective: reads into every range the engine holds (held_runs: the parameters, and with
-// `optimizer_state` the moments too), then engine.after_load(). Does not set the optimizer's
+// Collective over the engine's ranks (`comm`: host memory, so the MPI communicator where the
+// engine's is NCCL). Fills every range the engine holds (held_runs: the parameters, and with
+// `optimizer_state` the moments too) while each rank reads from the file only its own part of
+// every tensor (src/train/held_state.hpp); the partial checksums of what was read are checked
+// with one collective decision (CheckpointReader::verify_reads), and what the stage
+// replicates is completed by all-gathers over `comm`, then engine.after_load(). Returns the
+// verification problems, the same on every rank: when there are any, the engine holds
+// unverified values and must be loaded again or initialised. Does not set the optimizer's
 // step count.
-void load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
-                       const model::ParamLayout& layout, OptimizerKind optimizer,
-                       bool optimizer_state);
+std::vector<std::string> load_engine_state(ckpt::CheckpointReader& reader, zero::ModelState& engine,
+                                           const model::ParamLayout& layout,
+                                           OptimizerKind optimizer, bool optimizer_state,
+                                           Communicator& comm);
+
+// How resolve_resume checks the tensors of the checkpoint it picks: by reading them all (a dry
+// run, which loads nothing), or at load, where load_engine_state verifies what each rank reads
+// and the caller falls back past a checkpoint that fails (calling again with it refused).
+enum class TensorCheck { whole_read, at_load };
 
 // resume_from_checkpoint: "none" -> nullopt; "auto" -> the newest valid checkpoint in `dir`
-// (skipping, with a warning, each newer one that fails to open or verify), nullopt when there
-// is none; anything else is a path that must open and verify, or Error. Collective.
-std::optional<std::filesystem::path> resolve_resume(const std::string& setting,
-                                                    const ckpt::CheckpointDir& dir, MPI_Comm comm);
+// not in `refused` (skipping, with a warning, each newer one that fails to open or verify),
+// nullopt when there is none; anything else is a path that must open and verify, or Error.
+// The run state's checksum is always checked; the tensors' as `tensors` says. Collective.
+std::optional<std::filesystem::path> resolve_resume(
+    const std::string& setting, const ckpt::CheckpointDir& dir, MPI_Comm comm,
+    TensorCheck tensors = TensorCheck::whole_read,
+    std::span<const std::filesystem::path> refused = {});
+
+// The error for a checkpoint resume_from_checkpoint names that fails verification.
+CollectiveError unverified_checkpoint(const std::filesystem::path& path,
+                                      const std::vector<std::string>& problems);
 
 // `autotrain export`: the model of checkpoint `checkpoint` as a Hugging Face folder in `dir`
 // (export.hpp), in `export_dtype` (fp32|bf16|fp16), in files of at most `max_shard_size`

@@ -19,10 +19,13 @@ struct ResumeDecision {
 };
 
 // Collective over MPI_COMM_WORLD. The checkpoint resume_from_checkpoint names (auto: the one
-// `latest` names, then the others in commit order, each verified), with its run state checked
-// against this run: the same model shape and optimizer, the same global batch, and only the
-// parameter changes the policy allows. nullopt: a fresh start. A checkpoint this run cannot
-// continue from is a CollectiveError that says what differs and how to fix it.
-std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir);
+// `latest` names, then the others in commit order, each verified, those in `refused` left
+// out), with its run state checked against this run: the same model shape and optimizer, the
+// same global batch, and only the parameter changes the policy allows. nullopt: a fresh
+// start. A checkpoint this run cannot continue from is a CollectiveError that says what
+// differs and how to fix it. `tensors`: see resolve_resume (the trainer verifies at load).
+std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir,
+                                          TensorCheck tensors = TensorCheck::whole_read,
+                                          std::span<const std::filesystem::path> refused = {});
 
 }  // namespace autotrain::train
