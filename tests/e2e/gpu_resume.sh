@@ -2,7 +2,8 @@
 # Checkpoints move between devices (docs/gpu.md): a run trained on the CPU resumes on the GPU,
 # and one trained on the GPU resumes on the CPU, each continuing to the loss curve of the run it
 # left within 1e-2 relative (fp32 on both; kernels sum in other orders and the difference grows over 40 steps). Also `autotrain train --device cuda` end to end, and
-# `autotrain generate` on the GPU (greedy: the CPU's text).
+# `autotrain generate` on the GPU (greedy: the CPU's text), and a CPU bf16 checkpoint resumed
+# on the GPU in bf16.
 # Skipped (77) where this build or machine has no GPU.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -62,4 +63,18 @@ timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${base[@]}" --eval-stra
   --mixed-precision bf16 --project-name bf16 > bf16.log 2>&1 || fail "bf16 training"
 grep -q "final validation loss [0-9]" bf16.log || fail "no validation loss from the GPU run"
 $check tail cpu/metrics.jsonl bf16/metrics.jsonl 1 5e-2
+
+# A checkpoint of a CPU run in bf16 (bf16 products where the CPU has them, fp32 elsewhere)
+# resumes on the GPU in bf16 and continues that run's curve: the format depends on neither the
+# device nor the precision.
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${common[@]}" --device cpu \
+  --mixed-precision bf16 --project-name cpu-bf16 > cpu-bf16.log 2>&1 || fail "bf16 training on cpu"
+mkdir cpu-bf16-to-cuda
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${common[@]}" --device cuda \
+  --mixed-precision bf16 --project-name cpu-bf16-to-cuda \
+  --resume-from-checkpoint cpu-bf16/checkpoints/checkpoint-20.h5 > cpu-bf16-to-cuda.log 2>&1 ||
+  fail "resume of a cpu bf16 checkpoint on cuda in bf16"
+grep -q "resume: cpu-bf16/checkpoints/checkpoint-20.h5 at step 20" cpu-bf16-to-cuda.log ||
+  fail "cpu bf16 -> cuda bf16 did not resume at step 20"
+$check tail cpu-bf16/metrics.jsonl cpu-bf16-to-cuda/metrics.jsonl 21 5e-2
 echo "gpu_resume: ok"
