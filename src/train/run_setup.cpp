@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -239,6 +240,23 @@ void resolve_cpu_precision(RunSetup& setup, MPI_Comm world) {
 
 }  // namespace
 
+std::string oversubscription_warning(int node_ranks, int threads, int node_cores,
+                                     const char* omp_wait_policy) {
+  const long wanted = static_cast<long>(node_ranks) * threads;
+  if (threads <= 1 || wanted <= node_cores) return {};  // one thread never waits for others
+  const std::string policy = omp_wait_policy == nullptr ? "" : omp_wait_policy;
+  std::string lower;
+  for (const char c : policy)
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "passive") return {};
+  return cat(node_ranks, " rank(s) × ", threads, " thread(s) = ", wanted,
+             " OpenMP threads on this node's ", node_cores,
+             " core(s), and OpenMP threads spin while they wait (OMP_WAIT_POLICY ",
+             policy.empty() ? "unset" : policy,
+             "): set OMP_WAIT_POLICY=passive for the job (mpirun -x OMP_WAIT_POLICY, or export "
+             "it before srun), or use fewer threads");
+}
+
 RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks& ranks) {
   RunSetup setup;
   MPI_Comm world = ranks.comm;
@@ -309,6 +327,13 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
   setup.zero_stage = static_cast<int>(params.zero_stage);
   setup.allow_changed_params = command_line.allow_changed_params;
   choose_threads(setup);
+  if (setup.device == Device::cpu && setup.topology.local_rank == 0) {
+    const std::string warning = oversubscription_warning(
+        setup.node_ranks, setup.threads,
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+        std::getenv("OMP_WAIT_POLICY"));
+    if (!warning.empty()) log::warn(warning);
+  }
   failure.clear();
   try {
     const RankResources resources = rank_resources(setup.node_ranks);

@@ -25,6 +25,14 @@ enum class Device { cpu, cuda };
 enum class Precision { fp32, bf16, fp16 };
 const char* precision_name(Precision precision);  // "fp32", "bf16", "fp16"
 
+// What a node's first rank says when the node's ranks run more OpenMP threads than it has cores
+// (node_ranks × threads > node_cores, threads > 1) while OpenMP threads spin as they wait
+// (OMP_WAIT_POLICY unset or active; `omp_wait_policy` null when unset): the spinning threads then
+// hold the cores that the other ranks' threads need (docs/benchmarks.md, "OpenMP wait policy").
+// Empty when there is nothing to say.
+std::string oversubscription_warning(int node_ranks, int threads, int node_cores,
+                                     const char* omp_wait_policy);
+
 // The ranks a run trains on: the whole job, or this rank's model group of it when an allocation
 // trains several models (model_group.hpp).
 struct RunRanks {
