@@ -154,9 +154,9 @@ build() {
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
     -DAUTOTRAIN_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="$arch"
   # Only what the check runs: the binary, the kernel and model tests, generate's tests
-  # (test_train), the MPI tests of the communicator and of the trainer's replicas.
+  # (test_train), the MPI tests of the communicator, the device engine and the trainer's replicas.
   cmake --build "$build" -j "$jobs" --target autotrain test_kernels test_model test_train \
-    mpitest_comm mpitest_train
+    mpitest_comm mpitest_zero mpitest_train
 }
 
 # The tests marked "// Real GPU only:" (scripts/real-gpu-tests.py --list says what each confirms):
@@ -229,13 +229,14 @@ ctest_gpu() {
     echo "GPU tests were skipped (listed above): on this machine they must run"
     return 1
   fi
-  # The MPI binaries skip inside gtest, which ctest cannot see: run the replica tests directly.
+  # The MPI binaries skip inside gtest, which ctest cannot see: run the device engine's and the
+  # replica tests directly.
   local replica
-  replica=$($mpirun -np 1 "$build/tests/mpitest_train" --gtest_filter='GpuReplica*' 2>&1) ||
-    status=$?
+  replica=$($mpirun -np 1 "$build/tests/mpitest_zero" --gtest_filter='Gpu*' 2>&1 &&
+    $mpirun -np 1 "$build/tests/mpitest_train" --gtest_filter='GpuReplica*' 2>&1) || status=$?
   echo "$replica" | tail -n 25
   if grep -q "SKIPPED" <<< "$replica"; then
-    echo "the CUDA replica tests were skipped (see above): on this machine they must run"
+    echo "the device engine or CUDA replica tests were skipped (see above): on this machine they must run"
     return 1
   fi
   return "$status"

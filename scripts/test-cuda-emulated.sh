@@ -2,7 +2,7 @@
 # Runs the GPU tests without a GPU: builds the GPU path against the CUDA emulator
 # (AUTOTRAIN_CUDA=emulate, tests/cuda_emu, docs/gpu.md) and runs the CUDA kernel, device-model
 # (GPT-2 and the Llama family, on every attention path) and generate tests, the NCCL
-# communicator and CUDA replica tests under mpirun -np 1..4, the CPU <-> GPU checkpoint and GPU
+# communicator, device engine and CUDA replica tests under mpirun -np 1..4, the CPU <-> GPU checkpoint and GPU
 # preemption tests, a Llama-family folder fine-tuned and sampled on the device, slurm/train-single-node.sbatch on a Slurm node with
 # GPUs (as root, scripts/slurm-local.sh), and `bench train` / `bench comm` on the device path. On a GPU machine
 # scripts/gpu-check.sh runs the same tests for real. Nothing here may be skipped.
@@ -22,7 +22,7 @@ fi
 
 cmake --preset emulate > /dev/null
 cmake --build --preset emulate -j "$(nproc)" --target autotrain test_kernels test_model \
-  test_train mpitest_comm mpitest_train test_cuda_emu
+  test_train mpitest_comm mpitest_zero mpitest_train test_cuda_emu
 
 # run NAME COMMAND...: runs a test command, shows its tail, fails on a failure or a skip.
 run() {
@@ -61,6 +61,8 @@ run "generate on the device, threads in reverse order" env AUTOTRAIN_CUDA_EMU_OR
 for np in 1 2 3 4; do
   run "NCCL communicator, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_comm" \
     --gtest_filter='*Nccl*' --gtest_brief=1
+  run "the device engine's fp32 gradients, np=$np" "${mpirun[@]}" -np "$np" \
+    "$build/tests/mpitest_zero" --gtest_filter='Gpu*' --gtest_brief=1
   run "CUDA replica, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_train" \
     --gtest_filter='Gpu*' --gtest_brief=1
 done

@@ -37,8 +37,10 @@
 
 namespace autotrain::zero {
 
-// What an engine asks of its gradients, with pointers of element type F where the model runs.
-template <typename F>
+// What an engine asks of its gradients, with pointers of element type F where the model runs;
+// the reduced gradients have type R (F, or fp32 where gpu/wide_gradients.hpp reduces and
+// accumulates a 16-bit model's gradients).
+template <typename F, typename R = F>
 class BasicGradientReducer {
  public:
   virtual ~BasicGradientReducer() = default;
@@ -52,7 +54,7 @@ class BasicGradientReducer {
   virtual void zero() = 0;
   // The reduced gradient of flat element `range.offset` of `unit`, where `range` lies in what
   // this rank keeps (the whole buffer, or shard(unit, rank)).
-  virtual F* reduced(int unit, model::Range range) = 0;
+  virtual R* reduced(int unit, model::Range range) = 0;
   virtual std::size_t persistent_bytes() const = 0;
   virtual std::size_t working_bytes() const = 0;
 };

@@ -9,10 +9,10 @@
 namespace autotrain::kernels::gpu {
 namespace {
 
-// W elements per thread and step: W = kPack<G> (8 for bf16/fp16: one 128-bit access of grads
-// and of the compute copy, two of each fp32 array) or 1 on the scalar path. packs = count / W.
+// W elements per thread and step: W = kPack<G> (8 for bf16/fp16: one 128-bit access of the
+// compute copy, two of each fp32 array) or 1 on the scalar path. packs = count / W.
 template <int W, typename G>
-__global__ void adamw_kernel(float* params, G* params_copy, const G* grads, float* m, float* v,
+__global__ void adamw_kernel(float* params, G* params_copy, const float* grads, float* m, float* v,
                              std::size_t packs, float lr, float beta1, float beta2, float eps,
                              float weight_decay, float grad_scale, float correction1,
                              float correction2) {
@@ -46,7 +46,7 @@ __global__ void adamw_kernel(float* params, G* params_copy, const G* grads, floa
 }  // namespace
 
 template <typename G>
-void adamw_update(float* params, G* params_copy, const G* grads, float* m, float* v,
+void adamw_update(float* params, G* params_copy, const float* grads, float* m, float* v,
                   std::size_t count, const AdamWSettings& settings, cudaStream_t stream) {
   AT_CHECK(settings.step >= 1, "adamw_update: step must count from 1, got ", settings.step);
   if (count == 0) return;
@@ -67,8 +67,8 @@ void adamw_update(float* params, G* params_copy, const G* grads, float* m, float
   launch_packed_then_tail<G>(count, launch, params, params_copy, grads, m, v);
 }
 
-#define AT_ADAMW(G)                                                                \
-  template void adamw_update<G>(float*, G*, const G*, float*, float*, std::size_t, \
+#define AT_ADAMW(G)                                                                    \
+  template void adamw_update<G>(float*, G*, const float*, float*, float*, std::size_t, \
                                 const AdamWSettings&, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ADAMW)
 

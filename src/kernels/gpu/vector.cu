@@ -20,7 +20,19 @@ __global__ void cast_kernel(G* out, const float* in, std::size_t packs) {
 }
 
 template <int W, typename G>
-__global__ void add_kernel(G* shard, const G* part, std::size_t packs) {
+__global__ void widen_kernel(float* out, const G* in, std::size_t packs) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    const auto x = load_packed<W>(in + i * W);
+    Packed<float, W> y;
+    for (int k = 0; k < W; ++k) y.values[k] = x.get(k);
+    store_packed(out + i * W, y);
+  }
+}
+
+// S: the sum's type (G for add_into, float for accumulate_into).
+template <int W, typename S, typename G>
+__global__ void add_kernel(S* shard, const G* part, std::size_t packs) {
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
     auto s = load_packed<W>(shard + i * W);
@@ -94,6 +106,26 @@ void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
 }
 
 template <typename G>
+void cast_to_float(float* out, const G* in, std::size_t n, cudaStream_t stream) {
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    widen_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(out + first, in + first, packs);
+    AT_CUDA_CHECK_LAUNCH();
+  };
+  launch_packed_then_tail<G>(n, launch, out, in);
+}
+
+template <typename G>
+void accumulate_into(float* into, const G* part, std::size_t n, cudaStream_t stream) {
+  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
+    add_kernel<decltype(w)::value>
+        <<<grid_for(packs), kBlockThreads, 0, stream>>>(into + first, part + first, packs);
+    AT_CUDA_CHECK_LAUNCH();
+  };
+  launch_packed_then_tail<G>(n, launch, into, part);
+}
+
+template <typename G>
 void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch, cudaStream_t stream) {
   if (n == 0) return;
   constexpr int W = kPack<G>;
@@ -113,6 +145,8 @@ void sum_of_squares(double* total, const G* x, std::size_t n, float* scratch, cu
 #define AT_VECTOR(G)                                                             \
   template void cast_from_float<G>(G*, const float*, std::size_t, cudaStream_t); \
   template void add_into<G>(G*, const G*, std::size_t, cudaStream_t);            \
+  template void cast_to_float<G>(float*, const G*, std::size_t, cudaStream_t);   \
+  template void accumulate_into<G>(float*, const G*, std::size_t, cudaStream_t); \
   template void sum_of_squares<G>(double*, const G*, std::size_t, float*, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_VECTOR)
 

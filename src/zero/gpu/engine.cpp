@@ -1,12 +1,14 @@
 // The ZeRO engine on a CUDA device, stages 0-3 (zero/gpu/engine.hpp). Host code: the kernels
 // it queues live in kernels/gpu/ (adamw, vector). As in engine.cpp, a stage is a choice of parts:
 //
-//   stage  compute params              gradients                    master, m, v
+//   stage  compute params              gradients (fp32 model)       master, m, v
 //   0      full                        ReplicatedGradients          whole units
 //   1      full (+ allgather/step)     ReplicatedGradients          shard
 //                                      (reduce-scattered)
 //   2      full (+ allgather/step)     PartitionedGradients         shard
 //   3      shard (ParamGatherer)       PartitionedGradients         shard
+// A bf16/fp16 model's gradients are reduced and accumulated in fp32 by WideGradients
+// (wide_gradients.hpp) at every stage, with the same reductions.
 #include "autotrain/zero/gpu/engine.hpp"
 
 #include <cuda_bf16.h>
@@ -30,6 +32,7 @@
 #include "autotrain/kernels/gpu/vector.hpp"
 #include "autotrain/zero/partition.hpp"
 #include "memory.hpp"
+#include "wide_gradients.hpp"
 
 namespace autotrain::zero::gpu {
 namespace {
@@ -73,13 +76,16 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         host_m_(host_floats(owned_total_)),
         host_v_(host_floats(owned_total_)),
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
-    if (stage_ <= 1) {
-      gradients_ = std::make_unique<ReplicatedGradients<DeviceMemory<F>>>(
+    if constexpr (!kMasterIsCompute) {
+      gradients_ = std::make_unique<WideGradients<F>>(layout, comm, clock_,
+                                                      options.reduce_bucket_size, stage_, stream_);
+    } else if (stage_ <= 1) {
+      gradients_ = std::make_unique<ReplicatedGradients<DeviceMemory<float>>>(
           layout, comm, clock_, options.reduce_bucket_size, /*scatter=*/stage_ == 1,
-          DeviceMemory<F>{stream_});
+          DeviceMemory<float>{stream_});
     } else {
-      gradients_ = std::make_unique<PartitionedGradients<DeviceMemory<F>>>(
-          layout, comm, clock_, options.reduce_bucket_size, DeviceMemory<F>{stream_});
+      gradients_ = std::make_unique<PartitionedGradients<DeviceMemory<float>>>(
+          layout, comm, clock_, options.reduce_bucket_size, DeviceMemory<float>{stream_});
     }
     if (stage_ == 3) {
       gatherer_ = std::make_unique<ParamGatherer<DeviceMemory<F>>>(
@@ -397,7 +403,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   std::unique_ptr<float[]> host_v_;
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
-  std::unique_ptr<BasicGradientReducer<F>> gradients_;
+  // fp32 gradients: an fp32 model's, or a 16-bit model's widened (wide_gradients.hpp).
+  std::unique_ptr<BasicGradientReducer<F, float>> gradients_;
   std::unique_ptr<ParamGatherer<DeviceMemory<F>>> gatherer_;  // stage 3 only
   std::vector<CommHandle> gathers_;                           // stage 1/2 parameter all-gathers
   long long steps_ = 0;

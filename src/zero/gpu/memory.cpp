@@ -1,5 +1,5 @@
 // The device engine's memory policy (gpu/memory.hpp), and the gradient reducers of
-// zero/gradients.hpp built over it for each compute type. Host code: the kernels it queues live
+// zero/gradients.hpp built over it for an fp32 model. Host code: the kernels it queues live
 // in kernels/gpu/vector.
 #include "memory.hpp"
 
@@ -33,11 +33,8 @@ template struct DeviceMemory<__half>;
 
 }  // namespace gpu
 
+// An fp32 model's (a 16-bit model's gradients are wide_gradients.hpp's).
 template class ReplicatedGradients<gpu::DeviceMemory<float>>;
-template class ReplicatedGradients<gpu::DeviceMemory<__nv_bfloat16>>;
-template class ReplicatedGradients<gpu::DeviceMemory<__half>>;
 template class PartitionedGradients<gpu::DeviceMemory<float>>;
-template class PartitionedGradients<gpu::DeviceMemory<__nv_bfloat16>>;
-template class PartitionedGradients<gpu::DeviceMemory<__half>>;
 
 }  // namespace autotrain::zero

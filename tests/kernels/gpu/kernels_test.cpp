@@ -469,9 +469,10 @@ TYPED_TEST(GpuKernelsTest, GeluMatchesCpuForwardAndBackward) {
 }
 
 // The device engine's helpers: the fp32 -> F cast rounds exactly as the CPU's conversion, the
-// sum of squares accumulates over calls (several blocks, fp32 partials) to fp32 accuracy, and
-// add_into adds a reduced part into a gradient shard.
-TYPED_TEST(GpuKernelsTest, CastSumOfSquaresAndAddIntoMatchTheCpu) {
+// sum of squares accumulates over calls (several blocks, fp32 partials) to fp32 accuracy,
+// add_into adds a reduced part into a gradient shard, and cast_to_float / accumulate_into widen F
+// gradients into fp32 exactly.
+TYPED_TEST(GpuKernelsTest, CastSumOfSquaresAddIntoAndWideningMatchTheCpu) {
   using F = TypeParam;
   // More than one block's worth of the first pass; odd, so the packed paths leave a scalar tail.
   constexpr std::size_t n = 300001;
@@ -517,6 +518,26 @@ TYPED_TEST(GpuKernelsTest, CastSumOfSquaresAndAddIntoMatchTheCpu) {
     this->sync();
     for (std::size_t i = first; i < shard.size(); ++i) shard[i] += part[i];
     this->expect_close(d_shard.download(), shard, "add_into from element " + std::to_string(first));
+  }
+
+  // The widening of 16-bit gradients into fp32: exact, and an fp32 sum rounded once.
+  for (const std::size_t first : {0, 1}) {
+    Vec part = random_vec(1001, 56);
+    Vec into = random_vec(1001, 57);
+    DeviceTensor<F> d_part(part);
+    DeviceTensor<float> d_into(into), d_wide(into);
+    gpu::cast_to_float(d_wide.get() + first, d_part.get() + first, part.size() - first,
+                       this->stream());
+    gpu::accumulate_into(d_into.get() + first, d_part.get() + first, part.size() - first,
+                         this->stream());
+    this->sync();
+    const Vec wide = d_wide.download();
+    const Vec sums = d_into.download();
+    for (std::size_t i = first; i < part.size(); ++i) {
+      ASSERT_EQ(wide[i], part[i]) << "cast_to_float element " << i << " from " << first;
+      const float sum = static_cast<float>(into[i]) + static_cast<float>(part[i]);
+      ASSERT_EQ(sums[i], double{sum}) << "accumulate_into element " << i << " from " << first;
+    }
   }
 }
 
@@ -595,7 +616,8 @@ TYPED_TEST(GpuKernelsTest, AdamWMatchesTheCpuUpdateAndWritesTheComputeCopy) {
     for (auto& x : v) x = x * x;  // second moments are non-negative
     Vec copy(n, 0.0);
     DeviceTensor<float> d_params(params), d_m(m), d_v(v);
-    DeviceTensor<G> d_grads(grads), d_copy(copy);
+    DeviceTensor<float> d_grads(grads);  // the engine's gradients are fp32 for every G
+    DeviceTensor<G> d_copy(copy);
     gpu::AdamWSettings settings;
     settings.lr = 1e-2f;
     settings.weight_decay = 0.1f;

@@ -1,8 +1,9 @@
 #pragma once
 // CUDA AdamW over fp32 master weights (the same update as optim/optimizer.hpp's AdamW: decoupled
 // weight decay on the pre-update weight, bias corrections computed in double). Shapes: params,
-// m, v [count] fp32; grads [count] of type G (float, __nv_bfloat16 or __half); params_copy
-// [count] of type G or null: the compute copy mixed precision reads in the next forward.
+// m, v [count] fp32; grads [count] fp32 (the engine reduces and accumulates gradients in fp32
+// whatever the compute type); params_copy [count] of type G (float, __nv_bfloat16 or __half) or
+// null: the compute copy mixed precision reads in the next forward.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 
@@ -21,7 +22,7 @@ struct AdamWSettings {
 };
 
 template <typename G>
-void adamw_update(float* params, G* params_copy, const G* grads, float* m, float* v,
+void adamw_update(float* params, G* params_copy, const float* grads, float* m, float* v,
                   std::size_t count, const AdamWSettings& settings, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu

@@ -1,7 +1,8 @@
 #pragma once
 // Whole-buffer CUDA helpers of the device engine: the fp32 → compute-type cast that fills the
-// bf16/fp16 copy of the master weights, the sum of squares behind the global gradient norm, and
-// the add that accumulates a reduced gradient part into the shard (ZeRO stages 2 and 3).
+// bf16/fp16 copy of the master weights, the sum of squares behind the global gradient norm, the
+// add that accumulates a reduced gradient part into the shard (ZeRO stages 2 and 3), and the
+// widening of bf16/fp16 gradients into the fp32 buffers where they are reduced and accumulated.
 // Element types: float, __nv_bfloat16, __half.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
@@ -17,6 +18,14 @@ void cast_from_float(G* out, const float* in, std::size_t n, cudaStream_t stream
 // shard[i] = shard[i] + part[i], added in fp32 and rounded once to G. No overlap.
 template <typename G>
 void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream);
+
+// out[i] = in[i] in fp32 (exact). No overlap.
+template <typename G>
+void cast_to_float(float* out, const G* in, std::size_t n, cudaStream_t stream);
+
+// into[i] = into[i] + part[i] in fp32 (part widened exactly, the sum rounded to fp32 once).
+template <typename G>
+void accumulate_into(float* into, const G* part, std::size_t n, cudaStream_t stream);
 
 // Floats of scratch sum_of_squares needs (one partial sum per block of the first pass).
 inline constexpr std::size_t kSumOfSquaresScratch = 1024;
