@@ -220,7 +220,8 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
     if (rank == 0) {
       log::warn(
           "skipping checkpoint ", *candidate, ": ", why,
-          candidate + 1 != candidates.end() ? "; falling back to the one saved before it" : "");
+          candidate + 1 != candidates.end() ? "; falling back to the one saved before it"
+                                            : "; no checkpoint saved before it is left");
     }
   }
   return std::nullopt;

@@ -295,6 +295,12 @@ void TrainingRun::resume_and_begin() {
   while (resume && !resume_from(*resume)) {
     refused.push_back(resume->path);
     resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused);
+    if (!talker_) continue;
+    if (resume) {
+      log::warn("resume: falling back to ", resume->path.string(), ", saved before it");
+    } else {
+      log::warn("resume: no checkpoint saved before it verifies; the run starts from step 0");
+    }
   }
   if (!resume) initialize_parameters();
   // After the resume checks: a refused resume leaves the description of the earlier run as it
@@ -352,10 +358,7 @@ bool TrainingRun::resume_from(const ResumeDecision& resume) {
   if (!problems.empty()) {
     if (params_.resume_from_checkpoint != "auto")
       throw unverified_checkpoint(resume.path, problems);
-    if (talker_) {
-      log::warn("skipping checkpoint ", name, ": ", join(problems, "; "),
-                "; falling back to the one saved before it");
-    }
+    if (talker_) log::warn("skipping checkpoint ", name, ": ", join(problems, "; "));
     return false;
   }
   unsigned long long most_read = reader.bytes_read();

@@ -16,32 +16,54 @@ std::size_t GatherSlots::total() const {
 GatherSlots plan_gather_slots(const model::ParamLayout& layout, int prefetch) {
   const auto& units = layout.units();
   const auto units_count = static_cast<int>(units.size());
-  std::size_t largest_other = 0;
-  for (std::size_t u = 1; u < units.size(); ++u) {
-    largest_other = std::max(largest_other, units[u].padded_numel);
+  const int layers = layout.config().n_layer;
+  std::size_t largest_block = 0;
+  for (int l = 0; l < layers; ++l) {
+    largest_block = std::max(
+        largest_block,
+        units[static_cast<std::size_t>(model::ParamLayout::block_unit(l))].padded_numel);
   }
-  const std::size_t unit0 = units.front().padded_numel;
-  GatherSlots shared{false, static_cast<std::size_t>(std::min(prefetch + 1, units_count)), 0,
-                     std::max(unit0, largest_other)};
-  if (units_count < 2) return shared;
-  GatherSlots own{true, 1 + static_cast<std::size_t>(std::min(prefetch + 1, units_count - 1)),
-                  unit0, largest_other};
+  // The embeddings, and the units after the blocks that are larger than every block.
+  std::vector<int> large{0};
+  for (int u = layers + 1; u < units_count; ++u) {
+    if (units[static_cast<std::size_t>(u)].padded_numel > largest_block) large.push_back(u);
+  }
+  std::size_t largest_large = 0;
+  std::size_t largest_other = 0;
+  for (int u = 0; u < units_count; ++u) {
+    const bool is_large = std::find(large.begin(), large.end(), u) != large.end();
+    std::size_t& largest = is_large ? largest_large : largest_other;
+    largest = std::max(largest, units[static_cast<std::size_t>(u)].padded_numel);
+  }
+  GatherSlots shared{{}, static_cast<std::size_t>(std::min(prefetch + 1, units_count)), 0,
+                     std::max(largest_large, largest_other)};
+  const int others = units_count - static_cast<int>(large.size());
+  if (others < 1) return shared;
+  GatherSlots own{large, 1 + static_cast<std::size_t>(std::min(prefetch + 1, others)),
+                  largest_large, largest_other};
   return own.total() < shared.total() ? own : shared;
 }
 
 GatherSchedule::GatherSchedule(int num_units, const model::HookOrder& order, int prefetch,
-                               bool unit0_own_slot, WaitClock& clock, StartGather start_gather,
-                               void* consumer_stream)
+                               const std::vector<int>& large_units, WaitClock& clock,
+                               StartGather start_gather, void* consumer_stream)
     : num_units_(num_units),
       prefetch_(prefetch),
-      unit0_own_slot_(unit0_own_slot && num_units > 1),
       clock_(clock),
       start_gather_(std::move(start_gather)),
       consumer_stream_(consumer_stream) {
   AT_CHECK(prefetch >= 0, "stage3_prefetch must be >= 0, got ", prefetch);
-  slots_.resize(unit0_own_slot_
-                    ? 1 + static_cast<std::size_t>(std::min(prefetch + 1, num_units - 1))
-                    : static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
+  const int others = num_units - static_cast<int>(large_units.size());
+  if (!large_units.empty() && others >= 1) {
+    large_.assign(static_cast<std::size_t>(num_units), false);
+    for (const int unit : large_units) {
+      AT_CHECK(unit >= 0 && unit < num_units, "internal: large unit ", unit, " of ", num_units);
+      large_[static_cast<std::size_t>(unit)] = true;
+    }
+    slots_.resize(1 + static_cast<std::size_t>(std::min(prefetch + 1, others)));
+  } else {
+    slots_.resize(static_cast<std::size_t>(std::min(prefetch + 1, num_units)));
+  }
   forward_sequence_ = order.inference;
   training_sequence_ = order.training;
   for (const auto* sequence : {&forward_sequence_, &training_sequence_}) {
@@ -60,13 +82,14 @@ GatherSchedule::Slot* GatherSchedule::find(int unit) {
   return nullptr;
 }
 
-// A slot that may be overwritten with `unit`: one it may hold (slot 0 is unit 0's own, when it
-// has one), not in use and not holding a unit in `keep`; empty slots first, then the least
-// recently used.
+// A slot that may be overwritten with `unit`: one it may hold (slot 0 is the large units' own,
+// when they have one), not in use and not holding a unit in `keep`; empty slots first, then the
+// least recently used.
 GatherSchedule::Slot* GatherSchedule::victim(std::span<const int> keep, int unit) {
   Slot* best = nullptr;
+  const bool large = !large_.empty() && large_[static_cast<std::size_t>(unit)];
   for (auto& slot : slots_) {
-    if (unit0_own_slot_ && ((&slot == slots_.data()) != (unit == 0))) continue;
+    if (!large_.empty() && ((&slot == slots_.data()) != large)) continue;
     if (slot.in_use) continue;
     if (slot.unit >= 0 && std::find(keep.begin(), keep.end(), slot.unit) != keep.end()) continue;
     if (best == nullptr || (best->unit >= 0 && slot.unit < 0) ||

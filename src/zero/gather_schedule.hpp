@@ -14,9 +14,11 @@
 // every request looks up its unit by number.
 //
 // Slot choice: a slot not in use and not holding a unit predicted next; empty slots first, then
-// the least recently used. With `unit0_own_slot` the embeddings (unit 0) have slot 0 to
-// themselves and the other units share the rest: plan_gather_slots() chooses that when it takes
-// less memory (slots are sized to the units they can hold).
+// the least recently used. With `large_units` (the embeddings, unit 0, and an untied LM head)
+// those units share slot 0 and the others the rest: plan_gather_slots() chooses that when it
+// takes less memory (slots are sized to the units they can hold). The large units sit at the two
+// ends of a pass and a model releases one before it asks for the next, so one slot serves them;
+// a prefetch that finds it in use is simply not started.
 #include <cstddef>
 #include <functional>
 #include <span>
@@ -29,16 +31,17 @@
 namespace autotrain::zero {
 
 // The gather slots of a layout: prefetch + 1 slots of the largest unit, or, where it takes less
-// memory, slot 0 for the embeddings (unit 0) and prefetch + 1 slots of the largest other unit.
-// A model whose embeddings dominate (GPT-2's vocabulary on a narrow model) then holds one copy
-// of them instead of prefetch + 1.
+// memory, slot 0 for the large units (the embeddings, and an untied LM head larger than every
+// block) and prefetch + 1 slots of the largest other unit. A model whose embeddings dominate
+// (GPT-2's vocabulary on a narrow model, a Llama's 32000-token embeddings and head) then holds
+// one copy of that size instead of prefetch + 1.
 struct GatherSlots {
-  bool unit0_own_slot = false;
+  std::vector<int> large_units;  // sharing slot 0; empty: every slot holds any unit
   std::size_t count = 0;
-  std::size_t unit0_elements = 0;  // slot 0's capacity when unit0_own_slot
+  std::size_t large_elements = 0;  // slot 0's capacity when there are large units
   std::size_t elements = 0;        // every other slot's
   std::size_t capacity(std::size_t slot) const {
-    return unit0_own_slot && slot == 0 ? unit0_elements : elements;
+    return !large_units.empty() && slot == 0 ? large_elements : elements;
   }
   std::size_t total() const;
 };
@@ -51,11 +54,12 @@ class GatherSchedule {
   using StartGather = std::function<CommHandle(std::size_t slot, int unit)>;
 
   // min(prefetch + 1, num_units) slots: one for the unit in use, one per unit gathered ahead;
-  // with `unit0_own_slot`, slot 0 for unit 0 and min(prefetch + 1, num_units - 1) for the rest.
-  // With a `consumer_stream` (the CUDA stream of the kernels that read the slots), acquire
+  // with `large_units`, slot 0 for them and min(prefetch + 1, num_units - their count) for the
+  // rest. With a `consumer_stream` (the CUDA stream of the kernels that read the slots), acquire
   // orders that stream after the unit's gather instead of waiting on the host.
-  GatherSchedule(int num_units, const model::HookOrder& order, int prefetch, bool unit0_own_slot,
-                 WaitClock& clock, StartGather start_gather, void* consumer_stream = nullptr);
+  GatherSchedule(int num_units, const model::HookOrder& order, int prefetch,
+                 const std::vector<int>& large_units, WaitClock& clock, StartGather start_gather,
+                 void* consumer_stream = nullptr);
 
   std::size_t slots() const { return slots_.size(); }
   // The slot whose buffer holds `unit`, completely gathered (the host waited, or the consumer
@@ -85,7 +89,7 @@ class GatherSchedule {
 
   int num_units_;
   int prefetch_;
-  bool unit0_own_slot_;
+  std::vector<bool> large_;  // per unit: it lives in slot 0 (empty: no unit does)
   WaitClock& clock_;
   StartGather start_gather_;
   void* consumer_stream_;

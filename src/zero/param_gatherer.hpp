@@ -37,7 +37,7 @@ class ParamGatherer {
         shard_offsets_(shard_offsets(layout)),
         slots_(plan_gather_slots(layout, prefetch)),
         schedule_(
-            layout.num_units(), layout.hook_order(), prefetch, slots_.unit0_own_slot, clock,
+            layout.num_units(), layout.hook_order(), prefetch, slots_.large_units, clock,
             [this](std::size_t slot, int unit) { return start_gather(slot, unit); },
             memory_.consumer_stream()) {
     buffers_.reserve(schedule_.slots());

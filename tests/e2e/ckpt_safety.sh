@@ -4,7 +4,8 @@
 #  - SIGUSR1 mid-training: exit status 3, a checkpoint at the step reached, and resuming (auto)
 #    ends with the same final loss as an uninterrupted run;
 #  - a truncated newest checkpoint and a corrupted older one are refused, auto falls back to
-#    the valid one before them, and the run continues with identical losses;
+#    the valid one before them, and the run continues with identical losses; with every
+#    checkpoint corrupted, auto says none is left and trains from step 0;
 #  - a checkpoint of another model shape, or of another global batch, is refused by name;
 #  - kill -9 of every rank while a save is in flight: latest still names a committed
 #    checkpoint and auto resumes from it;
@@ -80,7 +81,28 @@ timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project
 grep -q "skipping checkpoint .*checkpoint-150.h5" fallback.log || fail "truncated checkpoint not skipped"
 grep -q "skipping checkpoint .*checkpoint-100.h5" fallback.log || fail "corrupted checkpoint not skipped"
 grep -q "resume: fallback/checkpoints/checkpoint-50.h5 at step 50" fallback.log || fail "did not fall back to 50"
+grep -q "saved before it" fallback.log || fail "no fallback named"
 $check tail ref/metrics.jsonl fallback/metrics.jsonl 51 0
+
+# --- Every checkpoint corrupted: auto says that none is left and trains from step 0. ---
+cp -r ref nothing
+rm nothing/metrics.jsonl  # the fresh run's losses alone
+python3 - nothing/checkpoints <<'PY'
+import glob, os, sys
+for path in glob.glob(os.path.join(sys.argv[1], "checkpoint-*.h5")):
+    with open(path, "r+b") as f:
+        size = os.path.getsize(path)
+        for at in range(size // 4, size - 4096, size // 16):
+            f.seek(at); block = f.read(64); f.seek(at); f.write(bytes(b ^ 0xFF for b in block))
+PY
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name nothing --max-steps 150 \
+  --checkpoint-every 50 > nothing.log 2>&1 || fail "run with every checkpoint corrupted"
+grep -qE "no checkpoint saved before it (verifies; the run starts from step 0|is left)" nothing.log ||
+  fail "no message that no checkpoint is left"
+if grep -q "skipping checkpoint .*checkpoint-50.h5.*falling back" nothing.log; then
+  fail "promised a fallback past the oldest checkpoint"
+fi
+$check tail ref/metrics.jsonl nothing/metrics.jsonl 1 0
 
 # --- Incompatible model, changed global batch: refused, naming the checkpoint and fields. ---
 status=0

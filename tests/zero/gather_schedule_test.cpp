@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "autotrain/model/family.hpp"
@@ -44,7 +45,7 @@ TEST(GatherSchedule, AForwardOnlyPassGathersNothingPastItsEnd) {
     SCOPED_TRACE(prefetch);
     WaitClock clock;
     Recorder recorder;
-    GatherSchedule schedule(kUnits, gpt2_order(kUnits), prefetch, false, clock, recorder.start());
+    GatherSchedule schedule(kUnits, gpt2_order(kUnits), prefetch, {}, clock, recorder.start());
     for (int u = 0; u < kUnits; ++u) {
       schedule.acquire(u);
       schedule.release(u);
@@ -63,7 +64,7 @@ TEST(GatherSchedule, ATrainingMicroStepPrefetchesAlongForwardThenBackward) {
   constexpr int kUnits = 4;
   WaitClock clock;
   Recorder recorder;
-  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, false, clock, recorder.start());
+  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, {}, clock, recorder.start());
   schedule.begin_training_micro_step();
   forward_pass(schedule, kUnits);
   for (int u = kUnits - 1; u >= 1; --u) {  // backward: ln_f and the blocks downwards
@@ -79,7 +80,7 @@ TEST(GatherSchedule, EmbeddingsInTheirOwnSlotAreGatheredOncePerMicroStep) {
   constexpr int kUnits = 4;
   WaitClock clock;
   Recorder recorder;
-  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, /*unit0_own_slot=*/true, clock,
+  GatherSchedule schedule(kUnits, gpt2_order(kUnits), 1, /*large_units=*/{0}, clock,
                           recorder.start());
   EXPECT_EQ(schedule.slots(), 3u);  // the embeddings' and prefetch + 1 for the others
   schedule.begin_training_micro_step();
@@ -97,7 +98,7 @@ TEST(GatherSchedule, PlansAnEmbeddingSlotOnlyWhereItSavesMemory) {
   // GPT-2's vocabulary on 2 x 768: the embeddings (39M) dwarf a block (7M).
   const model::ParamLayout narrow(model::ModelConfig::gpt2(2, 12, 768, 1024, 50257), 2);
   const GatherSlots own = plan_gather_slots(narrow, 1);
-  EXPECT_TRUE(own.unit0_own_slot);
+  EXPECT_EQ(own.large_units, std::vector<int>{0});
   EXPECT_EQ(own.count, 3u);
   const std::size_t embeddings = narrow.units()[0].padded_numel;
   const std::size_t block = narrow.units()[1].padded_numel;
@@ -106,10 +107,65 @@ TEST(GatherSchedule, PlansAnEmbeddingSlotOnlyWhereItSavesMemory) {
   // A small vocabulary: the blocks are the largest units and every slot is shared.
   const model::ParamLayout wide(model::ModelConfig::gpt2(4, 4, 256, 64, 256), 2);
   const GatherSlots shared = plan_gather_slots(wide, 1);
-  EXPECT_FALSE(shared.unit0_own_slot);
+  EXPECT_TRUE(shared.large_units.empty());
   EXPECT_EQ(shared.count, 2u);
   // Without prefetch one shared slot is always the smaller.
-  EXPECT_FALSE(plan_gather_slots(narrow, 0).unit0_own_slot);
+  EXPECT_TRUE(plan_gather_slots(narrow, 0).large_units.empty());
+}
+
+// A Llama-family shape with a 32000-token vocabulary and an untied head: the embeddings and the
+// head (unit L + 1, with the final norm) each dwarf a block.
+model::ModelConfig untied_llama(int layers) {
+  model::ModelConfig c = model::ModelConfig::gpt2(layers, 8, 512, 256, 32000);
+  c.family = model::Family::llama;
+  c.architecture = "LlamaForCausalLM";
+  c.n_kv_head = 8;
+  c.intermediate_size = 1376;
+  c.tie_word_embeddings = false;
+  return c;
+}
+
+TEST(GatherSchedule, TheEmbeddingsAndAnUntiedHeadShareOneSlot) {
+  constexpr int kLayers = 4;
+  const model::ParamLayout layout(untied_llama(kLayers), 2);
+  const auto& units = layout.units();
+  const int head = kLayers + 1;
+  ASSERT_GT(units[static_cast<std::size_t>(head)].padded_numel, units[1].padded_numel);
+  const GatherSlots slots = plan_gather_slots(layout, 1);
+  EXPECT_EQ(slots.large_units, (std::vector<int>{0, head}));
+  EXPECT_EQ(slots.count, 3u);
+  EXPECT_EQ(slots.total(),
+            std::max(units[0].padded_numel, units[static_cast<std::size_t>(head)].padded_numel) +
+                2 * units[1].padded_numel);
+
+  // Training micro-steps (forward 0 1..L L+1, backward L+1 L..1: the embeddings' backward reads
+  // no parameters) and then forward-only passes (an evaluation, generation's tokens) along the
+  // family's order, with every prefetch depth: no request finds its slots all in use, and a
+  // micro-step gathers the embeddings and the head once each (the head stays from forward to
+  // backward).
+  for (const int prefetch : {0, 1, 2, 8}) {
+    SCOPED_TRACE(prefetch);
+    WaitClock clock;
+    Recorder recorder;
+    GatherSchedule schedule(layout.num_units(), layout.hook_order(), prefetch, {0, head}, clock,
+                            recorder.start());
+    for (int micro = 0; micro < 2; ++micro) {
+      schedule.begin_training_micro_step();
+      recorder.started.clear();
+      for (const int unit : layout.hook_order().training) {
+        schedule.acquire(unit);
+        schedule.release(unit);
+      }
+      EXPECT_EQ(std::count(recorder.started.begin(), recorder.started.end(), 0), 1);
+      EXPECT_EQ(std::count(recorder.started.begin(), recorder.started.end(), head), 1);
+    }
+    for (int pass = 0; pass < 3; ++pass) {
+      for (const int unit : layout.hook_order().inference) {
+        schedule.acquire(unit);
+        schedule.release(unit);
+      }
+    }
+  }
 }
 
 }  // namespace
