@@ -35,8 +35,8 @@ void FailureNotes::announce(const std::string& message) {
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     sends_.push_back(MPI_REQUEST_NULL);
-    AT_MPI_CHECK(MPI_Isend(sent_.data(), static_cast<int>(sent_.size()), MPI_CHAR, peer,
-                           kNoteTag, comm_.get(), &sends_.back()));
+    AT_MPI_CHECK(MPI_Isend(sent_.data(), static_cast<int>(sent_.size()), MPI_CHAR, peer, kNoteTag,
+                           comm_.get(), &sends_.back()));
   }
 }
 
@@ -79,8 +79,8 @@ void FailureNotes::settle() {
     unheard.emplace_back(static_cast<size_t>(kMaxBytes), '\0');
     requests.push_back(MPI_REQUEST_NULL);
     peers.push_back(peer);
-    AT_MPI_CHECK(MPI_Irecv(unheard.back().data(), kMaxBytes, MPI_CHAR, peer, kNoteTag,
-                           comm_.get(), &requests.back()));
+    AT_MPI_CHECK(MPI_Irecv(unheard.back().data(), kMaxBytes, MPI_CHAR, peer, kNoteTag, comm_.get(),
+                           &requests.back()));
     heard_[at] = true;
   }
   wait_or_abort(requests, peers, "failure notes (delivering them)");

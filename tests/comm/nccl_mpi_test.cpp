@@ -74,7 +74,9 @@ class NcclInitFailure : public testing::Test {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
-  void TearDown() override { unsetenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL"); }
+  void TearDown() override {
+    unsetenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL");
+  }
 
   static void fail_init_on(const std::string& ranks) {
     setenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL", ranks.c_str(), 1);
@@ -121,8 +123,7 @@ TEST_F(NcclInitFailure, TwoFailingRanksEndEveryRanksCreationNamingTheLowest) {
   fail_init_on(std::to_string(lowest) + "," + std::to_string(size_ - 1));
   const auto [message, seconds] = failed_creation();
   ASSERT_FALSE(message.empty()) << "creation did not throw a CollectiveError";
-  EXPECT_NE(message.find("failed on rank " + std::to_string(lowest)), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("failed on rank " + std::to_string(lowest)), std::string::npos) << message;
   EXPECT_LT(seconds, 10.0) << message;
 }
 
