@@ -124,4 +124,25 @@ run "bench train on the device, ZeRO-3 bf16, np=2" "${mpirun[@]}" -np 2 "$build/
   --zero-stage 3 --steps 3
 run "bench comm on NCCL, np=2" "${mpirun[@]}" -np 2 "$build/autotrain" bench comm --backend nccl \
   --op allreduce --check --min-bytes 1K --max-bytes 1M --factor 16 --iters 3 --warmup-iters 1
+# A rank whose NCCL init fails at once (injected by the emulator) ends the job within seconds
+# with its reason, instead of leaving the other rank polling until comm_timeout (60 s here).
+nccl_init_failure() (
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+  started=$(date +%s)
+  if timeout 120 "${mpirun[@]}" -np 2 -x AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL=1 "$build/autotrain" \
+    train --config "$tiny" --device cuda --comm-backend nccl --comm-timeout 60 --max-steps 2 \
+    > train.log 2>&1; then
+    echo "the run succeeded although rank 1's NCCL init failed"; exit 1
+  fi
+  took=$(($(date +%s) - started))
+  grep "ncclCommInitRankConfig failed on rank 1: unhandled system error" train.log ||
+    { tail -20 train.log; exit 1; }
+  if [ "$took" -ge 20 ]; then
+    echo "the job took $took s to end (comm_timeout = 60 s)"; tail -20 train.log; exit 1
+  fi
+  echo "rank 1's failed NCCL init ended the job in $took s"
+)
+run "a rank whose NCCL init fails ends the job at once (np=2)" nccl_init_failure
 echo "test-cuda-emulated: all GPU tests passed under the emulator in $(($(date +%s) - start)) s"

@@ -5,11 +5,16 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/nccl.hpp"
+#include "autotrain/core/error.hpp"
 
 namespace autotrain {
 namespace {
@@ -56,6 +61,86 @@ TEST(NcclCollectives, AllreduceSumsDeviceBuffersAcrossRanks) {
   cudaMemcpy(host.data(), device, kCount * sizeof(float), cudaMemcpyDeviceToHost);
   cudaFree(device);
   EXPECT_EQ(host[kCount - 1], static_cast<float>(size * (size + 1) / 2));
+}
+
+// NCCL init failures, injected by the CUDA emulator (AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL names the
+// ranks whose ncclCommInitRankConfig fails at once; the others' NCCL waits for them).
+class NcclInitFailure : public testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef AUTOTRAIN_CUDA_EMULATED
+    GTEST_SKIP() << "init failures are injected by the CUDA emulator only";
+#endif
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  void TearDown() override {
+    unsetenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL");
+  }
+
+  static void fail_init_on(const std::string& ranks) {
+    setenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL", ranks.c_str(), 1);
+  }
+  // Creates an NCCL communicator on this rank's device with comm_timeout = 60 s.
+  std::unique_ptr<Communicator> create() const {
+    CommOptions options;
+    options.device = rank_;
+    options.timeout_seconds = 60;
+    return make_communicator(CommBackend::nccl, MPI_COMM_WORLD, options);
+  }
+  // The error the creation throws on this rank (empty if none) and the seconds it took.
+  std::pair<std::string, double> failed_creation() const {
+    const auto start = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      create();
+    } catch (const CollectiveError& error) {
+      message = error.what();
+    }
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    return {message, took.count()};
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+TEST_F(NcclInitFailure, ARankWhoseInitFailsEndsEveryRanksCreationWithinSeconds) {
+  const int failing = size_ - 1;
+  fail_init_on(std::to_string(failing));
+  const auto [message, seconds] = failed_creation();
+  ASSERT_FALSE(message.empty()) << "creation did not throw a CollectiveError";
+  EXPECT_NE(message.find("failed on rank " + std::to_string(failing)), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("unhandled system error"), std::string::npos) << message;
+  EXPECT_NE(message.find("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL"), std::string::npos) << message;
+  // Not comm_timeout (60 s): the failing rank's note stops the others at once.
+  EXPECT_LT(seconds, 10.0) << message;
+}
+
+TEST_F(NcclInitFailure, TwoFailingRanksEndEveryRanksCreationNamingTheLowest) {
+  const int lowest = std::max(size_ - 2, 0);  // one rank fails at np=1
+  fail_init_on(std::to_string(lowest) + "," + std::to_string(size_ - 1));
+  const auto [message, seconds] = failed_creation();
+  ASSERT_FALSE(message.empty()) << "creation did not throw a CollectiveError";
+  EXPECT_NE(message.find("failed on rank " + std::to_string(lowest)), std::string::npos) << message;
+  EXPECT_LT(seconds, 10.0) << message;
+}
+
+TEST_F(NcclInitFailure, LeavesNothingInFlightForTheNextCommunicator) {
+  fail_init_on(std::to_string(size_ - 1));
+  ASSERT_FALSE(failed_creation().first.empty());
+  unsetenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL");
+  auto comm = create();
+  float* device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, sizeof(float)), cudaSuccess);
+  const float mine = static_cast<float>(rank_ + 1);
+  cudaMemcpy(device, &mine, sizeof mine, cudaMemcpyHostToDevice);
+  comm->allreduce(device, 1, DType::fp32, ReduceOp::sum);
+  float sum = 0;
+  cudaMemcpy(&sum, device, sizeof sum, cudaMemcpyDeviceToHost);
+  cudaFree(device);
+  EXPECT_EQ(sum, static_cast<float>(size_ * (size_ + 1) / 2));
 }
 
 }  // namespace

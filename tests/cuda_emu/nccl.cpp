@@ -3,6 +3,13 @@
 //
 // A communicator is an MPI communicator split from MPI_COMM_WORLD (the program has initialised
 // MPI already; NCCL's own socket bootstrap is not emulated, the unique id only has to agree).
+// Creating one is a join: every rank gathers every rank's record (MPI_Iallgather over
+// MPI_COMM_WORLD) and checks them all. In blocking mode the call waits for the join; in
+// non-blocking mode (config->blocking = 0) it returns ncclInProgress and ncclCommGetAsyncError
+// completes the join, reporting ncclInProgress until every rank has joined (a rank that never
+// does leaves the others there, as NCCL's bootstrap would) and then the verdict.
+// AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL=<rank>[,<rank>...] makes those ranks' init fail at once
+// with ncclSystemError, without joining.
 // A collective checks its buffers, runs the work queued before it on its stream (flush), then
 // exchanges the data with blocking MPI calls right at the call. Doing the MPI part at the call
 // cannot deadlock, because every rank issues its NCCL calls in the same order; deferring it to
@@ -23,19 +30,41 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "emulator.hpp"
+
+namespace {
+
+// A rank's part in creating a communicator: every rank of MPI_COMM_WORLD gathers every rank's
+// join record (one MPI_Iallgather), then each checks them all and so reaches the same verdict.
+struct Join {
+  // A record: the NCCL rank asked for, whether the rank joined (a rank whose init fails on
+  // purpose still takes part in the gather, so MPI_COMM_WORLD's collectives stay in step on
+  // every rank, but says it did not join), then the unique id.
+  static constexpr std::size_t kRecordBytes = 2 * sizeof(int) + NCCL_UNIQUE_ID_BYTES;
+  std::vector<char> mine;
+  std::vector<char> records;  // [world size][kRecordBytes]
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+}  // namespace
 
 // NCCL declares struct ncclComm opaque; this is the emulator's definition of it.
 struct ncclComm {
@@ -43,7 +72,10 @@ struct ncclComm {
   int rank = 0;
   int nranks = 0;
   bool finalized = false;
-  ncclResult_t async_error = ncclSuccess;  // set when an MPI call under a collective failed
+  // ncclInProgress while the join is under way or a rank has not joined (a real NCCL waits in
+  // its bootstrap for it); an error when the join or an MPI call under a collective failed.
+  ncclResult_t async_error = ncclSuccess;
+  std::unique_ptr<Join> join;  // the join in flight (non-blocking init)
 };
 
 namespace {
@@ -78,6 +110,11 @@ ncclComm& require_live(ncclComm_t comm, const char* call) {
 
 ncclComm& require_usable(ncclComm_t comm, const char* call) {
   ncclComm& live = require_live(comm, call);
+  if (live.async_error == ncclInProgress) {
+    cuda_emu::fail(std::string("cuda-emu: ") + call +
+                   ": the communicator is still being created (ncclCommGetAsyncError reports "
+                   "ncclInProgress); wait for ncclSuccess first");
+  }
   if (live.finalized) {
     cuda_emu::fail(std::string("cuda-emu: ") + call +
                    ": the communicator was finalized (ncclCommFinalize); no collective may follow");
@@ -391,6 +428,152 @@ const char* ncclGetLastError(ncclComm_t /*comm: NCCL keeps one last error per pr
 
 // --- Communicators -------------------------------------------------------------------------
 
+namespace {
+
+// Joins whose communicator went away (aborted or destroyed) or whose rank failed on purpose
+// before the gather completed. The gather completes once every MPI rank has posted its record;
+// these are tested by every later communicator call and waited for at MPI_Finalize, so no
+// request outlives MPI.
+std::vector<std::unique_ptr<Join>>& orphaned_joins() {
+  static std::vector<std::unique_ptr<Join>> joins;
+  return joins;
+}
+
+void complete_orphaned_joins() {
+  std::erase_if(orphaned_joins(), [](std::unique_ptr<Join>& join) {
+    int done = 0;
+    return MPI_Test(&join->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done != 0;
+  });
+}
+
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first: the last chance for orphaned joins.
+// A rank that never posted its record (it died) would leave one forever, so wait a little only.
+int complete_joins_at_finalize(MPI_Comm, int, void*, void*) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  complete_orphaned_joins();
+  while (!orphaned_joins().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    complete_orphaned_joins();
+  }
+  return MPI_SUCCESS;
+}
+
+void orphan(std::unique_ptr<Join> join) {
+  static const bool hooked = [] {
+    int key = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, complete_joins_at_finalize, &key, nullptr);
+    MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
+    return true;
+  }();
+  (void)hooked;
+  orphaned_joins().push_back(std::move(join));
+  complete_orphaned_joins();
+}
+
+// AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL=<rank>[,<rank>...] (a test switch): ncclCommInitRankConfig
+// fails at once on those NCCL ranks, as on a rank whose device or network NCCL cannot use.
+bool init_failure_injected(int rank) {
+  const char* setting = std::getenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL");
+  if (setting == nullptr) return false;
+  bool named = false;
+  std::string_view rest = setting;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    int value = -1;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (error != std::errc() || end != item.data() + item.size() || value < 0) {
+      cuda_emu::fail(std::string("cuda-emu: AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL = '") + setting +
+                     "': expected NCCL ranks separated by commas, such as 1 or 0,3");
+    }
+    named = named || value == rank;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return named;
+}
+
+// Posts this rank's join record (MPI_Iallgather over MPI_COMM_WORLD) into `join`.
+ncclResult_t start_join(int rank, const ncclUniqueId& id, bool joined, int world_size,
+                        std::unique_ptr<Join>& join) {
+  join = std::make_unique<Join>();
+  join->mine.resize(Join::kRecordBytes);
+  const int header[2] = {rank, joined ? 1 : 0};
+  std::memcpy(join->mine.data(), header, sizeof header);
+  std::memcpy(join->mine.data() + sizeof header, id.internal, sizeof id.internal);
+  join->records.resize(Join::kRecordBytes * static_cast<std::size_t>(world_size));
+  constexpr int bytes = static_cast<int>(Join::kRecordBytes);
+  const int code = MPI_Iallgather(join->mine.data(), bytes, MPI_BYTE, join->records.data(), bytes,
+                                  MPI_BYTE, MPI_COMM_WORLD, &join->request);
+  if (code != MPI_SUCCESS)
+    return mpi_failure(nullptr, code, "ncclCommInitRankConfig", "MPI_Iallgather");
+  return ncclSuccess;
+}
+
+// The verdict on a completed gather, the same on every rank: ncclInProgress while a rank has not
+// joined (NCCL's bootstrap waits for it), an error for inconsistent joins, else ncclSuccess with
+// the communicator's MPI communicator made.
+ncclResult_t finish_join(ncclComm& comm) {
+  constexpr const char* call = "ncclCommInitRankConfig";
+  const std::vector<char>& records = comm.join->records;
+  const int world_size = static_cast<int>(records.size() / Join::kRecordBytes);
+  const auto record = [&](int w) { return records.data() + w * Join::kRecordBytes; };
+  const auto header = [&](int w, int field) {
+    int value = 0;
+    std::memcpy(&value, record(w) + field * sizeof(int), sizeof value);
+    return value;
+  };
+  constexpr std::size_t id_offset = 2 * sizeof(int);
+  for (int w = 0; w < world_size; ++w) {
+    if (header(w, 1) == 0) return ncclInProgress;
+  }
+  std::vector<int> world_rank_of(static_cast<std::size_t>(comm.nranks), -1);
+  for (int w = 0; w < world_size; ++w) {
+    if (std::memcmp(record(w) + id_offset, record(0) + id_offset, NCCL_UNIQUE_ID_BYTES) != 0) {
+      return report(ncclInvalidUsage, "cuda-emu: ncclCommInitRankConfig: MPI rank " +
+                                          std::to_string(w) +
+                                          " passed a different ncclUniqueId than MPI rank 0; "
+                                          "create the id on one rank and broadcast it");
+    }
+    const int joined_rank = header(w, 0);
+    if (joined_rank < 0 || joined_rank >= comm.nranks) {
+      return report(ncclInvalidArgument, "cuda-emu: ncclCommInitRankConfig: MPI rank " +
+                                             std::to_string(w) + " asked for NCCL rank " +
+                                             std::to_string(joined_rank) + " of " +
+                                             std::to_string(comm.nranks));
+    }
+    int& first = world_rank_of[static_cast<std::size_t>(joined_rank)];
+    if (first >= 0) {
+      return report(ncclInvalidUsage, "cuda-emu: ncclCommInitRankConfig: MPI ranks " +
+                                          std::to_string(first) + " and " + std::to_string(w) +
+                                          " both asked for NCCL rank " +
+                                          std::to_string(joined_rank));
+    }
+    first = w;
+  }
+  // Blocking, but every rank saw the same records and so reaches this split once it polls.
+  // The split orders by key, and the keys are the NCCL ranks 0..nranks-1.
+  const int code = MPI_Comm_split(MPI_COMM_WORLD, 0, comm.rank, &comm.mpi);
+  if (code != MPI_SUCCESS) return mpi_failure(nullptr, code, call, "MPI_Comm_split");
+  return ncclSuccess;
+}
+
+// Completes the join if its gather has: the communicator's state becomes the verdict.
+void progress_join(ncclComm& comm) {
+  int done = 0;
+  const int code = MPI_Test(&comm.join->request, &done, MPI_STATUS_IGNORE);
+  if (code != MPI_SUCCESS) {
+    comm.join.reset();
+    mpi_failure(&comm, code, "ncclCommGetAsyncError", "MPI_Test (the join)");
+    return;
+  }
+  if (done == 0) return;
+  comm.async_error = finish_join(comm);
+  comm.join.reset();
+}
+
+}  // namespace
+
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
   std::lock_guard lock(cuda_emu::api_lock());
@@ -403,8 +586,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
                   "cuda-emu: ncclCommInitRankConfig: config was not initialised with "
                   "NCCL_CONFIG_INITIALIZER");
   }
-  // config->blocking needs nothing: the emulated call has finished when it returns, which a
-  // non-blocking communicator reports as ncclSuccess from ncclCommGetAsyncError at once.
+  // NCCL_CONFIG_INITIALIZER leaves blocking undefined, which NCCL takes as blocking.
+  const bool blocking = config == nullptr || config->blocking != 0;
   int initialized = 0;
   int finalized = 0;
   MPI_Initialized(&initialized);
@@ -414,8 +597,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
                   "cuda-emu: the emulated NCCL runs over MPI: initialise MPI before "
                   "ncclCommInitRankConfig and destroy communicators before MPI_Finalize");
   }
+  complete_orphaned_joins();
   int world_size = 0;
-  int code = MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  const int code = MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   if (code != MPI_SUCCESS) return mpi_failure(nullptr, code, call, "MPI_Comm_size");
   if (nranks != world_size) {
     return report(ncclInvalidUsage,
@@ -429,48 +613,42 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
                                            std::to_string(nranks) + ")");
   }
 
-  // Collective over MPI_COMM_WORLD from here on: every rank sees the same joins and so reaches
-  // the same verdict. A join is the NCCL rank followed by the unique id.
-  constexpr std::size_t join_bytes = sizeof(int) + sizeof commId.internal;
-  std::vector<char> mine(join_bytes);
-  std::memcpy(mine.data(), &rank, sizeof rank);
-  std::memcpy(mine.data() + sizeof rank, commId.internal, sizeof commId.internal);
-  std::vector<char> joins(join_bytes * static_cast<std::size_t>(world_size));
-  code = MPI_Allgather(mine.data(), static_cast<int>(join_bytes), MPI_BYTE, joins.data(),
-                       static_cast<int>(join_bytes), MPI_BYTE, MPI_COMM_WORLD);
-  if (code != MPI_SUCCESS) return mpi_failure(nullptr, code, call, "MPI_Allgather");
-  std::vector<int> world_rank_of(static_cast<std::size_t>(nranks), -1);
-  for (int w = 0; w < world_size; ++w) {
-    const char* join = joins.data() + static_cast<std::size_t>(w) * join_bytes;
-    if (std::memcmp(join + sizeof(int), joins.data() + sizeof(int), sizeof commId.internal) != 0) {
-      return report(ncclInvalidUsage, "cuda-emu: ncclCommInitRankConfig: MPI rank " +
-                                          std::to_string(w) +
-                                          " passed a different ncclUniqueId than MPI rank 0; "
-                                          "create the id on one rank and broadcast it");
-    }
-    int joined_rank = 0;
-    std::memcpy(&joined_rank, join, sizeof joined_rank);
-    if (joined_rank < 0 || joined_rank >= nranks) {
-      return report(ncclInvalidArgument, "cuda-emu: ncclCommInitRankConfig: MPI rank " +
-                                             std::to_string(w) + " asked for NCCL rank " +
-                                             std::to_string(joined_rank) + " of " +
-                                             std::to_string(nranks));
-    }
-    int& first = world_rank_of[static_cast<std::size_t>(joined_rank)];
-    if (first >= 0) {
-      return report(ncclInvalidUsage, "cuda-emu: ncclCommInitRankConfig: MPI ranks " +
-                                          std::to_string(first) + " and " + std::to_string(w) +
-                                          " both asked for NCCL rank " +
-                                          std::to_string(joined_rank));
-    }
-    first = w;
+  // Collective over MPI_COMM_WORLD from here on, even for a rank told to fail.
+  const bool injected = init_failure_injected(rank);
+  std::unique_ptr<Join> join;
+  if (const ncclResult_t started = start_join(rank, commId, !injected, world_size, join);
+      started != ncclSuccess) {
+    return started;
   }
-
+  if (injected) {
+    orphan(std::move(join));
+    return report(ncclSystemError, "cuda-emu: ncclCommInitRankConfig failed on NCCL rank " +
+                                       std::to_string(rank) +
+                                       " (injected: AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL = " +
+                                       std::getenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL") + ")");
+  }
   auto created = std::make_unique<ncclComm>();
-  code = MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &created->mpi);
-  if (code != MPI_SUCCESS) return mpi_failure(nullptr, code, call, "MPI_Comm_split");
-  created->rank = rank;  // the split orders by key, and the keys are 0..nranks-1
+  created->rank = rank;
   created->nranks = nranks;
+  created->async_error = ncclInProgress;
+  created->join = std::move(join);
+  if (!blocking) {
+    // Non-blocking: ncclCommGetAsyncError completes the join.
+    live_comms().insert(created.get());
+    *comm = created.release();
+    return ncclInProgress;
+  }
+  const int waited = MPI_Wait(&created->join->request, MPI_STATUS_IGNORE);
+  if (waited != MPI_SUCCESS) return mpi_failure(nullptr, waited, call, "MPI_Wait (the join)");
+  const ncclResult_t verdict = finish_join(*created);
+  if (verdict == ncclInProgress) {
+    cuda_emu::fail(
+        "cuda-emu: ncclCommInitRankConfig: a rank did not join (its init failed); a blocking "
+        "NCCL would wait for it forever");
+  }
+  if (verdict != ncclSuccess) return verdict;
+  created->join.reset();
+  created->async_error = ncclSuccess;
   live_comms().insert(created.get());
   *comm = created.release();
   return ncclSuccess;
@@ -478,8 +656,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   std::lock_guard lock(cuda_emu::api_lock());
+  complete_orphaned_joins();
   ncclComm& live = require_live(comm, "ncclCommGetAsyncError");
   if (asyncError == nullptr) cuda_emu::fail("ncclCommGetAsyncError: asyncError is null");
+  if (live.join) progress_join(live);
   *asyncError = live.async_error;
   return ncclSuccess;
 }
@@ -498,7 +678,9 @@ void release(ncclComm_t comm) {
   std::unique_ptr<ncclComm> owned(comm);
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized == 0) MPI_Comm_free(&owned->mpi);
+  if (finalized != 0) return;
+  if (owned->join) orphan(std::move(owned->join));  // aborted while the gather was in flight
+  if (owned->mpi != MPI_COMM_NULL) MPI_Comm_free(&owned->mpi);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The NCCL backend (compiled when the build has CUDA and NCCL). Bootstrap over MPI: rank 0's
 // ncclGetUniqueId travels by MPI_Bcast, every rank selects its device (from the topology) and
 // creates its communicator with ncclCommInitRankConfig in non-blocking mode, polling
-// ncclCommGetAsyncError against comm_timeout and aborting the communicator on expiry.
+// ncclCommGetAsyncError against comm_timeout and aborting the communicator on expiry. A rank
+// whose init fails tells the others at once over MPI (failure_notes.hpp), so the job ends with
+// its reason in about a second instead of after comm_timeout.
 // Buffers are device pointers; collectives run on a stream the communicator owns, and an async
 // handle is a CUDA event recorded after the collective. NCCL_* variables pass through untouched.
 #ifdef AUTOTRAIN_HAVE_NCCL
@@ -14,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "../failure_notes.hpp"
 #include "../internal.hpp"
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/nccl.hpp"
@@ -195,6 +198,12 @@ class NcclPending final : public PendingCollective {
   bool ended_ = false;
 };
 
+// A peer's init failed (its note arrived): that peer reports the failure itself.
+class PeerInitFailed : public Error {
+ public:
+  using Error::Error;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(MPI_Comm parent, const CommOptions& options)
@@ -213,18 +222,7 @@ class NcclCommunicator final : public Communicator {
       failure = error.what();
     }
     agree_or_throw(failure.empty(), failure, comm_.get());
-    const ncclUniqueId id = broadcast_nccl_unique_id(comm_.get());
-    try {
-      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-      config.blocking = 0;
-      const ncclResult_t started = ncclCommInitRankConfig(nccl_.slot(), size_, id, rank_, &config);
-      nccl_.publish();
-      AT_NCCL_CHECK(started);
-      wait_until_ready("ncclCommInitRankConfig");
-    } catch (const std::exception& error) {
-      failure = error.what();
-    }
-    agree_or_throw(failure.empty(), failure, comm_.get());
+    init_communicator(broadcast_nccl_unique_id(comm_.get()));
     watchdog_ = std::make_unique<Watchdog>("nccl", rank_, timeout_seconds_,
                                            [this](const std::string& message) {
                                              // Unblocks the host and the stream before the job goes
@@ -289,8 +287,44 @@ class NcclCommunicator final : public Communicator {
  private:
   cudaStream_t stream() const { return device_->stream.get(); }
 
-  // Non-blocking NCCL returns ncclInProgress until the call is done; give up after comm_timeout.
-  void wait_until_ready(const char* what) {
+  // Creates the NCCL communicator on every rank, or throws the same CollectiveError on every
+  // rank. A rank whose init fails (at the call or soon after) tells the others at once through
+  // the failure notes: their NCCL would otherwise wait in its bootstrap for that rank until
+  // comm_timeout. They abort their communicator and vote ok, so the agreement reports the
+  // lowest failing rank's own message, which names its rank and NCCL's reason.
+  void init_communicator(const ncclUniqueId& id) {
+    FailureNotes notes(comm_.get());
+    std::string failure;
+    try {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;
+      const ncclResult_t started = ncclCommInitRankConfig(nccl_.slot(), size_, id, rank_, &config);
+      nccl_.publish();
+      if (started != ncclSuccess && started != ncclInProgress) throw init_error(started);
+      wait_until_ready("ncclCommInitRankConfig", &notes);
+    } catch (const PeerInitFailed&) {
+      // The failing rank reports it in the agreement below.
+    } catch (const std::exception& error) {
+      failure = error.what();
+      notes.announce(failure);
+    }
+    try {
+      agree_or_throw(failure.empty(), failure, comm_.get(), "the NCCL communicator's creation");
+    } catch (const CollectiveError&) {
+      notes.settle();
+      throw;
+    }
+  }
+
+  Error init_error(ncclResult_t result) const {
+    return Error(cat("nccl: ncclCommInitRankConfig failed on rank ", rank_, ": ",
+                     ncclGetErrorString(result), " (", ncclGetLastError(nccl_.get()), ")",
+                     nccl_hint(result)));
+  }
+
+  // Non-blocking NCCL returns ncclInProgress until the call is done; give up after comm_timeout,
+  // or at once when a peer's note says it failed (`notes`, during init).
+  void wait_until_ready(const char* what, FailureNotes* notes = nullptr) {
     Timer timer;
     ncclResult_t state = ncclInProgress;
     while (true) {
@@ -299,6 +333,7 @@ class NcclCommunicator final : public Communicator {
                ": the communicator was aborted (comm_timeout)");
       AT_NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
       if (state != ncclInProgress) break;
+      if (notes != nullptr) stop_if_a_peer_failed(*notes, what);
       if (timer.seconds() > timeout_seconds_) {
         nccl_.abort();
         throw Error(cat("nccl: ", what, " did not finish within comm_timeout = ", timeout_seconds_,
@@ -313,6 +348,16 @@ class NcclCommunicator final : public Communicator {
       throw Error(cat("nccl: ", what, " failed on rank ", rank_, ": ", ncclGetErrorString(state),
                       " (", ncclGetLastError(nccl_.get()), ")", nccl_hint(state)));
     }
+  }
+
+  // On a peer's failure note: abort this rank's communicator (NCCL would keep waiting for that
+  // peer) and throw PeerInitFailed.
+  void stop_if_a_peer_failed(FailureNotes& notes, const char* what) {
+    const std::optional<FailureNote> note = notes.poll();
+    if (!note) return;
+    nccl_.abort();
+    throw PeerInitFailed(cat("nccl: ", what, " stopped on rank ", rank_, ": rank ", note->rank,
+                             " failed: ", note->message));
   }
 
   template <typename Call>
