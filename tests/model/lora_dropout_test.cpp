@@ -177,7 +177,7 @@ std::vector<F> random_values(std::size_t n, std::uint32_t seed, double scale) {
 
 // One LoRA model (base weights, adapters) run forward and, optionally, backward.
 template <typename F>
-struct Run {
+struct LoraRun {
   F loss = 0;
   std::vector<F> grads;  // the adapters'
 };
@@ -199,8 +199,8 @@ class LoraFixture {
     values = random_values<F>(adapters_.padded_size(), 9, 0.2);
   }
 
-  Run<F> run(bool recompute, Mode mode, bool backward) const {
-    Run<F> result;
+  LoraRun<F> run(bool recompute, Mode mode, bool backward) const {
+    LoraRun<F> result;
     result.grads.assign(adapters_.padded_size(), F(0));
     BasicFlatUnitAccess<F> inner(adapters_, values.data(), result.grads.data());
     BasicFlatUnitAccess<F> frozen(base_, base_values_.data(), nullptr);
@@ -229,7 +229,7 @@ class LoraDropoutModel : public ::testing::TestWithParam<ModelConfig> {};
 // differences check every correction, dx included (it reaches the earlier blocks' adapters).
 TEST_P(LoraDropoutModel, GivesTheAdaptersTheGradientsOfCentralDifferences) {
   LoraFixture<double> lora(GetParam(), 0.3);
-  const Run<double> run = lora.run(true, Mode::train, true);
+  const LoraRun<double> run = lora.run(true, Mode::train, true);
   EXPECT_NE(run.loss, lora.run(true, Mode::evaluate, false).loss) << "nothing was dropped";
   std::mt19937 gen(13);
   int checked = 0;
@@ -252,21 +252,21 @@ TEST_P(LoraDropoutModel, GivesTheAdaptersTheGradientsOfCentralDifferences) {
 
 TEST_P(LoraDropoutModel, IsTheSameBitsWithAndWithoutActivationCheckpointing) {
   const LoraFixture<float> lora(GetParam(), 0.2);
-  const Run<float> stored = lora.run(false, Mode::train, true);
-  const Run<float> recomputed = lora.run(true, Mode::train, true);
+  const LoraRun<float> stored = lora.run(false, Mode::train, true);
+  const LoraRun<float> recomputed = lora.run(true, Mode::train, true);
   EXPECT_EQ(stored.loss, recomputed.loss);
   EXPECT_EQ(stored.grads, recomputed.grads);
 }
 
 TEST_P(LoraDropoutModel, ZeroOrEvaluationIsLoraWithoutDropoutToTheBit) {
   const LoraFixture<float> none(GetParam(), 0.0);
-  const Run<float> plain = none.run(true, Mode::evaluate, true);
-  const Run<float> zero = none.run(true, Mode::train, true);
+  const LoraRun<float> plain = none.run(true, Mode::evaluate, true);
+  const LoraRun<float> zero = none.run(true, Mode::train, true);
   EXPECT_EQ(plain.loss, zero.loss);
   EXPECT_EQ(plain.grads, zero.grads);
   const LoraFixture<float> dropping(GetParam(), 0.2);
   EXPECT_EQ(dropping.run(true, Mode::evaluate, false).loss, plain.loss);
-  const Run<float> trained = dropping.run(true, Mode::train, true);
+  const LoraRun<float> trained = dropping.run(true, Mode::train, true);
   EXPECT_NE(trained.loss, plain.loss);
   EXPECT_NE(trained.grads, plain.grads);
 }
