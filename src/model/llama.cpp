@@ -212,9 +212,8 @@ int BasicLlama<F>::head_unit() const {
 // recomputation under activation checkpointing (the same kernels on the same inputs: the same
 // bits).
 template <typename F>
-void BasicLlama<F>::block_forward(Activations& a, int l, const F* p,
-                                  BasicLinearAdapter<F>* adapter, int B, int T,
-                                  KernelClock& clock) {
+void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
+                                  int B, int T, KernelClock& clock) {
   const ModelConfig& c = config_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();

@@ -115,8 +115,9 @@ LoraAdapters::LoraAdapters(const ParamLayout& base, const ParamLayout& adapters,
     AT_CHECK(a.shape == a_shape && b.shape == b_shape, "LoRA: the adapters of ", target.module,
              " have another shape than rank ", options.r);
     links_[static_cast<std::size_t>(target.unit)].push_back(
-        {target.weight, base.offset_in_unit(weight), adapters.offset_in_unit(a), adapters.offset_in_unit(b),
-         static_cast<std::size_t>(target.in), static_cast<std::size_t>(target.out)});
+        {target.weight, base.offset_in_unit(weight), adapters.offset_in_unit(a),
+         adapters.offset_in_unit(b), static_cast<std::size_t>(target.in),
+         static_cast<std::size_t>(target.out)});
   }
 }
 
@@ -190,8 +191,8 @@ void LoraAdapters::dropout_forward(int unit, const F* adapter_unit, const Dropou
   const F s = static_cast<F>(options_.scale());
   const auto r = static_cast<std::size_t>(options_.r);
   each_link_in(unit, weight, in, out, [&](const Link& link, std::size_t column) {
-    const LoraModule<F> module{adapter_unit + link.a, adapter_unit + link.b, s, link.in, link.out,
-                               r};
+    const LoraModule<F> module{
+        adapter_unit + link.a, adapter_unit + link.b, s, link.in, link.out, r};
     const DropoutMask mask(options_.dropout, rows, static_cast<std::uint64_t>(link.module));
     lora_dropout_forward(mask, module, x, n, y + column, out, scratch);
   });
@@ -205,8 +206,8 @@ void LoraAdapters::dropout_backward(int unit, const F* adapter_unit, const Dropo
   const F s = static_cast<F>(options_.scale());
   const auto r = static_cast<std::size_t>(options_.r);
   each_link_in(unit, weight, in, out, [&](const Link& link, std::size_t column) {
-    const LoraModule<F> module{adapter_unit + link.a, adapter_unit + link.b, s, link.in, link.out,
-                               r};
+    const LoraModule<F> module{
+        adapter_unit + link.a, adapter_unit + link.b, s, link.in, link.out, r};
     const DropoutMask mask(options_.dropout, rows, static_cast<std::uint64_t>(link.module));
     lora_dropout_backward(mask, module, x, dy + column, out, n, dx, adapter_grads + link.a,
                           adapter_grads + link.b, scratch);

@@ -20,13 +20,17 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-std::uint64_t combine(std::uint64_t key, std::uint64_t value) { return mix(key ^ mix(value)); }
+std::uint64_t combine(std::uint64_t key, std::uint64_t value) {
+  return mix(key ^ mix(value));
+}
 
 // The salt that keeps these draws apart from any other use of the seed.
 constexpr std::uint64_t kDropoutSalt = 0x6c6f72612d64726full;  // "lora-dro"
 
 // A draw in [0, 1) from the top 53 bits.
-double uniform(std::uint64_t bits) { return double(bits >> 11) * 0x1.0p-53; }
+double uniform(std::uint64_t bits) {
+  return double(bits >> 11) * 0x1.0p-53;
+}
 
 }  // namespace
 
@@ -89,16 +93,16 @@ void lora_dropout_forward(const DropoutMask& mask, const LoraModule<F>& m, const
 }
 
 template <typename F>
-void lora_dropout_backward(const DropoutMask& mask, const LoraModule<F>& m, const F* x,
-                           const F* dy, std::size_t ldy, std::size_t rows, F* dx, F* dA, F* dB,
+void lora_dropout_backward(const DropoutMask& mask, const LoraModule<F>& m, const F* x, const F* dy,
+                           std::size_t ldy, std::size_t rows, F* dx, F* dA, F* dB,
                            DropoutScratch<F>& scratch) {
   using kernels::Transpose;
   delta_and_u(mask, m, x, rows, scratch);  // as forward had them: the same mask, the same bits
   scratch.du.resize(std::max(scratch.du.size(), rows * m.r));
   F* du = scratch.du.data();
   // dB[out, r] += s · dy[N, out]ᵀ · u[N, r];  du[N, r] = s · dy · B[out, r]
-  kernels::gemm(Transpose::yes, Transpose::no, m.out, m.r, rows, m.scale, dy, ldy,
-                scratch.u.data(), m.r, F(1), dB, m.r);
+  kernels::gemm(Transpose::yes, Transpose::no, m.out, m.r, rows, m.scale, dy, ldy, scratch.u.data(),
+                m.r, F(1), dB, m.r);
   kernels::gemm(Transpose::no, Transpose::no, rows, m.r, m.out, m.scale, dy, ldy, m.B, m.r, F(0),
                 du, m.r);
   // dA[r, in] += du[N, r]ᵀ · δ[N, in]

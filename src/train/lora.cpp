@@ -50,14 +50,14 @@ void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes) {
     if (target.unit == lora.lora.targets().front().unit) kinds.push_back(kind);
   }
   const double trainable = double(lora.adapters.num_parameters());
-  log::info("lora: rank ", lora.options.r, ", alpha ", lora.options.alpha, " (scale ",
-            lora.options.scale(), "), dropout ", lora.options.dropout, " on ", lora.lora.targets().size(), " weights (",
-            join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
-            " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
-            "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
-            human_bytes(double(frozen_bytes)),
-            " per rank (whole: ", human_bytes(double(lora.base.padded_size() * sizeof(float))),
-            ")");
+  log::info(
+      "lora: rank ", lora.options.r, ", alpha ", lora.options.alpha, " (scale ",
+      lora.options.scale(), "), dropout ", lora.options.dropout, " on ", lora.lora.targets().size(),
+      " weights (", join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
+      " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
+      "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
+      human_bytes(double(frozen_bytes)),
+      " per rank (whole: ", human_bytes(double(lora.base.padded_size() * sizeof(float))), ")");
 }
 
 model::ParamLayout trainable_layout(const RunSetup& setup, const LoraModel* lora) {

@@ -95,10 +95,9 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
     throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
 #endif
   } else {
-    replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T,
-                                           !setup.params().disable_gradient_checkpointing, lora,
-                                           setup.precision == Precision::bf16,
-                                           static_cast<std::uint64_t>(setup.params().seed));
+    replica = std::make_unique<CpuReplica>(
+        layout, comm, engine_options(setup), B, T, !setup.params().disable_gradient_checkpointing,
+        lora, setup.precision == Precision::bf16, static_cast<std::uint64_t>(setup.params().seed));
   }
   return replica;
 }

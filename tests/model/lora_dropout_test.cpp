@@ -117,10 +117,10 @@ TEST(LoraDropout, OneLinearMatchesPyTorchGivenTheSameMask) {
   for (std::size_t i = 0; i < rows; ++i) {
     for (std::size_t j = 0; j < in; ++j) kept[i * in + j] = mask.kept(i, j) ? 1.0 : 0.0;
   }
-  testing::write_file(dir / "case.json", "{\"rows\": " + std::to_string(rows) + ", \"in\": " +
-                                             std::to_string(in) + ", \"out\": " +
-                                             std::to_string(out) + ", \"r\": " + std::to_string(r) +
-                                             ", \"scale\": 2.5, \"p\": 0.4}");
+  testing::write_file(dir / "case.json",
+                      "{\"rows\": " + std::to_string(rows) + ", \"in\": " + std::to_string(in) +
+                          ", \"out\": " + std::to_string(out) + ", \"r\": " + std::to_string(r) +
+                          ", \"scale\": 2.5, \"p\": 0.4}");
   for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>&>{"x", x},
                                      {"weight", W},
                                      {"bias", b},

@@ -81,8 +81,7 @@ struct Trained {
 };
 
 // kSteps AdamW steps of the adapters at `stage` over frozen weights from the seed.
-Trained train(const model::ModelConfig& config, Communicator& comm, int stage,
-              double dropout = 0) {
+Trained train(const model::ModelConfig& config, Communicator& comm, int stage, double dropout = 0) {
   const Lora run(config, comm.size(), dropout);
   const auto engine = lora_engine(run, comm, stage);
   engine->init_parameters(model::RandomInit(kSeed + 1));

@@ -78,9 +78,9 @@ class LoraAdapters {
   // weights): y += the correction of each adapted weight inside it, and in backward dx += its
   // share and adapter_grads += the gradients of A and B.
   template <typename F>
-  void dropout_forward(int unit, const F* adapter_unit, const DropoutRows& rows,
-                       std::size_t weight, const F* x, F* y, std::size_t n, std::size_t in,
-                       std::size_t out, DropoutScratch<F>& scratch) const;
+  void dropout_forward(int unit, const F* adapter_unit, const DropoutRows& rows, std::size_t weight,
+                       const F* x, F* y, std::size_t n, std::size_t in, std::size_t out,
+                       DropoutScratch<F>& scratch) const;
   template <typename F>
   void dropout_backward(int unit, const F* adapter_unit, const DropoutRows& rows,
                         std::size_t weight, const F* x, const F* dy, F* dx, F* adapter_grads,

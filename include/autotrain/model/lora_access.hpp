@@ -19,8 +19,9 @@
 // the units' linear adapter (model/linear_adapter.hpp): at each adapted linear it adds the
 // low-rank correction that dropout makes to the merged product and its gradients
 // (model/lora_dropout.hpp); the models call it in forward, in backward's recomputation and in
-// backward, and the mask of each is a function of the rows, so all three agree. The frozen weights take no optimizer state and no gradient buffer of their own; the
-// cost is the scratch of the units open at once and the blocks' weight gradients in backward.
+// backward, and the mask of each is a function of the rows, so all three agree. The frozen weights
+// take no optimizer state and no gradient buffer of their own; the cost is the scratch of the units
+// open at once and the blocks' weight gradients in backward.
 #include <cstddef>
 #include <map>
 #include <vector>
