@@ -135,29 +135,37 @@ BasicGpt2<F>::~BasicGpt2() = default;
 // recomputation under activation checkpointing (the same kernels on the same inputs: the same
 // bits).
 template <typename F>
-void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, const F* residual, int B, int T,
-                                 KernelClock& clock) {
+void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
+                                 const F* residual, int B, int T, KernelClock& clock) {
   const int C = config_.n_embd, NH = config_.n_head;
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const TensorOffsets& o = *offsets_;
   const auto x = a.layer(l);
+  // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
+  const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
+    if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
+  };
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C);
   clock.lap(kNorm);
   matmul_forward(x.qkv, x.ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C);
+  adapt(o.qkvw, x.ln1, x.qkv, C, 3 * C);
   clock.lap(kMatmul);
   attention_forward(x.atty, x.att, x.qkv, B, T, C, NH);
   clock.lap(kAttention);
   matmul_forward(a.proj, x.atty, p + o.attprojw, p + o.attprojb, bt, C, C);
+  adapt(o.attprojw, x.atty, a.proj, C, C);
   clock.lap(kMatmul);
   residual_forward(x.residual2, residual, a.proj, bt * C);
   clock.lap(kResidual);
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + o.ln2w, p + o.ln2b, bt, C);
   clock.lap(kNorm);
   matmul_forward(x.fch, x.ln2, p + o.fcw, p + o.fcb, bt, C, 4 * C);
+  adapt(o.fcw, x.ln2, x.fch, C, 4 * C);
   clock.lap(kMatmul);
   gelu_forward(x.fch_gelu, x.fch, bt * 4 * C);
   clock.lap(kActivation);
   matmul_forward(a.proj, x.fch_gelu, p + o.fcprojw, p + o.fcprojb, bt, 4 * C, C);
+  adapt(o.fcprojw, x.fch_gelu, a.proj, 4 * C, C);
   clock.lap(kMatmul);
   residual_forward(x.residual3, x.residual2, a.proj, bt * C);
   clock.lap(kResidual);
@@ -181,7 +189,8 @@ void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations
   for (int l = 0; l < L; ++l) {
     p = access.params(ParamLayout::block_unit(l));
     clock.restart();
-    block_forward(a, l, p, residual, B, T, clock);
+    block_forward(a, l, p, access.linear_adapter(ParamLayout::block_unit(l)), residual, B, T,
+                  clock);
     access.release(ParamLayout::block_unit(l));
     residual = a.layer(l).residual3;
   }
@@ -278,17 +287,24 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     clock.restart();
     const auto x = a.layer(l);
     const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
+    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
     // Checkpointing: the slot holds the last block's activations; recompute block l's. Its
     // output (residual3) is kept, and the recomputation writes the same bits into it.
-    if (recompute_ && l != L - 1) block_forward(a, l, p, residual, B, T, clock);
+    if (recompute_ && l != L - 1) block_forward(a, l, p, adapter, residual, B, T, clock);
+    // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
+    const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
+      if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
+    };
 
     // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
     matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, x.fch_gelu, p + o.fcprojw, bt,
                     4 * C, C);
+    adapt(o.fcprojw, x.fch_gelu, dres, dlarge, 4 * C, C);
     clock.lap(kMatmul);
     gelu_backward(dlarge, x.fch, dlarge, bt * 4 * C);
     clock.lap(kActivation);
     matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, x.ln2, p + o.fcw, bt, C, 4 * C);
+    adapt(o.fcw, x.ln2, dlarge, dsmall, C, 4 * C);
     clock.lap(kMatmul);
     layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, x.residual2, p + o.ln2w, x.ln2_mean,
                        x.ln2_rstd, bt, C);
@@ -296,10 +312,12 @@ void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
     // dres = d residual2 now
     matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, x.atty, p + o.attprojw, bt, C, C);
+    adapt(o.attprojw, x.atty, dres, dsmall, C, C);
     clock.lap(kMatmul);
     attention_backward(dlarge, datt_row_.data(), dsmall, x.qkv, x.att, B, T, C, NH);
     clock.lap(kAttention);
     matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, x.ln1, p + o.qkvw, bt, C, 3 * C);
+    adapt(o.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);
     clock.lap(kMatmul);
     layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w, x.ln1_mean,
                        x.ln1_rstd, bt, C);

@@ -212,8 +212,8 @@ int BasicLlama<F>::head_unit() const {
 // recomputation under activation checkpointing (the same kernels on the same inputs: the same
 // bits).
 template <typename F>
-void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int T,
-                                  KernelClock& clock) {
+void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
+                                  int B, int T, KernelClock& clock) {
   const ModelConfig& c = config_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
@@ -231,12 +231,17 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int 
   F* ln2 = a.ln2 + li * bt * uC;
   F* gate_up = a.gate_up + li * bt * 2 * a.I;
   F* act = a.act + li * bt * a.I;
+  // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
+  const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
+    if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
+  };
   rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1, bt, 1, C, uC, eps);
   clock.lap(kNorm);
   if (c.qk_norm) {
     F* pre = a.qkv_pre + li * bt * uQKV;
     F* rstd = a.qk_rstd + li * bt * a.H;
     linear_forward(pre, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
+    adapt(o.qkvw, ln1, pre, C, QKV);
     clock.lap(kMatmul);
     std::memcpy(qkv, pre, bt * uQKV * sizeof(F));  // v passes through
     rmsnorm_forward(qkv, rstd, pre, p + o.qnorm, bt, NH, D, uQKV, eps);
@@ -245,6 +250,7 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int 
     clock.lap(kNorm);
   } else {
     linear_forward(qkv, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
+    adapt(o.qkvw, ln1, qkv, C, QKV);
     clock.lap(kMatmul);
   }
   rope_forward(qkv, rope_cos_.data(), rope_sin_.data(), B, T, NH, D, uQKV, 0);
@@ -252,16 +258,19 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, int B, int 
   attention_forward(atty, att, qkv, B, T, NH, NKV, D);
   clock.lap(kAttention);
   linear_forward(a.proj, atty, p + o.ow, at(p, o.ob), bt, Q, C);
+  adapt(o.ow, atty, a.proj, Q, C);
   clock.lap(kMatmul);
   residual_forward(mid, x, a.proj, bt * uC);
   clock.lap(kResidual);
   rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2, bt, 1, C, uC, eps);
   clock.lap(kNorm);
   linear_forward(gate_up, ln2, p + o.guw, at(p, o.gub), bt, C, 2 * I);
+  adapt(o.guw, ln2, gate_up, C, 2 * I);
   clock.lap(kMatmul);
   swiglu_forward(act, gate_up, bt, I);
   clock.lap(kActivation);
   linear_forward(a.proj, act, p + o.downw, at(p, o.downb), bt, I, C);
+  adapt(o.downw, act, a.proj, I, C);
   clock.lap(kMatmul);
   residual_forward(a.stream(l + 1), mid, a.proj, bt * uC);
   clock.lap(kResidual);
@@ -288,7 +297,7 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   for (int l = 0; l < L; ++l) {
     p = access.params(ParamLayout::block_unit(l));
     clock.restart();
-    block_forward(a, l, p, B, T, clock);
+    block_forward(a, l, p, access.linear_adapter(ParamLayout::block_unit(l)), B, T, clock);
     access.release(ParamLayout::block_unit(l));
   }
   const int last = L + 1;
@@ -405,27 +414,36 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   F* g = access.grads(unit);
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   clock.restart();
+  BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
   // Checkpointing: the slot holds the last block's activations; recompute block l's (its
   // output stream is kept, and the recomputation writes the same bits into it).
-  if (recompute_ && l != c.n_layer - 1) block_forward(a, l, p, B_, T_, clock);
+  if (recompute_ && l != c.n_layer - 1) block_forward(a, l, p, adapter, B_, T_, clock);
+  // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
+  const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
+    if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
+  };
   const F* qkv = a.qkv + li * bt * uQKV;
   const F* ln1 = a.ln1 + li * bt * uC;
   const F* ln2 = a.ln2 + li * bt * uC;
   const F* gate_up = a.gate_up + li * bt * 2 * a.I;
 
   // MLP: out = mid + down(swiglu(gate_up(rmsnorm(mid)))), dres = d out
-  linear_backward(dmid, g + o.downw, at(g, o.downb), dres, a.act + li * bt * a.I, p + o.downw, bt,
-                  I, C);
+  const F* act = a.act + li * bt * a.I;
+  linear_backward(dmid, g + o.downw, at(g, o.downb), dres, act, p + o.downw, bt, I, C);
+  adapt(o.downw, act, dres, dmid, I, C);
   clock.lap(kMatmul);
   swiglu_backward(dwide, dmid, gate_up, bt, I);
   clock.lap(kActivation);
   linear_backward(dsmall, g + o.guw, at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
+  adapt(o.guw, ln2, dwide, dsmall, C, 2 * I);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + o.ln2, dsmall, a.mid + li * bt * uC, p + o.ln2, a.rstd2 + li * bt, bt,
                    1, C, uC);
   clock.lap(kNorm);
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
-  linear_backward(dsmall, g + o.ow, at(g, o.ob), dres, a.atty + li * bt * a.Q, p + o.ow, bt, Q, C);
+  const F* atty = a.atty + li * bt * a.Q;
+  linear_backward(dsmall, g + o.ow, at(g, o.ob), dres, atty, p + o.ow, bt, Q, C);
+  adapt(o.ow, atty, dres, dsmall, Q, C);
   clock.lap(kMatmul);
   attention_backward(dwide, datt_row_.data(), dsmall, qkv, a.att + li * a.att_stride, B_, T_, NH,
                      NKV, D);
@@ -448,6 +466,7 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
     dqkv = dmid;
   }
   linear_backward(dsmall, g + o.qkvw, at(g, o.qkvb), dqkv, ln1, p + o.qkvw, bt, C, QKV);
+  adapt(o.qkvw, ln1, dqkv, dsmall, C, QKV);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + o.ln1, dsmall, a.stream(l), p + o.ln1, a.rstd1 + li * bt, bt, 1, C,
                    uC);

@@ -98,7 +98,7 @@ std::string adapter_config_json(const LoraModel& lora, const std::string& base_m
       {"init_lora_weights", true},
       {"layers_to_transform", nullptr},
       {"lora_alpha", lora.options.alpha},
-      {"lora_dropout", 0.0},
+      {"lora_dropout", lora.options.dropout},
       {"modules_to_save", nullptr},
       {"peft_type", "LORA"},
       {"r", lora.options.r},

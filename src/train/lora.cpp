@@ -12,6 +12,7 @@ std::optional<model::LoraOptions> lora_options(const config::TrainingParams& par
   model::LoraOptions options;
   options.r = static_cast<int>(params.lora_r);
   options.alpha = params.lora_alpha;
+  options.dropout = params.lora_dropout;
   std::vector<std::string> names = model::parse_target_modules(params.target_modules);
   const bool unset =
       names.empty() ||
@@ -39,11 +40,6 @@ std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup) {
     throw CollectiveError(error.what());
   }
   lora->weights = open_base_weights(setup, lora->base);
-  if (setup.params().lora_dropout > 0) {
-    log::info("lora: lora_dropout ", setup.params().lora_dropout,
-              " is not applied (the adapters are merged into the frozen weights for each use: "
-              "LoRA without dropout); set lora_dropout: 0 to silence this");
-  }
   return lora;
 }
 
@@ -54,14 +50,14 @@ void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes) {
     if (target.unit == lora.lora.targets().front().unit) kinds.push_back(kind);
   }
   const double trainable = double(lora.adapters.num_parameters());
-  log::info("lora: rank ", lora.options.r, ", alpha ", lora.options.alpha, " (scale ",
-            lora.options.scale(), ") on ", lora.lora.targets().size(), " weights (",
-            join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
-            " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
-            "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
-            human_bytes(double(frozen_bytes)),
-            " per rank (whole: ", human_bytes(double(lora.base.padded_size() * sizeof(float))),
-            ")");
+  log::info(
+      "lora: rank ", lora.options.r, ", alpha ", lora.options.alpha, " (scale ",
+      lora.options.scale(), "), dropout ", lora.options.dropout, " on ", lora.lora.targets().size(),
+      " weights (", join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
+      " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
+      "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
+      human_bytes(double(frozen_bytes)),
+      " per rank (whole: ", human_bytes(double(lora.base.padded_size() * sizeof(float))), ")");
 }
 
 model::ParamLayout trainable_layout(const RunSetup& setup, const LoraModel* lora) {

@@ -22,7 +22,7 @@ class FrozenBase {
       : engine_(engine),
         access_(lora.base, engine.hold_frozen(lora.frozen, base_weights(lora)), lora.lora,
                 lora.adapters, engine) {}
-  model::UnitAccess& access() { return access_; }
+  model::LoraAccess& access() { return access_; }
   std::size_t bytes() const { return engine_.frozen_bytes() + access_.scratch_bytes(); }
 
  private:
@@ -34,20 +34,29 @@ class CpuReplica final : public Replica {
  public:
   CpuReplica(const model::ParamLayout& layout, Communicator& comm,
              const zero::EngineOptions& options, int B, int T, bool recompute,
-             const LoraModel* lora, bool bf16)
+             const LoraModel* lora, bool bf16, std::uint64_t seed)
       : precision_(bf16 ? kernels::GemmPrecision::bf16 : kernels::GemmPrecision::fp32),
         bf16_(bf16),
         engine_(zero::Engine::create(layout, comm, options)),
         frozen_(lora ? std::make_unique<FrozenBase>(*lora, *engine_) : nullptr),
         model_(model::make_causal_lm<float>(lora ? lora->base : layout, B, T, recompute)),
-        access_(frozen_ ? frozen_->access() : *engine_) {}
+        access_(frozen_ ? static_cast<model::UnitAccess&>(frozen_->access()) : *engine_),
+        T_(T) {
+    dropout_rows_.seed = seed;
+  }
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
+    if (frozen_) frozen_->access().evaluate();
     return model_->forward(access_, inputs, targets);
   }
   void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
+    if (frozen_) frozen_->access().train_on(dropout_rows_);
     last_loss_ = model_->forward(access_, inputs, targets);
+  }
+  void set_training_position(long long step, long long first_sample) override {
+    dropout_rows_.step = static_cast<std::uint64_t>(step);
+    dropout_rows_.first_row = static_cast<std::uint64_t>(first_sample) * std::uint64_t(T_);
   }
   float last_loss() override { return last_loss_; }
   void backward(float loss_scale) override { model_->backward(access_, loss_scale); }
@@ -68,6 +77,8 @@ class CpuReplica final : public Replica {
   std::unique_ptr<FrozenBase> frozen_;
   std::unique_ptr<model::CausalLM> model_;
   model::UnitAccess& access_;
+  int T_;
+  model::DropoutRows dropout_rows_;  // of the next training forward
   float last_loss_ = 0;
 };
 
@@ -84,9 +95,9 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
     throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
 #endif
   } else {
-    replica = std::make_unique<CpuReplica>(layout, comm, engine_options(setup), B, T,
-                                           !setup.params().disable_gradient_checkpointing, lora,
-                                           setup.precision == Precision::bf16);
+    replica = std::make_unique<CpuReplica>(
+        layout, comm, engine_options(setup), B, T, !setup.params().disable_gradient_checkpointing,
+        lora, setup.precision == Precision::bf16, static_cast<std::uint64_t>(setup.params().seed));
   }
   return replica;
 }

@@ -408,6 +408,7 @@ StepResult TrainingRun::train_step(long long step) {
   for (long long micro = 0; micro < accumulation_; ++micro) {
     sampler_.load_micro_batch(datasets_.train, static_cast<uint64_t>(micro), inputs_, targets_);
     engine_->begin_micro_step(micro == accumulation_ - 1);
+    replica_->set_training_position(step, (micro * comm_->size() + comm_->rank()) * B_);
     replica_->forward_async(inputs_.data(), targets_.data());
     const double weight =
         step_targets == 0 ? 0.0

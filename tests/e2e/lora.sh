@@ -4,13 +4,14 @@
 #      (tests/e2e/torch_lora.py): random PEFT adapter folders on a tiny Qwen3 (all-linear, and
 #      q_proj,v_proj) and on a tiny GPT-2 (Conv1D, fan_in_fan_out): logits, loss, the gradient of
 #      every lora_A/lora_B, greedy tokens;
-#   2. AutoTrain's SFT config with peft and merge_adapter on a tiny Qwen3 carrying the real Qwen3
-#      tokenizer and chat template, completion-only loss: -np 1 with accumulation 2 gives the loss
-#      curve of -np 2 at ZeRO 0 and 3; the project holds the merged model, equal to PEFT's merge of
-#      the exported adapter folder, and generate gives the same text from both folders; the
-#      trainable parameters and the memory are logged;
-#   3. adapters resumed on another world size and stage end where the uninterrupted run ends;
-#      a resume with other LoRA settings is refused;
+#   2. AutoTrain's SFT config with peft, lora_dropout 0.1 and merge_adapter on a tiny Qwen3
+#      carrying the real Qwen3 tokenizer and chat template, completion-only loss: -np 1 with
+#      accumulation 2 gives the loss curve of -np 2 at ZeRO 0 and 3 (the dropout masks follow the
+#      samples, not the ranks); the loss falls, and differs from lora_dropout 0's; the project
+#      holds the merged model, equal to PEFT's merge of the exported adapter folder, and generate
+#      gives the same text from both folders; the trainable parameters and the memory are logged;
+#   3. adapters resumed on another world size and stage end where the uninterrupted run ends
+#      (the dropout masks included); a resume with other LoRA settings is refused;
 #   4. bad switches are named: target_modules that match nothing, quantization; an adapter
 #      folder that names an adapter folder as its base.
 set -euo pipefail
@@ -86,7 +87,7 @@ params:
   peft: true
   lora_r: 8
   lora_alpha: 16
-  lora_dropout: 0
+  lora_dropout: 0.1
   target_modules: all-linear
   merge_adapter: true
   quantization: null
@@ -100,7 +101,7 @@ EOF
 echo "== 2. sft with LoRA: -np 1 x accumulation 2 = -np 2 at ZeRO 0 and 3 =="
 timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name one \
   --gradient-accumulation 2 > one.log 2>&1 || { tail -30 one.log; fail "np 1"; }
-grep -E "lora: rank 8, alpha 16 \(scale 2\) on 14 weights \(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj of each block\); [0-9]+ trainable parameters" one.log ||
+grep -E "lora: rank 8, alpha 16 \(scale 2\), dropout 0.1 on 14 weights \(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj of each block\); [0-9]+ trainable parameters" one.log ||
   { grep -E "lora|model:" one.log; fail "no LoRA plan line"; }
 for stage in 0 3; do
   timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name two$stage \
@@ -108,12 +109,25 @@ for stage in 0 3; do
     > two$stage.log 2>&1 || { tail -30 two$stage.log; fail "np 2 stage $stage"; }
   $check same one/metrics.jsonl two$stage/metrics.jsonl 2e-5
 done
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name nodrop \
+  --gradient-accumulation 2 --lora-dropout 0 --merge-adapter false > nodrop.log 2>&1 ||
+  { tail -30 nodrop.log; fail "np 1 without dropout"; }
+"$python" - one/metrics.jsonl nodrop/metrics.jsonl <<'PY'
+import json, sys
+def losses(path):
+    return [r["loss"] for r in map(json.loads, open(path)) if r.get("loss") is not None]
+drop, plain = losses(sys.argv[1]), losses(sys.argv[2])
+print(f"losses with lora_dropout 0.1: {drop}; with 0: {plain}")
+assert drop[-1] < drop[0], "the loss did not fall with dropout"
+assert drop != plain, "lora_dropout 0.1 trained as 0"
+PY
 ls one/model.safetensors one/config.json one/tokenizer.json one/adapter/adapter_model.safetensors \
   one/adapter/adapter_config.json one/adapter/tokenizer.json > /dev/null || fail "the exported folders"
 "$python" - one/adapter/adapter_config.json "$work/qwen3" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 expected = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 8, "lora_alpha": 16.0, "bias": "none",
+            "lora_dropout": 0.1,
             "fan_in_fan_out": False, "base_model_name_or_path": sys.argv[2],
             "target_modules": sorted(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])}
 for key, value in expected.items():

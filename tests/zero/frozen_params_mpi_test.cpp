@@ -1,8 +1,9 @@
 // Frozen weights held by the ZeRO engine (Engine::hold_frozen, LoRA's base model): under stage 3
 // each rank holds its shard of them and the gather slots, not the whole model, and LoRA trained
 // through them (model::LoraAccess between the model and the engine) follows the stage-0 run on
-// the same ranks. Every rank trains on the same micro-batch, so the averaged gradients are each
-// rank's own and any world size must give the same curve. Run under mpirun -np 1..4.
+// the same ranks, with adapter dropout too. Every rank trains on the same micro-batch (and draws
+// its dropout masks for the same rows), so the averaged gradients are each rank's own and any
+// world size must give the same curve. Run under mpirun -np 1..4.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -49,15 +50,22 @@ std::unique_ptr<Communicator> world_communicator() {
   return make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
 }
 
+model::LoraOptions lora_options(double dropout) {
+  model::LoraOptions options{4, 8.0, {"all-linear"}};
+  options.dropout = dropout;
+  return options;
+}
+
 // The layouts of one LoRA run on `world` ranks (train::LoraModel's).
 struct Lora {
-  model::LoraOptions options{4, 8.0, {"all-linear"}};
+  model::LoraOptions options;
   model::ParamLayout base;    // world size 1: the model's
   model::ParamLayout frozen;  // padded for the world: what the engine holds
   model::ParamLayout adapters;
   model::LoraAdapters lora;
-  Lora(const model::ModelConfig& config, int world)
-      : base(config, 1),
+  Lora(const model::ModelConfig& config, int world, double dropout = 0)
+      : options(lora_options(dropout)),
+        base(config, 1),
         frozen(config, world),
         adapters(model::lora_layout(base, options, world)),
         lora(base, adapters, options) {}
@@ -76,8 +84,8 @@ struct Trained {
 };
 
 // kSteps AdamW steps of the adapters at `stage` over frozen weights from the seed.
-Trained train(const model::ModelConfig& config, Communicator& comm, int stage) {
-  const Lora run(config, comm.size());
+Trained train(const model::ModelConfig& config, Communicator& comm, int stage, double dropout = 0) {
+  const Lora run(config, comm.size(), dropout);
   const auto engine = lora_engine(run, comm, stage);
   engine->init_parameters(model::RandomInit(kSeed + 1));
   model::UnitAccess& frozen = engine->hold_frozen(run.frozen, model::RandomInit(kSeed));
@@ -91,6 +99,7 @@ Trained train(const model::ModelConfig& config, Communicator& comm, int stage) {
     for (auto& token : targets) token = static_cast<std::int32_t>(gen() % kV);
     engine->begin_step();
     engine->begin_micro_step(true);
+    access.train_on(model::DropoutRows{kSeed, static_cast<std::uint64_t>(step), 0});
     trained.losses.push_back(lm->forward(access, inputs.data(), targets.data()));
     lm->backward(access, 1.0f);
     engine->finish_backward();
@@ -126,6 +135,24 @@ TEST_F(FrozenParams, LoraAtStage3FollowsStage0OverShardedFrozenWeights) {
       ASSERT_NEAR(stage0.adapters[i], stage3.adapters[i], 1e-5) << "adapter element " << i;
     }
   }
+}
+
+TEST_F(FrozenParams, LoraWithDropoutAtStage3FollowsStage0AndStillTrains) {
+  const auto comm = world_communicator();
+  const Trained without = train(tiny_llama(2), *comm, 0);
+  const Trained stage0 = train(tiny_llama(2), *comm, 0, 0.1);
+  const Trained stage3 = train(tiny_llama(2), *comm, 3, 0.1);
+  for (std::size_t s = 0; s < stage0.losses.size(); ++s) {
+    EXPECT_NEAR(stage0.losses[s], stage3.losses[s], 1e-5) << "step " << s;
+  }
+  for (std::size_t i = 0; i < stage0.adapters.size(); ++i) {
+    ASSERT_NEAR(stage0.adapters[i], stage3.adapters[i], 1e-5) << "adapter element " << i;
+  }
+  // The first step starts from B = 0: the same loss; then dropout's gradients tell.
+  EXPECT_EQ(stage0.losses.front(), without.losses.front());
+  EXPECT_NE(stage0.losses.back(), without.losses.back());
+  EXPECT_NE(stage0.adapters, without.adapters);
+  EXPECT_GT(stage0.losses.front() - stage0.losses.back(), 0.0f) << "the adapters did not train";
 }
 
 TEST_F(FrozenParams, Stage3HoldsItsShardOfTheFrozenWeightsAndTheGatherSlots) {

@@ -63,8 +63,9 @@ class BasicGpt2 final : public BasicCausalLM<F> {
   F run_lm_head_and_loss(BasicUnitAccess<F>& access);
   void forward_to_final_norm(BasicUnitAccess<F>& access, Activations& acts,
                              const std::int32_t* inputs, int B, int T);
-  void block_forward(Activations& a, int l, const F* p, const F* residual, int B, int T,
-                     KernelClock& clock);
+  // `adapter`: the unit's linear adapter (BasicUnitAccess::linear_adapter), or null.
+  void block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
+                     const F* residual, int B, int T, KernelClock& clock);
 
   ModelConfig config_;
   int B_;

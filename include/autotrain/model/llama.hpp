@@ -60,7 +60,9 @@ class BasicLlama final : public BasicCausalLM<F> {
   const F* forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
                                  const std::int32_t* inputs, int B, int T);
   void block_backward(BasicUnitAccess<F>& access, int l);
-  void block_forward(Activations& a, int l, const F* p, int B, int T, KernelClock& clock);
+  // `adapter`: the unit's linear adapter (BasicUnitAccess::linear_adapter), or null.
+  void block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter, int B,
+                     int T, KernelClock& clock);
   // rope_cos_/rope_sin_ hold at least `positions` rows.
   void ensure_rope(int positions);
   int head_unit() const;  // the unit holding the LM head

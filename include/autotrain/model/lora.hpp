@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/model/lora_dropout.hpp"
 #include "autotrain/model/param_layout.hpp"
 
 namespace autotrain::model {
@@ -29,6 +30,8 @@ struct LoraOptions {
   // targeted when its path equals a name or ends with "." + name ("q_proj", "c_attn",
   // "mlp.c_proj").
   std::vector<std::string> target_modules{"all-linear"};
+  // PEFT's lora_dropout on each adapted module's input in training (model/lora_dropout.hpp).
+  double dropout = 0;
   double scale() const { return alpha / r; }
 };
 
@@ -70,14 +73,35 @@ class LoraAdapters {
   void project_grads(int unit, const F* adapter_unit, const F* merged_grads,
                      F* adapter_grads) const;
 
+  // Adapter dropout (options().dropout > 0, in training), for the linear [out, in] whose weight
+  // starts at `weight` in the unit (model/linear_adapter.hpp: it may fuse several adapted
+  // weights): y += the correction of each adapted weight inside it, and in backward dx += its
+  // share and adapter_grads += the gradients of A and B.
+  template <typename F>
+  void dropout_forward(int unit, const F* adapter_unit, const DropoutRows& rows, std::size_t weight,
+                       const F* x, F* y, std::size_t n, std::size_t in, std::size_t out,
+                       DropoutScratch<F>& scratch) const;
+  template <typename F>
+  void dropout_backward(int unit, const F* adapter_unit, const DropoutRows& rows,
+                        std::size_t weight, const F* x, const F* dy, F* dx, F* adapter_grads,
+                        std::size_t n, std::size_t in, std::size_t out,
+                        DropoutScratch<F>& scratch) const;
+
  private:
   struct Link {
+    int module = 0;          // the base tensor index: the dropout mask's key
     std::size_t weight = 0;  // offsets in their units
     std::size_t a = 0;
     std::size_t b = 0;
     std::size_t in = 0;
     std::size_t out = 0;
   };
+  // visit(link, column) for each adapted weight inside the linear at `weight`, its outputs from
+  // `column` of the linear's.
+  template <typename Visit>
+  void each_link_in(int unit, std::size_t weight, std::size_t in, std::size_t out,
+                    Visit visit) const;
+
   LoraOptions options_;
   bool conv1d_ = false;
   std::vector<LoraTarget> targets_;

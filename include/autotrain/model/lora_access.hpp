@@ -15,8 +15,13 @@
 //                   into adapters.grads(u), which is then ready
 //
 // Without adapter dropout this is LoRA exactly: the product of y = (W + s·B·A) x with respect to
-// A and B. The frozen weights take no optimizer state and no gradient buffer of their own; the
-// cost is the scratch of the units open at once and the blocks' weight gradients in backward.
+// A and B. With it (options().dropout > 0, between train_on() and evaluate()), the access is also
+// the units' linear adapter (model/linear_adapter.hpp): at each adapted linear it adds the
+// low-rank correction that dropout makes to the merged product and its gradients
+// (model/lora_dropout.hpp); the models call it in forward, in backward's recomputation and in
+// backward, and the mask of each is a function of the rows, so all three agree. The frozen weights
+// take no optimizer state and no gradient buffer of their own; the cost is the scratch of the units
+// open at once and the blocks' weight gradients in backward.
 #include <cstddef>
 #include <map>
 #include <vector>
@@ -27,7 +32,7 @@
 namespace autotrain::model {
 
 template <typename F>
-class BasicLoraAccess final : public BasicUnitAccess<F> {
+class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdapter<F> {
  public:
   // base: the frozen weights of base_layout's units (only params and release are called; a unit's
   // tensors at base_layout's offsets inside it, whatever the padding); adapters: the access to
@@ -98,14 +103,46 @@ class BasicLoraAccess final : public BasicUnitAccess<F> {
   // A unit without adapters needs no gradient (the models then skip it: model/unit_access.hpp).
   bool frozen(int unit) const override { return !lora_.adapts(unit); }
 
-  // Bytes of scratch this access has allocated so far (merged weights and their gradients).
-  std::size_t scratch_bytes() const { return scratch_bytes_; }
+  // The forwards from now on, and the backward after each, train on the micro-batch at `rows`:
+  // adapter dropout applies (when options().dropout > 0).
+  void train_on(const DropoutRows& rows) {
+    rows_ = rows;
+    training_ = true;
+  }
+  // The forwards from now on evaluate or generate: no dropout (the state at construction).
+  void evaluate() { training_ = false; }
+
+  BasicLinearAdapter<F>* linear_adapter(int unit) override {
+    const bool drops = training_ && lora_.options().dropout > 0 && lora_.adapts(unit);
+    return drops ? this : nullptr;
+  }
+
+  // Bytes of scratch this access has allocated so far (merged weights and their gradients, the
+  // dropout correction's).
+  std::size_t scratch_bytes() const {
+    const auto& d = dropout_scratch_;
+    return scratch_bytes_ + (d.delta.capacity() + d.u.capacity() + d.du.capacity()) * sizeof(F);
+  }
 
  private:
   struct Scratch {
     std::vector<F> values;
     int users = 0;
   };
+
+  void forward(int unit, std::size_t weight, const F* x, F* y, std::size_t rows, std::size_t in,
+               std::size_t out) override {
+    lora_.dropout_forward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
+                          weight, x, y, rows, in, out, dropout_scratch_);
+  }
+  void backward(int unit, std::size_t weight, const F* x, const F* dy, F* dx, std::size_t rows,
+                std::size_t in, std::size_t out) override {
+    // The correction's gradients of A and B go straight to the adapters'; grads_ready(unit)
+    // adds the merged weights' after them.
+    lora_.dropout_backward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
+                           weight, x, dy, dx, adapters_.grads(unit), rows, in, out,
+                           dropout_scratch_);
+  }
 
   // A buffer of `numel` elements from those given back, or a new one.
   std::vector<F> take(std::size_t numel) {
@@ -130,6 +167,9 @@ class BasicLoraAccess final : public BasicUnitAccess<F> {
   std::map<int, std::vector<F>> grads_;
   std::map<std::size_t, std::vector<std::vector<F>>> spare_;  // by size
   std::size_t scratch_bytes_ = 0;
+  bool training_ = false;
+  DropoutRows rows_;
+  DropoutScratch<F> dropout_scratch_;
 };
 
 using LoraAccess = BasicLoraAccess<float>;

@@ -11,6 +11,7 @@
 // grads_ready(u) is called on the host right after the unit's last gradient kernel is queued: an
 // engine orders its reduction after that point of the model's stream (an event).
 #include "autotrain/core/error.hpp"
+#include "autotrain/model/linear_adapter.hpp"
 #include "autotrain/model/param_layout.hpp"
 
 namespace autotrain::model {
@@ -26,6 +27,10 @@ class BasicUnitAccess {
   // True when the caller needs none of the unit's gradients (LoRA's units without adapters): a
   // model may then skip computing them and not call grads(unit); grads_ready(unit) still comes.
   virtual bool frozen(int /*unit*/) const { return false; }
+  // The extra term of the unit's linear layers (model/linear_adapter.hpp: LoRA's adapter dropout
+  // in training), or null when they are plain; asked by the CPU models once per use of the unit,
+  // after params(unit).
+  virtual BasicLinearAdapter<F>* linear_adapter(int /*unit*/) { return nullptr; }
 };
 
 // Whole flat buffers in the padded layout, as data parallel stage 0, inference and the tests use

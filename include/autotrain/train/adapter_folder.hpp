@@ -28,7 +28,7 @@ struct AdapterConfig {
 // rank or alpha patterns).
 AdapterConfig read_adapter_config(const std::filesystem::path& dir);
 
-// The adapter_config.json export writes for `lora` (lora_dropout 0: none was applied).
+// The adapter_config.json export writes for `lora`.
 std::string adapter_config_json(const LoraModel& lora, const std::string& base_model);
 
 // adapter_model.safetensors of `dir` into the flat buffer of `adapters` (an adapters' layout of

@@ -36,6 +36,12 @@ class Replica {
   // the host queues kernels. The CPU computes everything here.
   virtual void forward_async(const std::int32_t* inputs, const std::int32_t* targets) = 0;
   virtual float last_loss() = 0;
+  // Where the micro-batch of the next forward_async() lies in the data order: optimizer step
+  // `step` (from 0), its first row the sample at `first_sample` of the step's global batch
+  // (data/sampler.hpp: (micro-step · world_size + rank) · batch_size). LoRA's adapter dropout
+  // draws its masks from it (model/lora_dropout.hpp: the same masks on any world size); forward()
+  // (evaluation) never drops. Before the first call: step 0, sample 0.
+  virtual void set_training_position(long long /*step*/, long long /*first_sample*/) {}
   // Adds d(loss_scale · mean loss)/d(params) into the engine's gradients.
   virtual void backward(float loss_scale) = 0;
   // Per-position losses [B, T] of the last forward, in host memory.
