@@ -218,10 +218,9 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
       why = error.what();
     }
     if (rank == 0) {
-      log::warn(
-          "skipping checkpoint ", *candidate, ": ", why,
-          candidate + 1 != candidates.end() ? "; falling back to the one saved before it"
-                                            : "; no checkpoint saved before it is left");
+      log::warn("skipping checkpoint ", *candidate, ": ", why,
+                candidate + 1 != candidates.end() ? "; falling back to the one saved before it"
+                                                  : "; no checkpoint saved before it is left");
     }
   }
   return std::nullopt;

@@ -19,9 +19,9 @@ GatherSlots plan_gather_slots(const model::ParamLayout& layout, int prefetch) {
   const int layers = layout.config().n_layer;
   std::size_t largest_block = 0;
   for (int l = 0; l < layers; ++l) {
-    largest_block = std::max(
-        largest_block,
-        units[static_cast<std::size_t>(model::ParamLayout::block_unit(l))].padded_numel);
+    largest_block =
+        std::max(largest_block,
+                 units[static_cast<std::size_t>(model::ParamLayout::block_unit(l))].padded_numel);
   }
   // The embeddings, and the units after the blocks that are larger than every block.
   std::vector<int> large{0};
@@ -35,7 +35,9 @@ GatherSlots plan_gather_slots(const model::ParamLayout& layout, int prefetch) {
     std::size_t& largest = is_large ? largest_large : largest_other;
     largest = std::max(largest, units[static_cast<std::size_t>(u)].padded_numel);
   }
-  GatherSlots shared{{}, static_cast<std::size_t>(std::min(prefetch + 1, units_count)), 0,
+  GatherSlots shared{{},
+                     static_cast<std::size_t>(std::min(prefetch + 1, units_count)),
+                     0,
                      std::max(largest_large, largest_other)};
   const int others = units_count - static_cast<int>(large.size());
   if (others < 1) return shared;
