@@ -148,16 +148,7 @@ TEST(LoraDropout, OneLinearMatchesPyTorchGivenTheSameMask) {
 constexpr int kB = 2, kT = 6, kV = 29;
 
 ModelConfig llama_config() {
-  ModelConfig c = ModelConfig::gpt2(2, 4, 16, 32, kV);
-  c.family = Family::llama;
-  c.architecture = "Qwen3ForCausalLM";
-  c.n_kv_head = 2;
-  c.head_dim = 6;
-  c.intermediate_size = 24;
-  c.qkv_bias = true;
-  c.qk_norm = true;
-  c.tie_word_embeddings = false;
-  return c;
+  return tiny_qwen3_config(2, 32, kV);
 }
 
 LoraOptions options(double dropout) {

@@ -12,6 +12,21 @@
 
 namespace autotrain::model {
 
+// A tiny Qwen3-shaped model with every option the Llama family has: grouped key/value heads
+// (4 over 2), head_dim 6 (not n_embd / n_head = 4), q/k/v biases, q/k norms, an untied head.
+inline ModelConfig tiny_qwen3_config(int layers, int positions, int vocab) {
+  ModelConfig c = ModelConfig::gpt2(layers, 4, 16, positions, vocab);
+  c.family = Family::llama;
+  c.architecture = "Qwen3ForCausalLM";
+  c.n_kv_head = 2;
+  c.head_dim = 6;
+  c.intermediate_size = 24;
+  c.qkv_bias = true;
+  c.qk_norm = true;
+  c.tie_word_embeddings = false;
+  return c;
+}
+
 inline std::vector<std::int32_t> random_tokens(std::size_t n, int vocab, std::uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int> dist(0, vocab - 1);

@@ -16,16 +16,7 @@ namespace {
 constexpr int B = 2, T = 8, V = 37;
 
 ModelConfig llama_config() {
-  ModelConfig c = ModelConfig::gpt2(3, 4, 16, 64, V);
-  c.family = Family::llama;
-  c.architecture = "Qwen3ForCausalLM";
-  c.n_kv_head = 2;
-  c.head_dim = 6;
-  c.intermediate_size = 24;
-  c.qkv_bias = true;
-  c.qk_norm = true;
-  c.tie_word_embeddings = false;
-  return c;
+  return tiny_qwen3_config(3, 64, V);
 }
 
 class Recompute : public ::testing::TestWithParam<ModelConfig> {};
