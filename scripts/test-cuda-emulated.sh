@@ -119,6 +119,46 @@ llama_on_the_device() (
 )
 run "a Llama-family folder fine-tuned on the device (np=2, ZeRO-3, bf16) and sampled there" \
   llama_on_the_device
+# LoRA on the device: the same tiny Qwen3 folder's adapters trained on two emulated GPUs at
+# ZeRO-3 in fp32 follow the CPU's run (the frozen base sharded and gathered on both), the merged
+# model and the adapter folder are exported, and generate on the GPU gives the same greedy text
+# from the adapter folder (base + adapters) as from the merged folder; lora_dropout > 0 on the
+# GPU is refused with the switch named.
+lora_on_the_device() (
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+  /usr/bin/python3 "$root/tests/e2e/torch_llama.py" make qwen3 --arch qwen3 --seed 5 || exit 1
+  lora=(train --model qwen3 --tokenizer byte --zero-stage 3 --max-steps 3 --block-size 32
+    --batch-size 2 --gradient-accumulation 1 --threads 1 --logging-steps 1 --eval-strategy no
+    --lr 3e-3 --peft true --lora-r 4 --lora-alpha 8 --lora-dropout 0 --merge-adapter true)
+  for device in cuda cpu; do
+    "${mpirun[@]}" -np 2 "$build/autotrain" "${lora[@]}" --project-name "on-$device" \
+      --device "$device" --comm-backend auto --mixed-precision no > "train-$device.log" 2>&1 ||
+      { tail -20 "train-$device.log"; exit 1; }
+  done
+  grep -E "on cuda:[0-9]+ .* in fp32" train-cuda.log || { tail -20 train-cuda.log; exit 1; }
+  grep -E "lora: rank 4, alpha 8" train-cuda.log || { tail -20 train-cuda.log; exit 1; }
+  /usr/bin/python3 "$root/tests/e2e/metrics_check.py" same on-cpu/metrics.jsonl \
+    on-cuda/metrics.jsonl 1e-4 || exit 1
+  ls on-cuda/model.safetensors on-cuda/adapter/adapter_model.safetensors > /dev/null || exit 1
+  for folder in on-cuda on-cuda/adapter; do
+    "$build/autotrain" generate --model "$folder" --device cuda --prompt "To be" \
+      --max-new-tokens 12 --temperature 0 > "gen-${folder//\//-}.txt" 2> gen.log ||
+      { cat gen.log; exit 1; }
+  done
+  cmp gen-on-cuda.txt gen-on-cuda-adapter.txt || { echo "generate differs between the merged" \
+    "and the adapter folder"; exit 1; }
+  if "${mpirun[@]}" -np 1 "$build/autotrain" "${lora[@]}" --lora-dropout 0.05 --device cuda \
+    --project-name refused > refused.log 2>&1; then
+    echo "lora_dropout 0.05 on the GPU was not refused"; exit 1
+  fi
+  grep "lora_dropout 0.05: adapter dropout is applied on the CPU only" refused.log ||
+    { tail -5 refused.log; exit 1; }
+  echo "LoRA on the device follows the CPU; generated '$(cat gen-on-cuda.txt)'"
+)
+run "LoRA fine-tuned on the device (np=2, ZeRO-3) as on the CPU, exported and sampled there" \
+  lora_on_the_device
 run "bench train on the device, ZeRO-3 bf16, np=2" "${mpirun[@]}" -np 2 "$build/autotrain" \
   bench train --config "$tiny" --device cuda --comm-backend auto --mixed-precision bf16 \
   --zero-stage 3 --steps 3

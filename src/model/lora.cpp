@@ -121,49 +121,29 @@ LoraAdapters::LoraAdapters(const ParamLayout& base, const ParamLayout& adapters,
   }
 }
 
+namespace {
+
+// kernels::gemm adding into c (beta 1), for merge_with and project_grads_with.
+template <typename F>
+auto cpu_gemm() {
+  return [](kernels::Transpose ta, kernels::Transpose tb, std::size_t M, std::size_t N,
+            std::size_t K, double alpha, const F* a, std::size_t lda, const F* b, std::size_t ldb,
+            F* c, std::size_t ldc) {
+    kernels::gemm(ta, tb, M, N, K, static_cast<F>(alpha), a, lda, b, ldb, F(1), c, ldc);
+  };
+}
+
+}  // namespace
+
 template <typename F>
 void LoraAdapters::merge(int unit, const F* adapter_unit, F* base_unit) const {
-  using kernels::Transpose;
-  const F s = static_cast<F>(options_.scale());
-  const std::size_t r = static_cast<std::size_t>(options_.r);
-  for (const Link& link : links_[static_cast<std::size_t>(unit)]) {
-    const F* A = adapter_unit + link.a;  // [r, in]
-    const F* B = adapter_unit + link.b;  // [out, r]
-    F* W = base_unit + link.weight;
-    if (conv1d_) {  // W [in, out] += s · Aᵀ · Bᵀ
-      kernels::gemm(Transpose::yes, Transpose::yes, link.in, link.out, r, s, A, link.in, B, r, F(1),
-                    W, link.out);
-    } else {  // W [out, in] += s · B · A
-      kernels::gemm(Transpose::no, Transpose::no, link.out, link.in, r, s, B, r, A, link.in, F(1),
-                    W, link.in);
-    }
-  }
+  merge_with(unit, adapter_unit, base_unit, cpu_gemm<F>());
 }
 
 template <typename F>
 void LoraAdapters::project_grads(int unit, const F* adapter_unit, const F* merged_grads,
                                  F* adapter_grads) const {
-  using kernels::Transpose;
-  const F s = static_cast<F>(options_.scale());
-  const std::size_t r = static_cast<std::size_t>(options_.r);
-  for (const Link& link : links_[static_cast<std::size_t>(unit)]) {
-    const F* A = adapter_unit + link.a;
-    const F* B = adapter_unit + link.b;
-    const F* G = merged_grads + link.weight;  // dW as W is stored
-    F* dA = adapter_grads + link.a;
-    F* dB = adapter_grads + link.b;
-    if (conv1d_) {  // G = dWᵀ [in, out]
-      kernels::gemm(Transpose::yes, Transpose::yes, r, link.in, link.out, s, B, r, G, link.out,
-                    F(1), dA, link.in);
-      kernels::gemm(Transpose::yes, Transpose::yes, link.out, r, link.in, s, G, link.out, A,
-                    link.in, F(1), dB, r);
-    } else {  // G = dW [out, in]
-      kernels::gemm(Transpose::yes, Transpose::no, r, link.in, link.out, s, B, r, G, link.in, F(1),
-                    dA, link.in);
-      kernels::gemm(Transpose::no, Transpose::yes, link.out, r, link.in, s, G, link.in, A, link.in,
-                    F(1), dB, r);
-    }
-  }
+  project_grads_with(unit, adapter_unit, merged_grads, adapter_grads, cpu_gemm<F>());
 }
 
 template <typename Visit>

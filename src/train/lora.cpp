@@ -29,6 +29,11 @@ LoraModel::LoraModel(const model::ModelConfig& config, const model::LoraOptions&
       adapters(model::lora_layout(base, options, world_size)),
       lora(base, adapters, options) {}
 
+const model::ParamSource& LoraModel::base_weights() const {
+  AT_CHECK(weights != nullptr, "internal: the LoRA model's base weights are not open");
+  return *weights;
+}
+
 std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup) {
   const auto options = lora_options(setup.params());
   if (!options) return nullptr;

@@ -9,18 +9,13 @@
 namespace autotrain::train {
 namespace {
 
-const model::ParamSource& base_weights(const LoraModel& lora) {
-  AT_CHECK(lora.weights != nullptr, "internal: the LoRA model's base weights are not open");
-  return *lora.weights;
-}
-
 // The engine's hold on LoRA's frozen weights (whole, or its shard under ZeRO-3) and the unit
 // hooks that merge the adapters into them.
 class FrozenBase {
  public:
   FrozenBase(const LoraModel& lora, zero::Engine& engine)
       : engine_(engine),
-        access_(lora.base, engine.hold_frozen(lora.frozen, base_weights(lora)), lora.lora,
+        access_(lora.base, engine.hold_frozen(lora.frozen, lora.base_weights()), lora.lora,
                 lora.adapters, engine) {}
   model::LoraAccess& access() { return access_; }
   std::size_t bytes() const { return engine_.frozen_bytes() + access_.scratch_bytes(); }
@@ -89,8 +84,7 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
   std::unique_ptr<Replica> replica;
   if (setup.device == Device::cuda) {
 #ifdef AUTOTRAIN_HAVE_CUDA
-    AT_CHECK(lora == nullptr, "peft trains on the CPU (setup_run should have refused device cuda)");
-    replica = make_gpu_replica(setup, layout, comm, B, T);
+    replica = make_gpu_replica(setup, layout, comm, B, T, lora);
 #else
     throw Error("device cuda: this build has no CUDA (setup_run should have refused it)");
 #endif

@@ -1,10 +1,12 @@
 #pragma once
 // Weights a model reads but never trains (LoRA's frozen base model), held by a ZeRO engine as its
-// stage holds parameters (Engine::hold_frozen): whole under stages 0-2; under stage 3 only the
-// rank's shard (the r-th equal part of every unit of a layout padded for the world), each unit
-// all-gathered into a slot of a ParamGatherer of its own before use, prefetched along the hook
-// order like the trainable units, and free again after release. No gradients, no optimizer
-// state; the values never change after the fill, so no gather is ever invalidated.
+// stage holds parameters (Engine::hold_frozen, gpu::DeviceEngine::hold_frozen): whole under
+// stages 0-2; under stage 3 only the rank's shard (the r-th equal part of every unit of a layout
+// padded for the world), each unit all-gathered into a slot of a ParamGatherer of its own before
+// use, prefetched along the hook order like the trainable units, and free again after release.
+// No gradients, no optimizer state; the values never change after the fill, so no gather is ever
+// invalidated. One class for both devices over a Memory policy (memory.hpp): fp32 host vectors on
+// the CPU, the compute type on a GPU (a bf16 model keeps its frozen base in bf16).
 //
 // The gathers run on the engine's communicator, not a duplicate: the engine issues every
 // collective (gradient reductions, the adapters' gathers and these) asynchronously from the
@@ -28,17 +30,20 @@
 
 namespace autotrain::zero {
 
-class FrozenParams final : public model::UnitAccess {
+template <typename Memory>
+class BasicFrozenParams final : public model::BasicUnitAccess<typename Memory::Element> {
  public:
+  using F = typename Memory::Element;
   // `layout` is built for comm.size() ranks; it, `comm` and `clock` must outlive this. Fills the
-  // weights this rank holds from `source` (stage 3: its shard, the values a single rank has).
-  FrozenParams(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock, int stage,
-               int prefetch, const model::ParamSource& source);
+  // weights this rank holds from `source` (stage 3: its shard, the values a single rank has), a
+  // unit at a time through a host buffer of fp32.
+  BasicFrozenParams(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
+                    int stage, int prefetch, const model::ParamSource& source, Memory memory = {});
 
-  const float* params(int unit) override;
+  const F* params(int unit) override;
   void release(int unit) override;
   // An Error: frozen weights have no gradients (LoraAccess never asks).
-  float* grads(int unit) override;
+  F* grads(int unit) override;
   bool frozen(int /*unit*/) const override { return true; }
 
   // A training micro-step starts: prefetch along the forward-then-backward sequence.
@@ -48,8 +53,11 @@ class FrozenParams final : public model::UnitAccess {
 
  private:
   const model::ParamLayout& layout_;
-  std::vector<float> values_;  // the whole flat buffer, or the shard in shard space (stage 3)
-  std::unique_ptr<ParamGatherer<HostMemory>> gatherer_;  // stage 3
+  Memory memory_;
+  typename Memory::Buffer values_;  // the whole flat buffer, or the shard in shard space (stage 3)
+  std::unique_ptr<ParamGatherer<Memory>> gatherer_;  // stage 3
 };
+
+using FrozenParams = BasicFrozenParams<HostMemory>;
 
 }  // namespace autotrain::zero

@@ -5,10 +5,12 @@
 //   Element, Buffer, kDType           the element type, an owning buffer of them, its DType;
 //   allocate(n), data(b), bytes(b)    a zeroed buffer of n elements, its elements, its bytes;
 //   zero(p, n), add_into(p, q, n)     p[0, n) = 0; p[i] += q[i] (ordered like the device's work);
+//   upload(p, floats, n)              p[0, n) = n host floats, converted; done when it returns;
 //   before_collective(comm)           a collective issued next sees the work queued so far;
 //   before_use(handle, clock)         work queued next sees the collective's result;
 //   consumer_stream()                 the CUDA stream of the model's kernels (nullptr: the host).
 // HostMemory is the CPU's; gpu/memory.hpp has DeviceMemory<F>.
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -28,6 +30,9 @@ struct HostMemory {
   static std::size_t bytes(const Buffer& buffer) { return buffer.size() * sizeof(float); }
   static void zero(float* data, std::size_t count);
   static void add_into(float* into, const float* part, std::size_t count);
+  static void upload(float* into, const float* values, std::size_t count) {
+    std::copy_n(values, count, into);
+  }
   static void before_collective(Communicator& /*comm*/) {}
   static void before_use(CommHandle& handle, WaitClock& clock) { clock.wait(handle); }
   static void* consumer_stream() { return nullptr; }

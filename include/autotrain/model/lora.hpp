@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/kernels/matmul.hpp"
 #include "autotrain/model/lora_dropout.hpp"
 #include "autotrain/model/param_layout.hpp"
 
@@ -73,6 +74,15 @@ class LoraAdapters {
   void project_grads(int unit, const F* adapter_unit, const F* merged_grads,
                      F* adapter_grads) const;
 
+  // The same two as products for any device: gemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, c, ldc)
+  // must add alpha · op(a)[M, K] · op(b)[K, N] into the row-major c (kernels::gemm with beta 1).
+  // The pointers are the caller's (a GPU's memory, say); only offsets are added to them.
+  template <typename F, typename Gemm>
+  void merge_with(int unit, const F* adapter_unit, F* base_unit, Gemm&& gemm) const;
+  template <typename F, typename Gemm>
+  void project_grads_with(int unit, const F* adapter_unit, const F* merged_grads,
+                          F* adapter_grads, Gemm&& gemm) const;
+
   // Adapter dropout (options().dropout > 0, in training), for the linear [out, in] whose weight
   // starts at `weight` in the unit (model/linear_adapter.hpp: it may fuse several adapted
   // weights): y += the correction of each adapted weight inside it, and in backward dx += its
@@ -107,5 +117,44 @@ class LoraAdapters {
   std::vector<LoraTarget> targets_;
   std::vector<std::vector<Link>> links_;  // per unit
 };
+
+template <typename F, typename Gemm>
+void LoraAdapters::merge_with(int unit, const F* adapter_unit, F* base_unit, Gemm&& gemm) const {
+  constexpr auto no = kernels::Transpose::no, yes = kernels::Transpose::yes;
+  const double s = options_.scale();
+  const auto r = static_cast<std::size_t>(options_.r);
+  for (const Link& link : links_[static_cast<std::size_t>(unit)]) {
+    const F* A = adapter_unit + link.a;  // [r, in]
+    const F* B = adapter_unit + link.b;  // [out, r]
+    F* W = base_unit + link.weight;
+    if (conv1d_) {  // W [in, out] += s · Aᵀ · Bᵀ
+      gemm(yes, yes, link.in, link.out, r, s, A, link.in, B, r, W, link.out);
+    } else {  // W [out, in] += s · B · A
+      gemm(no, no, link.out, link.in, r, s, B, r, A, link.in, W, link.in);
+    }
+  }
+}
+
+template <typename F, typename Gemm>
+void LoraAdapters::project_grads_with(int unit, const F* adapter_unit, const F* merged_grads,
+                                      F* adapter_grads, Gemm&& gemm) const {
+  constexpr auto no = kernels::Transpose::no, yes = kernels::Transpose::yes;
+  const double s = options_.scale();
+  const auto r = static_cast<std::size_t>(options_.r);
+  for (const Link& link : links_[static_cast<std::size_t>(unit)]) {
+    const F* A = adapter_unit + link.a;
+    const F* B = adapter_unit + link.b;
+    const F* G = merged_grads + link.weight;  // dW as W is stored
+    F* dA = adapter_grads + link.a;
+    F* dB = adapter_grads + link.b;
+    if (conv1d_) {  // G = dWᵀ [in, out]
+      gemm(yes, yes, r, link.in, link.out, s, B, r, G, link.out, dA, link.in);
+      gemm(yes, yes, link.out, r, link.in, s, G, link.out, A, link.in, dB, r);
+    } else {  // G = dW [out, in]
+      gemm(yes, no, r, link.in, link.out, s, B, r, G, link.in, dA, link.in);
+      gemm(no, yes, link.out, r, link.in, s, G, link.in, A, link.in, dB, r);
+    }
+  }
+}
 
 }  // namespace autotrain::model

@@ -30,6 +30,8 @@ struct LoraModel {
 
   // Layouts only (weights null): for the dry run, export and checkpoints.
   LoraModel(const model::ModelConfig& config, const model::LoraOptions& options, int world_size);
+  // *weights; an Error when they are not open (a LoraModel of layouts only).
+  const model::ParamSource& base_weights() const;
 };
 
 // The run's LoRA model, its base weights opened (collective: open_base_weights); null without

@@ -209,7 +209,8 @@ BlasHandle::Plans::Plan& plan_for(const BlasHandle& blas, const GemmShape& shape
 
 // Queues the gemm; false (nothing queued) when a fused epilogue has no algorithm.
 bool launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const void* b, void* c,
-                 float beta, const EpilogueOperands& operands, cudaStream_t stream) {
+                 float beta, const EpilogueOperands& operands, cudaStream_t stream,
+                 float alpha = 1.0f) {
   shape.align_a = alignment_of(a);
   shape.align_b = alignment_of(b);
   shape.align_c = alignment_of(c);
@@ -219,7 +220,6 @@ bool launch_gemm(const BlasHandle& blas, GemmShape shape, const void* a, const v
   auto& plan = plan_for(blas, shape, operands);
   if (!plan.available) return false;
   set_epilogue_pointers(plan.desc.get(), shape.epilogue, operands);
-  const float alpha = 1.0f;
   const cublasStatus_t status = cublasLtMatmul(
       blas.get(), plan.desc.get(), &alpha, a, plan.a.get(), b, plan.b.get(), &beta, c, plan.c.get(),
       c, plan.c.get(), &plan.algo, blas.workspace(), blas.workspace_bytes(), stream);
@@ -411,8 +411,8 @@ void linear_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
 
 template <typename F>
 void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std::size_t N,
-          std::size_t K, const F* a, std::size_t lda, const F* b, std::size_t ldb, float beta, F* c,
-          std::size_t ldc, cudaStream_t stream) {
+          std::size_t K, float alpha, const F* a, std::size_t lda, const F* b, std::size_t ldb,
+          float beta, F* c, std::size_t ldc, cudaStream_t stream) {
   if (M == 0 || N == 0) return;
   const auto i64 = [](std::size_t x) { return static_cast<std::int64_t>(x); };
   // cᵀ[N, M] = op(b)ᵀ[N, K] · op(a)ᵀ[K, M]: a row-major operand is its column-major transpose,
@@ -420,7 +420,7 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
   launch_gemm(blas,
               GemmShape{data_type<F>(), tb == Transpose::yes, ta == Transpose::yes, i64(N), i64(M),
                         i64(K), i64(ldb), i64(lda), i64(ldc), Epilogue::none},
-              b, a, c, beta, EpilogueOperands{}, stream);
+              b, a, c, beta, EpilogueOperands{}, stream, alpha);
 }
 
 #define AT_MATMUL(F)                                                                            \
@@ -435,8 +435,8 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
   template void linear_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
                                    float*, std::size_t, int, int, cudaStream_t);                \
   template void gemm<F>(const BlasHandle&, Transpose, Transpose, std::size_t, std::size_t,      \
-                        std::size_t, const F*, std::size_t, const F*, std::size_t, float, F*,   \
-                        std::size_t, cudaStream_t);
+                        std::size_t, float, const F*, std::size_t, const F*, std::size_t,       \
+                        float, F*, std::size_t, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_MATMUL)
 
 }  // namespace autotrain::kernels::gpu

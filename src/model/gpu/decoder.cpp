@@ -134,7 +134,7 @@ void DeviceGpt2Decoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t t
   access.release(L + 1);
   p = access.params(0);
   // logits[1, Vp] = ln[1, C] · wte[Vp, C]ᵀ (tied LM head)
-  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, k.ln, uC,
+  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
        p + k.wte, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
   access.release(0);
   AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),

@@ -307,7 +307,7 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
   clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
   gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp),
-       static_cast<std::size_t>(C), b.lnf, static_cast<std::size_t>(C), p + b.wte,
+       static_cast<std::size_t>(C), 1.0f, b.lnf, static_cast<std::size_t>(C), p + b.wte,
        static_cast<std::size_t>(C), 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
   clock.lap(kLmHead);
   access.release(0);
@@ -343,12 +343,13 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
   clock.lap(kCrossEntropy);
   {
     const F* p = access.params(0);
-    F* g = access.grads(0);
     clock.restart();
-    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · wte[Vp, C]
-    gemm(blas_, Transpose::yes, Transpose::no, Vps, Cs, bt, b.logits, Vps, b.lnf, Cs, 1.0f,
-         g + b.wte, Cs, stream_);
-    gemm(blas_, Transpose::no, Transpose::no, bt, Cs, Vps, b.logits, Vps, p + b.wte, Cs, 0.0f,
+    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C] (unless frozen);  dlnf[BT, C] = dlogits · wte
+    if (!access.frozen(0)) {
+      gemm(blas_, Transpose::yes, Transpose::no, Vps, Cs, bt, 1.0f, b.logits, Vps, b.lnf, Cs, 1.0f,
+           access.grads(0) + b.wte, Cs, stream_);
+    }
+    gemm(blas_, Transpose::no, Transpose::no, bt, Cs, Vps, 1.0f, b.logits, Vps, p + b.wte, Cs, 0.0f,
          dsmall, Cs, stream_);
     clock.lap(kLmHead);
     access.release(0);
@@ -404,11 +405,13 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     access.release(unit);
     access.grads_ready(unit);
   }
-  F* g = access.grads(0);
-  clock.restart();
-  const TokenRuns runs = tokens_.runs(b.token_runs);
-  encoder_backward(g + b.wte, g + b.wpe, dres, runs, B, T, C, stream_);
-  clock.lap(kEncoder);
+  if (!access.frozen(0)) {
+    F* g = access.grads(0);
+    clock.restart();
+    const TokenRuns runs = tokens_.runs(b.token_runs);
+    encoder_backward(g + b.wte, g + b.wpe, dres, runs, B, T, C, stream_);
+    clock.lap(kEncoder);
+  }
   access.grads_ready(0);
 }
 

@@ -210,7 +210,7 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   }
   clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
-  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, b.lnf, b.C,
+  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, 1.0f, b.lnf, b.C,
        p + b.head, b.C, 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
   clock.lap(kLmHead);
   access.release(head_unit());
@@ -239,41 +239,45 @@ void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
   const float dloss = position_dloss(loss_scale, loss_positions_);
   crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
   clock.lap(kCrossEntropy);
-  const auto head_backward = [&](const F* p, F* g) {
+  const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
     clock.restart();
     // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · head[Vp, C]
-    gemm(blas_, Transpose::yes, Transpose::no, Vps, b.C, bt, b.logits, Vps, b.lnf, b.C, 1.0f,
-         g + b.head, b.C, stream_);
-    gemm(blas_, Transpose::no, Transpose::no, bt, b.C, Vps, b.logits, Vps, p + b.head, b.C, 0.0f,
+    if (g != nullptr) {
+      gemm(blas_, Transpose::yes, Transpose::no, Vps, b.C, bt, 1.0f, b.logits, Vps, b.lnf, b.C,
+           1.0f, g + b.head, b.C, stream_);
+    }
+    gemm(blas_, Transpose::no, Transpose::no, bt, b.C, Vps, 1.0f, b.logits, Vps, p + b.head, b.C, 0.0f,
          b.dsmall, b.C, stream_);
     clock.lap(kLmHead);
   };
   const int last = L + 1;
   if (head_unit() == 0) {
     const F* p = access.params(0);  // before grads(0): the documented order
-    head_backward(p, access.grads(0));
+    head_backward(p, access.frozen(0) ? nullptr : access.grads(0));
     access.release(0);
   }
   {
     const F* p = access.params(last);
-    F* g = access.grads(last);
+    F* g = access.frozen(last) ? nullptr : access.grads(last);
     if (head_unit() == last) head_backward(p, g);
     AT_CUDA_CHECK(cudaMemsetAsync(b.dresidual, 0, bt * b.C * sizeof(F), stream_));
     clock.restart();
-    rmsnorm_backward(b.dresidual, g + b.normw, b.dsmall, b.layer(L - 1).out, p + b.normw, b.rstdf,
-                     b.scratch, bt, 1, C, b.C, stream_);
+    rmsnorm_backward(b.dresidual, g ? g + b.normw : b.norm_discard, b.dsmall, b.layer(L - 1).out,
+                     p + b.normw, b.rstdf, b.scratch, bt, 1, C, b.C, stream_);
     clock.lap(kNorm);
     access.release(last);
     access.grads_ready(last);
   }
   for (int l = L - 1; l >= 0; --l) block_backward(access, l);
-  F* g = access.grads(0);
-  clock.restart();
-  // Only the token rows take the gradient (dsmall, free by now, absorbs the zero position
-  // table's).
-  const TokenRuns runs = tokens_.runs(b.token_runs);
-  encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B, T, C, stream_);
-  clock.lap(kEncoder);
+  if (!access.frozen(0)) {
+    F* g = access.grads(0);
+    clock.restart();
+    // Only the token rows take the gradient (dsmall, free by now, absorbs the zero position
+    // table's).
+    const TokenRuns runs = tokens_.runs(b.token_runs);
+    encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B, T, C, stream_);
+    clock.lap(kEncoder);
+  }
   access.grads_ready(0);
 }
 

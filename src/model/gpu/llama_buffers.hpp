@@ -64,6 +64,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   F* datt;             // [B, NH, T, T] attention_backward's d(scores) (not with flash attention)
   float* flash_delta;  // [B, NH, T] (flash attention only)
   float* scratch;      // RMSNorm and bias-gradient partial sums; the q/k clearing's statistics
+  F* norm_discard;     // [C] a frozen final norm's weight gradient (LoRA), never read
 
   // Layer l's slice of the per-layer tensors: what its forward writes and its backward reads.
   struct Layer {
@@ -160,6 +161,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(datt, att_stride);
       parts.take(flash_delta, rows);
       parts.take(scratch, scratch_floats);
+      parts.take(norm_discard, C);
       return parts.bytes();
     };
     memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));

@@ -173,7 +173,7 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
     p = access.params(0);
   }
   // logits[1, Vp] = ln[1, C] · head[Vp, C]ᵀ
-  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, k.ln, uC,
+  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
        p + k.head, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
   access.release(tied ? 0 : last);
   AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),

@@ -15,6 +15,7 @@
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/gpu/causal_lm.hpp"
+#include "autotrain/model/gpu/lora_access.hpp"
 #include "autotrain/zero/gpu/engine.hpp"
 
 namespace autotrain::train {
@@ -53,27 +54,38 @@ template <typename F>
 class GpuReplica final : public Replica {
  public:
   GpuReplica(const RunSetup& setup, const model::ParamLayout& layout, Communicator& comm, int B,
-             int T)
+             int T, const LoraModel* lora)
       : binding_(setup.topology.device),
         precision_(setup.precision),
         engine_(
             zero::gpu::DeviceEngine<F>::create(layout, comm, engine_options(setup), stream_.get())),
+        lora_(lora ? std::make_unique<model::gpu::DeviceLoraAccess<F>>(
+                         lora->base, engine_->hold_frozen(lora->frozen, lora->base_weights()),
+                         lora->lora, lora->adapters, *engine_, stream_.get(), blas_)
+                   : nullptr),
         model_(model::gpu::make_device_causal_lm<F>(
-            layout, B, T, stream_.get(), blas_, !setup.params().disable_gradient_checkpointing)) {}
+            lora ? lora->base : layout, B, T, stream_.get(), blas_,
+            !setup.params().disable_gradient_checkpointing)),
+        access_(lora_ ? static_cast<model::BasicUnitAccess<F>&>(*lora_) : *engine_) {}
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
-    return model_->forward(*engine_, inputs, targets);
+    return model_->forward(access_, inputs, targets);
   }
   void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
-    model_->forward_async(*engine_, inputs, targets);
+    model_->forward_async(access_, inputs, targets);
   }
   float last_loss() override { return model_->loss(); }
-  void backward(float loss_scale) override { model_->backward(*engine_, loss_scale); }
+  void backward(float loss_scale) override { model_->backward(access_, loss_scale); }
   std::span<const float> losses() override { return model_->losses(); }
   std::size_t activation_bytes() const override { return model_->activation_bytes(); }
+  // LoRA: the frozen base (whole, or the shard and gather slots) and the access's scratch.
+  std::size_t frozen_bytes() const override {
+    return lora_ ? engine_->frozen_bytes() + lora_->scratch_bytes() : 0;
+  }
   std::size_t device_memory_bytes() const override {
-    return engine_->device_bytes() + model_->activation_bytes() + blas_.workspace_bytes();
+    return engine_->device_bytes() + frozen_bytes() + model_->activation_bytes() +
+           blas_.workspace_bytes();
   }
   std::string device() const override {
     return cat("cuda:", binding_.index, " (", binding_.properties.name, ")");
@@ -89,20 +101,23 @@ class GpuReplica final : public Replica {
   autotrain::gpu::Stream stream_;
   kernels::gpu::BlasHandle blas_;
   std::unique_ptr<zero::gpu::DeviceEngine<F>> engine_;
+  std::unique_ptr<model::gpu::DeviceLoraAccess<F>> lora_;  // with peft
   std::unique_ptr<model::gpu::DeviceCausalLM<F>> model_;
+  model::BasicUnitAccess<F>& access_;  // lora_, or the engine
 };
 
 }  // namespace
 
 std::unique_ptr<Replica> make_gpu_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                          Communicator& comm, int B, int T) {
+                                          Communicator& comm, int B, int T,
+                                          const LoraModel* lora) {
   switch (setup.precision) {
     case Precision::bf16:
-      return std::make_unique<GpuReplica<__nv_bfloat16>>(setup, layout, comm, B, T);
+      return std::make_unique<GpuReplica<__nv_bfloat16>>(setup, layout, comm, B, T, lora);
     case Precision::fp16:
-      return std::make_unique<GpuReplica<__half>>(setup, layout, comm, B, T);
+      return std::make_unique<GpuReplica<__half>>(setup, layout, comm, B, T, lora);
     default:
-      return std::make_unique<GpuReplica<float>>(setup, layout, comm, B, T);
+      return std::make_unique<GpuReplica<float>>(setup, layout, comm, B, T, lora);
   }
 }
 

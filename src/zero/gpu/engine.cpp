@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../frozen_params.hpp"
 #include "../gradients.hpp"
 #include "../param_gatherer.hpp"
 #include "../state_runs.hpp"
@@ -75,7 +76,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         host_master_(host_floats(owned_total_)),
         host_m_(host_floats(owned_total_)),
         host_v_(host_floats(owned_total_)),
-        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
+        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())),
+        prefetch_(options.prefetch) {
     if constexpr (!kMasterIsCompute) {
       gradients_ = std::make_unique<WideGradients<F>>(layout, comm, clock_,
                                                       options.reduce_bucket_size, stage_, stream_);
@@ -137,6 +139,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   void begin_micro_step(bool last_micro_step) override {
     gradients_->begin_micro_step(last_micro_step);
     if (gatherer_) gatherer_->begin_training_micro_step();
+    if (frozen_) frozen_->begin_training_micro_step();
   }
 
   // Every reduction waited for on the host: what is queued on stream_ afterwards sees them.
@@ -216,6 +219,19 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   int peak_gathered_units() const override {
     return gatherer_ ? gatherer_->peak_resident_units() : 0;
   }
+
+  // --- frozen weights -------------------------------------------------------------------------
+  model::BasicUnitAccess<F>& hold_frozen(const model::ParamLayout& layout,
+                                         const model::ParamSource& source) override {
+    AT_CHECK(frozen_ == nullptr, "internal: hold_frozen called twice");
+    AT_CHECK(layout.world_size() == comm_.size() && layout.num_units() == layout_.num_units(),
+             "internal: the frozen layout has ", layout.num_units(), " units for world size ",
+             layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
+    frozen_ = std::make_unique<BasicFrozenParams<DeviceMemory<F>>>(
+        layout, comm_, clock_, stage_, prefetch_, source, DeviceMemory<F>{stream_});
+    return *frozen_;
+  }
+  std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
 
   double take_comm_wait_seconds() override { return clock_.take(); }
 
@@ -407,6 +423,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   std::unique_ptr<BasicGradientReducer<F, float>> gradients_;
   std::unique_ptr<ParamGatherer<DeviceMemory<F>>> gatherer_;  // stage 3 only
   std::vector<CommHandle> gathers_;                           // stage 1/2 parameter all-gathers
+  int prefetch_;  // of the stage-3 gathers, the frozen weights' too
+  std::unique_ptr<BasicFrozenParams<DeviceMemory<F>>> frozen_;  // hold_frozen's
   long long steps_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // in kernels/gpu/vector.
 #include "memory.hpp"
 
+#include "../frozen_params_impl.hpp"
 #include "../gradients_impl.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
@@ -27,6 +28,16 @@ void DeviceMemory<F>::add_into(F* into, const F* part, std::size_t count) const 
   kernels::gpu::add_into(into, part, count, stream);
 }
 
+template <typename F>
+void DeviceMemory<F>::upload(F* into, const float* values, std::size_t count) const {
+  if (count == 0) return;
+  autotrain::gpu::DeviceBuffer floats(count * sizeof(float));
+  AT_CUDA_CHECK(cudaMemcpyAsync(floats.data(), values, count * sizeof(float),
+                                cudaMemcpyHostToDevice, stream));
+  kernels::gpu::cast_from_float(into, floats.as<float>(), count, stream);
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 template struct DeviceMemory<float>;
 template struct DeviceMemory<__nv_bfloat16>;
 template struct DeviceMemory<__half>;
@@ -36,5 +47,10 @@ template struct DeviceMemory<__half>;
 // An fp32 model's (a 16-bit model's gradients are wide_gradients.hpp's).
 template class ReplicatedGradients<gpu::DeviceMemory<float>>;
 template class PartitionedGradients<gpu::DeviceMemory<float>>;
+
+// LoRA's frozen base in the compute type.
+template class BasicFrozenParams<gpu::DeviceMemory<float>>;
+template class BasicFrozenParams<gpu::DeviceMemory<__nv_bfloat16>>;
+template class BasicFrozenParams<gpu::DeviceMemory<__half>>;
 
 }  // namespace autotrain::zero

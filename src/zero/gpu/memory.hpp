@@ -42,6 +42,9 @@ struct DeviceMemory {
   static std::size_t bytes(const Buffer& buffer) { return buffer.bytes(); }
   void zero(F* data, std::size_t count) const;
   void add_into(F* into, const F* part, std::size_t count) const;
+  // Through a device buffer of fp32, cast on the stream as the engine casts its master weights;
+  // returns with the stream drained.
+  void upload(F* into, const float* values, std::size_t count) const;
   void before_collective(Communicator& comm) const { comm.wait_for_stream(stream); }
   void before_use(CommHandle& handle, WaitClock& /*clock*/) const { handle.order_before(stream); }
   void* consumer_stream() const { return stream; }

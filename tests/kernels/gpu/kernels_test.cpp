@@ -249,7 +249,7 @@ TYPED_TEST(GpuKernelsTest, MatmulWithGeluMatchesCpuMatmulThenGeluFusedOrNot) {
   }
 }
 
-// Real GPU only: cuBLAS's transposes and beta = 1 accumulation (the emulator's own GEMM).
+// Real GPU only: cuBLAS's transposes, alpha and beta = 1 accumulation (the emulator's own GEMM).
 TYPED_TEST(GpuKernelsTest, GemmMatchesCpuForEveryTransposePairOverwritingAndAccumulating) {
   using F = TypeParam;
   constexpr std::size_t M = kN, N = 48, K = kC;
@@ -261,6 +261,8 @@ TYPED_TEST(GpuKernelsTest, GemmMatchesCpuForEveryTransposePairOverwritingAndAccu
   for (const Transpose ta : {Transpose::no, Transpose::yes}) {
     for (const Transpose tb : {Transpose::no, Transpose::yes}) {
       for (const double beta : {0.0, 1.0}) {
+        // alpha 1 overwriting; LoRA's scale (alpha 2, exact in every type) accumulating.
+        const double alpha = beta == 0.0 ? 1.0 : 2.0;
         // Stored shapes: op(a) is [M, K], so a is [K, M] when transposed; likewise b.
         const std::size_t a_rows = ta == Transpose::no ? M : K;
         const std::size_t lda = ld_for(ta == Transpose::no ? K : M);
@@ -272,10 +274,10 @@ TYPED_TEST(GpuKernelsTest, GemmMatchesCpuForEveryTransposePairOverwritingAndAccu
         Vec c = random_vec(M * ldc, ++seed);  // accumulated into, or garbage to overwrite
         DeviceTensor<F> d_a(a), d_b(b), d_c(c);
 
-        gpu::gemm(blas, ta, tb, M, N, K, d_a.get(), lda, d_b.get(), ldb, static_cast<float>(beta),
-                  d_c.get(), ldc, this->stream());
+        gpu::gemm(blas, ta, tb, M, N, K, static_cast<float>(alpha), d_a.get(), lda, d_b.get(), ldb,
+                  static_cast<float>(beta), d_c.get(), ldc, this->stream());
         this->sync();
-        gemm<double>(ta, tb, M, N, K, 1.0, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        gemm<double>(ta, tb, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
         this->expect_close(d_c.download(), c,
                            std::string("gemm ta=") + (ta == Transpose::yes ? "T" : "N") +
                                " tb=" + (tb == Transpose::yes ? "T" : "N") +

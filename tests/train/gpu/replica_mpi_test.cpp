@@ -3,7 +3,8 @@
 // the same state across devices for every ZeRO stage, and ZeRO stages 1, 2 and 3 over NCCL
 // follow stage 0 on the device, with one micro-step per optimizer step and with gradient
 // accumulation 2; the same for a Llama-family model (against the CPU, stage 3 against 0), and
-// activation checkpointing on and off train the same bits. Runs on ranks that each have a GPU;
+// for LoRA's adapters over a frozen base of either family; activation checkpointing on and off
+// train the same bits. Runs on ranks that each have a GPU;
 // skipped with the reason on machines without one, and in builds without CUDA.
 // Tolerances, relative to the reference loss at each step:
 //   against the CPU   fp32: 1e-4  (cuBLASLt and the kernels sum in other orders)
@@ -32,6 +33,8 @@ TEST(GpuReplica, SkippedBecauseTheBuildHasNoCudaAndNccl) {
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/model/param_source.hpp"
+#include "autotrain/train/lora.hpp"
 #include "autotrain/train/replica.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "test_support.hpp"
@@ -92,12 +95,13 @@ model::ParamLayout llama_layout() {
 
 // Losses of kSteps AdamW steps on seeded random tokens (each rank its own), clipped at 1; each
 // step averages `micro_steps` micro-batches (gradient accumulation), the loss is their mean.
+// With `lora`, layout is its adapters': they train over its frozen base.
 std::vector<double> train_steps(const RunSetup& setup, const model::ParamLayout& layout,
-                                int micro_steps = 1) {
+                                int micro_steps = 1, const LoraModel* lora = nullptr) {
   CommOptions options;
   options.device = setup.topology.device;
   auto comm = make_communicator(setup.comm_backend, MPI_COMM_WORLD, options);
-  auto replica = make_replica(setup, layout, *comm, kB, kT);
+  auto replica = make_replica(setup, layout, *comm, kB, kT, lora);
   auto& state = replica->state();
   state.init_parameters(model::RandomInit(5));
   // The same micro-batches every step: the loss on them must fall (uniformly random tokens sit
@@ -128,6 +132,15 @@ std::vector<double> train_steps(const RunSetup& setup, const model::ParamLayout&
 }
 std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
   return train_steps(setup, layout_of(setup), micro_steps);
+}
+
+// LoRA of rank 4 (alpha 8: scale 2) on every linear of `config`'s blocks, over frozen weights
+// from a seed, laid out for this world.
+std::unique_ptr<LoraModel> tiny_lora(const model::ModelConfig& config) {
+  const model::LoraOptions options{4, 8.0, {"all-linear"}};
+  auto lora = std::make_unique<LoraModel>(config, options, world_size());
+  lora->weights = std::make_unique<model::RandomInit>(11);
+  return lora;
 }
 
 class GpuReplicaTest : public ::testing::Test {
@@ -210,6 +223,33 @@ TEST_F(GpuReplicaTest, LlamaFamilyStepsMatchTheCpuAndStageThreeMatchesStageZero)
                      "Llama family, fp32 stage 3 against stage 0");
   expect_losses_near(cpu, train_steps(tiny_setup(Device::cuda, Precision::bf16, 3), layout), 3e-2,
                      "Llama family, bf16 stage 3 against the CPU");
+}
+
+// LoRA on the device (model/gpu/lora_access.hpp), both families: the adapters train over the
+// frozen base as the CPU's LoraAccess trains them (fp32 tightly, bf16 loosely), and under ZeRO-3,
+// where the frozen base too is sharded and gathered, as at stage 0, with accumulation too. The
+// device models skip the frozen embeddings' and head's gradients, which the CPU's skip too.
+// Real GPU only: cuBLASLt's scaled (alpha) products and the frozen gathers beside the adapters'.
+TEST_F(GpuReplicaTest, LoraStepsMatchTheCpuAndStageThreeMatchesStageZero) {
+  const model::ModelConfig gpt2 = layout_of(tiny_setup(Device::cpu, Precision::fp32, 0)).config();
+  for (const model::ModelConfig& config : {gpt2, llama_layout().config()}) {
+    const std::string family = config.family == model::Family::llama ? "Llama family" : "GPT-2";
+    SCOPED_TRACE(family);
+    const auto lora = tiny_lora(config);
+    const auto& adapters = lora->adapters;
+    const auto cpu = train_steps(tiny_setup(Device::cpu, Precision::fp32, 0), adapters, 1, lora.get());
+    const auto zero =
+        train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), adapters, 1, lora.get());
+    expect_losses_near(cpu, zero, 1e-4, family + " LoRA, fp32 stage 0 against the CPU");
+    expect_losses_near(
+        cpu, train_steps(tiny_setup(Device::cuda, Precision::bf16, 3), adapters, 1, lora.get()),
+        3e-2, family + " LoRA, bf16 stage 3 against the CPU");
+    const auto zero2 =
+        train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), adapters, 2, lora.get());
+    expect_losses_near(
+        zero2, train_steps(tiny_setup(Device::cuda, Precision::fp32, 3), adapters, 2, lora.get()),
+        1e-5, family + " LoRA, fp32 stage 3 against stage 0, accumulation 2");
+  }
 }
 
 // disable_gradient_checkpointing reaches the device model: with and without activation

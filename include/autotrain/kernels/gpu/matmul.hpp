@@ -83,14 +83,14 @@ void linear_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, cons
                      const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
                      cudaStream_t stream);
 
-// c[M, N] = op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions: the CPU
-// kernels::gemm with alpha = 1, for products the Conv1D layout cannot state (the tied LM head
-// multiplies by wteᵀ). beta = 0 overwrites c (an activation or its gradient), beta = 1 adds into
-// it (a parameter gradient). c must not alias a or b.
+// c[M, N] = alpha · op(a)[M, K] · op(b)[K, N] + beta · c, row-major with leading dimensions: the
+// CPU kernels::gemm, for products the Conv1D layout cannot state (the tied LM head multiplies by
+// wteᵀ) and LoRA's (alpha its scale). beta = 0 overwrites c (an activation or its gradient),
+// beta = 1 adds into it (a parameter gradient). c must not alias a or b.
 template <typename F>
 void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std::size_t N,
-          std::size_t K, const F* a, std::size_t lda, const F* b, std::size_t ldb, float beta, F* c,
-          std::size_t ldc, cudaStream_t stream);
+          std::size_t K, float alpha, const F* a, std::size_t lda, const F* b, std::size_t ldb,
+          float beta, F* c, std::size_t ldc, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

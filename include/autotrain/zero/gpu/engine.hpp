@@ -39,6 +39,7 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/param_source.hpp"
 #include "autotrain/model/unit_access.hpp"
 #include "autotrain/zero/engine.hpp"
 
@@ -53,8 +54,18 @@ class DeviceEngine : public ModelState, public model::BasicUnitAccess<F> {
   static std::unique_ptr<DeviceEngine> create(const model::ParamLayout& layout, Communicator& comm,
                                               const EngineOptions& options, cudaStream_t stream);
 
-  // Bytes of device memory the engine holds.
+  // Bytes of device memory the engine holds (not the frozen weights).
   virtual std::size_t device_bytes() const = 0;
+
+  // LoRA's frozen base model, held as the stage holds parameters (zero/engine.hpp's hold_frozen)
+  // in device memory of type F: whole under stages 0-2, the rank's shard and gather slots under
+  // stage 3 (gathered on the communicator's stream, prefetched along the hook order). `layout`
+  // is the base model's, padded for comm.size(). Once per engine; the access serves params and
+  // release, and lives as long as the engine.
+  virtual model::BasicUnitAccess<F>& hold_frozen(const model::ParamLayout& layout,
+                                                 const model::ParamSource& source) = 0;
+  // Bytes of device memory the frozen weights take (0 before hold_frozen).
+  virtual std::size_t frozen_bytes() const = 0;
 };
 
 }  // namespace autotrain::zero::gpu
