@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
 # autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests and the Llama
-# family's device tests, `bench train` on GPT-2 124M in bf16 (fast and flash attention) and on a
-# small Llama, trains GPT-2 124M with the documented command, times
+# family's device tests, `bench train` on GPT-2 124M in bf16 (flash and fast attention, with and
+# without activation checkpointing, with LoRA) and on a small Llama, trains GPT-2 124M with the
+# documented command, times
 # `generate`, benchmarks NCCL at np=1, runs the other GPU tests, runs the kernel tests under
 # compute-sanitizer, and profiles flash attention with ncu. About 6 minutes with a prebuilt
 # build; each part has its own time limit, is timed, and a failing part does not stop the next.
@@ -170,8 +171,23 @@ real_gpu_tests() {
     [[ $binary == mpitest_* ]] && run=($mpirun -np 1 "$build/tests/$binary")
     echo "--- $binary --gtest_filter=$filter"
     # </dev/null: mpirun would otherwise read the rest of the list from stdin.
-    out=$("${run[@]}" --gtest_filter="$filter" 2>&1 < /dev/null) || status=$?
-    echo "$out" | tail -n 30
+    local failed=0
+    out=$("${run[@]}" --gtest_filter="$filter" 2>&1 < /dev/null) || failed=1
+    if [ "$failed" = 1 ]; then
+      status=1
+      echo "$out"  # whole: every failure's values
+      # Kernels queued one at a time (no two streams at once): a failure that goes away here is
+      # a missing order between streams (the emulator runs them one at a time), not rounding.
+      echo "--- again with CUDA_LAUNCH_BLOCKING=1 (every launch synchronous)"
+      local blocking=("${run[@]}")
+      # shellcheck disable=SC2206  # $mpirun is a command line: words on purpose
+      [[ $binary == mpitest_* ]] &&
+        blocking=($mpirun -x CUDA_LAUNCH_BLOCKING -np 1 "$build/tests/$binary")
+      CUDA_LAUNCH_BLOCKING=1 "${blocking[@]}" --gtest_filter="$filter" < /dev/null 2>&1 |
+        grep -E "OK|FAILED|Failure|evaluates|step|Which" || true
+    else
+      echo "$out" | tail -n 30
+    fi
     if grep -q "SKIPPED" <<< "$out"; then
       echo "$binary: tests were skipped (see above): on this machine they must run"
       status=1
@@ -250,22 +266,25 @@ bench_comm() {
 bench_train() {
   # GPT-2 124M, block 1024, bf16, B=16: tokens/s, MFU against the GPU's dense peak in the
   # compute precision (H200 bf16: 989 TFLOP/s), device memory per rank, and the time of each
-  # kernel kind in one extra profiled step (where to work next); then fp32.
+  # kernel kind in one extra profiled step (where to work next); the default attention (flash
+  # in bf16), with activation checkpointing (the default) and without; then fp32.
   $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
     --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 10
+  $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
+    --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 10 \
+    --disable-gradient-checkpointing true
   $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
     --mixed-precision no --batch-size 8 --gradient-accumulation 1 --steps 5 --no-profile
 }
 
-bench_train_flash() {
-  # The same bf16 run with flash attention (opt-in until measured): compare tokens/s, MFU, the
-  # attention rows of the profile and the GPU memory with the fast path's above.
-  AUTOTRAIN_CUDA_ATTENTION=flash $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
+bench_train_fast() {
+  # The same bf16 run on the fast (cuBLAS, materialised scores) attention path: compare
+  # tokens/s, MFU, the attention rows of the profile and the GPU memory with flash's above.
+  AUTOTRAIN_CUDA_ATTENTION=fast $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
     --config "$config" $config_flags --device cuda --mixed-precision bf16 \
     --batch-size 16 --gradient-accumulation 1 --steps 10
   # The GELU in its own kernels instead of cuBLASLt's epilogues: is the fusion worth it here?
-  AUTOTRAIN_CUDA_ATTENTION=flash AUTOTRAIN_CUDA_GELU_FUSION=off $mpirun -np 1 \
-    -x AUTOTRAIN_CUDA_ATTENTION -x AUTOTRAIN_CUDA_GELU_FUSION "$bin" bench train \
+  AUTOTRAIN_CUDA_GELU_FUSION=off $mpirun -np 1 -x AUTOTRAIN_CUDA_GELU_FUSION "$bin" bench train \
     --config "$config" $config_flags --device cuda --mixed-precision bf16 \
     --batch-size 16 --gradient-accumulation 1 --steps 5 --no-profile
 }
@@ -273,14 +292,25 @@ bench_train_flash() {
 bench_train_llama() {
   # The Llama family's training step: configs/bench-cpu-llama.yaml's model (4 layers of 256,
   # 4 heads of 64 over 2 key/value heads, SwiGLU 688, an untied 32000-token head) at block 1024
-  # in bf16, fast attention (with the profile) then flash attention.
+  # in bf16, the default attention (flash, with the profile) then the fast path.
   $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
     --comm-backend auto --device cuda --mixed-precision bf16 --batch-size 16 --block-size 1024 \
     --gradient-accumulation 1 --steps 10
-  AUTOTRAIN_CUDA_ATTENTION=flash $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
+  AUTOTRAIN_CUDA_ATTENTION=fast $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
     --config "$root/configs/bench-cpu-llama.yaml" --comm-backend auto --device cuda \
     --mixed-precision bf16 --batch-size 16 --block-size 1024 --gradient-accumulation 1 \
     --steps 10 --no-profile
+}
+
+bench_train_lora() {
+  # LoRA on the GPU (peft, rank 16 on every linear of the blocks, no adapter dropout) against the
+  # full fine-tuning step above: GPT-2 124M and the Llama-family shape, bf16, B=16, T=1024.
+  $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
+    --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 10 --no-profile \
+    --peft true --lora-dropout 0
+  $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
+    --comm-backend auto --device cuda --mixed-precision bf16 --batch-size 16 --block-size 1024 \
+    --gradient-accumulation 1 --steps 10 --no-profile --peft true --lora-dropout 0
 }
 
 train_124m() {
@@ -360,8 +390,9 @@ run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
 run_part llama-tests 90 llama_tests tests
 run_part bench-train 120 bench_train bench
-run_part bench-train-flash 100 bench_train_flash bench
+run_part bench-train-fast 100 bench_train_fast bench
 run_part bench-train-llama 90 bench_train_llama bench
+run_part bench-train-lora 90 bench_train_lora bench
 run_part train-124m 120 train_124m train
 run_part bench-comm-nccl 90 bench_comm bench
 run_part ctest-gpu 210 ctest_gpu tests

@@ -66,7 +66,7 @@ for np in 1 2 3 4; do
   run "CUDA replica, np=$np" "${mpirun[@]}" -np "$np" "$build/tests/mpitest_train" \
     --gtest_filter='Gpu*' --gtest_brief=1
 done
-run "device model with flash attention" env AUTOTRAIN_CUDA_ATTENTION=flash \
+run "device model with the fast attention path" env AUTOTRAIN_CUDA_ATTENTION=fast \
   "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
 run "device model with the reference attention" env AUTOTRAIN_CUDA_ATTENTION=reference \
   "$build/tests/test_model" --gtest_filter='Gpu*' --gtest_brief=1
@@ -76,7 +76,7 @@ run "device model without cuBLASLt's GELU epilogues" env AUTOTRAIN_CUDA_EMU_LT_E
 run "device model, cuBLASLt refusing the GELU epilogues at the call" env \
   AUTOTRAIN_CUDA_EMU_LT_EPILOGUES=refuse "$build/tests/test_model" --gtest_filter='Gpu*' \
   --gtest_brief=1
-run "CUDA replica with flash attention, np=2" env AUTOTRAIN_CUDA_ATTENTION=flash \
+run "CUDA replica with the fast attention path, np=2" env AUTOTRAIN_CUDA_ATTENTION=fast \
   "${mpirun[@]}" -np 2 "$build/tests/mpitest_train" --gtest_filter='Gpu*' --gtest_brief=1
 run "CPU <-> GPU checkpoints" env AUTOTRAIN_BIN="$build/autotrain" AUTOTRAIN_SOURCE_DIR="$root" \
   AUTOTRAIN_MPIRUN="${mpirun[*]}" bash "$root/tests/e2e/gpu_resume.sh"
@@ -131,9 +131,9 @@ lora_on_the_device() (
   /usr/bin/python3 "$root/tests/e2e/torch_llama.py" make qwen3 --arch qwen3 --seed 5 || exit 1
   lora=(train --model qwen3 --tokenizer byte --zero-stage 3 --max-steps 3 --block-size 32
     --batch-size 2 --gradient-accumulation 1 --threads 1 --logging-steps 1 --eval-strategy no
-    --lr 3e-3 --peft true --lora-r 4 --lora-alpha 8 --lora-dropout 0 --merge-adapter true)
+    --lr 3e-3 --peft true --lora-r 4 --lora-alpha 8 --merge-adapter true)
   for device in cuda cpu; do
-    "${mpirun[@]}" -np 2 "$build/autotrain" "${lora[@]}" --project-name "on-$device" \
+    "${mpirun[@]}" -np 2 "$build/autotrain" "${lora[@]}" --lora-dropout 0 --project-name "on-$device" \
       --device "$device" --comm-backend auto --mixed-precision no > "train-$device.log" 2>&1 ||
       { tail -20 "train-$device.log"; exit 1; }
   done

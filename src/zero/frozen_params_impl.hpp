@@ -29,8 +29,8 @@ BasicFrozenParams<Memory>::BasicFrozenParams(const model::ParamLayout& layout, C
     memory_.upload(Memory::data(values_) + at, unit_values.data(), range.size);
   }
   if (stage == 3) {
-    gatherer_ = std::make_unique<ParamGatherer<Memory>>(layout, comm, clock,
-                                                        Memory::data(values_), prefetch, memory_);
+    gatherer_ = std::make_unique<ParamGatherer<Memory>>(layout, comm, clock, Memory::data(values_),
+                                                        prefetch, memory_);
   }
 }
 

@@ -80,8 +80,8 @@ class LoraAdapters {
   template <typename F, typename Gemm>
   void merge_with(int unit, const F* adapter_unit, F* base_unit, Gemm&& gemm) const;
   template <typename F, typename Gemm>
-  void project_grads_with(int unit, const F* adapter_unit, const F* merged_grads,
-                          F* adapter_grads, Gemm&& gemm) const;
+  void project_grads_with(int unit, const F* adapter_unit, const F* merged_grads, F* adapter_grads,
+                          Gemm&& gemm) const;
 
   // Adapter dropout (options().dropout > 0, in training), for the linear [out, in] whose weight
   // starts at `weight` in the unit (model/linear_adapter.hpp: it may fuse several adapted

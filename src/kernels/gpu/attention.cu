@@ -175,10 +175,12 @@ std::size_t staged_bytes(const Geometry& g) {
 AttentionKind kind_from_environment() {
   const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
   const std::string choice = value == nullptr ? "" : value;
-  AT_CHECK(choice.empty() || choice == "fast" || choice == "reference" || choice == "flash",
+  AT_CHECK(choice.empty() || choice == "auto" || choice == "fast" || choice == "reference" ||
+               choice == "flash",
            "AUTOTRAIN_CUDA_ATTENTION = '", choice,
-           "': expected 'fast' (the cuBLAS path, also when unset), 'flash' (flash attention in "
-           "bf16/fp16) or 'reference' (the slow reference kernels)");
+           "': expected 'auto' (flash attention where it applies, else the fast path; also when "
+           "unset), 'fast' (the cuBLAS path), 'flash' (flash attention in bf16/fp16) or "
+           "'reference' (the slow reference kernels)");
   if (choice == "reference") {
     log::info(
         "attention: AUTOTRAIN_CUDA_ATTENTION=reference, using the slow reference CUDA "
@@ -191,7 +193,11 @@ AttentionKind kind_from_environment() {
         "is bf16/fp16 and the head size 16, 32, 48, 64 or 128 (the fast path elsewhere)");
     return AttentionKind::flash;
   }
-  return AttentionKind::fast;
+  if (choice == "fast") {
+    log::info("attention: AUTOTRAIN_CUDA_ATTENTION=fast, using the cuBLAS attention path");
+    return AttentionKind::fast;
+  }
+  return AttentionKind::automatic;
 }
 
 }  // namespace

@@ -423,20 +423,20 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
               b, a, c, beta, EpilogueOperands{}, stream, alpha);
 }
 
-#define AT_MATMUL(F)                                                                            \
-  template void matmul_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,          \
-                                  std::size_t, int, int, cudaStream_t);                         \
-  template void matmul_gelu_forward<F>(const BlasHandle&, F*, F*, const F*, const F*, const F*, \
-                                       std::size_t, int, int, cudaStream_t);                    \
-  template void matmul_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
-                                   float*, std::size_t, int, int, cudaStream_t, const F*);      \
-  template void linear_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,          \
-                                  std::size_t, int, int, cudaStream_t);                         \
-  template void linear_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*, \
-                                   float*, std::size_t, int, int, cudaStream_t);                \
-  template void gemm<F>(const BlasHandle&, Transpose, Transpose, std::size_t, std::size_t,      \
-                        std::size_t, float, const F*, std::size_t, const F*, std::size_t,       \
-                        float, F*, std::size_t, cudaStream_t);
+#define AT_MATMUL(F)                                                                             \
+  template void matmul_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,           \
+                                  std::size_t, int, int, cudaStream_t);                          \
+  template void matmul_gelu_forward<F>(const BlasHandle&, F*, F*, const F*, const F*, const F*,  \
+                                       std::size_t, int, int, cudaStream_t);                     \
+  template void matmul_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*,  \
+                                   float*, std::size_t, int, int, cudaStream_t, const F*);       \
+  template void linear_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,           \
+                                  std::size_t, int, int, cudaStream_t);                          \
+  template void linear_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*,  \
+                                   float*, std::size_t, int, int, cudaStream_t);                 \
+  template void gemm<F>(const BlasHandle&, Transpose, Transpose, std::size_t, std::size_t,       \
+                        std::size_t, float, const F*, std::size_t, const F*, std::size_t, float, \
+                        F*, std::size_t, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_MATMUL)
 
 }  // namespace autotrain::kernels::gpu

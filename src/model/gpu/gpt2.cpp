@@ -209,10 +209,9 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
   AT_CHECK(c.n_embd <= kernels::gpu::kLayerNormMaxChannels, "model: n_embd = ", c.n_embd,
            " is wider than the ", kernels::gpu::kLayerNormMaxChannels,
            " channels the CUDA LayerNorm holds in one warp's registers (GPT-2 XL has 1600)");
-  // Flash attention where it was asked for and applies (16-bit, head sizes 16..64 and 128);
-  // elsewhere the fast path, with a line saying so.
-  flash_ = attention_kind() == AttentionKind::flash &&
-           flash_attention_supports(sizeof(F), c.n_embd, c.n_head);
+  // Flash attention where it applies (16-bit, head sizes 16..64 and 128) unless the fast path
+  // was asked for; elsewhere the fast path, with a line saying so where flash was asked for.
+  flash_ = attention_takes_flash(flash_attention_supports(sizeof(F), c.n_embd, c.n_head));
   if (attention_kind() == AttentionKind::flash && !flash_) {
     log::warn(
         "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "

@@ -94,10 +94,9 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
   AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   const int NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
-  // Flash attention where it was asked for and applies (16-bit, head sizes 16..64 and 128);
-  // elsewhere the fast path, with a line saying so.
-  flash_ =
-      attention_kind() == AttentionKind::flash && flash_attention_supports(sizeof(F), NH, NKV, D);
+  // Flash attention where it applies (16-bit, head sizes 16..64 and 128) unless the fast path
+  // was asked for; elsewhere the fast path, with a line saying so where flash was asked for.
+  flash_ = attention_takes_flash(flash_attention_supports(sizeof(F), NH, NKV, D));
   if (attention_kind() == AttentionKind::flash && !flash_) {
     log::warn(
         "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "
@@ -210,8 +209,8 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   }
   clock.restart();
   // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
-  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, 1.0f, b.lnf, b.C,
-       p + b.head, b.C, 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
+  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, 1.0f, b.lnf,
+       b.C, p + b.head, b.C, 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
   clock.lap(kLmHead);
   access.release(head_unit());
   clock.restart();
@@ -246,8 +245,8 @@ void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
       gemm(blas_, Transpose::yes, Transpose::no, Vps, b.C, bt, 1.0f, b.logits, Vps, b.lnf, b.C,
            1.0f, g + b.head, b.C, stream_);
     }
-    gemm(blas_, Transpose::no, Transpose::no, bt, b.C, Vps, 1.0f, b.logits, Vps, p + b.head, b.C, 0.0f,
-         b.dsmall, b.C, stream_);
+    gemm(blas_, Transpose::no, Transpose::no, bt, b.C, Vps, 1.0f, b.logits, Vps, p + b.head, b.C,
+         0.0f, b.dsmall, b.C, stream_);
     clock.lap(kLmHead);
   };
   const int last = L + 1;

@@ -59,10 +59,10 @@ const F* DeviceLoraAccess<F>::params(int unit) {
     AT_CUDA_CHECK(cudaMemcpyAsync(merged.values.data(), base_.params(unit), base_numel * sizeof(F),
                                   cudaMemcpyDeviceToDevice, stream_));
     base_.release(unit);  // the model reads the merged copy: a gathered unit is free again
-    lora_.merge_with(unit, static_cast<const F*>(kept_adapters(unit)), merged.values.as<F>(),
-                     gemm());
+    lora_.merge_with(unit, static_cast<const F*>(kept_adapters(unit)),
+                     merged.values.template as<F>(), gemm());
   }
-  return merged.values.as<F>();
+  return merged.values.template as<F>();
 }
 
 template <typename F>
@@ -97,8 +97,7 @@ void DeviceLoraAccess<F>::grads_ready(int unit) {
   if (open != grads_.end()) {
     if (lora_.adapts(unit)) {
       lora_.project_grads_with(unit, static_cast<const F*>(kept_adapters(unit)),
-                               static_cast<const F*>(open->second.template as<F>()), into,
-                               gemm());
+                               static_cast<const F*>(open->second.template as<F>()), into, gemm());
     }
     give_back(std::move(open->second));
     grads_.erase(open);

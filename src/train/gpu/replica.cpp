@@ -109,8 +109,7 @@ class GpuReplica final : public Replica {
 }  // namespace
 
 std::unique_ptr<Replica> make_gpu_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                          Communicator& comm, int B, int T,
-                                          const LoraModel* lora) {
+                                          Communicator& comm, int B, int T, const LoraModel* lora) {
   switch (setup.precision) {
     case Precision::bf16:
       return std::make_unique<GpuReplica<__nv_bfloat16>>(setup, layout, comm, B, T, lora);

@@ -18,8 +18,7 @@ namespace autotrain::train {
 
 // Binds this thread to setup.topology.device and allocates every device buffer of the run.
 std::unique_ptr<Replica> make_gpu_replica(const RunSetup& setup, const model::ParamLayout& layout,
-                                          Communicator& comm, int B, int T,
-                                          const LoraModel* lora);
+                                          Communicator& comm, int B, int T, const LoraModel* lora);
 
 }  // namespace autotrain::train
 #endif

@@ -20,6 +20,7 @@ auto DeviceMemory<F>::allocate(std::size_t elements) const -> Buffer {
 
 template <typename F>
 void DeviceMemory<F>::zero(F* data, std::size_t count) const {
+  if (count == 0) return;  // a unit without elements (LoRA's first and last)
   AT_CUDA_CHECK(cudaMemsetAsync(data, 0, count * sizeof(F), stream));
 }
 

@@ -77,8 +77,10 @@ F* WideGradients<F>::grads(int unit) {
     AT_CHECK(slot.open_bucket < 0, "ZeRO: gradients of unit ", unit,
              " requested while another bucket of its working buffer is still being filled "
              "(hooks out of the documented order)");
-    drain(slot);  // its reduction reads slot.wide, which the next widening overwrites
-    AT_CUDA_CHECK(cudaMemsetAsync(slot.buffer.data(), 0, bucket.elements * sizeof(F), stream_));
+    drain(slot);                // its reduction reads slot.wide, which the next widening overwrites
+    if (bucket.elements > 0) {  // LoRA's adapters leave units without elements
+      AT_CUDA_CHECK(cudaMemsetAsync(slot.buffer.data(), 0, bucket.elements * sizeof(F), stream_));
+    }
     slot.open_bucket = static_cast<int>(b);
     buckets_.restart(b);
   }

@@ -377,8 +377,11 @@ void expect_attention_matches_cpu(AttentionPath path, const AttentionShape& s,
 TEST(GpuAttentionPath, ReferenceIsSelectedExactlyWhenTheEnvironmentSaysReference) {
   const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
   EXPECT_EQ(gpu::attention_uses_reference(), value != nullptr && std::string(value) == "reference");
-  EXPECT_EQ(gpu::attention_kind() == gpu::AttentionKind::flash,
-            value != nullptr && std::string(value) == "flash");
+  const std::string choice = value == nullptr ? "" : value;
+  EXPECT_EQ(gpu::attention_kind() == gpu::AttentionKind::flash, choice == "flash");
+  EXPECT_EQ(gpu::attention_kind() == gpu::AttentionKind::fast, choice == "fast");
+  EXPECT_EQ(gpu::attention_kind() == gpu::AttentionKind::automatic,
+            choice.empty() || choice == "auto");
 }
 
 // Real GPU only: the attention path cuBLAS strided-batched GEMMs feed (emulated GEMMs).

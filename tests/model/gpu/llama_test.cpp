@@ -7,7 +7,8 @@
 // key/value heads of D = 16 (not C/NH = 8), C = 32, I = 48, V = 50 padded to Vp = 64, q/k/v
 // biases, q/k norms, llama3 rope scaling, max positions 16, B = 2, T = 8; tied and untied heads.
 // D = 16 is a flash-attention head size: the attention path is the one AUTOTRAIN_CUDA_ATTENTION
-// names (scripts/test-cuda-emulated.sh runs these tests with fast, reference and flash).
+// names, flash in bf16/fp16 when unset (scripts/test-cuda-emulated.sh runs these tests unset and
+// with fast and reference; gpu-check.sh with fast, reference and flash).
 //
 // Tolerances per element type: device_model_test_support.hpp. Every test needs a device: they
 // skip with a message in builds without CUDA and on machines without a GPU.
@@ -199,15 +200,18 @@ TYPED_TEST(GpuLlamaTest, IgnoredTargetsGiveTheCpusMaskedLossAndGradients) {
 }
 
 // The attention path is the one asked for where it applies: flash attention in bf16/fp16 (D = 16
-// is one of its head sizes), the fast or reference path (attention_forward's choice) otherwise.
+// is one of its head sizes) unless the fast or reference path was asked for, the fast or
+// reference path (attention_forward's choice) otherwise.
 TYPED_TEST(GpuLlamaTest, RunsFlashAttentionWhereItWasAskedForAndApplies) {
   using F = TypeParam;
   Model<F> m(true);
   gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
   const ModelConfig& c = m.layout.config();
   ASSERT_TRUE(kernels::gpu::flash_attention_supports(2, c.n_head, c.kv_heads(), c.head_size()));
-  EXPECT_EQ(model.uses_flash_attention(),
-            kernels::gpu::attention_kind() == kernels::gpu::AttentionKind::flash && sizeof(F) == 2);
+  const auto kind = kernels::gpu::attention_kind();
+  const bool flash_or_auto =
+      kind == kernels::gpu::AttentionKind::flash || kind == kernels::gpu::AttentionKind::automatic;
+  EXPECT_EQ(model.uses_flash_attention(), flash_or_auto && sizeof(F) == 2);
 }
 
 // Activation checkpointing: two micro-steps (the second forward overwrites what the first

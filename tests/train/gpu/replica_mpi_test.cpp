@@ -189,6 +189,17 @@ TEST_F(GpuReplicaTest, StageOneOverNcclMatchesStageZero) {
   expect_losses_near(zero16, one16, 1e-5, "bf16 stage 1 against stage 0");
 }
 
+// The same run twice trains the same bits: the kernels, the products cuBLASLt chose and NCCL
+// are deterministic, and the model's stream, the reductions' and the gathers' are ordered; so a
+// difference between stages (below) is the stages' own.
+// Real GPU only: streams running at once (emulated streams run one at a time).
+TEST_F(GpuReplicaTest, RepeatedRunsTrainTheSameBits) {
+  for (const int stage : {0, 1, 3}) {
+    const auto setup = tiny_setup(Device::cuda, Precision::bf16, stage);
+    EXPECT_EQ(train_steps(setup, 2), train_steps(setup, 2)) << "bf16 stage " << stage;
+  }
+}
+
 // Stages 2 and 3 reduce-scatter every micro-step into a gradient shard (3 also gathers each unit
 // before its use): the same training as stage 0, which allreduces once per optimizer step.
 // Real GPU only: the gather stream, its events and NCCL running at once (emulated streams run one
@@ -237,7 +248,8 @@ TEST_F(GpuReplicaTest, LoraStepsMatchTheCpuAndStageThreeMatchesStageZero) {
     SCOPED_TRACE(family);
     const auto lora = tiny_lora(config);
     const auto& adapters = lora->adapters;
-    const auto cpu = train_steps(tiny_setup(Device::cpu, Precision::fp32, 0), adapters, 1, lora.get());
+    const auto cpu =
+        train_steps(tiny_setup(Device::cpu, Precision::fp32, 0), adapters, 1, lora.get());
     const auto zero =
         train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), adapters, 1, lora.get());
     expect_losses_near(cpu, zero, 1e-4, family + " LoRA, fp32 stage 0 against the CPU");

@@ -51,10 +51,17 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
                         int T, int C, int NH, cudaStream_t stream);
 
 // The path AUTOTRAIN_CUDA_ATTENTION selects (read on the first call, then fixed for the
-// process): fast (unset, empty or "fast"), reference, or flash (flash_attention.hpp, which the
-// device model calls itself where it applies; attention_forward/backward run the fast path).
-enum class AttentionKind { fast, reference, flash };
+// process): automatic (unset, empty or "auto": flash attention where it applies, the fast path
+// elsewhere, silently), fast, reference, or flash (asked for: a model where it does not apply
+// says so). Flash attention (flash_attention.hpp) is called by the device model itself where it
+// applies; attention_forward/backward run the fast path.
+enum class AttentionKind { automatic, fast, reference, flash };
 AttentionKind attention_kind();
+// Whether a model whose flash attention `applies` (flash_attention_supports) runs it.
+inline bool attention_takes_flash(bool applies) {
+  const AttentionKind kind = attention_kind();
+  return applies && (kind == AttentionKind::automatic || kind == AttentionKind::flash);
+}
 // attention_kind() == AttentionKind::reference.
 bool attention_uses_reference();
 
