@@ -21,6 +21,8 @@
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
 #   SKIP_BUILD=1 scripts/gpu-check.sh    (with gpu-bundle.tar.gz from scripts/gpu-prebuild.sh in
 #                                         the tree: unpacks it, adds the libraries it carries)
+#   GPU_CHECK_PARTS="machine build real-gpu-only" SKIP_BUILD=1 scripts/gpu-check.sh
+#                                        (only the parts named, in their usual order)
 # shellcheck disable=SC2317  # the part functions are called through run_part
 # shellcheck disable=SC2086  # $config_flags is a list of words on purpose (empty or two)
 set -euo pipefail
@@ -55,6 +57,9 @@ seconds=()
 # appends its output to $logs/LOG.log, and records status and duration (also in summary.txt).
 run_part() {
   local name=$1 limit=$2 fn=$3 log=$logs/$4.log start status left
+  if [ -n "${GPU_CHECK_PARTS:-}" ] && [[ " $GPU_CHECK_PARTS " != *" $name "* ]]; then
+    return 0  # not one of the parts asked for
+  fi
   left=$((budget - ($(date +%s) - started)))
   if [ "$left" -lt 20 ]; then
     echo "=== $name: skipped, ${left}s left of GPU_CHECK_SECONDS=$budget ===" | tee -a "$log"
