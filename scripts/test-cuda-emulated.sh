@@ -122,8 +122,8 @@ run "a Llama-family folder fine-tuned on the device (np=2, ZeRO-3, bf16) and sam
 # LoRA on the device: the same tiny Qwen3 folder's adapters trained on two emulated GPUs at
 # ZeRO-3 in fp32 follow the CPU's run (the frozen base sharded and gathered on both), the merged
 # model and the adapter folder are exported, and generate on the GPU gives the same greedy text
-# from the adapter folder (base + adapters) as from the merged folder; lora_dropout > 0 on the
-# GPU is refused with the switch named.
+# from the adapter folder (base + adapters) as from the merged folder. Adapter dropout (0.1) draws
+# the same masks on both devices, so the losses still agree.
 lora_on_the_device() (
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
@@ -133,7 +133,7 @@ lora_on_the_device() (
     --batch-size 2 --gradient-accumulation 1 --threads 1 --logging-steps 1 --eval-strategy no
     --lr 3e-3 --peft true --lora-r 4 --lora-alpha 8 --merge-adapter true)
   for device in cuda cpu; do
-    "${mpirun[@]}" -np 2 "$build/autotrain" "${lora[@]}" --lora-dropout 0 --project-name "on-$device" \
+    "${mpirun[@]}" -np 2 "$build/autotrain" "${lora[@]}" --lora-dropout 0.1 --project-name "on-$device" \
       --device "$device" --comm-backend auto --mixed-precision no > "train-$device.log" 2>&1 ||
       { tail -20 "train-$device.log"; exit 1; }
   done
@@ -149,12 +149,6 @@ lora_on_the_device() (
   done
   cmp gen-on-cuda.txt gen-on-cuda-adapter.txt || { echo "generate differs between the merged" \
     "and the adapter folder"; exit 1; }
-  if "${mpirun[@]}" -np 1 "$build/autotrain" "${lora[@]}" --lora-dropout 0.05 --device cuda \
-    --project-name refused > refused.log 2>&1; then
-    echo "lora_dropout 0.05 on the GPU was not refused"; exit 1
-  fi
-  grep "lora_dropout 0.05: adapter dropout is applied on the CPU only" refused.log ||
-    { tail -5 refused.log; exit 1; }
   echo "LoRA on the device follows the CPU; generated '$(cat gen-on-cuda.txt)'"
 )
 run "LoRA fine-tuned on the device (np=2, ZeRO-3) as on the CPU, exported and sampled there" \

@@ -146,71 +146,20 @@ void LoraAdapters::project_grads(int unit, const F* adapter_unit, const F* merge
   project_grads_with(unit, adapter_unit, merged_grads, adapter_grads, cpu_gemm<F>());
 }
 
-template <typename Visit>
-void LoraAdapters::each_link_in(int unit, std::size_t weight, std::size_t in, std::size_t out,
-                                Visit visit) const {
-  for (const Link& link : links_[static_cast<std::size_t>(unit)]) {
-    if (link.weight < weight || link.weight >= weight + in * out) continue;
-    if (conv1d_) {  // [in, out]: GPT-2 fuses no two adapted weights
-      AT_CHECK(link.weight == weight && link.in == in && link.out == out,
-               "internal: LoRA dropout on a Conv1D weight that is not one module");
-      visit(link, std::size_t{0});
-    } else {  // [out, in]: the fused weights are rows of one
-      AT_CHECK(link.in == in && (link.weight - weight) % in == 0,
-               "internal: LoRA dropout on a linear that splits an adapted weight");
-      visit(link, (link.weight - weight) / in);
-    }
+void LoraAdapters::check_dropout_link(const Link& link, std::size_t weight, std::size_t in,
+                                      std::size_t out) const {
+  if (conv1d_) {
+    AT_CHECK(link.weight == weight && link.in == in && link.out == out,
+             "internal: LoRA dropout on a Conv1D weight that is not one module");
+  } else {
+    AT_CHECK(link.in == in && (link.weight - weight) % in == 0,
+             "internal: LoRA dropout on a linear that splits an adapted weight");
   }
-}
-
-template <typename F>
-void LoraAdapters::dropout_forward(int unit, const F* adapter_unit, const DropoutRows& rows,
-                                   std::size_t weight, const F* x, F* y, std::size_t n,
-                                   std::size_t in, std::size_t out,
-                                   DropoutScratch<F>& scratch) const {
-  const F s = static_cast<F>(options_.scale());
-  const auto r = static_cast<std::size_t>(options_.r);
-  each_link_in(unit, weight, in, out, [&](const Link& link, std::size_t column) {
-    const LoraModule<F> module{
-        adapter_unit + link.a, adapter_unit + link.b, s, link.in, link.out, r};
-    const DropoutMask mask(options_.dropout, rows, static_cast<std::uint64_t>(link.module));
-    lora_dropout_forward(mask, module, x, n, y + column, out, scratch);
-  });
-}
-
-template <typename F>
-void LoraAdapters::dropout_backward(int unit, const F* adapter_unit, const DropoutRows& rows,
-                                    std::size_t weight, const F* x, const F* dy, F* dx,
-                                    F* adapter_grads, std::size_t n, std::size_t in,
-                                    std::size_t out, DropoutScratch<F>& scratch) const {
-  const F s = static_cast<F>(options_.scale());
-  const auto r = static_cast<std::size_t>(options_.r);
-  each_link_in(unit, weight, in, out, [&](const Link& link, std::size_t column) {
-    const LoraModule<F> module{
-        adapter_unit + link.a, adapter_unit + link.b, s, link.in, link.out, r};
-    const DropoutMask mask(options_.dropout, rows, static_cast<std::uint64_t>(link.module));
-    lora_dropout_backward(mask, module, x, dy + column, out, n, dx, adapter_grads + link.a,
-                          adapter_grads + link.b, scratch);
-  });
 }
 
 template void LoraAdapters::merge(int, const float*, float*) const;
 template void LoraAdapters::merge(int, const double*, double*) const;
 template void LoraAdapters::project_grads(int, const float*, const float*, float*) const;
 template void LoraAdapters::project_grads(int, const double*, const double*, double*) const;
-template void LoraAdapters::dropout_forward(int, const float*, const DropoutRows&, std::size_t,
-                                            const float*, float*, std::size_t, std::size_t,
-                                            std::size_t, DropoutScratch<float>&) const;
-template void LoraAdapters::dropout_forward(int, const double*, const DropoutRows&, std::size_t,
-                                            const double*, double*, std::size_t, std::size_t,
-                                            std::size_t, DropoutScratch<double>&) const;
-template void LoraAdapters::dropout_backward(int, const float*, const DropoutRows&, std::size_t,
-                                             const float*, const float*, float*, float*,
-                                             std::size_t, std::size_t, std::size_t,
-                                             DropoutScratch<float>&) const;
-template void LoraAdapters::dropout_backward(int, const double*, const DropoutRows&, std::size_t,
-                                             const double*, const double*, double*, double*,
-                                             std::size_t, std::size_t, std::size_t,
-                                             DropoutScratch<double>&) const;
 
 }  // namespace autotrain::model

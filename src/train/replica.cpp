@@ -50,8 +50,7 @@ class CpuReplica final : public Replica {
     last_loss_ = model_->forward(access_, inputs, targets);
   }
   void set_training_position(long long step, long long first_sample) override {
-    dropout_rows_.step = static_cast<std::uint64_t>(step);
-    dropout_rows_.first_row = static_cast<std::uint64_t>(first_sample) * std::uint64_t(T_);
+    dropout_rows_.move_to(step, first_sample, T_);
   }
   float last_loss() override { return last_loss_; }
   void backward(float loss_scale) override { model_->backward(access_, loss_scale); }

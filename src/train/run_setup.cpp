@@ -166,12 +166,6 @@ void choose_device_and_precision(RunSetup& setup) {
     }
     setup.comm_backend = CommBackend::mpi;
   }
-  if (setup.device == Device::cuda && params.peft && params.lora_dropout > 0) {
-    throw Error(cat("lora_dropout ", params.lora_dropout,
-                    ": adapter dropout is applied on the CPU only in this version, but device ",
-                    params.device, " chose rank ", setup.topology.rank,
-                    "'s GPU; set lora_dropout 0 to train LoRA on the GPU, or device cpu"));
-  }
   if (setup.device == Device::cuda && setup.comm_backend != CommBackend::nccl) {
     throw Error(
         cat("device cuda keeps gradients in GPU memory and reduces them with NCCL, but "

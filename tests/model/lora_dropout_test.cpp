@@ -99,8 +99,8 @@ TEST(LoraDropout, OneLinearMatchesPyTorchGivenTheSameMask) {
   std::vector<double> y(rows * out), dx(rows * in), dW(out * in, 0.0), dA(r * in), dB(out * r);
   kernels::linear_forward(y.data(), x.data(), merged.data(), b.data(), rows, int(in), int(out));
   const LoraModule<double> module{A.data(), B.data(), s, in, out, r};
-  DropoutScratch<double> scratch;
-  lora_dropout_forward(mask, module, x.data(), rows, y.data(), out, scratch);
+  CpuDropoutOps<double> ops;
+  lora_dropout_forward(mask, module, x.data(), rows, y.data(), out, ops);
   kernels::linear_backward(dx.data(), dW.data(), static_cast<double*>(nullptr), dy.data(), x.data(),
                            merged.data(), rows, int(in), int(out));
   // The merged weight's gradient projected (LoraAdapters::project_grads): dA = s · Bᵀ · dW,
@@ -110,7 +110,7 @@ TEST(LoraDropout, OneLinearMatchesPyTorchGivenTheSameMask) {
   kernels::gemm(Transpose::no, Transpose::yes, out, r, in, s, dW.data(), in, A.data(), in, 0.0,
                 dB.data(), r);
   lora_dropout_backward(mask, module, x.data(), dy.data(), out, rows, dx.data(), dA.data(),
-                        dB.data(), scratch);
+                        dB.data(), ops);
 
   const testing::TempDir dir;
   std::vector<double> kept(rows * in);

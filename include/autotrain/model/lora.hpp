@@ -86,16 +86,26 @@ class LoraAdapters {
   // Adapter dropout (options().dropout > 0, in training), for the linear [out, in] whose weight
   // starts at `weight` in the unit (model/linear_adapter.hpp: it may fuse several adapted
   // weights): y += the correction of each adapted weight inside it, and in backward dx += its
-  // share and adapter_grads += the gradients of A and B.
-  template <typename F>
+  // share and adapter_grads += the gradients of A and B. `ops` is the device's arithmetic
+  // (model/lora_dropout.hpp: CpuDropoutOps on the CPU); the pointers are in its memory.
+  template <typename F, typename Ops>
   void dropout_forward(int unit, const F* adapter_unit, const DropoutRows& rows, std::size_t weight,
                        const F* x, F* y, std::size_t n, std::size_t in, std::size_t out,
-                       DropoutScratch<F>& scratch) const;
-  template <typename F>
+                       Ops& ops) const {
+    each_link_in(unit, weight, in, out, [&](const Link& link, std::size_t column) {
+      lora_dropout_forward(mask_of(link, rows), module_of(link, adapter_unit), x, n, y + column,
+                           out, ops);
+    });
+  }
+  template <typename F, typename Ops>
   void dropout_backward(int unit, const F* adapter_unit, const DropoutRows& rows,
                         std::size_t weight, const F* x, const F* dy, F* dx, F* adapter_grads,
-                        std::size_t n, std::size_t in, std::size_t out,
-                        DropoutScratch<F>& scratch) const;
+                        std::size_t n, std::size_t in, std::size_t out, Ops& ops) const {
+    each_link_in(unit, weight, in, out, [&](const Link& link, std::size_t column) {
+      lora_dropout_backward(mask_of(link, rows), module_of(link, adapter_unit), x, dy + column, out,
+                            n, dx, adapter_grads + link.a, adapter_grads + link.b, ops);
+    });
+  }
 
  private:
   struct Link {
@@ -110,7 +120,26 @@ class LoraAdapters {
   // `column` of the linear's.
   template <typename Visit>
   void each_link_in(int unit, std::size_t weight, std::size_t in, std::size_t out,
-                    Visit visit) const;
+                    Visit visit) const {
+    for (const Link& link : links_[static_cast<std::size_t>(unit)]) {
+      if (link.weight < weight || link.weight >= weight + in * out) continue;
+      check_dropout_link(link, weight, in, out);
+      // Conv1D [in, out]: one module (GPT-2 fuses no two adapted weights); [out, in]: the fused
+      // weights are rows of one.
+      visit(link, conv1d_ ? std::size_t{0} : (link.weight - weight) / in);
+    }
+  }
+  // An Error when the linear at `weight` does not hold `link`'s weight whole.
+  void check_dropout_link(const Link& link, std::size_t weight, std::size_t in,
+                          std::size_t out) const;
+  DropoutMask mask_of(const Link& link, const DropoutRows& rows) const {
+    return DropoutMask(options_.dropout, rows, static_cast<std::uint64_t>(link.module));
+  }
+  template <typename F>
+  LoraModule<F> module_of(const Link& link, const F* adapter_unit) const {
+    return {adapter_unit + link.a, adapter_unit + link.b, options_.scale(), link.in, link.out,
+            static_cast<std::size_t>(options_.r)};
+  }
 
   LoraOptions options_;
   bool conv1d_ = false;

@@ -120,8 +120,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
   // Bytes of scratch this access has allocated so far (merged weights and their gradients, the
   // dropout correction's).
   std::size_t scratch_bytes() const {
-    const auto& d = dropout_scratch_;
-    return scratch_bytes_ + (d.delta.capacity() + d.u.capacity() + d.du.capacity()) * sizeof(F);
+    return scratch_bytes_ + dropout_ops_.bytes();
   }
 
  private:
@@ -133,7 +132,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
   void forward(int unit, std::size_t weight, const F* x, F* y, std::size_t rows, std::size_t in,
                std::size_t out) override {
     lora_.dropout_forward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
-                          weight, x, y, rows, in, out, dropout_scratch_);
+                          weight, x, y, rows, in, out, dropout_ops_);
   }
   void backward(int unit, std::size_t weight, const F* x, const F* dy, F* dx, std::size_t rows,
                 std::size_t in, std::size_t out) override {
@@ -141,7 +140,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
     // adds the merged weights' after them.
     lora_.dropout_backward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
                            weight, x, dy, dx, adapters_.grads(unit), rows, in, out,
-                           dropout_scratch_);
+                           dropout_ops_);
   }
 
   // A buffer of `numel` elements from those given back, or a new one.
@@ -169,7 +168,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
   std::size_t scratch_bytes_ = 0;
   bool training_ = false;
   DropoutRows rows_;
-  DropoutScratch<F> dropout_scratch_;
+  CpuDropoutOps<F> dropout_ops_;
 };
 
 using LoraAccess = BasicLoraAccess<float>;

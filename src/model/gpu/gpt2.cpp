@@ -31,6 +31,7 @@
 #include "autotrain/kernels/gpu/crossentropy.hpp"
 #include "autotrain/kernels/gpu/encoder.hpp"
 #include "autotrain/kernels/gpu/flash_attention.hpp"
+#include "autotrain/kernels/gpu/gelu.hpp"
 #include "autotrain/kernels/gpu/layernorm.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
 #include "event_clock.hpp"
@@ -235,31 +236,48 @@ float DeviceGpt2<F>::loss() const {
 
 // Block l from its input `residual` to layer(l).residual3.
 template <typename F>
-void DeviceGpt2<F>::block_forward(int l, const F* p, const F* residual, EventClock& clock) {
+void DeviceGpt2<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter,
+                                  const F* residual, EventClock& clock) {
   const Buffers& b = *buffers_;
   const int B = B_, T = T_;
   const int C = b.config.n_embd, NH = b.config.n_head;
   const std::size_t bt = b.bt, btc = b.btc;
   const auto x = b.layer(l);
+  // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
+  const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
+    if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
+  };
   layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + b.ln1w, p + b.ln1b, bt, C,
                     stream_);
   clock.lap(kNorm);
   matmul_forward(blas_, x.qkv, x.ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
+  adapt(b.qkvw, x.ln1, x.qkv, C, 3 * C);
   clock.lap(kMatmul);
   layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, C, NH, stream_);
   clock.lap(kAttention);
   matmul_forward(blas_, b.proj, x.atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_);
+  adapt(b.attprojw, x.atty, b.proj, C, C);
   clock.lap(kMatmul);
   residual_forward(x.residual2, residual, b.proj, btc, stream_);
   clock.lap(kResidual);
   layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + b.ln2w, p + b.ln2b, bt, C,
                     stream_);
   clock.lap(kNorm);
-  // c_fc and the GELU in one call where cuBLASLt fuses them (the profile's matmul row then
-  // holds the GELU too).
-  matmul_gelu_forward(blas_, x.fch_gelu, x.fch, x.ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_);
-  clock.lap(kMatmul);
+  if (adapter) {  // the adapter's term goes between c_fc and the GELU
+    matmul_forward(blas_, x.fch, x.ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C, stream_);
+    adapt(b.fcw, x.ln2, x.fch, C, 4 * C);
+    clock.lap(kMatmul);
+    gelu_forward(x.fch_gelu, x.fch, 4 * btc, stream_);
+    clock.lap(kActivation);
+  } else {
+    // c_fc and the GELU in one call where cuBLASLt fuses them (the profile's matmul row then
+    // holds the GELU too).
+    matmul_gelu_forward(blas_, x.fch_gelu, x.fch, x.ln2, p + b.fcw, p + b.fcb, bt, C, 4 * C,
+                        stream_);
+    clock.lap(kMatmul);
+  }
   matmul_forward(blas_, b.proj, x.fch_gelu, p + b.fcprojw, p + b.fcprojb, bt, 4 * C, C, stream_);
+  adapt(b.fcprojw, x.fch_gelu, b.proj, 4 * C, C);
   clock.lap(kMatmul);
   residual_forward(x.residual3, x.residual2, b.proj, btc, stream_);
   clock.lap(kResidual);
@@ -289,7 +307,7 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
     const int unit = ParamLayout::block_unit(l);
     p = access.params(unit);
     clock.restart();
-    block_forward(l, p, residual, clock);
+    block_forward(l, p, access.linear_adapter(unit), residual, clock);
     access.release(unit);
     residual = b.layer(l).residual3;
   }
@@ -372,17 +390,33 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     clock.restart();
     const auto x = b.layer(l);
     const F* residual = l == 0 ? b.encoded : b.layer(l - 1).residual3;
+    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
     // Checkpointing: the slot holds the last block's activations; recompute block l's. Its
     // output (residual3) is kept, and the recomputation writes the same bits into it.
-    if (recompute_ && l != L - 1) block_forward(l, p, residual, clock);
+    if (recompute_ && l != L - 1) block_forward(l, p, adapter, residual, clock);
+    // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
+    const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
+      if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
+    };
 
     // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3;
-    // the GELU's backward is fused into c_proj's (the matmul row holds it).
-    matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
-                    b.scratch, bt, 4 * C, C, stream_, x.fch);
-    clock.lap(kMatmul);
+    // the GELU's backward is fused into c_proj's (the matmul row holds it) unless an adapter's
+    // term goes between them.
+    if (adapter) {
+      matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
+                      b.scratch, bt, 4 * C, C, stream_);
+      adapt(b.fcprojw, x.fch_gelu, dres, dlarge, 4 * C, C);
+      clock.lap(kMatmul);
+      gelu_backward(dlarge, x.fch, dlarge, 4 * btc, stream_);
+      clock.lap(kActivation);
+    } else {
+      matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
+                      b.scratch, bt, 4 * C, C, stream_, x.fch);
+      clock.lap(kMatmul);
+    }
     matmul_backward(blas_, dsmall, g + b.fcw, g + b.fcb, dlarge, x.ln2, p + b.fcw, b.scratch, bt, C,
                     4 * C, stream_);
+    adapt(b.fcw, x.ln2, dlarge, dsmall, C, 4 * C);
     clock.lap(kMatmul);
     layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, x.residual2, p + b.ln2w, x.ln2_mean,
                        x.ln2_rstd, b.scratch, bt, C, stream_);
@@ -391,12 +425,14 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     // dres = d residual2 now
     matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, x.atty, p + b.attprojw,
                     b.scratch, bt, C, C, stream_);
+    adapt(b.attprojw, x.atty, dres, dsmall, C, C);
     clock.lap(kMatmul);
     layer_attention_backward(flash_, dlarge, b.datt, b.flash_delta, dsmall, x.qkv, x.atty, x.att,
                              x.flash_lse, B, T, C, NH, stream_);
     clock.lap(kAttention);
     matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, x.ln1, p + b.qkvw, b.scratch, bt,
                     C, 3 * C, stream_);
+    adapt(b.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);
     clock.lap(kMatmul);
     layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w, x.ln1_mean,
                        x.ln1_rstd, b.scratch, bt, C, stream_);

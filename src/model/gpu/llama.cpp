@@ -124,7 +124,8 @@ float DeviceLlama<F>::loss() const {
 
 // Block l from layer(l).in to layer(l).out.
 template <typename F>
-void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
+void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter,
+                                   EventClock& clock) {
   const Buffers& b = *buffers_;
   const ModelConfig& c = b.config;
   const int B = B_, T = T_;
@@ -133,10 +134,15 @@ void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
   const std::size_t bt = b.bt;
   const auto eps = static_cast<float>(c.norm_eps);
   const auto x = b.layer(l);
+  // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
+  const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
+    if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
+  };
   rmsnorm_forward(x.ln1, x.rstd1, x.in, p + b.ln1w, bt, 1, C, b.C, eps, stream_);
   clock.lap(kNorm);
   if (c.qk_norm) {
     linear_forward(blas_, x.qkv_pre, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
+    adapt(b.qkvw, x.ln1, x.qkv_pre, C, QKV);
     clock.lap(kMatmul);
     // v passes through; each head of q and of k is normed (Qwen3's q_norm, k_norm).
     AT_CUDA_CHECK(cudaMemcpyAsync(x.qkv, x.qkv_pre, bt * b.QKV * sizeof(F),
@@ -147,6 +153,7 @@ void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
     clock.lap(kNorm);
   } else {
     linear_forward(blas_, x.qkv, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
+    adapt(b.qkvw, x.ln1, x.qkv, C, QKV);
     clock.lap(kMatmul);
   }
   rope_forward(x.qkv, b.rope_cos, b.rope_sin, B, T, NH, D, b.QKV, 0, stream_);
@@ -154,16 +161,19 @@ void DeviceLlama<F>::block_forward(int l, const F* p, EventClock& clock) {
   layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_);
   clock.lap(kAttention);
   linear_forward(blas_, b.proj, x.atty, p + b.ow, tensor_at(p, b.ob), bt, Q, C, stream_);
+  adapt(b.ow, x.atty, b.proj, Q, C);
   clock.lap(kMatmul);
   residual_forward(x.mid, x.in, b.proj, bt * b.C, stream_);
   clock.lap(kResidual);
   rmsnorm_forward(x.ln2, x.rstd2, x.mid, p + b.ln2w, bt, 1, C, b.C, eps, stream_);
   clock.lap(kNorm);
   linear_forward(blas_, x.gate_up, x.ln2, p + b.guw, tensor_at(p, b.gub), bt, C, 2 * I, stream_);
+  adapt(b.guw, x.ln2, x.gate_up, C, 2 * I);
   clock.lap(kMatmul);
   swiglu_forward(x.act, x.gate_up, bt, I, stream_);
   clock.lap(kActivation);
   linear_forward(blas_, b.proj, x.act, p + b.downw, tensor_at(p, b.downb), bt, I, C, stream_);
+  adapt(b.downw, x.act, b.proj, I, C);
   clock.lap(kMatmul);
   residual_forward(x.out, x.mid, b.proj, bt * b.C, stream_);
   clock.lap(kResidual);
@@ -193,7 +203,7 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
     const int unit = ParamLayout::block_unit(l);
     p = access.params(unit);
     clock.restart();
-    block_forward(l, p, clock);
+    block_forward(l, p, access.linear_adapter(unit), clock);
     access.release(unit);
   }
 
@@ -295,17 +305,24 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   EventClock clock(profiler_.get(), stream_, Pass::backward);
   // Checkpointing: the slot holds the last block's activations; recompute block l's (its
   // output stream is kept, and the recomputation writes the same bits into it).
-  if (recompute_ && l != c.n_layer - 1) block_forward(l, p, clock);
+  BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
+  if (recompute_ && l != c.n_layer - 1) block_forward(l, p, adapter, clock);
   const auto x = b.layer(l);
+  // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
+  const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
+    if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
+  };
 
   // MLP: out = mid + down(swiglu(gate_up(rmsnorm(mid)))), dres = d out
   linear_backward(blas_, b.dmid, g + b.downw, tensor_at(g, b.downb), dres, x.act, p + b.downw,
                   b.scratch, bt, I, C, stream_);
+  adapt(b.downw, x.act, dres, b.dmid, I, C);
   clock.lap(kMatmul);
   swiglu_backward(b.dwide, b.dmid, x.gate_up, bt, I, stream_);
   clock.lap(kActivation);
   linear_backward(blas_, b.dsmall, g + b.guw, tensor_at(g, b.gub), b.dwide, x.ln2, p + b.guw,
                   b.scratch, bt, C, 2 * I, stream_);
+  adapt(b.guw, x.ln2, b.dwide, b.dsmall, C, 2 * I);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + b.ln2w, b.dsmall, x.mid, p + b.ln2w, x.rstd2, b.scratch, bt, 1, C, b.C,
                    stream_);
@@ -313,6 +330,7 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
   linear_backward(blas_, b.dsmall, g + b.ow, tensor_at(g, b.ob), dres, x.atty, p + b.ow, b.scratch,
                   bt, Q, C, stream_);
+  adapt(b.ow, x.atty, dres, b.dsmall, Q, C);
   clock.lap(kMatmul);
   layer_attention_backward(flash_, b.dwide, b.datt, b.flash_delta, b.dsmall, x.qkv, x.atty, x.att,
                            x.flash_lse, B, T, NH, NKV, D, stream_);
@@ -338,6 +356,7 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   }
   linear_backward(blas_, b.dsmall, g + b.qkvw, tensor_at(g, b.qkvb), dqkv, x.ln1, p + b.qkvw,
                   b.scratch, bt, C, QKV, stream_);
+  adapt(b.qkvw, x.ln1, dqkv, b.dsmall, C, QKV);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + b.ln1w, b.dsmall, x.in, p + b.ln1w, x.rstd1, b.scratch, bt, 1, C, b.C,
                    stream_);

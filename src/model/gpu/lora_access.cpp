@@ -26,7 +26,8 @@ DeviceLoraAccess<F>::DeviceLoraAccess(const ParamLayout& base_layout, BasicUnitA
       adapters_(adapters),
       stream_(stream),
       blas_(blas),
-      adapter_values_(adapter_layout.padded_size() * sizeof(F)) {}
+      adapter_values_(adapter_layout.padded_size() * sizeof(F)),
+      dropout_ops_(stream, blas) {}
 
 template <typename F>
 auto DeviceLoraAccess<F>::gemm() const {
@@ -106,6 +107,22 @@ void DeviceLoraAccess<F>::grads_ready(int unit) {
 }
 
 template <typename F>
+void DeviceLoraAccess<F>::forward(int unit, std::size_t weight, const F* x, F* y,
+                                  std::size_t rows, std::size_t in, std::size_t out) {
+  lora_.dropout_forward(unit, static_cast<const F*>(kept_adapters(unit)), rows_, weight, x, y,
+                        rows, in, out, dropout_ops_);
+}
+
+template <typename F>
+void DeviceLoraAccess<F>::backward(int unit, std::size_t weight, const F* x, const F* dy, F* dx,
+                                   std::size_t rows, std::size_t in, std::size_t out) {
+  // The correction's gradients of A and B go straight to the adapters'; grads_ready(unit) adds
+  // the merged weights' after them.
+  lora_.dropout_backward(unit, static_cast<const F*>(kept_adapters(unit)), rows_, weight, x, dy,
+                         dx, adapters_.grads(unit), rows, in, out, dropout_ops_);
+}
+
+template <typename F>
 DeviceBuffer DeviceLoraAccess<F>::take(std::size_t numel) {
   auto& spare = spare_[numel * sizeof(F)];
   if (spare.empty()) {
@@ -122,6 +139,18 @@ void DeviceLoraAccess<F>::give_back(DeviceBuffer buffer) {
   spare_[buffer.bytes()].push_back(std::move(buffer));
 }
 
+template <typename F>
+F* DeviceDropoutOps<F>::grown(DeviceBuffer& buffer, std::size_t n) {
+  if (buffer.bytes() < n * sizeof(F)) {
+    AT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued work may still read the old one
+    buffer = DeviceBuffer(n * sizeof(F));
+  }
+  return buffer.as<F>();
+}
+
+template class DeviceDropoutOps<float>;
+template class DeviceDropoutOps<__nv_bfloat16>;
+template class DeviceDropoutOps<__half>;
 template class DeviceLoraAccess<float>;
 template class DeviceLoraAccess<__nv_bfloat16>;
 template class DeviceLoraAccess<__half>;

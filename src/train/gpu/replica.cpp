@@ -66,14 +66,22 @@ class GpuReplica final : public Replica {
         model_(model::gpu::make_device_causal_lm<F>(
             lora ? lora->base : layout, B, T, stream_.get(), blas_,
             !setup.params().disable_gradient_checkpointing)),
-        access_(lora_ ? static_cast<model::BasicUnitAccess<F>&>(*lora_) : *engine_) {}
+        access_(lora_ ? static_cast<model::BasicUnitAccess<F>&>(*lora_) : *engine_),
+        T_(T) {
+    dropout_rows_.seed = static_cast<std::uint64_t>(setup.params().seed);
+  }
 
   zero::ModelState& state() override { return *engine_; }
   float forward(const std::int32_t* inputs, const std::int32_t* targets) override {
+    if (lora_) lora_->evaluate();
     return model_->forward(access_, inputs, targets);
   }
   void forward_async(const std::int32_t* inputs, const std::int32_t* targets) override {
+    if (lora_) lora_->train_on(dropout_rows_);
     model_->forward_async(access_, inputs, targets);
+  }
+  void set_training_position(long long step, long long first_sample) override {
+    dropout_rows_.move_to(step, first_sample, T_);
   }
   float last_loss() override { return model_->loss(); }
   void backward(float loss_scale) override { model_->backward(access_, loss_scale); }
@@ -104,6 +112,8 @@ class GpuReplica final : public Replica {
   std::unique_ptr<model::gpu::DeviceLoraAccess<F>> lora_;  // with peft
   std::unique_ptr<model::gpu::DeviceCausalLM<F>> model_;
   model::BasicUnitAccess<F>& access_;  // lora_, or the engine
+  int T_;
+  model::DropoutRows dropout_rows_;  // of the next training forward
 };
 
 }  // namespace

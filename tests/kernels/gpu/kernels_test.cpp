@@ -37,11 +37,13 @@ TEST(GpuKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/attention.hpp"
 #include "autotrain/kernels/crossentropy.hpp"
+#include "autotrain/kernels/dropout_hash.hpp"
 #include "autotrain/kernels/encoder.hpp"
 #include "autotrain/kernels/gelu.hpp"
 #include "autotrain/kernels/gpu/adamw.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/kernels/gpu/dropout.hpp"
 #include "autotrain/kernels/gpu/encoder.hpp"
 #include "autotrain/kernels/gpu/flash_attention.hpp"
 #include "autotrain/kernels/gpu/gelu.hpp"
@@ -470,6 +472,47 @@ TYPED_TEST(GpuKernelsTest, GeluMatchesCpuForwardAndBackward) {
     gelu_backward(dinp.data() + first, inp.data() + first, dout.data() + first, n - first);
     this->expect_close(d_out.download(), out, "gelu out" + where);
     this->expect_close(d_dinp.download(), dinp, "gelu dinp" + where);
+  }
+}
+
+// LoRA's adapter-dropout factors: the kernel draws DropoutHash's mask (the CPU's) element for
+// element, so v = 1 gives back f itself (kept_factor rounded to F, or -1 exactly); it scales a
+// random v or adds the product into out; the share dropped is p (p = 0 drops nothing, p = 1
+// everything). Rows past one block's threads and from a row offset, as a micro-batch sits in the
+// global batch.
+TYPED_TEST(GpuKernelsTest, DropoutFactorsDrawTheCpusMaskAndScaleOrAdd) {
+  using F = TypeParam;
+  constexpr std::size_t rows = 37, columns = 300, n = rows * columns;
+  for (const double p : {0.0, 0.3, 1.0}) {
+    const std::string where = " (p = " + std::to_string(p) + ")";
+    const DropoutHash mask{hash_combine(7, 11), 1000, DropoutHash::threshold_of(p)};
+    const double kept_factor = p < 1 ? p / (1 - p) : 0.0;
+    const double f_kept = Precision<F>::decode(Precision<F>::encode(kept_factor));
+    Vec ones(n, 1.0), v = random_vec(n, 51), out = random_vec(n, 52), f(n), scaled(n), added(n);
+    DeviceTensor<F> d_ones(ones), d_v(v), d_out(out);
+    std::size_t dropped = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < columns; ++j) {
+        const std::size_t e = i * columns + j;
+        const bool kept = mask.kept(mask.row_key(i), j);
+        dropped += kept ? 0 : 1;
+        f[e] = kept ? f_kept : -1.0;
+        scaled[e] = v[e] * (kept ? kept_factor : -1.0);
+        added[e] = out[e] + scaled[e];
+      }
+    }
+    gpu::dropout_factors(d_ones.get(), d_ones.get(), rows, columns, mask,
+                         static_cast<float>(kept_factor), false, this->stream());
+    gpu::dropout_factors(d_out.get(), d_v.get(), rows, columns, mask,
+                         static_cast<float>(kept_factor), true, this->stream());
+    gpu::dropout_factors(d_v.get(), d_v.get(), rows, columns, mask,
+                         static_cast<float>(kept_factor), false, this->stream());
+    this->sync();
+    EXPECT_EQ(d_ones.download(), f) << "the factors" << where;
+    this->expect_close(d_v.download(), scaled, "v * f" + where);
+    this->expect_close(d_out.download(), added, "out + v * f" + where);
+    const double share = static_cast<double>(dropped) / n;
+    EXPECT_NEAR(share, p, 0.03) << "the share of elements dropped" << where;
   }
 }
 

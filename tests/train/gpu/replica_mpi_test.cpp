@@ -3,8 +3,8 @@
 // the same state across devices for every ZeRO stage, and ZeRO stages 1, 2 and 3 over NCCL
 // follow stage 0 on the device, with one micro-step per optimizer step and with gradient
 // accumulation 2; the same for a Llama-family model (against the CPU, stage 3 against 0), and
-// for LoRA's adapters over a frozen base of either family; activation checkpointing on and off
-// train the same bits. Runs on ranks that each have a GPU;
+// for LoRA's adapters (with adapter dropout) over a frozen base of either family; activation
+// checkpointing on and off train the same bits. Runs on ranks that each have a GPU;
 // skipped with the reason on machines without one, and in builds without CUDA.
 // Tolerances, relative to the reference loss at each step:
 //   against the CPU   fp32: 1e-4  (cuBLASLt and the kernels sum in other orders)
@@ -132,8 +132,12 @@ std::vector<double> train_steps(const RunSetup& setup, const model::ParamLayout&
     for (int m = 0; m < micro_steps; ++m) {
       const auto& tokens = batches[m];
       state.begin_micro_step(m == micro_steps - 1);
-      loss += replica->forward(tokens.data(), tokens.data() + 1) / micro_steps;
+      // As the trainer queues a micro-step: its place in the data order (adapter dropout's
+      // masks), the forward, the backward, then the loss.
+      replica->set_training_position(step, (m * world_size() + world_rank()) * kB);
+      replica->forward_async(tokens.data(), tokens.data() + 1);
       replica->backward(1.0f / static_cast<float>(micro_steps));
+      loss += replica->last_loss() / micro_steps;
     }
     state.finish_backward();
     const double norm = state.grad_norm();
@@ -147,10 +151,10 @@ std::vector<double> train_steps(const RunSetup& setup, int micro_steps = 1) {
   return train_steps(setup, layout_of(setup), micro_steps);
 }
 
-// LoRA of rank 4 (alpha 8: scale 2) on every linear of `config`'s blocks, over frozen weights
-// from a seed, laid out for this world.
-std::unique_ptr<LoraModel> tiny_lora(const model::ModelConfig& config) {
-  const model::LoraOptions options{4, 8.0, {"all-linear"}};
+// LoRA of rank 4 (alpha 8: scale 2) on every linear of `config`'s blocks, with adapter dropout
+// `dropout`, over frozen weights from a seed, laid out for this world.
+std::unique_ptr<LoraModel> tiny_lora(const model::ModelConfig& config, double dropout) {
+  const model::LoraOptions options{4, 8.0, {"all-linear"}, dropout};
   auto lora = std::make_unique<LoraModel>(config, options, world_size());
   lora->weights = std::make_unique<model::RandomInit>(11);
   return lora;
@@ -249,17 +253,19 @@ TEST_F(GpuReplicaTest, LlamaFamilyStepsMatchTheCpuAndStageThreeMatchesStageZero)
                      "Llama family, bf16 stage 3 against the CPU");
 }
 
-// LoRA on the device (model/gpu/lora_access.hpp), both families: the adapters train over the
-// frozen base as the CPU's LoraAccess trains them (fp32 tightly, bf16 loosely), and under ZeRO-3,
-// where the frozen base too is sharded and gathered, as at stage 0, with accumulation too. The
-// device models skip the frozen embeddings' and head's gradients, which the CPU's skip too.
+// LoRA on the device (model/gpu/lora_access.hpp), both families, with adapter dropout 0.1: the
+// adapters train over the frozen base as the CPU's LoraAccess trains them, with the same masks
+// (fp32 tightly, bf16 loosely), and under ZeRO-3, where the frozen base too is sharded and
+// gathered, as at stage 0, with accumulation too (each micro-step its own masks). Dropout
+// changes the training (against 0). The device models skip the frozen embeddings' and head's
+// gradients, which the CPU's skip too.
 // Real GPU only: cuBLASLt's scaled (alpha) products and the frozen gathers beside the adapters'.
 TEST_F(GpuReplicaTest, LoraStepsMatchTheCpuAndStageThreeMatchesStageZero) {
   const model::ModelConfig gpt2 = layout_of(tiny_setup(Device::cpu, Precision::fp32, 0)).config();
   for (const model::ModelConfig& config : {gpt2, llama_layout().config()}) {
     const std::string family = config.family == model::Family::llama ? "Llama family" : "GPT-2";
     SCOPED_TRACE(family);
-    const auto lora = tiny_lora(config);
+    const auto lora = tiny_lora(config, 0.1);
     const auto& adapters = lora->adapters;
     const auto cpu =
         train_steps(tiny_setup(Device::cpu, Precision::fp32, 0), adapters, 1, lora.get());
@@ -274,12 +280,19 @@ TEST_F(GpuReplicaTest, LoraStepsMatchTheCpuAndStageThreeMatchesStageZero) {
     expect_losses_near(
         zero2, train_steps(tiny_setup(Device::cuda, Precision::fp32, 3), adapters, 2, lora.get()),
         1e-5, family + " LoRA, fp32 stage 3 against stage 0, accumulation 2");
+    const auto undropped = tiny_lora(config, 0.0);
+    const auto plain =
+        train_steps(tiny_setup(Device::cuda, Precision::fp32, 0), adapters, 1, undropped.get());
+    // The first step's loss is the base's with B = 0, whatever the masks; after it they differ.
+    EXPECT_EQ(plain.front(), zero.front()) << family;
+    EXPECT_GT(std::abs(plain.back() - zero.back()), 1e-4 * std::abs(plain.back()))
+        << family << ": dropout 0.1 trained the same as dropout 0";
   }
 }
 
 // disable_gradient_checkpointing reaches the device model: with and without activation
 // checkpointing the same training, to the bit (the kernels are deterministic), at stage 3, whose
-// backward gathers each unit again for the recomputation.
+// backward gathers each unit again for the recomputation; the same for LoRA with dropout.
 // Real GPU only: that cuBLASLt and cuBLAS pick the same algorithms, and so give the same bits,
 // from one call of a shape to the next (the emulator computes every product one way).
 TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
@@ -288,6 +301,10 @@ TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
   const auto recomputed = tiny_setup(Device::cuda, Precision::bf16, 3);
   const auto layout = llama_layout();
   EXPECT_EQ(train_steps(kept, layout), train_steps(recomputed, layout));
+  // LoRA with adapter dropout: the recomputation applies the same masks as the forward.
+  const auto lora = tiny_lora(layout.config(), 0.1);
+  EXPECT_EQ(train_steps(kept, lora->adapters, 1, lora.get()),
+            train_steps(recomputed, lora->adapters, 1, lora.get()));
 }
 
 // What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,

@@ -56,8 +56,10 @@ class DeviceGpt2 final : public DeviceCausalLM<F> {
  private:
   struct Buffers;
   // Block l from its input `residual` to its output (the training forward, and backward's
-  // recomputation under activation checkpointing: the same kernels on the same inputs).
-  void block_forward(int l, const F* p, const F* residual, EventClock& clock);
+  // recomputation under activation checkpointing: the same kernels on the same inputs), with
+  // the unit's linear adapter (model/linear_adapter.hpp) after each linear when there is one.
+  void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, const F* residual,
+                     EventClock& clock);
   int B_;
   int T_;
   bool recompute_;

@@ -60,8 +60,9 @@ class DeviceLlama final : public DeviceCausalLM<F> {
   struct Buffers;  // src/model/gpu/llama_buffers.hpp
   // Block l from the stream into it to the stream out of it (the training forward, and
   // backward's recomputation under activation checkpointing: the same kernels on the same
-  // inputs, the same bits).
-  void block_forward(int l, const F* p, EventClock& clock);
+  // inputs, the same bits), with the unit's linear adapter (model/linear_adapter.hpp) after
+  // each linear when there is one.
+  void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, EventClock& clock);
   // Block l's backward: dresidual holds d(stream out of block l) and ends holding d(stream in).
   void block_backward(BasicUnitAccess<F>& access, int l);
   int head_unit() const;  // the unit holding the LM head: 0 when tied, else L + 1
