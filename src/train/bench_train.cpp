@@ -117,6 +117,7 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
       // As the trainer: the loss is read after backward is queued (on a GPU both phases are
       // then the host's time to queue them, and the wait for the work lands in the optimizer's).
       const Timer forward_timer;
+      replica->set_training_position(step, (micro * comm->size() + comm->rank()) * B);
       replica->forward_async(window, window + 1);
       seconds.forward += forward_timer.seconds();
       const Timer backward_timer;

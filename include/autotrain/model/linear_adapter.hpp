@@ -2,9 +2,10 @@
 // A term that a unit's linear layers carry beyond y = x · Wᵀ + b and that no merged weight can
 // express: LoRA's adapter dropout in training (model/lora_dropout.hpp), whose mask multiplies the
 // input of the adapters only. A UnitAccess offers one per unit (BasicUnitAccess::linear_adapter);
-// the CPU models then call it at every linear of that unit, right after the linear's own forward
-// and right after its own backward, so the term's products see the linear's input and output
-// gradient while they are at hand. Without one (the common case) the models run as before.
+// the models (on the CPU and on a device alike) then call it at every linear of that unit, right
+// after the linear's own forward and right after its own backward, so the term's products see
+// the linear's input and output gradient while they are at hand. Without one (the common case)
+// the models run as before.
 //
 // A linear is named by its weight's offset in the unit (where the layout puts it). The models
 // fuse some weights that follow each other in the layout (Llama's q|k|v and gate|up): then

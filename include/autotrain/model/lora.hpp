@@ -137,7 +137,11 @@ class LoraAdapters {
   }
   template <typename F>
   LoraModule<F> module_of(const Link& link, const F* adapter_unit) const {
-    return {adapter_unit + link.a, adapter_unit + link.b, options_.scale(), link.in, link.out,
+    return {adapter_unit + link.a,
+            adapter_unit + link.b,
+            options_.scale(),
+            link.in,
+            link.out,
             static_cast<std::size_t>(options_.r)};
   }
 

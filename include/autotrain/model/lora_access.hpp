@@ -119,9 +119,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
 
   // Bytes of scratch this access has allocated so far (merged weights and their gradients, the
   // dropout correction's).
-  std::size_t scratch_bytes() const {
-    return scratch_bytes_ + dropout_ops_.bytes();
-  }
+  std::size_t scratch_bytes() const { return scratch_bytes_ + dropout_ops_.bytes(); }
 
  private:
   struct Scratch {
@@ -139,8 +137,7 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
     // The correction's gradients of A and B go straight to the adapters'; grads_ready(unit)
     // adds the merged weights' after them.
     lora_.dropout_backward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
-                           weight, x, dy, dx, adapters_.grads(unit), rows, in, out,
-                           dropout_ops_);
+                           weight, x, dy, dx, adapters_.grads(unit), rows, in, out, dropout_ops_);
   }
 
   // A buffer of `numel` elements from those given back, or a new one.

@@ -118,7 +118,7 @@ void lora_dropout_forward(const DropoutMask& mask, const LoraModule<F>& m, const
   constexpr auto no = kernels::Transpose::no, yes = kernels::Transpose::yes;
   F* delta = ops.delta(rows * m.in);
   F* u = ops.u(rows * m.r);
-  ops.times_factors(mask, x, delta, rows, m.in, false);           // δ = x ⊙ f
+  ops.times_factors(mask, x, delta, rows, m.in, false);                          // δ = x ⊙ f
   ops.gemm(no, yes, rows, m.r, m.in, 1.0, delta, m.in, m.A, m.in, 0.0, u, m.r);  // u = δ · Aᵀ
   ops.gemm(no, yes, rows, m.out, m.r, m.scale, u, m.r, m.B, m.r, 1.0, y, ldy);   // y += s·u·Bᵀ
 }
@@ -127,9 +127,8 @@ void lora_dropout_forward(const DropoutMask& mask, const LoraModule<F>& m, const
 // accumulate (+=), and dx [N, in] += its share (the linear wrote the rest). δ and u are
 // recomputed from x: the same mask, the same bits as forward had.
 template <typename F, typename Ops>
-void lora_dropout_backward(const DropoutMask& mask, const LoraModule<F>& m, const F* x,
-                           const F* dy, std::size_t ldy, std::size_t rows, F* dx, F* dA, F* dB,
-                           Ops& ops) {
+void lora_dropout_backward(const DropoutMask& mask, const LoraModule<F>& m, const F* x, const F* dy,
+                           std::size_t ldy, std::size_t rows, F* dx, F* dA, F* dB, Ops& ops) {
   constexpr auto no = kernels::Transpose::no, yes = kernels::Transpose::yes;
   F* delta = ops.delta(rows * m.in);
   F* u = ops.u(rows * m.r);

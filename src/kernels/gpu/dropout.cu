@@ -33,7 +33,7 @@ void dropout_factors(F* out, const F* v, std::size_t rows, std::size_t columns,
   AT_CUDA_CHECK_LAUNCH();
 }
 
-#define AT_DROPOUT(F)                                                                     \
+#define AT_DROPOUT(F)                                                                          \
   template void dropout_factors<F>(F*, const F*, std::size_t, std::size_t, const DropoutHash&, \
                                    float, bool, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_DROPOUT)

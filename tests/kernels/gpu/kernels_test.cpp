@@ -505,8 +505,8 @@ TYPED_TEST(GpuKernelsTest, DropoutFactorsDrawTheCpusMaskAndScaleOrAdd) {
                          static_cast<float>(kept_factor), false, this->stream());
     gpu::dropout_factors(d_out.get(), d_v.get(), rows, columns, mask,
                          static_cast<float>(kept_factor), true, this->stream());
-    gpu::dropout_factors(d_v.get(), d_v.get(), rows, columns, mask,
-                         static_cast<float>(kept_factor), false, this->stream());
+    gpu::dropout_factors(d_v.get(), d_v.get(), rows, columns, mask, static_cast<float>(kept_factor),
+                         false, this->stream());
     this->sync();
     EXPECT_EQ(d_ones.download(), f) << "the factors" << where;
     this->expect_close(d_v.download(), scaled, "v * f" + where);
