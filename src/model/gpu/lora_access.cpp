@@ -60,8 +60,7 @@ const F* DeviceLoraAccess<F>::params(int unit) {
     AT_CUDA_CHECK(cudaMemcpyAsync(merged.values.data(), base_.params(unit), base_numel * sizeof(F),
                                   cudaMemcpyDeviceToDevice, stream_));
     base_.release(unit);  // the model reads the merged copy: a gathered unit is free again
-    lora_.merge_with(unit, static_cast<const F*>(kept_adapters(unit)),
-                     merged.values.template as<F>(), gemm());
+    lora_.merge_with(unit, kept_adapters(unit), merged.values.template as<F>(), gemm());
   }
   return merged.values.template as<F>();
 }
@@ -97,7 +96,7 @@ void DeviceLoraAccess<F>::grads_ready(int unit) {
   const auto open = grads_.find(unit);
   if (open != grads_.end()) {
     if (lora_.adapts(unit)) {
-      lora_.project_grads_with(unit, static_cast<const F*>(kept_adapters(unit)),
+      lora_.project_grads_with(unit, kept_adapters(unit),
                                static_cast<const F*>(open->second.template as<F>()), into, gemm());
     }
     give_back(std::move(open->second));
@@ -109,8 +108,8 @@ void DeviceLoraAccess<F>::grads_ready(int unit) {
 template <typename F>
 void DeviceLoraAccess<F>::forward(int unit, std::size_t weight, const F* x, F* y, std::size_t rows,
                                   std::size_t in, std::size_t out) {
-  lora_.dropout_forward(unit, static_cast<const F*>(kept_adapters(unit)), rows_, weight, x, y, rows,
-                        in, out, dropout_ops_);
+  lora_.dropout_forward(unit, kept_adapters(unit), rows_, weight, x, y, rows, in, out,
+                        dropout_ops_);
 }
 
 template <typename F>
@@ -118,8 +117,8 @@ void DeviceLoraAccess<F>::backward(int unit, std::size_t weight, const F* x, con
                                    std::size_t rows, std::size_t in, std::size_t out) {
   // The correction's gradients of A and B go straight to the adapters'; grads_ready(unit) adds
   // the merged weights' after them.
-  lora_.dropout_backward(unit, static_cast<const F*>(kept_adapters(unit)), rows_, weight, x, dy, dx,
-                         adapters_.grads(unit), rows, in, out, dropout_ops_);
+  lora_.dropout_backward(unit, kept_adapters(unit), rows_, weight, x, dy, dx, adapters_.grads(unit),
+                         rows, in, out, dropout_ops_);
 }
 
 template <typename F>

@@ -28,6 +28,7 @@ TEST(GpuLoraDropout, SkippedBecauseTheBuildHasNoCuda) {
 #include <string>
 #include <vector>
 
+#include "../model_test_support.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/gpu/causal_lm.hpp"
@@ -80,14 +81,6 @@ LoraOptions options(double dropout) {
   LoraOptions o{4, 8.0, {"all-linear"}};
   o.dropout = dropout;
   return o;
-}
-
-std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, kV - 1);
-  std::vector<std::int32_t> tokens(n);
-  for (auto& t : tokens) t = dist(gen);
-  return tokens;
 }
 
 // `values` rounded to F, as both devices see them.
@@ -181,8 +174,8 @@ class GpuLoraDropoutTest : public ::testing::Test {
   }
 
   const std::vector<ModelConfig> families_{gpt2_config(), llama_config()};
-  const std::vector<std::int32_t> inputs_ = random_tokens(kB * kT, 11);
-  const std::vector<std::int32_t> targets_ = random_tokens(kB * kT, 12);
+  const std::vector<std::int32_t> inputs_ = random_tokens(kB * kT, kV, 11);
+  const std::vector<std::int32_t> targets_ = random_tokens(kB * kT, kV, 12);
 };
 
 TYPED_TEST_SUITE(GpuLoraDropoutTest, autotrain::testing::GpuElementTypes,
