@@ -151,6 +151,30 @@ class LoraAdapters {
   std::vector<std::vector<Link>> links_;  // per unit
 };
 
+// Whether a LoRA access's forwards train or evaluate (model/lora_access.hpp and its device
+// counterpart model/gpu/lora_access.hpp): after train_on(rows) the forwards, and the backward
+// after each, train on the micro-batch at `rows`, and adapter dropout applies where
+// options().dropout > 0; after evaluate(), the state at construction, nothing is dropped.
+class DropoutPhase {
+ public:
+  void train_on(const DropoutRows& rows) {
+    rows_ = rows;
+    training_ = true;
+  }
+  void evaluate() { training_ = false; }
+
+ protected:
+  // Whether `unit`'s adapted linears drop now.
+  bool drops(const LoraAdapters& lora, int unit) const {
+    return training_ && lora.options().dropout > 0 && lora.adapts(unit);
+  }
+  const DropoutRows& dropout_rows() const { return rows_; }
+
+ private:
+  bool training_ = false;
+  DropoutRows rows_;
+};
+
 template <typename F, typename Gemm>
 void LoraAdapters::merge_with(int unit, const F* adapter_unit, F* base_unit, Gemm&& gemm) const {
   constexpr auto no = kernels::Transpose::no, yes = kernels::Transpose::yes;

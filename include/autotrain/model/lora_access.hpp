@@ -32,7 +32,9 @@
 namespace autotrain::model {
 
 template <typename F>
-class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdapter<F> {
+class BasicLoraAccess final : public BasicUnitAccess<F>,
+                              public DropoutPhase,
+                              private BasicLinearAdapter<F> {
  public:
   // base: the frozen weights of base_layout's units (only params and release are called; a unit's
   // tensors at base_layout's offsets inside it, whatever the padding); adapters: the access to
@@ -103,18 +105,9 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
   // A unit without adapters needs no gradient (the models then skip it: model/unit_access.hpp).
   bool frozen(int unit) const override { return !lora_.adapts(unit); }
 
-  // The forwards from now on, and the backward after each, train on the micro-batch at `rows`:
-  // adapter dropout applies (when options().dropout > 0).
-  void train_on(const DropoutRows& rows) {
-    rows_ = rows;
-    training_ = true;
-  }
-  // The forwards from now on evaluate or generate: no dropout (the state at construction).
-  void evaluate() { training_ = false; }
-
+  // With adapter dropout in training (DropoutPhase::train_on), the units' linear adapter.
   BasicLinearAdapter<F>* linear_adapter(int unit) override {
-    const bool drops = training_ && lora_.options().dropout > 0 && lora_.adapts(unit);
-    return drops ? this : nullptr;
+    return drops(lora_, unit) ? this : nullptr;
   }
 
   // Bytes of scratch this access has allocated so far (merged weights and their gradients, the
@@ -129,15 +122,16 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
 
   void forward(int unit, std::size_t weight, const F* x, F* y, std::size_t rows, std::size_t in,
                std::size_t out) override {
-    lora_.dropout_forward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
-                          weight, x, y, rows, in, out, dropout_ops_);
+    lora_.dropout_forward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(),
+                          dropout_rows(), weight, x, y, rows, in, out, dropout_ops_);
   }
   void backward(int unit, std::size_t weight, const F* x, const F* dy, F* dx, std::size_t rows,
                 std::size_t in, std::size_t out) override {
     // The correction's gradients of A and B go straight to the adapters'; grads_ready(unit)
     // adds the merged weights' after them.
-    lora_.dropout_backward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(), rows_,
-                           weight, x, dy, dx, adapters_.grads(unit), rows, in, out, dropout_ops_);
+    lora_.dropout_backward(unit, adapter_values_[static_cast<std::size_t>(unit)].data(),
+                           dropout_rows(), weight, x, dy, dx, adapters_.grads(unit), rows, in, out,
+                           dropout_ops_);
   }
 
   // A buffer of `numel` elements from those given back, or a new one.
@@ -163,8 +157,6 @@ class BasicLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdap
   std::map<int, std::vector<F>> grads_;
   std::map<std::size_t, std::vector<std::vector<F>>> spare_;  // by size
   std::size_t scratch_bytes_ = 0;
-  bool training_ = false;
-  DropoutRows rows_;
   CpuDropoutOps<F> dropout_ops_;
 };
 

@@ -108,7 +108,7 @@ void DeviceLoraAccess<F>::grads_ready(int unit) {
 template <typename F>
 void DeviceLoraAccess<F>::forward(int unit, std::size_t weight, const F* x, F* y, std::size_t rows,
                                   std::size_t in, std::size_t out) {
-  lora_.dropout_forward(unit, kept_adapters(unit), rows_, weight, x, y, rows, in, out,
+  lora_.dropout_forward(unit, kept_adapters(unit), dropout_rows(), weight, x, y, rows, in, out,
                         dropout_ops_);
 }
 
@@ -117,8 +117,8 @@ void DeviceLoraAccess<F>::backward(int unit, std::size_t weight, const F* x, con
                                    std::size_t rows, std::size_t in, std::size_t out) {
   // The correction's gradients of A and B go straight to the adapters'; grads_ready(unit) adds
   // the merged weights' after them.
-  lora_.dropout_backward(unit, kept_adapters(unit), rows_, weight, x, dy, dx, adapters_.grads(unit),
-                         rows, in, out, dropout_ops_);
+  lora_.dropout_backward(unit, kept_adapters(unit), dropout_rows(), weight, x, dy, dx,
+                         adapters_.grads(unit), rows, in, out, dropout_ops_);
 }
 
 template <typename F>

@@ -79,7 +79,9 @@ class DeviceDropoutOps {
 };
 
 template <typename F>
-class DeviceLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAdapter<F> {
+class DeviceLoraAccess final : public BasicUnitAccess<F>,
+                               public DropoutPhase,
+                               private BasicLinearAdapter<F> {
  public:
   // base: the frozen weights of base_layout's units on the device (only params and release are
   // called); adapters: the device access to the adapters' layout. Everything must outlive this.
@@ -94,18 +96,9 @@ class DeviceLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAda
   void grads_ready(int unit) override;
   bool frozen(int unit) const override { return !lora_.adapts(unit); }
 
-  // The forwards from now on, and the backward after each, train on the micro-batch at `rows`:
-  // adapter dropout applies (when options().dropout > 0).
-  void train_on(const DropoutRows& rows) {
-    rows_ = rows;
-    training_ = true;
-  }
-  // The forwards from now on evaluate: no dropout (the state at construction).
-  void evaluate() { training_ = false; }
-
+  // With adapter dropout in training (DropoutPhase::train_on), the units' linear adapter.
   BasicLinearAdapter<F>* linear_adapter(int unit) override {
-    const bool drops = training_ && lora_.options().dropout > 0 && lora_.adapts(unit);
-    return drops ? this : nullptr;
+    return drops(lora_, unit) ? this : nullptr;
   }
 
   // Bytes of device memory this access holds: the adapters' copy and the scratch so far.
@@ -145,8 +138,6 @@ class DeviceLoraAccess final : public BasicUnitAccess<F>, private BasicLinearAda
   std::map<int, autotrain::gpu::DeviceBuffer> grads_;
   std::map<std::size_t, std::vector<autotrain::gpu::DeviceBuffer>> spare_;  // by bytes
   std::size_t scratch_bytes_ = 0;
-  bool training_ = false;
-  DropoutRows rows_;
   DeviceDropoutOps<F> dropout_ops_;
 };
 
