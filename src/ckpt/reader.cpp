@@ -8,6 +8,7 @@
 
 #include "autotrain/ckpt/checkpoint.hpp"
 #include "autotrain/ckpt/checksum.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "h5_io.hpp"
@@ -146,10 +147,8 @@ CheckpointInfo broadcast_description(const fs::path& path, MPI_Comm comm) {
     }
   }
   agree_or_throw(failure.empty(), failure, comm);
-  uint64_t length = text.size();
-  AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
-  text.resize(length);
-  AT_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+  text = broadcast_string_or_abort(std::move(text), 0, comm,
+                                   cat("the description of checkpoint ", path.string()));
   return from_json(nlohmann::json::parse(text));
 }
 
@@ -182,6 +181,8 @@ struct CheckpointReader::Impl {
     }
     // Per-rank: each rank opens the master alone (sec2); virtual-dataset reads are
     // independent and open only the rank files they touch.
+    // Collective in the shared layout: a rank that never opens it must not hang the others.
+    const CollectiveDeadline deadline(cat("opening checkpoint ", where, " (H5Fopen)"));
     file = H5File(AT_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), where));
   }
 
@@ -222,7 +223,8 @@ struct CheckpointReader::Impl {
     }
     float sink = 0.0f;
     uint64_t rounds = ranges.size();
-    AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &rounds, 1, MPI_UINT64_T, MPI_MAX, comm));
+    allreduce_or_abort(&rounds, 1, MPI_UINT64_T, MPI_MAX, comm, cat("reading ", object));
+    const CollectiveDeadline deadline(cat("reading ", object, " (a collective H5Dread)"));
     for (uint64_t round = 0; round < rounds; ++round) {
       const ReadRange* range = round < ranges.size() ? &ranges[round] : nullptr;
       const uint64_t count = range ? range->out.size() : 0;
@@ -321,8 +323,8 @@ std::vector<std::string> CheckpointReader::verify_checksums() {
       sums[d] += checksum_piece(first, range.out);
     }
   }
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T,
-                             MPI_SUM, impl_->comm));
+  allreduce_or_abort(sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM, impl_->comm,
+                     cat("verifying checkpoint ", impl_->where));
   std::vector<std::string> problems = verify_run_state();
   for (size_t d = 0; d < datasets.size(); ++d) {
     if (sums[d] != datasets[d].checksum) {
@@ -338,8 +340,8 @@ std::vector<std::string> CheckpointReader::verify_reads() {
   // One all-reduce of [sums..., counts...]: the sums wrap mod 2^64 like the checksum itself.
   std::vector<uint64_t> totals = impl_->read_sums;
   totals.insert(totals.end(), impl_->read_counts.begin(), impl_->read_counts.end());
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, totals.data(), static_cast<int>(totals.size()),
-                             MPI_UINT64_T, MPI_SUM, impl_->comm));
+  allreduce_or_abort(totals.data(), static_cast<int>(totals.size()), MPI_UINT64_T, MPI_SUM,
+                     impl_->comm, cat("verifying checkpoint ", impl_->where));
   std::fill(impl_->read_sums.begin(), impl_->read_sums.end(), 0);
   std::fill(impl_->read_counts.begin(), impl_->read_counts.end(), 0);
   std::vector<std::string> problems;

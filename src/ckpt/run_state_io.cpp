@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
@@ -12,11 +13,7 @@ namespace autotrain::ckpt {
 namespace {
 
 std::string broadcast_string(std::string text, MPI_Comm comm) {
-  uint64_t length = text.size();
-  AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
-  text.resize(length);
-  AT_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
-  return text;
+  return broadcast_string_or_abort(std::move(text), 0, comm, "the checkpoint's run state");
 }
 
 }  // namespace
@@ -88,8 +85,8 @@ RunStateRecord gather_run_state(const RunState& state, MPI_Comm comm) {
                  comm);
   for (const auto& [name, row] : state.per_rank) {
     std::vector<uint64_t> all(row.size() * static_cast<size_t>(size));
-    AT_MPI_CHECK(MPI_Allgather(row.data(), static_cast<int>(row.size()), MPI_UINT64_T, all.data(),
-                               static_cast<int>(row.size()), MPI_UINT64_T, comm));
+    allgather_or_abort(row.data(), static_cast<int>(row.size()), MPI_UINT64_T, all.data(), comm,
+                       cat("the checkpoint's per-rank state ", name));
     auto& rows = record.per_rank[name];
     for (int r = 0; r < size; ++r) {
       rows.emplace_back(all.begin() + static_cast<ptrdiff_t>(row.size()) * r,

@@ -78,13 +78,14 @@ int run_train(const std::vector<std::string>& args, MpiSession& mpi) {
   // boundary (after the first step if the signal came during set-up); after the last step the
   // run simply completes.
   const train::StopSignals stop_signals;
+  // First, as it reads comm_timeout for every collective after it.
+  const train::ModelGroup group(command_line, MPI_COMM_WORLD);
   // A rank told --dry-run would stop while the others train on, waiting for it.
   if (!same_on_all_ranks(command_line.dry_run ? 1 : 0, MPI_COMM_WORLD, "--dry-run")) {
     throw CollectiveError(
         "--dry-run was given to some ranks and not to others: give every rank the same command "
         "line");
   }
-  const train::ModelGroup group(command_line, MPI_COMM_WORLD);
   if (group.grouped()) return train_models(group, command_line.dry_run);
   const auto summary = set_up_and_train(command_line, {}, true);
   if (!summary) return 0;

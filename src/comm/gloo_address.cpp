@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/launch/network.hpp"
@@ -24,7 +25,10 @@ std::string this_host() {
 
 GlooPeers gloo_peers(MPI_Comm comm) {
   MPI_Comm node = MPI_COMM_NULL;
-  AT_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  {
+    const CollectiveDeadline deadline("Gloo set-up (MPI_Comm_split_type)");
+    AT_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  }
   int node_size = 0;
   int world = 0;
   AT_MPI_CHECK(MPI_Comm_size(node, &node_size));
@@ -34,17 +38,13 @@ GlooPeers gloo_peers(MPI_Comm comm) {
   AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // Every rank must agree, so the one-node test is a collective decision too.
   int spread = node_size == world ? 0 : 1;
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &spread, 1, MPI_INT, MPI_MAX, comm));
+  allreduce_or_abort(&spread, 1, MPI_INT, MPI_MAX, comm, "Gloo set-up (one node or several)");
   GlooPeers peers;
   peers.one_node = spread == 0;
   if (!peers.one_node) {
     // The address discover_topology made MASTER_ADDR: rank 0's first reachable interface.
-    std::string root = rank == 0 ? host_address() : std::string();
-    int length = static_cast<int>(root.size());
-    AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, comm));
-    root.resize(static_cast<std::size_t>(length));
-    AT_MPI_CHECK(MPI_Bcast(root.data(), length, MPI_CHAR, 0, comm));
-    peers.root_address = root;
+    peers.root_address = broadcast_string_or_abort(rank == 0 ? host_address() : std::string(), 0,
+                                                   comm, "Gloo set-up (rank 0's address)");
   }
   return peers;
 }

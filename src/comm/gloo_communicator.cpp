@@ -35,6 +35,7 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/gloo_address.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -61,7 +62,7 @@ class MpiStore final : public gloo::rendezvous::Store {
     AT_MPI_CHECK(MPI_Comm_size(comm_, &size));
     const int length = checked_int_count(blob.size(), "gloo rendezvous");
     std::vector<int> lengths(static_cast<size_t>(size));
-    AT_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_));
+    allgather_or_abort(&length, 1, MPI_INT, lengths.data(), comm_, "gloo rendezvous");
     std::vector<int> offsets(static_cast<size_t>(size));
     size_t total = 0;
     for (size_t r = 0; r < lengths.size(); ++r) {
@@ -69,8 +70,8 @@ class MpiStore final : public gloo::rendezvous::Store {
       total += static_cast<size_t>(lengths[r]);
     }
     std::vector<char> all(total);
-    AT_MPI_CHECK(MPI_Allgatherv(blob.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                                offsets.data(), MPI_CHAR, comm_));
+    allgatherv_or_abort(blob.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                        comm_, "gloo rendezvous");
     for (size_t r = 0; r < lengths.size(); ++r) {
       const char* begin = all.data() + offsets[r];
       const char* end = begin + lengths[r];

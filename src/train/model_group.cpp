@@ -26,9 +26,12 @@ ModelGroup::ModelGroup(const config::TrainCommandLine& command_line, MPI_Comm wo
   std::string failure;
   try {
     plan_ = config::plan_models(command_line.inputs());
+    // The first agreement of the run already waits at most comm_timeout.
+    set_collective_timeout(static_cast<double>(plan_.base.comm_timeout));
   } catch (const Error& error) {
     failure = error.what();
   }
+  stop_here_if_asked("models");
   agree_or_throw(failure.empty(), failure, world, "the models of the allocation");
   if (!plan_.grouped) return;
   const int world_size = comm_size(world);
@@ -49,7 +52,10 @@ ModelGroup::ModelGroup(const config::TrainCommandLine& command_line, MPI_Comm wo
     discover.want_gpu = plan_.base.comm_backend == "nccl";
     job_ = discover_topology(world, discover);
   }
-  AT_MPI_CHECK(MPI_Comm_split(world, index_, rank, &comm_));
+  {
+    const CollectiveDeadline deadline("splitting the job into model groups (MPI_Comm_split)");
+    AT_MPI_CHECK(MPI_Comm_split(world, index_, rank, &comm_));
+  }
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   const int group_rank = comm_rank(comm_);
   log::set_model(index_, group_rank == 0);

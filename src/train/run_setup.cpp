@@ -287,6 +287,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
     const CollectiveDeadline deadline("topology discovery");
     setup.topology = discover_topology(world, discover);
   }
+  stop_here_if_asked("topology");
   export_topology(setup.topology);
   setup.node_ranks = ranks.job ? ranks.job->local_world_size : setup.topology.local_world_size;
 
@@ -339,6 +340,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
     failure = error.what();
   }
   agree_or_throw(failure.empty(), failure, world, "the threads and memory");
+  stop_here_if_asked("agreed");
   return setup;
 }
 

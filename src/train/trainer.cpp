@@ -72,6 +72,7 @@ Datasets prepare_data(const RunSetup& setup) {
     datasets.valid.emplace(valid_split->shards);
     datasets.valid->check_ids_below(params.vocab_size);
   }
+  stop_here_if_asked("prepared");
   return datasets;
 }
 
@@ -262,6 +263,7 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       targets_(inputs_.size()),
       progress_(talker_ && setup.model < 0 && Progress::want_bar()) {
   log_plan();
+  stop_here_if_asked("model");
 }
 
 void TrainingRun::log_plan() const {
@@ -302,6 +304,7 @@ void TrainingRun::resume_and_begin() {
       log::warn("resume: no checkpoint saved before it verifies; the run starts from step 0");
     }
   }
+  stop_here_if_asked("begin");
   if (!resume) initialize_parameters();
   // After the resume checks: a refused resume leaves the description of the earlier run as it
   // was; an accepted one records its changes in param_changes.jsonl (resume_from).
@@ -340,8 +343,8 @@ void TrainingRun::initialize_parameters() {
   if (base_weights_.empty()) return;
   // What reading the weights cost on top of the model's own memory (at most, over the ranks).
   unsigned long long growth[2] = {peak_resident_bytes() - before, peak_resident_bytes()};
-  AT_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, growth, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, setup_.comm));
+  allreduce_or_abort(growth, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, setup_.comm,
+                     "the memory the base weights took");
   log::info("model: read the base weights in ", timer.seconds(), " s; peak resident memory per ",
             "rank at most ", human_bytes(double(growth[1])),
             ", of which the reading added at most ", human_bytes(double(growth[0])));
@@ -350,6 +353,7 @@ void TrainingRun::initialize_parameters() {
 bool TrainingRun::resume_from(const ResumeDecision& resume) {
   const std::string name = resume.path.string();
   const ResumePoint& saved = resume.saved;
+  stop_here_if_asked("load");
   // Opened with the expected tensors: each must be present with its length.
   ckpt::CheckpointReader reader(resume.path, setup_.comm,
                                 checkpoint_tensors(layout_, optimizer_kind_));
@@ -362,8 +366,8 @@ bool TrainingRun::resume_from(const ResumeDecision& resume) {
     return false;
   }
   unsigned long long most_read = reader.bytes_read();
-  AT_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, &most_read, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, setup_.comm));
+  allreduce_or_abort(&most_read, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, setup_.comm,
+                     "the bytes the resume read");
   engine_->set_optimizer_steps(saved.optimizer_steps);
   sampler_.restore(saved.position);
   scaler_.restore(saved.loss_scaler);
@@ -549,6 +553,7 @@ TrainSummary TrainingRun::finish(long long steps_done) {
 
 TrainSummary run_training(const RunSetup& setup) {
   const ProjectLock lock(setup.project_dir, setup.comm);
+  stop_here_if_asked("lock");
   kernels::set_num_threads(setup.threads);
   const auto lora = open_lora_model(setup);
   const model::ParamLayout layout = trainable_layout(setup, lora.get());

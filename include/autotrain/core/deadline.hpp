@@ -50,14 +50,34 @@ MPI_Comm duplicate_comm(MPI_Comm parent, std::string_view operation);
 // timeout (rank 0 stopped or died). `work` must not throw (catch, and agree afterwards).
 void run_on_root(MPI_Comm comm, std::string_view operation, const std::function<void()>& work);
 
+// The blocking collectives of set-up, agreements and checkpoint I/O, under the collective
+// timeout: the non-blocking MPI call, then wait_or_abort(operation). `data` is in place.
+void broadcast_or_abort(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                        std::string_view operation);
+// `text` of `root` on every rank (its length first).
+std::string broadcast_string_or_abort(std::string text, int root, MPI_Comm comm,
+                                      std::string_view operation);
+void allreduce_or_abort(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                        std::string_view operation);
+void allgather_or_abort(const void* mine, int count, MPI_Datatype type, void* all, MPI_Comm comm,
+                        std::string_view operation);
+void allgatherv_or_abort(const void* mine, int count, MPI_Datatype type, void* all,
+                         const int* counts, const int* displacements, MPI_Comm comm,
+                         std::string_view operation);
+
 // "rank 1" or "ranks 1, 3" (at most 16 named, then how many more), for the messages that name
 // the ranks a collective waited for.
 std::string rank_list(const std::vector<int>& ranks);
 
 // A test aid: with AUTOTRAIN_INJECT_STOP=<rank>:<phase>, that rank stops itself (SIGSTOP, as a
-// hung or descheduled process would) when it reaches `phase` ("setup", "prepare", "save", or
-// "step": the third training step of the run), so the tests can prove the others end the job
-// within comm_timeout instead of waiting forever.
+// hung or descheduled process would) when it reaches `phase`, so the tests can prove the others
+// end the job within comm_timeout instead of waiting forever. The phases of `autotrain train`, in
+// order: "models" (planning the models, before any agreement), "setup" (read the configuration),
+// "topology" (after discovering it), "agreed" (set-up agreed on), "lock" (project locked),
+// "prepare" (data preparation), "prepared" (data ready), "model" (communicator and replica
+// built), "resume" (choosing the checkpoint to resume from), "load" (reading it), "begin" (about
+// to initialise or save for the first time), "save" (a checkpoint save), "step" (the third
+// training step of the run).
 void stop_here_if_asked(std::string_view phase);
 
 }  // namespace autotrain

@@ -20,6 +20,7 @@
 #include "../internal.hpp"
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/comm/nccl.hpp"
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
@@ -78,7 +79,7 @@ ncclUniqueId broadcast_nccl_unique_id(MPI_Comm comm) {
     }
   }
   agree_or_throw(failure.empty(), failure, comm);
-  AT_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
+  broadcast_or_abort(&id, sizeof id, MPI_BYTE, 0, comm, "the NCCL unique id");
   return id;
 }
 
