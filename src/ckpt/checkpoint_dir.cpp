@@ -1,9 +1,15 @@
 #include "autotrain/ckpt/checkpoint_dir.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -29,15 +35,28 @@ std::optional<int64_t> step_of(const std::string& name) {
   return step;
 }
 
+// Writes `text` into `path` (created or truncated), naming the reason of a failure (no space,
+// file too large, permission, ...); a partial file is removed.
+void write_whole_file(const fs::path& path, std::string_view text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  AT_CHECK(fd >= 0, "cannot write ", path.string(), ": ", std::strerror(errno));
+  int failure = 0;
+  for (size_t done = 0; done < text.size() && failure == 0;) {
+    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+    if (wrote < 0 && errno != EINTR) failure = errno;
+    if (wrote > 0) done += static_cast<size_t>(wrote);
+  }
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure == 0) return;
+  std::error_code ignored;
+  fs::remove(path, ignored);
+  throw Error(cat("cannot write ", path.string(), ": ", std::strerror(failure)));
+}
+
 // Replaces folder/name with `text` atomically: name.tmp, fsync, rename, fsync the folder.
 void replace_file(const fs::path& folder, const std::string& name, const std::string& text) {
   const fs::path tmp = folder / (name + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    AT_CHECK(out.good(), "cannot write ", tmp.string());
-  }
+  write_whole_file(tmp, text);
   h5::fsync_path(tmp);
   std::error_code error;
   fs::rename(tmp, folder / name, error);
@@ -177,8 +196,8 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
                                                     std::span<const TensorSpec> expected,
                                                     const ReaderCheck& check, bool verify_tensors,
                                                     std::span<const fs::path> refused) const {
-  int rank = 0;
-  AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const int rank = comm_rank(comm);
+  stop_here_if_asked("resume");
   // Rank 0 lists (the folder may be on a file system other ranks see late) and broadcasts.
   std::string names;
   if (rank == 0) {
@@ -186,10 +205,8 @@ std::optional<fs::path> CheckpointDir::resolve_auto(MPI_Comm comm,
     for (const auto& path : newest_first()) paths.push_back(path.string());
     names = join(paths, "\n");
   }
-  uint64_t length = names.size();
-  AT_MPI_CHECK(MPI_Bcast(&length, 1, MPI_UINT64_T, 0, comm));
-  names.resize(length);
-  AT_MPI_CHECK(MPI_Bcast(names.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+  names = broadcast_string_or_abort(std::move(names), 0, comm,
+                                    "the checkpoints to resume from (rank 0 lists them)");
   std::vector<std::string> candidates =
       names.empty() ? std::vector<std::string>{} : split(names, '\n');
   // Every rank holds the same `refused` list, so every rank drops the same candidates.

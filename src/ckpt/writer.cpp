@@ -15,6 +15,7 @@
 #include "autotrain/ckpt/checksum.hpp"
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
@@ -280,6 +281,29 @@ void on_all_ranks(MPI_Comm comm, Step&& step) {
   agree_or_throw(failure.empty(), failure, comm, "a checkpoint write");
 }
 
+// A collective HDF5 call (a transfer, a flush, the close) that fails on some ranks only leaves
+// the others inside it, where no agreement reaches them (MPI-IO waits for every rank). So the
+// failing rank says why at once, removes the unfinished file and ends the job: the others never
+// wait out comm_timeout, and the last committed checkpoint stays.
+template <typename Step>
+void collective_call(const fs::path& unfinished, Step&& step) {
+  errno = 0;  // HDF5 keeps no errno in its message: the system's reason is read from here
+  try {
+    const CollectiveDeadline deadline("checkpoint write (a collective HDF5 call)");
+    step();
+  } catch (const std::exception& error) {
+    const int reason = errno;
+    std::error_code ignored;
+    fs::remove(unfinished, ignored);
+    log::error("checkpoint write failed: ", error.what(),
+               reason == 0 ? std::string() : cat(": ", std::strerror(reason)), "; the unfinished ",
+               unfinished.string(),
+               " is removed and the checkpoints saved before are kept; ending the job, as the "
+               "other ranks may be waiting inside the same collective write");
+    abort_job(1);
+  }
+}
+
 void write_shared(const fs::path& tmp, const CheckpointContent& content,
                   const std::vector<PieceRecord>& records, const std::vector<uint64_t>& checksums,
                   const RunStateRecord& state, const WriteOptions& options, MPI_Comm comm) {
@@ -330,20 +354,20 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
       hsize_t memory_dims[1] = {std::max<uint64_t>(count, 1)};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, memory_dims, nullptr), object));
       h5::select_range(memory_space.get(), 0, count, object);
-      // A write can fail on one rank only (its file system is full): the ranks agree on the
-      // outcome before the next collective call, which the failed rank would never enter.
-      on_all_ranks(comm, [&] {
+      // A write can fail on one rank only (its file is too large for its limits): that rank
+      // ends the job at once rather than leave the others in the next collective call.
+      collective_call(tmp, [&] {
         AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
                              dxpl.get(), piece ? piece->data.data() : &dummy),
                     object);
       });
     }
   }
-  on_all_ranks(
-      comm, [&] { write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where); });
+  collective_call(
+      tmp, [&] { write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where); });
   // With the MPI-IO driver a flush is an MPI_File_sync on every rank.
-  on_all_ranks(comm, [&] { AT_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), where); });
-  on_all_ranks(comm, [&] { AT_H5_CHECK(file.close(), where); });
+  collective_call(tmp, [&] { AT_H5_CHECK(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), where); });
+  collective_call(tmp, [&] { AT_H5_CHECK(file.close(), where); });
 }
 
 fs::path rank_file_name(int rank) {

@@ -103,6 +103,14 @@ std::vector<DoctorRow> run_checks(const config::TrainCommandLine& command_line) 
   return rows;
 }
 
+// What no check can see: a rank stopped before MPI_Init returns runs nothing of autotrain's, so
+// comm_timeout cannot end the job; only the launcher can.
+constexpr const char* kBeforeMpiInitNote =
+    "note: a rank that stops or hangs before MPI_Init returns is out of autotrain's reach "
+    "(comm_timeout starts after it): give the job a time limit (sbatch --time, srun "
+    "--kill-on-bad-exit=1, mpirun --timeout SECONDS); docs/launching.md, \"Hangs before "
+    "autotrain starts\"\n";
+
 }  // namespace
 
 int run_doctor(const std::vector<std::string>& args, MpiSession& mpi) {
@@ -120,7 +128,7 @@ int run_doctor(const std::vector<std::string>& args, MpiSession& mpi) {
   int failed = 0;
   for (const auto& row : rows) failed += row.verdict == Verdict::fail ? 1 : 0;
   if (mpi.rank() == 0) {
-    std::cout << render(rows)
+    std::cout << render(rows) << kBeforeMpiInitNote
               << (failed == 0 ? "doctor: every check passed\n"
                               : cat("doctor: ", failed, " check(s) failed\n"))
               << std::flush;
