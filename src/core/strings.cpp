@@ -117,4 +117,51 @@ std::string human_bytes(double bytes) {
   return text;
 }
 
+namespace {
+
+// Length of the valid UTF-8 multi-byte character at text[i] (lead byte >= 0x80), 0 if none.
+size_t utf8_length_at(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
+  const uint8_t lead = byte(i);
+  const size_t length = lead >= 0xC2 && lead <= 0xDF   ? 2
+                        : lead >= 0xE0 && lead <= 0xEF ? 3
+                        : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                       : 0;
+  if (length == 0 || i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  const uint8_t second = byte(i + 1);
+  if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second > 0x9F) ||
+      (lead == 0xF0 && second < 0x90) || (lead == 0xF4 && second > 0x8F))
+    return 0;  // overlong, a surrogate, or past U+10FFFF
+  return length;
+}
+
+}  // namespace
+
+std::string escape_bytes(std::string_view text, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  for (; i < text.size() && i < max_bytes;) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      out += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
+      ++i;
+    } else if (const size_t length = c >= 0x80 ? utf8_length_at(text, i) : 0; length > 0) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02X", c);
+      out += hex;
+      ++i;
+    }
+  }
+  if (i < text.size()) out += "...";
+  return out;
+}
+
 }  // namespace autotrain

@@ -40,9 +40,9 @@ size_t whitespace_end(std::string_view text, size_t begin) {
 
 AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
   std::erase_if(tokens_, [](const AddedToken& token) { return token.content.empty(); });
-  std::stable_sort(tokens_.begin(), tokens_.end(), [](const AddedToken& a, const AddedToken& b) {
-    return a.content.size() > b.content.size();
-  });
+  // std::string orders bytes as unsigned char, as byte_at() below does.
+  std::stable_sort(tokens_.begin(), tokens_.end(),
+                   [](const AddedToken& a, const AddedToken& b) { return a.content < b.content; });
   for (const auto& token : tokens_) first_byte_[static_cast<uint8_t>(token.content[0])] = true;
 }
 
@@ -51,11 +51,42 @@ bool AddedTokenMatcher::any_lstrip() const {
                      [](const AddedToken& token) { return token.lstrip; });
 }
 
+bool AddedTokenMatcher::any_rstrip() const {
+  return std::any_of(tokens_.begin(), tokens_.end(),
+                     [](const AddedToken& token) { return token.rstrip; });
+}
+
+bool AddedTokenMatcher::any_contains(char byte) const {
+  return std::any_of(tokens_.begin(), tokens_.end(), [&](const AddedToken& token) {
+    return token.content.find(byte) != std::string::npos;
+  });
+}
+
 const AddedToken* AddedTokenMatcher::match_at(std::string_view text, size_t pos) const {
-  for (const auto& candidate : tokens_) {
-    if (text.compare(pos, candidate.content.size(), candidate.content) == 0) return &candidate;
+  // Invariant: tokens_[lo, hi) are the tokens whose content starts with text[pos, pos + depth).
+  // They are sorted, so those whose next byte is text[pos + depth] are one run, and those that
+  // end at depth + 1 bytes open it.
+  size_t lo = 0;
+  size_t hi = tokens_.size();
+  const AddedToken* longest = nullptr;
+  for (size_t depth = 0; pos + depth < text.size() && lo < hi; ++depth) {
+    const int next = static_cast<uint8_t>(text[pos + depth]);
+    const auto byte_at = [depth](const AddedToken& token) {
+      return token.content.size() > depth
+                 ? static_cast<int>(static_cast<uint8_t>(token.content[depth]))
+                 : -1;
+    };
+    const auto first = tokens_.begin() + static_cast<long>(lo);
+    const auto last = tokens_.begin() + static_cast<long>(hi);
+    const auto run_begin =
+        std::partition_point(first, last, [&](const AddedToken& t) { return byte_at(t) < next; });
+    const auto run_end = std::partition_point(
+        run_begin, last, [&](const AddedToken& t) { return byte_at(t) == next; });
+    lo = static_cast<size_t>(run_begin - tokens_.begin());
+    hi = static_cast<size_t>(run_end - tokens_.begin());
+    if (lo < hi && tokens_[lo].content.size() == depth + 1) longest = &tokens_[lo];
   }
-  return nullptr;
+  return longest;
 }
 
 bool AddedTokenMatcher::keeps(const AddedToken& token, std::string_view text, size_t begin,

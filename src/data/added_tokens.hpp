@@ -4,6 +4,11 @@
 // tokens, without overlaps; a match of a single_word token that a letter or digit touches,
 // or of a token left as text, is dropped (its text stays text) and matching resumes after it;
 // lstrip / rstrip widen a match over the whitespace before / after it.
+//
+// The tokens are kept sorted by content, which makes them a trie: the tokens that start with a
+// given prefix are one run of the array, and one more byte of text narrows the run by binary
+// search. Looking for the longest token at a position costs (its length + 1) * log2(tokens)
+// steps, whatever the number of tokens (Hugging Face files hold up to hundreds of thousands).
 #include <array>
 #include <string>
 #include <string_view>
@@ -41,7 +46,9 @@ class AddedTokenMatcher {
   // Cuts `text` into sections covering it; text sections are never empty.
   void split(std::string_view text, std::vector<Section>& sections) const;
   bool any_lstrip() const;
-  const std::vector<AddedToken>& tokens() const { return tokens_; }
+  bool any_rstrip() const;
+  // Whether some token's content holds `byte`.
+  bool any_contains(char byte) const;
 
  private:
   // The longest token whose content starts at text[pos], or nullptr.
@@ -49,7 +56,7 @@ class AddedTokenMatcher {
   // Whether a match of `token` at [begin, end) stands (single_word, as_text).
   static bool keeps(const AddedToken& token, std::string_view text, size_t begin, size_t end);
 
-  std::vector<AddedToken> tokens_;      // longest first
+  std::vector<AddedToken> tokens_;      // by content (bytes); equal contents in the given order
   std::array<bool, 256> first_byte_{};  // whether some token starts with this byte
 };
 

@@ -30,6 +30,7 @@ class Nfc final : public Normalizer {
     std::free(composed);
   }
   bool touches_newlines() const override { return false; }
+  bool touches_spaces() const override { return false; }
 };
 
 class Prepend final : public Normalizer {
@@ -39,6 +40,7 @@ class Prepend final : public Normalizer {
     if (!text.empty() && !continues_cut) text.insert(0, prefix_);
   }
   bool touches_newlines() const override { return false; }
+  bool touches_spaces() const override { return false; }
 
  private:
   std::string prefix_;
@@ -80,6 +82,10 @@ class Replace final : public Normalizer {
     out.append(text, done);
     text = std::move(out);
   }
+  bool touches_spaces() const override {
+    return regex_ != nullptr || literal_.find(' ') != std::string::npos ||
+           content_.find(' ') != std::string::npos;
+  }
   bool touches_newlines() const override {
     return regex_ != nullptr || literal_.find_first_of("\r\n") != std::string::npos ||
            content_.find_first_of("\r\n") != std::string::npos;
@@ -96,6 +102,10 @@ class Sequence final : public Normalizer {
   explicit Sequence(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
   void normalize(std::string& text, bool continues_cut) const override {
     for (const auto& step : steps_) step->normalize(text, continues_cut);
+  }
+  bool touches_spaces() const override {
+    return std::any_of(steps_.begin(), steps_.end(),
+                       [](const auto& step) { return step->touches_spaces(); });
   }
   bool touches_newlines() const override {
     return std::any_of(steps_.begin(), steps_.end(),

@@ -18,6 +18,8 @@ class Normalizer {
   // Whether the normalizer can change text across a line break: prepare's cuts after a
   // newline are then not safe.
   virtual bool touches_newlines() const = 0;
+  // Likewise across a space (prepare's cuts before a space).
+  virtual bool touches_spaces() const = 0;
 };
 
 // nullptr for a null normalizer. `where` is the JSON path ("tokenizer.json: normalizer").

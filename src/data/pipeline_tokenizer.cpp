@@ -74,6 +74,7 @@ class PipelineTokenizer final : public Tokenizer {
   }
 
   bool cuts_at_newlines() const override;
+  bool cuts_at_spaces() const override;
 
   void encode_append(std::string_view text, std::vector<TokenId>& ids,
                      TextPosition position) const override {
@@ -195,10 +196,11 @@ class PipelineTokenizer final : public Tokenizer {
   bool newline_barrier_ = false;  // no token but the newline's own holds a newline
 };
 
-// The pre-tokenizer patterns for which a cut after "\n" between two characters that are not
-// whitespace is a piece boundary (checked by hand: no alternative of these patterns matches
-// across such a newline, and each ends a match at it): GPT-2's, Llama 3's and Qwen's.
-bool is_known_newline_safe_pattern(const std::string& pattern) {
+// The pre-tokenizer patterns for which a cut after "\n", or before " ", between two characters
+// that are not whitespace is a piece boundary (checked by hand: no alternative of these
+// patterns matches across such a newline, or holds a space it does not start with, and none
+// looks behind or more than one character ahead): GPT-2's, Llama 3's and Qwen's.
+bool is_known_cut_safe_pattern(const std::string& pattern) {
   static const std::string known[] = {
       R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
       R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
@@ -214,10 +216,21 @@ bool PipelineTokenizer::cuts_at_newlines() const {
       parts_.pre_tokenizer ? parts_.pre_tokenizer->patterns() : std::vector<std::string>{};
   if (!patterns.empty()) {
     // The first split decides where pieces end; later steps only cut pieces further.
-    return is_known_newline_safe_pattern(patterns.front());
+    return is_known_cut_safe_pattern(patterns.front());
   }
   // No regex: the whole text is one BPE word, which a newline splits only if it never merges.
   return newline_barrier_;
+}
+
+bool PipelineTokenizer::cuts_at_spaces() const {
+  // An added token that holds a space, or strips the whitespace around it, could span a cut.
+  for (const AddedTokenMatcher* matcher : {&raw_matcher_, &normalized_matcher_}) {
+    if (matcher->any_lstrip() || matcher->any_rstrip() || matcher->any_contains(' ')) return false;
+  }
+  if (parts_.normalizer && parts_.normalizer->touches_spaces()) return false;
+  const auto patterns =
+      parts_.pre_tokenizer ? parts_.pre_tokenizer->patterns() : std::vector<std::string>{};
+  return !patterns.empty() && is_known_cut_safe_pattern(patterns.front());
 }
 
 }  // namespace

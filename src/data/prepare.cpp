@@ -30,7 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kUnitBytes = 256 << 10;   // text per work unit
 constexpr size_t kBatchBytes = 16 << 20;   // text tokenized between two writes
 constexpr uint64_t kCopyTokens = 1 << 20;  // tokens moved at a time when carving a tail
 
@@ -105,10 +104,11 @@ class ShardSequence {
   uint64_t total_ = 0;
 };
 
-// First safe cut at or after `from` (see safe_cut_before), or text.size() when there is none.
-size_t safe_cut_after(std::string_view text, size_t from) {
-  for (size_t cut = std::max<size_t>(from, 2); cut + 1 < text.size(); ++cut) {
-    if (is_safe_cut(text, cut)) return cut;
+// First safe cut at or after `from` (after a newline, or with `spaces` also before a space:
+// text_input.hpp), or text.size() when there is none.
+size_t safe_cut_after(std::string_view text, size_t from, bool spaces) {
+  for (size_t cut = std::max<size_t>(from, 1); cut + 1 < text.size(); ++cut) {
+    if (is_safe_cut(text, cut) || (spaces && is_safe_space_cut(text, cut))) return cut;
   }
   return text.size();
 }
@@ -126,6 +126,8 @@ class SplitTokenizer {
         masked_(options.completions_only),
         frame_(tokenizer.document_frame(options.add_eos_token)),
         cuts_(tokenizer.cuts_at_newlines()),
+        space_cuts_(cuts_ && tokenizer.cuts_at_spaces()),
+        unit_bytes_(std::max<size_t>(options.unit_bytes, 1)),
         output_(output),
         progress_(progress),
         bytes_done_(bytes_done),
@@ -205,8 +207,9 @@ class SplitTokenizer {
     bool first = true;
     if (starts_document) document_offset_ = 0;
     while (!rest.empty()) {
-      const size_t cut =
-          !cuts_ || rest.size() <= kUnitBytes ? rest.size() : safe_cut_after(rest, kUnitBytes);
+      const size_t cut = !cuts_ || rest.size() <= unit_bytes_
+                             ? rest.size()
+                             : safe_cut_after(rest, unit_bytes_, space_cuts_);
       WorkUnit unit{std::string(rest.substr(0, cut)),
                     first && starts_document ? TextPosition::start : TextPosition::continuation,
                     first && starts_document,
@@ -256,6 +259,8 @@ class SplitTokenizer {
   bool masked_;
   DocumentFrame frame_;
   bool cuts_;
+  bool space_cuts_;  // long lines are cut before spaces too
+  size_t unit_bytes_;
   ShardSequence& output_;
   PrepareProgress& progress_;
   uint64_t& bytes_done_;

@@ -108,6 +108,14 @@ bool is_safe_cut(std::string_view text, size_t cut) {
   return !whitespace_before(text, cut - 1) && !unicode::is_whitespace(next.code_point);
 }
 
+bool is_safe_space_cut(std::string_view text, size_t cut) {
+  if (cut < 1 || cut + 1 >= text.size() || text[cut] != ' ') return false;
+  if (is_printable_ascii(text[cut - 1]) && is_printable_ascii(text[cut + 1])) return true;
+  const unicode::Decoded next = unicode::decode_utf8(text, cut + 1);
+  if (next.code_point == 0xFFFD && next.length == 1) return false;
+  return !whitespace_before(text, cut) && !unicode::is_whitespace(next.code_point);
+}
+
 size_t safe_cut_before(std::string_view text, size_t limit) {
   limit = std::min(limit, text.size());
   for (size_t cut = limit; cut >= 2; --cut) {
@@ -197,7 +205,8 @@ void read_csv_cells(const InputFile& file, const std::string& text_column,
            text_column, "' column");
   const auto column = std::find(header.begin(), header.end(), text_column);
   AT_CHECK(column != header.end(), file.path.string(), " has no column '", text_column, "'",
-           did_you_mean(text_column, header), "; its columns are: ", join(header, ", "),
+           escape_bytes(did_you_mean(text_column, header)),
+           "; its columns are: ", escape_bytes(join(header, ", ")),
            " (set text_column / --text-column)");
   const size_t index = static_cast<size_t>(column - header.begin());
   std::vector<std::string> row;
@@ -235,8 +244,8 @@ void read_jsonl_values(const InputFile& file, const std::string& text_column,
       std::vector<std::string> keys;
       for (const auto& item : object.items()) keys.push_back(item.key());
       throw Error(cat(file.path.string(), ":", line_number, ": no column '", text_column, "'",
-                      did_you_mean(text_column, keys), "; this line has: ", join(keys, ", "),
-                      " (set text_column / --text-column)"));
+                      escape_bytes(did_you_mean(text_column, keys)), "; this line has: ",
+                      escape_bytes(join(keys, ", ")), " (set text_column / --text-column)"));
     }
     if (!value->is_null()) value_of_line(std::move(*value), line_number);
   }

@@ -22,6 +22,7 @@ class ByteTokenizer final : public Tokenizer {
     return add_eos_token ? DocumentFrame{{0}, {}} : DocumentFrame{};
   }
   bool cuts_at_newlines() const override { return true; }
+  bool cuts_at_spaces() const override { return true; }
   std::vector<fs::path> vocabulary_files() const override { return {}; }
   ChatSettings chat_settings() const override { return {}; }
 

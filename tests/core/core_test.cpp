@@ -32,6 +32,15 @@ TEST(Strings, SplitsJoinsAndTrims) {
   EXPECT_EQ(human_bytes(1536), "1.50 KiB");
 }
 
+TEST(Strings, EscapeBytesShowsControlAndInvalidBytesAsHexKeepingUtf8) {
+  EXPECT_EQ(escape_bytes("a\\b caf\xc3\xa9"), "a\\b caf\xc3\xa9");
+  EXPECT_EQ(escape_bytes(std::string("\x00\x1b[2J\x7f\xff\xc3", 8)),
+            "\\x00\\x1B[2J\\x7F\\xFF\\xC3");
+  EXPECT_EQ(escape_bytes("tab\tline\n"), "tab\\tline\\n");
+  EXPECT_EQ(escape_bytes("\xed\xa0\x80"), "\\xED\\xA0\\x80");  // a surrogate is not UTF-8
+  EXPECT_EQ(escape_bytes(std::string(300, 'x'), 10), "xxxxxxxxxx...");
+}
+
 TEST(DType, Bf16RoundsToNearestEven) {
   EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f)), 1.0f);
   EXPECT_EQ(bf16_to_float(float_to_bf16(-2.5f)), -2.5f);

@@ -43,6 +43,15 @@ TEST(CsvInput, MissingColumnNamesTheFileAndItsColumns) {
   EXPECT_NE(message.find("its columns are: id, text, label"), std::string::npos) << message;
 }
 
+TEST(CsvInput, BinaryHeaderIsQuotedWithEscapedBytes) {
+  testing::TempDir dir;
+  testing::write_file(dir / "train.csv", std::string("\x1b]0;pwned\x07\x00\xff,b\n1,2\n", 15));
+  const std::string message = error_of([&] { documents(dir.path(), "train"); });
+  EXPECT_NE(message.find("its columns are: \\x1B]0;pwned\\x07\\x00\\xFF, b"), std::string::npos)
+      << message;
+  for (const char c : message) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20);
+}
+
 TEST(CsvInput, UnclosedQuoteNamesTheLineWhereTheRowStarted) {
   testing::TempDir dir;
   testing::write_file(dir / "train.csv", "text\nok\n\"never closed\n");

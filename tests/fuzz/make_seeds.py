@@ -102,6 +102,22 @@ def tokenizers(node_modules):
         out("tokenizer_json", name, cut_tokenizer(path, keep) + NUL + samples)
 
 
+# The Split patterns of GPT-2, Llama 3 and Qwen (src/data/pipeline_tokenizer.cpp), and patterns
+# that backtrack without bound (issue 42), which must fail on the work budget.
+REGEXES = {
+    "gpt2": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    "llama3": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    "qwen": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    "spaces": r""" {2,}""",
+}
+
+
+def regexes():
+    text = " Hello, wörld! Привет 你好 12345\n\n\tdef f(x): return x**2   ".encode()
+    for name, pattern in REGEXES.items():
+        out("pre_tokenizer_regex", name, pattern.encode() + NUL + text)
+
+
 def shards():
     def shard(version, tokens):
         header = [20240520, version, len(tokens)] + [0] * 253
@@ -171,6 +187,7 @@ if __name__ == "__main__":
     configs()
     text_inputs()
     gpt2_vocab()
+    regexes()
     tokenizers(sys.argv[1] if len(sys.argv) > 1 else "/tmp/hfref/node_modules")
     shards()
     safetensors()

@@ -25,6 +25,12 @@ std::string trim(std::string_view text);
 // Every non-overlapping occurrence of `from` (not empty), left to right, replaced by `to`.
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
 
+// `text` made safe to print inside a message that quotes input: control bytes, DEL and bytes
+// that are not valid UTF-8 become \xNN (\n, \r and \t their usual escapes); printable ASCII,
+// backslashes and valid multi-byte UTF-8 characters stay as they are. At most `max_bytes` of
+// the text are shown, then "..." .
+std::string escape_bytes(std::string_view text, size_t max_bytes = 200);
+
 // `value` with `digits` digits after the point ("%.*f").
 std::string fixed_point(double value, int digits);
 

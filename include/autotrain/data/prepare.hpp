@@ -45,7 +45,10 @@ struct PrepareOptions {
   // when there is no valid split file. Unset: 0.1 when data_path is a single file, else 0.
   std::optional<double> valid_fraction;
   uint64_t shard_tokens = 100'000'000;  // cap per shard file
-  bool show_progress = true;            // progress bar on a terminal, plain lines otherwise
+  // Text per work unit: long documents are cut into units of about this size at safe points
+  // (tests make it small).
+  size_t unit_bytes = 256 << 10;
+  bool show_progress = true;  // progress bar on a terminal, plain lines otherwise
 };
 
 struct SplitShards {

@@ -69,6 +69,10 @@ void read_conversations(const InputFile& file, const std::string& text_column,
 // text[0, limit], 0 when there is none. is_safe_cut() tells whether `cut` is one.
 size_t safe_cut_before(std::string_view text, size_t limit);
 bool is_safe_cut(std::string_view text, size_t cut);
+// A position where text may be cut for the tokenizers whose cuts_at_spaces() says so (one long
+// line): just before a space that sits between two characters that are not whitespace
+// ("X Y" -> "X" | " Y"), where their pre-tokenizer starts a piece anyway.
+bool is_safe_space_cut(std::string_view text, size_t cut);
 
 // Streams the rows of an RFC 4180 CSV file: fields separated by commas, rows by \n or \r\n;
 // a field in double quotes may hold commas, newlines and doubled quotes ("" -> ").

@@ -71,6 +71,9 @@ class Tokenizer {
   // Whether cutting a document after a newline between two non-whitespace characters keeps
   // the ids of the whole (prepare then tokenizes long documents in parallel pieces).
   virtual bool cuts_at_newlines() const = 0;
+  // Whether cutting before a space between two non-whitespace characters keeps the ids of the
+  // whole (prepare then cuts long lines too, keeping memory per document bounded).
+  virtual bool cuts_at_spaces() const { return false; }
   // Files the vocabulary was loaded from (empty for "byte"); prepare hashes them.
   virtual std::vector<std::filesystem::path> vocabulary_files() const = 0;
   // The chat template and special token spellings (none for "byte"; gpt2: <|endoftext|> as both
