@@ -100,7 +100,13 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
   } catch (const jinja::Failure& failure) {
     throw Error(cat(origin_, ": the template's variables: ", failure.what()));
   }
-  return jinja::render_program(*program_, variables, origin_);
+  // The render's budget grows with what it is given (replace: invalid UTF-8 is counted, not
+  // refused; the template sees it as it is).
+  const size_t input_bytes =
+      messages.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size() +
+      context.extra.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).size();
+  return jinja::render_program(*program_, variables, origin_,
+                               jinja::BudgetLimits::for_input(input_bytes));
 }
 
 }  // namespace autotrain::data

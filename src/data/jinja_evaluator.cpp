@@ -1,5 +1,8 @@
 #include "jinja_evaluator.hpp"
 
+#include <new>
+#include <stdexcept>
+
 #include "autotrain/core/error.hpp"
 #include "jinja_builtins.hpp"
 #include "jinja_lexer.hpp"
@@ -61,6 +64,7 @@ class Evaluator {
   // line) get the statement's line.
   Flow exec(const Stmt& stmt, Scope& scope, std::string& out) {
     try {
+      spend_operations();
       return std::visit([&](const auto& node) { return exec_node(node, stmt.line, scope, out); },
                         stmt.node);
     } catch (const Failure& failure) {
@@ -68,10 +72,11 @@ class Evaluator {
     }
   }
 
+  // Output captured by `{% set x %}` blocks is output too: each capture is checked alike.
   void append(std::string& out, std::string_view text) {
+    check_output(out.size() + text.size());
+    spend_scan(text.size());
     out += text;
-    if (out.size() > kMaxStringBytes)
-      throw Failure(cat("the output is larger than ", kMaxStringBytes >> 20, " MiB"));
   }
 
   Flow exec_node(const Text& node, int, Scope&, std::string& out) {
@@ -90,10 +95,7 @@ class Evaluator {
     return exec(node.otherwise, scope, out);
   }
 
-  void count_iteration() {
-    if (++iterations_ > kMaxLoopIterations)
-      throw Failure(cat("the template ran more than ", kMaxLoopIterations, " loop iterations"));
-  }
+  void count_iteration() { spend_operations(); }
 
   Flow exec_node(const For& node, int, Scope& scope, std::string& out) {
     List items = iterate(eval(*node.iterable, scope));
@@ -166,6 +168,7 @@ class Evaluator {
 
   Value eval(const Expr& expr, const Scope& scope) {
     try {
+      spend_operations();
       return std::visit([&](const auto& node) { return eval_node(node, expr.line, scope); },
                         expr.node);
     } catch (const Failure& failure) {
@@ -287,14 +290,22 @@ class Evaluator {
   }
 
   const std::string& origin_;
-  int64_t iterations_ = 0;
 };
 
 }  // namespace
 
-std::string render_program(const Program& program, const Dict& variables,
-                           const std::string& origin) {
-  return Evaluator(origin).render(program, variables);
+std::string render_program(const Program& program, const Dict& variables, const std::string& origin,
+                           const BudgetLimits& limits) {
+  Budget budget(limits);
+  const BudgetScope scope(budget);
+  try {
+    return Evaluator(origin).render(program, variables);
+  } catch (const std::bad_alloc&) {
+    // The budget checks before each allocation it knows of; this is the last guard.
+    throw Error(cat(origin, ": the template ran out of memory while rendering"));
+  } catch (const std::length_error&) {
+    throw Error(cat(origin, ": the template built a value larger than memory allows"));
+  }
 }
 
 }  // namespace autotrain::data::jinja

@@ -5,20 +5,19 @@
 // are how templates carry state out), `if` opens none, and names resolve from the innermost
 // scope out to the render's variables and then the global functions.
 //
-// A render stops with an Error when the loops run more than kMaxLoopIterations iterations in
-// all or the output grows beyond kMaxStringBytes, so no template hangs or fills memory.
-#include <cstdint>
+// A render stops with an Error when it exceeds its budget (jinja_budget.hpp: operations, each
+// statement, expression and loop iteration one; bytes allocated; output bytes), so no template
+// hangs or fills memory.
 #include <string>
 
 #include "jinja_ast.hpp"
+#include "jinja_budget.hpp"
 
 namespace autotrain::data::jinja {
 
-constexpr int64_t kMaxLoopIterations = int64_t{1} << 20;
-
 // `variables`: what the template sees (messages, add_generation_prompt, ...). Errors are
 // "<origin> line <line>: ...".
-std::string render_program(const Program& program, const Dict& variables,
-                           const std::string& origin);
+std::string render_program(const Program& program, const Dict& variables, const std::string& origin,
+                           const BudgetLimits& limits);
 
 }  // namespace autotrain::data::jinja

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "autotrain/core/error.hpp"
+#include "jinja_budget.hpp"
 #include "jinja_builtins.hpp"
 #include "jinja_json.hpp"
 #include "jinja_operators.hpp"
@@ -124,13 +125,18 @@ Value float_filter(const Value& v, const CallArgs& args) {
   return a.get(0) ? *a.get(0) : Value::floating(0.0);
 }
 
+// `width` spaces, checked against the budget before they are allocated.
+std::string spaces(int64_t width) {
+  const size_t count = static_cast<size_t>(std::max<int64_t>(width, 0));
+  check_bytes(count);
+  return std::string(count, ' ');
+}
+
 Value indent_filter(const Value& v, const CallArgs& args) {
   const Bound a("indent", args, {"width", "first", "blank"});
   std::string prefix(4, ' ');
   if (a.has(0))
-    prefix = a.get(0)->is(Kind::string)
-                 ? a.get(0)->as_string()
-                 : std::string(static_cast<size_t>(std::max<int64_t>(a.integer(0, 4), 0)), ' ');
+    prefix = a.get(0)->is(Kind::string) ? a.get(0)->as_string() : spaces(a.integer(0, 4));
   if (v.is_undefined()) fail_undefined(v);
   if (!v.is(Kind::string))
     throw Failure(cat("unsupported operand type(s) for +=: '", type_name(v), "' and 'str'"));
@@ -155,8 +161,10 @@ Value join_filter(const Value& v, const CallArgs& args) {
   std::string out;
   const List items = iterate(v);
   for (size_t i = 0; i < items.size(); ++i) {
+    const std::string text = to_str(attribute ? attribute_path(items[i], *attribute) : items[i]);
+    check_bytes(out.size() + separator.size() + text.size());
     if (i > 0) out += separator;
-    out += to_str(attribute ? attribute_path(items[i], *attribute) : items[i]);
+    out += text;
   }
   return Value::string(std::move(out));
 }
@@ -267,6 +275,9 @@ Value sort_filter(const Value& v, const CallArgs& args) {
   };
   std::vector<std::pair<Value, Value>> keyed;  // (key, item)
   for (const Value& item : iterate(v)) keyed.emplace_back(key_of(item), item);
+  // n log n comparisons.
+  spend_operations(static_cast<int64_t>(keyed.size()) *
+                   (64 - __builtin_clzll(static_cast<unsigned long long>(keyed.size()) | 1)));
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     return reverse ? compare(CompareOp::less, y.first, x.first)
                    : compare(CompareOp::less, x.first, y.first);
@@ -288,10 +299,7 @@ Value tojson_filter(const Value& v, const CallArgs& args) {
   format.ensure_ascii = a.flag(0, false);
   if (a.has(1)) {
     const Value& indent = *a.get(1);
-    format.indent =
-        indent.is(Kind::string)
-            ? indent.as_string()
-            : std::string(static_cast<size_t>(std::max<int64_t>(a.integer(1, 0), 0)), ' ');
+    format.indent = indent.is(Kind::string) ? indent.as_string() : spaces(a.integer(1, 0));
   }
   if (a.has(2)) {
     const Value& separators = *a.get(2);
@@ -317,6 +325,8 @@ Value unique_filter(const Value& v, const CallArgs& args) {
     Value key = a.has(1) ? attribute_path(item, to_str(*a.get(1))) : item;
     require_hashable(key);
     if (!case_sensitive && key.is(Kind::string)) key = Value::string(lower(key.as_string()));
+    // Each item is compared with every kept one: quadratic, so each comparison is charged.
+    spend_operations(static_cast<int64_t>(seen.size()) + 1);
     if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); })) {
       seen.push_back(std::move(key));
       out.push_back(item);

@@ -7,6 +7,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/utf8.hpp"
+#include "jinja_budget.hpp"
 
 namespace autotrain::data::jinja {
 namespace {
@@ -107,6 +108,9 @@ class JsonWriter {
 
   void write(const Value& value, int depth) {
     check_depth(depth);
+    spend_operations();
+    // A string's escapes at most sextuple it; what is written is checked before it grows.
+    if (value.is(Kind::string)) check_bytes(out_.size() + value.as_string().size());
     switch (value.kind()) {
       case Kind::none:
         out_ += "null";
@@ -149,6 +153,9 @@ class JsonWriter {
 
   // Before each item of a container at `depth`: the separator, then the newline and indent.
   void begin_item(size_t index, int depth) {
+    const size_t indent = format_.indent ? format_.indent->size() : 0;
+    check_bytes(out_.size() + item_separator_.size() + 1 +
+                saturating_product(indent, static_cast<size_t>(depth) + 1));
     if (index > 0) out_ += item_separator_;
     if (!format_.indent) return;
     out_ += '\n';

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "autotrain/core/error.hpp"
+#include "jinja_budget.hpp"
 #include "jinja_builtins.hpp"
 #include "jinja_operators.hpp"
 #include "jinja_strings.hpp"
@@ -91,6 +92,7 @@ Value join(const std::string& separator, const Value& iterable) {
     if (!items[i].is(Kind::string))
       throw Failure(
           cat("sequence item ", i, ": expected str instance, ", type_name(items[i]), " found"));
+    check_bytes(out.size() + separator.size() + items[i].as_string().size());
     if (i > 0) out += separator;
     out += items[i].as_string();
   }
@@ -177,14 +179,24 @@ Value range(const CallArgs& args) {
   const int64_t stop = bounds.size() == 1 ? bounds[0] : bounds[1];
   const int64_t step = bounds.size() == 3 ? bounds[2] : 1;
   if (step == 0) throw Failure("range() arg 3 must not be zero");
+  // The length as Python computes it, in unsigned 64-bit arithmetic (the distance between two
+  // int64 fits), then start + k * step modulo 2^64, which is exact since it lies between start
+  // and stop: bounds near the int64 limits neither overflow nor loop.
+  const bool up = step > 0;
+  const uint64_t distance =
+      up ? (stop > start ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) : 0)
+         : (start > stop ? static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) : 0);
+  const uint64_t stride = up ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  const uint64_t count = distance / stride + (distance % stride != 0 ? 1 : 0);
   // jinja2's sandbox refuses ranges longer than MAX_RANGE.
-  constexpr int64_t kMaxRange = 100000;
-  const long double span = (static_cast<long double>(stop) - start) / step;
-  if (span > kMaxRange)
+  constexpr uint64_t kMaxRange = 100000;
+  if (count > kMaxRange)
     throw Failure(cat("range too big: the sandbox allows at most ", kMaxRange, " items"));
   List items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-    items.push_back(Value::integer(i));
+  items.reserve(count);
+  for (uint64_t k = 0; k < count; ++k)
+    items.push_back(Value::integer(
+        static_cast<int64_t>(static_cast<uint64_t>(start) + k * static_cast<uint64_t>(step))));
   return Value::list(std::move(items));
 }
 
@@ -210,6 +222,7 @@ Value strftime_now(const CallArgs& args) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
+  check_bytes(256 + saturating_product(format.size(), 8));
   std::string out(256 + format.size() * 8, '\0');
   out.resize(std::strftime(out.data(), out.size(), format.c_str(), &local));
   return Value::string(std::move(out));

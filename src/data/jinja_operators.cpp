@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autotrain/core/error.hpp"
+#include "jinja_budget.hpp"
 #include "jinja_strings.hpp"
 
 namespace autotrain::data::jinja {
@@ -63,25 +64,28 @@ int64_t checked(BinaryOp op, int64_t a, int64_t b) {
   return r;
 }
 
-void check_string_size(size_t bytes) {
-  if (bytes > kMaxStringBytes)
-    throw Failure(cat("a string of more than ", kMaxStringBytes >> 20, " MiB"));
-}
-
+// The size is checked against the budget before anything is built: `'a' * 10**18` is an error at
+// once and `'' * 10**18` is '' at once, neither a loop that never ends.
 Value repeat(const Value& sequence, int64_t times) {
-  times = std::max<int64_t>(times, 0);
+  const size_t count = static_cast<size_t>(std::max<int64_t>(times, 0));
   if (sequence.is(Kind::string)) {
     const std::string& s = sequence.as_string();
-    check_string_size(s.size() * static_cast<size_t>(std::min<int64_t>(times, 1 << 30)));
+    if (s.empty()) return Value::string("");
+    const size_t bytes = saturating_product(s.size(), count);
+    check_bytes(bytes);
     std::string out;
-    for (int64_t i = 0; i < times; ++i) out += s;
+    out.reserve(bytes);
+    for (size_t i = 0; i < count; ++i) out += s;
     return Value::string(std::move(out));
   }
   const List& items = sequence.items();
-  if (items.size() * static_cast<size_t>(std::min<int64_t>(times, 1 << 30)) > kMaxListItems)
-    throw Failure(cat("a list of more than ", kMaxListItems, " items"));
+  const size_t total = saturating_product(items.size(), count);
+  check_bytes(saturating_product(total, sizeof(Value)));
+  spend_operations(static_cast<int64_t>(total));
   List out;
-  for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
+  out.reserve(total);
+  for (size_t i = 0; i < count && !items.empty(); ++i)
+    out.insert(out.end(), items.begin(), items.end());
   return sequence.is(Kind::tuple) ? Value::tuple(std::move(out)) : Value::list(std::move(out));
 }
 
@@ -92,11 +96,16 @@ Value add(const Value& a, const Value& b) {
     return Value::integer(checked(BinaryOp::add, as_index(a), as_index(b)));
   }
   if (a.kind() == b.kind() && a.is(Kind::string)) {
-    check_string_size(a.as_string().size() + b.as_string().size());
+    check_bytes(a.as_string().size() + b.as_string().size());
     return Value::string(a.as_string() + b.as_string());
   }
   if (a.kind() == b.kind() && a.is_sequence()) {
-    List items = a.items();
+    const size_t total = a.items().size() + b.items().size();
+    check_bytes(saturating_product(total, sizeof(Value)));
+    spend_operations(static_cast<int64_t>(total));
+    List items;
+    items.reserve(total);
+    items.insert(items.end(), a.items().begin(), a.items().end());
     items.insert(items.end(), b.items().begin(), b.items().end());
     return a.is(Kind::tuple) ? Value::tuple(std::move(items)) : Value::list(std::move(items));
   }
@@ -270,8 +279,9 @@ void fail_undefined(const Value& undefined) {
 Value binary(BinaryOp op, const Value& left, const Value& right) {
   if (op == BinaryOp::concat) {
     std::string out = to_str(left);
-    out += to_str(right);
-    check_string_size(out.size());
+    const std::string tail = to_str(right);
+    check_bytes(out.size() + tail.size());
+    out += tail;
     return Value::string(std::move(out));
   }
   if (left.is_undefined()) fail_undefined(left);
@@ -318,9 +328,11 @@ bool contains(const Value& haystack, const Value& needle) {
       if (!needle.is(Kind::string))
         throw Failure(
             cat("'in <string>' requires string as left operand, not ", type_name(needle)));
+      spend_scan(haystack.as_string().size());
       return haystack.as_string().find(needle.as_string()) != std::string::npos;
     case Kind::list:
     case Kind::tuple:
+      spend_operations(static_cast<int64_t>(haystack.items().size()));
       return std::any_of(haystack.items().begin(), haystack.items().end(),
                          [&](const Value& item) { return equals(item, needle); });
     case Kind::dict:
@@ -336,6 +348,7 @@ int64_t length(const Value& value) {
     case Kind::undefined:
       return 0;
     case Kind::string:
+      spend_scan(value.as_string().size());
       return static_cast<int64_t>(count_code_points(value.as_string()));
     case Kind::list:
     case Kind::tuple:
@@ -347,14 +360,18 @@ int64_t length(const Value& value) {
   }
 }
 
+// Every item the copy holds is work, and a string's characters become values of their own.
 List iterate(const Value& value) {
   switch (value.kind()) {
     case Kind::undefined:
       return {};
     case Kind::list:
     case Kind::tuple:
+      spend_operations(static_cast<int64_t>(value.items().size()));
+      check_bytes(saturating_product(value.items().size(), sizeof(Value)));
       return value.items();
     case Kind::dict: {
+      spend_operations(static_cast<int64_t>(value.as_dict().size()));
       List keys;
       for (const auto& entry : value.as_dict().entries())
         keys.push_back(Value::string(entry.first));
@@ -362,8 +379,12 @@ List iterate(const Value& value) {
     }
     case Kind::string: {
       const std::string& s = value.as_string();
+      const size_t code_points = count_code_points(s);
+      spend_operations(static_cast<int64_t>(code_points));
+      check_bytes(saturating_product(code_points, sizeof(Value) + sizeof(std::string)));
       const std::vector<size_t> at = code_point_offsets(s);
       List characters;
+      characters.reserve(code_points);
       for (size_t i = 0; i + 1 < at.size(); ++i)
         characters.push_back(Value::string(s.substr(at[i], at[i + 1] - at[i])));
       return characters;
@@ -438,9 +459,17 @@ Value slice(const Value& object, std::optional<int64_t> start, std::optional<int
   };
   const int64_t first = clamp(start, by > 0 ? 0 : size - 1);
   const int64_t end = clamp(stop, by > 0 ? size : -1);
+  // Counted, not stepped until past the end: first + k * by never overflows.
+  const uint64_t distance =
+      static_cast<uint64_t>(std::max<int64_t>(by > 0 ? end - first : first - end, 0));
+  const uint64_t stride = by > 0 ? static_cast<uint64_t>(by) : 0 - static_cast<uint64_t>(by);
+  const uint64_t count = (distance + stride - 1) / stride;
+  spend_operations(static_cast<int64_t>(count));
   std::vector<size_t> picked;
-  for (int64_t i = first; by > 0 ? i < end : i > end; i += by)
-    picked.push_back(static_cast<size_t>(i));
+  picked.reserve(count);
+  for (uint64_t k = 0; k < count; ++k)
+    picked.push_back(
+        static_cast<size_t>(first + (by > 0 ? 1 : -1) * static_cast<int64_t>(k * stride)));
   if (object.is(Kind::string)) {
     const std::string& s = object.as_string();
     const std::vector<size_t> at = code_point_offsets(s);

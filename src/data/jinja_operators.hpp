@@ -1,5 +1,6 @@
 #pragma once
-// Python's operators on Values as jinja2 applies them: arithmetic (+ - * / // % **), ~,
+// Python's operators on Values as jinja2 applies them (what they build is charged to the render's
+// budget, jinja_budget.hpp, before it is built): arithmetic (+ - * / // % **), ~,
 // comparisons, `in`, len(), iteration, and the attribute / subscript / slice lookups of
 // jinja2's sandboxed environment (`a.b` tries the attribute, then the item; `a['b']` the item,
 // then the attribute; a miss is Undefined with jinja2's hint). Errors are Failures worded as
@@ -11,11 +12,6 @@
 #include "jinja_value.hpp"
 
 namespace autotrain::data::jinja {
-
-// Strings and lists longer than this are an error: a template that doubles a string in a loop
-// stops here instead of taking the machine's memory.
-constexpr size_t kMaxStringBytes = size_t{64} << 20;
-constexpr size_t kMaxListItems = size_t{1} << 22;
 
 enum class BinaryOp { add, subtract, multiply, divide, floor_divide, modulo, power, concat };
 enum class CompareOp { equal, not_equal, less, less_equal, greater, greater_equal, in, not_in };

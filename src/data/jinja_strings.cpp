@@ -6,6 +6,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/utf8.hpp"
 #include "autotrain/data/unicode.hpp"
+#include "jinja_budget.hpp"
 #include "jinja_value.hpp"
 
 namespace autotrain::data::jinja {
@@ -13,6 +14,8 @@ namespace {
 
 // The code points of `text`, for set membership (strip's chars).
 std::vector<uint32_t> decode_all(std::string_view text) {
+  spend_bytes(saturating_product(text.size(), sizeof(uint32_t)));
+  spend_scan(text.size());
   std::vector<uint32_t> code_points;
   for (size_t pos = 0; pos < text.size();) {
     const utf8::Decoded d = utf8::decode_utf8(text, pos);
@@ -64,6 +67,8 @@ bool is_python_space(uint32_t c) {
 }
 
 std::vector<size_t> code_point_offsets(std::string_view text) {
+  spend_bytes(saturating_product(text.size() + 1, sizeof(size_t)));
+  spend_scan(text.size());
   std::vector<size_t> offsets;
   offsets.reserve(text.size() + 1);
   for (size_t pos = 0; pos < text.size();) {
@@ -96,16 +101,24 @@ std::string strip(std::string_view text, const std::optional<std::string>& chars
 
 namespace {
 
+// What each part of a split costs beyond its text: its place in the list, its string, its
+// position while splitting.
+constexpr size_t kPartBytes = 2 * sizeof(std::string) + 2 * sizeof(size_t);
+
 std::vector<std::string> split_whitespace(std::string_view text, int64_t max_split,
                                           bool from_right) {
   // Words as [begin, end) byte ranges, in text order.
   std::vector<std::pair<size_t, size_t>> words;
+  spend_scan(text.size());
   size_t begin = std::string_view::npos;
   for (size_t pos = 0; pos <= text.size();) {
     const utf8::Decoded d =
         pos < text.size() ? utf8::decode_utf8(text, pos) : utf8::Decoded{' ', 1};
     if (is_python_space(d.code_point)) {
-      if (begin != std::string_view::npos) words.emplace_back(begin, pos);
+      if (begin != std::string_view::npos) {
+        spend_bytes(kPartBytes);
+        words.emplace_back(begin, pos);
+      }
       begin = std::string_view::npos;
     } else if (begin == std::string_view::npos) {
       begin = pos;
@@ -142,9 +155,12 @@ std::vector<std::string> split(std::string_view text, const std::optional<std::s
   if (sep.empty()) throw Failure("empty separator");
   // Separator positions, then the parts between the first (or last) max_split of them.
   std::vector<size_t> hits;
+  spend_scan(text.size());
   for (size_t pos = text.find(sep); pos != std::string_view::npos;
-       pos = text.find(sep, pos + sep.size()))
+       pos = text.find(sep, pos + sep.size())) {
+    spend_bytes(kPartBytes);
     hits.push_back(pos);
+  }
   if (max_split >= 0 && hits.size() > static_cast<size_t>(max_split)) {
     if (from_right) {
       // rsplit matches from the right: re-find right to left so overlaps resolve as Python does.
@@ -175,34 +191,43 @@ std::string replace(std::string_view text, std::string_view from, std::string_vi
   std::string out;
   int64_t done = 0;
   auto more = [&] { return count < 0 || done < count; };
+  // Checked before each piece is appended: a replacement that multiplies the text stops at the
+  // budget, not at the machine's memory.
+  auto append = [&](std::string_view piece) {
+    check_bytes(out.size() + piece.size());
+    out += piece;
+  };
+  spend_scan(text.size());
   if (from.empty()) {
     // Python inserts `to` before every character and at the end.
     const std::vector<size_t> at = code_point_offsets(text);
     for (size_t i = 0; i + 1 < at.size(); ++i) {
-      if (more()) out += to, ++done;
-      out += text.substr(at[i], at[i + 1] - at[i]);
+      if (more()) append(to), ++done;
+      append(text.substr(at[i], at[i + 1] - at[i]));
     }
-    if (more()) out += to;
+    if (more()) append(to);
     return out;
   }
   size_t begin = 0;
   for (size_t pos = text.find(from); pos != std::string_view::npos && more();
        pos = text.find(from, begin), ++done) {
-    out += text.substr(begin, pos - begin);
-    out += to;
+    append(text.substr(begin, pos - begin));
+    append(to);
     begin = pos + from.size();
   }
-  out += text.substr(begin);
+  append(text.substr(begin));
   return out;
 }
 
 int64_t find(std::string_view text, std::string_view needle) {
+  spend_scan(text.size());
   const size_t pos = text.find(needle);
   if (pos == std::string_view::npos) return -1;
   return static_cast<int64_t>(count_code_points(text.substr(0, pos)));
 }
 
 int64_t count(std::string_view text, std::string_view needle) {
+  spend_scan(text.size());
   if (needle.empty()) return static_cast<int64_t>(count_code_points(text)) + 1;
   int64_t n = 0;
   for (size_t pos = text.find(needle); pos != std::string_view::npos;
@@ -322,8 +347,10 @@ std::string indent(std::string_view text, std::string_view prefix, bool first, b
   lines.pop_back();
   std::string out = first ? std::string(prefix) : std::string();
   for (size_t i = 0; i < lines.size(); ++i) {
+    const bool prefixed = i > 0 && (blank || !lines[i].empty());
+    check_bytes(out.size() + 1 + (prefixed ? prefix.size() : 0) + lines[i].size());
     if (i > 0) out += '\n';
-    if (i > 0 && (blank || !lines[i].empty())) out += prefix;
+    if (prefixed) out += prefix;
     out += lines[i];
   }
   return out;

@@ -5,9 +5,19 @@
 #include <cstdlib>
 
 #include "autotrain/core/error.hpp"
+#include "jinja_budget.hpp"
 #include "jinja_strings.hpp"
 
 namespace autotrain::data::jinja {
+namespace {
+
+size_t dict_bytes(const Dict& dict) {
+  size_t bytes = saturating_product(dict.size(), sizeof(std::pair<std::string, Value>));
+  for (const auto& entry : dict.entries()) bytes += entry.first.size();
+  return bytes;
+}
+
+}  // namespace
 
 Value Value::undefined(std::string hint) {
   return Value(Data(Undefined{std::move(hint)}));
@@ -25,15 +35,20 @@ Value Value::floating(double value) {
   return Value(Data(value));
 }
 Value Value::string(std::string value) {
-  return Value(Data(std::move(value)));
+  spend_bytes(value.size());
+  spend_scan(value.size());
+  return Value(Data(Text{std::make_shared<const std::string>(std::move(value))}));
 }
 Value Value::list(List items) {
+  spend_bytes(saturating_product(items.size(), sizeof(Value)));
   return Value(Data(ListItems{std::make_shared<const List>(std::move(items))}));
 }
 Value Value::tuple(List items) {
+  spend_bytes(saturating_product(items.size(), sizeof(Value)));
   return Value(Data(TupleItems{std::make_shared<const List>(std::move(items))}));
 }
 Value Value::dict(Dict entries) {
+  spend_bytes(dict_bytes(entries));
   return Value(Data(std::shared_ptr<const Dict>(std::make_shared<Dict>(std::move(entries)))));
 }
 Value Value::ns(Dict attributes) {
@@ -196,11 +211,19 @@ std::string to_str(const Value& value) {
 
 namespace {
 
+// A repr grows item by item; each step is checked against the budget before it is appended
+// (a list holding one large string a thousand times is a thousand times its size).
+void append_checked(std::string& out, std::string_view piece) {
+  spend_operations();
+  check_bytes(out.size() + piece.size());
+  out += piece;
+}
+
 std::string items_repr(const List& items, int depth) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ", ";
-    out += repr(items[i], depth + 1);
+    append_checked(out, repr(items[i], depth + 1));
   }
   return out;
 }
@@ -210,7 +233,7 @@ std::string dict_repr(const Dict& dict, int depth) {
   for (size_t i = 0; i < dict.entries().size(); ++i) {
     const auto& [key, value] = dict.entries()[i];
     if (i > 0) out += ", ";
-    out += string_repr(key) + ": " + repr(value, depth + 1);
+    append_checked(out, string_repr(key) + ": " + repr(value, depth + 1));
   }
   return out + "}";
 }
@@ -275,11 +298,13 @@ bool equals(const Value& a, const Value& b, int depth) {
     case Kind::none:
       return true;
     case Kind::string:
+      spend_scan(a.as_string().size());
       return a.as_string() == b.as_string();
     case Kind::list:
     case Kind::tuple: {
       const List &x = a.items(), &y = b.items();
       if (x.size() != y.size()) return false;
+      spend_operations(static_cast<int64_t>(x.size()));
       for (size_t i = 0; i < x.size(); ++i)
         if (!equals(x[i], y[i], depth + 1)) return false;
       return true;

@@ -4,8 +4,10 @@
 // (jinja_operators.hpp has the operators). Strings are UTF-8; what Python counts in characters
 // (len, indexing, slices) counts code points.
 //
-// Invariant: lists, tuples and dicts are immutable once built and shared between copies (copying
-// a Value is cheap); a namespace() is the one mutable value, and every copy sees its changes.
+// Invariant: strings, lists, tuples and dicts are immutable once built and shared between copies
+// (copying a Value is cheap, whatever its size); a namespace() is the one mutable value, and every
+// copy sees its changes. Building a string, list, tuple or dict charges the render's budget
+// (jinja_budget.hpp) for its bytes.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -81,7 +83,7 @@ class Value {
   double as_float() const { return std::get<double>(data_); }
   // A boolean, integer or float as a double (Python's bool is an int).
   double as_number() const;
-  const std::string& as_string() const { return std::get<std::string>(data_); }
+  const std::string& as_string() const { return *std::get<Text>(data_).text; }
   // A list's or a tuple's items.
   const List& items() const;
   const std::shared_ptr<const List>& items_ptr() const;
@@ -92,6 +94,9 @@ class Value {
   const std::string& undefined_hint() const { return std::get<Undefined>(data_).hint; }
 
  private:
+  struct Text {
+    std::shared_ptr<const std::string> text;
+  };
   struct ListItems {
     std::shared_ptr<const List> items;
   };
@@ -99,8 +104,8 @@ class Value {
     std::shared_ptr<const List> items;
   };
   struct None {};
-  using Data = std::variant<Undefined, None, bool, int64_t, double, std::string, ListItems,
-                            TupleItems, std::shared_ptr<const Dict>, std::shared_ptr<Namespace>,
+  using Data = std::variant<Undefined, None, bool, int64_t, double, Text, ListItems, TupleItems,
+                            std::shared_ptr<const Dict>, std::shared_ptr<Namespace>,
                             std::shared_ptr<const Callable>, std::shared_ptr<const LoopState>>;
   explicit Value(Data data) : data_(std::move(data)) {}
   Data data_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
 #include "autotrain/data/shard.hpp"
 
 namespace autotrain::data {
@@ -106,6 +107,21 @@ void truncate_mask(const std::filesystem::path& path, uint64_t tokens) {
   MaskWriter writer(path);
   writer.append(flags);
   writer.close();
+}
+
+void check_loss_counts(const LossCounts& counts, const std::string& split,
+                       const std::string& files) {
+  if (counts.conversations == 0) return;
+  AT_CHECK(counts.loss_tokens > 0, "split '", split, "' (", files,
+           "): no token carries loss: none of its ", counts.conversations,
+           " conversations has an assistant turn, and train_on_completions_only trains on the "
+           "assistant turns only; add the assistant replies, or set train_on_completions_only "
+           "false to train on the whole conversations");
+  if (counts.without_loss > 0)
+    log::warn("split '", split, "' (", files, "): ", counts.without_loss, " of ",
+              counts.conversations,
+              " conversations have no assistant turn and train on nothing "
+              "(train_on_completions_only)");
 }
 
 }  // namespace autotrain::data

@@ -5,6 +5,7 @@
 // for any number of threads.
 #include "autotrain/data/prepare.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -32,6 +33,12 @@ namespace fs = std::filesystem;
 
 constexpr size_t kBatchBytes = 16 << 20;   // text tokenized between two writes
 constexpr uint64_t kCopyTokens = 1 << 20;  // tokens moved at a time when carving a tail
+
+// `what` of an error in the unit at `source`, prefixed with the place unless it names it already
+// (the chat formatter names the conversation itself).
+std::string located(const std::string& source, const std::string& what) {
+  return what.starts_with(source + ": ") ? what : cat(source, ": ", what);
+}
 
 struct WorkUnit {
   std::string text;
@@ -172,11 +179,14 @@ class SplitTokenizer {
       try {
         tokenize_unit(units_[i], ids_[i], flags_[i]);
       } catch (const std::exception& error) {
-        throw Error(cat(units_[i].source, ": ", error.what()));
+        throw Error(located(units_[i].source, error.what()));
       }
     });
 
     for (size_t i = 0; i < units_.size(); ++i) {
+      if (masked_ && units_[i].messages) {
+        loss_counts_.add(std::count(flags_[i].begin(), flags_[i].end(), 1));
+      }
       output_.append(ids_[i], flags_[i]);
       tokens_done_ += ids_[i].size();
     }
@@ -185,6 +195,9 @@ class SplitTokenizer {
     units_.clear();
     pending_bytes_ = 0;
   }
+
+  // With completions_only: how many tokens of the split's conversations carry loss.
+  const LossCounts& loss_counts() const { return loss_counts_; }
 
   // The last document's suffix.
   void finish() {
@@ -274,6 +287,7 @@ class SplitTokenizer {
   std::string held_source_;
   std::vector<std::vector<TokenId>> ids_;    // per unit, reused across batches
   std::vector<std::vector<uint8_t>> flags_;  // per unit, with masks
+  LossCounts loss_counts_;
 };
 
 // Moves the last `count` tokens of `train` into a new split `valid_split` (one or more
@@ -410,6 +424,11 @@ static PrepareResult prepare_resolved(const PrepareOptions& options, const Resol
       });
     }
     split_tokenizer.finish();
+    if (chat && options.completions_only) {
+      std::vector<std::string> files;
+      for (const auto& file : input.files) files.push_back(file.path.string());
+      check_loss_counts(split_tokenizer.loss_counts(), input.split, join(files, ", "));
+    }
     return output.finish();
   };
 

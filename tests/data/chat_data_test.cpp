@@ -272,5 +272,55 @@ TEST(ChatData, ErrorsNameTheFileLineAndWhatToSet) {
             std::string::npos);
 }
 
+// The tokenizer's template over jsonl rows with a "messages" column.
+PrepareOptions messages_options(const fs::path& dir, bool completions_only) {
+  PrepareOptions options = chat_options(dir, "tokenizer", completions_only);
+  options.text_column = "messages";
+  return options;
+}
+
+TEST(ChatData, TemplateErrorsNameTheRowOnce) {
+  TempDir dir;
+  write_chat_tokenizer(dir / "tok");
+  const json config = {{"eos_token", "</s>"},
+                       {"chat_template", "{{ raise_exception('no system role') }}"}};
+  write_file(dir / "tok/tokenizer_config.json", config.dump());
+  write_file(dir / "in/train.jsonl", kConversations);
+  const std::string error = error_of([&] { prepare(messages_options(dir.path(), false)); });
+  const size_t at = error.find("train.jsonl:1: ");
+  ASSERT_NE(at, std::string::npos) << error;
+  EXPECT_EQ(error.find("train.jsonl:1: ", at + 1), std::string::npos) << error;
+  EXPECT_NE(error.find("the template raised an error: no system role"), std::string::npos) << error;
+}
+
+const char* kUserOnly = R"({"messages": [{"role": "user", "content": "Hi?"}]})"
+                        "\n";
+
+TEST(ChatData, CompletionsOnlyWithoutAnAssistantTurnIsAnError) {
+  TempDir dir;
+  write_chat_tokenizer(dir / "tok");
+  write_file(dir / "in/train.jsonl", std::string(kUserOnly) + kUserOnly);
+  const std::string error = error_of([&] { prepare(messages_options(dir.path(), true)); });
+  EXPECT_NE(error.find("split 'train' ("), std::string::npos) << error;
+  EXPECT_NE(error.find("train.jsonl): no token carries loss: none of its 2 conversations has an "
+                       "assistant turn"),
+            std::string::npos)
+      << error;
+  // Without completion-only loss the same data trains on everything.
+  EXPECT_NO_THROW(prepare(messages_options(dir.path(), false)));
+}
+
+TEST(ChatData, CompletionsOnlyWarnsAboutConversationsWithoutAnAssistantTurn) {
+  TempDir dir;
+  write_chat_tokenizer(dir / "tok");
+  write_file(dir / "in/train.jsonl", std::string(kConversations) + kUserOnly);
+  ::testing::internal::CaptureStderr();
+  prepare(messages_options(dir.path(), true));
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warnings.find("1 of 3 conversations have no assistant turn and train on nothing"),
+            std::string::npos)
+      << warnings;
+}
+
 }  // namespace
 }  // namespace autotrain::data

@@ -183,6 +183,43 @@ def run_state():
         b"checkpoint-20.h5\ncheckpoint-24.h5\ncheckpoint-60.h5\ncheckpoint-8.h5\ncheckpoint-8.h5.tmp\n")
 
 
+# AutoTrain's built-in formats (src/data/chat_template.cpp), as chat_cases.json names them.
+BUILTIN_TEMPLATES = {
+    "chatml": "{% for message in messages %}\n{{'<|im_start|>' + message['role'] + '\n' + "
+              "message['content'] + '<|im_end|>' + '\n'}}{% if loop.last and add_generation_prompt "
+              "%}{{'<|im_start|>assistant\n' }}{% endif %}{% endfor %}",
+    "zephyr": "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + "
+              "message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ "
+              "'<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == "
+              "'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif "
+              "%}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% "
+              "endfor %}",
+}
+
+
+def chat_templates(node_modules):
+    """chat_template: a template NUL a JSON list of messages, for every template of
+    tests/data/hf_reference/chat_cases.json (Llama 3's and Qwen3's when the npm packages are
+    installed) with one of its conversations."""
+    cases = json.loads(read(os.path.join("tests", "data", "hf_reference", "chat_cases.json")))
+    conversations = list(cases["conversations"].values())
+    for i, (name, template) in enumerate(sorted(cases["templates"].items())):
+        if "source_lines" in template:
+            source = "\n".join(template["source_lines"])
+        elif "source" in template:
+            source = template["source"]
+        elif "builtin" in template:
+            source = BUILTIN_TEMPLATES[template["builtin"]]
+        else:
+            path = os.path.join(node_modules, template["tokenizer_config"])
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                source = json.load(f)["chat_template"]
+        messages = json.dumps(conversations[i % len(conversations)])
+        out("chat_template", name, source.encode() + NUL + messages.encode())
+
+
 if __name__ == "__main__":
     configs()
     text_inputs()
@@ -192,3 +229,4 @@ if __name__ == "__main__":
     shards()
     safetensors()
     run_state()
+    chat_templates(sys.argv[1] if len(sys.argv) > 1 else "/tmp/hfref/node_modules")

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace autotrain::data {
@@ -63,5 +64,23 @@ class MaskReader {
 // Rewrites the mask at `path` keeping its first `tokens` flags (prepare carving a valid split
 // off the end of train).
 void truncate_mask(const std::filesystem::path& path, uint64_t tokens);
+
+// The conversations of a split prepared with completion-only loss, and how many of them carry
+// no loss (no assistant turn): a split where none carries any would train on nothing.
+struct LossCounts {
+  uint64_t conversations = 0;
+  uint64_t without_loss = 0;
+  uint64_t loss_tokens = 0;
+  void add(int64_t conversation_loss_tokens) {
+    ++conversations;
+    if (conversation_loss_tokens == 0) ++without_loss;
+    loss_tokens += static_cast<uint64_t>(conversation_loss_tokens);
+  }
+};
+
+// An Error when the split `split` (read from `files`) has conversations but no token that
+// carries loss; a warning with the count when some of its conversations carry none.
+void check_loss_counts(const LossCounts& counts, const std::string& split,
+                       const std::string& files);
 
 }  // namespace autotrain::data
