@@ -12,6 +12,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/ignore_target.hpp"
 #include "autotrain/core/log.hpp"
+#include "autotrain/core/memory_usage.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/timer.hpp"
