@@ -176,6 +176,9 @@ void SafetensorsWriter::finish() {
   AT_CHECK(!error, "cannot rename ", tmp_.string(), " to ", path_.string(), ": ", error.message());
 }
 
+// The longest header a reader accepts (the safetensors library's own limit, 100 MB).
+constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
+
 SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
   const std::string where = path_.string();
   std::ifstream in(path_, std::ios::binary);
@@ -186,6 +189,10 @@ SafetensorsFile::SafetensorsFile(fs::path path) : path_(std::move(path)) {
   AT_CHECK(in.gcount() == 8, where, ": too short for a safetensors header");
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
+  // Checked before anything is allocated: a hostile file may declare gigabytes of header.
+  AT_CHECK(length <= kSafetensorsMaxHeaderBytes, where, ": declares a header of ", length,
+           " bytes, more than the ", kSafetensorsMaxHeaderBytes,
+           " bytes a safetensors header may have (not a safetensors file, or a damaged one)");
   AT_CHECK(length <= file_size - 8, where, ": header length ", length, " exceeds the file size ",
            file_size);
   std::string text(length, '\0');

@@ -6,6 +6,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
+#include "autotrain/core/memory_usage.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
@@ -89,7 +90,7 @@ int run(int argc, char** argv) {
       std::cerr << "error: " << error.what() << "\n";
       return kExitUsage;
     } catch (const std::exception& error) {
-      std::cerr << "error: " << error.what() << "\n";
+      std::cerr << "error: " << failure_message(error) << "\n";
       return kExitError;
     }
   }
@@ -107,7 +108,7 @@ int run(int argc, char** argv) {
     if (mpi.rank() == 0) std::cerr << "error: " << error.what() << "\n";
     return kExitError;
   } catch (const std::exception& error) {
-    log::error(error.what());
+    log::error(failure_message(error));
     abort_job(kExitError);
   }
 }

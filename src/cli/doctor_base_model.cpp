@@ -27,7 +27,7 @@ DoctorRow check_base_model(const DoctorContext& context) {
   if (is_leader(context)) {
     mine["folder"] = base.folder.string();
     try {
-      if (!base.folder.empty()) mine["hash"] = train::weights_hash(base.folder);
+      if (!base.folder.empty()) mine["hash"] = train::weights_hash(base.folder, MPI_COMM_SELF);
     } catch (const Error& error) {
       mine["error"] = error.what();
     }

@@ -22,7 +22,8 @@ int run_export(const std::vector<std::string>& args, MpiSession& mpi) {
       ("checkpoint", po::value(&checkpoint)->value_name("FILE"),
        "checkpoint to export (project/checkpoints/checkpoint-<step>.h5)")  //
       ("output", po::value(&output)->value_name("DIR"),
-       "folder to write model.safetensors, config.json and the tokenizer files into")  //
+       "folder to write model.safetensors, config.json and the tokenizer files into "
+       "(adapter_model.safetensors and adapter_config.json for a LoRA checkpoint)")  //
       ("export-dtype", po::value(&dtype)->value_name("fp32|bf16|fp16"),
        "precision of model.safetensors (default fp32)")  //
       ("max-shard-size", po::value(&max_shard_size)->value_name("SIZE"),

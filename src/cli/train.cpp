@@ -10,6 +10,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/peer_probe.hpp"
 #include "autotrain/train/dry_run.hpp"
+#include "autotrain/train/export.hpp"
 #include "autotrain/train/metrics.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "autotrain/train/signals.hpp"
@@ -37,7 +38,8 @@ void log_summary(const train::RunSetup& setup, const train::TrainSummary& summar
   log::info("summary: model ",
             summary.export_dir.empty()
                 ? std::string("not exported")
-                : cat(summary.export_dir.string(), " (model.safetensors, config.json)"),
+                : train::describe_export(summary.export_dir, setup.params().peft,
+                                         setup.params().merge_adapter),
             " | status: autotrain status ", project.string(), " | curves: autotrain plot ",
             project.string());
 }

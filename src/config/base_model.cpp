@@ -1,6 +1,8 @@
 // Locating the base model: a folder, a Hub id in the offline Hub cache, or a preset.
 #include "autotrain/config/base_model.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -67,12 +69,35 @@ std::string hub_spelling(std::string_view model) {
   return std::string(model);
 }
 
-std::string trimmed_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// A revision names a file under refs/: relative, without '.' or '..' parts.
+bool is_ref_name(std::string_view revision) {
+  if (revision.empty() || revision.front() == '/' || revision.find('\\') != std::string::npos)
+    return false;
+  for (const auto& part : fs::path(revision)) {
+    if (part.empty() || part == "." || part == "..") return false;
+  }
+  return true;
+}
+
+// The snapshot a refs/ file names: one folder under snapshots/ (huggingface_hub writes the
+// commit hash). The cache comes from the Hub and elsewhere: a ref naming '../x' or a long file
+// is refused, not followed.
+std::string read_ref(const fs::path& ref) {
+  constexpr size_t kLongest = 256;
+  std::ifstream in(ref, std::ios::binary);
+  std::string text(kLongest + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  AT_CHECK(text.size() <= kLongest, ref.string(), ": longer than ", kLongest,
+           " bytes; expected the commit hash of a snapshot");
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
     text.pop_back();
   }
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+  });
+  AT_CHECK(!text.empty() && plain && text != "." && text != "..", ref.string(), ": names '", text,
+           "', expected the commit hash of a snapshot (a folder name under snapshots/)");
   return text;
 }
 
@@ -145,11 +170,13 @@ std::optional<fs::path> find_in_hub_cache(const fs::path& cache, std::string_vie
   const fs::path repo = cache / folder;
   std::error_code error;
   if (!fs::is_directory(repo, error)) return std::nullopt;
+  AT_CHECK(is_ref_name(revision), "revision '", revision,
+           "': expected a branch or tag under refs/ or a 40-digit commit (no '.' or '..' parts)");
   std::string commit(revision);
   if (!is_commit_hash(revision)) {
     const fs::path ref = repo / "refs" / std::string(revision);
     if (!fs::is_regular_file(ref, error)) return std::nullopt;
-    commit = trimmed_file(ref);
+    commit = read_ref(ref);
   }
   const fs::path snapshot = repo / "snapshots" / commit;
   if (commit.empty() || !fs::is_regular_file(snapshot / "config.json", error)) return std::nullopt;

@@ -106,6 +106,9 @@ Constraint with_rule(std::string (*rule)(std::string_view value), std::string_vi
 std::string project_name_rule(std::string_view value) {
   if (value.empty()) return "a non-empty name";
   if (value.size() > 50) return cat("at most 50 characters (it has ", value.size(), ")");
+  // A leading hyphen would read as an option wherever the name is passed on (`rm -rf`, the
+  // printed next command).
+  if (value.front() == '-') return "a name that starts with a letter or digit, not '-'";
   for (char c : value) {
     if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-') {
       return cat("letters, digits and hyphens only ('", c, "' is not allowed)");

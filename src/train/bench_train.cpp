@@ -1,17 +1,15 @@
 #include "autotrain/train/bench_train.hpp"
 
 #include <mpi.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/memory_usage.hpp"
 #include "autotrain/core/timer.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/threads.hpp"
@@ -44,21 +42,6 @@ void allreduce_in_place(T* values, int count, MPI_Datatype type, MPI_Op op) {
 }
 
 }  // namespace
-
-std::size_t peak_resident_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream fields(line.substr(6));
-      std::size_t kib = 0;
-      fields >> kib;
-      return kib * 1024;
-    }
-  }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
-}
 
 TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions& options) {
   AT_CHECK(options.steps >= 1, "bench train: --steps ", options.steps, " must be at least 1");

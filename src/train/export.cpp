@@ -269,6 +269,19 @@ void export_adapter(zero::ModelState& engine, const LoraModel& lora,
             ") with adapter_config.json and the tokenizer files");
 }
 
+std::string describe_export(const std::filesystem::path& dir, bool peft, bool merge_adapter) {
+  const std::string adapter = cat(kAdapterWeights, ", ", kAdapterConfig);
+  if (peft && !merge_adapter) return cat(dir.string(), " (", adapter, ")");
+  std::error_code error;
+  const bool sharded = std::filesystem::exists(dir / "model.safetensors.index.json", error);
+  std::string files =
+      cat(dir.string(), " (",
+          sharded ? "model-*-of-*.safetensors, model.safetensors.index.json" : "model.safetensors",
+          ", config.json)");
+  if (peft) files += cat("; adapters in ", (dir / "adapter").string(), " (", adapter, ")");
+  return files;
+}
+
 void export_lora(zero::ModelState& engine, const LoraModel& lora,
                  const config::TrainingParams& params, const std::filesystem::path& dir,
                  const std::filesystem::path& base_folder) {

@@ -7,7 +7,9 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
+#include "autotrain/ckpt/file_digest.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
@@ -20,10 +22,10 @@ namespace fs = std::filesystem;
 constexpr const char* kSingle = "model.safetensors";
 constexpr const char* kIndex = "model.safetensors.index.json";
 
-std::string hex_hash(uint64_t hash) {
+std::string hex_hash(std::string_view prefix, uint64_t hash) {
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return cat("fnv1a64:", text);
+  return cat(prefix, text);
 }
 
 uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
@@ -31,10 +33,25 @@ uint64_t fnv1a(std::string_view bytes, uint64_t hash = 0xcbf29ce484222325ULL) {
   return hash;
 }
 
-// The identity of a set of weight files: the index (or the header), then each file's size and
-// its first and last MiB. Headers alone are the same for every model of one architecture;
-// the sampled values tell two of them apart without reading gigabytes.
-std::string weights_identity(const std::string& index_text, const std::vector<fs::path>& files) {
+// The index (of a sharded set) and each file's name and size, then every byte of the files
+// (ckpt::files_digest, read by all ranks of `comm` together).
+std::string weights_identity(const std::string& index_text, const std::vector<fs::path>& files,
+                             MPI_Comm comm) {
+  uint64_t hash = fnv1a(index_text);
+  for (const fs::path& file : files) {
+    std::error_code error;
+    const uint64_t size = fs::file_size(file, error);
+    hash = fnv1a(cat(file.filename().string(), ":", error ? 0 : size), hash);
+  }
+  const uint64_t digest = ckpt::files_digest(files, comm);
+  std::string digest_bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) digest_bytes[size_t(i)] = static_cast<char>(digest >> (8 * i));
+  return hex_hash(kWeightsHashPrefix, fnv1a(digest_bytes, hash));
+}
+
+// What checkpoints of earlier versions recorded ("fnv1a64:"): the index, then each file's size
+// and only its first and last MiB.
+std::string sampled_identity(const std::string& index_text, const std::vector<fs::path>& files) {
   constexpr uint64_t kSample = uint64_t{1} << 20;
   uint64_t hash = fnv1a(index_text);
   std::string buffer;
@@ -50,7 +67,7 @@ std::string weights_identity(const std::string& index_text, const std::vector<fs
       hash = fnv1a(buffer, hash);
     }
   }
-  return hex_hash(hash);
+  return hex_hash(kSampledHashPrefix, hash);
 }
 
 std::string read_all(const fs::path& path) {
@@ -104,12 +121,10 @@ PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& 
                ", which is not in ", folder_.string());
       files_.emplace_back(folder_ / shard);
     }
-    hash_ = weights_identity(text, files());
   } else {
     AT_CHECK(fs::is_regular_file(folder_ / kSingle, error), folder_.string(), ": no ", kSingle,
              " or ", kIndex, " (pretrained weights in safetensors are expected)");
     files_.emplace_back(folder_ / kSingle);
-    hash_ = weights_identity({}, files());
   }
   std::map<std::string, Match, std::less<>> by_name;
   for (size_t f = 0; f < files_.size(); ++f) {
@@ -172,7 +187,7 @@ void PretrainedWeights::fill(const model::ParamLayout& layout, std::span<float> 
 
 std::string PretrainedWeights::describe() const {
   return cat("weights from ", folder_.string(), " (", files_.size(), " file",
-             files_.size() == 1 ? "" : "s", ", ", hash_, ")");
+             files_.size() == 1 ? "" : "s", ")");
 }
 
 std::vector<fs::path> PretrainedWeights::files() const {
@@ -208,21 +223,42 @@ std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
   return source;
 }
 
-std::string base_weights_hash(const config::BaseModel& base) {
+std::string base_weights_hash(const config::BaseModel& base, MPI_Comm comm) {
   if (base.from_scratch || base.folder.empty()) return {};
-  return weights_hash(base.folder);
+  return weights_hash(base.folder, comm);
 }
 
-std::string weights_hash(const fs::path& folder) {
+namespace {
+
+// The index text ("" unsharded) and the weight files of a folder, as PretrainedWeights reads them.
+std::pair<std::string, std::vector<fs::path>> weight_files(const fs::path& folder) {
   std::error_code error;
-  if (fs::is_regular_file(folder / kIndex, error)) {
-    const std::string text = read_all(folder / kIndex);
-    std::vector<fs::path> files;
-    for (const std::string& shard : index_shards(folder / kIndex, text))
-      files.push_back(folder / shard);
-    return weights_identity(text, files);
+  if (!fs::is_regular_file(folder / kIndex, error)) return {{}, {folder / kSingle}};
+  std::string text = read_all(folder / kIndex);
+  std::vector<fs::path> files;
+  for (const std::string& shard : index_shards(folder / kIndex, text))
+    files.push_back(folder / shard);
+  return {std::move(text), std::move(files)};
+}
+
+}  // namespace
+
+std::string weights_hash(const fs::path& folder, MPI_Comm comm) {
+  // Every rank lists the files itself; one that cannot fails them all, before the digest.
+  std::pair<std::string, std::vector<fs::path>> listed;
+  std::string failure;
+  try {
+    listed = weight_files(folder);
+  } catch (const Error& error) {
+    failure = error.what();
   }
-  return weights_identity({}, {folder / kSingle});
+  agree_or_throw(failure.empty(), failure, comm, "the base model's weight files");
+  return weights_identity(listed.first, listed.second, comm);
+}
+
+std::string sampled_weights_hash(const fs::path& folder) {
+  const auto [text, files] = weight_files(folder);
+  return sampled_identity(text, files);
 }
 
 }  // namespace autotrain::train

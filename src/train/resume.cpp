@@ -1,6 +1,7 @@
 #include "autotrain/train/resume.hpp"
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/train/lora.hpp"
 #include "autotrain/train/pretrained.hpp"
@@ -28,17 +29,33 @@ void check_global_batch(const ResumePoint& saved, const RunSetup& setup, const s
                             world, "); ", fix));
 }
 
-// A fine-tuning run continues from the base weights it started from.
-void check_base_weights(const ResumePoint& saved, const RunSetup& setup, const std::string& name) {
+// A fine-tuning run continues from the base weights it started from. `current`: the base's
+// weights_hash when the caller has it. A checkpoint of an earlier version recorded a sampled
+// hash: it is compared as such, with a warning that the middle of the files went unchecked.
+void check_base_weights(const ResumePoint& saved, const RunSetup& setup, const std::string& name,
+                        std::optional<std::string> current) {
   if (saved.base_weights.empty()) return;
   const config::BaseModel& base = setup.resolved.base_model;
-  const std::string current = base_weights_hash(base);
-  if (current == saved.base_weights) return;
+  const bool sampled = saved.base_weights.starts_with(kSampledHashPrefix);
+  if (sampled) {
+    current = base.from_scratch || base.folder.empty() ? std::string()
+                                                       : sampled_weights_hash(base.folder);
+  } else if (!current) {
+    current = base_weights_hash(base, setup.comm);
+  }
+  if (*current == saved.base_weights) {
+    if (sampled && setup.topology.rank == 0) {
+      log::warn("resume: ", name, " records a ", kSampledHashPrefix,
+                " hash of its base weights (an earlier version's: the files' sizes and first and "
+                "last MiB); those match, the rest of the files was not compared");
+    }
+    return;
+  }
   throw CollectiveError(
       cat("cannot resume from ", name, ": it fine-tunes the base weights ", saved.base_weights,
           ", but base_model ", base.name, " now gives ",
-          current.empty() ? base.describe(setup.params().seed)
-                          : cat(base.folder.string(), " (", current, ")"),
+          current->empty() ? base.describe(setup.params().seed)
+                           : cat(base.folder.string(), " (", *current, ")"),
           "; resume with the same base model, or set resume_from_checkpoint: none to start fresh"));
 }
 
@@ -46,7 +63,8 @@ void check_base_weights(const ResumePoint& saved, const RunSetup& setup, const s
 
 std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir,
                                           TensorCheck tensors,
-                                          std::span<const std::filesystem::path> refused) {
+                                          std::span<const std::filesystem::path> refused,
+                                          const std::optional<std::string>& base_weights) {
   const auto& params = setup.params();
   const auto path =
       resolve_resume(params.resume_from_checkpoint, dir, setup.comm, tensors, refused);
@@ -62,7 +80,7 @@ std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::Che
                               "); train with the checkpoint's settings, or set "
                               "resume_from_checkpoint: none to start fresh"));
   }
-  check_base_weights(decision.saved, setup, name);
+  check_base_weights(decision.saved, setup, name, base_weights);
   check_global_batch(decision.saved, setup, name);
   // After the model and batch checks, which say more about those two.
   decision.changes = check_resume_changes(decision.saved.training_params_json, params,

@@ -12,6 +12,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/ignore_target.hpp"
 #include "autotrain/core/log.hpp"
+#include "autotrain/core/memory_usage.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/timer.hpp"
@@ -229,7 +230,7 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
     : setup_(setup),
       lora_(lora),
       source_(source),
-      base_weights_(base_weights_hash(setup.resolved.base_model)),
+      base_weights_(base_weights_hash(setup.resolved.base_model, setup.comm)),
       params_(setup.params()),
       talker_(setup.topology.rank == 0),
       project_(setup.project_dir),
@@ -293,10 +294,11 @@ void TrainingRun::resume_and_begin() {
   // The tensors are verified as they load (each rank checks what it reads); under `auto` a
   // checkpoint that fails there is refused and the plan is made again without it.
   std::vector<std::filesystem::path> refused;
-  std::optional<ResumeDecision> resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load);
+  std::optional<ResumeDecision> resume =
+      plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused, base_weights_);
   while (resume && !resume_from(*resume)) {
     refused.push_back(resume->path);
-    resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused);
+    resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused, base_weights_);
     if (!talker_) continue;
     if (resume) {
       log::warn("resume: falling back to ", resume->path.string(), ", saved before it");

@@ -114,5 +114,27 @@ TEST(Safetensors, ReaderRejectsHeaderLongerThanFile) {
   EXPECT_THROW(SafetensorsFile{path}, Error);
 }
 
+// The file really is 3 GB long (sparse), so only the cap stops the reader from reading it all.
+TEST(Safetensors, ReaderRefusesAHugeDeclaredHeaderBeforeReadingIt) {
+  testing::TempDir dir;
+  const auto path = dir / "huge.safetensors";
+  const uint64_t declared = uint64_t{3} << 30;
+  std::string length(8, '\0');
+  for (int i = 0; i < 8; ++i) length[size_t(i)] = static_cast<char>(declared >> (8 * i));
+  testing::write_file(path, length + "{}");
+  std::filesystem::resize_file(path, declared + 8);
+  std::string message;
+  try {
+    SafetensorsFile file(path);
+    ADD_FAILURE() << "a 3 GB header was accepted";
+  } catch (const Error& error) {
+    message = error.what();
+  }
+  EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("declares a header of 3221225472 bytes, more than the 100000000"),
+            std::string::npos)
+      << message;
+}
+
 }  // namespace
 }  // namespace autotrain::ckpt

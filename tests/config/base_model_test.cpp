@@ -13,6 +13,7 @@ namespace autotrain::config {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::contains;
 using testing::error_message;
 using testing::write_file;
 
@@ -73,6 +74,30 @@ TEST(BaseModel, FindsHubIdsInTransformersOrderAndFollowsRefs) {
   EXPECT_EQ(locate_base_model("org/name", commit, false).folder,
             dir.path() / "hf/hub/models--org--name/snapshots" / commit);
   EXPECT_TRUE(locate_base_model("org/name", "v2", false).folder.empty());
+}
+
+// The cache is untrusted: a refs/ file naming '../x' must not lead outside snapshots/, where a
+// folder with a config.json is waiting to be loaded.
+TEST(BaseModel, RefusesARefThatLeavesTheSnapshots) {
+  testing::TempDir dir;
+  const HubEnvironment env(dir.path() / "hf", dir.path() / "home");
+  const fs::path repo = dir.path() / "hf/hub/models--org--name";
+  add_to_cache(dir.path() / "hf/hub", "models--org--name", "aaaa");
+  write_file(repo / "outside/config.json", kGpt2Config);
+  write_file(repo / "refs/main", "../outside\n");
+  const std::string message = error_message([] { locate_base_model("org/name", "main", false); });
+  EXPECT_TRUE(contains(message, (repo / "refs/main").string() + ": names '../outside'")) << message;
+  EXPECT_TRUE(contains(message, "expected the commit hash of a snapshot"));
+  write_file(repo / "refs/main", "..\n");
+  EXPECT_TRUE(
+      contains(error_message([] { locate_base_model("org/name", "main", false); }), "names '..'"));
+  // A long ref is refused without reading it all.
+  write_file(repo / "refs/main", std::string(100000, 'a'));
+  EXPECT_TRUE(contains(error_message([] { locate_base_model("org/name", "main", false); }),
+                       "longer than 256 bytes"));
+  // And the revision itself names a file under refs/.
+  EXPECT_TRUE(contains(error_message([] { locate_base_model("org/name", "../outside", false); }),
+                       "revision '../outside': expected a branch or tag under refs/"));
 }
 
 TEST(BaseModel, FindsGpt2UnderEitherSpelling) {

@@ -131,6 +131,14 @@ TEST(TrainingParams, ProjectNameFollowsAutoTrainRule) {
                        "at most 50 characters (it has 51)"));
 }
 
+TEST(TrainingParams, ProjectNameMayNotStartWithAHyphen) {
+  const ParamSpec& spec = *find_param("project_name");
+  const Where where{"project_name", "x.yaml"};
+  EXPECT_EQ(parse_text(spec, "run-1", where), ParamValue("run-1"));
+  EXPECT_TRUE(contains(error_message([&] { parse_text(spec, "-rf", where); }),
+                       "a name that starts with a letter or digit, not '-'"));
+}
+
 TEST(TrainingParams, FormatsDoublesSoTheyReadBackExactly) {
   EXPECT_EQ(format_value(3e-5), "3e-05");
   EXPECT_EQ(format_value(0.1), "0.1");

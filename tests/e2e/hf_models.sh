@@ -96,14 +96,14 @@ grep -q '"activation_function": "gelu_new"' again/config.json || fail "export --
 
 # The run records its base; a resume whose base model now holds other weights is refused.
 recorded=$(python3 -c "import json; p = json.load(open('tuned/training_params.json')); print(p['base_model_path'], p['base_model_weights'])")
-[[ "$recorded" == "$work/f32 fnv1a64:"* ]] || fail "training_params.json records '$recorded'"
+[[ "$recorded" == "$work/f32 sum-fmix64:"* ]] || fail "training_params.json records '$recorded'"
 "${torch_gpt2[@]}" make other --seed 9
 cp other/model.safetensors f32/model.safetensors
 status=0
 timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model f32 --project-name tuned --zero-stage 3 \
   --max-steps 6 --lr 1e-3 "${common[@]}" > rebased.log 2>&1 || status=$?
 [ "$status" -ne 0 ] || fail "a resume on other base weights was accepted"
-grep -q "cannot resume from tuned/checkpoints/checkpoint-5.h5: it fine-tunes the base weights fnv1a64:" rebased.log ||
+grep -q "cannot resume from tuned/checkpoints/checkpoint-5.h5: it fine-tunes the base weights sum-fmix64:" rebased.log ||
   { tail -5 rebased.log; fail "no base-weights refusal"; }
 
 # 4. Bad folders.

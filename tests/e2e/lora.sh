@@ -11,7 +11,8 @@
 #      holds the merged model, equal to PEFT's merge of the exported adapter folder, and generate
 #      gives the same text from both folders; the trainable parameters and the memory are logged;
 #   3. adapters resumed on another world size and stage end where the uninterrupted run ends
-#      (the dropout masks included); a resume with other LoRA settings is refused;
+#      (the dropout masks included); a resume with other LoRA settings, or on a base whose
+#      middle bytes changed, is refused; the end-of-run summary names the files each export wrote;
 #   4. bad switches are named: target_modules that match nothing, quantization; an adapter
 #      folder that names an adapter folder as its base.
 set -euo pipefail
@@ -112,6 +113,11 @@ done
 timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name nodrop \
   --gradient-accumulation 2 --lora-dropout 0 --merge-adapter false > nodrop.log 2>&1 ||
   { tail -30 nodrop.log; fail "np 1 without dropout"; }
+# The summary names the files each export wrote.
+grep -q "summary: model nodrop (adapter_model.safetensors, adapter_config.json)" nodrop.log ||
+  { grep "summary: model" nodrop.log; fail "the adapter folder's summary names other files"; }
+grep -q "summary: model one (model.safetensors, config.json); adapters in one/adapter (adapter_model.safetensors, adapter_config.json)" one.log ||
+  { grep "summary: model" one.log; fail "the merged run's summary names other files"; }
 "$python" - one/metrics.jsonl nodrop/metrics.jsonl <<'PY'
 import json, sys
 def losses(path):
@@ -162,6 +168,20 @@ timeout 120 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --proj
   --max-steps 6 > other-r.log 2>&1 || status=$?
 [ "$status" -eq 1 ] && grep -q "peft (LoRA adapters): lora_r 8, lora_alpha 16, target_modules all-linear in the checkpoint, lora_r 4" other-r.log ||
   { cat other-r.log; fail "a resume with another lora_r was not refused (exit $status)"; }
+
+# A base whose middle bytes changed in place (same size, same first and last MiB) is refused.
+cp -r "$work/qwen3" qwen3-changed
+"$python" - qwen3-changed/model.safetensors <<'PY'
+import os, sys
+with open(sys.argv[1], "r+b") as f:
+    middle = os.path.getsize(sys.argv[1]) // 2
+    f.seek(middle); byte = f.read(1); f.seek(middle); f.write(bytes([byte[0] ^ 0x40]))
+PY
+status=0
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name two0 \
+  --model qwen3-changed --max-steps 6 > changed-base.log 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "it fine-tunes the base weights sum-fmix64:" changed-base.log ||
+  { tail -5 changed-base.log; fail "a base changed in the middle was not refused (exit $status)"; }
 
 echo "== 4. bad switches =="
 refused() {

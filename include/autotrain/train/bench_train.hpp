@@ -66,8 +66,4 @@ struct TrainBenchResult {
 // rank gets the same result). Throws Error for steps < 1 or warmup_steps < 0.
 TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions& options);
 
-// Bytes of the process's peak resident set (VmHWM of /proc/self/status; getrusage's ru_maxrss
-// where /proc is missing).
-std::size_t peak_resident_bytes();
-
 }  // namespace autotrain::train

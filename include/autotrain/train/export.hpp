@@ -9,6 +9,7 @@
 // 0 one at a time (zero::ModelState::gather_unit), so no rank ever holds the whole model under
 // ZeRO-3.
 #include <filesystem>
+#include <string>
 
 #include "autotrain/config/training_params.hpp"
 #include "autotrain/core/dtype.hpp"
@@ -36,6 +37,12 @@ void export_adapter(zero::ModelState& engine, const LoraModel& lora,
 void export_lora(zero::ModelState& engine, const LoraModel& lora,
                  const config::TrainingParams& params, const std::filesystem::path& dir,
                  const std::filesystem::path& base_folder);
+
+// What the summary names for a run's export into `dir` (export_model, or export_lora with
+// `peft`): "<dir> (model.safetensors, config.json)", the shards and their index for a sharded
+// model, "<dir> (adapter_model.safetensors, adapter_config.json)" for an adapter folder, and with
+// `merge_adapter` the merged model's files then the adapter folder's.
+std::string describe_export(const std::filesystem::path& dir, bool peft, bool merge_adapter);
 
 // config.json for the model's family with this shape (model::ModelFamily::hf_config);
 // `eos_token_id` is the tokenizer's end-of-text token (also written as bos_token_id, as GPT-2's

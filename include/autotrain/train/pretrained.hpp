@@ -28,10 +28,6 @@ class PretrainedWeights final : public model::ParamSource {
             std::size_t begin) const override;
   std::string describe() const override;
 
-  // Identifies the weights a run starts from: "fnv1a64:<16 hex digits>" of the index file (of a
-  // sharded set), each file's size and its first and last MiB: headers alone are the same for
-  // every model of an architecture, the sampled values tell them apart without reading it all.
-  const std::string& weights_hash() const { return hash_; }
   const std::filesystem::path& folder() const { return folder_; }
   // The weight files, in the order of the index (one for an unsharded folder).
   std::vector<std::filesystem::path> files() const;
@@ -45,14 +41,22 @@ class PretrainedWeights final : public model::ParamSource {
   std::filesystem::path folder_;
   std::vector<ckpt::SafetensorsFile> files_;
   std::vector<Match> matches_;  // one per layout tensor
-  std::string hash_;
 };
 
-// The weights hash of a folder without matching a layout (what a resume compares).
-std::string weights_hash(const std::filesystem::path& folder);
+// Identifies the weights a run starts from: "sum-fmix64:<16 hex digits>" of the index file (of a
+// sharded set), each file's name and size, and every byte of the files (ckpt::files_digest: the
+// ranks of `comm` read a part each, and the result does not depend on how many there are).
+// Collective over `comm`; a file that cannot be read fails every rank.
+inline constexpr const char* kWeightsHashPrefix = "sum-fmix64:";
+std::string weights_hash(const std::filesystem::path& folder, MPI_Comm comm);
 
 // weights_hash of the base model's folder; "" from scratch or when the weights are missing.
-std::string base_weights_hash(const config::BaseModel& base);
+std::string base_weights_hash(const config::BaseModel& base, MPI_Comm comm);
+
+// What checkpoints of versions before sum-fmix64 recorded: "fnv1a64:<16 hex digits>" of the
+// index, each file's size and only its first and last MiB (a change in between goes unseen).
+inline constexpr const char* kSampledHashPrefix = "fnv1a64:";
+std::string sampled_weights_hash(const std::filesystem::path& folder);
 
 // The base model's weights: RandomInit(seed) with from_scratch, else the base model folder's,
 // matched against `layout` (the model's) on every rank. Collective: a base model that is missing

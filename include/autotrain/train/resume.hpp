@@ -3,6 +3,7 @@
 // shared by the trainer and `train --dry-run`, so the plan refuses exactly what training would.
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "autotrain/ckpt/checkpoint_dir.hpp"
@@ -24,8 +25,12 @@ struct ResumeDecision {
 // same global batch, and only the parameter changes the policy allows. nullopt: a fresh
 // start. A checkpoint this run cannot continue from is a CollectiveError that says what
 // differs and how to fix it. `tensors`: see resolve_resume (the trainer verifies at load).
-std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::CheckpointDir& dir,
-                                          TensorCheck tensors = TensorCheck::whole_read,
-                                          std::span<const std::filesystem::path> refused = {});
+// `base_weights`: the base model's base_weights_hash when the caller has it (it reads every byte
+// of the weights), else it is computed when a checkpoint records one.
+std::optional<ResumeDecision> plan_resume(
+    const RunSetup& setup, const ckpt::CheckpointDir& dir,
+    TensorCheck tensors = TensorCheck::whole_read,
+    std::span<const std::filesystem::path> refused = {},
+    const std::optional<std::string>& base_weights = std::nullopt);
 
 }  // namespace autotrain::train
