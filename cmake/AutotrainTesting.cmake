@@ -40,7 +40,8 @@ function(autotrain_layer_tests layer)
     foreach(np IN LISTS AUTOTRAIN_MPI_TEST_SIZES)
       add_test(NAME mpi.${layer}.np${np}
                COMMAND ${AUTOTRAIN_MPIRUN} -np ${np} $<TARGET_FILE:mpitest_${layer}>)
-      set_tests_properties(mpi.${layer}.np${np} PROPERTIES TIMEOUT 300 LABELS mpi
+      # PROCESSORS: what ctest -j counts a test as (docs/benchmarks.md, "Tests and their cost").
+      set_tests_properties(mpi.${layer}.np${np} PROPERTIES TIMEOUT 300 LABELS mpi PROCESSORS ${np}
         ENVIRONMENT "AUTOTRAIN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
     endforeach()
   endif()

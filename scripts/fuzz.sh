@@ -7,6 +7,7 @@
 # in build/fuzz/findings/<target>/ and the script exits 1 after the table.
 #
 #   scripts/fuzz.sh                    all targets
+#   scripts/fuzz.sh --build-only       only build them
 #   FUZZ_SECONDS=600 scripts/fuzz.sh tokenizer_json safetensors
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,8 @@ seconds=${FUZZ_SECONDS:-30}
 mkdir -p build
 cmake --preset fuzz > build/fuzz-configure.log 2>&1 || { cat build/fuzz-configure.log; exit 1; }
 cmake --build --preset fuzz -j "$(nproc)"
+# --build-only: scripts/test.sh builds beside ctest, at low priority, and fuzzes later.
+if [ "${1:-}" = --build-only ]; then exit 0; fi
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

@@ -6,7 +6,7 @@
 # preemption tests, a Llama-family folder fine-tuned and sampled on the device, slurm/train-single-node.sbatch on a Slurm node with
 # GPUs (as root, scripts/slurm-local.sh), and `bench train` / `bench comm` on the device path. On a GPU machine
 # scripts/gpu-check.sh runs the same tests for real. Nothing here may be skipped.
-#   scripts/test-cuda-emulated.sh            (called by scripts/test.sh)
+#   scripts/test-cuda-emulated.sh [--build-only]   (called by scripts/test.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -23,6 +23,8 @@ fi
 cmake --preset emulate > /dev/null
 cmake --build --preset emulate -j "$(nproc)" --target autotrain test_kernels test_model \
   test_train mpitest_comm mpitest_zero mpitest_train test_cuda_emu
+# --build-only: scripts/test.sh builds beside ctest, at low priority, and runs the tests later.
+[ "${1:-}" = --build-only ] && exit 0
 
 # run NAME COMMAND...: runs a test command, shows its tail, fails on a failure or a skip.
 run() {

@@ -3,17 +3,50 @@
 # under mpirun -np 1..4, end-to-end tests of the binary, the tests on a real single-node Slurm
 # (started by the tests themselves when run as root), then the GPU tests under the CUDA
 # emulator, then fuzzes every parser for 30 s each (scripts/fuzz.sh; the ctest run above already
-# replays their seeds and regression inputs). Installs missing packages first.
+# replays their seeds and regression inputs). Installs missing packages first. Ends with the
+# time each phase took (docs/benchmarks.md, "Tests and their cost").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
-cmake --preset ci
-cmake --build --preset ci -j "$(nproc)"
-# MPI tests oversubscribe the cores on purpose; run tests one at a time so timings stay sane.
-ctest --preset ci "$@"
+phases=()
+phase() {  # phase NAME COMMAND...: runs COMMAND and records how long it took
+  local name=$1 started=$SECONDS
+  shift
+  "$@"
+  phases+=("$(printf '%-44s %6d s' "$name" $((SECONDS - started)))")
+}
+
+phase "install-deps" bash scripts/install-deps.sh
+phase "build (ci preset)" bash -c 'cmake --preset ci && cmake --build --preset ci -j "$(nproc)"'
+
+# The emulated GPU build and the fuzz build need nothing from the tests: they run beside ctest at
+# the lowest priority, so they take only the CPU time the tests leave idle (the tests wait on
+# process starts, MPI wire-up, timeouts and I/O a good part of the time).
+mkdir -p build
+# Each in a process group of its own, so that a failure here ends the whole build.
+setsid nice -n 19 bash scripts/test-cuda-emulated.sh --build-only > build/emulate-build.log 2>&1 &
+emulate_build=$!
+setsid nice -n 19 bash scripts/fuzz.sh --build-only > build/fuzz-build.log 2>&1 &
+fuzz_build=$!
+trap 'kill -- -$emulate_build -$fuzz_build 2> /dev/null || true' EXIT
+# wait_for NAME PID LOG: the background build's status; its log's tail when it failed.
+wait_for() {
+  wait "$2" || { tail -n 60 "$3"; echo "test.sh: the $1 build failed (log: $3)"; exit 1; }
+}
+
+# Tests run side by side: ctest counts an MPI test as its number of ranks and an end-to-end test
+# as two, and runs alone the tests whose assertions are about time (tests/CMakeLists.txt). Twice
+# as many slots as cores: most tests wait more than they compute.
+phase "ctest (emulate and fuzz builds niced beside)" ctest --preset ci -j "$(($(nproc) * 2))" "$@"
+phase "rest of the emulated GPU build" wait_for emulated "$emulate_build" build/emulate-build.log
+phase "rest of the fuzz build" wait_for fuzz "$fuzz_build" build/fuzz-build.log
+trap - EXIT
 # The GPU tests, which skip above on a machine without a GPU, run on the CPU through the CUDA
 # emulator (docs/gpu.md): a second build, build/emulate.
-bash scripts/test-cuda-emulated.sh
+phase "GPU tests under the emulator" bash scripts/test-cuda-emulated.sh
 # The parsers under libFuzzer with the address and undefined-behaviour sanitizers (build/fuzz).
-bash scripts/fuzz.sh
+phase "fuzzing" bash scripts/fuzz.sh
+
+echo "test.sh: every phase passed; where the time went:"
+printf '  %s\n' "${phases[@]}"
+echo "  $(printf '%-44s %6d s' total "$SECONDS")"

@@ -32,11 +32,15 @@ installed() {
   done
 }
 
+mkdir -p "$dir"
+# Tests that run in parallel (ctest -j) share DIR: one installs while the others wait.
+exec 9> "$dir/.install.lock"
+flock 9
+
 if installed; then
   exit 0
 fi
 
-mkdir -p "$dir"
 npm install --prefix "$dir" --no-audit --no-fund --no-progress --save-exact \
   --loglevel=error "${specs[@]}" </dev/null
 installed || { echo "$0: packages not at ${specs[*]} in $dir after npm install" >&2; exit 1; }
