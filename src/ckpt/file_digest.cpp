@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 
@@ -124,7 +125,7 @@ uint64_t files_digest(std::span<const fs::path> files, MPI_Comm comm, uint64_t b
     failure = error.what();
   }
   agree_or_throw(failure.empty(), failure, comm, "the digest of the weight files");
-  AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, comm));
+  allreduce_or_abort(&sum, 1, MPI_UINT64_T, MPI_SUM, comm, "the digest of the weight files");
   return sum;
 }
 

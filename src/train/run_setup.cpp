@@ -193,15 +193,7 @@ namespace {
 // step 75): refuse, naming the builds, before anything else is agreed on.
 void check_same_build(MPI_Comm world) {
   const std::string mine = build_id();
-  std::string reference = mine;
-  uint64_t length = reference.size();
-  MPI_Request request = MPI_REQUEST_NULL;
-  AT_MPI_CHECK(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, world, &request));
-  wait_or_abort(request, "the autotrain build");
-  reference.resize(length);
-  AT_MPI_CHECK(
-      MPI_Ibcast(reference.data(), static_cast<int>(length), MPI_CHAR, 0, world, &request));
-  wait_or_abort(request, "the autotrain build");
+  const std::string reference = broadcast_string_or_abort(mine, 0, world, "the autotrain build");
   agree_or_throw(mine == reference,
                  cat("this rank runs autotrain build ", mine, " (", executable_path().string(),
                      ") but rank 0 runs build ", reference,
