@@ -64,8 +64,9 @@ Regex::Regex(std::string_view pattern, std::string_view where)
     : pattern_(pattern), where_(where), compiled_(std::make_unique<Compiled>()) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
-                                  PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  compiled_->code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern_.data()), pattern_.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &error, &offset, nullptr);
   AT_CHECK(compiled_->code != nullptr, where_, ": cannot compile the regex '",
            escape_bytes(pattern_), "' at offset ", offset, ": ", pcre2_message(error));
   // A back reference compares text of any length in one step that PCRE2's match limit does
