@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/ckpt/checksum.hpp"
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -17,16 +18,6 @@ namespace autotrain::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
-
-uint64_t word_term(uint64_t index, uint64_t word) {
-  uint64_t x = (index * 0x9E3779B97F4A7C15ull) ^ word;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
 
 // Sum of the terms of `bytes` (zero-padded to whole words), its first word at index `first`.
 uint64_t sum_terms(uint64_t first, const unsigned char* bytes, size_t count) {
@@ -37,18 +28,18 @@ uint64_t sum_terms(uint64_t first, const unsigned char* bytes, size_t count) {
     for (size_t lane = 0; lane < 4; ++lane) {
       uint64_t word = 0;
       std::memcpy(&word, bytes + 8 * (k + lane), 8);
-      sums[lane] += word_term(first + k + lane, word);
+      sums[lane] += checksum_term(first + k + lane, word);
     }
   }
   for (; k < words; ++k) {
     uint64_t word = 0;
     std::memcpy(&word, bytes + 8 * k, 8);
-    sums[0] += word_term(first + k, word);
+    sums[0] += checksum_term(first + k, word);
   }
   if (count % 8 != 0) {
     uint64_t word = 0;
     std::memcpy(&word, bytes + 8 * words, count % 8);
-    sums[0] += word_term(first + words, word);
+    sums[0] += checksum_term(first + words, word);
   }
   return sums[0] + sums[1] + sums[2] + sums[3];
 }

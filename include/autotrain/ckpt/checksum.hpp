@@ -11,7 +11,9 @@
 
 namespace autotrain::ckpt {
 
-inline uint64_t checksum_term(uint64_t index, uint32_t bits) {
+// One value's term: its bits (a float's 32, or any 64) mixed with its position (MurmurHash3's
+// finaliser), so that the sum of the terms sees where each value is.
+inline uint64_t checksum_term(uint64_t index, uint64_t bits) {
   uint64_t x = (index * 0x9E3779B97F4A7C15ull) ^ bits;
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
