@@ -11,6 +11,7 @@
 #include "autotrain/core/json_integer.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/model/family.hpp"
 
 namespace autotrain::config {
 namespace {
@@ -111,15 +112,6 @@ fs::path known_architecture_dir(std::string_view model) {
   const fs::path dir = data_dir() / "models" / name;
   std::error_code error;
   return fs::is_regular_file(dir / "config.json", error) ? dir : fs::path();
-}
-
-int64_t shape_key(const nlohmann::json& config, const char* key, const fs::path& file) {
-  AT_CHECK(config.contains(key), file.string(), ": key '", key, "' is missing");
-  return json_integer<int64_t>(config[key], cat(file.string(), ": ", key), 1, 2147483647);
-}
-
-bool set(const nlohmann::json& config, const char* key) {
-  return config.contains(key) && !config[key].is_null();
 }
 
 }  // namespace
@@ -231,41 +223,15 @@ nlohmann::json read_config_json(const fs::path& folder) {
 
 FolderShape read_folder_shape(const fs::path& folder) {
   const fs::path file = folder / "config.json";
-  const nlohmann::json config = read_config_json(folder);
-  const auto type = config.find("model_type");
-  const std::string model_type =
-      type != config.end() && type->is_string() ? type->get<std::string>() : std::string();
+  const model::ModelConfig model = model::read_hf_config(read_config_json(folder), file.string());
   FolderShape shape;
-  if (model_type == "gpt2") {
-    shape.n_layer = shape_key(config, "n_layer", file);
-    shape.n_head = shape_key(config, "n_head", file);
-    shape.n_embd = shape_key(config, "n_embd", file);
-    shape.n_positions =
-        shape_key(config, config.contains("n_positions") ? "n_positions" : "n_ctx", file);
-  } else if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
-             model_type == "qwen3") {
-    shape.n_layer = shape_key(config, "num_hidden_layers", file);
-    shape.n_head = shape_key(config, "num_attention_heads", file);
-    shape.n_embd = shape_key(config, "hidden_size", file);
-    shape.n_positions = shape_key(config, "max_position_embeddings", file);
-    shape.head_dim = set(config, "head_dim");
-    const bool by_flag = model_type != "llama" && model_type != "mistral";
-    const bool sliding = !by_flag || (set(config, "use_sliding_window") &&
-                                      config["use_sliding_window"].is_boolean() &&
-                                      config["use_sliding_window"].get<bool>());
-    if (sliding && set(config, "sliding_window")) {
-      shape.sliding_window = shape_key(config, "sliding_window", file);
-    }
-  } else {
-    const auto architectures = config.find("architectures");
-    throw Error(cat(file.string(), ": architectures ",
-                    architectures == config.end() ? "missing" : architectures->dump(),
-                    ", model_type ", type == config.end() ? "missing" : type->dump(),
-                    ": not supported (expected model_type gpt2: GPT2LMHeadModel; llama, mistral, "
-                    "qwen2, qwen3: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                    "Qwen3ForCausalLM)"));
-  }
-  shape.vocab_size = shape_key(config, "vocab_size", file);
+  shape.n_layer = model.n_layer;
+  shape.n_head = model.n_head;
+  shape.n_embd = model.n_embd;
+  shape.n_positions = model.block_size;
+  shape.vocab_size = model.vocab_size;
+  shape.head_dim = int64_t{model.head_size()} * model.n_head != model.n_embd;
+  shape.sliding_window = model.sliding_window;
   // transformers writes a huge number (1e30) when the tokenizer sets no bound.
   std::ifstream tokenizer_config(folder / "tokenizer_config.json");
   if (tokenizer_config.good()) {

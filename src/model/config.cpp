@@ -58,11 +58,21 @@ void ModelConfig::validate() const {
   } else {
     AT_CHECK(head_size() % 2 == 0, "model config: head_dim ", head_size(),
              " must be even (rotary embeddings pair its halves)");
+    AT_CHECK(rotary_dim >= 0 && rotary_size() <= head_size() && rotary_size() % 2 == 0,
+             "model config: rotary_dim ", rotary_dim, " must be even and at most head_dim ",
+             head_size(), " (0: head_dim)");
+    if (rope_scaling.type == "longrope") {
+      const auto pairs = static_cast<std::size_t>(rotary_size() / 2);
+      AT_CHECK(rope_scaling.short_factor.size() == pairs && rope_scaling.long_factor.size() == pairs,
+               "model config: longrope's short_factor and long_factor need ", pairs,
+               " entries each (rotary dimensions / 2), got ", rope_scaling.short_factor.size(),
+               " and ", rope_scaling.long_factor.size());
+    }
   }
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  return {
+  nlohmann::json json = {
       {"family", family_name(c.family)},
       {"architecture", c.architecture},
       {"n_layer", c.n_layer},
@@ -88,6 +98,14 @@ nlohmann::json to_json(const ModelConfig& c) {
         {"low_freq_factor", c.rope_scaling.low_freq_factor},
         {"high_freq_factor", c.rope_scaling.high_freq_factor},
         {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}}}};
+  // Written only where they are set, so that checkpoints of the other models read as before.
+  if (c.rotary_dim != 0) json["rotary_dim"] = c.rotary_dim;
+  if (c.rope_scaling.type == "longrope") {
+    json["rope_scaling"]["short_factor"] = c.rope_scaling.short_factor;
+    json["rope_scaling"]["long_factor"] = c.rope_scaling.long_factor;
+    json["rope_scaling"]["attention_factor"] = c.rope_scaling.attention_factor;
+  }
+  return json;
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
@@ -123,6 +141,12 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   c.rope_scaling.high_freq_factor = rope.at("high_freq_factor").get<double>();
   c.rope_scaling.original_max_position_embeddings = json_integer<int>(
       rope.at("original_max_position_embeddings"), "original_max_position_embeddings", 1, kMax);
+  if (rope.contains("short_factor")) {
+    c.rope_scaling.short_factor = rope.at("short_factor").get<std::vector<double>>();
+    c.rope_scaling.long_factor = rope.at("long_factor").get<std::vector<double>>();
+    c.rope_scaling.attention_factor = rope.at("attention_factor").get<double>();
+  }
+  if (j.contains("rotary_dim")) c.rotary_dim = json_integer<int>(j.at("rotary_dim"), "rotary_dim", 0, kMax);
   if (c.family == Family::gpt2) {  // GPT-2's are the defaults: compare equal to gpt2(...)
     c.n_kv_head = c.head_dim = c.intermediate_size = 0;
   }

@@ -1,4 +1,4 @@
-// The families, found by config.json's model_type; the CPU model of each.
+// What every family shares: its summary, its FLOPs, its CPU model; reading config.json keys.
 #include "autotrain/model/family.hpp"
 
 #include <cmath>
@@ -14,45 +14,21 @@
 
 namespace autotrain::model {
 
-const ModelFamily& gpt2_family();   // gpt2_family.cpp
-const ModelFamily& llama_family();  // llama_family.cpp
-
-const ModelFamily& family_of(Family family) {
-  return family == Family::gpt2 ? gpt2_family() : llama_family();
-}
-
-ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file) {
-  AT_CHECK(json.is_object(), file, ": expected a JSON object, got ", json.type_name());
-  const auto type = json.find("model_type");
-  const std::string model_type =
-      type != json.end() && type->is_string() ? type->get<std::string>() : std::string();
-  if (model_type == "gpt2") return gpt2_family().from_hf_config(json, file);
-  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" ||
-      model_type == "qwen3") {
-    return llama_family().from_hf_config(json, file);
-  }
-  const auto architectures = json.find("architectures");
-  throw Error(cat(file, ": architectures ",
-                  architectures == json.end() ? "missing" : architectures->dump(), ", model_type ",
-                  type == json.end() ? "missing" : type->dump(),
-                  ": not supported (expected model_type gpt2: GPT2LMHeadModel; llama, mistral, "
-                  "qwen2, qwen3: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                  "Qwen3ForCausalLM)"));
+std::string ModelFamily::shape_summary(const ModelConfig& c) const {
+  std::string text = cat("hidden ", c.n_embd, ", ", c.n_head, " heads of ", c.head_size(), ", ",
+                         c.kv_heads(), " key/value heads, MLP ", c.mlp_size(), ", ", c.block_size,
+                         " positions, vocabulary ", c.vocab_size,
+                         c.tie_word_embeddings ? ", tied embeddings" : "");
+  if (c.qkv_bias) text += ", q/k/v biases";
+  if (c.qk_norm) text += ", q/k norm";
+  if (c.rotary_size() != c.head_size()) text += cat(", rotary on ", c.rotary_size(), " of ", c.head_size());
+  if (!c.rope_scaling.type.empty()) text += cat(", rope_scaling ", c.rope_scaling.type);
+  return text;
 }
 
 std::string summary(const ModelConfig& c) {
-  std::string text = cat(family_of(c).describe(c), ": ", c.n_layer, " layers, ");
-  if (c.family == Family::gpt2) {
-    return text + cat("n_embd ", c.n_embd, ", ", c.n_head, " heads, ", c.block_size,
-                      " positions, vocabulary ", c.vocab_size);
-  }
-  text += cat("hidden ", c.n_embd, ", ", c.n_head, " heads of ", c.head_size(), ", ", c.kv_heads(),
-              " key/value heads, MLP ", c.mlp_size(), ", ", c.block_size, " positions, vocabulary ",
-              c.vocab_size, c.tie_word_embeddings ? ", tied embeddings" : "");
-  if (c.qkv_bias) text += ", q/k/v biases";
-  if (c.qk_norm) text += ", q/k norm";
-  if (!c.rope_scaling.type.empty()) text += cat(", rope_scaling ", c.rope_scaling.type);
-  return text;
+  const ModelFamily& family = family_of(c);
+  return cat(family.describe(c), ": ", c.n_layer, " layers, ", family.shape_summary(c));
 }
 
 double flops_per_token(const ModelConfig& config, int T) {

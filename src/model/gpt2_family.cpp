@@ -29,6 +29,13 @@ namespace {
 class Gpt2Family final : public ModelFamily {
  public:
   Family family() const override { return Family::gpt2; }
+  std::vector<HfArchitecture> architectures() const override {
+    return {{"gpt2", "GPT2LMHeadModel"}};
+  }
+  std::string shape_summary(const ModelConfig& c) const override {
+    return cat("n_embd ", c.n_embd, ", ", c.n_head, " heads, ", c.block_size,
+               " positions, vocabulary ", c.vocab_size);
+  }
   std::string describe(const ModelConfig&) const override { return "GPT-2"; }
 
   std::vector<UnitSpec> units(const ModelConfig& c) const override {

@@ -21,51 +21,12 @@
 #include "autotrain/kernels/swiglu.hpp"
 #include "check_tokens.hpp"
 #include "kernel_clock.hpp"
+#include "llama_offsets.hpp"
 #include "rope_frequencies.hpp"
 
 namespace autotrain::model {
 
 using namespace autotrain::kernels;
-
-template <typename F>
-struct BasicLlama<F>::Offsets {
-  std::size_t embed, ln1, qkvw, qkvb, qnorm, knorm, ow, ob, ln2, guw, gub, downw, downb;
-  std::size_t norm, head;  // head: in unit 0 when tied
-  static constexpr std::size_t kNone = ~std::size_t{0};
-
-  explicit Offsets(const ParamLayout& layout) {
-    const auto at = [&](std::string_view name) {
-      return layout.offset_in_unit(layout.tensor(name));
-    };
-    const ModelConfig& c = layout.config();
-    const std::string p = "model.layers.0.";
-    embed = at("model.embed_tokens.weight");
-    ln1 = at(p + "input_layernorm.weight");
-    qkvw = at(p + "self_attn.q_proj.weight");
-    qkvb = c.qkv_bias ? at(p + "self_attn.q_proj.bias") : kNone;
-    qnorm = c.qk_norm ? at(p + "self_attn.q_norm.weight") : kNone;
-    knorm = c.qk_norm ? at(p + "self_attn.k_norm.weight") : kNone;
-    ow = at(p + "self_attn.o_proj.weight");
-    ob = c.o_bias ? at(p + "self_attn.o_proj.bias") : kNone;
-    ln2 = at(p + "post_attention_layernorm.weight");
-    guw = at(p + "mlp.gate_proj.weight");
-    gub = c.mlp_bias ? at(p + "mlp.gate_proj.bias") : kNone;
-    downw = at(p + "mlp.down_proj.weight");
-    downb = c.mlp_bias ? at(p + "mlp.down_proj.bias") : kNone;
-    norm = at("model.norm.weight");
-    head = c.tie_word_embeddings ? embed : at("lm_head.weight");
-  }
-};
-
-// p + offset, or null for a tensor the model does not have.
-template <typename F>
-const F* at(const F* p, std::size_t offset) {
-  return offset == ~std::size_t{0} ? nullptr : p + offset;
-}
-template <typename F>
-F* at(F* p, std::size_t offset) {
-  return offset == ~std::size_t{0} ? nullptr : p + offset;
-}
 
 // Activations kept for backward, carved from one allocation; per-layer tensors are [L, ...] with
 // strides of the capacity (B, T), and a shorter sequence uses the front of each slot. With
@@ -165,7 +126,7 @@ struct BasicLlama<F>::Cache {
 template <typename F>
 BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recompute)
     : config_(layout.config()), B_(B), T_(T), recompute_(recompute) {
-  AT_CHECK(config_.family == Family::llama, "internal: BasicLlama needs a Llama-family layout");
+  AT_CHECK(config_.family == Family::llama, "internal: BasicLlama needs a layout of a family on the Llama-style decoder");
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
            " must be in [1, max_position_embeddings = ", config_.block_size, "]");
@@ -173,8 +134,7 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recomput
            " exceeds the model's sliding_window of ", config_.sliding_window,
            ": attention over a sliding window is not supported yet; use block_size <= ",
            config_.sliding_window);
-  offsets_ = std::make_unique<Offsets>(layout);
-  inv_freq_ = inverse_frequencies(config_);
+  offsets_ = std::make_unique<LlamaOffsets>(layout);
   ensure_rope(T);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const auto C = std::size_t(config_.n_embd), Q = std::size_t(config_.q_size());
@@ -196,10 +156,7 @@ BasicLlama<F>::~BasicLlama() = default;
 template <typename F>
 void BasicLlama<F>::ensure_rope(int positions) {
   if (positions <= rope_positions_) return;
-  const int half = config_.head_size() / 2;
-  rope_cos_.assign(std::size_t(positions) * std::size_t(half), F(0));
-  rope_sin_.assign(rope_cos_.size(), F(0));
-  rope_tables(rope_cos_.data(), rope_sin_.data(), inv_freq_.data(), positions, half);
+  rotary_tables(config_, positions, rope_cos_, rope_sin_);
   rope_positions_ = positions;
 }
 
@@ -215,12 +172,12 @@ template <typename F>
 void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
                                   int B, int T, KernelClock& clock) {
   const ModelConfig& c = config_;
-  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto bt = static_cast<std::size_t>(B) * T;
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   const double eps = c.norm_eps;
-  const Offsets& o = *offsets_;
+  const LlamaOffsets& o = *offsets_;
   const std::size_t li = a.slot(l);
   const F* x = a.stream(l);
   F* ln1 = a.ln1 + li * bt * uC;
@@ -235,12 +192,12 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
   const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
     if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
   };
-  rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1, bt, 1, C, uC, eps);
+  rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1w, bt, 1, C, uC, eps);
   clock.lap(kNorm);
   if (c.qk_norm) {
     F* pre = a.qkv_pre + li * bt * uQKV;
     F* rstd = a.qk_rstd + li * bt * a.H;
-    linear_forward(pre, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
+    linear_forward(pre, ln1, p + o.qkvw, tensor_at(p, o.qkvb), bt, C, QKV);
     adapt(o.qkvw, ln1, pre, C, QKV);
     clock.lap(kMatmul);
     std::memcpy(qkv, pre, bt * uQKV * sizeof(F));  // v passes through
@@ -249,27 +206,27 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
                     eps);
     clock.lap(kNorm);
   } else {
-    linear_forward(qkv, ln1, p + o.qkvw, at(p, o.qkvb), bt, C, QKV);
+    linear_forward(qkv, ln1, p + o.qkvw, tensor_at(p, o.qkvb), bt, C, QKV);
     adapt(o.qkvw, ln1, qkv, C, QKV);
     clock.lap(kMatmul);
   }
-  rope_forward(qkv, rope_cos_.data(), rope_sin_.data(), B, T, NH, D, uQKV, 0);
-  rope_forward(qkv + Q, rope_cos_.data(), rope_sin_.data(), B, T, NKV, D, uQKV, 0);
+  rope_forward(qkv, rope_cos_.data(), rope_sin_.data(), B, T, NH, D, R, uQKV, 0);
+  rope_forward(qkv + Q, rope_cos_.data(), rope_sin_.data(), B, T, NKV, D, R, uQKV, 0);
   attention_forward(atty, att, qkv, B, T, NH, NKV, D);
   clock.lap(kAttention);
-  linear_forward(a.proj, atty, p + o.ow, at(p, o.ob), bt, Q, C);
+  linear_forward(a.proj, atty, p + o.ow, tensor_at(p, o.ob), bt, Q, C);
   adapt(o.ow, atty, a.proj, Q, C);
   clock.lap(kMatmul);
   residual_forward(mid, x, a.proj, bt * uC);
   clock.lap(kResidual);
-  rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2, bt, 1, C, uC, eps);
+  rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2w, bt, 1, C, uC, eps);
   clock.lap(kNorm);
-  linear_forward(gate_up, ln2, p + o.guw, at(p, o.gub), bt, C, 2 * I);
+  linear_forward(gate_up, ln2, p + o.guw, tensor_at(p, o.gub), bt, C, 2 * I);
   adapt(o.guw, ln2, gate_up, C, 2 * I);
   clock.lap(kMatmul);
   swiglu_forward(act, gate_up, bt, I);
   clock.lap(kActivation);
-  linear_forward(a.proj, act, p + o.downw, at(p, o.downb), bt, I, C);
+  linear_forward(a.proj, act, p + o.downw, tensor_at(p, o.downb), bt, I, C);
   adapt(o.downw, act, a.proj, I, C);
   clock.lap(kMatmul);
   residual_forward(a.stream(l + 1), mid, a.proj, bt * uC);
@@ -283,7 +240,7 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   const int C = c.n_embd, L = c.n_layer;
   const auto bt = static_cast<std::size_t>(B) * T;
   const auto uC = std::size_t(C);
-  const Offsets& o = *offsets_;
+  const LlamaOffsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
 
   const F* p = access.params(0);
@@ -303,7 +260,7 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   const int last = L + 1;
   p = access.params(last);
   clock.restart();
-  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.norm, bt, 1, C, uC, c.norm_eps);
+  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.normw, bt, 1, C, uC, c.norm_eps);
   clock.lap(kNorm);
   if (head_unit() == last) return p;  // an untied head is read next, from this unit
   access.release(last);
@@ -343,7 +300,7 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const int C = config_.n_embd, L = config_.n_layer;
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
-  const Offsets& o = *offsets_;
+  const LlamaOffsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   const F dloss = position_dloss(loss_scale, loss_positions_);
   crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
@@ -372,8 +329,8 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     if (head_unit() == last) head_backward(p, g);
     std::fill(dresidual_.begin(), dresidual_.end(), F(0));
     clock.restart();
-    rmsnorm_backward(dresidual_.data(), g ? g + o.norm : norm_discard_.data(), dsmall_.data(),
-                     a.stream(L), p + o.norm, a.rstdf, bt, 1, C, std::size_t(C));
+    rmsnorm_backward(dresidual_.data(), g ? g + o.normw : norm_discard_.data(), dsmall_.data(),
+                     a.stream(L), p + o.normw, a.rstdf, bt, 1, C, std::size_t(C));
     clock.lap(kNorm);
     access.release(last);
     access.grads_ready(last);
@@ -398,13 +355,13 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
 template <typename F>
 void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const ModelConfig& c = config_;
-  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto bt = static_cast<std::size_t>(B_) * T_;
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   Activations& a = *acts_;
   const std::size_t li = a.slot(l);
-  const Offsets& o = *offsets_;
+  const LlamaOffsets& o = *offsets_;
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
   F* dwide = dwide_.data();
@@ -429,26 +386,26 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
 
   // MLP: out = mid + down(swiglu(gate_up(rmsnorm(mid)))), dres = d out
   const F* act = a.act + li * bt * a.I;
-  linear_backward(dmid, g + o.downw, at(g, o.downb), dres, act, p + o.downw, bt, I, C);
+  linear_backward(dmid, g + o.downw, tensor_at(g, o.downb), dres, act, p + o.downw, bt, I, C);
   adapt(o.downw, act, dres, dmid, I, C);
   clock.lap(kMatmul);
   swiglu_backward(dwide, dmid, gate_up, bt, I);
   clock.lap(kActivation);
-  linear_backward(dsmall, g + o.guw, at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
+  linear_backward(dsmall, g + o.guw, tensor_at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   adapt(o.guw, ln2, dwide, dsmall, C, 2 * I);
   clock.lap(kMatmul);
-  rmsnorm_backward(dres, g + o.ln2, dsmall, a.mid + li * bt * uC, p + o.ln2, a.rstd2 + li * bt, bt,
+  rmsnorm_backward(dres, g + o.ln2w, dsmall, a.mid + li * bt * uC, p + o.ln2w, a.rstd2 + li * bt, bt,
                    1, C, uC);
   clock.lap(kNorm);
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
   const F* atty = a.atty + li * bt * a.Q;
-  linear_backward(dsmall, g + o.ow, at(g, o.ob), dres, atty, p + o.ow, bt, Q, C);
+  linear_backward(dsmall, g + o.ow, tensor_at(g, o.ob), dres, atty, p + o.ow, bt, Q, C);
   adapt(o.ow, atty, dres, dsmall, Q, C);
   clock.lap(kMatmul);
   attention_backward(dwide, datt_row_.data(), dsmall, qkv, a.att + li * a.att_stride, B_, T_, NH,
                      NKV, D);
-  rope_backward(dwide, rope_cos_.data(), rope_sin_.data(), B_, T_, NH, D, uQKV, 0);
-  rope_backward(dwide + Q, rope_cos_.data(), rope_sin_.data(), B_, T_, NKV, D, uQKV, 0);
+  rope_backward(dwide, rope_cos_.data(), rope_sin_.data(), B_, T_, NH, D, R, uQKV, 0);
+  rope_backward(dwide + Q, rope_cos_.data(), rope_sin_.data(), B_, T_, NKV, D, R, uQKV, 0);
   clock.lap(kAttention);
   const F* dqkv = dwide;
   if (c.qk_norm) {
@@ -465,10 +422,10 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
     clock.lap(kNorm);
     dqkv = dmid;
   }
-  linear_backward(dsmall, g + o.qkvw, at(g, o.qkvb), dqkv, ln1, p + o.qkvw, bt, C, QKV);
+  linear_backward(dsmall, g + o.qkvw, tensor_at(g, o.qkvb), dqkv, ln1, p + o.qkvw, bt, C, QKV);
   adapt(o.qkvw, ln1, dqkv, dsmall, C, QKV);
   clock.lap(kMatmul);
-  rmsnorm_backward(dres, g + o.ln1, dsmall, a.stream(l), p + o.ln1, a.rstd1 + li * bt, bt, 1, C,
+  rmsnorm_backward(dres, g + o.ln1w, dsmall, a.stream(l), p + o.ln1w, a.rstd1 + li * bt, bt, 1, C,
                    uC);
   clock.lap(kNorm);
   access.release(unit);
@@ -521,12 +478,12 @@ std::span<const F> BasicLlama<F>::feed_token(BasicUnitAccess<F>& access, std::in
            " tokens already; reset it and feed the last window again");
   check_tokens(&token, 1, config_.vocab_size, "token");
   const ModelConfig& c = config_;
-  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
   const int t = k.length;
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   const double eps = c.norm_eps;
-  const Offsets& o = *offsets_;
+  const LlamaOffsets& o = *offsets_;
   F* stats = k.stats.data();
 
   const F* p = access.params(0);
@@ -536,29 +493,29 @@ std::span<const F> BasicLlama<F>::feed_token(BasicUnitAccess<F>& access, std::in
     p = access.params(ParamLayout::block_unit(l));
     F* rows = k.qkv.data() + std::size_t(l) * std::size_t(k.capacity) * uQKV;
     F* row = rows + std::size_t(t) * uQKV;
-    rmsnorm_forward(k.ln.data(), stats, k.x.data(), p + o.ln1, 1, 1, C, uC, eps);
+    rmsnorm_forward(k.ln.data(), stats, k.x.data(), p + o.ln1w, 1, 1, C, uC, eps);
     if (c.qk_norm) {
-      linear_forward(k.pre.data(), k.ln.data(), p + o.qkvw, at(p, o.qkvb), 1, C, QKV);
+      linear_forward(k.pre.data(), k.ln.data(), p + o.qkvw, tensor_at(p, o.qkvb), 1, C, QKV);
       std::memcpy(row, k.pre.data(), uQKV * sizeof(F));
       rmsnorm_forward(row, stats, k.pre.data(), p + o.qnorm, 1, NH, D, uQKV, eps);
       rmsnorm_forward(row + Q, stats + NH, k.pre.data() + Q, p + o.knorm, 1, NKV, D, uQKV, eps);
     } else {
-      linear_forward(row, k.ln.data(), p + o.qkvw, at(p, o.qkvb), 1, C, QKV);
+      linear_forward(row, k.ln.data(), p + o.qkvw, tensor_at(p, o.qkvb), 1, C, QKV);
     }
-    rope_forward(row, rope_cos_.data(), rope_sin_.data(), 1, 1, NH, D, uQKV, t);
-    rope_forward(row + Q, rope_cos_.data(), rope_sin_.data(), 1, 1, NKV, D, uQKV, t);
+    rope_forward(row, rope_cos_.data(), rope_sin_.data(), 1, 1, NH, D, R, uQKV, t);
+    rope_forward(row + Q, rope_cos_.data(), rope_sin_.data(), 1, 1, NKV, D, R, uQKV, t);
     attention_forward_last(k.atty.data(), k.scratch.data(), rows, t + 1, NH, NKV, D);
-    linear_forward(k.proj.data(), k.atty.data(), p + o.ow, at(p, o.ob), 1, Q, C);
+    linear_forward(k.proj.data(), k.atty.data(), p + o.ow, tensor_at(p, o.ob), 1, Q, C);
     residual_forward(k.mid.data(), k.x.data(), k.proj.data(), uC);
-    rmsnorm_forward(k.ln.data(), stats, k.mid.data(), p + o.ln2, 1, 1, C, uC, eps);
-    linear_forward(k.gate_up.data(), k.ln.data(), p + o.guw, at(p, o.gub), 1, C, 2 * I);
+    rmsnorm_forward(k.ln.data(), stats, k.mid.data(), p + o.ln2w, 1, 1, C, uC, eps);
+    linear_forward(k.gate_up.data(), k.ln.data(), p + o.guw, tensor_at(p, o.gub), 1, C, 2 * I);
     swiglu_forward(k.act.data(), k.gate_up.data(), 1, I);
-    linear_forward(k.proj.data(), k.act.data(), p + o.downw, at(p, o.downb), 1, I, C);
+    linear_forward(k.proj.data(), k.act.data(), p + o.downw, tensor_at(p, o.downb), 1, I, C);
     residual_forward(k.x.data(), k.mid.data(), k.proj.data(), uC);
     access.release(ParamLayout::block_unit(l));
   }
   p = access.params(L + 1);
-  rmsnorm_forward(k.ln.data(), stats, k.x.data(), p + o.norm, 1, 1, C, uC, eps);
+  rmsnorm_forward(k.ln.data(), stats, k.x.data(), p + o.normw, 1, 1, C, uC, eps);
   if (head_unit() == 0) {
     access.release(L + 1);
     p = access.params(0);

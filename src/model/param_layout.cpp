@@ -22,7 +22,8 @@ ParamLayout::ParamLayout(const ModelConfig& config, std::vector<UnitSpec> units,
       std::size_t numel = 1;
       for (auto d : t.shape) numel *= static_cast<std::size_t>(d);
       tensors_.push_back({std::move(t.name), std::move(t.shape), offset, numel,
-                          static_cast<int>(units_.size()), t.weight_decay, t.init, t.file_rows});
+                          static_cast<int>(units_.size()), t.weight_decay, t.init, t.file_rows,
+                          t.role});
       offset += numel;
       unit.numel += numel;
       unit.tensor_count += 1;
@@ -57,6 +58,16 @@ Range ParamLayout::shard(int unit, int rank) const {
   const ParamUnit& u = units_[unit];
   const std::size_t part = u.padded_numel / static_cast<std::size_t>(world_size_);
   return {u.offset + part * static_cast<std::size_t>(rank), part};
+}
+
+std::size_t ParamLayout::role_offset(int unit, Role role) const {
+  const ParamUnit& u = units_.at(static_cast<std::size_t>(unit));
+  for (int t = u.first_tensor; t < u.first_tensor + u.tensor_count; ++t) {
+    if (tensors_[static_cast<std::size_t>(t)].role == role) {
+      return offset_in_unit(tensors_[static_cast<std::size_t>(t)]);
+    }
+  }
+  return kNoTensor;
 }
 
 const ParamTensor& ParamLayout::tensor(std::string_view name) const {

@@ -1,25 +1,32 @@
 #pragma once
-// The Llama family's rotary inverse frequencies, shared by the CPU model (llama.cpp) and the
-// device model (gpu/llama.cpp), which both turn them into cos/sin tables with
-// kernels::rope_tables: one definition, so the two devices rotate by the same angles.
+// The rotary angles of the Llama-style decoder, shared by the CPU model (llama.cpp) and the
+// device model (gpu/llama.cpp), which both fill their cos/sin tables with rotary_tables: one
+// definition, so the two devices rotate by the same angles.
 #include <cmath>
 #include <cstddef>
 #include <numbers>
 #include <vector>
 
+#include "autotrain/core/error.hpp"
+#include "autotrain/kernels/rope.hpp"
 #include "autotrain/model/config.hpp"
 
 namespace autotrain::model {
 
-// The rotary inverse frequencies theta^(-2i/D), i < D/2, with Llama 3.1's frequency bands when
-// rope_scaling is llama3: long wavelengths divided by `factor`, short ones kept, a smooth blend
-// between.
+// The rotary inverse frequencies theta^(-2i/R), i < R/2 (R = rotary_size(): the head, or its
+// first rotary_dim dimensions), with Llama 3.1's frequency bands when rope_scaling is llama3
+// (long wavelengths divided by `factor`, short ones kept, a smooth blend between), or divided by
+// longrope's short_factor.
 inline std::vector<double> inverse_frequencies(const ModelConfig& c) {
-  const int D = c.head_size();
-  std::vector<double> inv(static_cast<std::size_t>(D / 2));
-  for (int i = 0; i < D / 2; ++i) inv[std::size_t(i)] = std::pow(c.rope_theta, -2.0 * i / D);
-  if (c.rope_scaling.type != "llama3") return inv;
+  const int R = c.rotary_size();
+  std::vector<double> inv(static_cast<std::size_t>(R / 2));
+  for (int i = 0; i < R / 2; ++i) inv[std::size_t(i)] = std::pow(c.rope_theta, -2.0 * i / R);
   const RopeScaling& s = c.rope_scaling;
+  if (s.type == "longrope") {
+    for (std::size_t i = 0; i < inv.size(); ++i) inv[i] /= s.short_factor[i];
+    return inv;
+  }
+  if (s.type != "llama3") return inv;
   const double old_context = s.original_max_position_embeddings;
   const double low_wavelen = old_context / s.low_freq_factor;
   const double high_wavelen = old_context / s.high_freq_factor;
@@ -35,6 +42,24 @@ inline std::vector<double> inverse_frequencies(const ModelConfig& c) {
     }
   }
   return inv;
+}
+
+// cos, sin: [positions, rotary_size() / 2] each, resized and filled (longrope's are scaled by its
+// attention_factor). Positions beyond longrope's original context would need its long_factor:
+// refused.
+template <typename F>
+void rotary_tables(const ModelConfig& c, int positions, std::vector<F>& cos, std::vector<F>& sin) {
+  const RopeScaling& s = c.rope_scaling;
+  AT_CHECK(s.type != "longrope" || positions <= s.original_max_position_embeddings,
+           "model: ", positions, " positions exceed rope_scaling's original_max_position_embeddings"
+           " of ", s.original_max_position_embeddings, ": longrope's long_factor is not supported "
+           "yet; use block_size <= ", s.original_max_position_embeddings);
+  const std::vector<double> inv_freq = inverse_frequencies(c);
+  const int half = c.rotary_size() / 2;
+  cos.assign(std::size_t(positions) * std::size_t(half), F(0));
+  sin.assign(cos.size(), F(0));
+  const double scale = s.type == "longrope" ? s.attention_factor : 1.0;
+  kernels::rope_tables(cos.data(), sin.data(), inv_freq.data(), positions, half, scale);
 }
 
 }  // namespace autotrain::model

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An independent Llama-family model in PyTorch (LlamaForCausalLM, MistralForCausalLM,
-Qwen2ForCausalLM, Qwen3ForCausalLM), for checking autotrain against.
+Qwen2ForCausalLM, Qwen3ForCausalLM) and Phi-3 (Phi3ForCausalLM), for checking autotrain against.
 
-  make OUT [--arch llama|mistral|qwen2|qwen3] [--dtype F32|BF16|F16] [--shards N] [--seed S]
+  make OUT [--arch llama|mistral|qwen2|qwen3|phi3] [--partial-rotary F] [--dtype F32|BF16|F16] [--shards N] [--seed S]
            [--hub CACHE ID] [--drop NAME] [--shape N_LAYER,N_HEAD,N_KV_HEAD,HIDDEN,INTERMEDIATE]
            [--head-dim D] [--tied] [--rope-scaling llama3] [--vocab V] [--max-positions P]
            [--sliding-window W]
@@ -11,7 +11,9 @@ Qwen2ForCausalLM, Qwen3ForCausalLM), for checking autotrain against.
       as Hub id ID in the cache CACHE instead. Defaults: llama, F32, 2 layers, 4 heads, 2 key/value
       heads, hidden 32, intermediate 48, vocabulary 500 (not a multiple of 128), 128 positions,
       head_dim hidden/heads (qwen3: 2 hidden/heads, as Qwen3 has heads·head_dim > hidden), untied.
-      --sliding-window is Mistral's; --drop leaves out one tensor.
+      --sliding-window is Mistral's; --drop leaves out one tensor. phi3: fused qkv_proj and
+      gate_up_proj, --partial-rotary its partial_rotary_factor (default 1.0), --rope-scaling
+      longrope with random short/long factors (max_position_embeddings 4 × the original).
   check FOLDER PROBE TOKENS
       Runs this reference on FOLDER and TOKENS and compares with what hf_probe wrote into PROBE:
       logits (1e-4), loss (1e-4), the gradient of every tensor (autograd, 1e-4 of its largest
@@ -21,18 +23,26 @@ Qwen2ForCausalLM, Qwen3ForCausalLM), for checking autotrain against.
       Every tensor of folder A equals the one of folder B within TOLERANCE.
   logits FOLDER TOKENS OUT
       This reference's logits [T, V] for TOKENS (T = count - 1), as float32 raw bytes.
+  generate FOLDER PROMPT N
+      For a model of the byte vocabulary (ids are bytes, 0 ends the text): PROMPT and up to N
+      bytes decoded greedily after it, as `autotrain generate --temperature 0` prints them.
   selftest
       Checks this reference's pieces against other ways of computing them (see below).
 
 The math follows the published architecture (computed in float64, reported in float32):
 x = embed_tokens[tokens]; per layer h = x + o_proj(attn(rmsnorm(x))), x = h + down_proj(silu(
-gate_proj(n)) * up_proj(n)) with n = rmsnorm(h); rmsnorm(model.norm) and lm_head (embed_tokens when
+gate_proj(n)) * up_proj(n)) with n = rmsnorm(h) (phi3: q, k, v the three parts of qkv_proj's
+output, gate and up the two halves of gate_up_proj's); rmsnorm(model.norm) and lm_head (embed_tokens when
 tied). RMSNorm x / sqrt(mean(x²) + eps) · weight. Attention: q/k/v projections (+bias: qwen2; llama
 and qwen3 with attention_bias, o_proj too), heads of head_dim D, qwen3 RMSNorm of each head's q and
 k (q_norm, k_norm) before the rotary embedding (rotate_half convention, pairs (i, i + D/2), inv_freq
 theta^(-2i/D), llama3 rope_scaling), key/value head j serving query heads j·G .. j·G + G - 1, causal
 softmax(q·kᵀ/sqrt(D)); a sliding window W (Mistral's sliding_window; Qwen's with use_sliding_window,
 layers >= max_window_layers) lets position i see j when 0 <= i - j < W. nn.Linear weights: [out, in].
+Phi-3 rotates the first R = int(partial_rotary_factor · D) dimensions of each head (pairs (i, i +
+R/2), inv_freq theta^(-2i/R)) and passes the rest; longrope divides inv_freq by short_factor and
+multiplies cos and sin by attention_factor (sqrt(1 + ln(factor) / ln(original)) when not given,
+factor = max_position_embeddings / original_max_position_embeddings).
 The selftest (torch_llama_selftest.py) compares attention with PyTorch's fused attention and a loop over visible keys, the
 rotary embedding with complex rotations, incremental decoding with a key/value cache with the full
 forward, causality, and the greedy decoding of made models for near-ties.
@@ -55,6 +65,7 @@ ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
     "mistral": ("MistralForCausalLM", 1e-5, 1000000.0),
     "qwen2": ("Qwen2ForCausalLM", 1e-6, 1000000.0),
     "qwen3": ("Qwen3ForCausalLM", 1e-6, 1000000.0),
+    "phi3": ("Phi3ForCausalLM", 1e-5, 10000.0),
 }
 TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 TRANSFORMERS_VERSION = "4.51.3"
@@ -83,10 +94,17 @@ class Shape:
         self.o_bias = attention_bias
         self.mlp_bias = self.arch == "llama" and bool(c.get("mlp_bias", False))
         self.qk_norm = self.arch == "qwen3"
+        self.fused = self.arch == "phi3"
+        if self.fused:
+            self.D = self.C // self.NH  # Phi3 has no head_dim
+        self.R = int(self.D * c.get("partial_rotary_factor", 1.0)) if self.fused else self.D
+        self.positions, self.original = c["max_position_embeddings"], c.get("original_max_position_embeddings")
         if self.NH % self.NKV:
             sys.exit(f"torch_llama: {self.NH} heads are not a multiple of {self.NKV} key/value heads")
         self.window = [None] * self.L  # per layer
         if self.arch == "mistral" and c.get("sliding_window"):
+            self.window = [c["sliding_window"]] * self.L
+        if self.arch == "phi3" and c.get("sliding_window"):
             self.window = [c["sliding_window"]] * self.L
         if self.arch in ("qwen2", "qwen3") and c.get("use_sliding_window") and c.get("sliding_window"):
             first = c.get("max_window_layers", self.L)
@@ -100,7 +118,9 @@ def names(s):
     for l in range(s.L):
         p = f"model.layers.{l}."
         out[p + "input_layernorm.weight"] = [C]
-        for proj, rows in (("q", NH * D), ("k", NKV * D), ("v", NKV * D)):
+        if s.fused:
+            out[p + "self_attn.qkv_proj.weight"] = [(NH + 2 * NKV) * D, C]
+        for proj, rows in () if s.fused else (("q", NH * D), ("k", NKV * D), ("v", NKV * D)):
             out[p + f"self_attn.{proj}_proj.weight"] = [rows, C]
             if s.qkv_bias:
                 out[p + f"self_attn.{proj}_proj.bias"] = [rows]
@@ -111,7 +131,8 @@ def names(s):
             out[p + "self_attn.q_norm.weight"] = [D]
             out[p + "self_attn.k_norm.weight"] = [D]
         out[p + "post_attention_layernorm.weight"] = [C]
-        for proj, shape in (("gate", [I, C]), ("up", [I, C]), ("down", [C, I])):
+        fused_mlp = (("gate_up", [2 * I, C]), ("down", [C, I]))
+        for proj, shape in fused_mlp if s.fused else (("gate", [I, C]), ("up", [I, C]), ("down", [C, I])):
             out[p + f"mlp.{proj}_proj.weight"] = shape
             if s.mlp_bias:
                 out[p + f"mlp.{proj}_proj.bias"] = shape[:1]
@@ -122,7 +143,8 @@ def names(s):
 
 
 GAIN = {"embed_tokens": 4.0, "lm_head": 5.0, "q_proj": 1.5, "k_proj": 1.5, "v_proj": 1.0,
-        "o_proj": 2.0, "gate_proj": 1.0, "up_proj": 1.0, "down_proj": 2.0}
+        "o_proj": 2.0, "gate_proj": 1.0, "up_proj": 1.0, "down_proj": 2.0, "qkv_proj": 1.5,
+        "gate_up_proj": 1.0}
 
 
 def random_weights(s, seed):
@@ -163,7 +185,8 @@ def llama3_original_positions(D, theta, positions, low=1.0, high=4.0):
     return best
 
 
-def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype):
+def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype, partial=None,
+                seed=1):
     architecture, eps, theta = ARCHS[arch]
     c = dict(architectures=[architecture], model_type=arch, hidden_size=C, intermediate_size=I,
              num_hidden_layers=L, num_attention_heads=NH, num_key_value_heads=NKV, hidden_act="silu",
@@ -184,14 +207,26 @@ def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, wind
         c["sliding_window"] = window
     if arch in ("qwen2", "qwen3"):
         c.update(use_sliding_window=False, max_window_layers=L, sliding_window=P if arch == "qwen2" else None)
+    if arch == "phi3":  # as Phi3Config writes it (Phi-3-mini-4k: sliding_window 2047 of 4096)
+        c.update(bos_token_id=1, eos_token_id=V - 1, pad_token_id=V - 1, sliding_window=window or P - 1,
+                 original_max_position_embeddings=P, partial_rotary_factor=partial or 1.0,
+                 resid_pdrop=0.0, embd_pdrop=0.0)
+        if head_dim:
+            sys.exit("make: phi3 has no head_dim")
     if head_dim or arch == "qwen3":
         c["head_dim"] = head_dim or 2 * C // NH
     if rope_scaling == "llama3":
         D = c.get("head_dim") or C // NH
         c["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                              "original_max_position_embeddings": llama3_original_positions(D, theta, P)}
+    elif rope_scaling == "longrope" and arch == "phi3":
+        g = torch.Generator().manual_seed(seed + 100)
+        half = int(C // NH * c["partial_rotary_factor"]) // 2
+        c["original_max_position_embeddings"], c["max_position_embeddings"] = P, 4 * P
+        c["rope_scaling"] = {"type": "longrope", "short_factor": (1 + 3 * torch.rand(half, generator=g)).tolist(),
+                             "long_factor": (1 + 30 * torch.rand(half, generator=g)).tolist()}
     elif rope_scaling:
-        sys.exit(f"make: --rope-scaling {rope_scaling}: only llama3")
+        sys.exit(f"make: --rope-scaling {rope_scaling}: llama3, or longrope with --arch phi3")
     return c
 
 
@@ -199,7 +234,7 @@ def cmd_make(args):
     out = args[0]
     arch, dtype, shards, seed, hub, drop = "llama", "F32", 1, 1, None, None
     L, NH, NKV, C, I, V, P = 2, 4, 2, 32, 48, 500, 128
-    head_dim, tied, rope_scaling, window = None, False, None, None
+    head_dim, tied, rope_scaling, window, partial = None, False, None, None, None
     i = 1
     while i < len(args):
         option, value = args[i], args[i + 1] if i + 1 < len(args) else None
@@ -225,6 +260,8 @@ def cmd_make(args):
             P = int(value)
         elif option == "--sliding-window":
             window = int(value)
+        elif option == "--partial-rotary":
+            partial = float(value)
         elif option == "--drop":
             drop = value
         elif option == "--hub" and i + 2 < len(args):
@@ -232,9 +269,12 @@ def cmd_make(args):
         else:
             sys.exit(f"make: unknown option {option}" + (f" {value}" if value else ""))
         i += 2
-    if window is not None and arch != "mistral":
-        sys.exit("make: --sliding-window is Mistral's (Qwen's use_sliding_window stays false)")
-    config = make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype)
+    if window is not None and arch not in ("mistral", "phi3"):
+        sys.exit("make: --sliding-window is Mistral's and Phi-3's (Qwen's use_sliding_window stays false)")
+    if partial is not None and arch != "phi3":
+        sys.exit("make: --partial-rotary is Phi-3's")
+    config = make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype, partial,
+                         seed)
     weights = random_weights(Shape(config), seed)
     if drop is not None:
         if drop not in weights:
@@ -273,13 +313,15 @@ def rms_norm(x, weight, eps):
 
 
 def inv_freq(s):
-    f = s.theta ** (-torch.arange(0, s.D, 2, dtype=F64) / s.D)
+    f = s.theta ** (-torch.arange(0, s.R, 2, dtype=F64) / s.R)
     rs = s.rope_scaling
     kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
     if kind == "default":
         return f
+    if kind == "longrope":
+        return f / torch.tensor(rs["short_factor"], dtype=F64)
     if kind != "llama3":
-        sys.exit(f"torch_llama: rope_scaling {rs}: only llama3")
+        sys.exit(f"torch_llama: rope_scaling {rs}: only llama3 and longrope")
     factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
     orig = rs["original_max_position_embeddings"]
     wavelen = 2 * math.pi / f
@@ -293,11 +335,26 @@ def rotate_half(x):
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
-def rope(x, positions, freqs):
-    """x [..., T, D] at positions [T]."""
+def attention_factor(s):
+    """longrope's scale of cos and sin (1 otherwise)."""
+    rs = s.rope_scaling or {}
+    if rs.get("type", rs.get("rope_type")) != "longrope":
+        return 1.0
+    if "attention_factor" in rs:
+        return rs["attention_factor"]
+    original = s.original or s.positions
+    factor = s.positions / original if s.original else rs.get("factor", 1.0)
+    return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+
+
+def rope(x, positions, freqs, scale=1.0):
+    """x [..., T, D] at positions [T]: the first 2·len(freqs) dimensions rotate, the rest pass."""
+    R = 2 * freqs.shape[0]
     angles = positions.to(F64)[:, None] * freqs[None, :]
     angles = torch.cat([angles, angles], dim=-1)
-    return x * angles.cos().to(x.dtype) + rotate_half(x) * angles.sin().to(x.dtype)
+    rot, rest = x[..., :R], x[..., R:]
+    rot = rot * (scale * angles.cos()).to(x.dtype) + rotate_half(rot) * (scale * angles.sin()).to(x.dtype)
+    return torch.cat([rot, rest], dim=-1)
 
 
 def visible(s, layer, q_pos, k_pos):
@@ -324,19 +381,28 @@ def linear(x, w, p):
 
 def qkv(s, w, p, n, positions, freqs):
     T = n.shape[0]
-    q = linear(n, w, p + "self_attn.q_proj").view(T, s.NH, s.D).transpose(0, 1)
-    k = linear(n, w, p + "self_attn.k_proj").view(T, s.NKV, s.D).transpose(0, 1)
-    v = linear(n, w, p + "self_attn.v_proj").view(T, s.NKV, s.D).transpose(0, 1)
+    if s.fused:  # Phi3Attention: query, key, value slices of qkv_proj's output
+        out = linear(n, w, p + "self_attn.qkv_proj")
+        q, k, v = out.split([s.NH * s.D, s.NKV * s.D, s.NKV * s.D], dim=-1)
+    else:
+        q, k, v = (linear(n, w, p + f"self_attn.{x}_proj") for x in "qkv")
+    q = q.reshape(T, s.NH, s.D).transpose(0, 1)
+    k = k.reshape(T, s.NKV, s.D).transpose(0, 1)
+    v = v.reshape(T, s.NKV, s.D).transpose(0, 1)
     if s.qk_norm:
         q = rms_norm(q, w[p + "self_attn.q_norm.weight"], s.eps)
         k = rms_norm(k, w[p + "self_attn.k_norm.weight"], s.eps)
-    return rope(q, positions, freqs), rope(k, positions, freqs), v
+    scale = attention_factor(s)
+    return rope(q, positions, freqs, scale), rope(k, positions, freqs, scale), v
 
 
 def mlp(s, w, p, h):
     n = rms_norm(h, w[p + "post_attention_layernorm.weight"], s.eps)
-    gate = linear(n, w, p + "mlp.gate_proj")
-    return h + linear(torch.nn.functional.silu(gate) * linear(n, w, p + "mlp.up_proj"), w, p + "mlp.down_proj")
+    if s.fused:  # Phi3MLP: gate, up = gate_up_proj(n).chunk(2)
+        gate, up = linear(n, w, p + "mlp.gate_up_proj").chunk(2, dim=-1)
+    else:
+        gate, up = linear(n, w, p + "mlp.gate_proj"), linear(n, w, p + "mlp.up_proj")
+    return h + linear(torch.nn.functional.silu(gate) * up, w, p + "mlp.down_proj")
 
 
 def head(s, w, x):
@@ -441,10 +507,19 @@ def cmd_logits(args):
         forward(s, as_f64(w), tokens[:-1]).numpy().astype(np.float32).tofile(out)
 
 
+def cmd_generate(args):
+    folder, prompt, steps = args[0], args[1].encode(), int(args[2])
+    _, s, w = read_folder(folder)
+    ids, _ = greedy(s, as_f64(w), torch.tensor(list(prompt)), steps)
+    if 0 in ids:
+        ids = ids[:ids.index(0)]
+    sys.stdout.buffer.write(prompt + bytes(ids) + b"\n")
+
+
 if __name__ == "__main__":
     from torch_llama_selftest import cmd_selftest  # noqa: E402  (it imports this file)
     commands = {"make": cmd_make, "check": cmd_check, "same-weights": cmd_same_weights, "logits": cmd_logits,
-                "selftest": cmd_selftest}
+                "generate": cmd_generate, "selftest": cmd_selftest}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     commands[sys.argv[1]](sys.argv[2:])

@@ -159,7 +159,7 @@ TEST(Rope, ForwardMatchesRotateHalfAndLeavesTheRowPaddingAlone) {
   const Vec x = random_vec(kRopeB * kRopeT * kRopeStride, 201);
   Vec rotated = x;
   rope_forward(rotated.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads,
-               kRopeHS, kRopeStride, kRopePos0);
+               kRopeHS, kRopeHS, kRopeStride, kRopePos0);
   for (int b = 0; b < kRopeB; ++b) {
     for (int t = 0; t < kRopeT; ++t) {
       const int p = kRopePos0 + t;
@@ -192,13 +192,59 @@ TEST(Rope, BackwardMatchesFiniteDifferences) {
   auto objective = [&] {
     rotated = x;
     rope_forward(rotated.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads,
-                 kRopeHS, kRopeStride, kRopePos0);
+                 kRopeHS, kRopeHS, kRopeStride, kRopePos0);
     return dot(rotated, w);
   };
   Vec dx = w;
   rope_backward(dx.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads, kRopeHS,
-                kRopeStride, kRopePos0);
+                kRopeHS, kRopeStride, kRopePos0);
   expect_matches_finite_differences(x, dx, objective, "dx");
+}
+
+// Partial rotary embeddings (Phi's partial_rotary_factor): the first R = 4 of each head's 6
+// dimensions rotate as a head of 4 (pairs (i, i + 2)) by scaled tables (longrope's
+// attention_factor); the last 2 pass through; backward is the transposed rotation.
+TEST(Rope, PartialRotaryTurnsTheFirstDimensionsOnly) {
+  constexpr int R = 4, half = R / 2;
+  constexpr double scale = 1.25;
+  const std::vector<double> inv_freq = default_inv_freq(R, 10000.0);
+  Vec cos_table(kRopePositions * half), sin_table(kRopePositions * half);
+  rope_tables(cos_table.data(), sin_table.data(), inv_freq.data(), kRopePositions, half, scale);
+  EXPECT_EQ(cos_table[half], scale * std::cos(inv_freq[0]));
+  const Vec x = random_vec(kRopeB * kRopeT * kRopeStride, 204);
+  Vec rotated = x;
+  rope_forward(rotated.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads,
+               kRopeHS, R, kRopeStride, kRopePos0);
+  for (int bt = 0; bt < kRopeB * kRopeT; ++bt) {
+    const int p = kRopePos0 + bt % kRopeT;
+    for (int h = 0; h < kRopeHeads; ++h) {
+      const std::size_t at = std::size_t(bt) * kRopeStride + h * kRopeHS;
+      const double* head = x.data() + at;
+      for (int i = 0; i < kRopeHS; ++i) {
+        double expected = head[i];
+        if (i < R) {
+          const double angle = p * inv_freq[i % half];
+          const double rotated_half = i < half ? -head[i + half] : head[i - half];
+          expected = scale * (head[i] * std::cos(angle) + rotated_half * std::sin(angle));
+        }
+        EXPECT_NEAR(rotated[at + i], expected, 1e-14) << "bt=" << bt << " h=" << h << " i=" << i;
+      }
+    }
+  }
+  Vec x2 = random_vec(x.size(), 205);
+  const Vec w = random_vec(x.size(), 206);
+  auto objective = [&] {
+    rotated = x2;
+    rope_forward(rotated.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads,
+                 kRopeHS, R, kRopeStride, kRopePos0);
+    return dot(rotated, w);
+  };
+  Vec dx = w;
+  rope_backward(dx.data(), cos_table.data(), sin_table.data(), kRopeB, kRopeT, kRopeHeads, kRopeHS,
+                R, kRopeStride, kRopePos0);
+  // With scaled tables the rotation is not orthogonal: backward (the transposed rotation by the
+  // same tables) is still its exact gradient.
+  expect_matches_finite_differences(x2, dx, objective, "dx");
 }
 
 // ---- SwiGLU -----------------------------------------------------------------------------------

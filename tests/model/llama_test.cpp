@@ -37,7 +37,7 @@ ModelConfig tiny(bool tied) {
   c.qkv_bias = true;
   c.qk_norm = true;
   c.rope_theta = 100;
-  c.rope_scaling = {"llama3", 4, 1, 4, 16};
+  c.rope_scaling = {"llama3", 4, 1, 4, 16, {}, {}, 1};
   return c;
 }
 

@@ -14,11 +14,9 @@
 
 namespace autotrain::config {
 
-// The shape config.json declares, in its family's keys: GPT-2's n_layer, n_head, n_embd,
-// n_positions (or n_ctx), vocab_size; the Llama family's (llama, mistral, qwen2, qwen3)
-// num_hidden_layers, num_attention_heads, hidden_size, max_position_embeddings, vocab_size. The
-// model layer reads the rest (model::read_hf_config). Another model_type is an Error naming
-// `architectures` and `model_type`.
+// The shape config.json declares, as the model layer reads it (model::read_hf_config, whatever
+// the family: GPT-2's n_layer, the Llama family's num_hidden_layers, ...). A model_type no
+// family has is an Error naming `architectures` and `model_type`.
 struct FolderShape {
   int64_t n_layer = 0;
   int64_t n_head = 0;

@@ -7,18 +7,25 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace autotrain::model {
 
+// The model code a family runs (model/family.hpp): GPT-2's, or the Llama-style decoder.
 enum class Family { gpt2, llama };
 
-// rope_scaling of config.json: none (type empty) or Llama 3.1's "llama3" frequency bands.
+// rope_scaling of config.json: none (type empty), Llama 3.1's "llama3" frequency bands, or
+// Phi-3's "longrope": inverse frequencies divided by a factor per dimension (short_factor for
+// sequences within original_max_position_embeddings, long_factor beyond, which autotrain does
+// not run yet) and cos/sin multiplied by attention_factor.
 struct RopeScaling {
-  std::string type;  // "" or "llama3"
+  std::string type;  // "", "llama3" or "longrope"
   double factor = 1;
   double low_freq_factor = 1;
   double high_freq_factor = 4;
   int original_max_position_embeddings = 8192;
+  std::vector<double> short_factor, long_factor;  // longrope: [rotary dims / 2] each
+  double attention_factor = 1;                    // longrope
   bool operator==(const RopeScaling&) const = default;
 };
 
@@ -45,6 +52,9 @@ struct ModelConfig {
   bool qk_norm = false;             // Qwen3's per-head RMSNorm of q and k before the rotation
   double norm_eps = 1e-5;           // layer_norm_epsilon / rms_norm_eps
   double rope_theta = 10000;
+  // Dimensions of each head that rotate (the first ones; Phi's partial_rotary_factor · head_dim);
+  // 0: all of them.
+  int rotary_dim = 0;
   RopeScaling rope_scaling;
   // Mistral's (and Qwen's, when use_sliding_window) attention window; 0: none. Attention over a
   // window is not built: a model refuses sequences longer than it.
@@ -57,11 +67,19 @@ struct ModelConfig {
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
   int mlp_size() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
+  int rotary_size() const { return rotary_dim > 0 ? rotary_dim : head_size(); }
   int q_size() const { return n_head * head_size(); }       // query width
   int kv_size() const { return kv_heads() * head_size(); }  // key (and value) width
   int qkv_size() const { return q_size() + 2 * kv_size(); }
-  // The positions generation keeps in its key/value cache (the window it slides).
-  int generation_context() const { return block_size < 4096 ? block_size : 4096; }
+  // The positions generation keeps in its key/value cache (the window it slides): at most 4096,
+  // and no more than longrope's short factors serve.
+  int generation_context() const {
+    int context = block_size < 4096 ? block_size : 4096;
+    if (rope_scaling.type == "longrope" && rope_scaling.original_max_position_embeddings < context) {
+      context = rope_scaling.original_max_position_embeddings;
+    }
+    return context;
+  }
 
   // Throws autotrain::Error naming the first field that is out of range.
   void validate() const;

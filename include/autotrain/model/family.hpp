@@ -1,9 +1,11 @@
 #pragma once
 // A model family: everything the rest of autotrain knows about an architecture, in one place.
 // The trainer, the ZeRO engines, checkpoints, loading, export and generation use only this and
-// the ParamLayout built from it. One file per family says what the family is:
+// the ParamLayout built from it. One file per family says what the family is, and one line of
+// src/model/registry.cpp makes it known:
 //   src/model/gpt2_family.cpp   GPT-2 (GPT2LMHeadModel), its model in gpt2.cpp
 //   src/model/llama_family.cpp  the Llama family (Llama, Mistral, Qwen2, Qwen3), model in llama.cpp
+//   src/model/phi3_family.cpp   Phi-3 and Phi-4-mini (Phi3ForCausalLM), on llama.cpp's decoder
 //
 // Every family has the same unit structure, which the ZeRO engines rely on:
 //   unit 0        the token embeddings (and positions)
@@ -33,6 +35,30 @@ struct InitRule {
   double bound = 0;  // of `uniform`: values in [-bound, bound]
 };
 
+// What a tensor is to the model that runs it: the Llama-style block (llama.cpp, gpu/llama.cpp)
+// finds its tensors by role, never by name, so families that name or fuse them differently run
+// it unchanged. Tensors laid out one after the other to be read as one (Llama's q_proj, k_proj,
+// v_proj: one [Q + 2·KV, C] gemm) carry the role on the first; a fused tensor (Phi-3's qkv_proj)
+// on itself.
+enum class Role {
+  none,
+  embed,         // token embeddings [Vp, C]
+  norm1,         // the norm before attention
+  qkv,           // q|k|v projection weights [Q + 2·KV, C]
+  qkv_bias,      // their biases
+  q_norm,        // per-head q and k norms [D]
+  k_norm,
+  o,             // attention output projection [C, Q]
+  o_bias,
+  norm2,         // the norm before the MLP
+  gate_up,       // gate|up projection weights [2·I, C]
+  gate_up_bias,
+  down,          // MLP output projection [C, I]
+  down_bias,
+  final_norm,
+  head,          // an untied LM head [Vp, C]
+};
+
 struct TensorSpec {
   std::string name;  // the Hugging Face name
   std::vector<std::int64_t> shape;
@@ -41,6 +67,7 @@ struct TensorSpec {
   // Rows the tensor has in Hugging Face files, when fewer than shape[0]: the padded vocabulary
   // rows of embeddings and LM heads, zero and kept zero. -1: all of them.
   std::int64_t file_rows = -1;
+  Role role = Role::none;
 };
 
 struct UnitSpec {
@@ -56,20 +83,29 @@ struct HookOrder {
   std::vector<int> training;
 };
 
+// A config.json's model_type and the architectures[0] that goes with it.
+struct HfArchitecture {
+  std::string_view model_type;    // "qwen3"
+  std::string_view architecture;  // "Qwen3ForCausalLM"
+};
+
 class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
+  // The model code that runs the family (model/causal_lm.hpp, model/gpu/causal_lm.hpp): GPT-2's,
+  // or the Llama-style decoder, which the Llama family and Phi-3 share.
   virtual Family family() const = 0;
+  // The model_types it reads (the registry, src/model/registry.cpp, finds a family by them).
+  virtual std::vector<HfArchitecture> architectures() const = 0;
   // For logs and the dry run: "GPT-2", "Llama (Qwen3ForCausalLM)".
   virtual std::string describe(const ModelConfig& config) const = 0;
 
   // The tensors, unit by unit, in the order they sit in the flat buffer.
   virtual std::vector<UnitSpec> units(const ModelConfig& config) const = 0;
   virtual HookOrder hook_order(const ModelConfig& config) const = 0;
-  // One line for the dry run and `env`: the family and the shape, e.g. "Llama family
-  // (Qwen3ForCausalLM): 28 layers, hidden 1024, 16 heads of 128, 8 key/value heads, MLP 3072,
-  // 40960 positions, vocabulary 151936, tied embeddings, q/k norm".
-  std::string summary(const ModelConfig& config);
+  // The shape for summary(): "hidden 1024, 16 heads of 128, ..." (the Llama-style decoder's
+  // fields by default).
+  virtual std::string shape_summary(const ModelConfig& config) const;
 
   // Training FLOPs per token at sequence length T, N = the logical parameter count.
   virtual double flops_per_token(const ModelConfig& config, std::size_t parameters,
@@ -89,10 +125,8 @@ class ModelFamily {
   virtual bool conv1d_weights() const { return false; }
 };
 
-const ModelFamily& family_of(Family family);
-inline const ModelFamily& family_of(const ModelConfig& config) {
-  return family_of(config.family);
-}
+// The registered family of config.architecture (src/model/registry.cpp).
+const ModelFamily& family_of(const ModelConfig& config);
 
 // One line for the dry run and `env`: the family and the shape, e.g. "Llama family
 // (Qwen3ForCausalLM): 28 layers, hidden 1024, 16 heads of 128, 8 key/value heads, MLP 3072,
@@ -102,9 +136,10 @@ std::string summary(const ModelConfig& config);
 // Training FLOPs per token at sequence length T: the family's count over the logical parameters.
 double flops_per_token(const ModelConfig& config, int T);
 
-// The model a Hugging Face config.json describes, by its model_type (gpt2, llama, mistral,
-// qwen2, qwen3). Another model_type, an `architectures` entry the family does not have, or an
-// option it does not support is an Error naming `file`, the key and the value.
+// The model a Hugging Face config.json describes, by its model_type and the registry (gpt2,
+// llama, mistral, qwen2, qwen3, phi3). Another model_type, an `architectures` entry the
+// family does not have, or an option it does not support is an Error naming `file`, the key and
+// the value.
 ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file);
 
 }  // namespace autotrain::model

@@ -1,6 +1,7 @@
 #pragma once
-// The Llama family's forward and backward on the CPU (model/causal_lm.hpp; the family, its
-// tensors and options: src/model/llama_family.cpp).
+// The Llama-style decoder's forward and backward on the CPU (model/causal_lm.hpp), which the
+// Llama family (src/model/llama_family.cpp) and Phi-3 (phi3_family.cpp) run; their tensors:
+// src/model/decoder_family.cpp.
 //
 // Hook order (L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = final norm and LM head):
 //   forward:   params(0) release(0)                         embedding lookup
@@ -23,7 +24,8 @@
 
 namespace autotrain::model {
 
-class KernelClock;  // src/model/kernel_clock.hpp
+class KernelClock;    // src/model/kernel_clock.hpp
+struct LlamaOffsets;  // src/model/llama_offsets.hpp: where each tensor sits in its unit
 
 template <typename F>
 class BasicLlama final : public BasicCausalLM<F> {
@@ -50,7 +52,6 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::span<const F> losses() const override;
   std::size_t activation_bytes() const override;
 
-  struct Offsets;  // where each tensor sits in its unit
   struct Activations;
   struct Cache;
 
@@ -71,12 +72,11 @@ class BasicLlama final : public BasicCausalLM<F> {
   int B_;
   int T_;
   bool recompute_;
-  std::unique_ptr<Offsets> offsets_;
+  std::unique_ptr<LlamaOffsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
   std::unique_ptr<Cache> cache_;
-  std::vector<double> inv_freq_;  // [head_dim / 2], rope_scaling applied
-  std::vector<F> rope_cos_, rope_sin_;
+  std::vector<F> rope_cos_, rope_sin_;  // [positions, rotary dimensions / 2]
   int rope_positions_ = 0;
   std::vector<std::int32_t> inputs_, targets_;
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss

@@ -24,6 +24,7 @@ struct ParamTensor {
   bool weight_decay = false;    // true for matmul/embedding weights; false for biases and norms
   InitRule init;                // from scratch
   std::int64_t file_rows = -1;  // rows in Hugging Face files when fewer than shape[0]
+  Role role = Role::none;       // what it is to the model (model/family.hpp)
 
   // The shape in Hugging Face files (the padded vocabulary rows left out) and its elements.
   std::vector<std::uint64_t> file_shape() const;
@@ -83,6 +84,9 @@ class ParamLayout {
   std::size_t offset_in_unit(const ParamTensor& t) const {
     return t.offset - units_[t.unit].offset;
   }
+  // Offset in `unit` of its first tensor with `role`, or kNoTensor when it has none.
+  static constexpr std::size_t kNoTensor = ~std::size_t{0};
+  std::size_t role_offset(int unit, Role role) const;
 
  private:
   ModelConfig config_;

@@ -11,8 +11,9 @@ namespace {
 
 // direction +1 rotates by θ (forward), -1 by -θ (backward: the transposed rotation).
 template <int W, typename F>
-__global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int heads, int half,
-                            std::size_t stride, int pos0, float direction, std::size_t count) {
+__global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int heads, int HS,
+                            int half, std::size_t stride, int pos0, float direction,
+                            std::size_t count) {
   const int packs = half / W;
   for (std::size_t at = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; at < count;
        at += std::size_t{gridDim.x} * blockDim.x) {
@@ -22,7 +23,7 @@ __global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int
     const std::size_t bt = head_row / heads;
     const auto p = static_cast<std::size_t>(pos0) + bt % T;
     const int i = pack * W;
-    F* lo = x + bt * stride + static_cast<std::size_t>(h) * 2 * half + i;
+    F* lo = x + bt * stride + static_cast<std::size_t>(h) * HS + i;
     F* hi = lo + half;
     const auto c = load_packed<W>(cos + p * half + i);
     const auto s = load_packed<W>(sin + p * half + i);
@@ -40,25 +41,26 @@ __global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int
 }
 
 template <typename F>
-void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
+void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS, int R,
             std::size_t stride, int pos0, float direction, cudaStream_t stream) {
-  AT_CHECK(HS > 0 && HS % 2 == 0, "rope: the head size must be even and positive, got ", HS);
+  AT_CHECK(R > 0 && R % 2 == 0 && R <= HS, "rope: the rotary dimensions must be even, positive "
+           "and at most the head size ", HS, ", got ", R);
   AT_CHECK(B >= 0 && T >= 0 && heads >= 1 && pos0 >= 0, "rope: B = ", B, ", T = ", T,
            ", heads = ", heads, ", pos0 = ", pos0, " must be non-negative (heads positive)");
   AT_CHECK(B * T <= 1 || stride >= static_cast<std::size_t>(heads) * HS, "rope: ", heads,
            " heads of ", HS, " do not fit the row stride ", stride);
-  const int half = HS / 2;
+  const int half = R / 2;
   const std::size_t head_rows = static_cast<std::size_t>(B) * T * heads;
   if (head_rows == 0) return;
   constexpr int W = kPack<F>;
-  if (half % W == 0 && stride % W == 0 && all_aligned_16(x, cos, sin)) {
+  if (half % W == 0 && HS % W == 0 && stride % W == 0 && all_aligned_16(x, cos, sin)) {
     const std::size_t count = head_rows * (half / W);
-    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, half,
-                                                                  stride, pos0, direction, count);
+    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(
+        x, cos, sin, T, heads, HS, half, stride, pos0, direction, count);
   } else {
     const std::size_t count = head_rows * half;
-    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, half,
-                                                                  stride, pos0, direction, count);
+    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(
+        x, cos, sin, T, heads, HS, half, stride, pos0, direction, count);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -67,21 +69,21 @@ void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, i
 
 template <typename F>
 void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
-                  std::size_t stride, int pos0, cudaStream_t stream) {
-  rotate(x, cos, sin, B, T, heads, HS, stride, pos0, 1.0f, stream);
+                  int R, std::size_t stride, int pos0, cudaStream_t stream) {
+  rotate(x, cos, sin, B, T, heads, HS, R, stride, pos0, 1.0f, stream);
 }
 
 template <typename F>
 void rope_backward(F* dx, const float* cos, const float* sin, int B, int T, int heads, int HS,
-                   std::size_t stride, int pos0, cudaStream_t stream) {
-  rotate(dx, cos, sin, B, T, heads, HS, stride, pos0, -1.0f, stream);
+                   int R, std::size_t stride, int pos0, cudaStream_t stream) {
+  rotate(dx, cos, sin, B, T, heads, HS, R, stride, pos0, -1.0f, stream);
 }
 
 #define AT_ROPE(F)                                                                                \
-  template void rope_forward<F>(F*, const float*, const float*, int, int, int, int, std::size_t,  \
-                                int, cudaStream_t);                                               \
-  template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, std::size_t, \
-                                 int, cudaStream_t);
+  template void rope_forward<F>(F*, const float*, const float*, int, int, int, int, int,          \
+                                std::size_t, int, cudaStream_t);                                  \
+  template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, int,         \
+                                 std::size_t, int, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ROPE)
 
 }  // namespace autotrain::kernels::gpu

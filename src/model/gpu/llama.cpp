@@ -130,6 +130,7 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
   const ModelConfig& c = b.config;
   const int B = B_, T = T_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const std::size_t bt = b.bt;
   const auto eps = static_cast<float>(c.norm_eps);
@@ -156,8 +157,8 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
     adapt(b.qkvw, x.ln1, x.qkv, C, QKV);
     clock.lap(kMatmul);
   }
-  rope_forward(x.qkv, b.rope_cos, b.rope_sin, B, T, NH, D, b.QKV, 0, stream_);
-  rope_forward(x.qkv + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, b.QKV, 0, stream_);
+  rope_forward(x.qkv, b.rope_cos, b.rope_sin, B, T, NH, D, R, b.QKV, 0, stream_);
+  rope_forward(x.qkv + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, R, b.QKV, 0, stream_);
   layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_);
   clock.lap(kAttention);
   linear_forward(blas_, b.proj, x.atty, p + b.ow, tensor_at(p, b.ob), bt, Q, C, stream_);
@@ -296,6 +297,7 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const ModelConfig& c = b.config;
   const int B = B_, T = T_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const std::size_t bt = b.bt;
   F* dres = b.dresidual;
@@ -334,8 +336,8 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   clock.lap(kMatmul);
   layer_attention_backward(flash_, b.dwide, b.datt, b.flash_delta, b.dsmall, x.qkv, x.atty, x.att,
                            x.flash_lse, B, T, NH, NKV, D, stream_);
-  rope_backward(b.dwide, b.rope_cos, b.rope_sin, B, T, NH, D, b.QKV, 0, stream_);
-  rope_backward(b.dwide + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, b.QKV, 0, stream_);
+  rope_backward(b.dwide, b.rope_cos, b.rope_sin, B, T, NH, D, R, b.QKV, 0, stream_);
+  rope_backward(b.dwide + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, R, b.QKV, 0, stream_);
   clock.lap(kAttention);
   const F* dqkv = b.dwide;
   if (c.qk_norm) {

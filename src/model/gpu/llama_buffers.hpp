@@ -52,7 +52,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   float *lse, *losses;  // [B, T]
   std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
   std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
-  float *rope_cos, *rope_sin;      // [T, D/2] filled once at construction
+  float *rope_cos, *rope_sin;      // [T, R/2] filled once at construction
   // [max(T·C, D)] zeros: the position table of the embedding lookup (encoder_forward adds one;
   // the Llama family has none) and the zero weight that clears the q/k columns of dqkv_pre.
   F* zeros;
@@ -108,6 +108,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
     const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     const auto uT = static_cast<std::size_t>(T);
     const auto D = static_cast<std::size_t>(c.head_size());
+    const auto R = static_cast<std::size_t>(c.rotary_size());
     const auto Vp = static_cast<std::size_t>(c.padded_vocab_size);
     bt = static_cast<std::size_t>(B) * uT;
     C = static_cast<std::size_t>(c.n_embd);
@@ -151,8 +152,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(inputs, bt);
       parts.take(targets, bt);
       parts.take(token_runs, 3 * bt + 1);
-      parts.take(rope_cos, uT * D / 2);
-      parts.take(rope_sin, uT * D / 2);
+      parts.take(rope_cos, uT * R / 2);
+      parts.take(rope_sin, uT * R / 2);
       parts.take(zeros, std::max(uT * C, D));
       parts.take(dresidual, bt * C);
       parts.take(dsmall, bt * std::max(C, Q));

@@ -37,7 +37,7 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
   F* logits;                   // [Vp]
   F* zeros;                    // [C] the embedding lookup's position row
   float* rstd;                 // [NH + NKV] RMSNorm statistics (not read)
-  float *rope_cos, *rope_sin;  // [P, D/2]
+  float *rope_cos, *rope_sin;  // [P, R/2]
   std::int32_t* tokens;        // [P] the tokens fed
 
   Buffers(const ParamLayout& layout, int positions, cudaStream_t stream)
@@ -48,7 +48,7 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
     const auto C = static_cast<std::size_t>(c.n_embd);
     const auto QKV = static_cast<std::size_t>(c.qkv_size());
     const auto I = static_cast<std::size_t>(c.mlp_size());
-    const auto half = static_cast<std::size_t>(c.head_size() / 2);
+    const auto half = static_cast<std::size_t>(c.rotary_size() / 2);
     auto carve = [&](autotrain::gpu::SubBuffers parts) {
       parts.take(cache, L * P * QKV);
       for (F** row : {&x, &ln, &proj, &mid}) parts.take(*row, C);
@@ -119,6 +119,7 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
   AT_CHECK(logits.empty() || logits.size() == static_cast<std::size_t>(c.vocab_size),
            "model: the logits hold vocab_size = ", c.vocab_size, " values, not ", logits.size());
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
+  const int R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
   const int Vp = c.padded_vocab_size;
   const int t = length_;  // this token's position
@@ -149,8 +150,8 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
     } else {
       linear_forward(blas_, row, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
     }
-    rope_forward(row, k.rope_cos, k.rope_sin, 1, 1, NH, D, uQKV, t, stream_);
-    rope_forward(row + Q, k.rope_cos, k.rope_sin, 1, 1, NKV, D, uQKV, t, stream_);
+    rope_forward(row, k.rope_cos, k.rope_sin, 1, 1, NH, D, R, uQKV, t, stream_);
+    rope_forward(row + Q, k.rope_cos, k.rope_sin, 1, 1, NKV, D, R, uQKV, t, stream_);
     attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_);
     linear_forward(blas_, k.proj, k.atty, p + k.ow, tensor_at(p, k.ob), 1, Q, C, stream_);
     residual_forward(k.mid, k.x, k.proj, uC, stream_);

@@ -151,18 +151,24 @@ TYPED_TEST(GpuLlamaKernelsTest, RmsNormRejectsVectorsWiderThanItsLimit) {
 // Rotates the q and k parts of a packed qkv buffer [B, T, (NH + 2·NKV)·HS] (two calls, the k one
 // on an offset pointer) at positions pos0.. (pos0 > 0: a continued sequence), forward on qkv and
 // backward on a gradient; the v part must be left alone. HS = 16 takes the packed path, HS = 10
-// (half = 5) the scalar one.
+// (half = 5) the scalar one; R < HS rotates the first R dimensions of each head only (partial
+// rotary embeddings: packed with R = 16 of 32, scalar with R = 12 of 16).
 TYPED_TEST(GpuLlamaKernelsTest, RopeMatchesCpuOnQkvRowsFromAPositionOffset) {
   using F = TypeParam;
   constexpr int B = 2, T = 5, NH = 4, NKV = 2;
-  for (const auto& [HS, pos0] : {std::pair<int, int>{16, 3}, {10, 2}}) {
-    const std::string shape = " HS=" + std::to_string(HS) + " pos0=" + std::to_string(pos0);
-    const int half = HS / 2;
+  struct Case {
+    int HS, R, pos0;
+  };
+  for (const auto& [HS, R, pos0] : {Case{16, 16, 3}, Case{10, 10, 2}, Case{32, 16, 1},
+                                    Case{16, 12, 4}}) {
+    const std::string shape = " HS=" + std::to_string(HS) + " R=" + std::to_string(R) +
+                              " pos0=" + std::to_string(pos0);
+    const int half = R / 2;
     const int positions = pos0 + T;
     const auto row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
     const auto k_at = static_cast<std::size_t>(NH) * HS;
     std::vector<double> inv_freq(static_cast<std::size_t>(half));
-    for (int i = 0; i < half; ++i) inv_freq[i] = std::pow(10000.0, -2.0 * i / HS);
+    for (int i = 0; i < half; ++i) inv_freq[i] = std::pow(10000.0, -2.0 * i / R);
     // fp32 tables, as the device model builds them; the CPU reference reads the same values.
     std::vector<float> cos32(static_cast<std::size_t>(positions) * half), sin32(cos32.size());
     rope_tables(cos32.data(), sin32.data(), inv_freq.data(), positions, half);
@@ -172,19 +178,19 @@ TYPED_TEST(GpuLlamaKernelsTest, RopeMatchesCpuOnQkvRowsFromAPositionOffset) {
     DeviceTensor<F> d_qkv(qkv), d_dqkv(dqkv);
     DeviceTensor<float> d_cos(cos), d_sin(sin);
 
-    gpu::rope_forward(d_qkv.get(), d_cos.get(), d_sin.get(), B, T, NH, HS, row, pos0,
+    gpu::rope_forward(d_qkv.get(), d_cos.get(), d_sin.get(), B, T, NH, HS, R, row, pos0,
                       this->stream());
-    gpu::rope_forward(d_qkv.get() + k_at, d_cos.get(), d_sin.get(), B, T, NKV, HS, row, pos0,
+    gpu::rope_forward(d_qkv.get() + k_at, d_cos.get(), d_sin.get(), B, T, NKV, HS, R, row, pos0,
                       this->stream());
-    gpu::rope_backward(d_dqkv.get(), d_cos.get(), d_sin.get(), B, T, NH, HS, row, pos0,
+    gpu::rope_backward(d_dqkv.get(), d_cos.get(), d_sin.get(), B, T, NH, HS, R, row, pos0,
                        this->stream());
-    gpu::rope_backward(d_dqkv.get() + k_at, d_cos.get(), d_sin.get(), B, T, NKV, HS, row, pos0,
+    gpu::rope_backward(d_dqkv.get() + k_at, d_cos.get(), d_sin.get(), B, T, NKV, HS, R, row, pos0,
                        this->stream());
     this->sync();
-    rope_forward(qkv.data(), cos.data(), sin.data(), B, T, NH, HS, row, pos0);
-    rope_forward(qkv.data() + k_at, cos.data(), sin.data(), B, T, NKV, HS, row, pos0);
-    rope_backward(dqkv.data(), cos.data(), sin.data(), B, T, NH, HS, row, pos0);
-    rope_backward(dqkv.data() + k_at, cos.data(), sin.data(), B, T, NKV, HS, row, pos0);
+    rope_forward(qkv.data(), cos.data(), sin.data(), B, T, NH, HS, R, row, pos0);
+    rope_forward(qkv.data() + k_at, cos.data(), sin.data(), B, T, NKV, HS, R, row, pos0);
+    rope_backward(dqkv.data(), cos.data(), sin.data(), B, T, NH, HS, R, row, pos0);
+    rope_backward(dqkv.data() + k_at, cos.data(), sin.data(), B, T, NKV, HS, R, row, pos0);
     this->expect_close(d_qkv.download(), qkv, "rope forward" + shape);
     this->expect_close(d_dqkv.download(), dqkv, "rope backward" + shape);
   }

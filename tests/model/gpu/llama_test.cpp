@@ -76,7 +76,7 @@ ModelConfig tiny_config(bool tied) {
   c.qk_norm = true;
   c.norm_eps = 1e-6;
   c.rope_theta = 100;
-  c.rope_scaling = {"llama3", 4, 1, 4, 8};
+  c.rope_scaling = {"llama3", 4, 1, 4, 8, {}, {}, 1};
   c.validate();
   return c;
 }
@@ -106,11 +106,30 @@ Vec rounded_params(const ParamLayout& layout) {
   return params;
 }
 
-// One layout (tied or untied head), its parameters and the device state they start from.
+// Phi-3's options on the same decoder: fused qkv_proj and gate_up_proj, rotary embeddings on 12
+// of the 16 dimensions of each head, longrope's factors and attention factor.
+ModelConfig tiny_phi3_config(bool tied) {
+  ModelConfig c = tiny_config(tied);
+  c.architecture = "Phi3ForCausalLM";
+  c.qkv_bias = c.qk_norm = false;
+  c.rotary_dim = 12;
+  c.rope_scaling = {};
+  c.rope_scaling.type = "longrope";
+  c.rope_scaling.original_max_position_embeddings = 16;
+  c.rope_scaling.short_factor = {1.0, 1.5, 2.0, 3.0, 5.0, 8.0};
+  c.rope_scaling.long_factor = std::vector<double>(6, 10.0);
+  c.rope_scaling.attention_factor = 1.2;
+  c.validate();
+  return c;
+}
+
+// One layout (by default Qwen3's, tied or untied head), its parameters and the device state
+// they start from.
 template <typename F>
 struct Model {
-  explicit Model(bool tied)
-      : layout(tiny_config(tied)), params(rounded_params<F>(layout)), device(layout, params) {}
+  explicit Model(bool tied) : Model(tiny_config(tied)) {}
+  explicit Model(const ModelConfig& config)
+      : layout(config), params(rounded_params<F>(layout)), device(layout, params) {}
   const ParamLayout layout;
   const Vec params;  // host copy, already rounded to F
   DeviceState<F> device;
@@ -148,9 +167,10 @@ class GpuLlamaTest : public ::testing::Test {
 
   // The device model's loss, per-position losses and every gradient against the CPU's for one
   // forward/backward on `targets`.
-  void expect_step_matches_the_cpu(bool tied, const std::vector<std::int32_t>& targets) {
-    Model<F> m(tied);
-    const std::string head = tied ? " (tied)" : " (untied)";
+  void expect_step_matches_the_cpu(bool tied, const std::vector<std::int32_t>& targets,
+                                   bool phi3 = false) {
+    Model<F> m(phi3 ? tiny_phi3_config(tied) : tiny_config(tied));
+    const std::string head = std::string(phi3 ? " Phi-3" : "") + (tied ? " (tied)" : " (untied)");
     const CpuStep cpu = cpu_step(m.layout, m.params, inputs_, targets);
     auto access = m.device.access();
     gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
@@ -180,6 +200,9 @@ class GpuLlamaTest : public ::testing::Test {
     }
   }
 
+  // generate's path against the CPU model (DecoderGivesTheLogitsOfTheFullForwardAtEveryPosition).
+  void expect_decoder_matches_the_cpu(Model<F>& m, bool tied);
+
   const std::vector<std::int32_t> inputs_ = random_tokens(kBT, 11);
   const std::vector<std::int32_t> targets_ = random_tokens(kBT, 12);
 };
@@ -189,6 +212,14 @@ TYPED_TEST_SUITE(GpuLlamaTest, autotrain::testing::GpuElementTypes,
 
 TYPED_TEST(GpuLlamaTest, LossAndEveryGradientMatchTheCpuModelInDouble) {
   for (const bool tied : {true, false}) this->expect_step_matches_the_cpu(tied, this->targets_);
+}
+
+// Phi-3 runs the same device model: its fused tensors found by role, partial rotary
+// embeddings and longrope's scaled tables as the CPU's.
+TYPED_TEST(GpuLlamaTest, Phi3LossAndEveryGradientMatchTheCpuModelInDouble) {
+  for (const bool tied : {true, false}) {
+    this->expect_step_matches_the_cpu(tied, this->targets_, /*phi3=*/true);
+  }
 }
 
 // Targets of kIgnoreTarget carry no loss: the mean and its gradient are over the others, as on
@@ -346,6 +377,17 @@ TYPED_TEST(GpuLlamaTest, DecoderGivesTheLogitsOfTheFullForwardAtEveryPosition) {
   using F = TypeParam;
   for (const bool tied : {true, false}) {
     Model<F> m(tied);
+    SCOPED_TRACE("Qwen3");
+    this->expect_decoder_matches_the_cpu(m, tied);
+  }
+  Model<F> phi3(tiny_phi3_config(false));
+  SCOPED_TRACE("Phi-3");
+  this->expect_decoder_matches_the_cpu(phi3, false);
+}
+
+template <typename F>
+void GpuLlamaTest<F>::expect_decoder_matches_the_cpu(Model<F>& m, bool tied) {
+  {
     Vec cpu_params = m.params;
     BasicFlatUnitAccess<double> cpu_access(m.layout, cpu_params.data(), nullptr);
     BasicLlama<double> cpu(m.layout, 1, 1);

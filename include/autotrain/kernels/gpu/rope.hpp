@@ -1,7 +1,8 @@
 #pragma once
 // CUDA rotary position embeddings (mirrors kernels/rope.hpp), Hugging Face convention
-// (rotate_half): in a head of HS elements (HS even, half = HS / 2) element i < half pairs with
-// element i + half and the pair turns by the angle of the row's position p:
+// (rotate_half): of a head of HS elements the first R rotate (R even, R <= HS; the rest pass
+// through); with half = R / 2, element i < half pairs with element i + half and the pair turns
+// by the angle of the row's position p:
 //   x'[i] = x[i]·cos[p, i] - x[i+half]·sin[p, i];   x'[i+half] = x[i+half]·cos[p, i] + x[i]·sin[p,
 //   i].
 // Shapes: cos, sin [positions, half] fp32 device tables whatever F is (float, __nv_bfloat16,
@@ -20,13 +21,13 @@ namespace autotrain::kernels::gpu {
 // Rotates x in place (fp32 arithmetic, one rounding to F per element).
 template <typename F>
 void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
-                  std::size_t stride, int pos0, cudaStream_t stream);
+                  int R, std::size_t stride, int pos0, cudaStream_t stream);
 
 // The gradient through the rotation, in place: dx ← Rᵀ·dx (the rotation by -θ). The rotation
 // reads nothing but its input, so the gradient overwrites the output's.
 template <typename F>
 void rope_backward(F* dx, const float* cos, const float* sin, int B, int T, int heads, int HS,
-                   std::size_t stride, int pos0, cudaStream_t stream);
+                   int R, std::size_t stride, int pos0, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

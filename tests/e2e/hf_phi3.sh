@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Phi-3 and Phi-4-mini folders (Phi3ForCausalLM) checked against the PyTorch reference
+# (tests/e2e/torch_llama.py --arch phi3, written from transformers' Phi-3 semantics):
+#   1. Phi-3-mini's layout (fused qkv_proj and gate_up_proj, untied head, sliding_window), Phi-4-
+#      mini's (partial_rotary_factor 0.75, GQA, tied head) and longrope rope scaling (BF16 in 2
+#      shards): our logits match PyTorch's to 1e-4, the loss, every gradient and 20 greedily
+#      decoded tokens (key/value cache) too;
+#   2. a ZeRO-3 fine-tune under mpirun -np 2 learns, exports a Phi-3 folder (fused names,
+#      config.json of model_type phi3) that the reference reproduces, and `autotrain generate`
+#      samples from it greedily the text the reference decodes;
+#   3. LoRA on the fused modules: PEFT's adapters (qkv_proj, o_proj, gate_up_proj, down_proj)
+#      against the reference (tests/e2e/torch_lora.py), and a LoRA fine-tune at ZeRO-3 that
+#      exports PEFT's merge and an adapter folder naming Phi-3's modules;
+#   4. what is not supported is refused by name.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
+probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
+python=${PYTHON:-/usr/bin/python3}
+torch_llama=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_llama.py")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "hf_phi3: $*"; exit 1; }
+
+"$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange(256)) for _ in range(17)))" > tokens.txt
+
+check_folder() {  # FOLDER: our numbers against PyTorch's
+  rm -rf probe && mkdir probe
+  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
+  "${torch_llama[@]}" check "$1" probe tokens.txt > check.out || { cat check.out; fail "$1 differs from the PyTorch reference"; }
+  echo "$1: $(grep -E '^(logits|gradients)' check.out | tr '\n' ' ')"
+}
+
+# 1. Every variant, against PyTorch (a byte vocabulary, so that generate can sample them).
+"${torch_llama[@]}" make phi3 --arch phi3 --vocab 256 --seed 11
+"${torch_llama[@]}" make phi4 --arch phi3 --vocab 256 --shape 2,4,2,64,64 --partial-rotary 0.75 --tied --seed 12
+"${torch_llama[@]}" make longrope --arch phi3 --vocab 256 --partial-rotary 0.5 --rope-scaling longrope --dtype BF16 --shards 2 --seed 13
+for folder in phi3 phi4 longrope; do check_folder "$folder"; done
+grep -qa 'self_attn.qkv_proj.weight' phi3/model.safetensors || fail "the made folder does not have Phi-3's fused names"
+
+common=(--block-size 32 --tokenizer byte --batch-size 2 --gradient-accumulation 1 --threads 1
+  --logging-steps 1 --eval-strategy no --comm-backend mpi)
+"$AUTOTRAIN_BIN" train --model phi4 --dry-run "${common[@]}" > dry.out 2>&1 || { cat dry.out; fail "dry run"; }
+grep -q "model        phi4, Phi-3 (Phi3ForCausalLM): 2 layers, hidden 64, 4 heads of 16, 2 key/value heads, MLP 64, 128 positions, vocabulary 256, tied embeddings, rotary on 12 of 16" dry.out ||
+  { cat dry.out; fail "the dry run does not show the family and its shape"; }
+
+# 2. Fine-tuning at ZeRO-3 on two ranks learns; the export is a Phi-3 folder the reference
+# reproduces, and generate decodes what the reference decodes.
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model phi4 --project-name tuned --zero-stage 3 \
+  --max-steps 8 --lr 3e-3 "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
+grep -q "model: Phi-3 (Phi3ForCausalLM) (phi4), weights from $work/phi4" tuned.log ||
+  { head -8 tuned.log; fail "no 'weights from'"; }
+"$python" - tuned/metrics.jsonl <<'PY' || fail "the fine-tune did not learn"
+import json, sys
+losses = [json.loads(line)["loss"] for line in open(sys.argv[1]) if '"loss"' in line]
+assert len(losses) == 8 and sum(losses[-3:]) / 3 < losses[0] - 0.1, losses
+print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+PY
+"$python" - tuned/config.json <<'PY' || fail "the export's config.json"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["architectures"] == ["Phi3ForCausalLM"] and c["model_type"] == "phi3", c
+assert c["partial_rotary_factor"] == 0.75 and c["tie_word_embeddings"] is True and "head_dim" not in c, c
+PY
+check_folder tuned
+"$AUTOTRAIN_BIN" generate --model tuned --prompt "To be" --max-new-tokens 12 --temperature 0 > ours.txt 2> gen.log ||
+  { cat gen.log; fail "generate"; }
+"${torch_llama[@]}" generate tuned "To be" 12 > reference.txt
+cmp ours.txt reference.txt || fail "generate printed '$(cat ours.txt)', the reference '$(cat reference.txt)'"
+echo "generate: '$(cat ours.txt)' as the reference"
+
+# 3. LoRA on the fused modules.
+torch_lora=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_lora.py")
+"${torch_lora[@]}" make-adapter phi4 adapter --r 4 --alpha 12 --targets all-linear --seed 5 > /dev/null
+rm -rf probe && mkdir probe
+"$probe_bin" adapter tokens.txt probe || fail "hf_probe on the adapter folder"
+"${torch_lora[@]}" check adapter probe tokens.txt > lora-check.out ||
+  { cat lora-check.out; fail "PyTorch disagrees on the LoRA adapters"; }
+echo "adapter: $(grep gradients lora-check.out)"
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model phi3 --project-name lora --zero-stage 3 \
+  --max-steps 3 --lr 3e-3 --peft true --lora-r 4 --lora-alpha 8 --merge-adapter true "${common[@]}" \
+  > lora.log 2>&1 || { tail -20 lora.log; fail "LoRA fine-tuning"; }
+"$python" - lora/adapter/adapter_config.json <<'PY' || fail "the adapter's target_modules"
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["target_modules"] == ["down_proj", "gate_up_proj", "o_proj", "qkv_proj"], c["target_modules"]
+PY
+"${torch_lora[@]}" merged lora/adapter lora 1e-6 || fail "the merged model is not PEFT's merge"
+
+# 4. Refused, by name.
+refused() {  # NAME PATTERN FOLDER [BLOCK-SIZE]
+  local name=$1 pattern=$2 folder=$3 status=0
+  timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]:2}" \
+    --block-size "${4:-32}" > "$name.out" 2>&1 || status=$?
+  [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
+  grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
+}
+edit() {  # FROM TO PYTHON-STATEMENT-ON-c
+  cp -r "$1" "$2"
+  "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
+}
+edit longrope long 'c["sliding_window"] = None'
+refused beyond 'positions exceed rope_scaling.s original_max_position_embeddings of 128: longrope.s long_factor is not supported yet' long 256
+edit phi3 window 'c["sliding_window"] = 16'
+refused window "block_size 32 .* exceeds the base model's sliding_window of 16" window
+edit phi3 factors 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0, 2.0]}'
+refused factors 'rope_scaling.short_factor should be a list of 4 numbers' factors
+edit phi3 odd 'c["partial_rotary_factor"] = 0.375'
+refused odd 'partial_rotary_factor 0.375 is not supported' odd
+echo "hf_phi3: ok"
