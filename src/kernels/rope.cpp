@@ -14,8 +14,9 @@ namespace {
 template <typename F>
 void rotate(F* x, const F* cos, const F* sin, int B, int T, int heads, int HS, int R,
             std::size_t stride, int pos0, F direction) {
-  AT_CHECK(R > 0 && R % 2 == 0 && R <= HS, "rope: the rotary dimensions must be even, positive "
-           "and at most the head size ", HS, ", got ", R);
+  AT_CHECK(R > 0 && R % 2 == 0 && R <= HS,
+           "rope: the rotary dimensions must be even, positive and at most the head size ", HS,
+           ", got ", R);
   const int half = R / 2;
 #pragma omp parallel for schedule(static)
   for (int bt = 0; bt < B * T; ++bt) {
@@ -73,7 +74,7 @@ template void rope_forward<double>(double*, const double*, const double*, int, i
                                    std::size_t, int);
 template void rope_backward<float>(float*, const float*, const float*, int, int, int, int, int,
                                    std::size_t, int);
-template void rope_backward<double>(double*, const double*, const double*, int, int, int, int,
-                                    int, std::size_t, int);
+template void rope_backward<double>(double*, const double*, const double*, int, int, int, int, int,
+                                    std::size_t, int);
 
 }  // namespace autotrain::kernels

@@ -63,10 +63,11 @@ void ModelConfig::validate() const {
              head_size(), " (0: head_dim)");
     if (rope_scaling.type == "longrope") {
       const auto pairs = static_cast<std::size_t>(rotary_size() / 2);
-      AT_CHECK(rope_scaling.short_factor.size() == pairs && rope_scaling.long_factor.size() == pairs,
-               "model config: longrope's short_factor and long_factor need ", pairs,
-               " entries each (rotary dimensions / 2), got ", rope_scaling.short_factor.size(),
-               " and ", rope_scaling.long_factor.size());
+      AT_CHECK(
+          rope_scaling.short_factor.size() == pairs && rope_scaling.long_factor.size() == pairs,
+          "model config: longrope's short_factor and long_factor need ", pairs,
+          " entries each (rotary dimensions / 2), got ", rope_scaling.short_factor.size(), " and ",
+          rope_scaling.long_factor.size());
     }
   }
 }
@@ -146,7 +147,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     c.rope_scaling.long_factor = rope.at("long_factor").get<std::vector<double>>();
     c.rope_scaling.attention_factor = rope.at("attention_factor").get<double>();
   }
-  if (j.contains("rotary_dim")) c.rotary_dim = json_integer<int>(j.at("rotary_dim"), "rotary_dim", 0, kMax);
+  if (j.contains("rotary_dim"))
+    c.rotary_dim = json_integer<int>(j.at("rotary_dim"), "rotary_dim", 0, kMax);
   if (c.family == Family::gpt2) {  // GPT-2's are the defaults: compare equal to gpt2(...)
     c.n_kv_head = c.head_dim = c.intermediate_size = 0;
   }

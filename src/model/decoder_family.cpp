@@ -40,8 +40,8 @@ void projection(std::vector<TensorSpec>& t, const std::string& fused,
     return;
   }
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    t.push_back({parts[i].first, {parts[i].second, in}, kNormal, true, -1,
-                 i == 0 ? role : Role::none});
+    t.push_back(
+        {parts[i].first, {parts[i].second, in}, kNormal, true, -1, i == 0 ? role : Role::none});
   }
 }
 
@@ -65,11 +65,12 @@ RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
             : rope.integer_or("original_max_position_embeddings", positions);
     scaling.factor = top ? double(positions) / scaling.original_max_position_embeddings
                          : rope.number_or("factor", 1);
-    scaling.attention_factor = rope.number_or(
-        "attention_factor",
-        scaling.factor <= 1 ? 1.0
-                            : std::sqrt(1 + std::log(scaling.factor) /
-                                                std::log(scaling.original_max_position_embeddings)));
+    scaling.attention_factor =
+        rope.number_or("attention_factor",
+                       scaling.factor <= 1
+                           ? 1.0
+                           : std::sqrt(1 + std::log(scaling.factor) /
+                                               std::log(scaling.original_max_position_embeddings)));
     const auto factors = [&](const char* key) {
       AT_CHECK(json.contains(key) && json[key].is_array() &&
                    json[key].size() == std::size_t(rotary_dim / 2),
@@ -126,12 +127,17 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
   const bool fused = fused_projections();
   std::vector<UnitSpec> units;
   units.push_back({"embeddings",
-                   {{"model.embed_tokens.weight", {c.padded_vocab_size, C}, kNormal, true,
-                     c.vocab_size, Role::embed}}});
+                   {{"model.embed_tokens.weight",
+                     {c.padded_vocab_size, C},
+                     kNormal,
+                     true,
+                     c.vocab_size,
+                     Role::embed}}});
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = cat("model.layers.", l, ".");
     const std::string a = p + "self_attn.", m = p + "mlp.";
-    UnitSpec unit{cat("h.", l), {{p + "input_layernorm.weight", {C}, kOne, false, -1, Role::norm1}}};
+    UnitSpec unit{cat("h.", l),
+                  {{p + "input_layernorm.weight", {C}, kOne, false, -1, Role::norm1}}};
     auto& t = unit.tensors;
     projection(t, a + "qkv_proj.weight",
                {{a + "q_proj.weight", Q}, {a + "k_proj.weight", KV}, {a + "v_proj.weight", KV}}, C,
@@ -148,8 +154,8 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
     t.push_back({a + "o_proj.weight", {C, Q}, kNormal, true, -1, Role::o});
     if (c.o_bias) t.push_back({a + "o_proj.bias", {C}, kZero, false, -1, Role::o_bias});
     t.push_back({p + "post_attention_layernorm.weight", {C}, kOne, false, -1, Role::norm2});
-    projection(t, m + "gate_up_proj.weight", {{m + "gate_proj.weight", I}, {m + "up_proj.weight", I}},
-               C, Role::gate_up, fused);
+    projection(t, m + "gate_up_proj.weight",
+               {{m + "gate_proj.weight", I}, {m + "up_proj.weight", I}}, C, Role::gate_up, fused);
     if (c.mlp_bias) {
       t.push_back({m + "gate_proj.bias", {I}, kZero, false, -1, Role::gate_up_bias});
       t.push_back({m + "up_proj.bias", {I}, kZero});
@@ -224,8 +230,10 @@ ModelConfig DecoderFamily::read_common(const HfConfig& config, std::string_view 
     const double factor = config.number_or("partial_rotary_factor", 1);
     const double dims = factor * c.head_dim;
     AT_CHECK(factor > 0 && factor <= 1 && static_cast<int>(dims) % 2 == 0 && dims >= 2, file,
-             ": partial_rotary_factor ", factor, " is not supported (expected a number in (0, 1] "
-             "that leaves an even number of rotary dimensions of head_dim ", c.head_dim, ")");
+             ": partial_rotary_factor ", factor,
+             " is not supported (expected a number in (0, 1] "
+             "that leaves an even number of rotary dimensions of head_dim ",
+             c.head_dim, ")");
     c.rotary_dim = static_cast<int>(dims);
   }
   c.rope_scaling = read_rope_scaling(config, c.rotary_size());

@@ -19,8 +19,7 @@ class DecoderFamily : public ModelFamily {
   Family family() const override { return Family::llama; }
   std::vector<UnitSpec> units(const ModelConfig& config) const override;
   HookOrder hook_order(const ModelConfig& config) const override;
-  double flops_per_token(const ModelConfig& config, std::size_t parameters,
-                         int T) const override;
+  double flops_per_token(const ModelConfig& config, std::size_t parameters, int T) const override;
   bool ignored_file_tensor(const ModelConfig& config, std::string_view name) const override;
 
  protected:

@@ -126,7 +126,8 @@ struct BasicLlama<F>::Cache {
 template <typename F>
 BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recompute)
     : config_(layout.config()), B_(B), T_(T), recompute_(recompute) {
-  AT_CHECK(config_.family == Family::llama, "internal: BasicLlama needs a layout of a family on the Llama-style decoder");
+  AT_CHECK(config_.family == Family::llama,
+           "internal: BasicLlama needs a layout of a family on the Llama-style decoder");
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
            " must be in [1, max_position_embeddings = ", config_.block_size, "]");
@@ -394,8 +395,8 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   linear_backward(dsmall, g + o.guw, tensor_at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   adapt(o.guw, ln2, dwide, dsmall, C, 2 * I);
   clock.lap(kMatmul);
-  rmsnorm_backward(dres, g + o.ln2w, dsmall, a.mid + li * bt * uC, p + o.ln2w, a.rstd2 + li * bt, bt,
-                   1, C, uC);
+  rmsnorm_backward(dres, g + o.ln2w, dsmall, a.mid + li * bt * uC, p + o.ln2w, a.rstd2 + li * bt,
+                   bt, 1, C, uC);
   clock.lap(kNorm);
   // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
   const F* atty = a.atty + li * bt * a.Q;

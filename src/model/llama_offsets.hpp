@@ -19,8 +19,9 @@ struct LlamaOffsets {
     const int block = ParamLayout::block_unit(0), last = layout.final_norm_unit();
     const auto at = [&](int unit, Role role, bool needed) {
       const std::size_t offset = layout.role_offset(unit, role);
-      AT_CHECK(!needed || offset != kNone, "internal: the ", layout.family().describe(layout.config()),
-               " layout has no tensor of role ", static_cast<int>(role), " in unit ", unit);
+      AT_CHECK(!needed || offset != kNone, "internal: the ",
+               layout.family().describe(layout.config()), " layout has no tensor of role ",
+               static_cast<int>(role), " in unit ", unit);
       return offset;
     };
     const ModelConfig& c = layout.config();

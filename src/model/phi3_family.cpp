@@ -30,8 +30,8 @@ class Phi3Family final : public DecoderFamily {
     const HfConfig config(json, file);
     config.expect_architecture(kArchitecture);
     // Phi3Config has no head_dim: hidden_size / num_attention_heads, whatever a file says.
-    config.expect_number("head_dim", double(config.integer("hidden_size") /
-                                            config.integer("num_attention_heads")));
+    config.expect_number(
+        "head_dim", double(config.integer("hidden_size") / config.integer("num_attention_heads")));
     ModelConfig c = read_common(config, kArchitecture, 10000);
     c.norm_eps = config.number_or("rms_norm_eps", 1e-5);
     // The rotary dimensions: all of the head unless partial_rotary_factor says otherwise.

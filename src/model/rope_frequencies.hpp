@@ -51,9 +51,13 @@ template <typename F>
 void rotary_tables(const ModelConfig& c, int positions, std::vector<F>& cos, std::vector<F>& sin) {
   const RopeScaling& s = c.rope_scaling;
   AT_CHECK(s.type != "longrope" || positions <= s.original_max_position_embeddings,
-           "model: ", positions, " positions exceed rope_scaling's original_max_position_embeddings"
-           " of ", s.original_max_position_embeddings, ": longrope's long_factor is not supported "
-           "yet; use block_size <= ", s.original_max_position_embeddings);
+           "model: ", positions,
+           " positions exceed rope_scaling's original_max_position_embeddings"
+           " of ",
+           s.original_max_position_embeddings,
+           ": longrope's long_factor is not supported "
+           "yet; use block_size <= ",
+           s.original_max_position_embeddings);
   const std::vector<double> inv_freq = inverse_frequencies(c);
   const int half = c.rotary_size() / 2;
   cos.assign(std::size_t(positions) * std::size_t(half), F(0));

@@ -27,8 +27,8 @@ nlohmann::json phi4_mini_json() {
       "hidden_act": "silu", "sliding_window": 262144, "resid_pdrop": 0.0})");
   std::vector<double> short_factor(48, 1.0), long_factor(48, 2.0);
   for (std::size_t i = 0; i < 48; ++i) short_factor[i] += 0.01 * double(i);
-  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", short_factor},
-                       {"long_factor", long_factor}};
+  j["rope_scaling"] = {
+      {"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}};
   return j;
 }
 
@@ -78,16 +78,19 @@ TEST(Phi3Family, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
     edit(json);
     return testing::error_of([&] { (void)read_hf_config(json, "m/config.json"); });
   };
-  EXPECT_NE(error([](auto& j) { j["partial_rotary_factor"] = 0.7; })
-                .find("m/config.json: partial_rotary_factor 0.7 is not supported"),
+  EXPECT_NE(error([](auto& j) {
+              j["partial_rotary_factor"] = 0.7;
+            }).find("m/config.json: partial_rotary_factor 0.7 is not supported"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["head_dim"] = 96; }).find("head_dim 96 is not supported"),
             std::string::npos);
-  EXPECT_NE(error([](auto& j) { j["rope_scaling"]["short_factor"] = {1.0, 2.0}; })
-                .find("rope_scaling.short_factor should be a list of 48 numbers"),
+  EXPECT_NE(error([](auto& j) {
+              j["rope_scaling"]["short_factor"] = {1.0, 2.0};
+            }).find("rope_scaling.short_factor should be a list of 48 numbers"),
             std::string::npos);
-  EXPECT_NE(error([](auto& j) { j["architectures"] = {"LlamaForCausalLM"}; })
-                .find("(expected [\"Phi3ForCausalLM\"]"),
+  EXPECT_NE(error([](auto& j) {
+              j["architectures"] = {"LlamaForCausalLM"};
+            }).find("(expected [\"Phi3ForCausalLM\"]"),
             std::string::npos);
   // Positions that would need longrope's long_factor.
   nlohmann::json j = phi4_mini_json();
@@ -98,8 +101,9 @@ TEST(Phi3Family, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
   j["rope_scaling"]["long_factor"] = std::vector<double>(6, 1.0);
   const ParamLayout layout(read_hf_config(j, "config.json"));
   EXPECT_NO_THROW(LlamaModel(layout, 1, 8));
-  EXPECT_NE(testing::error_of([&] { LlamaModel(layout, 1, 9); })
-                .find("9 positions exceed rope_scaling's original_max_position_embeddings of 8"),
+  EXPECT_NE(testing::error_of([&] {
+              LlamaModel(layout, 1, 9);
+            }).find("9 positions exceed rope_scaling's original_max_position_embeddings of 8"),
             std::string::npos);
 }
 

@@ -13,8 +13,7 @@ namespace autotrain::kernels {
 
 // cos[p, i] = scale · cos(p · inv_freq[i]), sin likewise, for p < positions; computed in double.
 template <typename F>
-void rope_tables(F* cos, F* sin, const double* inv_freq, int positions, int half,
-                 double scale = 1);
+void rope_tables(F* cos, F* sin, const double* inv_freq, int positions, int half, double scale = 1);
 
 // Rotates x in place. pos0 + T <= the tables' positions.
 template <typename F>

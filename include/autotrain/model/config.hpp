@@ -75,7 +75,8 @@ struct ModelConfig {
   // and no more than longrope's short factors serve.
   int generation_context() const {
     int context = block_size < 4096 ? block_size : 4096;
-    if (rope_scaling.type == "longrope" && rope_scaling.original_max_position_embeddings < context) {
+    if (rope_scaling.type == "longrope" &&
+        rope_scaling.original_max_position_embeddings < context) {
       context = rope_scaling.original_max_position_embeddings;
     }
     return context;

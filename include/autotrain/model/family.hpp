@@ -42,21 +42,21 @@ struct InitRule {
 // on itself.
 enum class Role {
   none,
-  embed,         // token embeddings [Vp, C]
-  norm1,         // the norm before attention
-  qkv,           // q|k|v projection weights [Q + 2·KV, C]
-  qkv_bias,      // their biases
-  q_norm,        // per-head q and k norms [D]
+  embed,     // token embeddings [Vp, C]
+  norm1,     // the norm before attention
+  qkv,       // q|k|v projection weights [Q + 2·KV, C]
+  qkv_bias,  // their biases
+  q_norm,    // per-head q and k norms [D]
   k_norm,
-  o,             // attention output projection [C, Q]
+  o,  // attention output projection [C, Q]
   o_bias,
-  norm2,         // the norm before the MLP
-  gate_up,       // gate|up projection weights [2·I, C]
+  norm2,    // the norm before the MLP
+  gate_up,  // gate|up projection weights [2·I, C]
   gate_up_bias,
-  down,          // MLP output projection [C, I]
+  down,  // MLP output projection [C, I]
   down_bias,
   final_norm,
-  head,          // an untied LM head [Vp, C]
+  head,  // an untied LM head [Vp, C]
 };
 
 struct TensorSpec {

@@ -43,8 +43,9 @@ __global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int
 template <typename F>
 void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS, int R,
             std::size_t stride, int pos0, float direction, cudaStream_t stream) {
-  AT_CHECK(R > 0 && R % 2 == 0 && R <= HS, "rope: the rotary dimensions must be even, positive "
-           "and at most the head size ", HS, ", got ", R);
+  AT_CHECK(R > 0 && R % 2 == 0 && R <= HS,
+           "rope: the rotary dimensions must be even, positive and at most the head size ", HS,
+           ", got ", R);
   AT_CHECK(B >= 0 && T >= 0 && heads >= 1 && pos0 >= 0, "rope: B = ", B, ", T = ", T,
            ", heads = ", heads, ", pos0 = ", pos0, " must be non-negative (heads positive)");
   AT_CHECK(B * T <= 1 || stride >= static_cast<std::size_t>(heads) * HS, "rope: ", heads,
@@ -55,12 +56,12 @@ void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, i
   constexpr int W = kPack<F>;
   if (half % W == 0 && HS % W == 0 && stride % W == 0 && all_aligned_16(x, cos, sin)) {
     const std::size_t count = head_rows * (half / W);
-    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(
-        x, cos, sin, T, heads, HS, half, stride, pos0, direction, count);
+    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, HS, half,
+                                                                  stride, pos0, direction, count);
   } else {
     const std::size_t count = head_rows * half;
-    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(
-        x, cos, sin, T, heads, HS, half, stride, pos0, direction, count);
+    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, HS, half,
+                                                                  stride, pos0, direction, count);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -68,8 +69,8 @@ void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, i
 }  // namespace
 
 template <typename F>
-void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
-                  int R, std::size_t stride, int pos0, cudaStream_t stream) {
+void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS, int R,
+                  std::size_t stride, int pos0, cudaStream_t stream) {
   rotate(x, cos, sin, B, T, heads, HS, R, stride, pos0, 1.0f, stream);
 }
 
@@ -79,10 +80,10 @@ void rope_backward(F* dx, const float* cos, const float* sin, int B, int T, int 
   rotate(dx, cos, sin, B, T, heads, HS, R, stride, pos0, -1.0f, stream);
 }
 
-#define AT_ROPE(F)                                                                                \
-  template void rope_forward<F>(F*, const float*, const float*, int, int, int, int, int,          \
-                                std::size_t, int, cudaStream_t);                                  \
-  template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, int,         \
+#define AT_ROPE(F)                                                                        \
+  template void rope_forward<F>(F*, const float*, const float*, int, int, int, int, int,  \
+                                std::size_t, int, cudaStream_t);                          \
+  template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, int, \
                                  std::size_t, int, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ROPE)
 

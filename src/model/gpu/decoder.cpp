@@ -10,7 +10,6 @@
 #include "autotrain/kernels/gpu/layernorm.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
 #include "autotrain/model/gpt2_offsets.hpp"
-#include "host_floats.hpp"
 
 namespace autotrain::model::gpu {
 
@@ -57,14 +56,8 @@ struct DeviceGpt2Decoder<F>::Buffers : TensorOffsets {
 template <typename F>
 DeviceGpt2Decoder<F>::DeviceGpt2Decoder(const ParamLayout& layout, int positions,
                                         cudaStream_t stream, const BlasHandle& blas)
-    : positions_(positions),
-      stream_(stream),
-      blas_(blas),
-      host_tokens_(static_cast<std::size_t>(positions)),
-      host_logits_(static_cast<std::size_t>(layout.config().vocab_size)) {
+    : DeviceDecoderBase<F>(layout.config(), positions, stream, blas) {
   const ModelConfig& config = layout.config();
-  AT_CHECK(positions >= 1 && positions <= config.block_size, "model: a decoder of ", positions,
-           " positions; expected 1..block_size = ", config.block_size);
   AT_CHECK(config.n_embd <= kLayerNormMaxChannels, "model: n_embd = ", config.n_embd,
            " is wider than the ", kLayerNormMaxChannels, " channels the CUDA LayerNorm takes");
   buffers_ = std::make_unique<Buffers>(layout, positions);
@@ -72,13 +65,6 @@ DeviceGpt2Decoder<F>::DeviceGpt2Decoder(const ParamLayout& layout, int positions
 
 template <typename F>
 DeviceGpt2Decoder<F>::~DeviceGpt2Decoder() = default;
-
-template <typename F>
-void DeviceGpt2Decoder<F>::reset() {
-  // The pinned tokens of queued copies are reused from position 0.
-  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  length_ = 0;
-}
 
 template <typename F>
 std::size_t DeviceGpt2Decoder<F>::device_bytes() const {
@@ -90,21 +76,10 @@ void DeviceGpt2Decoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t t
                                       std::span<float> logits) {
   Buffers& k = *buffers_;
   const ModelConfig& cfg = k.config;
-  AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
-           " positions already; reset it and feed the last window again");
-  AT_CHECK(token >= 0 && token < cfg.vocab_size, "model: token ", token,
-           " is not a token id in [0, vocab_size = ", cfg.vocab_size, ")");
-  AT_CHECK(logits.empty() || logits.size() == static_cast<std::size_t>(cfg.vocab_size),
-           "model: the logits hold vocab_size = ", cfg.vocab_size, " values, not ", logits.size());
+  const int t = this->begin_token(token, logits, k.tokens);  // this token's position
   const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer, Vp = cfg.padded_vocab_size;
-  const int t = length_;  // this token's position
   const auto uC = static_cast<std::size_t>(C);
-  const auto P = static_cast<std::size_t>(positions_);
-
-  // Each position has its own pinned slot, so no queued copy reads a slot written after it.
-  host_tokens_.data()[t] = token;
-  AT_CUDA_CHECK(cudaMemcpyAsync(k.tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, stream_));
+  const auto P = static_cast<std::size_t>(this->positions_);
   const F* p = access.params(0);
   encoder_forward(k.x, k.tokens + t, p + k.wte, p + k.wpe + static_cast<std::size_t>(t) * uC, 1, 1,
                   C, stream_);
@@ -137,10 +112,7 @@ void DeviceGpt2Decoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t t
   gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
        p + k.wte, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
   access.release(0);
-  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),
-                                cudaMemcpyDeviceToHost, stream_));
-  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  to_host_floats(host_logits_.data(), logits);
+  this->download_logits(k.logits, logits);
 }
 
 template class DeviceGpt2Decoder<float>;

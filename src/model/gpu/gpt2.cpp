@@ -193,46 +193,21 @@ void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const 
 template <typename F>
 DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
                           const BlasHandle& blas, bool recompute)
-    : B_(B),
-      T_(T),
-      recompute_(recompute),
-      stream_(stream),
-      blas_(blas),
-      tokens_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
-      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)) {
+    : DeviceModelBase<F>(layout.config(), B, T, stream, blas, recompute, "block_size") {
   const ModelConfig& c = layout.config();
-  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
-  AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
-           " must be in [1, block_size = ", c.block_size, "]");
   AT_CHECK(c.n_head >= 1 && c.n_embd % c.n_head == 0 && c.head_size() <= kMaxAttentionHeadSize,
            "model: the CUDA attention kernels need n_embd (", c.n_embd, ") divisible by n_head (",
            c.n_head, ") and a head size of at most ", kMaxAttentionHeadSize);
   AT_CHECK(c.n_embd <= kernels::gpu::kLayerNormMaxChannels, "model: n_embd = ", c.n_embd,
            " is wider than the ", kernels::gpu::kLayerNormMaxChannels,
            " channels the CUDA LayerNorm holds in one warp's registers (GPT-2 XL has 1600)");
-  // Flash attention where it applies (16-bit, head sizes 16..64 and 128) unless the fast path
-  // was asked for; elsewhere the fast path, with a line saying so where flash was asked for.
-  flash_ = attention_takes_flash(flash_attention_supports(sizeof(F), c.n_embd, c.n_head));
-  if (attention_kind() == AttentionKind::flash && !flash_) {
-    log::warn(
-        "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "
-        "(here ",
-        sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", c.head_size(),
-        "); using the fast path");
-  }
+  this->choose_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head), c.head_size());
   buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute);
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
 template <typename F>
 DeviceGpt2<F>::~DeviceGpt2() = default;
-
-template <typename F>
-float DeviceGpt2<F>::loss() const {
-  losses_copied_.synchronize();
-  // In order, in double: as the CPU model sums its losses.
-  return static_cast<float>(mean_loss(host_losses_.data(), host_losses_.size(), loss_positions_));
-}
 
 // Block l from its input `residual` to layer(l).residual3.
 template <typename F>
@@ -451,28 +426,8 @@ void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
 }
 
 template <typename F>
-std::span<const float> DeviceGpt2<F>::losses() const {
-  losses_copied_.synchronize();
-  return {host_losses_.data(), host_losses_.size()};
-}
-
-template <typename F>
 std::size_t DeviceGpt2<F>::activation_bytes() const {
   return buffers_->memory.bytes();
-}
-
-template <typename F>
-void DeviceGpt2<F>::set_profiling(bool on) {
-  if (on) {
-    profiler_ = std::make_unique<EventProfiler>();
-  } else {
-    profiler_.reset();
-  }
-}
-
-template <typename F>
-std::vector<ProfileEntry> DeviceGpt2<F>::profile() const {
-  return profiler_ ? profiler_->rows(Family::gpt2) : EventProfiler::zero_rows(Family::gpt2);
 }
 
 template class DeviceGpt2<float>;

@@ -72,18 +72,12 @@ void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const 
 template <typename F>
 DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_t stream,
                             const BlasHandle& blas, bool recompute)
-    : B_(B),
-      T_(T),
-      recompute_(recompute),
-      stream_(stream),
-      blas_(blas),
-      tokens_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
-      host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)) {
+    : DeviceModelBase<F>(layout.config(), B, T, stream, blas, recompute,
+                         "max_position_embeddings") {
   const ModelConfig& c = layout.config();
-  AT_CHECK(c.family == Family::llama, "internal: DeviceLlama needs a Llama-family layout");
-  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
-  AT_CHECK(T >= 1 && T <= c.block_size, "model: sequence length ", T,
-           " must be in [1, max_position_embeddings = ", c.block_size, "]");
+  AT_CHECK(c.family == Family::llama,
+           "internal: DeviceLlama needs a layout of a family on the "
+           "Llama-style decoder");
   AT_CHECK(c.sliding_window == 0 || T <= c.sliding_window, "model: sequence length ", T,
            " exceeds the model's sliding_window of ", c.sliding_window,
            ": attention over a sliding window is not supported yet; use block_size <= ",
@@ -94,15 +88,7 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
   AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   const int NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
-  // Flash attention where it applies (16-bit, head sizes 16..64 and 128) unless the fast path
-  // was asked for; elsewhere the fast path, with a line saying so where flash was asked for.
-  flash_ = attention_takes_flash(flash_attention_supports(sizeof(F), NH, NKV, D));
-  if (attention_kind() == AttentionKind::flash && !flash_) {
-    log::warn(
-        "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "
-        "(here ",
-        sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", D, "); using the fast path");
-  }
+  this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D), D);
   buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute, stream_);
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
@@ -113,13 +99,6 @@ DeviceLlama<F>::~DeviceLlama() = default;
 template <typename F>
 int DeviceLlama<F>::head_unit() const {
   return buffers_->config.tie_word_embeddings ? 0 : buffers_->config.n_layer + 1;
-}
-
-template <typename F>
-float DeviceLlama<F>::loss() const {
-  losses_copied_.synchronize();
-  // In order, in double: as the CPU model sums its losses.
-  return static_cast<float>(mean_loss(host_losses_.data(), host_losses_.size(), loss_positions_));
 }
 
 // Block l from layer(l).in to layer(l).out.
@@ -368,28 +347,8 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
 }
 
 template <typename F>
-std::span<const float> DeviceLlama<F>::losses() const {
-  losses_copied_.synchronize();
-  return {host_losses_.data(), host_losses_.size()};
-}
-
-template <typename F>
 std::size_t DeviceLlama<F>::activation_bytes() const {
   return buffers_->memory.bytes();
-}
-
-template <typename F>
-void DeviceLlama<F>::set_profiling(bool on) {
-  if (on) {
-    profiler_ = std::make_unique<EventProfiler>();
-  } else {
-    profiler_.reset();
-  }
-}
-
-template <typename F>
-std::vector<ProfileEntry> DeviceLlama<F>::profile() const {
-  return profiler_ ? profiler_->rows(Family::llama) : EventProfiler::zero_rows(Family::llama);
 }
 
 template class DeviceLlama<float>;

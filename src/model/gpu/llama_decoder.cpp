@@ -14,7 +14,6 @@
 #include "autotrain/kernels/gpu/rmsnorm.hpp"
 #include "autotrain/kernels/gpu/rope.hpp"
 #include "autotrain/kernels/gpu/swiglu.hpp"
-#include "host_floats.hpp"
 #include "llama_layout.hpp"
 
 namespace autotrain::model::gpu {
@@ -75,15 +74,11 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
 template <typename F>
 DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positions,
                                           cudaStream_t stream, const BlasHandle& blas)
-    : positions_(positions),
-      stream_(stream),
-      blas_(blas),
-      host_tokens_(static_cast<std::size_t>(positions)),
-      host_logits_(static_cast<std::size_t>(layout.config().vocab_size)) {
+    : DeviceDecoderBase<F>(layout.config(), positions, stream, blas) {
   const ModelConfig& c = layout.config();
-  AT_CHECK(c.family == Family::llama, "internal: DeviceLlamaDecoder needs a Llama-family layout");
-  AT_CHECK(positions >= 1 && positions <= c.block_size, "model: a decoder of ", positions,
-           " positions; expected 1..max_position_embeddings = ", c.block_size);
+  AT_CHECK(c.family == Family::llama,
+           "internal: DeviceLlamaDecoder needs a layout of a family on "
+           "the Llama-style decoder");
   AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
            "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
            kMaxAttentionHeadSize, ", got ", c.head_size());
@@ -96,13 +91,6 @@ template <typename F>
 DeviceLlamaDecoder<F>::~DeviceLlamaDecoder() = default;
 
 template <typename F>
-void DeviceLlamaDecoder<F>::reset() {
-  // The pinned tokens of queued copies are reused from position 0.
-  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  length_ = 0;
-}
-
-template <typename F>
 std::size_t DeviceLlamaDecoder<F>::device_bytes() const {
   return buffers_->memory.bytes();
 }
@@ -112,25 +100,15 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
                                        std::span<float> logits) {
   Buffers& k = *buffers_;
   const ModelConfig& c = k.config;
-  AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
-           " positions already; reset it and feed the last window again");
-  AT_CHECK(token >= 0 && token < c.vocab_size, "model: token ", token,
-           " is not a token id in [0, vocab_size = ", c.vocab_size, ")");
-  AT_CHECK(logits.empty() || logits.size() == static_cast<std::size_t>(c.vocab_size),
-           "model: the logits hold vocab_size = ", c.vocab_size, " values, not ", logits.size());
+  const int t = this->begin_token(token, logits, k.tokens);  // this token's position
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   const int R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
   const int Vp = c.padded_vocab_size;
-  const int t = length_;  // this token's position
   const auto uC = static_cast<std::size_t>(C), uQKV = static_cast<std::size_t>(QKV);
-  const auto P = static_cast<std::size_t>(positions_);
+  const auto P = static_cast<std::size_t>(this->positions_);
   const auto eps = static_cast<float>(c.norm_eps);
 
-  // Each position has its own pinned slot, so no queued copy reads a slot written after it.
-  host_tokens_.data()[t] = token;
-  AT_CUDA_CHECK(cudaMemcpyAsync(k.tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
-                                cudaMemcpyHostToDevice, stream_));
   const F* p = access.params(0);
   encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, C, stream_);
   access.release(0);
@@ -177,10 +155,7 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
   gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
        p + k.head, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
   access.release(tied ? 0 : last);
-  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), k.logits, logits.size() * sizeof(F),
-                                cudaMemcpyDeviceToHost, stream_));
-  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  to_host_floats(host_logits_.data(), logits);
+  this->download_logits(k.logits, logits);
 }
 
 template class DeviceLlamaDecoder<float>;

@@ -159,10 +159,10 @@ TYPED_TEST(GpuLlamaKernelsTest, RopeMatchesCpuOnQkvRowsFromAPositionOffset) {
   struct Case {
     int HS, R, pos0;
   };
-  for (const auto& [HS, R, pos0] : {Case{16, 16, 3}, Case{10, 10, 2}, Case{32, 16, 1},
-                                    Case{16, 12, 4}}) {
-    const std::string shape = " HS=" + std::to_string(HS) + " R=" + std::to_string(R) +
-                              " pos0=" + std::to_string(pos0);
+  for (const auto& [HS, R, pos0] :
+       {Case{16, 16, 3}, Case{10, 10, 2}, Case{32, 16, 1}, Case{16, 12, 4}}) {
+    const std::string shape =
+        " HS=" + std::to_string(HS) + " R=" + std::to_string(R) + " pos0=" + std::to_string(pos0);
     const int half = R / 2;
     const int positions = pos0 + T;
     const auto row = static_cast<std::size_t>(NH + 2 * NKV) * HS;

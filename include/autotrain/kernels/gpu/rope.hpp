@@ -20,8 +20,8 @@ namespace autotrain::kernels::gpu {
 
 // Rotates x in place (fp32 arithmetic, one rounding to F per element).
 template <typename F>
-void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS,
-                  int R, std::size_t stride, int pos0, cudaStream_t stream);
+void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS, int R,
+                  std::size_t stride, int pos0, cudaStream_t stream);
 
 // The gradient through the rotation, in place: dx ← Rᵀ·dx (the rotation by -θ). The rotation
 // reads nothing but its input, so the gradient overwrites the output's.

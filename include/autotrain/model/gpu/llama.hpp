@@ -17,19 +17,17 @@
 
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
-#include "autotrain/model/gpu/causal_lm.hpp"
-#include "autotrain/model/gpu/token_upload.hpp"
+#include "autotrain/model/gpu/device_model_base.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
 #include "autotrain/model/unit_access.hpp"
 
 namespace autotrain::model::gpu {
 
-class EventProfiler;  // src/model/gpu/event_clock.hpp
-class EventClock;
+class EventClock;  // src/model/gpu/event_clock.hpp
 
 template <typename F>
-class DeviceLlama final : public DeviceCausalLM<F> {
+class DeviceLlama final : public DeviceModelBase<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= max_position_embeddings; a model
   // with a sliding_window refuses T beyond it, as the CPU model does) on the current device.
@@ -41,17 +39,10 @@ class DeviceLlama final : public DeviceCausalLM<F> {
   DeviceLlama(const DeviceLlama&) = delete;
   DeviceLlama& operator=(const DeviceLlama&) = delete;
 
-  int batch_size() const override { return B_; }
-  int seq_len() const override { return T_; }
-
   void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                      const std::int32_t* targets) override;
-  float loss() const override;
   void backward(BasicUnitAccess<F>& access, float loss_scale) override;
-  std::span<const float> losses() const override;
   std::size_t activation_bytes() const override;
-  void set_profiling(bool on) override;
-  std::vector<ProfileEntry> profile() const override;
 
   // Whether the layers run flash attention (AUTOTRAIN_CUDA_ATTENTION=flash where it applies).
   bool uses_flash_attention() const { return flash_; }
@@ -67,19 +58,11 @@ class DeviceLlama final : public DeviceCausalLM<F> {
   void block_backward(BasicUnitAccess<F>& access, int l);
   int head_unit() const;  // the unit holding the LM head: 0 when tied, else L + 1
 
-  int B_;
-  int T_;
-  bool recompute_;
-  cudaStream_t stream_;
-  const kernels::gpu::BlasHandle& blas_;
+  using Base = DeviceModelBase<F>;  // its state, by name in this template
+  using Base::B_, Base::T_, Base::recompute_, Base::stream_, Base::blas_, Base::tokens_,
+      Base::host_losses_, Base::losses_copied_, Base::ready_for_backward_, Base::loss_positions_,
+      Base::flash_, Base::profiler_;
   std::unique_ptr<Buffers> buffers_;
-  TokenUpload tokens_;  // inputs, targets and token runs on their way to the device
-  autotrain::gpu::PinnedArray<float> host_losses_;  // [B, T]
-  autotrain::gpu::Event losses_copied_;             // host_losses_ holds the last forward's
-  bool ready_for_backward_ = false;
-  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
-  bool flash_ = false;
-  std::unique_ptr<EventProfiler> profiler_;  // null when not profiling
 };
 
 }  // namespace autotrain::model::gpu

@@ -16,13 +16,13 @@
 
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
-#include "autotrain/model/gpu/causal_lm.hpp"
+#include "autotrain/model/gpu/decoder_base.hpp"
 #include "autotrain/model/param_layout.hpp"
 
 namespace autotrain::model::gpu {
 
 template <typename F>
-class DeviceLlamaDecoder final : public DeviceDecoder<F> {
+class DeviceLlamaDecoder final : public DeviceDecoderBase<F> {
  public:
   // A cache of `positions` (1..max_position_embeddings) positions on the current device; work is
   // queued on `stream`.
@@ -32,20 +32,15 @@ class DeviceLlamaDecoder final : public DeviceDecoder<F> {
   DeviceLlamaDecoder(const DeviceLlamaDecoder&) = delete;
   DeviceLlamaDecoder& operator=(const DeviceLlamaDecoder&) = delete;
 
-  void reset() override;
-  int length() const override { return length_; }
   void feed_token(BasicUnitAccess<F>& access, std::int32_t token, std::span<float> logits) override;
   std::size_t device_bytes() const override;
 
  private:
   struct Buffers;
-  int positions_;
-  int length_ = 0;
-  cudaStream_t stream_;
-  const kernels::gpu::BlasHandle& blas_;
+  using DeviceDecoderBase<F>::length_;
+  using DeviceDecoderBase<F>::stream_;
+  using DeviceDecoderBase<F>::blas_;
   std::unique_ptr<Buffers> buffers_;
-  autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;  // [positions] the tokens fed
-  autotrain::gpu::PinnedArray<F> host_logits_;             // [vocab_size]
 };
 
 }  // namespace autotrain::model::gpu

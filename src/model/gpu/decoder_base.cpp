@@ -1,0 +1,58 @@
+// What the device decoders share (model/gpu/decoder_base.hpp).
+#include "autotrain/model/gpu/decoder_base.hpp"
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "host_floats.hpp"
+
+namespace autotrain::model::gpu {
+
+template <typename F>
+DeviceDecoderBase<F>::DeviceDecoderBase(const ModelConfig& config, int positions,
+                                        cudaStream_t stream, const kernels::gpu::BlasHandle& blas)
+    : positions_(positions),
+      vocab_size_(config.vocab_size),
+      stream_(stream),
+      blas_(blas),
+      host_tokens_(static_cast<std::size_t>(positions)),
+      host_logits_(static_cast<std::size_t>(config.vocab_size)) {
+  AT_CHECK(positions >= 1 && positions <= config.block_size, "model: a decoder of ", positions,
+           " positions; expected 1..block_size = ", config.block_size);
+}
+
+template <typename F>
+void DeviceDecoderBase<F>::reset() {
+  // The pinned tokens of queued copies are reused from position 0.
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  length_ = 0;
+}
+
+template <typename F>
+int DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logits,
+                                      std::int32_t* device_tokens) {
+  AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
+           " positions already; reset it and feed the last window again");
+  AT_CHECK(token >= 0 && token < vocab_size_, "model: token ", token,
+           " is not a token id in [0, vocab_size = ", vocab_size_, ")");
+  AT_CHECK(logits.empty() || logits.size() == static_cast<std::size_t>(vocab_size_),
+           "model: the logits hold vocab_size = ", vocab_size_, " values, not ", logits.size());
+  const int t = length_;
+  host_tokens_.data()[t] = token;
+  AT_CUDA_CHECK(cudaMemcpyAsync(device_tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
+  return t;
+}
+
+template <typename F>
+void DeviceDecoderBase<F>::download_logits(const F* device_logits, std::span<float> logits) {
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), device_logits, logits.size() * sizeof(F),
+                                cudaMemcpyDeviceToHost, stream_));
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  to_host_floats(host_logits_.data(), logits);
+}
+
+template class DeviceDecoderBase<float>;
+template class DeviceDecoderBase<__nv_bfloat16>;
+template class DeviceDecoderBase<__half>;
+
+}  // namespace autotrain::model::gpu
