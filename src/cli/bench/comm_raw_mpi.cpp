@@ -1,6 +1,6 @@
 // The raw-mpi reference of `bench comm`: each call is one blocking MPI collective, so it is
 // complete when it returns and its handles are empty.
-#include "bench_comm_raw_mpi.hpp"
+#include "comm_raw_mpi.hpp"
 
 #include <climits>
 #include <string_view>
