@@ -17,6 +17,7 @@
 #include "autotrain/optim/schedule.hpp"
 #include "autotrain/train/lora.hpp"
 #include "autotrain/train/replica.hpp"
+#include "gradient_step.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -64,57 +65,52 @@ class BenchSteps {
         B_(static_cast<int>(params_.batch_size)),
         batch_tokens_(static_cast<std::size_t>(B_) * static_cast<std::size_t>(params_.block_size)),
         accumulation_(params_.gradient_accumulation),
-        rank_(comm.rank()),
-        world_size_(comm.size()),
+        comm_(comm),
         schedule_(parse_schedule(params_.scheduler, "scheduler"), params_.lr, total,
                   params_.warmup_ratio),
         tokens_(random_batches(static_cast<std::uint64_t>(params_.seed), setup.topology.rank,
                                vocab_size, batch_tokens_)) {}
 
+  // One optimizer step: the trainer's passes (gradient_step.hpp; on a GPU forward and backward
+  // are the host's time to queue the work, and the wait for it lands in the optimizer's phase),
+  // then the update.
   void run(long long step, PhaseSeconds& seconds) {
     const Timer step_timer;
-    engine_.begin_step();
-    double loss_sum = 0;
-    for (long long micro = 0; micro < accumulation_; ++micro, ++micro_index_) {
-      const std::int32_t* window =
-          tokens_.data() +
-          static_cast<std::size_t>(micro_index_ % kRandomBatches) * (batch_tokens_ + 1);
-      engine_.begin_micro_step(micro == accumulation_ - 1);
-      // As the trainer: the loss is read after backward is queued (on a GPU both phases are
-      // then the host's time to queue them, and the wait for the work lands in the optimizer's).
-      const Timer forward_timer;
-      replica_.set_training_position(step, (micro * world_size_ + rank_) * B_);
-      replica_.forward_async(window, window + 1);
-      seconds.forward += forward_timer.seconds();
-      const Timer backward_timer;
-      replica_.backward(1.0f / static_cast<float>(accumulation_));
-      seconds.backward += backward_timer.seconds();
-      loss_sum += replica_.last_loss();
-    }
-    const Timer optimizer_timer;
-    engine_.finish_backward();
-    seconds.reduce_tail = optimizer_timer.seconds();
-    const double grad_norm = engine_.grad_norm();
-    seconds.grad_norm = optimizer_timer.seconds() - seconds.reduce_tail;
+    PassSeconds passes;
+    const AccumulatedGradients gradients = accumulate_gradients(
+        replica_, comm_, step, accumulation_, B_, [&](long long) { return next_batch(); }, &passes);
+    const Timer update_timer;
     engine_.step(static_cast<float>(schedule_.lr(step)),
-                 clip_factor(grad_norm, params_.max_grad_norm));
-    seconds.optimizer = optimizer_timer.seconds();
+                 clip_factor(gradients.grad_norm, params_.max_grad_norm));
+    seconds.forward += passes.forward;
+    seconds.backward += passes.backward;
+    seconds.reduce_tail = passes.reduce_tail;
+    seconds.grad_norm = passes.grad_norm;
+    seconds.optimizer = passes.reduce_tail + passes.grad_norm + update_timer.seconds();
     seconds.comm_wait = engine_.take_comm_wait_seconds();
     seconds.step = step_timer.seconds();
-    last_loss_ = static_cast<float>(loss_sum / static_cast<double>(accumulation_));
+    last_loss_ = static_cast<float>(gradients.loss_sum / static_cast<double>(accumulation_));
   }
   float last_loss() const { return last_loss_; }
   std::size_t batch_tokens() const { return batch_tokens_; }
 
  private:
+  // The micro-batches cycle through the random batches; the targets are the inputs shifted by
+  // one, as in a window of real text.
+  MicroBatch next_batch() {
+    const std::int32_t* window =
+        tokens_.data() +
+        static_cast<std::size_t>(micro_index_++ % kRandomBatches) * (batch_tokens_ + 1);
+    return {window, window + 1, 1.0f / static_cast<float>(accumulation_), 1.0};
+  }
+
   const config::TrainingParams& params_;
   Replica& replica_;
   zero::ModelState& engine_;
   const int B_;
   const std::size_t batch_tokens_;
   const long long accumulation_;
-  const int rank_;
-  const int world_size_;
+  const Communicator& comm_;
   const LrSchedule schedule_;
   const std::vector<std::int32_t> tokens_;
   long long micro_index_ = 0;
