@@ -1,6 +1,7 @@
-# One static library per layer, built from every source file in src/<layer>/ and, when the
-# build has CUDA, src/<layer>/gpu/ (*.cpp host code and *.cu kernels). Adding a file to a layer
-# needs no CMake edit.
+# One static library per layer, built from every source file in src/<layer>/ and its folders
+# of one concept (src/data/jinja/, src/cli/bench/) and, when the build has CUDA,
+# src/<layer>/gpu/ (*.cpp host code and *.cu kernels). Adding a file to a layer needs no CMake
+# edit.
 
 function(autotrain_warnings target)
   target_compile_options(${target} PRIVATE
@@ -26,7 +27,9 @@ endfunction()
 
 function(autotrain_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
-  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp)
+  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp
+       ${PROJECT_SOURCE_DIR}/src/${name}/*/*.cpp)
+  list(FILTER sources EXCLUDE REGEX "/src/${name}/gpu/")
   if(AUTOTRAIN_HAVE_CUDA)
     file(GLOB gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cpp)
     list(APPEND sources ${gpu_host_sources})

@@ -1,6 +1,6 @@
 // `autotrain bench <kind>`: benchmarks that run under mpirun like training. The kinds live in
-// their own files: `bench comm` (bench_comm.cpp, the nccl-tests table of the communicator's
-// collectives) and `bench train` (bench_train.cpp, real optimizer steps of a config).
+// their own files: `bench comm` (bench/comm.cpp, the nccl-tests table of the communicator's
+// collectives) and `bench train` (bench/train.cpp, real optimizer steps of a config).
 #include <algorithm>
 #include <iostream>
 #include <string>
@@ -10,7 +10,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
-#include "bench_kinds.hpp"
+#include "bench/kinds.hpp"
 
 namespace autotrain::cli {
 namespace {

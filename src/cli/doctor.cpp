@@ -13,6 +13,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/owned_comm.hpp"
 #include "autotrain/launch/discover.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "doctor_checks.hpp"
@@ -57,20 +58,16 @@ std::vector<DoctorRow> run_checks(const config::TrainCommandLine& command_line) 
   DoctorContext context;
   std::vector<DoctorRow> rows;
   const int rank = comm_rank(MPI_COMM_WORLD);
-  AT_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
-                                   &context.node));
+  const OwnedComm node = OwnedComm::split_by_node(MPI_COMM_WORLD, rank);
+  context.node = node.get();
   const int local_rank = comm_rank(context.node);
-  AT_MPI_CHECK(
-      MPI_Comm_split(MPI_COMM_WORLD, local_rank == 0 ? 0 : MPI_UNDEFINED, rank, &context.leaders));
-  const auto free_communicators = [&] {
-    if (context.leaders != MPI_COMM_NULL) MPI_Comm_free(&context.leaders);
-    MPI_Comm_free(&context.node);
-  };
+  const OwnedComm leaders =
+      OwnedComm::split(MPI_COMM_WORLD, local_rank == 0 ? 0 : MPI_UNDEFINED, rank);
+  context.leaders = leaders.get();
   try {
     context.topology = discover_topology(MPI_COMM_WORLD);
   } catch (const CollectiveError& error) {
     rows.push_back({"launcher", "every rank", Verdict::fail, error.what()});
-    free_communicators();
     return rows;
   }
   for (const auto& host : gather_json({{"host", context.topology.hostname}}, MPI_COMM_WORLD)) {
@@ -99,7 +96,6 @@ std::vector<DoctorRow> run_checks(const config::TrainCommandLine& command_line) 
   rows.push_back(check_project_folder(context));
   rows.push_back(check_base_model(context));
   rows.push_back(check_clocks(context));
-  free_communicators();
   return rows;
 }
 

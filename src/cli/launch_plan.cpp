@@ -90,30 +90,30 @@ std::string_view launch_kind_name(LaunchKind kind) {
   return "?";
 }
 
-LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situation) {
-  check_request(request, situation);
-  LaunchPlan plan;
-  plan.in_allocation = !situation.slurm_job_id.empty() && !request.write_sbatch;
+namespace {
 
-  // Nodes: the allocation's unless fewer are asked for; one outside an allocation.
-  if (request.write_sbatch) {
-    plan.num_nodes = request.num_nodes > 0 ? request.num_nodes : 1;
-  } else if (plan.in_allocation) {
+// The allocation's nodes unless fewer are asked for; one outside an allocation.
+int plan_nodes(const LaunchRequest& request, const LaunchSituation& situation, bool in_allocation) {
+  const int num_nodes = request.num_nodes > 0 ? request.num_nodes : 1;
+  if (request.write_sbatch) return num_nodes;
+  if (in_allocation) {
     const int allocated = std::max(1, situation.slurm_nodes);
-    plan.num_nodes = request.num_nodes > 0 ? request.num_nodes : allocated;
-    AT_CHECK(plan.num_nodes <= allocated, "launch: --num-nodes ", plan.num_nodes, " but Slurm job ",
+    const int nodes = request.num_nodes > 0 ? request.num_nodes : allocated;
+    AT_CHECK(nodes <= allocated, "launch: --num-nodes ", nodes, " but Slurm job ",
              situation.slurm_job_id, " has ", allocated,
-             " node(s); ask for more nodes (sbatch/salloc -N ", plan.num_nodes,
-             ") or launch on fewer");
-  } else {
-    plan.num_nodes = request.num_nodes > 0 ? request.num_nodes : 1;
-    AT_CHECK(plan.num_nodes == 1, "launch: --num-nodes ", plan.num_nodes,
-             " needs a Slurm allocation and this shell is not in one (SLURM_JOB_ID is unset); run "
-             "it inside 'salloc -N ",
-             plan.num_nodes, "' or a batch job, or write a job script with --sbatch FILE");
+             " node(s); ask for more nodes (sbatch/salloc -N ", nodes, ") or launch on fewer");
+    return nodes;
   }
+  AT_CHECK(num_nodes == 1, "launch: --num-nodes ", num_nodes,
+           " needs a Slurm allocation and this shell is not in one (SLURM_JOB_ID is unset); run "
+           "it inside 'salloc -N ",
+           num_nodes, "' or a batch job, or write a job script with --sbatch FILE");
+  return num_nodes;
+}
 
-  // Ranks per node: one per GPU; on CPUs what was asked, else the allocation's tasks, else 1.
+// The GPUs per node the ranks use: those asked for, else none when processes are asked for,
+// else every visible one. Checked against the visible ones unless a job script is written.
+int plan_gpus(const LaunchRequest& request, const LaunchSituation& situation) {
   int gpus = request.num_gpus;
   if (gpus < 0) gpus = request.num_processes > 0 ? 0 : situation.visible_gpus;
   if (gpus > 0 && !request.write_sbatch) {
@@ -124,41 +124,47 @@ LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situ
                  : ", or request more GPUs per node (sbatch --gpus-per-node)",
              situation.visible_gpus == 0 ? "; --num-gpus 0 runs on the CPUs" : "");
   }
-  if (gpus > 0) {
-    plan.ranks_per_node = gpus;
-  } else if (request.num_processes > 0) {
-    plan.ranks_per_node = request.num_processes;
-  } else if (plan.in_allocation && situation.slurm_tasks_per_node > 0) {
-    plan.ranks_per_node = situation.slurm_tasks_per_node;
-  } else if (plan.in_allocation && situation.slurm_tasks > 0 &&
-             situation.slurm_tasks % plan.num_nodes == 0) {
-    plan.ranks_per_node = situation.slurm_tasks / plan.num_nodes;
-  } else {
-    plan.ranks_per_node = 1;  // one rank using every core: no communication at all
-  }
-  plan.world_size = plan.num_nodes * plan.ranks_per_node;
-  if (plan.num_nodes > 1) {
-    plan.kind = LaunchKind::multi_node;
-  } else if (gpus == 0) {
-    plan.kind = LaunchKind::cpu;
-  } else {
-    plan.kind = gpus == 1 ? LaunchKind::single_gpu : LaunchKind::multi_gpu;
-  }
-  if (request.cpus_per_task > 0) {
-    plan.threads_per_rank = request.cpus_per_task;
-  } else if (request.write_sbatch) {
-    plan.threads_per_rank = 0;  // the script divides the compute node's cores among its ranks
-  } else if (plan.in_allocation && situation.slurm_cpus_per_task > 0) {
-    plan.threads_per_rank = situation.slurm_cpus_per_task;
-  } else {
-    plan.threads_per_rank = std::max(1, situation.cpu_cores / plan.ranks_per_node);
-  }
+  return gpus;
+}
 
-  // The launcher.
-  auto& argv = plan.argv;
+// Ranks per node: one per GPU; on CPUs what was asked, else the allocation's tasks, else 1.
+int plan_ranks_per_node(const LaunchRequest& request, const LaunchSituation& situation,
+                        const LaunchPlan& plan, int gpus) {
+  if (gpus > 0) return gpus;
+  if (request.num_processes > 0) return request.num_processes;
+  if (plan.in_allocation && situation.slurm_tasks_per_node > 0) {
+    return situation.slurm_tasks_per_node;
+  }
+  if (plan.in_allocation && situation.slurm_tasks > 0 &&
+      situation.slurm_tasks % plan.num_nodes == 0) {
+    return situation.slurm_tasks / plan.num_nodes;
+  }
+  return 1;  // one rank using every core: no communication at all
+}
+
+LaunchKind launch_kind(int num_nodes, int gpus) {
+  if (num_nodes > 1) return LaunchKind::multi_node;
+  if (gpus == 0) return LaunchKind::cpu;
+  return gpus == 1 ? LaunchKind::single_gpu : LaunchKind::multi_gpu;
+}
+
+int plan_threads_per_rank(const LaunchRequest& request, const LaunchSituation& situation,
+                          const LaunchPlan& plan) {
+  if (request.cpus_per_task > 0) return request.cpus_per_task;
+  if (request.write_sbatch) return 0;  // the script divides the compute node's cores among ranks
+  if (plan.in_allocation && situation.slurm_cpus_per_task > 0) {
+    return situation.slurm_cpus_per_task;
+  }
+  return std::max(1, situation.cpu_cores / plan.ranks_per_node);
+}
+
+// srun inside an allocation or a job script, mpirun elsewhere.
+std::vector<std::string> launcher_argv(const LaunchRequest& request,
+                                       const LaunchSituation& situation, const LaunchPlan& plan,
+                                       int gpus) {
   if (plan.in_allocation || request.write_sbatch) {
-    argv = {"srun", "--mpi=pmix", cat("--nodes=", plan.num_nodes),
-            cat("--ntasks-per-node=", plan.ranks_per_node)};
+    std::vector<std::string> argv = {"srun", "--mpi=pmix", cat("--nodes=", plan.num_nodes),
+                                     cat("--ntasks-per-node=", plan.ranks_per_node)};
     // Slurm 22.05's srun does not inherit the job's --cpus-per-task: pass it on.
     if (request.write_sbatch) {
       argv.push_back(plan.threads_per_rank > 0 ? "--cpus-per-task=${SLURM_CPUS_PER_TASK}"
@@ -166,15 +172,20 @@ LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situ
     } else if (situation.slurm_cpus_per_task > 0) {
       argv.push_back(cat("--cpus-per-task=", situation.slurm_cpus_per_task));
     }
-  } else {
-    argv = {"mpirun", "-np", std::to_string(plan.world_size)};
-    if (situation.is_root) argv.push_back("--allow-run-as-root");
-    if (plan.world_size > situation.cpu_cores) argv.push_back("--oversubscribe");
-    // Open MPI binds each rank to one core when it starts two or fewer: a CPU rank would then
-    // run its threads on that one core.
-    if (gpus == 0) argv.insert(argv.end(), {"--bind-to", "none"});
+    return argv;
   }
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(plan.world_size)};
+  if (situation.is_root) argv.push_back("--allow-run-as-root");
+  if (plan.world_size > situation.cpu_cores) argv.push_back("--oversubscribe");
+  // Open MPI binds each rank to one core when it starts two or fewer: a CPU rank would then
+  // run its threads on that one core.
+  if (gpus == 0) argv.insert(argv.end(), {"--bind-to", "none"});
+  return argv;
+}
 
+// autotrain and its command after the launcher.
+void append_command(const LaunchRequest& request, const LaunchSituation& situation, int gpus,
+                    std::vector<std::string>& argv) {
   argv.push_back(situation.autotrain_path.empty() ? "autotrain" : situation.autotrain_path);
   argv.insert(argv.end(), request.command_args.begin(), request.command_args.end());
   if (!request.distributed_backend.empty()) {
@@ -185,6 +196,22 @@ LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situ
       !has_flag(request.command_args, "device")) {
     argv.insert(argv.end(), {"--device", "cpu"});
   }
+}
+
+}  // namespace
+
+LaunchPlan plan_launch(const LaunchRequest& request, const LaunchSituation& situation) {
+  check_request(request, situation);
+  LaunchPlan plan;
+  plan.in_allocation = !situation.slurm_job_id.empty() && !request.write_sbatch;
+  plan.num_nodes = plan_nodes(request, situation, plan.in_allocation);
+  const int gpus = plan_gpus(request, situation);
+  plan.ranks_per_node = plan_ranks_per_node(request, situation, plan, gpus);
+  plan.world_size = plan.num_nodes * plan.ranks_per_node;
+  plan.kind = launch_kind(plan.num_nodes, gpus);
+  plan.threads_per_rank = plan_threads_per_rank(request, situation, plan);
+  plan.argv = launcher_argv(request, situation, plan, gpus);
+  append_command(request, situation, gpus, plan.argv);
   return plan;
 }
 

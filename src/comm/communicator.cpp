@@ -161,15 +161,5 @@ void narrow(const float* from, void* to, size_t count, DType dtype) {
   }
 }
 
-DuplicatedComm::DuplicatedComm(MPI_Comm parent) {
-  comm_ = duplicate_comm(parent, "communicator set-up (MPI_Comm_dup)");
-}
-
-DuplicatedComm::~DuplicatedComm() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-}
-
 }  // namespace comm_detail
 }  // namespace autotrain

@@ -12,7 +12,7 @@ constexpr int kNoteTag = 1;  // the notes' communicator carries nothing else
 }  // namespace
 
 FailureNotes::FailureNotes(MPI_Comm parent)
-    : comm_(parent),
+    : comm_(OwnedComm::duplicate(parent, "communicator set-up (MPI_Comm_dup)")),
       rank_(comm_rank(comm_.get())),
       size_(comm_size(comm_.get())),
       heard_(static_cast<size_t>(size_), false) {}

@@ -42,7 +42,7 @@ class FailureNotes {
   void settle();
 
  private:
-  DuplicatedComm comm_;
+  OwnedComm comm_;
   int rank_;
   int size_;
   bool announced_ = false;

@@ -5,6 +5,7 @@
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/owned_comm.hpp"
 #include "autotrain/launch/network.hpp"
 
 namespace autotrain {
@@ -24,16 +25,14 @@ std::string this_host() {
 }  // namespace
 
 GlooPeers gloo_peers(MPI_Comm comm) {
-  MPI_Comm node = MPI_COMM_NULL;
+  int node_size = 0;
   {
     const CollectiveDeadline deadline("Gloo set-up (MPI_Comm_split_type)");
-    AT_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    const OwnedComm node = OwnedComm::split_by_node(comm, 0);
+    AT_MPI_CHECK(MPI_Comm_size(node.get(), &node_size));
   }
-  int node_size = 0;
   int world = 0;
-  AT_MPI_CHECK(MPI_Comm_size(node, &node_size));
   AT_MPI_CHECK(MPI_Comm_size(comm, &world));
-  AT_MPI_CHECK(MPI_Comm_free(&node));
   int rank = 0;
   AT_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // Every rank must agree, so the one-node test is a collective decision too.

@@ -183,7 +183,7 @@ ReduceFunction reduce_function(ReduceOp op) {
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(MPI_Comm parent, const CommOptions& options)
-      : comm_(parent),
+      : comm_(OwnedComm::duplicate(parent, "communicator set-up (MPI_Comm_dup)")),
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
         watchdog_("gloo", rank_, options.timeout_seconds, abort_job_on_collective_timeout) {
@@ -388,7 +388,7 @@ class GlooCommunicator final : public Communicator {
               reduce_function<T>(op), tag);
   }
 
-  DuplicatedComm comm_;
+  OwnedComm comm_;
   int rank_;
   int size_;
   std::shared_ptr<gloo::Context> context_;

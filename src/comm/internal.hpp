@@ -8,6 +8,7 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/core/dtype.hpp"
+#include "autotrain/core/owned_comm.hpp"
 
 namespace autotrain::comm_detail {
 
@@ -35,18 +36,5 @@ void divide_in_place(void* data, size_t count, DType dtype, double divisor);
 // reduce 16-bit buffers in fp32 and round once.
 void widen(const void* from, float* to, size_t count, DType dtype);
 void narrow(const float* from, void* to, size_t count, DType dtype);
-
-// MPI_Comm_dup on construction, MPI_Comm_free on destruction (unless MPI is already finalized).
-class DuplicatedComm {
- public:
-  explicit DuplicatedComm(MPI_Comm parent);
-  ~DuplicatedComm();
-  DuplicatedComm(const DuplicatedComm&) = delete;
-  DuplicatedComm& operator=(const DuplicatedComm&) = delete;
-  MPI_Comm get() const { return comm_; }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-};
 
 }  // namespace autotrain::comm_detail

@@ -124,7 +124,7 @@ class MpiPending final : public PendingCollective {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm parent, const CommOptions& options)
-      : comm_(parent),
+      : comm_(OwnedComm::duplicate(parent, "communicator set-up (MPI_Comm_dup)")),
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
         max_call_elements_(max_call_elements()),
@@ -485,7 +485,7 @@ class MpiCommunicator final : public Communicator {
   static constexpr size_t kRingSegment = size_t{1} << 20;  // elements per ring pass (4 MiB fp32)
   static constexpr int kRingTag = 17;
 
-  DuplicatedComm comm_;
+  OwnedComm comm_;
   int rank_;
   int size_;
   size_t max_call_elements_;          // per MPI call: INT_MAX (max_call_elements())

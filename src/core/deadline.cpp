@@ -115,14 +115,6 @@ void wait_or_abort(MPI_Request& request, std::string_view operation) {
   wait_or_abort(std::span<MPI_Request>(&request, 1), {}, operation);
 }
 
-MPI_Comm duplicate_comm(MPI_Comm parent, std::string_view operation) {
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Request request = MPI_REQUEST_NULL;
-  AT_MPI_CHECK(MPI_Comm_idup(parent, &comm, &request));
-  wait_or_abort(request, operation);
-  return comm;
-}
-
 void run_on_root(MPI_Comm comm, std::string_view operation, const std::function<void()>& work) {
   constexpr int kTag = 0x4142;  // heartbeats: 0 = still working, 1 = done
   const int rank = comm_rank(comm);

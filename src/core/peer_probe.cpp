@@ -37,11 +37,11 @@ std::array<char, kHostChars> this_host() {
 }  // namespace
 
 PeerProbe::PeerProbe(MPI_Comm comm)
-    : comm_(duplicate_comm(comm, "the peer probe's set-up")),
-      rank_(comm_rank(comm_)),
-      size_(comm_size(comm_)) {
+    : comm_(OwnedComm::duplicate(comm, "the peer probe's set-up")),
+      rank_(comm_rank(comm_.get())),
+      size_(comm_size(comm_.get())) {
   // A send to a crashed peer must come back as a silent rank, not end this process.
-  AT_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  AT_MPI_CHECK(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN));
   struct Identity {
     int world_rank;
     std::array<char, kHostChars> host;
@@ -50,7 +50,7 @@ PeerProbe::PeerProbe(MPI_Comm comm)
   std::vector<Identity> all(static_cast<size_t>(size_));
   MPI_Request request = MPI_REQUEST_NULL;
   AT_MPI_CHECK(MPI_Iallgather(&mine, sizeof(Identity), MPI_BYTE, all.data(), sizeof(Identity),
-                              MPI_BYTE, comm_, &request));
+                              MPI_BYTE, comm_.get(), &request));
   wait_or_abort(request, "the peer probe's set-up");
   for (const Identity& identity : all) {
     world_ranks_.push_back(identity.world_rank);
@@ -68,7 +68,6 @@ PeerProbe::~PeerProbe() {
   }
   stopping_ = true;
   answerer_.join();
-  MPI_Comm_free(&comm_);
 }
 
 void PeerProbe::answer() {
@@ -80,12 +79,13 @@ void PeerProbe::answer() {
   while (!stopping_) {
     int arrived = 0;
     MPI_Status status;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kPing, comm_, &arrived, &status) != MPI_SUCCESS) arrived = 0;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kPing, comm_.get(), &arrived, &status) != MPI_SUCCESS)
+      arrived = 0;
     if (arrived) {
       auto pong = std::make_unique<Pong>();
-      MPI_Recv(&pong->round, 1, MPI_INT, status.MPI_SOURCE, kPing, comm_, MPI_STATUS_IGNORE);
-      if (MPI_Isend(&pong->round, 1, MPI_INT, status.MPI_SOURCE, kPong, comm_, &pong->request) ==
-          MPI_SUCCESS) {
+      MPI_Recv(&pong->round, 1, MPI_INT, status.MPI_SOURCE, kPing, comm_.get(), MPI_STATUS_IGNORE);
+      if (MPI_Isend(&pong->round, 1, MPI_INT, status.MPI_SOURCE, kPong, comm_.get(),
+                    &pong->request) == MPI_SUCCESS) {
         sending.push_back(std::move(pong));
       }
       continue;  // answer a burst of probes at once
@@ -121,8 +121,8 @@ std::vector<int> PeerProbe::silent_ranks(double grace_seconds) {
   for (int peer = 0; peer < size_; ++peer) {
     const auto p = static_cast<size_t>(peer);
     if (peer == rank_) continue;
-    MPI_Irecv(&answers[p], 1, MPI_INT, peer, kPong, comm_, &receives[p]);
-    MPI_Isend(round, 1, MPI_INT, peer, kPing, comm_, &pings[p]);
+    MPI_Irecv(&answers[p], 1, MPI_INT, peer, kPong, comm_.get(), &receives[p]);
+    MPI_Isend(round, 1, MPI_INT, peer, kPing, comm_.get(), &pings[p]);
   }
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -136,7 +136,7 @@ std::vector<int> PeerProbe::silent_ranks(double grace_seconds) {
       if (answers[p] == *round) {
         answered[p] = true;
       } else {  // an answer to an earlier round: wait for this one's
-        MPI_Irecv(&answers[p], 1, MPI_INT, static_cast<int>(p), kPong, comm_, &receives[p]);
+        MPI_Irecv(&answers[p], 1, MPI_INT, static_cast<int>(p), kPong, comm_.get(), &receives[p]);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

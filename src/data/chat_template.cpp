@@ -4,11 +4,11 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
-#include "jinja_ast.hpp"
-#include "jinja_evaluator.hpp"
-#include "jinja_json.hpp"
-#include "jinja_lexer.hpp"
-#include "jinja_parser.hpp"
+#include "jinja/ast.hpp"
+#include "jinja/evaluator.hpp"
+#include "jinja/json.hpp"
+#include "jinja/lexer.hpp"
+#include "jinja/parser.hpp"
 
 namespace autotrain::data {
 namespace {

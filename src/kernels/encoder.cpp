@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "row_loops.hpp"
+
 namespace autotrain::kernels {
 
 template <typename F>
@@ -36,19 +38,14 @@ void encoder_backward(F* dwte, F* dwpe, const F* dout, const std::int32_t* inp, 
     }
   }
   // dwte: the same token may repeat, so rows collide; threads split the channels instead and
-  // each walks every position in order (deterministic, no atomics).
-  constexpr int kBlock = 16;
-  const int blocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int c0 = blk * kBlock;
-    const int c1 = c0 + kBlock < C ? c0 + kBlock : C;
+  // each walks every position in order (row_loops.hpp: deterministic, no atomics).
+  for_each_channel_block(C, [&](int c0, int c1) {
     for (std::ptrdiff_t bt = 0; bt < static_cast<std::ptrdiff_t>(B) * T; ++bt) {
       F* dt = dwte + static_cast<std::ptrdiff_t>(inp[bt]) * C;
       const F* d = dout + bt * C;
       for (int c = c0; c < c1; ++c) dt[c] += d[c];
     }
-  }
+  });
 }
 
 template void encoder_forward<float>(float*, const std::int32_t*, const float*, const float*, int,

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "row_loops.hpp"
+
 namespace autotrain::kernels {
 
 template <typename F>
@@ -58,15 +60,10 @@ void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* i
       dx[c] += s * (d[c] * weight[c] - g_mean - xhat * gx_mean);
     }
   }
-  // Parameter gradients sum over rows; threads split the channels so each sum has one fixed order.
-  constexpr int kBlock = 16;
-  const int blocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int c0 = blk * kBlock;
-    const int c1 = c0 + kBlock < C ? c0 + kBlock : C;
-    F dw[kBlock] = {};
-    F db[kBlock] = {};
+  // Parameter gradients sum over rows, by channel block (row_loops.hpp).
+  for_each_channel_block(C, [&](int c0, int c1) {
+    F dw[kChannelBlock] = {};
+    F db[kChannelBlock] = {};
     for (std::size_t n = 0; n < N; ++n) {
       const F* x = inp + n * C;
       const F* d = dout + n * C;
@@ -81,7 +78,7 @@ void layernorm_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* i
       dweight[c] += dw[c - c0];
       dbias[c] += db[c - c0];
     }
-  }
+  });
 }
 
 template void layernorm_forward<float>(float*, float*, float*, const float*, const float*,

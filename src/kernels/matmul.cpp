@@ -158,15 +158,28 @@ void gemm<double>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std:
               to_blasint(ldc));
 }
 
+namespace {
+
+// out[N, OC] = inp[N, IC] · W (+ bias), W the weight as stored: [IC, OC] (`stored` no, leading
+// dimension OC) or [OC, IC] (`stored` yes: transposed, leading dimension IC).
 template <typename F>
-void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, std::size_t N, int IC,
-                    int OC) {
+void biased_product(F* out, const F* inp, const F* weight, Transpose stored, const F* bias,
+                    std::size_t N, int IC, int OC) {
   F beta = 0;
   if (bias != nullptr) {
     broadcast_bias(out, bias, N, OC);
     beta = 1;
   }
-  gemm<F>(Transpose::no, Transpose::no, N, OC, IC, F(1), inp, IC, weight, OC, beta, out, OC);
+  const auto ldw = static_cast<std::size_t>(stored == Transpose::no ? OC : IC);
+  gemm<F>(Transpose::no, stored, N, OC, IC, F(1), inp, IC, weight, ldw, beta, out, OC);
+}
+
+}  // namespace
+
+template <typename F>
+void matmul_forward(F* out, const F* inp, const F* weight, const F* bias, std::size_t N, int IC,
+                    int OC) {
+  biased_product(out, inp, weight, Transpose::no, bias, N, IC, OC);
 }
 
 template <typename F>
@@ -183,12 +196,7 @@ void matmul_backward(F* dinp, F* dweight, F* dbias, const F* dout, const F* inp,
 template <typename F>
 void linear_forward(F* out, const F* inp, const F* weight, const F* bias, std::size_t N, int IC,
                     int OC) {
-  F beta = 0;
-  if (bias != nullptr) {
-    broadcast_bias(out, bias, N, OC);
-    beta = 1;
-  }
-  gemm<F>(Transpose::no, Transpose::yes, N, OC, IC, F(1), inp, IC, weight, IC, beta, out, OC);
+  biased_product(out, inp, weight, Transpose::yes, bias, N, IC, OC);
 }
 
 template <typename F>

@@ -7,27 +7,24 @@
 
 #include <cmath>
 
+#include "row_loops.hpp"
+
 namespace autotrain::kernels {
 
 template <typename F>
 void rmsnorm_forward(F* out, F* rstd, const F* inp, const F* weight, std::size_t rows, int heads,
                      int C, std::size_t stride, double eps) {
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t r = 0; r < static_cast<std::ptrdiff_t>(rows); ++r) {
-    for (int h = 0; h < heads; ++h) {
-      const std::size_t first =
-          static_cast<std::size_t>(r) * stride + static_cast<std::size_t>(h) * C;
-      const F* x = inp + first;
-      double sum_squares = 0;
+  for_each_head_vector(rows, heads, C, stride, [&](std::size_t first, std::size_t vector) {
+    const F* x = inp + first;
+    double sum_squares = 0;
 #pragma omp simd reduction(+ : sum_squares)
-      for (int c = 0; c < C; ++c) sum_squares += static_cast<double>(x[c]) * x[c];
-      const F s = static_cast<F>(1.0 / std::sqrt(sum_squares / C + eps));
-      F* o = out + first;
+    for (int c = 0; c < C; ++c) sum_squares += static_cast<double>(x[c]) * x[c];
+    const F s = static_cast<F>(1.0 / std::sqrt(sum_squares / C + eps));
+    F* o = out + first;
 #pragma omp simd
-      for (int c = 0; c < C; ++c) o[c] = x[c] * s * weight[c];
-      rstd[static_cast<std::size_t>(r) * heads + h] = s;
-    }
-  }
+    for (int c = 0; c < C; ++c) o[c] = x[c] * s * weight[c];
+    rstd[vector] = s;
+  });
 }
 
 template <typename F>
@@ -35,33 +32,22 @@ void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F*
                       const F* rstd, std::size_t rows, int heads, int C, std::size_t stride) {
   // Input gradient, vector by vector: with x̂ = x·rstd and g = dout·weight,
   // dx = rstd · (g - x̂ · mean_c(g · x̂)).
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t r = 0; r < static_cast<std::ptrdiff_t>(rows); ++r) {
-    for (int h = 0; h < heads; ++h) {
-      const std::size_t first =
-          static_cast<std::size_t>(r) * stride + static_cast<std::size_t>(h) * C;
-      const F* x = inp + first;
-      const F* d = dout + first;
-      const F s = rstd[static_cast<std::size_t>(r) * heads + h];
-      double gx_sum = 0;
+  for_each_head_vector(rows, heads, C, stride, [&](std::size_t first, std::size_t vector) {
+    const F* x = inp + first;
+    const F* d = dout + first;
+    const F s = rstd[vector];
+    double gx_sum = 0;
 #pragma omp simd reduction(+ : gx_sum)
-      for (int c = 0; c < C; ++c) gx_sum += static_cast<double>(d[c] * weight[c]) * (x[c] * s);
-      const F gx_mean = static_cast<F>(gx_sum / C);
-      F* dx = dinp + first;
+    for (int c = 0; c < C; ++c) gx_sum += static_cast<double>(d[c] * weight[c]) * (x[c] * s);
+    const F gx_mean = static_cast<F>(gx_sum / C);
+    F* dx = dinp + first;
 #pragma omp simd
-      for (int c = 0; c < C; ++c) dx[c] += s * (d[c] * weight[c] - x[c] * s * gx_mean);
-    }
-  }
-  // dweight sums over every vector; threads split the channels so each sum has one fixed order
-  // whatever the thread count.
-  constexpr int kBlock = 16;
-  const int blocks = (C + kBlock - 1) / kBlock;
+    for (int c = 0; c < C; ++c) dx[c] += s * (d[c] * weight[c] - x[c] * s * gx_mean);
+  });
+  // dweight sums over every vector, by channel block (row_loops.hpp).
   const std::size_t vectors = rows * static_cast<std::size_t>(heads);
-#pragma omp parallel for schedule(static)
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int c0 = blk * kBlock;
-    const int c1 = c0 + kBlock < C ? c0 + kBlock : C;
-    double dw[kBlock] = {};
+  for_each_channel_block(C, [&](int c0, int c1) {
+    double dw[kChannelBlock] = {};
     for (std::size_t v = 0; v < vectors; ++v) {
       const std::size_t first = (v / heads) * stride + (v % heads) * static_cast<std::size_t>(C);
       const F* x = inp + first;
@@ -70,7 +56,7 @@ void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F*
       for (int c = c0; c < c1; ++c) dw[c - c0] += static_cast<double>(d[c]) * (x[c] * s);
     }
     for (int c = c0; c < c1; ++c) dweight[c] += static_cast<F>(dw[c - c0]);
-  }
+  });
 }
 
 template void rmsnorm_forward<float>(float*, float*, const float*, const float*, std::size_t, int,

@@ -6,25 +6,16 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/owned_comm.hpp"
 #include "autotrain/launch/device.hpp"
 #include "autotrain/launch/network.hpp"
 
 namespace autotrain {
 namespace {
-
-// Owns a communicator made by MPI_Comm_split_type.
-struct CommDeleter {
-  void operator()(MPI_Comm* comm) const {
-    if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
-    delete comm;
-  }
-};
-using OwnedComm = std::unique_ptr<MPI_Comm, CommDeleter>;
 
 void broadcast_string(std::string& text, int root, MPI_Comm comm) {
   int length = static_cast<int>(text.size());
@@ -61,15 +52,13 @@ Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLook
   topology.master_port = options.master_port;
 
   // Ranks sharing memory are one node; the key keeps local ranks in world-rank order.
-  OwnedComm node(new MPI_Comm(MPI_COMM_NULL));
-  AT_MPI_CHECK(
-      MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, topology.rank, MPI_INFO_NULL, node.get()));
-  AT_MPI_CHECK(MPI_Comm_rank(*node, &topology.local_rank));
-  AT_MPI_CHECK(MPI_Comm_size(*node, &topology.local_world_size));
+  const OwnedComm node = OwnedComm::split_by_node(world, topology.rank);
+  AT_MPI_CHECK(MPI_Comm_rank(node.get(), &topology.local_rank));
+  AT_MPI_CHECK(MPI_Comm_size(node.get(), &topology.local_world_size));
 
   // A node is named by its lowest world rank (its local rank 0); node ranks follow that order.
   int node_leader = topology.rank;
-  AT_MPI_CHECK(MPI_Bcast(&node_leader, 1, MPI_INT, 0, *node));
+  AT_MPI_CHECK(MPI_Bcast(&node_leader, 1, MPI_INT, 0, node.get()));
   std::vector<int> leaders(static_cast<size_t>(topology.world_size));
   AT_MPI_CHECK(MPI_Allgather(&node_leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world));
   std::sort(leaders.begin(), leaders.end());
@@ -83,7 +72,7 @@ Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLook
 
   // Per-rank GPU binding shows as different CUDA_VISIBLE_DEVICES among the ranks of a node.
   const std::string visible_devices = env("CUDA_VISIBLE_DEVICES").value_or("");
-  std::vector<std::string> node_visible = allgather_strings(visible_devices, *node);
+  std::vector<std::string> node_visible = allgather_strings(visible_devices, node.get());
   std::sort(node_visible.begin(), node_visible.end());
   const bool per_rank_visibility =
       !visible_devices.empty() && topology.local_world_size > 1 &&

@@ -385,9 +385,11 @@ void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
 
 CheckpointSaver::CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,
                                  size_t save_total_limit, bool async, MPI_Comm comm)
-    : dir_(std::move(dir)), options_(options), save_total_limit_(save_total_limit), async_(async) {
-  comm_ = duplicate_comm(comm, "checkpoint saver set-up (MPI_Comm_dup)");
-}
+    : dir_(std::move(dir)),
+      options_(options),
+      save_total_limit_(save_total_limit),
+      async_(async),
+      comm_(OwnedComm::duplicate(comm, "checkpoint saver set-up (MPI_Comm_dup)")) {}
 
 CheckpointSaver::~CheckpointSaver() {
   try {
@@ -395,12 +397,12 @@ CheckpointSaver::~CheckpointSaver() {
   } catch (const std::exception& error) {
     log::error("checkpoint: the background save failed: ", error.what());
   }
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void CheckpointSaver::write(const ckpt::CheckpointContent& content) {
   const Timer timer;
-  const fs::path path = ckpt::save_checkpoint(dir_, content, options_, save_total_limit_, comm_);
+  const fs::path path =
+      ckpt::save_checkpoint(dir_, content, options_, save_total_limit_, comm_.get());
   log::info("checkpoint: saved ", path.string(), " in ", timer.seconds(), " s",
             async_ ? " (background)" : "");
 }

@@ -54,21 +54,17 @@ ModelGroup::ModelGroup(const config::TrainCommandLine& command_line, MPI_Comm wo
   }
   {
     const CollectiveDeadline deadline("splitting the job into model groups (MPI_Comm_split)");
-    AT_MPI_CHECK(MPI_Comm_split(world, index_, rank, &comm_));
+    group_comm_ = OwnedComm::split(world, index_, rank);
   }
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-  const int group_rank = comm_rank(comm_);
+  MPI_Comm_set_errhandler(group_comm_.get(), MPI_ERRORS_RETURN);
+  const int group_rank = comm_rank(group_comm_.get());
   log::set_model(index_, group_rank == 0);
   command_line_.model_changes = plan_.models[static_cast<size_t>(index_)].changes;
 }
 
-ModelGroup::~ModelGroup() {
-  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-}
-
 RunRanks ModelGroup::run_ranks() const {
   if (!grouped()) return {};
-  return {comm_, index_, &*job_};
+  return {comm(), index_, &*job_};
 }
 
 }  // namespace autotrain::train

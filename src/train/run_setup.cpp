@@ -245,13 +245,11 @@ std::string oversubscription_warning(int node_ranks, int threads, int node_cores
              "it before srun), or use fewer threads");
 }
 
-RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks& ranks) {
-  RunSetup setup;
-  MPI_Comm world = ranks.comm;
-  const int model = ranks.model;
-  setup.comm = world;
-  setup.model = model;
-  // Every rank reads the files itself; whoever fails first speaks for all.
+namespace {
+
+// Every rank reads the files itself; whoever fails first speaks for all. Then the project
+// folder, the same build on every rank, and the log level.
+void load_run_params(RunSetup& setup, const config::TrainCommandLine& command_line) {
   std::string failure;
   try {
     setup.resolved = config::load_params(command_line.inputs());
@@ -261,29 +259,38 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
     failure = error.what();
   }
   stop_here_if_asked("setup");
-  agree_or_throw(failure.empty(), failure, world, "reading the configuration");
+  agree_or_throw(failure.empty(), failure, setup.comm, "reading the configuration");
   const auto& params = setup.params();
-  setup.project_dir = model < 0 ? std::filesystem::path(params.project_name)
-                                : std::filesystem::path(params.project_name) / cat("model-", model);
-  check_same_build(world);
+  setup.project_dir = setup.model < 0
+                          ? std::filesystem::path(params.project_name)
+                          : std::filesystem::path(params.project_name) / cat("model-", setup.model);
+  check_same_build(setup.comm);
   // log_level from a config or flag wins; otherwise AUTOTRAIN_LOG_LEVEL (read by the logger).
   if (setup.resolved.provenance.at("log_level") != "default") {
     log::set_level(log::parse_level(params.log_level, "log_level"));
   }
+}
 
+void discover_run_topology(RunSetup& setup, const RunRanks& ranks) {
+  const auto& params = setup.params();
   DiscoverOptions discover;
   discover.master_port = static_cast<int>(params.master_port);
   discover.want_gpu = params.comm_backend == "nccl";  // device cuda is checked below
   discover.job = ranks.job;
   {
     const CollectiveDeadline deadline("topology discovery");
-    setup.topology = discover_topology(world, discover);
+    setup.topology = discover_topology(setup.comm, discover);
   }
   stop_here_if_asked("topology");
   export_topology(setup.topology);
   setup.node_ranks = ranks.job ? ranks.job->local_world_size : setup.topology.local_world_size;
+}
 
-  failure.clear();
+// The parameters for this world, the communicator, device and precision: each rank's choice,
+// checked on every rank.
+void resolve_for_world(RunSetup& setup, const RunRanks& ranks) {
+  const auto& params = setup.params();
+  std::string failure;
   try {
     config::derive_for_world(setup.resolved, setup.topology.world_size);
     // num_nodes and num_gpus_per_node describe the job, also when it trains several models.
@@ -294,8 +301,13 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
   } catch (const Error& error) {
     failure = error.what();
   }
-  agree_or_throw(failure.empty(), failure, world, "the device, precision and communicator");
-  const CollectiveDeadline deadline("run set-up (parameters, communicator and device agreement)");
+  agree_or_throw(failure.empty(), failure, setup.comm, "the device, precision and communicator");
+}
+
+// The same parameters, communicator and kind of device on every rank.
+void agree_across_ranks(RunSetup& setup) {
+  const auto& params = setup.params();
+  MPI_Comm world = setup.comm;
   config::check_same_params_across_ranks(params, world);
 
   // `auto` resolves per rank; nodes that see different devices must not pick different ones.
@@ -312,9 +324,11 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
                               "every rank a GPU or set device cpu"));
   }
   if (setup.device == Device::cpu) resolve_cpu_precision(setup, world);
+}
 
-  setup.zero_stage = static_cast<int>(params.zero_stage);
-  setup.allow_changed_params = command_line.allow_changed_params;
+// The threads per rank, a warning when a node's CPU ranks oversubscribe its cores, and whether
+// the threads and the model fit this rank's share of the node.
+void choose_and_check_threads(RunSetup& setup) {
   choose_threads(setup);
   if (setup.device == Device::cpu && setup.topology.local_rank == 0) {
     const std::string warning = oversubscription_warning(
@@ -323,7 +337,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
         std::getenv("OMP_WAIT_POLICY"));
     if (!warning.empty()) log::warn(warning);
   }
-  failure.clear();
+  std::string failure;
   try {
     const RankResources resources = rank_resources(setup.node_ranks);
     check_threads(setup, resources);
@@ -331,7 +345,23 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
   } catch (const Error& error) {
     failure = error.what();
   }
-  agree_or_throw(failure.empty(), failure, world, "the threads and memory");
+  agree_or_throw(failure.empty(), failure, setup.comm, "the threads and memory");
+}
+
+}  // namespace
+
+RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks& ranks) {
+  RunSetup setup;
+  setup.comm = ranks.comm;
+  setup.model = ranks.model;
+  load_run_params(setup, command_line);
+  discover_run_topology(setup, ranks);
+  resolve_for_world(setup, ranks);
+  const CollectiveDeadline deadline("run set-up (parameters, communicator and device agreement)");
+  agree_across_ranks(setup);
+  setup.zero_stage = static_cast<int>(setup.params().zero_stage);
+  setup.allow_changed_params = command_line.allow_changed_params;
+  choose_and_check_threads(setup);
   stop_here_if_asked("agreed");
   return setup;
 }

@@ -35,6 +35,7 @@
 #include "autotrain/train/resume.hpp"
 #include "autotrain/train/signals.hpp"
 #include "autotrain/zero/engine.hpp"
+#include "gradient_step.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -177,6 +178,9 @@ class TrainingRun {
   // (the engine then holds unverified values: load another or initialise); Error otherwise.
   bool resume_from(const ResumeDecision& resume);
   void evaluate_initial();
+  // Micro-batch `micro` of the step into inputs_ and targets_, with its weight (with loss masks,
+  // its share of the step's `step_targets` loss-carrying targets).
+  MicroBatch load_micro_batch(long long micro, float loss_scale, double step_targets);
   ckpt::CheckpointContent content_at(long long steps_done);
   void save_at(long long steps_done);
   double evaluate() {
@@ -403,30 +407,32 @@ void TrainingRun::evaluate_initial() {
   }
 }
 
-StepResult TrainingRun::train_step(long long step) {
-  engine_->begin_step();
-  double loss_sum = 0;
-  const float loss_scale = scaler_.scale();
+MicroBatch TrainingRun::load_micro_batch(long long micro, float loss_scale, double step_targets) {
+  sampler_.load_micro_batch(datasets_.train, static_cast<uint64_t>(micro), inputs_, targets_);
+  MicroBatch batch{inputs_.data(), targets_.data()};
   // With loss masks a micro-batch weighs by its share of the step's loss-carrying targets
   // (times the world size: the ranks' gradients and losses are averaged); without, 1/accumulation.
-  const bool masked = datasets_.train.has_loss_mask();
-  const double step_targets = double(sampler_.loss_targets_in_step(datasets_.train));
-  for (long long micro = 0; micro < accumulation_; ++micro) {
-    sampler_.load_micro_batch(datasets_.train, static_cast<uint64_t>(micro), inputs_, targets_);
-    engine_->begin_micro_step(micro == accumulation_ - 1);
-    replica_->set_training_position(step, (micro * comm_->size() + comm_->rank()) * B_);
-    replica_->forward_async(inputs_.data(), targets_.data());
+  if (datasets_.train.has_loss_mask()) {
     const double weight =
         step_targets == 0 ? 0.0
                           : double(loss_targets(targets_)) * double(comm_->size()) / step_targets;
-    replica_->backward(masked ? loss_scale * static_cast<float>(weight)
-                              : loss_scale / static_cast<float>(accumulation_));
-    // After backward is queued: a GPU stays busy.
-    loss_sum += masked ? replica_->last_loss() * weight : replica_->last_loss();
+    batch.gradient_scale = loss_scale * static_cast<float>(weight);
+    batch.loss_weight = weight;
+  } else {
+    batch.gradient_scale = loss_scale / static_cast<float>(accumulation_);
   }
-  engine_->finish_backward();
+  return batch;
+}
+
+StepResult TrainingRun::train_step(long long step) {
+  const float loss_scale = scaler_.scale();
+  const bool masked = datasets_.train.has_loss_mask();
+  const double step_targets = double(sampler_.loss_targets_in_step(datasets_.train));
+  const AccumulatedGradients gradients = accumulate_gradients(
+      *replica_, *comm_, step, accumulation_, B_,
+      [&](long long micro) { return load_micro_batch(micro, loss_scale, step_targets); });
   StepResult result;
-  const double scaled_norm = engine_->grad_norm();
+  const double scaled_norm = gradients.grad_norm;
   result.grad_norm = scaled_norm / double(loss_scale);
   result.lr = schedule_.lr(step);
   if (scaler_.update(scaled_norm)) {
@@ -440,7 +446,8 @@ StepResult TrainingRun::train_step(long long step) {
   sampler_.advance();
   comm_wait_ += engine_->take_comm_wait_seconds();
 
-  result.loss = static_cast<float>(masked ? loss_sum : loss_sum / double(accumulation_));
+  result.loss =
+      static_cast<float>(masked ? gradients.loss_sum : gradients.loss_sum / double(accumulation_));
   scalars_->allreduce(std::span<float>(&result.loss, 1), ReduceOp::avg);
   // The loss is the same on every rank (averaged above): one message, not one per rank.
   if (!std::isfinite(result.loss)) {

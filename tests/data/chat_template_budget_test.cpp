@@ -1,4 +1,4 @@
-// The render budget of chat templates (src/data/jinja_budget.hpp, docs/data.md "Limits"): a
+// The render budget of chat templates (src/data/jinja/budget.hpp, docs/data.md "Limits"): a
 // template from the Hub is untrusted input, so every bomb below ends in an Error naming the
 // template's file and the budget that ran out, quickly, never in std::bad_alloc or a hang.
 #include <gtest/gtest.h>

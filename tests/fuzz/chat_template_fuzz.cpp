@@ -1,7 +1,7 @@
 // A chat template from the Hub (tokenizer_config.json's chat_template, or chat_template.jinja)
 // NUL the conversation it renders (a JSON list of messages; none or invalid JSON: a fixed one).
 // The template is untrusted: parse and render must end in success or an Error, within the
-// render's budget (src/data/jinja_budget.hpp), never in a hang or std::bad_alloc.
+// render's budget (src/data/jinja/budget.hpp), never in a hang or std::bad_alloc.
 #include <nlohmann/json.hpp>
 
 #include "autotrain/data/chat_template.hpp"

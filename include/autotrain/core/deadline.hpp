@@ -41,9 +41,6 @@ void wait_or_abort(std::span<MPI_Request> requests, std::span<const int> peers,
                    std::string_view operation);
 void wait_or_abort(MPI_Request& request, std::string_view operation);
 
-// MPI_Comm_dup of `parent` under the collective timeout (MPI_Comm_idup, then wait_or_abort).
-MPI_Comm duplicate_comm(MPI_Comm parent, std::string_view operation);
-
 // Runs `work` on rank 0 of `comm` while the other ranks wait for it to end, however long it
 // takes (data preparation): rank 0 sends a heartbeat every quarter of the collective timeout,
 // and a waiting rank aborts the job, naming `operation` and rank 0, when none came for a whole

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "autotrain/core/owned_comm.hpp"
+
 namespace autotrain {
 
 class PeerProbe {
@@ -37,7 +39,7 @@ class PeerProbe {
  private:
   void answer();
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  OwnedComm comm_;
   int rank_ = 0;
   int size_ = 1;
   std::vector<int> world_ranks_;    // by rank of comm_

@@ -3,7 +3,7 @@
 // rendered as transformers' apply_chat_template renders it (Python jinja2 with trim_blocks and
 // lstrip_blocks, loopcontrols, and transformers' tojson, raise_exception and strftime_now).
 // One small interpreter of the Jinja subset the templates of our families use
-// (src/data/jinja_*.cpp); anything outside it is an Error naming the template's origin, line and
+// (src/data/jinja/); anything outside it is an Error naming the template's origin, line and
 // construct, never a different rendering.
 //
 // Messages and extra variables are ordered JSON: `tools | tojson` writes the keys of a tool's

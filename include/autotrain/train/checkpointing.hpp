@@ -26,6 +26,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/training_params.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/owned_comm.hpp"
 #include "autotrain/data/sampler.hpp"
 #include "autotrain/model/lora.hpp"
 #include "autotrain/model/param_layout.hpp"
@@ -151,7 +152,7 @@ class CheckpointSaver {
   ckpt::WriteOptions options_;
   size_t save_total_limit_;
   bool async_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  OwnedComm comm_;
   // The host copy the background thread writes from: pieces point into host_.
   std::vector<float> host_;
   ckpt::CheckpointContent snapshot_;

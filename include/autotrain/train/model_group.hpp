@@ -9,6 +9,7 @@
 
 #include "autotrain/config/command_line.hpp"
 #include "autotrain/config/sweep.hpp"
+#include "autotrain/core/owned_comm.hpp"
 #include "autotrain/launch/topology.hpp"
 #include "autotrain/train/run_setup.hpp"
 
@@ -20,7 +21,6 @@ class ModelGroup {
   // refuses a world size that is not a multiple of their number (naming the sizes that work),
   // and, with more than one model, discovers the job's topology and splits the world.
   ModelGroup(const config::TrainCommandLine& command_line, MPI_Comm world);
-  ~ModelGroup();
   ModelGroup(const ModelGroup&) = delete;
   ModelGroup& operator=(const ModelGroup&) = delete;
 
@@ -30,7 +30,7 @@ class ModelGroup {
   int ranks_per_model() const { return ranks_per_model_; }
   const config::ModelsPlan& plan() const { return plan_; }
   // This rank's group (the world itself when not grouped), and what setup_run needs of it.
-  MPI_Comm comm() const { return comm_; }
+  MPI_Comm comm() const { return grouped() ? group_comm_.get() : MPI_COMM_WORLD; }
   RunRanks run_ranks() const;
   // The command line of this rank's model: the given one plus the model's changes.
   config::TrainCommandLine command_line() const { return command_line_; }
@@ -40,7 +40,7 @@ class ModelGroup {
   config::TrainCommandLine command_line_;
   int index_ = 0;
   int ranks_per_model_ = 1;
-  MPI_Comm comm_ = MPI_COMM_WORLD;
+  OwnedComm group_comm_;  // with more than one model
   std::optional<Topology> job_;
 };
 

@@ -208,7 +208,7 @@ class PeerInitFailed : public Error {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(MPI_Comm parent, const CommOptions& options)
-      : comm_(parent),
+      : comm_(OwnedComm::duplicate(parent, "communicator set-up (MPI_Comm_dup)")),
         rank_(comm_rank(comm_.get())),
         size_(comm_size(comm_.get())),
         timeout_seconds_(options.timeout_seconds) {
@@ -373,7 +373,7 @@ class NcclCommunicator final : public Communicator {
 
   // Destroyed bottom up: the watchdog, the NCCL communicator, the device resources it used, the
   // MPI communicator.
-  DuplicatedComm comm_;
+  OwnedComm comm_;
   int rank_;
   int size_;
   double timeout_seconds_;

@@ -1,4 +1,4 @@
-#include "jinja_json.hpp"
+#include "json.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/utf8.hpp"
-#include "jinja_budget.hpp"
+#include "budget.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

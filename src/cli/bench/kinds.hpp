@@ -1,5 +1,5 @@
 #pragma once
-// The kinds of `autotrain bench`, one file each (bench_comm.cpp, bench_train.cpp); bench.cpp
+// The kinds of `autotrain bench`, one file each in src/cli/bench/ (comm.cpp, train.cpp); bench.cpp
 // lists them and dispatches. Each takes the arguments after its name.
 #include <string>
 #include <vector>

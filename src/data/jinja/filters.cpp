@@ -8,11 +8,11 @@
 #include <cstdlib>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_budget.hpp"
-#include "jinja_builtins.hpp"
-#include "jinja_json.hpp"
-#include "jinja_operators.hpp"
-#include "jinja_strings.hpp"
+#include "budget.hpp"
+#include "builtins.hpp"
+#include "json.hpp"
+#include "operators.hpp"
+#include "strings.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

@@ -1,10 +1,10 @@
-#include "jinja_parser.hpp"
+#include "parser.hpp"
 
 #include <algorithm>
 #include <array>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_expressions.hpp"
+#include "expressions.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

@@ -1,9 +1,9 @@
-#include "jinja_budget.hpp"
+#include "budget.hpp"
 
 #include <limits>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_value.hpp"
+#include "value.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

@@ -1,12 +1,12 @@
-#include "jinja_operators.hpp"
+#include "operators.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_budget.hpp"
-#include "jinja_strings.hpp"
+#include "budget.hpp"
+#include "strings.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

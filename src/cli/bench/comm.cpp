@@ -1,13 +1,13 @@
 // `autotrain bench comm`: an nccl-tests clone for our communicators. For each backend and
 // collective it times a range of sizes, out of place and in place where the Communicator
-// interface has the form (bench_comm_collective.hpp), and prints nccl-tests' table:
+// interface has the form (comm_collective.hpp), and prints nccl-tests' table:
 //
 //   size count type redop root | time algbw busbw #wrong (out-of-place) | the same (in-place)
 //
 // closed by "# Avg bus bandwidth    : X", the mean busbw over every size and placement timed,
 // or one JSON document with the same figures. redop is "none" and root -1 where the collective
 // has none, as in nccl-tests. `--backend raw-mpi` is a plain blocking MPI loop
-// (bench_comm_raw_mpi.hpp), the reference for our mpi backend.
+// (comm_raw_mpi.hpp), the reference for our mpi backend.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,9 +25,9 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/launch/discover.hpp"
-#include "bench_comm_collective.hpp"
-#include "bench_comm_raw_mpi.hpp"
-#include "bench_kinds.hpp"
+#include "comm_collective.hpp"
+#include "comm_raw_mpi.hpp"
+#include "kinds.hpp"
 
 namespace autotrain::cli {
 namespace {

@@ -3,9 +3,9 @@
 #include <cctype>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_builtins.hpp"
-#include "jinja_operators.hpp"
-#include "jinja_strings.hpp"
+#include "builtins.hpp"
+#include "operators.hpp"
+#include "strings.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

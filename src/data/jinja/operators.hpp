@@ -1,6 +1,6 @@
 #pragma once
 // Python's operators on Values as jinja2 applies them (what they build is charged to the render's
-// budget, jinja_budget.hpp, before it is built): arithmetic (+ - * / // % **), ~,
+// budget, budget.hpp, before it is built): arithmetic (+ - * / // % **), ~,
 // comparisons, `in`, len(), iteration, and the attribute / subscript / slice lookups of
 // jinja2's sandboxed environment (`a.b` tries the attribute, then the item; `a['b']` the item,
 // then the attribute; a miss is Undefined with jinja2's hint). Errors are Failures worded as
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "jinja_value.hpp"
+#include "value.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "jinja_value.hpp"
+#include "value.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -1,12 +1,12 @@
-#include "jinja_value.hpp"
+#include "value.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_budget.hpp"
-#include "jinja_strings.hpp"
+#include "budget.hpp"
+#include "strings.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

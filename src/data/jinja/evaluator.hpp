@@ -5,13 +5,13 @@
 // are how templates carry state out), `if` opens none, and names resolve from the innermost
 // scope out to the render's variables and then the global functions.
 //
-// A render stops with an Error when it exceeds its budget (jinja_budget.hpp: operations, each
+// A render stops with an Error when it exceeds its budget (budget.hpp: operations, each
 // statement, expression and loop iteration one; bytes allocated; output bytes), so no template
 // hangs or fills memory.
 #include <string>
 
-#include "jinja_ast.hpp"
-#include "jinja_budget.hpp"
+#include "ast.hpp"
+#include "budget.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -1,11 +1,11 @@
-#include "jinja_lexer.hpp"
+#include "lexer.hpp"
 
 #include <array>
 #include <cctype>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/utf8.hpp"
-#include "jinja_strings.hpp"
+#include "strings.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
-#include "jinja_operators.hpp"
-#include "jinja_value.hpp"
+#include "operators.hpp"
+#include "value.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -1,10 +1,10 @@
-// Timing and checking one collective of `bench comm` (see bench_comm_collective.hpp).
+// Timing and checking one collective of `bench comm` (see comm_collective.hpp).
 //
 // With --check every rank fills its input with small rank-dependent integers (exact in every
 // dtype, and so are their sums over many ranks) and everything the collective must overwrite
 // with kUnwritten, so a skipped write counts as wrong; the result is compared with a reference
 // computed here, independently of the communicator.
-#include "bench_comm_collective.hpp"
+#include "comm_collective.hpp"
 
 #include <mpi.h>
 

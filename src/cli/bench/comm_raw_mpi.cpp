@@ -1,12 +1,13 @@
 // The raw-mpi reference of `bench comm`: each call is one blocking MPI collective, so it is
 // complete when it returns and its handles are empty.
-#include "bench_comm_raw_mpi.hpp"
+#include "comm_raw_mpi.hpp"
 
 #include <climits>
 #include <string_view>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/core/owned_comm.hpp"
 
 namespace autotrain::cli {
 namespace {
@@ -31,26 +32,23 @@ MPI_Op mpi_op(ReduceOp op) {
 
 class RawMpiCommunicator final : public Communicator {
  public:
-  explicit RawMpiCommunicator(MPI_Comm parent) {
-    AT_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
-    rank_ = comm_rank(comm_);
-    size_ = comm_size(comm_);
-  }
-  // A failed free cannot be reported from a destructor; the job ends right after the benchmark.
-  ~RawMpiCommunicator() override { MPI_Comm_free(&comm_); }
+  explicit RawMpiCommunicator(MPI_Comm parent)
+      : comm_(OwnedComm::duplicate(parent, "bench comm set-up (MPI_Comm_dup)")),
+        rank_(comm_rank(comm_.get())),
+        size_(comm_size(comm_.get())) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string_view name() const override { return "raw-mpi"; }
 
   CommHandle allreduce_async(void* data, size_t count, DType dtype, ReduceOp op) override {
     AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(count, "allreduce"), mpi_type(dtype),
-                               mpi_op(op), comm_));
+                               mpi_op(op), comm_.get()));
     return {};
   }
   CommHandle reduce_scatter_async(const void* input, void* output, size_t part, DType dtype,
                                   ReduceOp op) override {
     AT_MPI_CHECK(MPI_Reduce_scatter_block(input, output, mpi_count(part, "reduce_scatter"),
-                                          mpi_type(dtype), mpi_op(op), comm_));
+                                          mpi_type(dtype), mpi_op(op), comm_.get()));
     return {};
   }
   // In place (input == output + rank*part) is MPI_IN_PLACE: MPI forbids aliased buffers.
@@ -59,20 +57,21 @@ class RawMpiCommunicator final : public Communicator {
     const bool in_place = input == static_cast<const std::byte*>(output) +
                                        static_cast<size_t>(rank_) * part * dtype_size(dtype);
     AT_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input, count, mpi_type(dtype), output,
-                               count, mpi_type(dtype), comm_));
+                               count, mpi_type(dtype), comm_.get()));
     return {};
   }
   CommHandle broadcast_async(void* data, size_t count, DType dtype, int root) override {
-    AT_MPI_CHECK(MPI_Bcast(data, mpi_count(count, "broadcast"), mpi_type(dtype), root, comm_));
+    AT_MPI_CHECK(
+        MPI_Bcast(data, mpi_count(count, "broadcast"), mpi_type(dtype), root, comm_.get()));
     return {};
   }
   CommHandle barrier_async() override {
-    AT_MPI_CHECK(MPI_Barrier(comm_));
+    AT_MPI_CHECK(MPI_Barrier(comm_.get()));
     return {};
   }
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  OwnedComm comm_;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -1,4 +1,4 @@
-#include "jinja_strings.hpp"
+#include "strings.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,8 +6,8 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/utf8.hpp"
 #include "autotrain/data/unicode.hpp"
-#include "jinja_budget.hpp"
-#include "jinja_value.hpp"
+#include "budget.hpp"
+#include "value.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "jinja_value.hpp"
+#include "value.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -1,13 +1,13 @@
 #pragma once
 // The Jinja parser: tokens to a Program, following jinja2's grammar (expressions in
-// jinja_expressions.hpp). Tags: if/elif/else, for/else (with an `if` filter and tuple targets),
+// expressions.hpp). Tags: if/elif/else, for/else (with an `if` filter and tuple targets),
 // set (= value, ns.attr, block set), break, continue, and transformers' generation. Every other
 // tag, and nesting deeper than kMaxNesting, is an Error naming the line and the construct.
 #include <string>
 #include <vector>
 
-#include "jinja_ast.hpp"
-#include "jinja_lexer.hpp"
+#include "ast.hpp"
+#include "lexer.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -5,8 +5,6 @@
 // Its own flags (--steps, --warmup-steps, --sgemm-size, --no-profile, --json) are taken out of
 // the command line and parsed by parse_command_options; every other word is `autotrain train`'s
 // command line, parsed by the config layer.
-#include "autotrain/train/bench_train.hpp"
-
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,8 +17,9 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/kernels/threads.hpp"
+#include "autotrain/train/bench_train.hpp"
 #include "autotrain/train/run_setup.hpp"
-#include "bench_kinds.hpp"
+#include "kinds.hpp"
 
 namespace autotrain::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_lexer.hpp"
+#include "lexer.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -1,11 +1,11 @@
-#include "jinja_expressions.hpp"
+#include "expressions.hpp"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_builtins.hpp"
+#include "builtins.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

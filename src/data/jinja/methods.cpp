@@ -4,10 +4,10 @@
 #include <ctime>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_budget.hpp"
-#include "jinja_builtins.hpp"
-#include "jinja_operators.hpp"
-#include "jinja_strings.hpp"
+#include "budget.hpp"
+#include "builtins.hpp"
+#include "operators.hpp"
+#include "strings.hpp"
 
 namespace autotrain::data::jinja {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <utility>
 
-#include "jinja_ast.hpp"
-#include "jinja_token_stream.hpp"
+#include "ast.hpp"
+#include "token_stream.hpp"
 
 namespace autotrain::data::jinja {
 

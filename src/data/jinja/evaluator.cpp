@@ -1,11 +1,11 @@
-#include "jinja_evaluator.hpp"
+#include "evaluator.hpp"
 
 #include <new>
 #include <stdexcept>
 
 #include "autotrain/core/error.hpp"
-#include "jinja_builtins.hpp"
-#include "jinja_lexer.hpp"
+#include "builtins.hpp"
+#include "lexer.hpp"
 
 namespace autotrain::data::jinja {
 namespace {

@@ -1,13 +1,13 @@
 #pragma once
 // The values a chat template computes with. jinja2 evaluates templates as Python, so every value
 // means what the Python value means: truthiness, str(), repr() and == are Python's
-// (jinja_operators.hpp has the operators). Strings are UTF-8; what Python counts in characters
+// (operators.hpp has the operators). Strings are UTF-8; what Python counts in characters
 // (len, indexing, slices) counts code points.
 //
 // Invariant: strings, lists, tuples and dicts are immutable once built and shared between copies
 // (copying a Value is cheap, whatever its size); a namespace() is the one mutable value, and every
 // copy sees its changes. Building a string, list, tuple or dict charges the render's budget
-// (jinja_budget.hpp) for its bytes.
+// (budget.hpp) for its bytes.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
