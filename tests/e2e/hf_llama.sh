@@ -109,7 +109,7 @@ edit() {  # FROM TO PYTHON-STATEMENT-ON-c
   "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
 }
 edit llama yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
-refused yarn 'rope_scaling type "yarn" is not supported \(expected none, "default" or "llama3"\)' yarn
+refused yarn 'rope_scaling type "yarn" is not supported \(expected none, "default", "llama3" or "longrope"\)' yarn
 edit llama gelu 'c["hidden_act"] = "gelu"'
 refused gelu 'hidden_act "gelu" is not supported \(expected silu\)' gelu
 edit llama wrong-arch 'c["architectures"] = ["MistralForCausalLM"]'
