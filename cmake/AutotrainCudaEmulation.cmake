@@ -3,10 +3,28 @@
 # runtime, cuBLAS and NCCL. Only the toolkit's headers are needed, not nvcc or a GPU. The .cu
 # files go through tests/cuda_emu/translate.py (kernel launches become emulator calls) and are
 # compiled with tests/cuda_emu/prelude.hpp force-included. See docs/gpu.md.
+#
+# AUTOTRAIN_CUDA=emulate-if-found (the ci preset) is emulate where the toolkit's headers are found,
+# and a build without CUDA elsewhere. Its emulator reports no device unless
+# AUTOTRAIN_CUDA_EMU_DEVICES asks for some, so the build's binaries behave under ctest as on a
+# machine without a GPU, and the GPU tests (label cuda_emu, tests/cuda_emu/CMakeLists.txt) set it
+# and run in the same build. (The emulate preset's emulator reports eight by default.)
+#
+# Where nvcc and the toolkit's libraries are found too, the same build also compiles every .cu
+# file with nvcc and links `autotrain_cuda` (build/<preset>/cuda/autotrain): the host code's
+# objects are shared, only the kernels and the CUDA libraries differ. A target with the property
+# AUTOTRAIN_REAL_CUDA links the nvcc-compiled kernels and the real CUDA runtime, cuBLAS and NCCL;
+# every other target the emulated ones. Not in `all`: the test cuda.nvcc_build builds it.
 find_path(AUTOTRAIN_CUDA_INCLUDE cuda_runtime_api.h
   HINTS ${CUDAToolkit_ROOT}/include /usr/local/cuda/include)
 find_path(AUTOTRAIN_NCCL_INCLUDE nccl.h HINTS ${AUTOTRAIN_CUDA_INCLUDE} /usr/local/cuda/include)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
+if((NOT AUTOTRAIN_CUDA_INCLUDE OR NOT AUTOTRAIN_NCCL_INCLUDE) AND
+   AUTOTRAIN_CUDA STREQUAL "emulate-if-found")
+  message(STATUS "AUTOTRAIN_CUDA=emulate-if-found: no CUDA headers (cuda_runtime_api.h, nccl.h), "
+                 "so a build without CUDA")
+  return()
+endif()
 if(NOT AUTOTRAIN_CUDA_INCLUDE OR NOT AUTOTRAIN_NCCL_INCLUDE)
   message(FATAL_ERROR "AUTOTRAIN_CUDA=emulate needs the CUDA toolkit's headers and nccl.h "
                       "(set CUDAToolkit_ROOT); found '${AUTOTRAIN_CUDA_INCLUDE}' and "
@@ -23,13 +41,36 @@ add_library(autotrain_cuda_emu STATIC ${cuda_emu_sources})
 target_include_directories(autotrain_cuda_emu SYSTEM PUBLIC ${AUTOTRAIN_CUDA_INCLUDE}
                                                              ${AUTOTRAIN_NCCL_INCLUDE})
 target_link_libraries(autotrain_cuda_emu PUBLIC MPI::MPI_CXX)
+# The devices it reports where AUTOTRAIN_CUDA_EMU_DEVICES is unset: a node of eight in the emulate
+# preset's build, none in emulate-if-found's (the ci preset's, where ctest runs everything).
+if(AUTOTRAIN_CUDA STREQUAL "emulate")
+  target_compile_definitions(autotrain_cuda_emu PRIVATE AUTOTRAIN_CUDA_EMU_DEFAULT_DEVICES=8)
+else()
+  target_compile_definitions(autotrain_cuda_emu PRIVATE AUTOTRAIN_CUDA_EMU_DEFAULT_DEVICES=0)
+endif()
 
-target_link_libraries(autotrain_cuda_runtime INTERFACE autotrain_cuda_emu)
+autotrain_find_cuda_toolkit()
+set(AUTOTRAIN_CUDA_REAL_TOO OFF)
+if(AUTOTRAIN_CUDA_TOOLKIT_FOUND AND AUTOTRAIN_NCCL_LIB)
+  set(AUTOTRAIN_CUDA_REAL_TOO ON)
+endif()
+# Whether the target being built or linked is a real-CUDA one.
+set(real "$<BOOL:$<TARGET_PROPERTY:AUTOTRAIN_REAL_CUDA>>")
 target_compile_definitions(autotrain_cuda_runtime INTERFACE AUTOTRAIN_HAVE_CUDA=1
-                                                            AUTOTRAIN_CUDA_EMULATED=1)
-target_link_libraries(autotrain_cublas INTERFACE autotrain_cuda_emu)
-target_link_libraries(autotrain_nccl INTERFACE autotrain_cuda_runtime)
+                                                            $<$<NOT:${real}>:AUTOTRAIN_CUDA_EMULATED=1>)
 target_compile_definitions(autotrain_nccl INTERFACE AUTOTRAIN_HAVE_NCCL=1)
+target_include_directories(autotrain_nccl SYSTEM INTERFACE ${AUTOTRAIN_NCCL_INCLUDE})
+target_link_libraries(autotrain_nccl INTERFACE autotrain_cuda_runtime)
+if(AUTOTRAIN_CUDA_REAL_TOO)
+  target_link_libraries(autotrain_cuda_runtime INTERFACE $<IF:${real},CUDA::cudart,autotrain_cuda_emu>)
+  target_link_libraries(autotrain_cublas INTERFACE $<${real}:CUDA::cublasLt> $<${real}:CUDA::cublas>
+                                                   $<$<NOT:${real}>:autotrain_cuda_emu>)
+  target_link_libraries(autotrain_nccl INTERFACE $<${real}:${AUTOTRAIN_NCCL_LIB}>)
+else()
+  target_link_libraries(autotrain_cuda_runtime INTERFACE autotrain_cuda_emu)
+  target_link_libraries(autotrain_cublas INTERFACE autotrain_cuda_emu)
+endif()
+unset(real)
 
 # The C++ file that stands for one .cu file of a layer in the emulated build.
 function(autotrain_emulated_cuda_source layer cu_file out_var)

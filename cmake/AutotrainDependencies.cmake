@@ -55,16 +55,12 @@ if(NOT TARGET DNNL::dnnl)
   message(FATAL_ERROR "oneDNN (dnnl-config.cmake) not found. On Debian: apt-get install libdnnl-dev")
 endif()
 
-# CUDA and NCCL are optional: AUTOTRAIN_CUDA=auto builds them when found.
-set(AUTOTRAIN_HAVE_CUDA OFF)
-set(AUTOTRAIN_HAVE_NCCL OFF)
-add_library(autotrain_cuda_runtime INTERFACE)
-add_library(autotrain_nccl INTERFACE)
-add_library(autotrain_cublas INTERFACE)
-if(AUTOTRAIN_CUDA STREQUAL "emulate")
-  # The GPU path compiled with g++ against the CUDA emulator (tests/cuda_emu): tests only.
-  include(AutotrainCudaEmulation)
-elseif(NOT AUTOTRAIN_CUDA STREQUAL "off")
+# The CUDA toolkit with nvcc, cuBLAS and NCCL, where found: AUTOTRAIN_CUDA_TOOLKIT_FOUND, the
+# imported targets CUDA::cudart, CUDA::cublasLt and CUDA::cublas, AUTOTRAIN_NCCL_LIB and
+# AUTOTRAIN_NCCL_INCLUDE, and the CUDA language enabled for the .cu files (a macro: CMake enables a
+# language only at file scope).
+macro(autotrain_find_cuda_toolkit)
+  set(AUTOTRAIN_CUDA_TOOLKIT_FOUND OFF)
   if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
     set(CUDAToolkit_ROOT /usr/local/cuda)
   endif()
@@ -92,6 +88,22 @@ elseif(NOT AUTOTRAIN_CUDA STREQUAL "off")
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     set(CMAKE_CUDA_EXTENSIONS OFF)
+    set(AUTOTRAIN_CUDA_TOOLKIT_FOUND ON)
+  endif()
+endmacro()
+
+# CUDA and NCCL are optional: AUTOTRAIN_CUDA=auto builds them when found.
+set(AUTOTRAIN_HAVE_CUDA OFF)
+set(AUTOTRAIN_HAVE_NCCL OFF)
+add_library(autotrain_cuda_runtime INTERFACE)
+add_library(autotrain_nccl INTERFACE)
+add_library(autotrain_cublas INTERFACE)
+if(AUTOTRAIN_CUDA MATCHES "^emulate")
+  # The GPU path compiled with g++ against the CUDA emulator (tests/cuda_emu): tests only.
+  include(AutotrainCudaEmulation)
+elseif(NOT AUTOTRAIN_CUDA STREQUAL "off")
+  autotrain_find_cuda_toolkit()
+  if(AUTOTRAIN_CUDA_TOOLKIT_FOUND)
     set(AUTOTRAIN_HAVE_CUDA ON)
     target_link_libraries(autotrain_cuda_runtime INTERFACE CUDA::cudart)
     target_link_libraries(autotrain_cublas INTERFACE CUDA::cublasLt CUDA::cublas)

@@ -1,6 +1,8 @@
 # One static library per layer, built from every source file in src/<layer>/ and its folders
 # of one concept (src/data/jinja/, src/cli/bench/) and, when the build has CUDA,
-# src/<layer>/gpu/ (*.cpp host code and *.cu kernels). Adding a file to a layer needs no CMake
+# src/<layer>/gpu/ (*.cpp host code and *.cu kernels; in the emulated build the kernels are a
+# library of their own, autotrain_<layer>_cuda_emulated, and, where nvcc is found,
+# autotrain_<layer>_cuda_nvcc for the real-CUDA targets). Adding a file to a layer needs no CMake
 # edit.
 
 function(autotrain_warnings target)
@@ -27,33 +29,58 @@ endfunction()
 
 function(autotrain_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  set(target autotrain_${name})
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cpp
        ${PROJECT_SOURCE_DIR}/src/${name}/*/*.cpp)
   list(FILTER sources EXCLUDE REGEX "/src/${name}/gpu/")
+  set(kernel_libraries)
   if(AUTOTRAIN_HAVE_CUDA)
     file(GLOB gpu_host_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cpp)
     list(APPEND sources ${gpu_host_sources})
     file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cu)
-    if(AUTOTRAIN_CUDA_EMULATED)
+    if(AUTOTRAIN_CUDA_EMULATED AND cuda_sources)
+      # The kernels in a library of their own, so that the real-CUDA targets can link the nvcc
+      # build of the same .cu files instead (cmake/AutotrainCudaEmulation.cmake).
+      set(emulated_sources)
       foreach(cu IN LISTS cuda_sources)
         autotrain_emulated_cuda_source(${name} ${cu} emulated)
-        list(APPEND sources ${emulated})
+        list(APPEND emulated_sources ${emulated})
       endforeach()
+      add_library(${target}_cuda_emulated STATIC ${emulated_sources})
+      autotrain_layer_kernels(${target}_cuda_emulated "${ARG_DEPS}")
+      if(AUTOTRAIN_CUDA_REAL_TOO)
+        add_library(${target}_cuda_nvcc STATIC EXCLUDE_FROM_ALL ${cuda_sources})
+        set_target_properties(${target}_cuda_nvcc PROPERTIES AUTOTRAIN_REAL_CUDA ON)
+        autotrain_layer_kernels(${target}_cuda_nvcc "${ARG_DEPS}")
+        set(kernel_libraries
+          $<IF:$<BOOL:$<TARGET_PROPERTY:AUTOTRAIN_REAL_CUDA>>,${target}_cuda_nvcc,${target}_cuda_emulated>)
+      else()
+        set(kernel_libraries ${target}_cuda_emulated)
+      endif()
     else()
       list(APPEND sources ${cuda_sources})
     endif()
   endif()
-  set(target autotrain_${name})
   if(sources)
     add_library(${target} STATIC ${sources})
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/include)
-    target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS} ${kernel_libraries})
     target_compile_definitions(${target} PRIVATE
       AUTOTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" AUTOTRAIN_VERSION="${PROJECT_VERSION}")
     autotrain_warnings(${target})
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR}/include)
-    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
+    target_link_libraries(${target} INTERFACE ${ARG_DEPS} ${kernel_libraries})
   endif()
+endfunction()
+
+# A layer's kernels library (its gpu/*.cu, emulated or compiled by nvcc): built as the layer's
+# own sources are.
+function(autotrain_layer_kernels target deps)
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(${target} PUBLIC ${deps})
+  target_compile_definitions(${target} PRIVATE
+    AUTOTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" AUTOTRAIN_VERSION="${PROJECT_VERSION}")
+  autotrain_warnings(${target})
 endfunction()

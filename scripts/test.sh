@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds autotrain with warnings as errors and runs the whole test suite: unit tests, MPI tests
-# under mpirun -np 1..4, end-to-end tests of the binary, the tests on a real single-node Slurm
-# (started by the tests themselves when run as root), then the GPU tests under the CUDA
-# emulator, then fuzzes every parser for 30 s each (scripts/fuzz.sh; the ctest run above already
-# replays their seeds and regression inputs). Installs missing packages first. Ends with the
-# time each phase took (docs/benchmarks.md, "Tests and their cost").
+# Builds autotrain with warnings as errors and runs the whole test suite in one ctest run: unit
+# tests, MPI tests under mpirun -np 1..4, end-to-end tests of the binary, the tests on a real
+# single-node Slurm (started by the tests themselves when run as root), the GPU tests under the
+# CUDA emulator (label cuda_emu: the ci preset builds the GPU path against the emulator, and nvcc
+# compiles every .cu file there as the test cuda.nvcc_build), then fuzzes every parser for 30 s
+# each (scripts/fuzz.sh; the ctest run already replays their seeds and regression inputs).
+# Installs missing packages first. Ends with the time each phase took (docs/benchmarks.md, "Tests
+# and their cost").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,7 @@ phase() {  # phase NAME COMMAND...: runs COMMAND and records how long it took
   local name=$1 started=$SECONDS
   shift
   "$@"
-  phases+=("$(printf '%-44s %6d s' "$name" $((SECONDS - started)))")
+  phases+=("$(printf '%-60s %6d s' "$name" $((SECONDS - started)))")
 }
 
 # The tests oversubscribe the cores on purpose (MPI ranks, OpenMP and PyTorch threads, tests side
@@ -24,22 +26,20 @@ export OMP_WAIT_POLICY=PASSIVE
 phase "install-deps" bash scripts/install-deps.sh
 phase "build (ci preset)" bash -c 'cmake --preset ci && cmake --build --preset ci -j "$(nproc)"'
 
-# The emulated GPU build and the fuzz build need nothing from the tests: they run beside ctest at
-# the lowest priority, so they take only the CPU time the tests leave idle (the tests wait on
-# process starts, MPI wire-up, timeouts and I/O a good part of the time).
+# The fuzz build needs nothing from the tests: it runs beside ctest at the lowest priority, so it
+# takes only the CPU time the tests leave idle (the tests wait on process starts, MPI wire-up,
+# timeouts and I/O a good part of the time).
 mkdir -p build
-# Each in a process group of its own, so that a failure here ends the whole build. setsid also
-# makes it a scheduler autogroup of its own (kernel.sched_autogroup_enabled), and autogroups share
-# the CPU equally whatever their processes' nice: the group itself is niced too.
+# In a process group of its own, so that a failure here ends the whole build. setsid also makes it
+# a scheduler autogroup of its own (kernel.sched_autogroup_enabled), and autogroups share the CPU
+# equally whatever their processes' nice: the group itself is niced too.
 background_build() {  # background_build LOG SCRIPT: SCRIPT --build-only, at the lowest priority
   setsid -w bash -c 'echo 19 > /proc/self/autogroup 2> /dev/null; exec nice -n 19 bash "$0" --build-only' \
     "$2" > "$1" 2>&1 &
 }
-background_build build/emulate-build.log scripts/test-cuda-emulated.sh
-emulate_build=$!
 background_build build/fuzz-build.log scripts/fuzz.sh
 fuzz_build=$!
-trap 'kill -- -$emulate_build -$fuzz_build 2> /dev/null || true' EXIT
+trap 'kill -- -$fuzz_build 2> /dev/null || true' EXIT
 # wait_for NAME PID LOG: the background build's status; its log's tail when it failed.
 wait_for() {
   wait "$2" || { tail -n 60 "$3"; echo "test.sh: the $1 build failed (log: $3)"; exit 1; }
@@ -47,17 +47,17 @@ wait_for() {
 
 # Tests run side by side: ctest counts an MPI test as its number of ranks and an end-to-end test
 # as two, and runs alone the tests whose assertions are about time (tests/CMakeLists.txt). Twice
-# as many slots as cores: most tests wait more than they compute.
-phase "ctest (emulate and fuzz builds niced beside)" ctest --preset ci -j "$(($(nproc) * 2))" "$@"
-phase "rest of the emulated GPU build" wait_for emulated "$emulate_build" build/emulate-build.log
+# as many slots as cores: most tests wait more than they compute. The GPU tests under the emulator
+# (label cuda_emu, tests/cuda_emu/CMakeLists.txt; scripts/test-cuda-emulated.sh runs only them)
+# are among them, and so is the nvcc build of the real-CUDA binary (cuda.nvcc_build, niced), which
+# e2e.gpu_runtime_bundle packs.
+phase "ctest (emulated GPU tests, nvcc build inside; fuzz build beside)" \
+  ctest --preset ci -j "$(($(nproc) * 2))" "$@"
 phase "rest of the fuzz build" wait_for fuzz "$fuzz_build" build/fuzz-build.log
 trap - EXIT
-# The GPU tests, which skip above on a machine without a GPU, run on the CPU through the CUDA
-# emulator (docs/gpu.md): a second build, build/emulate.
-phase "GPU tests under the emulator" bash scripts/test-cuda-emulated.sh
 # The parsers under libFuzzer with the address and undefined-behaviour sanitizers (build/fuzz).
 phase "fuzzing" bash scripts/fuzz.sh
 
 echo "test.sh: every phase passed; where the time went:"
 printf '  %s\n' "${phases[@]}"
-echo "  $(printf '%-44s %6d s' total "$SECONDS")"
+echo "  $(printf '%-60s %6d s' total "$SECONDS")"

@@ -73,6 +73,12 @@ class NcclInitFailure : public testing::Test {
 #endif
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // The emulator has devices only where the GPU tests ask for them (AUTOTRAIN_CUDA_EMU_DEVICES).
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < size_) {
+      cudaGetLastError();
+      GTEST_SKIP() << size_ << " ranks but " << devices << " CUDA devices: one per rank needed";
+    }
   }
   void TearDown() override {
     unsetenv("AUTOTRAIN_CUDA_EMU_NCCL_INIT_FAIL");

@@ -1,5 +1,8 @@
-// The emulated CUDA runtime: one device whose memory is tracked host memory, lazy streams and
+// The emulated CUDA runtime: devices whose memory is tracked host memory, lazy streams and
 // events, and the cudart functions that autotrain calls (cuda_runtime_api.h's declarations).
+// AUTOTRAIN_CUDA_EMU_DEVICES says how many devices there are; unset, none in the ci preset's build
+// (its binaries behave under ctest as on a machine without a GPU, and the GPU tests set it:
+// tests/cuda_emu/CMakeLists.txt) and eight in the emulate preset's.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "emulator.hpp"
@@ -42,7 +46,7 @@ namespace cuda_emu {
 namespace {
 
 constexpr std::size_t kDeviceBytes = std::size_t{16} << 30;  // what cudaMemGetInfo reports
-constexpr int kDevices = 8;  // one node of eight; every process emulates its own
+constexpr int kMaxDevices = 8;  // one node of eight at most; every process emulates its own
 
 enum class Kind { device, pinned };
 struct Allocation {
@@ -62,6 +66,20 @@ struct State {
 State& state() {
   static State s;
   return s;
+}
+
+// AUTOTRAIN_CUDA_EMU_DEVICES: how many devices cudaGetDeviceCount reports.
+int device_count() {
+  static const int count = [] {
+    const char* value = std::getenv("AUTOTRAIN_CUDA_EMU_DEVICES");
+    const std::string text =
+        value == nullptr ? std::to_string(AUTOTRAIN_CUDA_EMU_DEFAULT_DEVICES) : value;
+    if (text.size() != 1 || text[0] < '0' || text[0] > '0' + kMaxDevices)
+      fail("AUTOTRAIN_CUDA_EMU_DEVICES = '" + text + "': expected a device count from 0 to " +
+           std::to_string(kMaxDevices));
+    return text[0] - '0';
+  }();
+  return count;
 }
 
 thread_local cudaError_t last_error = cudaSuccess;
@@ -236,12 +254,13 @@ using cuda_emu::state;
 extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = cuda_emu::kDevices;
-  return cudaSuccess;
+  *count = cuda_emu::device_count();
+  // What the CUDA runtime says on a machine without a GPU.
+  return *count == 0 ? record(cudaErrorNoDevice) : cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
-  if (device < 0 || device >= cuda_emu::kDevices) return record(cudaErrorInvalidDevice);
+  if (device < 0 || device >= cuda_emu::device_count()) return record(cudaErrorInvalidDevice);
   state().device = device;
   return cudaSuccess;
 }
@@ -252,7 +271,7 @@ cudaError_t cudaGetDevice(int* device) {
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (device < 0 || device >= cuda_emu::kDevices) return record(cudaErrorInvalidDevice);
+  if (device < 0 || device >= cuda_emu::device_count()) return record(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "%s", "autotrain CUDA emulator");
   prop->totalGlobalMem = cuda_emu::kDeviceBytes;
@@ -271,7 +290,7 @@ cudaError_t cudaRuntimeGetVersion(int* version) {
 }
 
 cudaError_t cudaDriverGetVersion(int* version) {
-  *version = CUDART_VERSION;
+  *version = cuda_emu::device_count() == 0 ? 0 : CUDART_VERSION;  // 0: no driver, no GPU
   return cudaSuccess;
 }
 
@@ -299,6 +318,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle:
       return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
     default:
       return "cudaError (emulator)";
   }
