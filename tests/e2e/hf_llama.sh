@@ -22,12 +22,8 @@ fail() { echo "hf_llama: $*"; exit 1; }
 
 "$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange(500)) for _ in range(17)))" > tokens.txt
 
-check_folder() {  # FOLDER: our numbers against PyTorch's
-  rm -rf probe && mkdir probe
-  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
-  "${torch_llama[@]}" check "$1" probe tokens.txt > check.out || { cat check.out; fail "$1 differs from the PyTorch reference"; }
-  echo "$1: $(grep -E '^(logits|gradients)' check.out | tr '\n' ' ')"
-}
+# shellcheck source=tests/e2e/lib.bash
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # check_folder, edit
 
 # 1. Every architecture, against PyTorch.
 "${torch_llama[@]}" make llama
@@ -103,10 +99,6 @@ refused() {  # NAME PATTERN FOLDER [FLAGS...]
   timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]}" "$@" > "$name.out" 2>&1 || status=$?
   [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
   grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
-}
-edit() {  # FROM TO PYTHON-STATEMENT-ON-c
-  cp -r "$1" "$2"
-  "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
 }
 edit llama yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
 refused yarn 'rope_scaling type "yarn" is not supported \(expected none, "default", "llama3" or "longrope"\)' yarn

@@ -25,12 +25,8 @@ fail() { echo "hf_phi3: $*"; exit 1; }
 
 "$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange(256)) for _ in range(17)))" > tokens.txt
 
-check_folder() {  # FOLDER: our numbers against PyTorch's
-  rm -rf probe && mkdir probe
-  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
-  "${torch_llama[@]}" check "$1" probe tokens.txt > check.out || { cat check.out; fail "$1 differs from the PyTorch reference"; }
-  echo "$1: $(grep -E '^(logits|gradients)' check.out | tr '\n' ' ')"
-}
+# shellcheck source=tests/e2e/lib.bash
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # check_folder, edit
 
 # 1. Every variant, against PyTorch (a byte vocabulary, so that generate can sample them).
 "${torch_llama[@]}" make phi3 --arch phi3 --vocab 256 --seed 11
@@ -95,10 +91,6 @@ refused() {  # NAME PATTERN FOLDER [BLOCK-SIZE]
     --block-size "${4:-32}" > "$name.out" 2>&1 || status=$?
   [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
   grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
-}
-edit() {  # FROM TO PYTHON-STATEMENT-ON-c
-  cp -r "$1" "$2"
-  "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
 }
 edit longrope long 'c["sliding_window"] = None'
 refused beyond 'positions exceed rope_scaling.s original_max_position_embeddings of 128: longrope.s long_factor is not supported yet' long 256

@@ -27,3 +27,21 @@ usr1_when_training() {
   done
   kill -USR1 "$pid"
 }
+
+# The PyTorch-checked model tests (hf_llama.sh, hf_phi3.sh) set probe_bin (tests/hf_probe),
+# torch_llama (the reference's command), python and fail, and write tokens.txt.
+
+# FOLDER: our logits, loss, gradients and greedy tokens (hf_probe) against the reference's.
+check_folder() {
+  rm -rf probe && mkdir probe
+  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
+  "${torch_llama[@]}" check "$1" probe tokens.txt > check.out ||
+    { cat check.out; fail "$1 differs from the PyTorch reference"; }
+  echo "$1: $(grep -E '^(logits|gradients)' check.out | tr '\n' ' ')"
+}
+
+# FROM TO PYTHON-STATEMENT-ON-c: a copy of folder FROM whose config.json the statement edits.
+edit() {
+  cp -r "$1" "$2"
+  "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
+}
