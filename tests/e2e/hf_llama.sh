@@ -10,20 +10,10 @@
 #      not resume another;
 #   3. options autotrain does not support and broken folders are refused by name.
 set -euo pipefail
-: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
-read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
-probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
-python=${PYTHON:-/usr/bin/python3}
-torch_llama=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_llama.py")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() { echo "hf_llama: $*"; exit 1; }
-
-"$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange(500)) for _ in range(17)))" > tokens.txt
-
+: "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 # shellcheck source=tests/e2e/lib.bash
-source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # check_folder, edit
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit
+reference_test hf_llama 500
 
 # 1. Every architecture, against PyTorch.
 "${torch_llama[@]}" make llama

@@ -13,20 +13,10 @@
 #      exports PEFT's merge and an adapter folder naming Phi-3's modules;
 #   4. what is not supported is refused by name.
 set -euo pipefail
-: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
-read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
-probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
-python=${PYTHON:-/usr/bin/python3}
-torch_llama=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_llama.py")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() { echo "hf_phi3: $*"; exit 1; }
-
-"$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange(256)) for _ in range(17)))" > tokens.txt
-
+: "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 # shellcheck source=tests/e2e/lib.bash
-source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # check_folder, edit
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit
+reference_test hf_phi3 256
 
 # 1. Every variant, against PyTorch (a byte vocabulary, so that generate can sample them).
 "${torch_llama[@]}" make phi3 --arch phi3 --vocab 256 --seed 11

@@ -28,8 +28,23 @@ usr1_when_training() {
   kill -USR1 "$pid"
 }
 
-# The PyTorch-checked model tests (hf_llama.sh, hf_phi3.sh) set probe_bin (tests/hf_probe),
-# torch_llama (the reference's command), python and fail, and write tokens.txt.
+# The PyTorch-checked model tests (hf_llama.sh, hf_phi3.sh) start with
+#   reference_test NAME VOCAB
+# which sets mpirun, probe_bin (tests/hf_probe), python, torch_llama (the reference's command)
+# and fail (prefixing NAME), moves into a work folder removed at exit, and writes tokens.txt (17
+# random ids below VOCAB).
+reference_test() {
+  : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+  read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
+  probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
+  python=${PYTHON:-/usr/bin/python3}
+  torch_llama=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_llama.py")
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+  eval "fail() { echo \"$1: \$*\"; exit 1; }"
+  "$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange($2)) for _ in range(17)))" > tokens.txt
+}
 
 # FOLDER: our logits, loss, gradients and greedy tokens (hf_probe) against the reference's.
 check_folder() {
