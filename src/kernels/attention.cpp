@@ -41,16 +41,41 @@ HeadLayout checked_layout(const char* what, int NH, int NKV, int HS) {
   return HeadLayout{NH, NKV, HS};
 }
 
+// Scores of one row in place: capped (softcap > 0), then the softmax over the visible columns
+// [first, last]; 0 elsewhere in [0, T).
+template <typename F>
+void softmax_row(F* p, int first, int last, int T, const AttentionOptions& options) {
+  if (options.softcap > 0) {
+    const F cap = static_cast<F>(options.softcap);
+    for (int t2 = first; t2 <= last; ++t2) p[t2] = cap * std::tanh(p[t2] / cap);
+  }
+  F maxv = -std::numeric_limits<F>::infinity();
+#pragma omp simd reduction(max : maxv)
+  for (int t2 = first; t2 <= last; ++t2) maxv = p[t2] > maxv ? p[t2] : maxv;
+  F sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int t2 = first; t2 <= last; ++t2) {
+    p[t2] = exp_approx(p[t2] - maxv);
+    sum += p[t2];
+  }
+  const F inv = F(1) / sum;
+#pragma omp simd
+  for (int t2 = first; t2 <= last; ++t2) p[t2] *= inv;
+  std::fill(p, p + first, F(0));         // out of the window: masked
+  std::fill(p + last + 1, p + T, F(0));  // the future: masked
+}
+
 }  // namespace
 
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS) {
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
+                       const AttentionOptions& options) {
   const HeadLayout layout = checked_layout("attention_forward", NH, NKV, HS);
   const auto uT = static_cast<std::size_t>(T);
   const auto uHS = static_cast<std::size_t>(HS);
   const std::size_t row = layout.row();
   const std::size_t out_row = layout.out_row();
-  const F scale = F(1) / std::sqrt(static_cast<F>(HS));
+  const F scale = static_cast<F>(options.scale_for(HS));
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * NH; ++bh) {
     const int b = bh / NH;
@@ -64,20 +89,8 @@ void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int N
     // scores = q[T, HS] · k[T, HS]ᵀ · scale
     gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, scale, q, row, k, row, F(0), scores, uT);
     for (int t = 0; t < T; ++t) {
-      F* p = scores + static_cast<std::size_t>(t) * uT;
-      F maxv = -std::numeric_limits<F>::infinity();
-#pragma omp simd reduction(max : maxv)
-      for (int t2 = 0; t2 <= t; ++t2) maxv = p[t2] > maxv ? p[t2] : maxv;
-      F sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int t2 = 0; t2 <= t; ++t2) {
-        p[t2] = exp_approx(p[t2] - maxv);
-        sum += p[t2];
-      }
-      const F inv = F(1) / sum;
-#pragma omp simd
-      for (int t2 = 0; t2 <= t; ++t2) p[t2] *= inv;
-      std::fill(p + t + 1, p + T, F(0));  // the future: masked
+      softmax_row(scores + static_cast<std::size_t>(t) * uT, options.first_visible(t), t, T,
+                  options);
     }
     // out[T, HS] (row stride NH·HS) = att[T, T] · v[T, HS]
     F* o = out + static_cast<std::size_t>(b) * uT * out_row + layout.query(h);
@@ -86,44 +99,41 @@ void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int N
 }
 
 template <typename F>
-void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int NKV, int HS) {
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int NKV, int HS,
+                            const AttentionOptions& options) {
   const HeadLayout layout = checked_layout("attention_forward_last", NH, NKV, HS);
-  const auto uT = static_cast<std::size_t>(T);
   const auto uHS = static_cast<std::size_t>(HS);
   const std::size_t row = layout.row();
-  const F scale = F(1) / std::sqrt(static_cast<F>(HS));
+  const F scale = static_cast<F>(options.scale_for(HS));
+  // The rows the last position sees: first..T-1.
+  const int first = options.first_visible(T - 1);
+  const auto seen = static_cast<std::size_t>(T - first);
+  const F* rows = qkv + static_cast<std::size_t>(first) * row;
   for (int h = 0; h < NH; ++h) {
     const int kv = h / layout.group();
-    const F* q = qkv + (uT - 1) * row + layout.query(h);
-    const F* k = qkv + layout.key(kv);
-    const F* v = qkv + layout.value(kv);
-    // scores[T] = k[T, HS] · q · scale, then the softmax of the training kernel's last row.
-    gemm<F>(Transpose::no, Transpose::no, uT, 1, uHS, scale, k, row, q, 1, F(0), scratch, 1);
-    F maxv = -std::numeric_limits<F>::infinity();
-    for (int t2 = 0; t2 < T; ++t2) maxv = scratch[t2] > maxv ? scratch[t2] : maxv;
-    F sum = 0;
-    for (int t2 = 0; t2 < T; ++t2) {
-      scratch[t2] = exp_approx(scratch[t2] - maxv);
-      sum += scratch[t2];
-    }
-    const F inv = F(1) / sum;
-    for (int t2 = 0; t2 < T; ++t2) scratch[t2] *= inv;
-    // out[HS] = att[T] · v[T, HS]
-    gemm<F>(Transpose::yes, Transpose::no, uHS, 1, uT, F(1), v, row, scratch, 1, F(0),
+    const F* q = qkv + static_cast<std::size_t>(T - 1) * row + layout.query(h);
+    const F* k = rows + layout.key(kv);
+    const F* v = rows + layout.value(kv);
+    // scores[seen] = k[seen, HS] · q · scale, then the softmax of the training kernel's last row.
+    gemm<F>(Transpose::no, Transpose::no, seen, 1, uHS, scale, k, row, q, 1, F(0), scratch, 1);
+    softmax_row(scratch, 0, int(seen) - 1, int(seen), options);
+    // out[HS] = att[seen] · v[seen, HS]
+    gemm<F>(Transpose::yes, Transpose::no, uHS, 1, seen, F(1), v, row, scratch, 1, F(0),
             out + layout.query(h), 1);
   }
 }
 
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int NH, int NKV, int HS) {
+                        int T, int NH, int NKV, int HS, const AttentionOptions& options) {
   const HeadLayout layout = checked_layout("attention_backward", NH, NKV, HS);
   const int group = layout.group();
   const auto uT = static_cast<std::size_t>(T);
   const auto uHS = static_cast<std::size_t>(HS);
   const std::size_t row = layout.row();
   const std::size_t out_row = layout.out_row();
-  const F scale = F(1) / std::sqrt(static_cast<F>(HS));
+  const F scale = static_cast<F>(options.scale_for(HS));
+  const F cap = static_cast<F>(options.softcap);
   // [T, T] slices of att and scratch of pair (b, h); [T, HS] slices of (d)qkv and dout of batch b.
   auto probs_of = [&](int b, int h) {
     return att + (static_cast<std::size_t>(b) * NH + h) * uT * uT;
@@ -146,8 +156,15 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
     // out = att · v  =>  datt = dO · vᵀ
     gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, F(1), dout_of(b, h), out_row, v, row, F(0),
             dscores, uT);
-    // softmax: dpre[t2] = att[t2]·(datt[t2] - Σ_j att[j]·datt[j]), times the score scale. Masked
-    // entries have att = 0, so their dpre is 0 and they add nothing below.
+    // With a softcap, the scores before it (scale · q·kᵀ) into the second half of scratch.
+    F* raw = cap > 0 ? dscores + static_cast<std::size_t>(B) * NH * uT * uT : nullptr;
+    if (raw) {
+      gemm<F>(Transpose::no, Transpose::yes, uT, uT, uHS, scale, qkv + rows_of(b) + layout.query(h),
+              row, k, row, F(0), raw, uT);
+    }
+    // softmax: dpre[t2] = att[t2]·(datt[t2] - Σ_j att[j]·datt[j]), times the cap's derivative
+    // 1 - tanh²(raw / cap) and the score scale. Masked entries have att = 0, so their dpre is 0
+    // and they add nothing below.
     for (int t = 0; t < T; ++t) {
       const F* p = probs + static_cast<std::size_t>(t) * uT;
       F* d = dscores + static_cast<std::size_t>(t) * uT;
@@ -156,6 +173,13 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
       for (int t2 = 0; t2 <= t; ++t2) weighted += p[t2] * d[t2];
 #pragma omp simd
       for (int t2 = 0; t2 <= t; ++t2) d[t2] = p[t2] * (d[t2] - weighted) * scale;
+      if (raw) {
+        const F* r = raw + static_cast<std::size_t>(t) * uT;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const F th = std::tanh(r[t2] / cap);
+          d[t2] *= F(1) - th * th;
+        }
+      }
       std::fill(d + t + 1, d + T, F(0));
     }
     // pre = q · kᵀ  =>  dq = dpre · k
@@ -198,13 +222,18 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
   }
 }
 
-template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int);
-template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int);
-template void attention_forward_last<float>(float*, float*, const float*, int, int, int, int);
-template void attention_forward_last<double>(double*, double*, const double*, int, int, int, int);
+template void attention_forward<float>(float*, float*, const float*, int, int, int, int, int,
+                                       const AttentionOptions&);
+template void attention_forward<double>(double*, double*, const double*, int, int, int, int, int,
+                                        const AttentionOptions&);
+template void attention_forward_last<float>(float*, float*, const float*, int, int, int, int,
+                                            const AttentionOptions&);
+template void attention_forward_last<double>(double*, double*, const double*, int, int, int, int,
+                                             const AttentionOptions&);
 template void attention_backward<float>(float*, float*, const float*, const float*, const float*,
-                                        int, int, int, int, int);
+                                        int, int, int, int, int, const AttentionOptions&);
 template void attention_backward<double>(double*, double*, const double*, const double*,
-                                         const double*, int, int, int, int, int);
+                                         const double*, int, int, int, int, int,
+                                         const AttentionOptions&);
 
 }  // namespace autotrain::kernels

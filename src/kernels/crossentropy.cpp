@@ -27,7 +27,8 @@ void crossentropy_forward(F* losses, F* lse, const F* logits, const std::int32_t
 
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std::int32_t* targets,
-                           F dloss, std::size_t N, int V, int Vp) {
+                           F dloss, std::size_t N, int V, int Vp, double softcap) {
+  const F cap = static_cast<F>(softcap);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
     const F* x = logits + n * Vp;
@@ -37,9 +38,28 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std:
       continue;
     }
     const F l = lse[n];
-    exp_shifted_scaled(d, x, V, l, dloss);
+    if (cap > 0) {  // x and d may be one buffer: each element is read before it is written
+      const F target = x[targets[n]] / cap;
+      for (int v = 0; v < V; ++v) {
+        const F c = x[v] / cap;
+        d[v] = exp_approx(x[v] - l) * dloss * (F(1) - c * c);
+      }
+      d[targets[n]] -= dloss * (F(1) - target * target);
+    } else {
+      exp_shifted_scaled(d, x, V, l, dloss);
+      d[targets[n]] -= dloss;
+    }
     for (int v = V; v < Vp; ++v) d[v] = 0;
-    d[targets[n]] -= dloss;
+  }
+}
+
+template <typename F>
+void logit_softcap(F* logits, std::size_t N, int V, int Vp, double softcap) {
+  const F cap = static_cast<F>(softcap);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
+    F* x = logits + n * Vp;
+    for (int v = 0; v < V; ++v) x[v] = cap * std::tanh(x[v] / cap);
   }
 }
 
@@ -48,8 +68,11 @@ template void crossentropy_forward<float>(float*, float*, const float*, const st
 template void crossentropy_forward<double>(double*, double*, const double*, const std::int32_t*,
                                            std::size_t, int, int);
 template void crossentropy_backward<float>(float*, const float*, const float*, const std::int32_t*,
-                                           float, std::size_t, int, int);
+                                           float, std::size_t, int, int, double);
 template void crossentropy_backward<double>(double*, const double*, const double*,
-                                            const std::int32_t*, double, std::size_t, int, int);
+                                            const std::int32_t*, double, std::size_t, int, int,
+                                            double);
+template void logit_softcap<float>(float*, std::size_t, int, int, double);
+template void logit_softcap<double>(double*, std::size_t, int, int, double);
 
 }  // namespace autotrain::kernels

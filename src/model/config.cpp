@@ -61,6 +61,13 @@ void ModelConfig::validate() const {
     AT_CHECK(rotary_dim >= 0 && rotary_size() <= head_size() && rotary_size() % 2 == 0,
              "model config: rotary_dim ", rotary_dim, " must be even and at most head_dim ",
              head_size(), " (0: head_dim)");
+    AT_CHECK(sliding_layers.empty() || sliding_layers.size() == std::size_t(n_layer),
+             "model config: sliding_layers has ", sliding_layers.size(), " entries for ", n_layer,
+             " layers");
+    AT_CHECK(query_pre_attn_scalar >= 0 && attn_softcap >= 0 && final_softcap >= 0 &&
+                 rope_local_theta >= 0 && sliding_window >= 0,
+             "model config: query_pre_attn_scalar, the soft caps, rope_local_theta and "
+             "sliding_window must be >= 0 (0: none)");
     if (rope_scaling.type == "longrope") {
       const auto pairs = static_cast<std::size_t>(rotary_size() / 2);
       AT_CHECK(
@@ -106,6 +113,19 @@ nlohmann::json to_json(const ModelConfig& c) {
     json["rope_scaling"]["long_factor"] = c.rope_scaling.long_factor;
     json["rope_scaling"]["attention_factor"] = c.rope_scaling.attention_factor;
   }
+  if (c.gate == GateActivation::gelu_tanh) json["gate"] = "gelu_tanh";
+  if (!c.sliding_layers.empty()) json["sliding_layers"] = c.sliding_layers;
+  for (const auto& [key, on] : {std::pair{"norm_offset", c.norm_offset},
+                                {"embed_scale", c.embed_scale},
+                                {"sandwich_norms", c.sandwich_norms}}) {
+    if (on) json[key] = true;
+  }
+  for (const auto& [key, value] : {std::pair{"query_pre_attn_scalar", c.query_pre_attn_scalar},
+                                   {"attn_softcap", c.attn_softcap},
+                                   {"final_softcap", c.final_softcap},
+                                   {"rope_local_theta", c.rope_local_theta}}) {
+    if (value != 0) json[key] = value;
+  }
   return json;
 }
 
@@ -149,6 +169,20 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   }
   if (j.contains("rotary_dim"))
     c.rotary_dim = json_integer<int>(j.at("rotary_dim"), "rotary_dim", 0, kMax);
+  if (j.contains("gate")) {
+    const std::string gate = j.at("gate").get<std::string>();
+    AT_CHECK(gate == "gelu_tanh", "model config: gate '", gate, "' is not one of gelu_tanh");
+    c.gate = GateActivation::gelu_tanh;
+  }
+  if (j.contains("sliding_layers"))
+    c.sliding_layers = j.at("sliding_layers").get<std::vector<bool>>();
+  c.norm_offset = j.value("norm_offset", false);
+  c.embed_scale = j.value("embed_scale", false);
+  c.sandwich_norms = j.value("sandwich_norms", false);
+  c.query_pre_attn_scalar = j.value("query_pre_attn_scalar", 0.0);
+  c.attn_softcap = j.value("attn_softcap", 0.0);
+  c.final_softcap = j.value("final_softcap", 0.0);
+  c.rope_local_theta = j.value("rope_local_theta", 0.0);
   if (c.family == Family::gpt2) {  // GPT-2's are the defaults: compare equal to gpt2(...)
     c.n_kv_head = c.head_dim = c.intermediate_size = 0;
   }

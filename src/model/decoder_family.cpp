@@ -9,9 +9,12 @@
 //                [C] (o_bias), .post_attention_layernorm.weight [C], .mlp.gate_proj.weight
 //                [I, C], .mlp.up_proj.weight [I, C] (one gemm: gate|up; Phi-3: one
 //                .mlp.gate_up_proj.weight), their biases (mlp_bias), .mlp.down_proj.weight [C, I],
-//                .down_proj.bias [C]
+//                .down_proj.bias [C]; sandwich_norms (Gemma): .post_attention_layernorm.weight is
+//                the attention output's norm, .pre_feedforward_layernorm.weight the MLP's input's,
+//                .post_feedforward_layernorm.weight the MLP output's
 //   unit L + 1   model.norm.weight [C], lm_head.weight [Vp, C] (untied only)
-// From scratch: weights normal(0, 0.02) (transformers' initializer_range), biases 0, norms 1.
+// From scratch: weights normal(0, 0.02) (transformers' initializer_range), biases 0, norms 1
+// (norm_offset: 0, which is 1).
 // Hook order: forward 0, 1..L, L+1 (and 0 again for a tied LM head); backward L+1 (or 0 then L+1
 // when tied), L..1; unit 0's embedding gradient needs no parameters.
 #include "decoder_family.hpp"
@@ -88,10 +91,16 @@ RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
     scaling.long_factor = factors("long_factor");
     return scaling;
   }
+  if (type == "linear") {
+    scaling.factor = rope.number_or("factor", 1);
+    AT_CHECK(scaling.factor > 0, config.file(), ": rope_scaling ", json.dump(),
+             " is not valid (expected factor > 0)");
+    return scaling;
+  }
   if (type != "llama3") {
     throw Error(cat(config.file(), ": rope_scaling type \"", type,
-                    "\" is not supported (expected none, \"default\", \"llama3\" or "
-                    "\"longrope\")"));
+                    "\" is not supported (expected none, \"default\", \"linear\", \"llama3\" "
+                    "or \"longrope\")"));
   }
   scaling.factor = rope.number_or("factor", 8);
   scaling.low_freq_factor = rope.number_or("low_freq_factor", 1);
@@ -106,6 +115,7 @@ RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
 
 nlohmann::ordered_json rope_scaling_json(const RopeScaling& s) {
   if (s.type.empty()) return nullptr;
+  if (s.type == "linear") return {{"rope_type", "linear"}, {"factor", s.factor}};
   if (s.type == "longrope") {
     return {{"type", "longrope"},
             {"short_factor", s.short_factor},
@@ -125,6 +135,7 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
   const std::int64_t C = c.n_embd, I = c.mlp_size(), D = c.head_size();
   const std::int64_t Q = c.q_size(), KV = c.kv_size();
   const bool fused = fused_projections();
+  const InitRule norm = c.norm_offset ? kZero : kOne;  // Gemma's store weight - 1
   std::vector<UnitSpec> units;
   units.push_back({"embeddings",
                    {{"model.embed_tokens.weight",
@@ -137,7 +148,7 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
     const std::string p = cat("model.layers.", l, ".");
     const std::string a = p + "self_attn.", m = p + "mlp.";
     UnitSpec unit{cat("h.", l),
-                  {{p + "input_layernorm.weight", {C}, kOne, false, -1, Role::norm1}}};
+                  {{p + "input_layernorm.weight", {C}, norm, false, -1, Role::norm1}}};
     auto& t = unit.tensors;
     projection(t, a + "qkv_proj.weight",
                {{a + "q_proj.weight", Q}, {a + "k_proj.weight", KV}, {a + "v_proj.weight", KV}}, C,
@@ -148,12 +159,20 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
       t.push_back({a + "v_proj.bias", {KV}, kZero});
     }
     if (c.qk_norm) {
-      t.push_back({a + "q_norm.weight", {D}, kOne, false, -1, Role::q_norm});
-      t.push_back({a + "k_norm.weight", {D}, kOne, false, -1, Role::k_norm});
+      t.push_back({a + "q_norm.weight", {D}, norm, false, -1, Role::q_norm});
+      t.push_back({a + "k_norm.weight", {D}, norm, false, -1, Role::k_norm});
     }
     t.push_back({a + "o_proj.weight", {C, Q}, kNormal, true, -1, Role::o});
     if (c.o_bias) t.push_back({a + "o_proj.bias", {C}, kZero, false, -1, Role::o_bias});
-    t.push_back({p + "post_attention_layernorm.weight", {C}, kOne, false, -1, Role::norm2});
+    if (c.sandwich_norms) {  // Gemma's names: the pre-MLP norm is pre_feedforward_layernorm
+      t.push_back(
+          {p + "post_attention_layernorm.weight", {C}, norm, false, -1, Role::post_attn_norm});
+      t.push_back({p + "pre_feedforward_layernorm.weight", {C}, norm, false, -1, Role::norm2});
+      t.push_back(
+          {p + "post_feedforward_layernorm.weight", {C}, norm, false, -1, Role::post_mlp_norm});
+    } else {
+      t.push_back({p + "post_attention_layernorm.weight", {C}, norm, false, -1, Role::norm2});
+    }
     projection(t, m + "gate_up_proj.weight",
                {{m + "gate_proj.weight", I}, {m + "up_proj.weight", I}}, C, Role::gate_up, fused);
     if (c.mlp_bias) {
@@ -164,7 +183,7 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
     if (c.mlp_bias) t.push_back({m + "down_proj.bias", {C}, kZero, false, -1, Role::down_bias});
     units.push_back(std::move(unit));
   }
-  UnitSpec last{"norm", {{"model.norm.weight", {C}, kOne, false, -1, Role::final_norm}}};
+  UnitSpec last{"norm", {{"model.norm.weight", {C}, norm, false, -1, Role::final_norm}}};
   if (!c.tie_word_embeddings) {
     last.tensors.push_back(
         {"lm_head.weight", {c.padded_vocab_size, C}, kNormal, true, c.vocab_size, Role::head});
@@ -237,26 +256,30 @@ ModelConfig DecoderFamily::read_common(const HfConfig& config, std::string_view 
     c.rotary_dim = static_cast<int>(dims);
   }
   c.rope_scaling = read_rope_scaling(config, c.rotary_size());
-  config.expect_one_of("hidden_act", {"silu"});
+  // The MLP's gate: hidden_activation (Gemma's name), or hidden_act.
+  const char* act = config.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  config.expect_one_of(act, {"silu", "gelu_pytorch_tanh"});
+  if (config.string_or(act, "silu") == "gelu_pytorch_tanh") c.gate = GateActivation::gelu_tanh;
   return c;
 }
 
 nlohmann::ordered_json DecoderFamily::write_common(const ModelConfig& c,
                                                    std::string_view model_type) {
-  nlohmann::ordered_json json = {{"architectures", {c.architecture}},
-                                 {"model_type", model_type},
-                                 {"vocab_size", c.vocab_size},
-                                 {"hidden_size", c.n_embd},
-                                 {"intermediate_size", c.mlp_size()},
-                                 {"num_hidden_layers", c.n_layer},
-                                 {"num_attention_heads", c.n_head},
-                                 {"num_key_value_heads", c.kv_heads()},
-                                 {"head_dim", c.head_size()},
-                                 {"hidden_act", "silu"},
-                                 {"max_position_embeddings", c.block_size},
-                                 {"rms_norm_eps", c.norm_eps},
-                                 {"rope_theta", c.rope_theta},
-                                 {"tie_word_embeddings", c.tie_word_embeddings}};
+  nlohmann::ordered_json json = {
+      {"architectures", {c.architecture}},
+      {"model_type", model_type},
+      {"vocab_size", c.vocab_size},
+      {"hidden_size", c.n_embd},
+      {"intermediate_size", c.mlp_size()},
+      {"num_hidden_layers", c.n_layer},
+      {"num_attention_heads", c.n_head},
+      {"num_key_value_heads", c.kv_heads()},
+      {"head_dim", c.head_size()},
+      {"hidden_act", c.gate == GateActivation::silu ? "silu" : "gelu_pytorch_tanh"},
+      {"max_position_embeddings", c.block_size},
+      {"rms_norm_eps", c.norm_eps},
+      {"rope_theta", c.rope_theta},
+      {"tie_word_embeddings", c.tie_word_embeddings}};
   json["rope_scaling"] = rope_scaling_json(c.rope_scaling);
   return json;
 }

@@ -29,7 +29,7 @@ class DecoderFamily : public ModelFamily {
 
   // The keys every family on the decoder has (layers, heads, key/value heads, head_dim, widths,
   // vocabulary, positions, tie_word_embeddings, rms_norm_eps, rope_theta, rope_scaling,
-  // partial_rotary_factor, hidden_act silu), into a config of family llama and `architecture`.
+  // partial_rotary_factor, hidden_act), into a config of family llama and `architecture`.
   static ModelConfig read_common(const HfConfig& config, std::string_view architecture,
                                  double default_rope_theta);
   // config.json's keys for them (rope_scaling included), in transformers' order.

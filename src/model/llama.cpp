@@ -1,18 +1,21 @@
-// The Llama family's forward and backward: pre-RMSNorm blocks, attention with grouped key/value
-// heads and rotary embeddings (Qwen3: q/k RMSNorm per head first), a SwiGLU MLP, a final RMSNorm
-// and an LM head (its own, or the embeddings), fused softmax + cross-entropy over the padded
-// vocabulary. Shapes: B batch, T positions, C hidden, NH heads, NKV key/value heads, D head_dim,
-// Q = NH·D, KV = NKV·D, QKV = Q + 2·KV, I intermediate, L layers, V vocabulary, Vp padded.
+// The Llama-style decoder's forward and backward (the Llama family, Phi-3, Gemma 2 and 3):
+// pre-RMSNorm blocks, attention with grouped key/value heads and rotary embeddings (Qwen3, Gemma
+// 3: q/k RMSNorm per head first; Gemma: a query scale, a soft cap on the scores and sliding-window
+// layers), a gated MLP (SwiGLU, or Gemma's GeGLU), Gemma's norms of both branches' outputs, a
+// final RMSNorm and an LM head (its own, or the embeddings), an optional final soft cap, fused
+// softmax + cross-entropy over the padded vocabulary. Shapes: B batch, T positions, C hidden, NH
+// heads, NKV key/value heads, D head_dim, Q = NH·D, KV = NKV·D, QKV = Q + 2·KV, I intermediate, L
+// layers, V vocabulary, Vp padded. Generation: llama_generate.cpp.
 // Invariants as in gpt2.cpp: nothing is allocated in forward/backward; parameter gradients
 // accumulate; activation gradients are overwritten, except the residual stream's, which every
 // RMSNorm backward adds into.
 #include "autotrain/model/llama.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "autotrain/core/error.hpp"
-#include "autotrain/kernels/attention.hpp"
 #include "autotrain/kernels/crossentropy.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/residual.hpp"
@@ -21,107 +24,13 @@
 #include "autotrain/kernels/swiglu.hpp"
 #include "check_tokens.hpp"
 #include "kernel_clock.hpp"
+#include "llama_activations.hpp"
 #include "llama_offsets.hpp"
 #include "rope_frequencies.hpp"
 
 namespace autotrain::model {
 
 using namespace autotrain::kernels;
-
-// Activations kept for backward, carved from one allocation; per-layer tensors are [L, ...] with
-// strides of the capacity (B, T), and a shorter sequence uses the front of each slot. With
-// `one_slot` (activation checkpointing, and inference) only the stream keeps a slot per layer;
-// every other per-layer tensor has one slot that every block overwrites (slot(l) = 0), and
-// backward recomputes a block's into it.
-template <typename F>
-struct BasicLlama<F>::Activations {
-  std::vector<F> storage;
-  std::size_t bt = 0, att_stride = 0;
-  std::size_t C = 0, QKV = 0, Q = 0, I = 0, H = 0;  // H: q/k heads normalised per row (qk_norm)
-  F* residual;      // [L + 1, BT, C]: the stream into each layer, then the last one's output
-  F *ln1, *rstd1;   // [L, BT, C], [L, BT]
-  F* qkv_pre;       // [L, BT, QKV] before the q/k norm (qk_norm only)
-  F* qk_rstd;       // [L, BT, NH + NKV] (qk_norm only)
-  F* qkv;           // [L, BT, QKV] attention's input (normed, rotated)
-  F* att;           // [L, B, NH, T, T]
-  F* atty;          // [L, BT, Q]
-  F* mid;           // [L, BT, C] the stream after attention
-  F *ln2, *rstd2;   // [L, BT, C], [L, BT]
-  F* gate_up;       // [L, BT, 2I]
-  F* act;           // [L, BT, I]
-  F *lnf, *rstdf;   // [BT, C], [BT]
-  F* proj;          // [BT, C] o_proj / down_proj output before the residual add
-  F* logits;        // [logits_rows, Vp]; dlogits after backward starts
-  F *lse, *losses;  // [BT]
-
-  bool one_slot = false;
-
-  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows, bool one_slot_)
-      : one_slot(one_slot_) {
-    const auto layers = static_cast<std::size_t>(c.n_layer);
-    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
-    bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
-    C = std::size_t(c.n_embd), QKV = std::size_t(c.qkv_size()), Q = std::size_t(c.q_size());
-    I = std::size_t(c.mlp_size());
-    H = c.qk_norm ? std::size_t(c.n_head + c.kv_heads()) : 0;
-    att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
-    std::vector<std::pair<F**, std::size_t>> parts = {
-        {&residual, (layers + 1) * bt * C},
-        {&ln1, L * bt * C},
-        {&rstd1, L * bt},
-        {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
-        {&qk_rstd, L * bt * H},
-        {&qkv, L * bt * QKV},
-        {&att, L * att_stride},
-        {&atty, L * bt * Q},
-        {&mid, L * bt * C},
-        {&ln2, L * bt * C},
-        {&rstd2, L * bt},
-        {&gate_up, L * bt * 2 * I},
-        {&act, L * bt * I},
-        {&lnf, bt * C},
-        {&rstdf, bt},
-        {&proj, bt * C},
-        {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
-        {&lse, bt},
-        {&losses, bt}};
-    std::size_t total = 0;
-    for (const auto& part : parts) total += part.second;
-    storage.assign(total, F(0));
-    F* next = storage.data();
-    for (const auto& part : parts) {
-      *part.first = next;
-      next += part.second;
-    }
-  }
-  F* stream(int l) const { return residual + std::size_t(l) * bt * C; }
-  // The slot of layer l's recomputable tensors.
-  std::size_t slot(int l) const { return one_slot ? 0 : std::size_t(l); }
-};
-
-// The key/value cache of incremental generation: every layer's attention input rows (q|k|v,
-// normed and rotated) of the positions fed so far, and one position of everything else.
-template <typename F>
-struct BasicLlama<F>::Cache {
-  std::vector<F> qkv;  // [L, capacity, QKV]
-  std::vector<F> x, ln, pre, atty, proj, mid, gate_up, act, logits, scratch, stats;
-  int capacity = 0;
-  int length = 0;
-
-  explicit Cache(const ModelConfig& c) : capacity(c.generation_context()) {
-    const auto QKV = std::size_t(c.qkv_size()), C = std::size_t(c.n_embd);
-    const auto I = std::size_t(c.mlp_size());
-    qkv.assign(std::size_t(c.n_layer) * std::size_t(capacity) * QKV, F(0));
-    for (auto* v : {&x, &ln, &proj, &mid}) v->assign(C, F(0));
-    pre.assign(QKV, F(0));
-    atty.assign(std::size_t(c.q_size()), F(0));
-    gate_up.assign(2 * I, F(0));
-    act.assign(I, F(0));
-    logits.assign(std::size_t(c.padded_vocab_size), F(0));
-    scratch.assign(std::size_t(capacity), F(0));
-    stats.assign(std::size_t(c.n_head + c.kv_heads()), F(0));
-  }
-};
 
 template <typename F>
 BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recompute)
@@ -131,10 +40,6 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recomput
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
            " must be in [1, max_position_embeddings = ", config_.block_size, "]");
-  AT_CHECK(config_.sliding_window == 0 || T <= config_.sliding_window, "model: sequence length ", T,
-           " exceeds the model's sliding_window of ", config_.sliding_window,
-           ": attention over a sliding window is not supported yet; use block_size <= ",
-           config_.sliding_window);
   offsets_ = std::make_unique<LlamaOffsets>(layout);
   ensure_rope(T);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
@@ -148,7 +53,11 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recomput
   norm_discard_.assign(std::size_t(C), F(0));
   dwide_.assign(bt * std::max(2 * I, QKV), F(0));
   dmid_.assign(bt * std::max(I, QKV), F(0));
-  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T * T, F(0));
+  if (config_.sandwich_norms) dpost_.assign(bt * C, F(0));
+  // The score gradients, and with a soft cap the recomputed scores after them.
+  datt_row_.assign(
+      static_cast<std::size_t>(B) * config_.n_head * T * T * (config_.attn_softcap > 0 ? 2 : 1),
+      F(0));
 }
 
 template <typename F>
@@ -158,12 +67,71 @@ template <typename F>
 void BasicLlama<F>::ensure_rope(int positions) {
   if (positions <= rope_positions_) return;
   rotary_tables(config_, positions, rope_cos_, rope_sin_);
+  if (config_.rope_local_theta > 0) {
+    rotary_tables(config_, positions, rope_local_cos_, rope_local_sin_, true);
+  }
   rope_positions_ = positions;
 }
 
 template <typename F>
 int BasicLlama<F>::head_unit() const {
   return config_.tie_word_embeddings ? 0 : config_.n_layer + 1;
+}
+
+template <typename F>
+AttentionOptions BasicLlama<F>::attention_options(int l) const {
+  const double scalar = config_.query_pre_attn_scalar;
+  return {scalar > 0 ? 1 / std::sqrt(scalar) : 0.0, config_.attn_softcap, config_.window(l)};
+}
+
+template <typename F>
+std::pair<const F*, const F*> BasicLlama<F>::rope_tables(int l) const {
+  if (config_.local_rope(l)) return {rope_local_cos_.data(), rope_local_sin_.data()};
+  return {rope_cos_.data(), rope_sin_.data()};
+}
+
+template <typename F>
+double BasicLlama<F>::norm_offset() const {
+  return config_.norm_offset ? 1.0 : 0.0;
+}
+
+template <typename F>
+F BasicLlama<F>::embed_scale() const {
+  // Gemma multiplies by sqrt(hidden_size) in the model's dtype.
+  return config_.embed_scale ? static_cast<F>(std::sqrt(double(config_.n_embd))) : F(1);
+}
+
+namespace {
+
+template <typename F>
+void gate_forward(GateActivation gate, F* out, const F* gate_up, std::size_t N, int I) {
+  if (gate == GateActivation::silu) {
+    swiglu_forward(out, gate_up, N, I);
+  } else {
+    geglu_forward(out, gate_up, N, I);
+  }
+}
+
+template <typename F>
+void gate_backward(GateActivation gate, F* dgate_up, const F* dout, const F* gate_up, std::size_t N,
+                   int I) {
+  if (gate == GateActivation::silu) {
+    swiglu_backward(dgate_up, dout, gate_up, N, I);
+  } else {
+    geglu_backward(dgate_up, dout, gate_up, N, I);
+  }
+}
+
+}  // namespace
+
+template <typename F>
+void BasicLlama<F>::embed(F* out, const std::int32_t* tokens, std::size_t n, const F* table) const {
+  const auto C = std::size_t(config_.n_embd);
+  const F scale = embed_scale();
+  for (std::size_t i = 0; i < n; ++i) {
+    const F* row = table + std::size_t(tokens[i]) * C;
+    for (std::size_t j = 0; j < C; ++j) out[i * C + j] = row[j] * scale;
+  }
 }
 
 // Block l from its input a.stream(l) to a.stream(l + 1): the training forward, and backward's
@@ -177,7 +145,7 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto bt = static_cast<std::size_t>(B) * T;
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
-  const double eps = c.norm_eps;
+  const double eps = c.norm_eps, w0 = norm_offset();
   const LlamaOffsets& o = *offsets_;
   const std::size_t li = a.slot(l);
   const F* x = a.stream(l);
@@ -193,7 +161,22 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
   const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
     if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
   };
-  rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1w, bt, 1, C, uC, eps);
+  // A branch's output projection (`weight`, `bias`) of `in` joins the stream: out = from + y, or
+  // with sandwich norms from + rmsnorm(y) (y kept in `kept`, its rstd in `rstd`).
+  const auto join = [&](F* out, const F* from, std::size_t weight, std::size_t bias, const F* in,
+                        int IC, F* kept, F* rstd, std::size_t norm) {
+    F* y = c.sandwich_norms ? kept + li * bt * uC : a.proj;
+    linear_forward(y, in, p + weight, tensor_at(p, bias), bt, IC, C);
+    adapt(weight, in, y, IC, C);
+    clock.lap(kMatmul);
+    if (c.sandwich_norms) {
+      rmsnorm_forward(a.proj, rstd + li * bt, y, p + norm, bt, 1, C, uC, eps, w0);
+      clock.lap(kNorm);
+    }
+    residual_forward(out, from, a.proj, bt * uC);
+    clock.lap(kResidual);
+  };
+  rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1w, bt, 1, C, uC, eps, w0);
   clock.lap(kNorm);
   if (c.qk_norm) {
     F* pre = a.qkv_pre + li * bt * uQKV;
@@ -202,36 +185,29 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
     adapt(o.qkvw, ln1, pre, C, QKV);
     clock.lap(kMatmul);
     std::memcpy(qkv, pre, bt * uQKV * sizeof(F));  // v passes through
-    rmsnorm_forward(qkv, rstd, pre, p + o.qnorm, bt, NH, D, uQKV, eps);
+    rmsnorm_forward(qkv, rstd, pre, p + o.qnorm, bt, NH, D, uQKV, eps, w0);
     rmsnorm_forward(qkv + Q, rstd + bt * std::size_t(NH), pre + Q, p + o.knorm, bt, NKV, D, uQKV,
-                    eps);
+                    eps, w0);
     clock.lap(kNorm);
   } else {
     linear_forward(qkv, ln1, p + o.qkvw, tensor_at(p, o.qkvb), bt, C, QKV);
     adapt(o.qkvw, ln1, qkv, C, QKV);
     clock.lap(kMatmul);
   }
-  rope_forward(qkv, rope_cos_.data(), rope_sin_.data(), B, T, NH, D, R, uQKV, 0);
-  rope_forward(qkv + Q, rope_cos_.data(), rope_sin_.data(), B, T, NKV, D, R, uQKV, 0);
-  attention_forward(atty, att, qkv, B, T, NH, NKV, D);
+  const auto [cos, sin] = rope_tables(l);
+  rope_forward(qkv, cos, sin, B, T, NH, D, R, uQKV, 0);
+  rope_forward(qkv + Q, cos, sin, B, T, NKV, D, R, uQKV, 0);
+  attention_forward(atty, att, qkv, B, T, NH, NKV, D, attention_options(l));
   clock.lap(kAttention);
-  linear_forward(a.proj, atty, p + o.ow, tensor_at(p, o.ob), bt, Q, C);
-  adapt(o.ow, atty, a.proj, Q, C);
-  clock.lap(kMatmul);
-  residual_forward(mid, x, a.proj, bt * uC);
-  clock.lap(kResidual);
-  rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2w, bt, 1, C, uC, eps);
+  join(mid, x, o.ow, o.ob, atty, Q, a.attn_out, a.rstd_attn, o.attn_post);
+  rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2w, bt, 1, C, uC, eps, w0);
   clock.lap(kNorm);
   linear_forward(gate_up, ln2, p + o.guw, tensor_at(p, o.gub), bt, C, 2 * I);
   adapt(o.guw, ln2, gate_up, C, 2 * I);
   clock.lap(kMatmul);
-  swiglu_forward(act, gate_up, bt, I);
+  gate_forward(c.gate, act, gate_up, bt, I);
   clock.lap(kActivation);
-  linear_forward(a.proj, act, p + o.downw, tensor_at(p, o.downb), bt, I, C);
-  adapt(o.downw, act, a.proj, I, C);
-  clock.lap(kMatmul);
-  residual_forward(a.stream(l + 1), mid, a.proj, bt * uC);
-  clock.lap(kResidual);
+  join(a.stream(l + 1), mid, o.downw, o.downb, act, I, a.mlp_out, a.rstd_mlp, o.mlp_post);
 }
 
 template <typename F>
@@ -240,15 +216,11 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   const ModelConfig& c = config_;
   const int C = c.n_embd, L = c.n_layer;
   const auto bt = static_cast<std::size_t>(B) * T;
-  const auto uC = std::size_t(C);
-  const LlamaOffsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
 
   const F* p = access.params(0);
   clock.restart();
-  for (std::size_t i = 0; i < bt; ++i) {
-    std::memcpy(a.residual + i * uC, p + o.embed + std::size_t(inputs[i]) * uC, uC * sizeof(F));
-  }
+  embed(a.residual, inputs, bt, p + offsets_->embed);
   clock.lap(kEncoder);
   access.release(0);
 
@@ -261,11 +233,21 @@ const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activa
   const int last = L + 1;
   p = access.params(last);
   clock.restart();
-  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + o.normw, bt, 1, C, uC, c.norm_eps);
+  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + offsets_->normw, bt, 1, C, std::size_t(C),
+                  c.norm_eps, norm_offset());
   clock.lap(kNorm);
   if (head_unit() == last) return p;  // an untied head is read next, from this unit
   access.release(last);
   return access.params(0);  // the tied head
+}
+
+template <typename F>
+void BasicLlama<F>::head_forward(const F* lnf, const F* p, F* logits, std::size_t rows) const {
+  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  // logits[rows, Vp] = lnf[rows, C] · head[Vp, C]ᵀ
+  gemm<F>(Transpose::no, Transpose::yes, rows, Vp, C, F(1), lnf, C, p + offsets_->head, C, F(0),
+          logits, Vp);
+  if (config_.final_softcap > 0) logit_softcap(logits, rows, V, Vp, config_.final_softcap);
 }
 
 template <typename F>
@@ -278,16 +260,14 @@ F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
   std::copy(targets, targets + bt, targets_.begin());
   Activations& a = *acts_;
   const F* p = forward_to_final_norm(access, a, inputs_.data(), B_, T_);
-  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
   clock.restart();
-  // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
-  gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->head, C, F(0),
-          a.logits, Vp);
+  head_forward(a.lnf, p, a.logits, bt);
   clock.lap(kLmHead);
   access.release(head_unit());
   clock.restart();
-  crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp);
+  crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, config_.vocab_size,
+                       config_.padded_vocab_size);
   clock.lap(kCrossEntropy);
   ready_for_backward_ = true;
   return static_cast<F>(mean_loss(a.losses, bt, loss_positions_));
@@ -304,7 +284,8 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   const LlamaOffsets& o = *offsets_;
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   const F dloss = position_dloss(loss_scale, loss_positions_);
-  crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
+  crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp,
+                        config_.final_softcap);
   clock.lap(kCrossEntropy);
   const int last = L + 1;
   const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
@@ -331,7 +312,7 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     std::fill(dresidual_.begin(), dresidual_.end(), F(0));
     clock.restart();
     rmsnorm_backward(dresidual_.data(), g ? g + o.normw : norm_discard_.data(), dsmall_.data(),
-                     a.stream(L), p + o.normw, a.rstdf, bt, 1, C, std::size_t(C));
+                     a.stream(L), p + o.normw, a.rstdf, bt, 1, C, std::size_t(C), norm_offset());
     clock.lap(kNorm);
     access.release(last);
     access.grads_ready(last);
@@ -341,10 +322,11 @@ void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
     F* g = access.grads(0);
     clock.restart();
     const auto uC = std::size_t(C);
+    const F scale = embed_scale();
     for (std::size_t i = 0; i < bt; ++i) {
       F* row = g + o.embed + std::size_t(inputs_[i]) * uC;
       const F* d = dresidual_.data() + i * uC;
-      for (std::size_t j = 0; j < uC; ++j) row[j] += d[j];
+      for (std::size_t j = 0; j < uC; ++j) row[j] += d[j] * scale;
     }
     clock.lap(kEncoder);
   }
@@ -360,6 +342,7 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto bt = static_cast<std::size_t>(B_) * T_;
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
+  const double w0 = norm_offset();
   Activations& a = *acts_;
   const std::size_t li = a.slot(l);
   const LlamaOffsets& o = *offsets_;
@@ -380,33 +363,47 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
     if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
   };
+  // d(a branch's projection output) from d(stream) = dres: itself, or through the sandwich norm
+  // of the output `kept` (its rstd `rstd`, its weight at `norm`).
+  const auto branch_grad = [&](const F* kept, const F* rstd, std::size_t norm) -> const F* {
+    if (!c.sandwich_norms) return dres;
+    F* dy = dpost_.data();
+    std::fill(dy, dy + bt * uC, F(0));
+    rmsnorm_backward(dy, g + norm, dres, kept + li * bt * uC, p + norm, rstd + li * bt, bt, 1, C,
+                     uC, w0);
+    clock.lap(kNorm);
+    return dy;
+  };
   const F* qkv = a.qkv + li * bt * uQKV;
   const F* ln1 = a.ln1 + li * bt * uC;
   const F* ln2 = a.ln2 + li * bt * uC;
   const F* gate_up = a.gate_up + li * bt * 2 * a.I;
 
-  // MLP: out = mid + down(swiglu(gate_up(rmsnorm(mid)))), dres = d out
+  // MLP: out = mid + [norm](down(gate(gate_up(rmsnorm(mid))))), dres = d out
   const F* act = a.act + li * bt * a.I;
-  linear_backward(dmid, g + o.downw, tensor_at(g, o.downb), dres, act, p + o.downw, bt, I, C);
-  adapt(o.downw, act, dres, dmid, I, C);
+  const F* dy = branch_grad(a.mlp_out, a.rstd_mlp, o.mlp_post);
+  linear_backward(dmid, g + o.downw, tensor_at(g, o.downb), dy, act, p + o.downw, bt, I, C);
+  adapt(o.downw, act, dy, dmid, I, C);
   clock.lap(kMatmul);
-  swiglu_backward(dwide, dmid, gate_up, bt, I);
+  gate_backward(c.gate, dwide, dmid, gate_up, bt, I);
   clock.lap(kActivation);
   linear_backward(dsmall, g + o.guw, tensor_at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   adapt(o.guw, ln2, dwide, dsmall, C, 2 * I);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + o.ln2w, dsmall, a.mid + li * bt * uC, p + o.ln2w, a.rstd2 + li * bt,
-                   bt, 1, C, uC);
+                   bt, 1, C, uC, w0);
   clock.lap(kNorm);
-  // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
+  // Attention: mid = x + [norm](o_proj(attention(rope(norm_qk(qkv(rmsnorm(x))))))), dres = d mid
   const F* atty = a.atty + li * bt * a.Q;
-  linear_backward(dsmall, g + o.ow, tensor_at(g, o.ob), dres, atty, p + o.ow, bt, Q, C);
-  adapt(o.ow, atty, dres, dsmall, Q, C);
+  dy = branch_grad(a.attn_out, a.rstd_attn, o.attn_post);
+  linear_backward(dsmall, g + o.ow, tensor_at(g, o.ob), dy, atty, p + o.ow, bt, Q, C);
+  adapt(o.ow, atty, dy, dsmall, Q, C);
   clock.lap(kMatmul);
   attention_backward(dwide, datt_row_.data(), dsmall, qkv, a.att + li * a.att_stride, B_, T_, NH,
-                     NKV, D);
-  rope_backward(dwide, rope_cos_.data(), rope_sin_.data(), B_, T_, NH, D, R, uQKV, 0);
-  rope_backward(dwide + Q, rope_cos_.data(), rope_sin_.data(), B_, T_, NKV, D, R, uQKV, 0);
+                     NKV, D, attention_options(l));
+  const auto [cos, sin] = rope_tables(l);
+  rope_backward(dwide, cos, sin, B_, T_, NH, D, R, uQKV, 0);
+  rope_backward(dwide + Q, cos, sin, B_, T_, NKV, D, R, uQKV, 0);
   clock.lap(kAttention);
   const F* dqkv = dwide;
   if (c.qk_norm) {
@@ -417,9 +414,9 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
     for (std::size_t r = 0; r < bt; ++r) {    // v passed through unchanged
       std::memcpy(dmid + r * uQKV + Q + KV, dwide + r * uQKV + Q + KV, KV * sizeof(F));
     }
-    rmsnorm_backward(dmid, g + o.qnorm, dwide, pre, p + o.qnorm, rstd, bt, NH, D, uQKV);
+    rmsnorm_backward(dmid, g + o.qnorm, dwide, pre, p + o.qnorm, rstd, bt, NH, D, uQKV, w0);
     rmsnorm_backward(dmid + Q, g + o.knorm, dwide + Q, pre + Q, p + o.knorm,
-                     rstd + bt * std::size_t(NH), bt, NKV, D, uQKV);
+                     rstd + bt * std::size_t(NH), bt, NKV, D, uQKV, w0);
     clock.lap(kNorm);
     dqkv = dmid;
   }
@@ -427,106 +424,10 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   adapt(o.qkvw, ln1, dqkv, dsmall, C, QKV);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + o.ln1w, dsmall, a.stream(l), p + o.ln1w, a.rstd1 + li * bt, bt, 1, C,
-                   uC);
+                   uC, w0);
   clock.lap(kNorm);
   access.release(unit);
   access.grads_ready(unit);
-}
-
-template <typename F>
-std::span<const F> BasicLlama<F>::next_token_logits(BasicUnitAccess<F>& access,
-                                                    std::span<const std::int32_t> tokens) {
-  const int n = static_cast<int>(tokens.size());
-  AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
-           " tokens; it must hold 1 to max_position_embeddings = ", config_.block_size);
-  check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
-  if (!inference_ || inference_->bt < std::size_t(n)) {
-    inference_ = std::make_unique<Activations>(config_, 1, n, 1, true);
-  }
-  ensure_rope(n);
-  Activations& a = *inference_;
-  // The activations' strides are their capacity's: a shorter context uses the front.
-  const int capacity = static_cast<int>(a.bt);
-  AT_CHECK(capacity >= n, "internal: inference buffers too small");
-  const F* p = forward_to_final_norm(access, a, tokens.data(), 1, n);
-  const int C = config_.n_embd, Vp = config_.padded_vocab_size;
-  gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1),
-          a.lnf + static_cast<std::size_t>(n - 1) * C, C, p + offsets_->head, C, F(0), a.logits,
-          Vp);
-  access.release(head_unit());
-  return {a.logits, static_cast<std::size_t>(config_.vocab_size)};
-}
-
-template <typename F>
-void BasicLlama<F>::reset_cache() {
-  if (!cache_) {
-    cache_ = std::make_unique<Cache>(config_);
-    ensure_rope(cache_->capacity);
-  }
-  cache_->length = 0;
-}
-
-template <typename F>
-int BasicLlama<F>::cached_tokens() const {
-  return cache_ ? cache_->length : 0;
-}
-
-template <typename F>
-std::span<const F> BasicLlama<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token) {
-  AT_CHECK(cache_ != nullptr, "generation: feed_token() needs reset_cache() first");
-  Cache& k = *cache_;
-  AT_CHECK(k.length < k.capacity, "generation: the cache holds ", k.capacity,
-           " tokens already; reset it and feed the last window again");
-  check_tokens(&token, 1, config_.vocab_size, "token");
-  const ModelConfig& c = config_;
-  const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
-  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
-  const int t = k.length;
-  const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
-  const double eps = c.norm_eps;
-  const LlamaOffsets& o = *offsets_;
-  F* stats = k.stats.data();
-
-  const F* p = access.params(0);
-  std::memcpy(k.x.data(), p + o.embed + std::size_t(token) * uC, uC * sizeof(F));
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    p = access.params(ParamLayout::block_unit(l));
-    F* rows = k.qkv.data() + std::size_t(l) * std::size_t(k.capacity) * uQKV;
-    F* row = rows + std::size_t(t) * uQKV;
-    rmsnorm_forward(k.ln.data(), stats, k.x.data(), p + o.ln1w, 1, 1, C, uC, eps);
-    if (c.qk_norm) {
-      linear_forward(k.pre.data(), k.ln.data(), p + o.qkvw, tensor_at(p, o.qkvb), 1, C, QKV);
-      std::memcpy(row, k.pre.data(), uQKV * sizeof(F));
-      rmsnorm_forward(row, stats, k.pre.data(), p + o.qnorm, 1, NH, D, uQKV, eps);
-      rmsnorm_forward(row + Q, stats + NH, k.pre.data() + Q, p + o.knorm, 1, NKV, D, uQKV, eps);
-    } else {
-      linear_forward(row, k.ln.data(), p + o.qkvw, tensor_at(p, o.qkvb), 1, C, QKV);
-    }
-    rope_forward(row, rope_cos_.data(), rope_sin_.data(), 1, 1, NH, D, R, uQKV, t);
-    rope_forward(row + Q, rope_cos_.data(), rope_sin_.data(), 1, 1, NKV, D, R, uQKV, t);
-    attention_forward_last(k.atty.data(), k.scratch.data(), rows, t + 1, NH, NKV, D);
-    linear_forward(k.proj.data(), k.atty.data(), p + o.ow, tensor_at(p, o.ob), 1, Q, C);
-    residual_forward(k.mid.data(), k.x.data(), k.proj.data(), uC);
-    rmsnorm_forward(k.ln.data(), stats, k.mid.data(), p + o.ln2w, 1, 1, C, uC, eps);
-    linear_forward(k.gate_up.data(), k.ln.data(), p + o.guw, tensor_at(p, o.gub), 1, C, 2 * I);
-    swiglu_forward(k.act.data(), k.gate_up.data(), 1, I);
-    linear_forward(k.proj.data(), k.act.data(), p + o.downw, tensor_at(p, o.downb), 1, I, C);
-    residual_forward(k.x.data(), k.mid.data(), k.proj.data(), uC);
-    access.release(ParamLayout::block_unit(l));
-  }
-  p = access.params(L + 1);
-  rmsnorm_forward(k.ln.data(), stats, k.x.data(), p + o.normw, 1, 1, C, uC, eps);
-  if (head_unit() == 0) {
-    access.release(L + 1);
-    p = access.params(0);
-  }
-  const int Vp = c.padded_vocab_size;
-  gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1), k.ln.data(), C, p + o.head, C, F(0),
-          k.logits.data(), Vp);
-  access.release(head_unit());
-  ++k.length;
-  return {k.logits.data(), static_cast<std::size_t>(c.vocab_size)};
 }
 
 template <typename F>
@@ -537,7 +438,7 @@ std::span<const F> BasicLlama<F>::losses() const {
 template <typename F>
 std::size_t BasicLlama<F>::activation_bytes() const {
   const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
-                               dwide_.size() + dmid_.size() + datt_row_.size();
+                               dwide_.size() + dmid_.size() + dpost_.size() + datt_row_.size();
   return elements * sizeof(F);
 }
 

@@ -61,6 +61,12 @@ class LlamaFamily final : public DecoderFamily {
     const bool sliding = !arch.sliding_by_flag || config.bool_or("use_sliding_window", false);
     if (sliding && config.has("sliding_window")) {
       c.sliding_window = config.integer("sliding_window");
+      // Qwen's window applies from layer max_window_layers on.
+      const int first = arch.sliding_by_flag ? config.integer_or("max_window_layers", 0) : 0;
+      if (first > 0) {
+        c.sliding_layers.assign(std::size_t(c.n_layer), false);
+        for (int l = first; l < c.n_layer; ++l) c.sliding_layers[std::size_t(l)] = true;
+      }
     }
     c.validate();
     return c;
@@ -73,7 +79,12 @@ class LlamaFamily final : public DecoderFamily {
     json["attention_dropout"] = 0.0;
     if (std::string(arch.model_type) == "llama") json["mlp_bias"] = c.mlp_bias;
     if (c.sliding_window > 0) json["sliding_window"] = c.sliding_window;
-    if (arch.sliding_by_flag) json["use_sliding_window"] = c.sliding_window > 0;
+    if (arch.sliding_by_flag) {
+      json["use_sliding_window"] = c.sliding_window > 0;
+      int first = 0;  // the first sliding layer
+      while (first < c.n_layer && c.window(first) == 0) ++first;
+      json["max_window_layers"] = c.sliding_window > 0 ? first : c.n_layer;
+    }
     if (c.sliding_window == 0 && !arch.sliding_by_flag) json["sliding_window"] = nullptr;
     return json;
   }

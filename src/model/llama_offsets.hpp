@@ -13,7 +13,8 @@ namespace autotrain::model {
 struct LlamaOffsets {
   static constexpr std::size_t kNone = ParamLayout::kNoTensor;  // a tensor the model lacks
   std::size_t embed, ln1w, qkvw, qkvb, qnorm, knorm, ow, ob, ln2w, guw, gub, downw, downb;
-  std::size_t normw, head;  // head: in unit 0 (embed) when tied, else in unit L + 1
+  std::size_t attn_post, mlp_post;  // sandwich_norms: the norms of the two branches' outputs
+  std::size_t normw, head;          // head: in unit 0 (embed) when tied, else in unit L + 1
 
   explicit LlamaOffsets(const ParamLayout& layout) {
     const int block = ParamLayout::block_unit(0), last = layout.final_norm_unit();
@@ -38,6 +39,8 @@ struct LlamaOffsets {
     gub = at(block, Role::gate_up_bias, c.mlp_bias);
     downw = at(block, Role::down, true);
     downb = at(block, Role::down_bias, c.mlp_bias);
+    attn_post = at(block, Role::post_attn_norm, c.sandwich_norms);
+    mlp_post = at(block, Role::post_mlp_norm, c.sandwich_norms);
     normw = at(last, Role::final_norm, true);
     head = c.tie_word_embeddings ? embed : at(last, Role::head, true);
   }

@@ -11,11 +11,12 @@ namespace autotrain::model {
 const ModelFamily& gpt2_family();   // gpt2_family.cpp
 const ModelFamily& llama_family();  // llama_family.cpp
 const ModelFamily& phi3_family();   // phi3_family.cpp
+const ModelFamily& gemma_family();  // gemma_family.cpp
 
 namespace {
 
 using FamilyGetter = const ModelFamily& (*)();
-constexpr FamilyGetter kFamilies[] = {gpt2_family, llama_family, phi3_family};
+constexpr FamilyGetter kFamilies[] = {gpt2_family, llama_family, phi3_family, gemma_family};
 
 // "gpt2: GPT2LMHeadModel; llama: LlamaForCausalLM; ...", for errors.
 std::string supported() {

@@ -15,8 +15,8 @@ namespace autotrain::model {
 
 // The rotary inverse frequencies theta^(-2i/R), i < R/2 (R = rotary_size(): the head, or its
 // first rotary_dim dimensions), with Llama 3.1's frequency bands when rope_scaling is llama3
-// (long wavelengths divided by `factor`, short ones kept, a smooth blend between), or divided by
-// longrope's short_factor.
+// (long wavelengths divided by `factor`, short ones kept, a smooth blend between), divided by
+// longrope's short_factor, or by linear's factor.
 inline std::vector<double> inverse_frequencies(const ModelConfig& c) {
   const int R = c.rotary_size();
   std::vector<double> inv(static_cast<std::size_t>(R / 2));
@@ -24,6 +24,10 @@ inline std::vector<double> inverse_frequencies(const ModelConfig& c) {
   const RopeScaling& s = c.rope_scaling;
   if (s.type == "longrope") {
     for (std::size_t i = 0; i < inv.size(); ++i) inv[i] /= s.short_factor[i];
+    return inv;
+  }
+  if (s.type == "linear") {
+    for (double& f : inv) f /= s.factor;
     return inv;
   }
   if (s.type != "llama3") return inv;
@@ -46,9 +50,16 @@ inline std::vector<double> inverse_frequencies(const ModelConfig& c) {
 
 // cos, sin: [positions, rotary_size() / 2] each, resized and filled (longrope's are scaled by its
 // attention_factor). Positions beyond longrope's original context would need its long_factor:
-// refused.
+// refused. `local`: the tables of the sliding layers of a model with rope_local_theta (that base,
+// no scaling).
 template <typename F>
-void rotary_tables(const ModelConfig& c, int positions, std::vector<F>& cos, std::vector<F>& sin) {
+void rotary_tables(const ModelConfig& config, int positions, std::vector<F>& cos,
+                   std::vector<F>& sin, bool local = false) {
+  ModelConfig c = config;
+  if (local) {
+    c.rope_theta = config.rope_local_theta;
+    c.rope_scaling = RopeScaling{};
+  }
   const RopeScaling& s = c.rope_scaling;
   AT_CHECK(s.type != "longrope" || positions <= s.original_max_position_embeddings,
            "model: ", positions,

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """An independent Llama-family model in PyTorch (LlamaForCausalLM, MistralForCausalLM,
-Qwen2ForCausalLM, Qwen3ForCausalLM) and Phi-3 (Phi3ForCausalLM), for checking autotrain against.
+Qwen2ForCausalLM, Qwen3ForCausalLM), Phi-3 (Phi3ForCausalLM) and Gemma 2 and 3 (Gemma2ForCausalLM,
+Gemma3ForCausalLM), for checking autotrain against.
 
-  make OUT [--arch llama|mistral|qwen2|qwen3|phi3] [--partial-rotary F] [--dtype F32|BF16|F16] [--shards N] [--seed S]
+  make OUT [--arch llama|mistral|qwen2|qwen3|phi3|gemma2|gemma3_text] [--partial-rotary F] [--dtype F32|BF16|F16] [--shards N] [--seed S]
            [--hub CACHE ID] [--drop NAME] [--shape N_LAYER,N_HEAD,N_KV_HEAD,HIDDEN,INTERMEDIATE]
            [--head-dim D] [--tied] [--rope-scaling llama3] [--vocab V] [--max-positions P]
            [--sliding-window W]
@@ -14,6 +15,10 @@ Qwen2ForCausalLM, Qwen3ForCausalLM) and Phi-3 (Phi3ForCausalLM), for checking au
       --sliding-window is Mistral's; --drop leaves out one tensor. phi3: fused qkv_proj and
       gate_up_proj, --partial-rotary its partial_rotary_factor (default 1.0), --rope-scaling
       longrope with random short/long factors (max_position_embeddings 4 × the original).
+      gemma2, gemma3_text: tied, head_dim 8, sliding_window 6 (--sliding-window), soft caps 4
+      (attention) and 10 (logits) on gemma2, query_pre_attn_scalar 24; gemma2 layers alternate
+      sliding and global from layer 0 (its default pattern), gemma3_text writes layer_types with
+      every third layer global and rope_local_base_freq 100, --rope-scaling linear (factor 4).
   check FOLDER PROBE TOKENS
       Runs this reference on FOLDER and TOKENS and compares with what hf_probe wrote into PROBE:
       logits (1e-4), loss (1e-4), the gradient of every tensor (autograd, 1e-4 of its largest
@@ -43,6 +48,12 @@ Phi-3 rotates the first R = int(partial_rotary_factor · D) dimensions of each h
 R/2), inv_freq theta^(-2i/R)) and passes the rest; longrope divides inv_freq by short_factor and
 multiplies cos and sin by attention_factor (sqrt(1 + ln(factor) / ln(original)) when not given,
 factor = max_position_embeddings / original_max_position_embeddings).
+Gemma (transformers' Gemma2/Gemma3 modules): embeddings times sqrt(hidden_size), RMSNorm x /
+sqrt(mean(x²) + eps) · (1 + weight), the attention's and the MLP's outputs normed too
+(post_attention_layernorm, post_feedforward_layernorm; the MLP's input by pre_feedforward_layernorm),
+scores q·kᵀ · query_pre_attn_scalar^-1/2, soft-capped as cap · tanh(score / cap)
+(attn_logit_softcapping) and the logits likewise (final_logit_softcapping), gelu(tanh) gating,
+gemma3: q/k norms (1 + weight) and sliding layers rotated by rope_local_base_freq unscaled.
 The selftest (torch_llama_selftest.py) compares attention with PyTorch's fused attention and a loop over visible keys, the
 rotary embedding with complex rotations, incremental decoding with a key/value cache with the full
 forward, causality, and the greedy decoding of made models for near-ties.
@@ -66,7 +77,10 @@ ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
     "qwen2": ("Qwen2ForCausalLM", 1e-6, 1000000.0),
     "qwen3": ("Qwen3ForCausalLM", 1e-6, 1000000.0),
     "phi3": ("Phi3ForCausalLM", 1e-5, 10000.0),
+    "gemma2": ("Gemma2ForCausalLM", 1e-6, 10000.0),
+    "gemma3_text": ("Gemma3ForCausalLM", 1e-6, 1000000.0),
 }
+GEMMA = ("gemma2", "gemma3_text")
 TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 TRANSFORMERS_VERSION = "4.51.3"
 
@@ -78,8 +92,10 @@ class Shape:
         self.arch = c.get("model_type")
         if self.arch not in ARCHS:
             sys.exit(f"torch_llama: model_type {self.arch!r} is not one of {sorted(ARCHS)}")
-        if c.get("hidden_act", "silu") != "silu":
-            sys.exit(f"torch_llama: hidden_act {c['hidden_act']!r}: only silu")
+        self.gemma = self.arch in GEMMA
+        self.act = c.get("hidden_activation") or c.get("hidden_act") or ("gelu_pytorch_tanh" if self.gemma else "silu")
+        if self.act not in ("silu", "gelu_pytorch_tanh"):
+            sys.exit(f"torch_llama: hidden_act {self.act!r}: only silu and gelu_pytorch_tanh")
         self.L, self.C, self.I = c["num_hidden_layers"], c["hidden_size"], c["intermediate_size"]
         self.NH = c["num_attention_heads"]
         self.NKV = c.get("num_key_value_heads") or self.NH
@@ -88,12 +104,16 @@ class Shape:
         self.eps = c.get("rms_norm_eps", ARCHS[self.arch][1])
         self.theta = c.get("rope_theta", ARCHS[self.arch][2])
         self.rope_scaling = c.get("rope_scaling")
-        self.tied = bool(c.get("tie_word_embeddings", False))
-        attention_bias = bool(c.get("attention_bias", False)) and self.arch in ("llama", "qwen3")
+        self.tied = bool(c.get("tie_word_embeddings", self.gemma))
+        attention_bias = bool(c.get("attention_bias", False)) and self.arch in ("llama", "qwen3") + GEMMA
         self.qkv_bias = self.arch == "qwen2" or attention_bias
         self.o_bias = attention_bias
         self.mlp_bias = self.arch == "llama" and bool(c.get("mlp_bias", False))
-        self.qk_norm = self.arch == "qwen3"
+        self.qk_norm = self.arch in ("qwen3", "gemma3_text")
+        self.offset = 1.0 if self.gemma else 0.0  # Gemma's RMSNorm: (1 + weight)
+        self.scale = (c.get("query_pre_attn_scalar") or c.get("head_dim")) ** -0.5 if self.gemma else None
+        self.attn_cap = c.get("attn_logit_softcapping") if self.gemma else None
+        self.final_cap = c.get("final_logit_softcapping") if self.gemma else None
         self.fused = self.arch == "phi3"
         if self.fused:
             self.D = self.C // self.NH  # Phi3 has no head_dim
@@ -109,6 +129,12 @@ class Shape:
         if self.arch in ("qwen2", "qwen3") and c.get("use_sliding_window") and c.get("sliding_window"):
             first = c.get("max_window_layers", self.L)
             self.window = [c["sliding_window"] if l >= first else None for l in range(self.L)]
+        self.local_theta = [None] * self.L  # a layer's own rope base, unscaled (Gemma 3's sliding layers)
+        if self.gemma:
+            types = c.get("layer_types") or ["sliding_attention" if (l + 1) % c.get("sliding_window_pattern", 2 if self.arch == "gemma2" else 6) else "full_attention" for l in range(self.L)]
+            self.window = [c["sliding_window"] if t == "sliding_attention" else None for t in types]
+            if self.arch == "gemma3_text":
+                self.local_theta = [c.get("rope_local_base_freq", 10000.0) if t == "sliding_attention" else None for t in types]
 
 
 def names(s):
@@ -131,6 +157,9 @@ def names(s):
             out[p + "self_attn.q_norm.weight"] = [D]
             out[p + "self_attn.k_norm.weight"] = [D]
         out[p + "post_attention_layernorm.weight"] = [C]
+        if s.gemma:
+            out[p + "pre_feedforward_layernorm.weight"] = [C]
+            out[p + "post_feedforward_layernorm.weight"] = [C]
         fused_mlp = (("gate_up", [2 * I, C]), ("down", [C, I]))
         for proj, shape in fused_mlp if s.fused else (("gate", [I, C]), ("up", [I, C]), ("down", [C, I])):
             out[p + f"mlp.{proj}_proj.weight"] = shape
@@ -154,11 +183,15 @@ def random_weights(s, seed):
     from ties: see selftest)."""
     g = torch.Generator().manual_seed(seed)
     gain = dict(GAIN)
+    if s.gemma:  # the embeddings enter times sqrt(hidden): of std 1 there; the final norm scales up
+        gain["embed_tokens"] = 1.0
     w = {}
     for name, shape in names(s).items():
         kind = name.split(".")[-2]
-        if name.endswith("norm.weight"):
-            t = 1 + 0.1 * torch.randn(shape, generator=g)
+        if s.gemma and name == "model.norm.weight":
+            t = 4 + 0.5 * torch.randn(shape, generator=g)
+        elif name.endswith("norm.weight"):  # Gemma's weights are offsets from 1
+            t = 1 - s.offset + 0.1 * torch.randn(shape, generator=g)
         elif name.endswith(".bias"):
             t = 0.1 * torch.randn(shape, generator=g)
         else:
@@ -213,6 +246,18 @@ def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, wind
                  resid_pdrop=0.0, embd_pdrop=0.0)
         if head_dim:
             sys.exit("make: phi3 has no head_dim")
+    if arch in GEMMA:  # as Gemma2Config / Gemma3TextConfig write them
+        c.update(bos_token_id=2, eos_token_id=1, pad_token_id=0, hidden_act="gelu_pytorch_tanh",
+                 hidden_activation="gelu_pytorch_tanh", attention_bias=False, head_dim=head_dim or 8,
+                 query_pre_attn_scalar=24, sliding_window=window or 6, tie_word_embeddings=True)
+        del c["rope_scaling"]
+        if arch == "gemma2":
+            c.update(attn_logit_softcapping=4.0, final_logit_softcapping=10.0, cache_implementation="hybrid")
+        else:
+            c.update(attn_logit_softcapping=None, final_logit_softcapping=None, rope_local_base_freq=100.0,
+                     rope_scaling={"rope_type": "linear", "factor": 4.0} if rope_scaling == "linear" else None,
+                     layer_types=["full_attention" if (l + 1) % 3 == 0 else "sliding_attention" for l in range(L)])
+            rope_scaling = None
     if head_dim or arch == "qwen3":
         c["head_dim"] = head_dim or 2 * C // NH
     if rope_scaling == "llama3":
@@ -269,8 +314,10 @@ def cmd_make(args):
         else:
             sys.exit(f"make: unknown option {option}" + (f" {value}" if value else ""))
         i += 2
-    if window is not None and arch not in ("mistral", "phi3"):
-        sys.exit("make: --sliding-window is Mistral's and Phi-3's (Qwen's use_sliding_window stays false)")
+    if window is not None and arch not in ("mistral", "phi3") + GEMMA:
+        sys.exit("make: --sliding-window is Mistral's, Phi-3's and Gemma's (Qwen's use_sliding_window stays false)")
+    if arch in GEMMA and (rope_scaling not in (None, "linear") or (rope_scaling and arch == "gemma2")):
+        sys.exit("make: Gemma takes --rope-scaling linear (gemma3_text) only")
     if partial is not None and arch != "phi3":
         sys.exit("make: --partial-rotary is Phi-3's")
     config = make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype, partial,
@@ -308,20 +355,25 @@ def read_folder(folder, strict=True):
     return config, s, w
 
 
-def rms_norm(x, weight, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+def rms_norm(x, weight, eps, offset=0.0):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (offset + weight)
 
 
-def inv_freq(s):
+def inv_freq(s, layer=None):
+    """The rotary inverse frequencies (of `layer`, where layers have their own)."""
+    if layer is not None and s.local_theta[layer]:
+        return s.local_theta[layer] ** (-torch.arange(0, s.R, 2, dtype=F64) / s.R)
     f = s.theta ** (-torch.arange(0, s.R, 2, dtype=F64) / s.R)
     rs = s.rope_scaling
     kind = (rs or {}).get("rope_type", (rs or {}).get("type", "default"))
     if kind == "default":
         return f
+    if kind == "linear":
+        return f / rs["factor"]
     if kind == "longrope":
         return f / torch.tensor(rs["short_factor"], dtype=F64)
     if kind != "llama3":
-        sys.exit(f"torch_llama: rope_scaling {rs}: only llama3 and longrope")
+        sys.exit(f"torch_llama: rope_scaling {rs}: only linear, llama3 and longrope")
     factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
     orig = rs["original_max_position_embeddings"]
     wavelen = 2 * math.pi / f
@@ -366,11 +418,14 @@ def visible(s, layer, q_pos, k_pos):
     return ok
 
 
-def attention(q, k, v, mask):
-    """q [NH, Tq, D], k / v [NKV, Tk, D] (key/value head j serves query heads j·G .. j·G + G - 1)."""
+def attention(q, k, v, mask, scale=None, cap=None):
+    """q [NH, Tq, D], k / v [NKV, Tk, D] (key/value head j serves query heads j·G .. j·G + G - 1);
+    scores scaled by `scale` (1 / sqrt(D) when None), then soft-capped by `cap`."""
     G = q.shape[0] // k.shape[0]
     k, v = k.repeat_interleave(G, dim=0), v.repeat_interleave(G, dim=0)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-1, -2) * (scale or 1 / math.sqrt(q.shape[-1]))
+    if cap:
+        scores = cap * torch.tanh(scores / cap)
     return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
 
 
@@ -390,37 +445,61 @@ def qkv(s, w, p, n, positions, freqs):
     k = k.reshape(T, s.NKV, s.D).transpose(0, 1)
     v = v.reshape(T, s.NKV, s.D).transpose(0, 1)
     if s.qk_norm:
-        q = rms_norm(q, w[p + "self_attn.q_norm.weight"], s.eps)
-        k = rms_norm(k, w[p + "self_attn.k_norm.weight"], s.eps)
+        q = rms_norm(q, w[p + "self_attn.q_norm.weight"], s.eps, s.offset)
+        k = rms_norm(k, w[p + "self_attn.k_norm.weight"], s.eps, s.offset)
     scale = attention_factor(s)
     return rope(q, positions, freqs, scale), rope(k, positions, freqs, scale), v
 
 
 def mlp(s, w, p, h):
-    n = rms_norm(h, w[p + "post_attention_layernorm.weight"], s.eps)
+    n = rms_norm(h, w[p + ("pre_feedforward_layernorm.weight" if s.gemma else "post_attention_layernorm.weight")],
+                 s.eps, s.offset)
     if s.fused:  # Phi3MLP: gate, up = gate_up_proj(n).chunk(2)
         gate, up = linear(n, w, p + "mlp.gate_up_proj").chunk(2, dim=-1)
     else:
         gate, up = linear(n, w, p + "mlp.gate_proj"), linear(n, w, p + "mlp.up_proj")
-    return h + linear(torch.nn.functional.silu(gate) * up, w, p + "mlp.down_proj")
+    act = torch.nn.functional.silu(gate) if s.act == "silu" else torch.nn.functional.gelu(gate, approximate="tanh")
+    y = linear(act * up, w, p + "mlp.down_proj")
+    if s.gemma:
+        y = rms_norm(y, w[p + "post_feedforward_layernorm.weight"], s.eps, s.offset)
+    return h + y
+
+
+def embed(s, w, tokens):
+    x = w["model.embed_tokens.weight"][tokens]
+    return x * math.sqrt(s.C) if s.gemma else x
 
 
 def head(s, w, x):
-    x = rms_norm(x, w["model.norm.weight"], s.eps)
-    return x @ (w["model.embed_tokens.weight"] if s.tied else w["lm_head.weight"]).T
+    x = rms_norm(x, w["model.norm.weight"], s.eps, s.offset)
+    logits = x @ (w["model.embed_tokens.weight"] if s.tied else w["lm_head.weight"]).T
+    return s.final_cap * torch.tanh(logits / s.final_cap) if s.final_cap else logits
+
+
+def layer(s, w, l, x, positions, cache=None, attend=attention):
+    """Layer l on x [T, C] at positions [T]; cache: the (keys, values) lists of the positions
+    before, which this layer's extend (incremental decoding)."""
+    p = f"model.layers.{l}."
+    q, k, v = qkv(s, w, p, rms_norm(x, w[p + "input_layernorm.weight"], s.eps, s.offset), positions,
+                  inv_freq(s, l))
+    if cache is not None:
+        cache[0].append(k)
+        cache[1].append(v)
+        k, v = torch.cat(cache[0], dim=1), torch.cat(cache[1], dim=1)
+    mask = visible(s, l, positions, torch.arange(k.shape[1]))
+    y = attend(q, k, v, mask, s.scale, s.attn_cap).transpose(0, 1).reshape(x.shape[0], s.NH * s.D)
+    a = linear(y, w, p + "self_attn.o_proj")
+    if s.gemma:
+        a = rms_norm(a, w[p + "post_attention_layernorm.weight"], s.eps, s.offset)
+    return mlp(s, w, p, x + a)
 
 
 def forward(s, w, tokens, attend=attention):
     """Logits [T, V] (float64) at every position of tokens [T]; w float64."""
-    T = tokens.shape[0]
-    positions = torch.arange(T)
-    freqs = inv_freq(s)
-    x = w["model.embed_tokens.weight"][tokens]
+    positions = torch.arange(tokens.shape[0])
+    x = embed(s, w, tokens)
     for l in range(s.L):
-        p = f"model.layers.{l}."
-        q, k, v = qkv(s, w, p, rms_norm(x, w[p + "input_layernorm.weight"], s.eps), positions, freqs)
-        y = attend(q, k, v, visible(s, l, positions, positions)).transpose(0, 1).reshape(T, s.NH * s.D)
-        x = mlp(s, w, p, x + linear(y, w, p + "self_attn.o_proj"))
+        x = layer(s, w, l, x, positions, attend=attend)
     return head(s, w, x)
 
 

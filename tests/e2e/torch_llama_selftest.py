@@ -11,9 +11,9 @@ import torch
 
 sys.dont_write_bytecode = True
 from hf_folder import fail  # noqa: E402
-from torch_llama import (ARCHS, F64, Shape, as_f64, attention, forward, greedy, head, inv_freq,  # noqa: E402
-                         linear, llama3_original_positions, make_config, mlp, qkv, random_weights,
-                         rms_norm, rope, rotate_half, visible)
+from torch_llama import (ARCHS, F64, Shape, as_f64, attention, embed, forward, greedy, head,  # noqa: E402
+                         inv_freq, layer, llama3_original_positions, make_config, random_weights, rope,
+                         rotate_half, visible)
 
 
 def fused_attention(q, k, v, mask):
@@ -70,18 +70,11 @@ def scalar_llama3(s):
 
 def cached_forward(s, w, tokens):
     """Token by token with a key/value cache, as generate decodes: logits [T, V]."""
-    freqs, cache, rows = inv_freq(s), [([], []) for _ in range(s.L)], []
+    cache, rows = [([], []) for _ in range(s.L)], []
     for t, token in enumerate(tokens.tolist()):
-        x = w["model.embed_tokens.weight"][token].view(1, -1)
-        pos = torch.tensor([t])
+        x = embed(s, w, torch.tensor([token]))
         for l in range(s.L):
-            p = f"model.layers.{l}."
-            q, k, v = qkv(s, w, p, rms_norm(x, w[p + "input_layernorm.weight"], s.eps), pos, freqs)
-            cache[l][0].append(k)
-            cache[l][1].append(v)
-            keys, values = torch.cat(cache[l][0], dim=1), torch.cat(cache[l][1], dim=1)
-            y = attention(q, keys, values, visible(s, l, pos, torch.arange(t + 1))).transpose(0, 1).reshape(1, -1)
-            x = mlp(s, w, p, x + linear(y, w, p + "self_attn.o_proj"))
+            x = layer(s, w, l, x, torch.tensor([t]), cache[l])
         rows.append(head(s, w, x)[0])
     return torch.stack(rows)
 
@@ -107,7 +100,7 @@ def cmd_selftest(args):
             note("mask vs tril", float((mask != causal).sum()), 0)
     for D, theta in ((8, 10000.0), (16, 1e6), (6, 500000.0)):
         s = Shape(dict(model_type="llama", num_hidden_layers=1, hidden_size=4 * D, intermediate_size=8,
-                       num_attention_heads=4, vocab_size=10, rope_theta=theta))
+                       num_attention_heads=4, vocab_size=10, rope_theta=theta, max_position_embeddings=64))
         x = torch.randn(3, 11, D, generator=g, dtype=F64)
         positions = torch.arange(11) + 5
         note("rotate_half rope vs complex rotation", (rope(x, positions, inv_freq(s))
@@ -131,6 +124,10 @@ def cmd_selftest(args):
             variants = [("", 1, "F32", None, None, None), (" --head-dim 12", 1, "F32", 12, None, None),
                         (" --dtype BF16 --seed 2", 2, "BF16", None, None, None),
                         (" --dtype F16 --seed 4", 4, "F16", None, None, None)]
+            if arch == "phi3":  # Phi3Config has no head_dim
+                variants = [v for v in variants if v[3] is None]
+            if arch == "gemma3_text":
+                variants.append((" --rope-scaling linear", 1, "F32", None, "linear", None))
             if arch == "llama":
                 variants.append((" --rope-scaling llama3", 1, "F32", None, "llama3", None))
             if arch == "mistral":

@@ -8,25 +8,41 @@
 // out [B, T, NH·HS].
 // The overloads taking (C, NH) are GPT-2's layout, qkv [B, T, 3C] with HS = C / NH: the NKV = NH
 // case, with identical results.
+#include <cmath>
+
 namespace autotrain::kernels {
 
-// out[b, t, h, :] = Σ_{t2 <= t} softmax_t2(q·k / sqrt(HS)) · v[b, t2, h / (NH / NKV), :]
-// (softmax subtracts the row maximum before exponentiating).
+// Gemma's variations on the plain causal attention (the defaults): the scores' scale
+// (query_pre_attn_scalar^-1/2), a soft cap on them (attn_logit_softcapping) and a sliding window.
+struct AttentionOptions {
+  double scale = 0;    // scores = q·k · scale; 0: 1 / sqrt(HS)
+  double softcap = 0;  // > 0: scores = softcap · tanh(scores / softcap) before the softmax
+  int window = 0;      // > 0: position t sees t2 only where t - window < t2 <= t
+  double scale_for(int HS) const { return scale > 0 ? scale : 1 / std::sqrt(double(HS)); }
+  // The first position that position t sees.
+  int first_visible(int t) const { return window > 0 && t >= window ? t - window + 1 : 0; }
+};
+
+// out[b, t, h, :] = Σ_{t2 visible from t} softmax_t2(score(q·k)) · v[b, t2, h / (NH / NKV), :]
+// (softmax subtracts the row maximum before exponentiating). att holds 0 where t2 is not visible.
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS);
+void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
+                       const AttentionOptions& options = {});
 
 // dqkv [B, T, (NH + 2·NKV)·HS] is overwritten (activation gradient); a key or value head's
 // gradient sums over the query heads of its group. scratch [B, NH, T, T] is working memory (the
-// gradient of the scores).
+// gradient of the scores); twice that with a softcap (the scores are recomputed into the second
+// half).
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int NH, int NKV, int HS);
+                        int T, int NH, int NKV, int HS, const AttentionOptions& options = {});
 
 // The last position only, for generation with a key/value cache: qkv [T, (NH + 2·NKV)·HS] holds
 // the rows of one sequence (B = 1) up to and including the query's; out [NH·HS] = attention of
-// row T-1's q over rows 0..T-1. scratch [T] holds one head's probabilities at a time.
+// row T-1's q over the rows it sees. scratch [T] holds one head's probabilities at a time.
 template <typename F>
-void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int NKV, int HS);
+void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int NKV, int HS,
+                            const AttentionOptions& options = {});
 
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {

@@ -1,5 +1,6 @@
 #pragma once
-// SwiGLU, the Llama MLP's activation: out = silu(gate) · up, silu(x) = x · sigmoid(x). Shapes:
+// The gated MLP activations: SwiGLU (Llama's), out = silu(gate) · up, silu(x) = x · sigmoid(x),
+// and GeGLU (Gemma's), out = gelu_tanh(gate) · up (gelu.hpp's tanh approximation). Shapes:
 // gate_up [N, 2I] (N = B·T rows, I the intermediate size), the output of one gemm over the fused
 // gate_proj | up_proj weight: row n holds gate in columns 0..I-1, then up in I..2I-1;
 // out, dout [N, I]; dgate_up [N, 2I] in the layout of gate_up.
@@ -14,5 +15,12 @@ void swiglu_forward(F* out, const F* gate_up, std::size_t N, int I);
 // out of place only (gate_up is the forward's saved activation).
 template <typename F>
 void swiglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I);
+
+template <typename F>
+void geglu_forward(F* out, const F* gate_up, std::size_t N, int I);
+
+// As swiglu_backward.
+template <typename F>
+void geglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I);
 
 }  // namespace autotrain::kernels

@@ -70,8 +70,7 @@ class BasicCausalLM {
   std::vector<ProfileEntry> profile() const {
     std::vector<ProfileEntry> rows;
     for (int op = 0; op < kOpCount; ++op) {
-      rows.push_back(
-          {profile_op_name(op, config().family), profile_[2 * op], profile_[2 * op + 1]});
+      rows.push_back({profile_op_name(op, config()), profile_[2 * op], profile_[2 * op + 1]});
     }
     return rows;
   }

@@ -14,12 +14,17 @@ namespace autotrain::model {
 // The model code a family runs (model/family.hpp): GPT-2's, or the Llama-style decoder.
 enum class Family { gpt2, llama };
 
-// rope_scaling of config.json: none (type empty), Llama 3.1's "llama3" frequency bands, or
+// The gated MLP's gate: SwiGLU's silu, or GeGLU's tanh-approximated GELU (Gemma's
+// gelu_pytorch_tanh).
+enum class GateActivation { silu, gelu_tanh };
+
+// rope_scaling of config.json: none (type empty), "linear" (every inverse frequency divided by
+// factor; Gemma 3's global layers), Llama 3.1's "llama3" frequency bands, or
 // Phi-3's "longrope": inverse frequencies divided by a factor per dimension (short_factor for
 // sequences within original_max_position_embeddings, long_factor beyond, which autotrain does
 // not run yet) and cos/sin multiplied by attention_factor.
 struct RopeScaling {
-  std::string type;  // "", "llama3" or "longrope"
+  std::string type;  // "", "linear", "llama3" or "longrope"
   double factor = 1;
   double low_freq_factor = 1;
   double high_freq_factor = 4;
@@ -56,9 +61,24 @@ struct ModelConfig {
   // 0: all of them.
   int rotary_dim = 0;
   RopeScaling rope_scaling;
-  // Mistral's (and Qwen's, when use_sliding_window) attention window; 0: none. Attention over a
-  // window is not built: a model refuses sequences longer than it.
+  // Mistral's (and Qwen's, when use_sliding_window) attention window: position t sees t2 where
+  // t - sliding_window < t2 <= t; 0: none. The device models refuse sequences longer than it.
   int sliding_window = 0;
+  // The layers that attend over the window (Gemma's local layers, alternating with global ones);
+  // empty: every layer.
+  std::vector<bool> sliding_layers;
+
+  // Gemma's departures from the Llama block (model/gemma_family.cpp); the defaults are Llama's.
+  GateActivation gate = GateActivation::silu;
+  bool norm_offset = false;          // every RMSNorm scales by 1 + weight (weights stored from 1)
+  bool embed_scale = false;          // the embeddings enter scaled by sqrt(n_embd)
+  bool sandwich_norms = false;       // RMSNorms on the attention's and the MLP's outputs too
+  double query_pre_attn_scalar = 0;  // attention scores scale by its -1/2 power; 0: head_dim's
+  double attn_softcap = 0;           // attn_logit_softcapping; 0: none
+  double final_softcap = 0;          // final_logit_softcapping; 0: none
+  // The rotary base of the sliding layers, which take no rope_scaling (Gemma 3's
+  // rope_local_base_freq); 0: rope_theta, as every layer.
+  double rope_local_theta = 0;
 
   // A GPT-2 config with padded_vocab_size = vocab_size rounded up to a multiple of 128.
   static ModelConfig gpt2(int n_layer, int n_head, int n_embd, int block_size, int vocab_size);
@@ -71,6 +91,12 @@ struct ModelConfig {
   int q_size() const { return n_head * head_size(); }       // query width
   int kv_size() const { return kv_heads() * head_size(); }  // key (and value) width
   int qkv_size() const { return q_size() + 2 * kv_size(); }
+  // The attention window of layer l (0: none).
+  int window(int l) const {
+    return sliding_layers.empty() || sliding_layers[std::size_t(l)] ? sliding_window : 0;
+  }
+  // Whether layer l rotates by the local tables (rope_local_theta, no scaling).
+  bool local_rope(int l) const { return rope_local_theta > 0 && window(l) > 0; }
   // The positions generation keeps in its key/value cache (the window it slides): at most 4096,
   // and no more than longrope's short factors serve.
   int generation_context() const {

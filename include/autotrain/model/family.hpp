@@ -56,7 +56,9 @@ enum class Role {
   down,  // MLP output projection [C, I]
   down_bias,
   final_norm,
-  head,  // an untied LM head [Vp, C]
+  head,            // an untied LM head [Vp, C]
+  post_attn_norm,  // Gemma's norms of the attention's and the MLP's outputs (sandwich_norms)
+  post_mlp_norm,
 };
 
 struct TensorSpec {

@@ -1,7 +1,8 @@
 #pragma once
 // The Llama-style decoder's forward and backward on the CPU (model/causal_lm.hpp), which the
-// Llama family (src/model/llama_family.cpp) and Phi-3 (phi3_family.cpp) run; their tensors:
-// src/model/decoder_family.cpp.
+// Llama family (src/model/llama_family.cpp), Phi-3 (phi3_family.cpp) and Gemma 2 and 3
+// (gemma_family.cpp) run; their tensors: src/model/decoder_family.cpp. Training: llama.cpp;
+// generation: llama_generate.cpp.
 //
 // Hook order (L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = final norm and LM head):
 //   forward:   params(0) release(0)                         embedding lookup
@@ -18,8 +19,10 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "autotrain/kernels/attention.hpp"
 #include "autotrain/model/causal_lm.hpp"
 
 namespace autotrain::model {
@@ -30,8 +33,7 @@ struct LlamaOffsets;  // src/model/llama_offsets.hpp: where each tensor sits in 
 template <typename F>
 class BasicLlama final : public BasicCausalLM<F> {
  public:
-  // Allocates everything one micro-batch [B, T] needs (T <= block_size; a model with a
-  // sliding_window refuses T beyond it).
+  // Allocates everything one micro-batch [B, T] needs (T <= block_size).
   // `recompute`: activation checkpointing (causal_lm.hpp).
   BasicLlama(const ParamLayout& layout, int B, int T, bool recompute = false);
   ~BasicLlama() override;
@@ -61,6 +63,16 @@ class BasicLlama final : public BasicCausalLM<F> {
   const F* forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
                                  const std::int32_t* inputs, int B, int T);
   void block_backward(BasicUnitAccess<F>& access, int l);
+  // One block of feed_token at position t (llama_generate.cpp).
+  void block_step(Cache& cache, int l, const F* p, int t);
+  // out[n, C] = the embeddings of tokens[n] (scaled by sqrt(C) with embed_scale).
+  void embed(F* out, const std::int32_t* tokens, std::size_t n, const F* table) const;
+  // logits[rows, Vp] from the final norm's output and the head (soft-capped where the model is).
+  void head_forward(const F* lnf, const F* p, F* logits, std::size_t rows) const;
+  kernels::AttentionOptions attention_options(int l) const;  // layer l's scale, cap and window
+  std::pair<const F*, const F*> rope_tables(int l) const;    // layer l's cos and sin
+  double norm_offset() const;  // the RMSNorms' weight offset: 1 with norm_offset, else 0
+  F embed_scale() const;
   // `adapter`: the unit's linear adapter (BasicUnitAccess::linear_adapter), or null.
   void block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter, int B,
                      int T, KernelClock& clock);
@@ -76,7 +88,8 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
   std::unique_ptr<Cache> cache_;
-  std::vector<F> rope_cos_, rope_sin_;  // [positions, rotary dimensions / 2]
+  std::vector<F> rope_cos_, rope_sin_;              // [positions, rotary dimensions / 2]
+  std::vector<F> rope_local_cos_, rope_local_sin_;  // the sliding layers' (rope_local_theta)
   int rope_positions_ = 0;
   std::vector<std::int32_t> inputs_, targets_;
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
@@ -85,7 +98,8 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::vector<F> dsmall_;        // [B, T, max(C, NH·D)] d(norm output) / d(attention output)
   std::vector<F> dwide_;         // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
   std::vector<F> dmid_;          // [B, T, max(I, QKV)] d(swiglu output), d(qkv before q/k norm)
-  std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch
+  std::vector<F> dpost_;         // [B, T, C] d(a branch's output) under sandwich norms
+  std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch (× 2 with a soft cap)
   std::vector<F> norm_discard_;  // [C] the final norm's gradient when its unit is frozen
   bool ready_for_backward_ = false;
 };

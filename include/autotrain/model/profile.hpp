@@ -16,7 +16,7 @@ struct ProfileEntry {
 
 // The kernel kinds of a profile, in its row order: the CPU and the CUDA models report the same.
 // kNorm is the family's normalisation (LayerNorm, RMSNorm), kActivation its MLP activation
-// (GELU, SwiGLU).
+// (GELU, SwiGLU, GeGLU).
 enum ProfileOp : int {
   kEncoder,
   kNorm,
@@ -28,12 +28,14 @@ enum ProfileOp : int {
   kCrossEntropy,
   kOpCount
 };
-// A row's name: the kernel kind, the norm and the activation named as the family computes them.
-inline const char* profile_op_name(int op, Family family) {
+// A row's name: the kernel kind, the norm and the activation named as the model computes them.
+inline const char* profile_op_name(int op, const ModelConfig& config) {
   constexpr const char* kNames[kOpCount] = {"encoder", "layernorm", "matmul",  "attention",
                                             "gelu",    "residual",  "lm_head", "crossentropy"};
-  if (family == Family::llama && op == kNorm) return "rmsnorm";
-  if (family == Family::llama && op == kActivation) return "swiglu";
+  if (config.family == Family::llama && op == kNorm) return "rmsnorm";
+  if (config.family == Family::llama && op == kActivation) {
+    return config.gate == GateActivation::silu ? "swiglu" : "geglu";
+  }
   return kNames[op];
 }
 

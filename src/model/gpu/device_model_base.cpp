@@ -20,7 +20,7 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
       blas_(blas),
       tokens_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
       host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
-      family_(config.family) {
+      config_(config) {
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config.block_size, "model: sequence length ", T, " must be in [1, ",
            positions_key, " = ", config.block_size, "]");
@@ -65,7 +65,7 @@ void DeviceModelBase<F>::set_profiling(bool on) {
 
 template <typename F>
 std::vector<ProfileEntry> DeviceModelBase<F>::profile() const {
-  return profiler_ ? profiler_->rows(family_) : EventProfiler::zero_rows(family_);
+  return profiler_ ? profiler_->rows(config_) : EventProfiler::zero_rows(config_);
 }
 
 template class DeviceModelBase<float>;

@@ -36,7 +36,7 @@ class EventProfiler {
   }
 
   // Seconds per row since construction, in the CPU model's row order (waits for the events).
-  std::vector<ProfileEntry> rows(Family family) const {
+  std::vector<ProfileEntry> rows(const ModelConfig& config) const {
     std::array<double, 2 * kOpCount> seconds{};
     for (const auto& mark : marks_) {
       AT_CUDA_CHECK(cudaEventSynchronize(mark.stop));
@@ -44,10 +44,12 @@ class EventProfiler {
       AT_CUDA_CHECK(cudaEventElapsedTime(&ms, mark.start, mark.stop));
       seconds[static_cast<std::size_t>(mark.row)] += 1e-3 * ms;
     }
-    return entries(seconds, family);
+    return entries(seconds, config);
   }
   // The rows of a model that is not profiling: all zero.
-  static std::vector<ProfileEntry> zero_rows(Family family) { return entries({}, family); }
+  static std::vector<ProfileEntry> zero_rows(const ModelConfig& config) {
+    return entries({}, config);
+  }
 
  private:
   struct Mark {
@@ -63,10 +65,10 @@ class EventProfiler {
     return event;
   }
   static std::vector<ProfileEntry> entries(const std::array<double, 2 * kOpCount>& seconds,
-                                           Family family) {
+                                           const ModelConfig& config) {
     std::vector<ProfileEntry> rows;
     for (int op = 0; op < kOpCount; ++op) {
-      rows.push_back({profile_op_name(op, family), seconds[2 * static_cast<std::size_t>(op)],
+      rows.push_back({profile_op_name(op, config), seconds[2 * static_cast<std::size_t>(op)],
                       seconds[2 * static_cast<std::size_t>(op) + 1]});
     }
     return rows;

@@ -78,10 +78,7 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
   AT_CHECK(c.family == Family::llama,
            "internal: DeviceLlama needs a layout of a family on the "
            "Llama-style decoder");
-  AT_CHECK(c.sliding_window == 0 || T <= c.sliding_window, "model: sequence length ", T,
-           " exceeds the model's sliding_window of ", c.sliding_window,
-           ": attention over a sliding window is not supported yet; use block_size <= ",
-           c.sliding_window);
+  check_device_decoder(c, T);
   AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
            "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
            kMaxAttentionHeadSize, ", got ", c.head_size());

@@ -79,6 +79,7 @@ DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positio
   AT_CHECK(c.family == Family::llama,
            "internal: DeviceLlamaDecoder needs a layout of a family on "
            "the Llama-style decoder");
+  check_device_decoder(c, positions);
   AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
            "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
            kMaxAttentionHeadSize, ", got ", c.head_size());

@@ -17,6 +17,21 @@
 
 namespace autotrain::model::gpu {
 
+// What the device decoder does not run yet, refused by name: Gemma's changes to the block, and
+// attention over a window shorter than the `positions` it must serve.
+inline void check_device_decoder(const ModelConfig& c, int positions) {
+  AT_CHECK(!c.norm_offset && !c.embed_scale && !c.sandwich_norms && c.attn_softcap == 0 &&
+               c.final_softcap == 0 && c.query_pre_attn_scalar == 0 &&
+               c.gate == GateActivation::silu && c.rope_local_theta == 0,
+           "model: ", c.architecture,
+           " runs on the CPU only for now: the device decoder lacks Gemma's norms, soft caps, "
+           "query scale and GeGLU (set device: cpu)");
+  AT_CHECK(c.sliding_window == 0 || positions <= c.sliding_window, "model: sequence length ",
+           positions, " exceeds the model's sliding_window of ", c.sliding_window,
+           ": the device kernels do not attend over a sliding window yet; use block_size <= ",
+           c.sliding_window, " or the CPU");
+}
+
 // cos, sin: device arrays of [positions, rotary dimensions / 2] fp32 each; filled with the CPU
 // model's tables on `stream`, waiting for the copies (the host tables are freed on return).
 inline void upload_rope_tables(const ModelConfig& config, int positions, float* cos, float* sin,

@@ -299,7 +299,7 @@ TYPED_TEST(GpuGpt2Test, ProfileTimesEveryKernelKindOfAStepWithTheCpuModelsRows) 
   ASSERT_EQ(rows.size(), static_cast<std::size_t>(kOpCount));
   for (int op = 0; op < kOpCount; ++op) {
     const auto& row = rows[static_cast<std::size_t>(op)];
-    EXPECT_EQ(row.name, profile_op_name(op, Family::gpt2));
+    EXPECT_EQ(row.name, profile_op_name(op, ModelConfig{}));
     if (op ==
         kActivation) {  // the device times the MLP's GELU with its matmul (matmul_gelu_forward)
       EXPECT_EQ(row.forward_s + row.backward_s, 0.0);

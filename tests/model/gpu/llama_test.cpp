@@ -325,7 +325,7 @@ TYPED_TEST(GpuLlamaTest, ProfileTimesEveryKernelKindOfAStepWithTheCpuModelsRows)
   ASSERT_EQ(rows.size(), static_cast<std::size_t>(kOpCount));
   for (int op = 0; op < kOpCount; ++op) {
     const auto& row = rows[static_cast<std::size_t>(op)];
-    EXPECT_EQ(row.name, profile_op_name(op, Family::llama));
+    EXPECT_EQ(row.name, profile_op_name(op, m.layout.config()));
     EXPECT_GT(row.forward_s, 0.0) << row.name;
     if (op != kResidual) {
       EXPECT_GT(row.backward_s, 0.0) << row.name;

@@ -53,7 +53,7 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   std::unique_ptr<EventProfiler> profiler_;  // null when not profiling
 
  private:
-  Family family_;  // names the profile's rows
+  ModelConfig config_;  // names the profile's rows
 };
 
 }  // namespace autotrain::model::gpu
