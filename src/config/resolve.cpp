@@ -160,15 +160,6 @@ void validate_params(const ResolvedParams& resolved) {
     throw Error(cat(shown(resolved, "n_embd"), " must be divisible by ", shown(resolved, "n_head"),
                     ": each head gets n_embd / n_head channels"));
   }
-  if (architecture && architecture->sliding_window > 0 && params.device == "cuda" &&
-      params.block_size > architecture->sliding_window) {  // the CPU attends over windows
-    throw Error(cat(shown(resolved, "block_size"), " exceeds the base model's sliding_window of ",
-                    architecture->sliding_window, " (",
-                    (resolved.base_model.config_dir() / "config.json").string(),
-                    "): the device kernels do not attend over a sliding window yet; expected a "
-                    "block_size of at most ",
-                    architecture->sliding_window, ", or device cpu"));
-  }
   if (params.block_size > params.n_positions) {
     throw Error(cat(shown(resolved, "block_size"),
                     " exceeds the model's context: expected at most ",

@@ -40,7 +40,7 @@ struct GeluTanh {
 };
 
 template <typename Gate, typename F>
-void gated_forward(F* out, const F* gate_up, std::size_t N, int I) {
+void gated_rows(F* out, const F* gate_up, std::size_t N, int I) {
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
     const F* gate = gate_up + static_cast<std::size_t>(n) * 2 * I;
@@ -52,7 +52,7 @@ void gated_forward(F* out, const F* gate_up, std::size_t N, int I) {
 }
 
 template <typename Gate, typename F>
-void gated_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I) {
+void gated_rows_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I) {
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
     const F* gate = gate_up + static_cast<std::size_t>(n) * 2 * I;
@@ -71,32 +71,43 @@ void gated_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N,
 }  // namespace
 
 template <typename F>
+void gated_forward(GateActivation gate, F* out, const F* gate_up, std::size_t N, int I) {
+  if (gate == GateActivation::silu) {
+    gated_rows<Silu>(out, gate_up, N, I);
+  } else {
+    gated_rows<GeluTanh>(out, gate_up, N, I);
+  }
+}
+
+template <typename F>
+void gated_backward(GateActivation gate, F* dgate_up, const F* dout, const F* gate_up,
+                    std::size_t N, int I) {
+  if (gate == GateActivation::silu) {
+    gated_rows_backward<Silu>(dgate_up, dout, gate_up, N, I);
+  } else {
+    gated_rows_backward<GeluTanh>(dgate_up, dout, gate_up, N, I);
+  }
+}
+
+template <typename F>
 void swiglu_forward(F* out, const F* gate_up, std::size_t N, int I) {
-  gated_forward<Silu>(out, gate_up, N, I);
+  gated_forward(GateActivation::silu, out, gate_up, N, I);
 }
 
 template <typename F>
 void swiglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I) {
-  gated_backward<Silu>(dgate_up, dout, gate_up, N, I);
-}
-
-template <typename F>
-void geglu_forward(F* out, const F* gate_up, std::size_t N, int I) {
-  gated_forward<GeluTanh>(out, gate_up, N, I);
-}
-
-template <typename F>
-void geglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I) {
-  gated_backward<GeluTanh>(dgate_up, dout, gate_up, N, I);
+  gated_backward(GateActivation::silu, dgate_up, dout, gate_up, N, I);
 }
 
 template void swiglu_forward<float>(float*, const float*, std::size_t, int);
 template void swiglu_forward<double>(double*, const double*, std::size_t, int);
 template void swiglu_backward<float>(float*, const float*, const float*, std::size_t, int);
 template void swiglu_backward<double>(double*, const double*, const double*, std::size_t, int);
-template void geglu_forward<float>(float*, const float*, std::size_t, int);
-template void geglu_forward<double>(double*, const double*, std::size_t, int);
-template void geglu_backward<float>(float*, const float*, const float*, std::size_t, int);
-template void geglu_backward<double>(double*, const double*, const double*, std::size_t, int);
+template void gated_forward<float>(GateActivation, float*, const float*, std::size_t, int);
+template void gated_forward<double>(GateActivation, double*, const double*, std::size_t, int);
+template void gated_backward<float>(GateActivation, float*, const float*, const float*, std::size_t,
+                                    int);
+template void gated_backward<double>(GateActivation, double*, const double*, const double*,
+                                     std::size_t, int);
 
 }  // namespace autotrain::kernels

@@ -20,6 +20,7 @@
 #include "autotrain/kernels/layernorm.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/residual.hpp"
+#include "carve.hpp"
 #include "check_tokens.hpp"
 #include "kernel_clock.hpp"
 
@@ -99,14 +100,7 @@ struct BasicGpt2<F>::Activations {
         {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
         {&lse, bt},
         {&losses, bt}};
-    std::size_t total = 0;
-    for (const auto& part : parts) total += part.second;
-    storage.assign(total, F(0));
-    F* next = storage.data();
-    for (const auto& part : parts) {
-      *part.first = next;
-      next += part.second;
-    }
+    carve(storage, parts);
   }
 };
 

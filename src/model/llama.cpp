@@ -101,29 +101,6 @@ F BasicLlama<F>::embed_scale() const {
   return config_.embed_scale ? static_cast<F>(std::sqrt(double(config_.n_embd))) : F(1);
 }
 
-namespace {
-
-template <typename F>
-void gate_forward(GateActivation gate, F* out, const F* gate_up, std::size_t N, int I) {
-  if (gate == GateActivation::silu) {
-    swiglu_forward(out, gate_up, N, I);
-  } else {
-    geglu_forward(out, gate_up, N, I);
-  }
-}
-
-template <typename F>
-void gate_backward(GateActivation gate, F* dgate_up, const F* dout, const F* gate_up, std::size_t N,
-                   int I) {
-  if (gate == GateActivation::silu) {
-    swiglu_backward(dgate_up, dout, gate_up, N, I);
-  } else {
-    geglu_backward(dgate_up, dout, gate_up, N, I);
-  }
-}
-
-}  // namespace
-
 template <typename F>
 void BasicLlama<F>::embed(F* out, const std::int32_t* tokens, std::size_t n, const F* table) const {
   const auto C = std::size_t(config_.n_embd);
@@ -205,7 +182,7 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
   linear_forward(gate_up, ln2, p + o.guw, tensor_at(p, o.gub), bt, C, 2 * I);
   adapt(o.guw, ln2, gate_up, C, 2 * I);
   clock.lap(kMatmul);
-  gate_forward(c.gate, act, gate_up, bt, I);
+  gated_forward(c.gate, act, gate_up, bt, I);
   clock.lap(kActivation);
   join(a.stream(l + 1), mid, o.downw, o.downb, act, I, a.mlp_out, a.rstd_mlp, o.mlp_post);
 }
@@ -385,7 +362,7 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   linear_backward(dmid, g + o.downw, tensor_at(g, o.downb), dy, act, p + o.downw, bt, I, C);
   adapt(o.downw, act, dy, dmid, I, C);
   clock.lap(kMatmul);
-  gate_backward(c.gate, dwide, dmid, gate_up, bt, I);
+  gated_backward(c.gate, dwide, dmid, gate_up, bt, I);
   clock.lap(kActivation);
   linear_backward(dsmall, g + o.guw, tensor_at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   adapt(o.guw, ln2, dwide, dsmall, C, 2 * I);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autotrain/model/llama.hpp"
+#include "carve.hpp"
 
 namespace autotrain::model {
 
@@ -74,14 +75,7 @@ struct BasicLlama<F>::Activations {
         {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
         {&lse, bt},
         {&losses, bt}};
-    std::size_t total = 0;
-    for (const auto& part : parts) total += part.second;
-    storage.assign(total, F(0));
-    F* next = storage.data();
-    for (const auto& part : parts) {
-      *part.first = next;
-      next += part.second;
-    }
+    carve(storage, parts);
   }
   F* stream(int l) const { return residual + std::size_t(l) * bt * C; }
   // The slot of layer l's recomputable tensors.

@@ -93,11 +93,7 @@ void BasicLlama<F>::block_step(Cache& k, int l, const F* p, int t) {
   join(k.mid.data(), k.x.data(), o.ow, o.ob, k.atty.data(), Q, o.attn_post);
   rmsnorm_forward(k.ln.data(), stats, k.mid.data(), p + o.ln2w, 1, 1, C, uC, eps, w0);
   linear_forward(k.gate_up.data(), k.ln.data(), p + o.guw, tensor_at(p, o.gub), 1, C, 2 * I);
-  if (c.gate == GateActivation::silu) {
-    swiglu_forward(k.act.data(), k.gate_up.data(), 1, I);
-  } else {
-    geglu_forward(k.act.data(), k.gate_up.data(), 1, I);
-  }
+  gated_forward(c.gate, k.act.data(), k.gate_up.data(), 1, I);
   join(k.x.data(), k.mid.data(), o.downw, o.downb, k.act.data(), I, o.mlp_post);
 }
 

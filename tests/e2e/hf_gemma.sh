@@ -14,7 +14,7 @@
 set -euo pipefail
 : "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 # shellcheck source=tests/e2e/lib.bash
-source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit, refused, ...
 reference_test hf_gemma 256
 
 # 1. Both versions, against PyTorch (a byte vocabulary, so that generate can sample them).
@@ -32,14 +32,7 @@ grep -q "model        gemma3, Gemma 3 (Gemma3ForCausalLM): 3 layers" dry.out ||
 
 # 2. Fine-tuning at ZeRO-3 on two ranks learns; the export is a Gemma 3 folder the reference
 # reproduces, and generate decodes what the reference decodes.
-timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model gemma3 --project-name tuned --zero-stage 3 \
-  --max-steps 8 --lr 3e-3 "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
-"$python" - tuned/metrics.jsonl <<'PY' || fail "the fine-tune did not learn"
-import json, sys
-losses = [json.loads(line)["loss"] for line in open(sys.argv[1]) if '"loss"' in line]
-assert len(losses) == 8 and sum(losses[-3:]) / 3 < losses[0] - 0.1, losses
-print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
-PY
+finetune_learns gemma3
 "$python" - tuned/config.json <<'PY' || fail "the export's config.json"
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -49,11 +42,7 @@ assert c["rope_local_base_freq"] == 100 and c["rope_scaling"] == {"rope_type": "
 assert c["query_pre_attn_scalar"] == 24 and c["hidden_activation"] == "gelu_pytorch_tanh", c
 PY
 check_folder tuned
-"$AUTOTRAIN_BIN" generate --model tuned --prompt "To be" --max-new-tokens 12 --temperature 0 > ours.txt 2> gen.log ||
-  { cat gen.log; fail "generate"; }
-"${torch_llama[@]}" generate tuned "To be" 12 > reference.txt
-cmp ours.txt reference.txt || fail "generate printed '$(cat ours.txt)', the reference '$(cat reference.txt)'"
-echo "generate: '$(cat ours.txt)' as the reference"
+generates_as_reference tuned
 
 # 3. LoRA on every linear of Gemma 2 (soft caps and all), against PEFT's semantics.
 torch_lora=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_lora.py")
@@ -65,13 +54,6 @@ rm -rf probe && mkdir probe
 echo "adapter: $(grep gradients lora-check.out)"
 
 # 4. Refused, by name.
-refused() {  # NAME PATTERN FOLDER
-  local name=$1 pattern=$2 folder=$3 status=0
-  timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]}" \
-    > "$name.out" 2>&1 || status=$?
-  [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
-  grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
-}
 edit gemma2 act 'c["hidden_activation"] = "gelu"'
 refused act 'hidden_activation "gelu" is not supported' act
 edit gemma3 types 'c["layer_types"] = ["sliding_attention"]'

@@ -13,7 +13,7 @@
 set -euo pipefail
 : "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 # shellcheck source=tests/e2e/lib.bash
-source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit, refused
 reference_test hf_llama 500
 
 # 1. Every architecture, against PyTorch.
@@ -84,13 +84,6 @@ timeout 120 "$AUTOTRAIN_BIN" train --model bytes --project-name bytes --max-step
   { cat gen.out; fail "generate on the fine-tuned Llama"; }
 
 # 3. Refused, by name.
-refused() {  # NAME PATTERN FOLDER [FLAGS...]
-  local name=$1 pattern=$2 folder=$3 status=0
-  shift 3
-  timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]}" "$@" > "$name.out" 2>&1 || status=$?
-  [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
-  grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
-}
 edit llama yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
 refused yarn 'rope_scaling type "yarn" is not supported \(expected none, "default", "linear", "llama3" or "longrope"\)' yarn
 edit llama gelu 'c["hidden_act"] = "gelu"'

@@ -15,7 +15,7 @@
 set -euo pipefail
 : "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 # shellcheck source=tests/e2e/lib.bash
-source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folder, edit, refused, ...
 reference_test hf_phi3 256
 
 # 1. Every variant, against PyTorch (a byte vocabulary, so that generate can sample them).
@@ -33,16 +33,9 @@ grep -q "model        phi4, Phi-3 (Phi3ForCausalLM): 2 layers, hidden 64, 4 head
 
 # 2. Fine-tuning at ZeRO-3 on two ranks learns; the export is a Phi-3 folder the reference
 # reproduces, and generate decodes what the reference decodes.
-timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model phi4 --project-name tuned --zero-stage 3 \
-  --max-steps 8 --lr 3e-3 "${common[@]}" > tuned.log 2>&1 || { tail -20 tuned.log; fail "fine-tuning"; }
+finetune_learns phi4
 grep -q "model: Phi-3 (Phi3ForCausalLM) (phi4), weights from $work/phi4" tuned.log ||
   { head -8 tuned.log; fail "no 'weights from'"; }
-"$python" - tuned/metrics.jsonl <<'PY' || fail "the fine-tune did not learn"
-import json, sys
-losses = [json.loads(line)["loss"] for line in open(sys.argv[1]) if '"loss"' in line]
-assert len(losses) == 8 and sum(losses[-3:]) / 3 < losses[0] - 0.1, losses
-print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
-PY
 "$python" - tuned/config.json <<'PY' || fail "the export's config.json"
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -50,11 +43,7 @@ assert c["architectures"] == ["Phi3ForCausalLM"] and c["model_type"] == "phi3", 
 assert c["partial_rotary_factor"] == 0.75 and c["tie_word_embeddings"] is True and "head_dim" not in c, c
 PY
 check_folder tuned
-"$AUTOTRAIN_BIN" generate --model tuned --prompt "To be" --max-new-tokens 12 --temperature 0 > ours.txt 2> gen.log ||
-  { cat gen.log; fail "generate"; }
-"${torch_llama[@]}" generate tuned "To be" 12 > reference.txt
-cmp ours.txt reference.txt || fail "generate printed '$(cat ours.txt)', the reference '$(cat reference.txt)'"
-echo "generate: '$(cat ours.txt)' as the reference"
+generates_as_reference tuned
 
 # 3. LoRA on the fused modules.
 torch_lora=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_lora.py")
@@ -75,15 +64,11 @@ PY
 "${torch_lora[@]}" merged lora/adapter lora 1e-6 || fail "the merged model is not PEFT's merge"
 
 # 4. Refused, by name.
-refused() {  # NAME PATTERN FOLDER [BLOCK-SIZE]
-  local name=$1 pattern=$2 folder=$3 status=0
-  timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]:2}" \
-    --block-size "${4:-32}" > "$name.out" 2>&1 || status=$?
-  [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
-  grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
-}
 edit longrope long 'c["sliding_window"] = None'
-refused beyond 'positions exceed rope_scaling.s original_max_position_embeddings of 128: longrope.s long_factor is not supported yet' long 256
+short=("${common[@]}")
+common=("${common[@]:2}" --block-size 256)  # past longrope's original context
+refused beyond 'positions exceed rope_scaling.s original_max_position_embeddings of 128: longrope.s long_factor is not supported yet' long
+common=("${short[@]}")
 edit phi3 factors 'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0, 2.0]}'
 refused factors 'rope_scaling.short_factor should be a list of 4 numbers' factors
 edit phi3 odd 'c["partial_rotary_factor"] = 0.375'

@@ -60,3 +60,37 @@ edit() {
   cp -r "$1" "$2"
   "$python" -c "import json; p='$2/config.json'; c = json.load(open(p)); $3; json.dump(c, open(p, 'w'))"
 }
+
+# NAME PATTERN FOLDER [FLAGS...]: training FOLDER (with the caller's `common` flags and FLAGS)
+# exits 1 within 60 s and says PATTERN (an extended regular expression).
+refused() {
+  local name=$1 pattern=$2 folder=$3 status=0
+  shift 3
+  timeout 60 "$AUTOTRAIN_BIN" train --model "$folder" --project-name "bad-$name" "${common[@]}" "$@" \
+    > "$name.out" 2>&1 || status=$?
+  [ "$status" -eq 1 ] || { cat "$name.out"; fail "$name: exit $status, expected 1"; }
+  grep -qE -- "$pattern" "$name.out" || { cat "$name.out"; fail "$name: no '$pattern'"; }
+}
+
+# FOLDER: fine-tunes FOLDER at ZeRO-3 on two ranks for 8 steps into tuned/ (the caller's `common`
+# flags) and checks that the loss fell.
+finetune_learns() {
+  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --model "$1" --project-name tuned \
+    --zero-stage 3 --max-steps 8 --lr 3e-3 "${common[@]}" > tuned.log 2>&1 ||
+    { tail -20 tuned.log; fail "fine-tuning"; }
+  "$python" - tuned/metrics.jsonl <<'PY' || fail "the fine-tune did not learn"
+import json, sys
+losses = [json.loads(line)["loss"] for line in open(sys.argv[1]) if '"loss"' in line]
+assert len(losses) == 8 and sum(losses[-3:]) / 3 < losses[0] - 0.1, losses
+print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+PY
+}
+
+# FOLDER (of the byte vocabulary): `autotrain generate` decodes greedily what the reference does.
+generates_as_reference() {
+  "$AUTOTRAIN_BIN" generate --model "$1" --prompt "To be" --max-new-tokens 12 --temperature 0 \
+    > ours.txt 2> gen.log || { cat gen.log; fail "generate"; }
+  "${torch_llama[@]}" generate "$1" "To be" 12 > reference.txt
+  cmp ours.txt reference.txt || fail "generate printed '$(cat ours.txt)', the reference '$(cat reference.txt)'"
+  echo "generate: '$(cat ours.txt)' as the reference"
+}

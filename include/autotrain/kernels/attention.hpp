@@ -19,6 +19,7 @@ struct AttentionOptions {
   double softcap = 0;  // > 0: scores = softcap · tanh(scores / softcap) before the softmax
   int window = 0;      // > 0: position t sees t2 only where t - window < t2 <= t
   double scale_for(int HS) const { return scale > 0 ? scale : 1 / std::sqrt(double(HS)); }
+  bool plain() const { return scale == 0 && softcap == 0 && window == 0; }
   // The first position that position t sees.
   int first_visible(int t) const { return window > 0 && t >= window ? t - window + 1 : 0; }
 };

@@ -16,11 +16,16 @@ void swiglu_forward(F* out, const F* gate_up, std::size_t N, int I);
 template <typename F>
 void swiglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I);
 
-template <typename F>
-void geglu_forward(F* out, const F* gate_up, std::size_t N, int I);
+// The gate of a gated MLP: SwiGLU's silu, or GeGLU's tanh-approximated GELU (Gemma's
+// gelu_pytorch_tanh).
+enum class GateActivation { silu, gelu_tanh };
 
-// As swiglu_backward.
+// out = gate(gate) · up, and its backward (as swiglu_forward and swiglu_backward, which are the
+// silu gate).
 template <typename F>
-void geglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I);
+void gated_forward(GateActivation gate, F* out, const F* gate_up, std::size_t N, int I);
+template <typename F>
+void gated_backward(GateActivation gate, F* dgate_up, const F* dout, const F* gate_up,
+                    std::size_t N, int I);
 
 }  // namespace autotrain::kernels

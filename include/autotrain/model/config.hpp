@@ -9,14 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "autotrain/kernels/swiglu.hpp"
+
 namespace autotrain::model {
 
 // The model code a family runs (model/family.hpp): GPT-2's, or the Llama-style decoder.
 enum class Family { gpt2, llama };
 
-// The gated MLP's gate: SwiGLU's silu, or GeGLU's tanh-approximated GELU (Gemma's
-// gelu_pytorch_tanh).
-enum class GateActivation { silu, gelu_tanh };
+// The gated MLP's gate (kernels/swiglu.hpp): SwiGLU's silu, or GeGLU's gelu_tanh (Gemma's).
+using kernels::GateActivation;
 
 // rope_scaling of config.json: none (type empty), "linear" (every inverse frequency divided by
 // factor; Gemma 3's global layers), Llama 3.1's "llama3" frequency bands, or

@@ -71,15 +71,20 @@ __global__ void attention_forward_kernel(F* out, F* att, const F* qkv, int B, Ge
   for (int i = lane; i < g.HS; i += kWarp) q[i] = to_float(q_row[i]) * g.scale;
   __syncwarp();
 
+  const int lo = g.first_visible(t);
   SoftmaxStats stats;
-  for (int t2 = lane; t2 <= t; t2 += kWarp) stats.add(dot(q, qkv + qkv_row(g, b, t2) + key, g.HS));
+  for (int t2 = lo + lane; t2 <= t; t2 += kWarp) {
+    stats.add(g.capped(dot(q, qkv + qkv_row(g, b, t2) + key, g.HS)));
+  }
   stats.warp_merge();
   const float row_max = stats.max;
   const float inv_sum = 1.0f / stats.sum;
   F* p_row = att + att_at(g, b, h, t);
   for (int t2 = lane; t2 < g.T; t2 += kWarp) {
     float p = 0.0f;
-    if (t2 <= t) p = expf(dot(q, qkv + qkv_row(g, b, t2) + key, g.HS) - row_max) * inv_sum;
+    if (t2 >= lo && t2 <= t) {
+      p = expf(g.capped(dot(q, qkv + qkv_row(g, b, t2) + key, g.HS)) - row_max) * inv_sum;
+    }
     p_row[t2] = from_float<F>(p);
   }
   __syncwarp();  // the row's probabilities, written by all lanes, are read by all lanes below
@@ -88,14 +93,16 @@ __global__ void attention_forward_kernel(F* out, F* att, const F* qkv, int B, Ge
          static_cast<std::size_t>(h) * g.HS;
   for (int i = lane; i < g.HS; i += kWarp) {
     float sum = 0.0f;
-    for (int t2 = 0; t2 <= t; ++t2)
+    for (int t2 = lo; t2 <= t; ++t2)
       sum += to_float(p_row[t2]) * to_float(qkv[qkv_row(g, b, t2) + value + i]);
     o[i] = from_float<F>(sum);
   }
 }
 
 // dpre[t, t2] = att[t, t2] · (datt[t2] - Σ_j att[t, j]·datt[j]) · scale with datt[t2] = dO[t]·v[t2]
-// (softmax and score-scale backward), written to scratch row (b, h, t) for t2 <= t.
+// (softmax and score-scale backward; with a soft cap also times 1 - tanh²(score / cap), the score
+// recomputed), written to scratch row (b, h, t) for t2 <= t. Dynamic shared memory: one dO row
+// per warp, then (soft cap) one scaled q row per warp.
 template <typename F>
 __global__ void attention_dpre_kernel(F* dpre, const F* dout, const F* qkv, const F* att, int B,
                                       Geometry g) {
@@ -107,6 +114,11 @@ __global__ void attention_dpre_kernel(F* dpre, const F* dout, const F* qkv, cons
   float* d_o = staged_dout + (threadIdx.x / kWarp) * g.HS;
   const F* dout_row = dout + out_at(g, b, t, h);
   for (int i = lane; i < g.HS; i += kWarp) d_o[i] = to_float(dout_row[i]);
+  float* q = staged_dout + (kWarpsPerBlock + threadIdx.x / kWarp) * g.HS;
+  if (g.cap > 0) {
+    const F* q_row = qkv + qkv_row(g, b, t) + g.query(h);
+    for (int i = lane; i < g.HS; i += kWarp) q[i] = to_float(q_row[i]) * g.scale;
+  }
   __syncwarp();
 
   const F* p_row = att + att_at(g, b, h, t);
@@ -118,7 +130,12 @@ __global__ void attention_dpre_kernel(F* dpre, const F* dout, const F* qkv, cons
   F* d_row = dpre + att_at(g, b, h, t);
   for (int t2 = lane; t2 <= t; t2 += kWarp) {
     const float datt = dot(d_o, qkv + qkv_row(g, b, t2) + value, g.HS);
-    d_row[t2] = from_float<F>(to_float(p_row[t2]) * (datt - weighted) * g.scale);
+    float d = to_float(p_row[t2]) * (datt - weighted) * g.scale;
+    if (g.cap > 0) {
+      const float th = tanhf(dot(q, qkv + qkv_row(g, b, t2) + g.key(h / g.group), g.HS) / g.cap);
+      d *= 1.0f - th * th;
+    }
+    d_row[t2] = from_float<F>(d);
   }
 }
 
@@ -172,6 +189,14 @@ std::size_t staged_bytes(const Geometry& g) {
   return sizeof(float) * static_cast<std::size_t>(kWarpsPerBlock) * g.HS;
 }
 
+// The geometry with the options of the reference path.
+Geometry with_options(Geometry g, const AttentionOptions& options) {
+  g.scale = static_cast<float>(options.scale_for(g.HS));
+  g.cap = static_cast<float>(options.softcap);
+  g.window = options.window;
+  return g;
+}
+
 AttentionKind kind_from_environment() {
   const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
   const std::string choice = value == nullptr ? "" : value;
@@ -213,8 +238,8 @@ bool attention_uses_reference() {
 
 template <typename F>
 void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int NH, int NKV,
-                            int HS, cudaStream_t stream) {
-  Geometry g = checked_geometry(B, T, NH, NKV, HS);
+                            int HS, cudaStream_t stream, const AttentionOptions& options) {
+  Geometry g = with_options(checked_geometry(B, T, NH, NKV, HS), options);
   AT_CHECK(first >= 0 && first < T, "attention: first row ", first, " is not a row of T = ", T);
   g.first = first;
   attention_forward_kernel<<<row_blocks(B, NH, held_rows(g)), kBlockThreads, staged_bytes(g),
@@ -224,16 +249,18 @@ void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int firs
 
 template <typename F>
 void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV,
-                                 int HS, cudaStream_t stream) {
-  attention_forward_rows(out, att, qkv, B, T, 0, NH, NKV, HS, stream);
+                                 int HS, cudaStream_t stream, const AttentionOptions& options) {
+  attention_forward_rows(out, att, qkv, B, T, 0, NH, NKV, HS, stream, options);
 }
 
 template <typename F>
 void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
-                                  int B, int T, int NH, int NKV, int HS, cudaStream_t stream) {
-  const Geometry g = checked_geometry(B, T, NH, NKV, HS);
-  attention_dpre_kernel<<<row_blocks(B, NH, T), kBlockThreads, staged_bytes(g), stream>>>(
-      scratch, dout, qkv, att, B, g);
+                                  int B, int T, int NH, int NKV, int HS, cudaStream_t stream,
+                                  const AttentionOptions& options) {
+  const Geometry g = with_options(checked_geometry(B, T, NH, NKV, HS), options);
+  const std::size_t staged = staged_bytes(g) * (g.cap > 0 ? 2 : 1);
+  attention_dpre_kernel<<<row_blocks(B, NH, T), kBlockThreads, staged, stream>>>(scratch, dout, qkv,
+                                                                                 att, B, g);
   AT_CUDA_CHECK_LAUNCH();
   attention_dq_kernel<<<row_blocks(B, NH, T), kBlockThreads, 0, stream>>>(dqkv, scratch, qkv, B, g);
   AT_CUDA_CHECK_LAUNCH();
@@ -244,9 +271,9 @@ void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* q
 
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
-                       cudaStream_t stream) {
-  if (attention_uses_reference()) {
-    attention_forward_reference(out, att, qkv, B, T, NH, NKV, HS, stream);
+                       cudaStream_t stream, const AttentionOptions& options) {
+  if (attention_uses_reference() || !options.plain()) {
+    attention_forward_reference(out, att, qkv, B, T, NH, NKV, HS, stream, options);
   } else {
     attention_forward_fast(out, att, qkv, B, T, NH, NKV, HS, stream);
   }
@@ -254,9 +281,10 @@ void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int N
 
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int NH, int NKV, int HS, cudaStream_t stream) {
-  if (attention_uses_reference()) {
-    attention_backward_reference(dqkv, scratch, dout, qkv, att, B, T, NH, NKV, HS, stream);
+                        int T, int NH, int NKV, int HS, cudaStream_t stream,
+                        const AttentionOptions& options) {
+  if (attention_uses_reference() || !options.plain()) {
+    attention_backward_reference(dqkv, scratch, dout, qkv, att, B, T, NH, NKV, HS, stream, options);
   } else {
     attention_backward_fast(dqkv, scratch, dout, qkv, att, B, T, NH, NKV, HS, stream);
   }
@@ -314,9 +342,9 @@ void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* q
 
 #define AT_ATTENTION_PATH(F, SUFFIX)                                                               \
   template void attention_forward##SUFFIX<F>(F*, F*, const F*, int, int, int, int, int,            \
-                                             cudaStream_t);                                        \
+                                             cudaStream_t, const AttentionOptions&);               \
   template void attention_backward##SUFFIX<F>(F*, F*, const F*, const F*, const F*, int, int, int, \
-                                              int, int, cudaStream_t);                             \
+                                              int, int, cudaStream_t, const AttentionOptions&);    \
   template void attention_forward##SUFFIX<F>(F*, F*, const F*, int, int, int, int, cudaStream_t);  \
   template void attention_backward##SUFFIX<F>(F*, F*, const F*, const F*, const F*, int, int, int, \
                                               int, cudaStream_t);
@@ -328,7 +356,7 @@ void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* q
   template void attention_backward_fast<F>(F*, F*, const F*, const F*, const F*, int, int, int, \
                                            int, cudaStream_t);                                  \
   template void attention_forward_rows<F>(F*, F*, const F*, int, int, int, int, int, int,       \
-                                          cudaStream_t);                                        \
+                                          cudaStream_t, const AttentionOptions&);               \
   template void attention_forward_rows<F>(F*, F*, const F*, int, int, int, int, int, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ATTENTION)
 

@@ -18,8 +18,17 @@ struct Geometry {
   int NKV;
   int HS;
   int group;      // NH / NKV: query heads per key/value head
-  float scale;    // 1 / sqrt(HS)
+  float scale;    // 1 / sqrt(HS), or AttentionOptions' scale
   int first = 0;  // the reference forward's first row (attention_forward_rows); 0 elsewhere
+  float cap = 0;  // the reference path's AttentionOptions: soft cap, window (0: none)
+  int window = 0;
+
+  // The first key position that query position t sees.
+  __host__ __device__ int first_visible(int t) const {
+    return window > 0 && t >= window ? t - window + 1 : 0;
+  }
+  // A score after the soft cap.
+  __device__ float capped(float score) const { return cap > 0 ? cap * tanhf(score / cap) : score; }
 
   // Elements of a qkv row, and of an out row.
   __host__ __device__ std::size_t row() const {

@@ -80,7 +80,7 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const F* 
 template <int W, typename F>
 __global__ void crossentropy_backward_kernel(F* dlogits, const F* logits, const float* lse,
                                              const std::int32_t* targets, float dloss, int V,
-                                             int Vp) {
+                                             int Vp, float cap) {
   const std::size_t n = blockIdx.x;
   const F* x = logits + n * Vp;
   F* dx = dlogits + n * Vp;
@@ -95,6 +95,10 @@ __global__ void crossentropy_backward_kernel(F* dlogits, const F* logits, const 
       if (v < V && target != kIgnoreTarget) {
         d = expf(values.get(k) - row_lse) * dloss;
         if (v == target) d -= dloss;
+        if (cap > 0.0f) {  // the logits are soft-capped: times d(cap·tanh(z/cap))/dz
+          const float c = values.get(k) / cap;
+          d *= 1.0f - c * c;
+        }
       }
       grad.set(k, d);
     }
@@ -102,7 +106,25 @@ __global__ void crossentropy_backward_kernel(F* dlogits, const F* logits, const 
   }
 }
 
+// logits[n, v] = cap · tanh(logits[n, v] / cap) for v < V; one thread per element.
+template <typename F>
+__global__ void logit_softcap_kernel(F* logits, std::size_t count, int V, int Vp, float cap) {
+  for (std::size_t at = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; at < count;
+       at += std::size_t{gridDim.x} * blockDim.x) {
+    if (static_cast<int>(at % static_cast<std::size_t>(Vp)) >= V) continue;
+    logits[at] = from_float<F>(cap * tanhf(to_float(logits[at]) / cap));
+  }
+}
+
 }  // namespace
+
+template <typename F>
+void logit_softcap(F* logits, std::size_t N, int V, int Vp, float cap, cudaStream_t stream) {
+  const std::size_t count = N * static_cast<std::size_t>(Vp);
+  if (count == 0) return;
+  logit_softcap_kernel<<<grid_for(count), kBlockThreads, 0, stream>>>(logits, count, V, Vp, cap);
+  AT_CUDA_CHECK_LAUNCH();
+}
 
 template <typename F>
 void crossentropy_forward(float* losses, float* lse, const F* logits, const std::int32_t* targets,
@@ -125,7 +147,7 @@ void crossentropy_forward(float* losses, float* lse, const F* logits, const std:
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
                            const std::int32_t* targets, float dloss, std::size_t N, int V, int Vp,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, float softcap) {
   AT_CHECK(V >= 1 && V <= Vp, "crossentropy: vocabulary size ", V, " must be in [1, Vp = ", Vp,
            "]");
   if (N == 0) return;
@@ -133,10 +155,10 @@ void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
   const auto rows = static_cast<unsigned>(N);
   if (rows_packable<F>(static_cast<std::size_t>(Vp), logits, dlogits)) {
     crossentropy_backward_kernel<kPack<F>>
-        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, V, Vp);
+        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, V, Vp, softcap);
   } else {
     crossentropy_backward_kernel<1>
-        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, V, Vp);
+        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, V, Vp, softcap);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -145,7 +167,8 @@ void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
   template void crossentropy_forward<F>(float*, float*, const F*, const std::int32_t*,           \
                                         std::size_t, int, int, cudaStream_t);                    \
   template void crossentropy_backward<F>(F*, const F*, const float*, const std::int32_t*, float, \
-                                         std::size_t, int, int, cudaStream_t);
+                                         std::size_t, int, int, cudaStream_t, float);            \
+  template void logit_softcap<F>(F*, std::size_t, int, int, float, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_CROSSENTROPY)
 
 }  // namespace autotrain::kernels::gpu

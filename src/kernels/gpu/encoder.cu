@@ -14,7 +14,7 @@ namespace {
 // the pointers allow; else 1). packs = B·T·C / W; a pack never straddles two rows.
 template <int W, typename F>
 __global__ void encoder_forward_kernel(F* out, const std::int32_t* inp, const F* wte, const F* wpe,
-                                       int T, int C, std::size_t packs) {
+                                       int T, int C, std::size_t packs, float scale) {
   const std::size_t row_packs = static_cast<std::size_t>(C / W);
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
        i += std::size_t{gridDim.x} * blockDim.x) {
@@ -25,7 +25,7 @@ __global__ void encoder_forward_kernel(F* out, const std::int32_t* inp, const F*
     const auto a = load_packed<W>(wte + token * C + c);
     const auto b = load_packed<W>(wpe + t * C + c);
     Packed<F, W> sum;
-    for (int k = 0; k < W; ++k) sum.set(k, a.get(k) + b.get(k));
+    for (int k = 0; k < W; ++k) sum.set(k, (a.get(k) + b.get(k)) * scale);
     store_packed(out + i * W, sum);
   }
 }
@@ -50,7 +50,7 @@ __global__ void encoder_dwpe_kernel(F* dwpe, const F* dout, int B, std::size_t p
 // One block per run (a distinct token), threads across C: the row's positions in order, in fp32,
 // added once into dwte. No two blocks share a row.
 template <typename F>
-__global__ void encoder_dwte_kernel(F* dwte, const F* dout, TokenRuns runs, int C) {
+__global__ void encoder_dwte_kernel(F* dwte, const F* dout, TokenRuns runs, int C, float scale) {
   const int run = static_cast<int>(blockIdx.x);
   const std::size_t token = static_cast<std::size_t>(runs.tokens[run]);
   const int first = runs.starts[run];
@@ -61,7 +61,7 @@ __global__ void encoder_dwte_kernel(F* dwte, const F* dout, TokenRuns runs, int 
       sum += to_float(dout[static_cast<std::size_t>(runs.positions[i]) * C + c]);
     }
     F* row = dwte + token * C;
-    row[c] = from_float<F>(to_float(row[c]) + sum);
+    row[c] = from_float<F>(to_float(row[c]) + sum * scale);
   }
 }
 
@@ -69,16 +69,16 @@ __global__ void encoder_dwte_kernel(F* dwte, const F* dout, TokenRuns runs, int 
 
 template <typename F>
 void encoder_forward(F* out, const std::int32_t* inp, const F* wte, const F* wpe, int B, int T,
-                     int C, cudaStream_t stream) {
+                     int C, cudaStream_t stream, float scale) {
   const std::size_t total = static_cast<std::size_t>(B) * T * C;
   if (total == 0) return;
   if (rows_packable<F>(static_cast<std::size_t>(C), out, wte, wpe)) {
     constexpr int W = kPack<F>;
-    encoder_forward_kernel<W>
-        <<<grid_for(total / W), kBlockThreads, 0, stream>>>(out, inp, wte, wpe, T, C, total / W);
+    encoder_forward_kernel<W><<<grid_for(total / W), kBlockThreads, 0, stream>>>(
+        out, inp, wte, wpe, T, C, total / W, scale);
   } else {
     encoder_forward_kernel<1>
-        <<<grid_for(total), kBlockThreads, 0, stream>>>(out, inp, wte, wpe, T, C, total);
+        <<<grid_for(total), kBlockThreads, 0, stream>>>(out, inp, wte, wpe, T, C, total, scale);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -107,7 +107,7 @@ int make_token_runs(const std::int32_t* ids, std::size_t n, std::int32_t* positi
 
 template <typename F>
 void encoder_backward(F* dwte, F* dwpe, const F* dout, const TokenRuns& runs, int B, int T, int C,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, float wte_scale) {
   const std::size_t TC = static_cast<std::size_t>(T) * C;
   if (TC == 0) return;
   if (rows_packable<F>(TC, dwpe, dout)) {
@@ -118,16 +118,16 @@ void encoder_backward(F* dwte, F* dwpe, const F* dout, const TokenRuns& runs, in
   }
   AT_CUDA_CHECK_LAUNCH();
   if (runs.runs == 0) return;
-  encoder_dwte_kernel<<<static_cast<unsigned>(runs.runs), kBlockThreads, 0, stream>>>(dwte, dout,
-                                                                                      runs, C);
+  encoder_dwte_kernel<<<static_cast<unsigned>(runs.runs), kBlockThreads, 0, stream>>>(
+      dwte, dout, runs, C, wte_scale);
   AT_CUDA_CHECK_LAUNCH();
 }
 
 #define AT_ENCODER(F)                                                                          \
   template void encoder_forward<F>(F*, const std::int32_t*, const F*, const F*, int, int, int, \
-                                   cudaStream_t);                                              \
+                                   cudaStream_t, float);                                       \
   template void encoder_backward<F>(F*, F*, const F*, const TokenRuns&, int, int, int,         \
-                                    cudaStream_t);
+                                    cudaStream_t, float);
 AT_GPU_INSTANTIATE(AT_ENCODER)
 
 }  // namespace autotrain::kernels::gpu

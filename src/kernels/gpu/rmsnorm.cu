@@ -31,7 +31,7 @@ __device__ __forceinline__ std::size_t vector_start(std::size_t v, int heads, in
 template <int W, typename F>
 __global__ void rmsnorm_forward_kernel(F* out, float* rstd, const F* inp, const F* weight,
                                        std::size_t vectors, int heads, int C, std::size_t stride,
-                                       float eps) {
+                                       float eps, float w0) {
   const std::size_t v = blockIdx.x * std::size_t{kWarpsPerBlock} + threadIdx.x / kWarp;
   if (v >= vectors) return;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
@@ -49,17 +49,17 @@ __global__ void rmsnorm_forward_kernel(F* out, float* rstd, const F* inp, const 
     const auto values = load_packed<W>(x + p * W);
     const auto w = load_packed<W>(weight + p * W);
     Packed<F, W> y;
-    for (int i = 0; i < W; ++i) y.set(i, values.get(i) * s * w.get(i));
+    for (int i = 0; i < W; ++i) y.set(i, values.get(i) * s * (w0 + w.get(i)));
     store_packed(o + p * W, y);
   }
   if (lane == 0) rstd[v] = s;
 }
 
-// dx += rstd · (g - x̂ · mean_c(g · x̂)) with x̂ = x·rstd and g = dout·weight.
+// dx += rstd · (g - x̂ · mean_c(g · x̂)) with x̂ = x·rstd and g = dout·(w0 + weight).
 template <int W, typename F>
 __global__ void rmsnorm_backward_kernel(F* dinp, const F* dout, const F* inp, const F* weight,
                                         const float* rstd, std::size_t vectors, int heads, int C,
-                                        std::size_t stride) {
+                                        std::size_t stride, float w0) {
   const std::size_t v = blockIdx.x * std::size_t{kWarpsPerBlock} + threadIdx.x / kWarp;
   if (v >= vectors) return;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
@@ -71,7 +71,7 @@ __global__ void rmsnorm_backward_kernel(F* dinp, const F* dout, const F* inp, co
     const auto d = load_packed<W>(dout + first + p * W);
     const auto x = load_packed<W>(inp + first + p * W);
     const auto w = load_packed<W>(weight + p * W);
-    for (int i = 0; i < W; ++i) gx_sum += d.get(i) * w.get(i) * (x.get(i) * s);
+    for (int i = 0; i < W; ++i) gx_sum += d.get(i) * (w0 + w.get(i)) * (x.get(i) * s);
   }
   const float gx_mean = warp_sum(gx_sum) / static_cast<float>(C);
   for (int p = lane; p < packs; p += kWarp) {
@@ -81,7 +81,7 @@ __global__ void rmsnorm_backward_kernel(F* dinp, const F* dout, const F* inp, co
     const auto x = load_packed<W>(inp + first + p * W);
     const auto w = load_packed<W>(weight + p * W);
     for (int i = 0; i < W; ++i) {
-      dx.set(i, dx.get(i) + s * (d.get(i) * w.get(i) - x.get(i) * s * gx_mean));
+      dx.set(i, dx.get(i) + s * (d.get(i) * (w0 + w.get(i)) - x.get(i) * s * gx_mean));
     }
     store_packed(dx_address, dx);
   }
@@ -166,16 +166,17 @@ std::size_t rmsnorm_backward_scratch_floats(std::size_t rows, int heads, int C) 
 
 template <typename F>
 void rmsnorm_forward(F* out, float* rstd, const F* inp, const F* weight, std::size_t rows,
-                     int heads, int C, std::size_t stride, float eps, cudaStream_t stream) {
+                     int heads, int C, std::size_t stride, float eps, cudaStream_t stream,
+                     float weight_offset) {
   check_shape(rows, heads, C, stride);
   const std::size_t vectors = rows * static_cast<std::size_t>(heads);
   if (vectors == 0) return;
   if (vectors_packable<F>(C, stride, out, inp, weight)) {
     rmsnorm_forward_kernel<kPack<F>><<<vector_blocks(vectors), kBlockThreads, 0, stream>>>(
-        out, rstd, inp, weight, vectors, heads, C, stride, eps);
+        out, rstd, inp, weight, vectors, heads, C, stride, eps, weight_offset);
   } else {
     rmsnorm_forward_kernel<1><<<vector_blocks(vectors), kBlockThreads, 0, stream>>>(
-        out, rstd, inp, weight, vectors, heads, C, stride, eps);
+        out, rstd, inp, weight, vectors, heads, C, stride, eps, weight_offset);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -183,7 +184,7 @@ void rmsnorm_forward(F* out, float* rstd, const F* inp, const F* weight, std::si
 template <typename F>
 void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F* weight,
                       const float* rstd, float* scratch, std::size_t rows, int heads, int C,
-                      std::size_t stride, cudaStream_t stream) {
+                      std::size_t stride, cudaStream_t stream, float weight_offset) {
   check_shape(rows, heads, C, stride);
   const std::size_t vectors = rows * static_cast<std::size_t>(heads);
   if (vectors == 0) return;
@@ -206,19 +207,19 @@ void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F*
   AT_CUDA_CHECK_LAUNCH();
   if (vectors_packable<F>(C, stride, dinp, dout, inp, weight)) {
     rmsnorm_backward_kernel<kPack<F>><<<vector_blocks(vectors), kBlockThreads, 0, stream>>>(
-        dinp, dout, inp, weight, rstd, vectors, heads, C, stride);
+        dinp, dout, inp, weight, rstd, vectors, heads, C, stride, weight_offset);
   } else {
     rmsnorm_backward_kernel<1><<<vector_blocks(vectors), kBlockThreads, 0, stream>>>(
-        dinp, dout, inp, weight, rstd, vectors, heads, C, stride);
+        dinp, dout, inp, weight, rstd, vectors, heads, C, stride, weight_offset);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
 
 #define AT_RMSNORM(F)                                                                           \
   template void rmsnorm_forward<F>(F*, float*, const F*, const F*, std::size_t, int, int,       \
-                                   std::size_t, float, cudaStream_t);                           \
+                                   std::size_t, float, cudaStream_t, float);                    \
   template void rmsnorm_backward<F>(F*, F*, const F*, const F*, const F*, const float*, float*, \
-                                    std::size_t, int, int, std::size_t, cudaStream_t);
+                                    std::size_t, int, int, std::size_t, cudaStream_t, float);
 AT_GPU_INSTANTIATE(AT_RMSNORM)
 
 }  // namespace autotrain::kernels::gpu

@@ -44,27 +44,29 @@ namespace {
 // (16-bit types only), else the path AUTOTRAIN_CUDA_ATTENTION selects.
 template <typename F>
 void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qkv, int B, int T,
-                             int NH, int NKV, int D, cudaStream_t stream) {
+                             int NH, int NKV, int D, cudaStream_t stream,
+                             const kernels::AttentionOptions& options) {
   if constexpr (sizeof(F) == 2) {
     if (flash) {
       flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, stream);
       return;
     }
   }
-  attention_forward(out, att, qkv, B, T, NH, NKV, D, stream);
+  attention_forward(out, att, qkv, B, T, NH, NKV, D, stream, options);
 }
 
 template <typename F>
 void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const F* dout,
                               const F* qkv, const F* out, const F* att, const float* lse, int B,
-                              int T, int NH, int NKV, int D, cudaStream_t stream) {
+                              int T, int NH, int NKV, int D, cudaStream_t stream,
+                              const kernels::AttentionOptions& options) {
   if constexpr (sizeof(F) == 2) {
     if (flash) {
       flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NKV, D, stream);
       return;
     }
   }
-  attention_backward(dqkv, datt, dout, qkv, att, B, T, NH, NKV, D, stream);
+  attention_backward(dqkv, datt, dout, qkv, att, B, T, NH, NKV, D, stream, options);
 }
 
 }  // namespace
@@ -78,14 +80,14 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
   AT_CHECK(c.family == Family::llama,
            "internal: DeviceLlama needs a layout of a family on the "
            "Llama-style decoder");
-  check_device_decoder(c, T);
   AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
            "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
            kMaxAttentionHeadSize, ", got ", c.head_size());
   AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   const int NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
-  this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D), D);
+  this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D) && plain_attention(c, T),
+                         D);
   buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute, stream_);
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
@@ -110,12 +112,28 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const std::size_t bt = b.bt;
   const auto eps = static_cast<float>(c.norm_eps);
+  const float w0 = c.norm_offset ? 1.0f : 0.0f;
   const auto x = b.layer(l);
   // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
   const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
     if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
   };
-  rmsnorm_forward(x.ln1, x.rstd1, x.in, p + b.ln1w, bt, 1, C, b.C, eps, stream_);
+  // A branch's output projection (`weight`, `bias`) of `in` joins the stream: out = from + y, or
+  // with sandwich norms from + rmsnorm(y) (y kept in `kept`, its rstd in `rstd`).
+  const auto join = [&](F* out, const F* from, std::size_t weight, std::size_t bias, const F* in,
+                        int IC, F* kept, float* rstd, std::size_t norm) {
+    F* y = c.sandwich_norms ? kept : b.proj;
+    linear_forward(blas_, y, in, p + weight, tensor_at(p, bias), bt, IC, C, stream_);
+    adapt(weight, in, y, IC, C);
+    clock.lap(kMatmul);
+    if (c.sandwich_norms) {
+      rmsnorm_forward(b.proj, rstd, y, p + norm, bt, 1, C, b.C, eps, stream_, w0);
+      clock.lap(kNorm);
+    }
+    residual_forward(out, from, b.proj, bt * b.C, stream_);
+    clock.lap(kResidual);
+  };
+  rmsnorm_forward(x.ln1, x.rstd1, x.in, p + b.ln1w, bt, 1, C, b.C, eps, stream_, w0);
   clock.lap(kNorm);
   if (c.qk_norm) {
     linear_forward(blas_, x.qkv_pre, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
@@ -124,36 +142,31 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
     // v passes through; each head of q and of k is normed (Qwen3's q_norm, k_norm).
     AT_CUDA_CHECK(cudaMemcpyAsync(x.qkv, x.qkv_pre, bt * b.QKV * sizeof(F),
                                   cudaMemcpyDeviceToDevice, stream_));
-    rmsnorm_forward(x.qkv, x.qk_rstd, x.qkv_pre, p + b.qnorm, bt, NH, D, b.QKV, eps, stream_);
+    rmsnorm_forward(x.qkv, x.qk_rstd, x.qkv_pre, p + b.qnorm, bt, NH, D, b.QKV, eps, stream_, w0);
     rmsnorm_forward(x.qkv + Q, x.qk_rstd + bt * static_cast<std::size_t>(NH), x.qkv_pre + Q,
-                    p + b.knorm, bt, NKV, D, b.QKV, eps, stream_);
+                    p + b.knorm, bt, NKV, D, b.QKV, eps, stream_, w0);
     clock.lap(kNorm);
   } else {
     linear_forward(blas_, x.qkv, x.ln1, p + b.qkvw, tensor_at(p, b.qkvb), bt, C, QKV, stream_);
     adapt(b.qkvw, x.ln1, x.qkv, C, QKV);
     clock.lap(kMatmul);
   }
-  rope_forward(x.qkv, b.rope_cos, b.rope_sin, B, T, NH, D, R, b.QKV, 0, stream_);
-  rope_forward(x.qkv + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, R, b.QKV, 0, stream_);
-  layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_);
+  const float* cos = c.local_rope(l) ? b.local_cos : b.rope_cos;
+  const float* sin = c.local_rope(l) ? b.local_sin : b.rope_sin;
+  rope_forward(x.qkv, cos, sin, B, T, NH, D, R, b.QKV, 0, stream_);
+  rope_forward(x.qkv + Q, cos, sin, B, T, NKV, D, R, b.QKV, 0, stream_);
+  layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_,
+                          attention_options(c, l, T));
   clock.lap(kAttention);
-  linear_forward(blas_, b.proj, x.atty, p + b.ow, tensor_at(p, b.ob), bt, Q, C, stream_);
-  adapt(b.ow, x.atty, b.proj, Q, C);
-  clock.lap(kMatmul);
-  residual_forward(x.mid, x.in, b.proj, bt * b.C, stream_);
-  clock.lap(kResidual);
-  rmsnorm_forward(x.ln2, x.rstd2, x.mid, p + b.ln2w, bt, 1, C, b.C, eps, stream_);
+  join(x.mid, x.in, b.ow, b.ob, x.atty, Q, x.attn_out, x.rstd_attn, b.attn_post);
+  rmsnorm_forward(x.ln2, x.rstd2, x.mid, p + b.ln2w, bt, 1, C, b.C, eps, stream_, w0);
   clock.lap(kNorm);
   linear_forward(blas_, x.gate_up, x.ln2, p + b.guw, tensor_at(p, b.gub), bt, C, 2 * I, stream_);
   adapt(b.guw, x.ln2, x.gate_up, C, 2 * I);
   clock.lap(kMatmul);
-  swiglu_forward(x.act, x.gate_up, bt, I, stream_);
+  gated_forward(c.gate, x.act, x.gate_up, bt, I, stream_);
   clock.lap(kActivation);
-  linear_forward(blas_, b.proj, x.act, p + b.downw, tensor_at(p, b.downb), bt, I, C, stream_);
-  adapt(b.downw, x.act, b.proj, I, C);
-  clock.lap(kMatmul);
-  residual_forward(x.out, x.mid, b.proj, bt * b.C, stream_);
-  clock.lap(kResidual);
+  join(x.out, x.mid, b.downw, b.downb, x.act, I, x.mlp_out, x.rstd_mlp, b.mlp_post);
 }
 
 template <typename F>
@@ -172,7 +185,7 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   const F* p = access.params(0);
   clock.restart();
   // The embedding lookup: the encoder with a position table of zeros (x + 0 is x).
-  encoder_forward(b.residual, b.inputs, p + b.embed, b.zeros, B, T, C, stream_);
+  encoder_forward(b.residual, b.inputs, p + b.embed, b.zeros, B, T, C, stream_, embed_scale<F>(c));
   clock.lap(kEncoder);
   access.release(0);
 
@@ -188,7 +201,7 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   p = access.params(last);
   clock.restart();
   rmsnorm_forward(b.lnf, b.rstdf, b.layer(L - 1).out, p + b.normw, bt, 1, C, b.C,
-                  static_cast<float>(c.norm_eps), stream_);
+                  static_cast<float>(c.norm_eps), stream_, c.norm_offset ? 1.0f : 0.0f);
   clock.lap(kNorm);
   if (head_unit() != last) {  // the tied head is the embeddings
     access.release(last);
@@ -198,6 +211,9 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
   gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, 1.0f, b.lnf,
        b.C, p + b.head, b.C, 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
+  if (c.final_softcap > 0) {
+    logit_softcap(b.logits, bt, V, Vp, static_cast<float>(c.final_softcap), stream_);
+  }
   clock.lap(kLmHead);
   access.release(head_unit());
   clock.restart();
@@ -223,7 +239,8 @@ void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
 
   // d(mean loss · scale)/d(loss of one position)
   const float dloss = position_dloss(loss_scale, loss_positions_);
-  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
+  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_,
+                        static_cast<float>(c.final_softcap));
   clock.lap(kCrossEntropy);
   const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
     clock.restart();
@@ -249,7 +266,8 @@ void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     AT_CUDA_CHECK(cudaMemsetAsync(b.dresidual, 0, bt * b.C * sizeof(F), stream_));
     clock.restart();
     rmsnorm_backward(b.dresidual, g ? g + b.normw : b.norm_discard, b.dsmall, b.layer(L - 1).out,
-                     p + b.normw, b.rstdf, b.scratch, bt, 1, C, b.C, stream_);
+                     p + b.normw, b.rstdf, b.scratch, bt, 1, C, b.C, stream_,
+                     c.norm_offset ? 1.0f : 0.0f);
     clock.lap(kNorm);
     access.release(last);
     access.grads_ready(last);
@@ -261,7 +279,7 @@ void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
     // Only the token rows take the gradient (dsmall, free by now, absorbs the zero position
     // table's).
     const TokenRuns runs = tokens_.runs(b.token_runs);
-    encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B, T, C, stream_);
+    encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B, T, C, stream_, embed_scale<F>(c));
     clock.lap(kEncoder);
   }
   access.grads_ready(0);
@@ -290,30 +308,45 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
     if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
   };
+  const float w0 = c.norm_offset ? 1.0f : 0.0f;
+  // d(a branch's projection output) from d(stream) = dres: itself, or through the sandwich norm
+  // of the output `kept` (its rstd `rstd`, its weight at `norm`).
+  const auto branch_grad = [&](const F* kept, const float* rstd, std::size_t norm) -> const F* {
+    if (!c.sandwich_norms) return dres;
+    AT_CUDA_CHECK(cudaMemsetAsync(b.dpost, 0, bt * b.C * sizeof(F), stream_));
+    rmsnorm_backward(b.dpost, g + norm, dres, kept, p + norm, rstd, b.scratch, bt, 1, C, b.C,
+                     stream_, w0);
+    clock.lap(kNorm);
+    return b.dpost;
+  };
 
-  // MLP: out = mid + down(swiglu(gate_up(rmsnorm(mid)))), dres = d out
-  linear_backward(blas_, b.dmid, g + b.downw, tensor_at(g, b.downb), dres, x.act, p + b.downw,
+  // MLP: out = mid + [norm](down(gate(gate_up(rmsnorm(mid))))), dres = d out
+  const F* dy = branch_grad(x.mlp_out, x.rstd_mlp, b.mlp_post);
+  linear_backward(blas_, b.dmid, g + b.downw, tensor_at(g, b.downb), dy, x.act, p + b.downw,
                   b.scratch, bt, I, C, stream_);
-  adapt(b.downw, x.act, dres, b.dmid, I, C);
+  adapt(b.downw, x.act, dy, b.dmid, I, C);
   clock.lap(kMatmul);
-  swiglu_backward(b.dwide, b.dmid, x.gate_up, bt, I, stream_);
+  gated_backward(c.gate, b.dwide, b.dmid, x.gate_up, bt, I, stream_);
   clock.lap(kActivation);
   linear_backward(blas_, b.dsmall, g + b.guw, tensor_at(g, b.gub), b.dwide, x.ln2, p + b.guw,
                   b.scratch, bt, C, 2 * I, stream_);
   adapt(b.guw, x.ln2, b.dwide, b.dsmall, C, 2 * I);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + b.ln2w, b.dsmall, x.mid, p + b.ln2w, x.rstd2, b.scratch, bt, 1, C, b.C,
-                   stream_);
+                   stream_, w0);
   clock.lap(kNorm);
-  // Attention: mid = x + o_proj(attention(rope(norm_qk(qkv(rmsnorm(x)))))), dres = d mid
-  linear_backward(blas_, b.dsmall, g + b.ow, tensor_at(g, b.ob), dres, x.atty, p + b.ow, b.scratch,
+  // Attention: mid = x + [norm](o_proj(attention(rope(norm_qk(qkv(rmsnorm(x))))))), dres = d mid
+  dy = branch_grad(x.attn_out, x.rstd_attn, b.attn_post);
+  linear_backward(blas_, b.dsmall, g + b.ow, tensor_at(g, b.ob), dy, x.atty, p + b.ow, b.scratch,
                   bt, Q, C, stream_);
-  adapt(b.ow, x.atty, dres, b.dsmall, Q, C);
+  adapt(b.ow, x.atty, dy, b.dsmall, Q, C);
   clock.lap(kMatmul);
   layer_attention_backward(flash_, b.dwide, b.datt, b.flash_delta, b.dsmall, x.qkv, x.atty, x.att,
-                           x.flash_lse, B, T, NH, NKV, D, stream_);
-  rope_backward(b.dwide, b.rope_cos, b.rope_sin, B, T, NH, D, R, b.QKV, 0, stream_);
-  rope_backward(b.dwide + Q, b.rope_cos, b.rope_sin, B, T, NKV, D, R, b.QKV, 0, stream_);
+                           x.flash_lse, B, T, NH, NKV, D, stream_, attention_options(c, l, T));
+  const float* cos = c.local_rope(l) ? b.local_cos : b.rope_cos;
+  const float* sin = c.local_rope(l) ? b.local_sin : b.rope_sin;
+  rope_backward(b.dwide, cos, sin, B, T, NH, D, R, b.QKV, 0, stream_);
+  rope_backward(b.dwide + Q, cos, sin, B, T, NKV, D, R, b.QKV, 0, stream_);
   clock.lap(kAttention);
   const F* dqkv = b.dwide;
   if (c.qk_norm) {
@@ -325,10 +358,10 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
                                   stream_));
     rmsnorm_forward(b.dmid, b.scratch, x.qkv_pre, b.zeros, bt, NH + NKV, D, b.QKV, 1.0f, stream_);
     rmsnorm_backward(b.dmid, g + b.qnorm, b.dwide, x.qkv_pre, p + b.qnorm, x.qk_rstd, b.scratch, bt,
-                     NH, D, b.QKV, stream_);
+                     NH, D, b.QKV, stream_, w0);
     rmsnorm_backward(b.dmid + Q, g + b.knorm, b.dwide + Q, x.qkv_pre + Q, p + b.knorm,
                      x.qk_rstd + bt * static_cast<std::size_t>(NH), b.scratch, bt, NKV, D, b.QKV,
-                     stream_);
+                     stream_, w0);
     clock.lap(kNorm);
     dqkv = b.dmid;
   }
@@ -337,7 +370,7 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   adapt(b.qkvw, x.ln1, dqkv, b.dsmall, C, QKV);
   clock.lap(kMatmul);
   rmsnorm_backward(dres, g + b.ln1w, b.dsmall, x.in, p + b.ln1w, x.rstd1, b.scratch, bt, 1, C, b.C,
-                   stream_);
+                   stream_, w0);
   clock.lap(kNorm);
   access.release(unit);
   access.grads_ready(unit);

@@ -40,19 +40,24 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   F* att;               // [L, B, NH, T, T] (not with flash attention)
   float* flash_lse;     // [L, B, NH, T] (flash attention only)
   F* atty;              // [L, B, T, Q]
+  F* attn_out;          // [L, B, T, C] o_proj's output (sandwich_norms only)
+  float* rstd_attn;     // [L, B, T] (sandwich_norms only)
   F* mid;               // [L, B, T, C] the stream after attention
   F* ln2;               // [L, B, T, C]
   float* rstd2;         // [L, B, T]
   F* gate_up;           // [L, B, T, 2I]
   F* act;               // [L, B, T, I]
+  F* mlp_out;           // [L, B, T, C] down_proj's output (sandwich_norms only)
+  float* rstd_mlp;      // [L, B, T] (sandwich_norms only)
   F* lnf;               // [B, T, C]
   float* rstdf;         // [B, T]
-  F* proj;              // [B, T, C] o_proj / down_proj output before the residual add
+  F* proj;              // [B, T, C] a branch's output as it joins the stream
   F* logits;            // [B, T, Vp]; holds dlogits once backward starts
   float *lse, *losses;  // [B, T]
   std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
   std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
   float *rope_cos, *rope_sin;      // [T, R/2] filled once at construction
+  float *local_cos, *local_sin;    // the sliding layers' (rope_local_theta), or null
   // [max(T·C, D)] zeros: the position table of the embedding lookup (encoder_forward adds one;
   // the Llama family has none) and the zero weight that clears the q/k columns of dqkv_pre.
   F* zeros;
@@ -63,6 +68,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   F* dmid;             // [B, T, max(I, QKV)] d(swiglu output), d(qkv before the q/k norm)
   F* datt;             // [B, NH, T, T] attention_backward's d(scores) (not with flash attention)
   float* flash_delta;  // [B, NH, T] (flash attention only)
+  F* dpost;            // [B, T, C] d(a branch's output) under sandwich norms
   float* scratch;      // RMSNorm and bias-gradient partial sums; the q/k clearing's statistics
   F* norm_discard;     // [C] a frozen final norm's weight gradient (LoRA), never read
 
@@ -79,6 +85,10 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
     F *atty, *mid, *ln2;
     float* rstd2;
     F *gate_up, *act;
+    F* attn_out;  // sandwich_norms only (else null), as the three below
+    float* rstd_attn;
+    F* mlp_out;
+    float* rstd_mlp;
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
@@ -97,7 +107,11 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
             ln2 + s * bt * C,
             rstd2 + s * bt,
             gate_up + s * bt * 2 * I,
-            act + s * bt * I};
+            act + s * bt * I,
+            attn_out == nullptr ? nullptr : attn_out + s * bt * C,
+            rstd_attn == nullptr ? nullptr : rstd_attn + s * bt,
+            mlp_out == nullptr ? nullptr : mlp_out + s * bt * C,
+            rstd_mlp == nullptr ? nullptr : rstd_mlp + s * bt};
   }
 
   // Fills the zeros and the rotary tables on `stream` and waits for it.
@@ -121,6 +135,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
     att_stride = flash ? 0 : heads_rows * uT;
     rows = flash ? heads_rows : 0;
     const std::size_t qk = c.qk_norm ? 1 : 0;
+    const std::size_t sandwich = c.sandwich_norms ? 1 : 0;
+    const std::size_t local = c.rope_local_theta > 0 ? 1 : 0;
     const int widest_out = std::max({c.qkv_size(), 2 * c.mlp_size(), c.n_embd});
     const std::size_t scratch_floats =
         std::max({kernels::gpu::rmsnorm_backward_scratch_floats(bt, 1, c.n_embd),
@@ -138,11 +154,15 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(att, L * att_stride);
       parts.take(flash_lse, L * rows);
       parts.take(atty, L * bt * Q);
+      parts.take(attn_out, sandwich * L * bt * C);
+      parts.take(rstd_attn, sandwich * L * bt);
       parts.take(mid, L * bt * C);
       parts.take(ln2, L * bt * C);
       parts.take(rstd2, L * bt);
       parts.take(gate_up, L * bt * 2 * I);
       parts.take(act, L * bt * I);
+      parts.take(mlp_out, sandwich * L * bt * C);
+      parts.take(rstd_mlp, sandwich * L * bt);
       parts.take(lnf, bt * C);
       parts.take(rstdf, bt);
       parts.take(proj, bt * C);
@@ -154,6 +174,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(token_runs, 3 * bt + 1);
       parts.take(rope_cos, uT * R / 2);
       parts.take(rope_sin, uT * R / 2);
+      parts.take(local_cos, local * uT * R / 2);
+      parts.take(local_sin, local * uT * R / 2);
       parts.take(zeros, std::max(uT * C, D));
       parts.take(dresidual, bt * C);
       parts.take(dsmall, bt * std::max(C, Q));
@@ -161,6 +183,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(dmid, bt * std::max(I, QKV));
       parts.take(datt, att_stride);
       parts.take(flash_delta, rows);
+      parts.take(dpost, sandwich * bt * C);
       parts.take(scratch, scratch_floats);
       parts.take(norm_discard, C);
       return parts.bytes();
@@ -172,6 +195,10 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       qkv_pre = nullptr;
       qk_rstd = nullptr;
     }
+    if (!c.sandwich_norms) {
+      attn_out = mlp_out = dpost = nullptr;
+      rstd_attn = rstd_mlp = nullptr;
+    }
     if (flash) {
       att = nullptr;
       datt = nullptr;
@@ -181,6 +208,11 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
     }
     AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, std::max(uT * C, D) * sizeof(F), stream));
     upload_rope_tables(c, T, rope_cos, rope_sin, stream);
+    if (local) {
+      upload_rope_tables(c, T, local_cos, local_sin, stream, true);
+    } else {
+      local_cos = local_sin = nullptr;
+    }
   }
 };
 

@@ -9,6 +9,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/crossentropy.hpp"
 #include "autotrain/kernels/gpu/encoder.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
 #include "autotrain/kernels/gpu/rmsnorm.hpp"
@@ -26,18 +27,20 @@ template <typename F>
 struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
   ModelConfig config;
   autotrain::gpu::DeviceBuffer memory;
-  F* cache;                    // [L, P, QKV] each layer's attention input rows
-  F *x, *ln, *proj, *mid;      // [C]
-  F* pre;                      // [QKV] the qkv row before the q/k norm (qk_norm)
-  F* atty;                     // [Q]
-  F* gate_up;                  // [2I]
-  F* act;                      // [I]
-  F* att;                      // [NH, P] the new row's attention probabilities
-  F* logits;                   // [Vp]
-  F* zeros;                    // [C] the embedding lookup's position row
-  float* rstd;                 // [NH + NKV] RMSNorm statistics (not read)
-  float *rope_cos, *rope_sin;  // [P, R/2]
-  std::int32_t* tokens;        // [P] the tokens fed
+  F* cache;                      // [L, P, QKV] each layer's attention input rows
+  F *x, *ln, *proj, *mid;        // [C]
+  F* normed;                     // [C] a branch's output normed (sandwich_norms)
+  F* pre;                        // [QKV] the qkv row before the q/k norm (qk_norm)
+  F* atty;                       // [Q]
+  F* gate_up;                    // [2I]
+  F* act;                        // [I]
+  F* att;                        // [NH, P] the new row's attention probabilities
+  F* logits;                     // [Vp]
+  F* zeros;                      // [C] the embedding lookup's position row
+  float* rstd;                   // [NH + NKV] RMSNorm statistics (not read)
+  float *rope_cos, *rope_sin;    // [P, R/2]
+  float *local_cos, *local_sin;  // the sliding layers' (rope_local_theta), or null
+  std::int32_t* tokens;          // [P] the tokens fed
 
   Buffers(const ParamLayout& layout, int positions, cudaStream_t stream)
       : LlamaOffsets(layout), config(layout.config()) {
@@ -48,9 +51,10 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
     const auto QKV = static_cast<std::size_t>(c.qkv_size());
     const auto I = static_cast<std::size_t>(c.mlp_size());
     const auto half = static_cast<std::size_t>(c.rotary_size() / 2);
+    const std::size_t local = c.rope_local_theta > 0 ? 1 : 0;
     auto carve = [&](autotrain::gpu::SubBuffers parts) {
       parts.take(cache, L * P * QKV);
-      for (F** row : {&x, &ln, &proj, &mid}) parts.take(*row, C);
+      for (F** row : {&x, &ln, &proj, &mid, &normed}) parts.take(*row, C);
       parts.take(pre, QKV);
       parts.take(atty, static_cast<std::size_t>(c.q_size()));
       parts.take(gate_up, 2 * I);
@@ -61,6 +65,8 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
       parts.take(rstd, static_cast<std::size_t>(c.n_head + c.kv_heads()));
       parts.take(rope_cos, P * half);
       parts.take(rope_sin, P * half);
+      parts.take(local_cos, local * P * half);
+      parts.take(local_sin, local * P * half);
       parts.take(tokens, P);
       return parts.bytes();
     };
@@ -68,6 +74,11 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
     carve(autotrain::gpu::SubBuffers(memory.data()));
     AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, C * sizeof(F), stream));
     upload_rope_tables(c, positions, rope_cos, rope_sin, stream);
+    if (local) {
+      upload_rope_tables(c, positions, local_cos, local_sin, stream, true);
+    } else {
+      local_cos = local_sin = nullptr;
+    }
   }
 };
 
@@ -79,7 +90,6 @@ DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positio
   AT_CHECK(c.family == Family::llama,
            "internal: DeviceLlamaDecoder needs a layout of a family on "
            "the Llama-style decoder");
-  check_device_decoder(c, positions);
   AT_CHECK(c.head_size() <= kMaxAttentionHeadSize && c.head_size() % 2 == 0,
            "model: the CUDA attention and rotary kernels need an even head_dim of at most ",
            kMaxAttentionHeadSize, ", got ", c.head_size());
@@ -109,9 +119,22 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
   const auto uC = static_cast<std::size_t>(C), uQKV = static_cast<std::size_t>(QKV);
   const auto P = static_cast<std::size_t>(this->positions_);
   const auto eps = static_cast<float>(c.norm_eps);
+  const float w0 = c.norm_offset ? 1.0f : 0.0f;
+  const F* p = nullptr;
+  // out = from + the branch's projection of `in` (through its sandwich norm, if any).
+  const auto join = [&](F* out, const F* from, std::size_t weight, std::size_t bias, const F* in,
+                        int IC, std::size_t norm) {
+    linear_forward(blas_, k.proj, in, p + weight, tensor_at(p, bias), 1, IC, C, stream_);
+    const F* y = k.proj;
+    if (c.sandwich_norms) {
+      rmsnorm_forward(k.normed, k.rstd, k.proj, p + norm, 1, 1, C, uC, eps, stream_, w0);
+      y = k.normed;
+    }
+    residual_forward(out, from, y, uC, stream_);
+  };
 
-  const F* p = access.params(0);
-  encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, C, stream_);
+  p = access.params(0);
+  encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, C, stream_, embed_scale<F>(c));
   access.release(0);
   for (int l = 0; l < L; ++l) {
     const int unit = ParamLayout::block_unit(l);
@@ -119,26 +142,28 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
     // This layer's attention input rows of positions 0..t; row t is computed now.
     F* rows = k.cache + static_cast<std::size_t>(l) * P * uQKV;
     F* row = rows + static_cast<std::size_t>(t) * uQKV;
-    rmsnorm_forward(k.ln, k.rstd, k.x, p + k.ln1w, 1, 1, C, uC, eps, stream_);
+    rmsnorm_forward(k.ln, k.rstd, k.x, p + k.ln1w, 1, 1, C, uC, eps, stream_, w0);
     if (c.qk_norm) {
       linear_forward(blas_, k.pre, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
       AT_CUDA_CHECK(cudaMemcpyAsync(row, k.pre, uQKV * sizeof(F), cudaMemcpyDeviceToDevice,
                                     stream_));  // v passes through
-      rmsnorm_forward(row, k.rstd, k.pre, p + k.qnorm, 1, NH, D, uQKV, eps, stream_);
-      rmsnorm_forward(row + Q, k.rstd + NH, k.pre + Q, p + k.knorm, 1, NKV, D, uQKV, eps, stream_);
+      rmsnorm_forward(row, k.rstd, k.pre, p + k.qnorm, 1, NH, D, uQKV, eps, stream_, w0);
+      rmsnorm_forward(row + Q, k.rstd + NH, k.pre + Q, p + k.knorm, 1, NKV, D, uQKV, eps, stream_,
+                      w0);
     } else {
       linear_forward(blas_, row, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
     }
-    rope_forward(row, k.rope_cos, k.rope_sin, 1, 1, NH, D, R, uQKV, t, stream_);
-    rope_forward(row + Q, k.rope_cos, k.rope_sin, 1, 1, NKV, D, R, uQKV, t, stream_);
-    attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_);
-    linear_forward(blas_, k.proj, k.atty, p + k.ow, tensor_at(p, k.ob), 1, Q, C, stream_);
-    residual_forward(k.mid, k.x, k.proj, uC, stream_);
-    rmsnorm_forward(k.ln, k.rstd, k.mid, p + k.ln2w, 1, 1, C, uC, eps, stream_);
+    const float* cos = c.local_rope(l) ? k.local_cos : k.rope_cos;
+    const float* sin = c.local_rope(l) ? k.local_sin : k.rope_sin;
+    rope_forward(row, cos, sin, 1, 1, NH, D, R, uQKV, t, stream_);
+    rope_forward(row + Q, cos, sin, 1, 1, NKV, D, R, uQKV, t, stream_);
+    attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_,
+                           attention_options(c, l, t + 1));
+    join(k.mid, k.x, k.ow, k.ob, k.atty, Q, k.attn_post);
+    rmsnorm_forward(k.ln, k.rstd, k.mid, p + k.ln2w, 1, 1, C, uC, eps, stream_, w0);
     linear_forward(blas_, k.gate_up, k.ln, p + k.guw, tensor_at(p, k.gub), 1, C, 2 * I, stream_);
-    swiglu_forward(k.act, k.gate_up, 1, I, stream_);
-    linear_forward(blas_, k.proj, k.act, p + k.downw, tensor_at(p, k.downb), 1, I, C, stream_);
-    residual_forward(k.x, k.mid, k.proj, uC, stream_);
+    gated_forward(c.gate, k.act, k.gate_up, 1, I, stream_);
+    join(k.x, k.mid, k.downw, k.downb, k.act, I, k.mlp_post);
     access.release(unit);
   }
   ++length_;
@@ -146,7 +171,7 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
 
   const int last = L + 1;
   p = access.params(last);
-  rmsnorm_forward(k.ln, k.rstd, k.x, p + k.normw, 1, 1, C, uC, eps, stream_);
+  rmsnorm_forward(k.ln, k.rstd, k.x, p + k.normw, 1, 1, C, uC, eps, stream_, w0);
   const bool tied = c.tie_word_embeddings;
   if (tied) {
     access.release(last);
@@ -155,6 +180,9 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
   // logits[1, Vp] = ln[1, C] · head[Vp, C]ᵀ
   gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
        p + k.head, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
+  if (c.final_softcap > 0) {
+    logit_softcap(k.logits, 1, c.vocab_size, Vp, static_cast<float>(c.final_softcap), stream_);
+  }
   access.release(tied ? 0 : last);
   this->download_logits(k.logits, logits);
 }

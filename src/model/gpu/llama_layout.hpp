@@ -3,6 +3,7 @@
 // unit (../llama_offsets.hpp, as the CPU model), and the rotary cos/sin tables, computed on the
 // host as the CPU model's (../rope_frequencies.hpp) and copied to the device once. Host code.
 #ifdef AUTOTRAIN_HAVE_CUDA
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -12,32 +13,44 @@
 #include "../rope_frequencies.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/attention.hpp"
 #include "autotrain/kernels/rope.hpp"
 #include "autotrain/model/param_layout.hpp"
 
 namespace autotrain::model::gpu {
 
-// What the device decoder does not run yet, refused by name: Gemma's changes to the block, and
-// attention over a window shorter than the `positions` it must serve.
-inline void check_device_decoder(const ModelConfig& c, int positions) {
-  AT_CHECK(!c.norm_offset && !c.embed_scale && !c.sandwich_norms && c.attn_softcap == 0 &&
-               c.final_softcap == 0 && c.query_pre_attn_scalar == 0 &&
-               c.gate == GateActivation::silu && c.rope_local_theta == 0,
-           "model: ", c.architecture,
-           " runs on the CPU only for now: the device decoder lacks Gemma's norms, soft caps, "
-           "query scale and GeGLU (set device: cpu)");
-  AT_CHECK(c.sliding_window == 0 || positions <= c.sliding_window, "model: sequence length ",
-           positions, " exceeds the model's sliding_window of ", c.sliding_window,
-           ": the device kernels do not attend over a sliding window yet; use block_size <= ",
-           c.sliding_window, " or the CPU");
+// Layer l's attention options (the CPU model's): Gemma's query scale and soft cap, and the
+// layer's window where it is shorter than the `positions` served (else no window: the same
+// result, and the fast paths stay open to models whose window the sequence never reaches).
+inline kernels::AttentionOptions attention_options(const ModelConfig& c, int l, int positions) {
+  const double scalar = c.query_pre_attn_scalar;
+  const int window = c.window(l) < positions ? c.window(l) : 0;
+  return {scalar > 0 ? 1 / std::sqrt(scalar) : 0.0, c.attn_softcap, window};
+}
+
+// Whether every layer's attention is plain at `positions` (flash attention takes only that).
+inline bool plain_attention(const ModelConfig& c, int positions) {
+  for (int l = 0; l < c.n_layer; ++l) {
+    if (!attention_options(c, l, positions).plain()) return false;
+  }
+  return true;
+}
+
+// The embeddings' scale as the model computes it: sqrt(hidden_size) in F (Gemma's normalizer is
+// a tensor of the model's dtype), or 1.
+template <typename F>
+float embed_scale(const ModelConfig& c) {
+  const auto scale = static_cast<float>(std::sqrt(double(c.n_embd)));
+  return c.embed_scale ? static_cast<float>(static_cast<F>(scale)) : 1.0f;
 }
 
 // cos, sin: device arrays of [positions, rotary dimensions / 2] fp32 each; filled with the CPU
-// model's tables on `stream`, waiting for the copies (the host tables are freed on return).
+// model's tables (`local`: the sliding layers') on `stream`, waiting for the copies (the host
+// tables are freed on return).
 inline void upload_rope_tables(const ModelConfig& config, int positions, float* cos, float* sin,
-                               cudaStream_t stream) {
+                               cudaStream_t stream, bool local = false) {
   std::vector<float> host_cos, host_sin;
-  rotary_tables(config, positions, host_cos, host_sin);
+  rotary_tables(config, positions, host_cos, host_sin, local);
   const std::size_t n = host_cos.size();
   AT_CUDA_CHECK(
       cudaMemcpyAsync(cos, host_cos.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));

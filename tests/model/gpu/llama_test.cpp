@@ -123,6 +123,28 @@ ModelConfig tiny_phi3_config(bool tied) {
   return c;
 }
 
+// Gemma 2's (or Gemma 3's) options on the same decoder: norm offsets, sandwich norms, the
+// embedding scale, a query scale, GeGLU, a window of 3 in layer 0; Gemma 2's soft caps, Gemma 3's
+// q/k norms, local rope base and linear scaling.
+ModelConfig tiny_gemma_config(bool gemma3) {
+  ModelConfig c = tiny_config(true);
+  c.architecture = gemma3 ? "Gemma3ForCausalLM" : "Gemma2ForCausalLM";
+  c.qkv_bias = false;
+  c.qk_norm = gemma3;
+  c.gate = GateActivation::gelu_tanh;
+  c.norm_offset = c.embed_scale = c.sandwich_norms = true;
+  c.query_pre_attn_scalar = 24;
+  c.attn_softcap = gemma3 ? 0 : 3;
+  c.final_softcap = gemma3 ? 0 : 4;
+  c.sliding_window = 3;
+  c.sliding_layers = {true, false};
+  c.rope_local_theta = gemma3 ? 10 : 0;
+  c.rope_scaling = {};
+  if (gemma3) c.rope_scaling = {"linear", 2, 1, 4, 8, {}, {}, 1};
+  c.validate();
+  return c;
+}
+
 // One layout (by default Qwen3's, tied or untied head), its parameters and the device state
 // they start from.
 template <typename F>
@@ -167,10 +189,11 @@ class GpuLlamaTest : public ::testing::Test {
 
   // The device model's loss, per-position losses and every gradient against the CPU's for one
   // forward/backward on `targets`.
-  void expect_step_matches_the_cpu(bool tied, const std::vector<std::int32_t>& targets,
-                                   bool phi3 = false) {
-    Model<F> m(phi3 ? tiny_phi3_config(tied) : tiny_config(tied));
-    const std::string head = std::string(phi3 ? " Phi-3" : "") + (tied ? " (tied)" : " (untied)");
+  void expect_step_matches_the_cpu(const ModelConfig& config,
+                                   const std::vector<std::int32_t>& targets) {
+    Model<F> m(config);
+    const std::string head =
+        " " + config.architecture + (config.tie_word_embeddings ? " (tied)" : " (untied)");
     const CpuStep cpu = cpu_step(m.layout, m.params, inputs_, targets);
     auto access = m.device.access();
     gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
@@ -211,14 +234,24 @@ TYPED_TEST_SUITE(GpuLlamaTest, autotrain::testing::GpuElementTypes,
                  autotrain::testing::GpuTypeNames);
 
 TYPED_TEST(GpuLlamaTest, LossAndEveryGradientMatchTheCpuModelInDouble) {
-  for (const bool tied : {true, false}) this->expect_step_matches_the_cpu(tied, this->targets_);
+  for (const bool tied : {true, false}) {
+    this->expect_step_matches_the_cpu(tiny_config(tied), this->targets_);
+  }
 }
 
 // Phi-3 runs the same device model: its fused tensors found by role, partial rotary
 // embeddings and longrope's scaled tables as the CPU's.
 TYPED_TEST(GpuLlamaTest, Phi3LossAndEveryGradientMatchTheCpuModelInDouble) {
   for (const bool tied : {true, false}) {
-    this->expect_step_matches_the_cpu(tied, this->targets_, /*phi3=*/true);
+    this->expect_step_matches_the_cpu(tiny_phi3_config(tied), this->targets_);
+  }
+}
+
+// Gemma 2 and 3 run the same device model, their attention on the reference path (the only one
+// with a query scale, soft caps and windows).
+TYPED_TEST(GpuLlamaTest, GemmaLossAndEveryGradientMatchTheCpuModelInDouble) {
+  for (const bool gemma3 : {false, true}) {
+    this->expect_step_matches_the_cpu(tiny_gemma_config(gemma3), this->targets_);
   }
 }
 
@@ -227,7 +260,7 @@ TYPED_TEST(GpuLlamaTest, Phi3LossAndEveryGradientMatchTheCpuModelInDouble) {
 TYPED_TEST(GpuLlamaTest, IgnoredTargetsGiveTheCpusMaskedLossAndGradients) {
   auto targets = this->targets_;
   for (std::size_t i = 0; i < kBT; i += 3) targets[i] = kIgnoreTarget;
-  this->expect_step_matches_the_cpu(false, targets);
+  this->expect_step_matches_the_cpu(tiny_config(false), targets);
 }
 
 // The attention path is the one asked for where it applies: flash attention in bf16/fp16 (D = 16
@@ -360,13 +393,6 @@ TYPED_TEST(GpuLlamaTest, RejectsBadTokenIdsShapesAndBackwardWithoutForwardNaming
   const std::string too_long =
       error_of([&] { gpu::DeviceLlama<F>(m.layout, kB, 17, m.device.stream(), m.device.blas()); });
   EXPECT_NE(too_long.find("sequence length 17"), std::string::npos) << too_long;
-
-  ModelConfig windowed = tiny_config(true);  // Mistral's window, shorter than the sequence
-  windowed.sliding_window = 4;
-  const ParamLayout windowed_layout(windowed);
-  const std::string window = error_of(
-      [&] { gpu::DeviceLlama<F>(windowed_layout, kB, kT, m.device.stream(), m.device.blas()); });
-  EXPECT_NE(window.find("exceeds the model's sliding_window of 4"), std::string::npos) << window;
 }
 
 // generate's path: the decoder's logits after each token of a sequence against the CPU model's
@@ -383,6 +409,11 @@ TYPED_TEST(GpuLlamaTest, DecoderGivesTheLogitsOfTheFullForwardAtEveryPosition) {
   Model<F> phi3(tiny_phi3_config(false));
   SCOPED_TRACE("Phi-3");
   this->expect_decoder_matches_the_cpu(phi3, false);
+  for (const bool gemma3 : {false, true}) {
+    Model<F> gemma(tiny_gemma_config(gemma3));
+    SCOPED_TRACE(gemma3 ? "Gemma 3" : "Gemma 2");
+    this->expect_decoder_matches_the_cpu(gemma, true);
+  }
 }
 
 template <typename F>

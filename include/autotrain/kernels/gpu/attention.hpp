@@ -23,6 +23,7 @@
 // its first call there; later calls allocate nothing.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/attention.hpp"  // AttentionOptions
 
 namespace autotrain::kernels::gpu {
 
@@ -30,9 +31,11 @@ namespace autotrain::kernels::gpu {
 inline constexpr int kMaxAttentionHeadSize = 256;
 
 // out[b, t, h, :] = Σ_{t2 <= t} softmax_t2(q·k / sqrt(HS)) · v[b, t2, h / (NH / NKV), :].
+// Options that are not plain (Gemma's query scale, soft cap, a sliding window) run the reference
+// path, which alone takes them.
 template <typename F>
 void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const AttentionOptions& options = {});
 
 // dqkv [B, T, (NH + 2·NKV)·HS] is overwritten; a key or value head's gradient sums over the
 // query heads of its group, in head order (no atomics). scratch [B, NH, T, T] receives
@@ -40,7 +43,8 @@ void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int N
 // fast path writes 0 and the reference leaves it as it was.
 template <typename F>
 void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int NH, int NKV, int HS, cudaStream_t stream);
+                        int T, int NH, int NKV, int HS, cudaStream_t stream,
+                        const AttentionOptions& options = {});
 
 // GPT-2's layout (NKV = NH, HS = C / NH).
 template <typename F>
@@ -89,10 +93,11 @@ void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, c
 // The slow reference path, whatever the environment says.
 template <typename F>
 void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV,
-                                 int HS, cudaStream_t stream);
+                                 int HS, cudaStream_t stream, const AttentionOptions& options = {});
 template <typename F>
 void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
-                                  int B, int T, int NH, int NKV, int HS, cudaStream_t stream);
+                                  int B, int T, int NH, int NKV, int HS, cudaStream_t stream,
+                                  const AttentionOptions& options = {});
 template <typename F>
 void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
                                  cudaStream_t stream);
@@ -105,7 +110,7 @@ void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* q
 // [B, NH, T - first, T] hold only those rows. first = 0 is attention_forward_reference.
 template <typename F>
 void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int NH, int NKV,
-                            int HS, cudaStream_t stream);
+                            int HS, cudaStream_t stream, const AttentionOptions& options = {});
 template <typename F>
 void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
                             cudaStream_t stream);

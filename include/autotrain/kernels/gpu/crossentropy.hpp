@@ -22,7 +22,11 @@ void crossentropy_forward(float* losses, float* lse, const F* logits, const std:
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
                            const std::int32_t* targets, float dloss, std::size_t N, int V, int Vp,
-                           cudaStream_t stream);
+                           cudaStream_t stream, float softcap = 0);
+// Gemma 2's final_logit_softcapping in place (as the CPU's logit_softcap); crossentropy_backward's
+// softcap then takes the cap's derivative into dlogits.
+template <typename F>
+void logit_softcap(F* logits, std::size_t N, int V, int Vp, float cap, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

@@ -5,7 +5,7 @@
 // heads = 1, stride = C; Qwen3's per-head q_norm / k_norm is heads = NH (or NKV), C = HS and
 // stride = the row width of the qkv buffer. weight [C] is shared by every vector; rstd
 // [rows·heads] (index r·heads + h) is fp32 whatever F is (float, __nv_bfloat16, __half). Sums are
-// fp32 (the CPU's are double).
+// fp32 (the CPU's are double). weight_offset: Gemma's norms scale by (weight_offset + weight).
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 
@@ -22,7 +22,8 @@ inline constexpr int kRmsNormMaxChannels = 16384;
 // out may not alias inp.
 template <typename F>
 void rmsnorm_forward(F* out, float* rstd, const F* inp, const F* weight, std::size_t rows,
-                     int heads, int C, std::size_t stride, float eps, cudaStream_t stream);
+                     int heads, int C, std::size_t stride, float eps, cudaStream_t stream,
+                     float weight_offset = 0);
 
 // Floats of scratch rmsnorm_backward needs: per-chunk partial sums of dweight, which make it
 // deterministic without atomics.
@@ -35,7 +36,7 @@ std::size_t rmsnorm_backward_scratch_floats(std::size_t rows, int heads, int C);
 template <typename F>
 void rmsnorm_backward(F* dinp, F* dweight, const F* dout, const F* inp, const F* weight,
                       const float* rstd, float* scratch, std::size_t rows, int heads, int C,
-                      std::size_t stride, cudaStream_t stream);
+                      std::size_t stride, cudaStream_t stream, float weight_offset = 0);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

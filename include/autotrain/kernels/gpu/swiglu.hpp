@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/swiglu.hpp"  // GateActivation
 
 namespace autotrain::kernels::gpu {
 
@@ -19,6 +20,14 @@ void swiglu_forward(F* out, const F* gate_up, std::size_t N, int I, cudaStream_t
 template <typename F>
 void swiglu_backward(F* dgate_up, const F* dout, const F* gate_up, std::size_t N, int I,
                      cudaStream_t stream);
+// Any gate (kernels/swiglu.hpp: SwiGLU's silu, GeGLU's gelu_tanh), in the same layout and with
+// the same contract.
+template <typename F>
+void gated_forward(GateActivation gate, F* out, const F* gate_up, std::size_t N, int I,
+                   cudaStream_t stream);
+template <typename F>
+void gated_backward(GateActivation gate, F* dgate_up, const F* dout, const F* gate_up,
+                    std::size_t N, int I, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA
