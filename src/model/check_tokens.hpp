@@ -2,6 +2,7 @@
 // The models' check of the token ids they are given (CPU and device model alike): each input
 // must be a row of the embedding table, [0, vocab_size); a target may also be kIgnoreTarget (a
 // position that carries no loss). And the loss the models report over the targets that do.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -28,6 +29,18 @@ inline std::size_t check_targets(const std::int32_t* targets, std::size_t count,
              " (no loss)");
     ++carrying;
   }
+  return carrying;
+}
+
+// A CPU model's forward keeps its micro-batch: the n inputs and targets checked, then copied
+// into kept_inputs and kept_targets (n long each); returns how many targets carry loss.
+inline std::size_t keep_batch(const std::int32_t* inputs, const std::int32_t* targets,
+                              std::size_t n, int vocab_size, std::int32_t* kept_inputs,
+                              std::int32_t* kept_targets) {
+  check_tokens(inputs, n, vocab_size, "inputs");
+  const std::size_t carrying = check_targets(targets, n, vocab_size);
+  std::copy(inputs, inputs + n, kept_inputs);
+  std::copy(targets, targets + n, kept_targets);
   return carrying;
 }
 

@@ -231,10 +231,8 @@ template <typename F>
 F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                          const std::int32_t* targets) {
   const std::size_t bt = static_cast<std::size_t>(B_) * T_;
-  check_tokens(inputs, bt, config_.vocab_size, "inputs");
-  loss_positions_ = check_targets(targets, bt, config_.vocab_size);
-  std::copy(inputs, inputs + bt, inputs_.begin());
-  std::copy(targets, targets + bt, targets_.begin());
+  loss_positions_ =
+      keep_batch(inputs, targets, bt, config_.vocab_size, inputs_.data(), targets_.data());
   Activations& a = *acts_;
   const F* p = forward_to_final_norm(access, a, inputs_.data(), B_, T_);
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);

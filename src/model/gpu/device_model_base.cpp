@@ -3,8 +3,10 @@
 
 #include "../check_tokens.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/crossentropy.hpp"
 #include "event_clock.hpp"
 
 namespace autotrain::model::gpu {
@@ -39,6 +41,21 @@ void DeviceModelBase<F>::choose_attention(bool supported, int head_size) {
         "(here ",
         sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", head_size, "); using the fast path");
   }
+}
+
+template <typename F>
+void DeviceModelBase<F>::loss_forward(float* losses, float* lse, const F* logits,
+                                      const std::int32_t* targets) {
+  const std::size_t bt = host_losses_.size();
+  EventClock clock(profiler_.get(), stream_, Pass::forward);
+  clock.restart();
+  kernels::gpu::crossentropy_forward(losses, lse, logits, targets, bt, config_.vocab_size,
+                                     config_.padded_vocab_size, stream_);
+  clock.lap(kCrossEntropy);
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), losses, bt * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_));
+  losses_copied_.record(stream_);
+  ready_for_backward_ = true;
 }
 
 template <typename F>

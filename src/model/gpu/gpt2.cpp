@@ -303,13 +303,7 @@ void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t
        static_cast<std::size_t>(C), 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
   clock.lap(kLmHead);
   access.release(0);
-  clock.restart();
-  crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_);
-  clock.lap(kCrossEntropy);
-  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), b.losses, bt * sizeof(float),
-                                cudaMemcpyDeviceToHost, stream_));
-  losses_copied_.record(stream_);
-  ready_for_backward_ = true;
+  this->loss_forward(b.losses, b.lse, b.logits, b.targets);
 }
 
 template <typename F>

@@ -216,13 +216,7 @@ void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_
   }
   clock.lap(kLmHead);
   access.release(head_unit());
-  clock.restart();
-  crossentropy_forward(b.losses, b.lse, b.logits, b.targets, bt, V, Vp, stream_);
-  clock.lap(kCrossEntropy);
-  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), b.losses, bt * sizeof(float),
-                                cudaMemcpyDeviceToHost, stream_));
-  losses_copied_.record(stream_);
-  ready_for_backward_ = true;
+  this->loss_forward(b.losses, b.lse, b.logits, b.targets);
 }
 
 template <typename F>

@@ -38,6 +38,10 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   // flash_: flash attention where it applies (`supported`) unless the fast path was asked for;
   // a line says so where flash was asked for and does not apply.
   void choose_attention(bool supported, int head_size);
+  // The forward's end, from the logits [B, T, Vp]: the cross-entropy of every position (timed as
+  // the profile's crossentropy row) into losses and lse [B, T], the losses copied to the host as
+  // they complete; backward may follow.
+  void loss_forward(float* losses, float* lse, const F* logits, const std::int32_t* targets);
 
   int B_;
   int T_;
