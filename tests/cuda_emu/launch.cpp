@@ -252,13 +252,20 @@ bool open_barriers(Block& b) {
   return opened;
 }
 
+// How far below the top of its kStackBytes fiber t's stack starts (16 KiB at most). The stacks
+// are kStackBytes apart, so unskewed the frames of every fiber at equal depths fall in the same
+// cache sets and evict each other at every switch (the replica tests took 13 % longer).
+std::size_t stack_skew(unsigned t) {
+  return std::size_t{t % 256} * 64;
+}
+
 void run_block(Block& b) {
   for (unsigned t = 0; t < b.threads; ++t) {
     Fiber& f = b.fibers[t];
     f.state = FiberState::ready;
     unsigned char* stack = b.stacks + std::size_t{t} * kStackBytes;
     AT_EMU_UNPOISON(stack, kStackBytes);
-    start_context(f.context, stack, kStackBytes, fiber_main);
+    start_context(f.context, stack, kStackBytes - stack_skew(t), fiber_main);
   }
   std::memset(b.dynamic_shared.data(), 0xff, b.dynamic_shared.size());
   b.poisoned_static_shared.clear();

@@ -5,6 +5,7 @@
 // tests/cuda_emu/CMakeLists.txt) and eight in the emulate preset's.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -54,11 +55,21 @@ struct Allocation {
   Kind kind;
 };
 
+// Freed device blocks of at least kReusedBlockBytes are kept, up to kKeptBytes in all, for the
+// next cudaMalloc of the same rounded size. Every device model allocates 32 MiB cuBLAS and
+// cuBLASLt workspaces; fresh from the system, their pages fault in one at a time as cudaMalloc
+// fills them with all-ones bytes, which was most of a device model test's time (the fill itself
+// is cheap). A reused block is filled again: it reads as fresh memory.
+constexpr std::size_t kReusedBlockBytes = std::size_t{1} << 20;
+constexpr std::size_t kKeptBytes = std::size_t{512} << 20;
+
 struct State {
   CUstream_st legacy;
   std::vector<std::unique_ptr<CUstream_st>> streams;  // kept after destroy: waits may name them
   std::vector<std::unique_ptr<CUevent_st>> events;
   std::map<std::uintptr_t, Allocation> allocations;  // by start address
+  std::multimap<std::size_t, void*> freed_blocks;    // by rounded size, for reuse
+  std::size_t freed_bytes = 0;
   std::size_t device_bytes = 0;
   int device = 0;
 };
@@ -66,6 +77,33 @@ struct State {
 State& state() {
   static State s;
   return s;
+}
+
+// A block of `rounded` bytes (a multiple of 256), 256-aligned: a kept one when there is one.
+void* take_block(State& s, std::size_t rounded) {
+  const auto kept = s.freed_blocks.find(rounded);
+  if (kept == s.freed_blocks.end()) return std::aligned_alloc(256, rounded);
+  void* p = kept->second;
+  s.freed_blocks.erase(kept);
+  s.freed_bytes -= rounded;
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_unpoison_memory_region(p, rounded);
+#endif
+  return p;
+}
+
+// Gives back a block take_block returned; kept for reuse when large and there is room.
+void give_block(State& s, void* p, std::size_t rounded) {
+  if (rounded < kReusedBlockBytes || s.freed_bytes + rounded > kKeptBytes) {
+    std::free(p);
+    return;
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  // A kept block is freed memory: AddressSanitizer reports any use of it.
+  __asan_poison_memory_region(p, rounded);
+#endif
+  s.freed_blocks.emplace(rounded, p);
+  s.freed_bytes += rounded;
 }
 
 // AUTOTRAIN_CUDA_EMU_DEVICES: how many devices cudaGetDeviceCount reports.
@@ -333,16 +371,15 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   std::lock_guard lock(cuda_emu::api_lock());
   auto& s = state();
   if (s.device_bytes + bytes > cuda_emu::kDeviceBytes) return record(cudaErrorMemoryAllocation);
-  const std::size_t rounded = (bytes + 255) / 256 * 256;
-  void* p = std::aligned_alloc(256, rounded == 0 ? 256 : rounded);
+  const std::size_t rounded = std::max<std::size_t>((bytes + 255) / 256 * 256, 256);
+  void* p = cuda_emu::take_block(s, rounded);
   if (p == nullptr) return record(cudaErrorMemoryAllocation);
   // Fresh device memory is garbage on a GPU: all-ones bytes read as NaN in float, bf16 and fp16,
   // so a kernel that reads memory nobody wrote shows it.
-  std::memset(p, 0xff, rounded == 0 ? 256 : rounded);
+  std::memset(p, 0xff, rounded);
 #if defined(__SANITIZE_ADDRESS__)
   // Under AddressSanitizer a read or write past `bytes`, even inside the rounding, is reported.
-  __asan_poison_memory_region(static_cast<char*>(p) + bytes,
-                              (rounded == 0 ? 256 : rounded) - bytes);
+  __asan_poison_memory_region(static_cast<char*>(p) + bytes, rounded - bytes);
 #endif
   s.allocations[reinterpret_cast<std::uintptr_t>(p)] = {bytes, cuda_emu::Kind::device};
   s.device_bytes += bytes;
@@ -359,11 +396,12 @@ cudaError_t cudaFree(void* ptr) {
   if (it == s.allocations.end() || it->second.kind != cuda_emu::Kind::device)
     fail("cudaFree of " + cuda_emu::describe(ptr) + ", which cudaMalloc did not return");
   s.device_bytes -= it->second.bytes;
+  const std::size_t rounded = std::max<std::size_t>((it->second.bytes + 255) / 256 * 256, 256);
 #if defined(__SANITIZE_ADDRESS__)
-  __asan_unpoison_memory_region(ptr, (it->second.bytes + 255) / 256 * 256 + 256);
+  __asan_unpoison_memory_region(ptr, rounded);
 #endif
   s.allocations.erase(it);
-  std::free(ptr);
+  cuda_emu::give_block(s, ptr, rounded);
   return cudaSuccess;
 }
 

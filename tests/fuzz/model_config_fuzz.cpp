@@ -1,5 +1,5 @@
 // A model folder's config.json (generate and export read it).
-#include "autotrain/train/generate.hpp"
+#include "autotrain/train/model_folder_config.hpp"
 #include "fuzz_support.hpp"
 
 using namespace autotrain;

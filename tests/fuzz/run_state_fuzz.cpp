@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "autotrain/train/checkpointing.hpp"
+#include "autotrain/train/resume_point.hpp"
 #include "fuzz_support.hpp"
 
 using namespace autotrain;

@@ -32,31 +32,10 @@
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/optim/optimizer.hpp"
 #include "autotrain/train/loss_scaler.hpp"
+#include "autotrain/train/resume_point.hpp"
 #include "autotrain/zero/engine.hpp"
 
 namespace autotrain::train {
-
-// The run state a checkpoint records besides its tensors (run_state/json/* and the root
-// attributes).
-struct ResumePoint {
-  long long step = 0;               // optimizer steps done
-  data::SamplerPosition position;   // where the data order continues
-  long long global_batch_size = 0;  // G of the run that wrote it
-  long long total_steps = 0;        // the learning-rate schedule's total
-  long long optimizer_steps = 0;    // AdamW's bias-correction count
-  int world_size = 0;               // of the run that wrote it
-  int zero_stage = 0;
-  model::ModelConfig model;
-  OptimizerKind optimizer = OptimizerKind::adamw;
-  std::string training_params_json;  // the resolved parameters of the run that wrote it
-  LossScalerState loss_scaler;       // fp16's; older checkpoints have none: the defaults
-  // weights_hash of the base model the run started from; "" from scratch (and in checkpoints
-  // older than base models).
-  std::string base_weights;
-  std::string base_folder;  // where they were read from (for export's config.json)
-  // With peft: the adapters the checkpoint's tensors are (model/<p> are lora_A/lora_B).
-  std::optional<model::LoraOptions> lora;
-};
 
 std::vector<ckpt::TensorSpec> checkpoint_tensors(const model::ParamLayout& layout,
                                                  OptimizerKind optimizer);
@@ -69,11 +48,9 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
                                            const ResumePoint& point,
                                            const config::TrainingParams& params);
 
-// Reads the run state of an open checkpoint. Throws Error naming the checkpoint and the key
-// when a document is missing or malformed.
+// Reads the run state of an open checkpoint (parse_resume_point). Throws Error naming the
+// checkpoint and the key when a document is missing or malformed.
 ResumePoint read_resume_point(const ckpt::CheckpointReader& reader);
-// The same from the run state alone; `where` names the checkpoint in messages.
-ResumePoint parse_resume_point(const ckpt::CheckpointInfo& info, const std::string& where);
 
 // Empty when a checkpoint with `saved` loads into a model of `config` with `optimizer`;
 // otherwise one line per differing field: "n_layer: 2 in the checkpoint, 4 in this run".

@@ -10,6 +10,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/train/model_folder_config.hpp"
 #include "autotrain/train/run_setup.hpp"
 
 namespace autotrain::train {
@@ -19,15 +20,6 @@ struct LoadedModel {
   std::vector<float> params;  // the flat buffer, padded vocabulary rows zero
   std::unique_ptr<data::Tokenizer> tokenizer;
 };
-
-// A model folder's config.json: the model it describes (model::read_hf_config: GPT-2 or the
-// Llama family; an Error naming the file and key otherwise) and the tokenizer an autotrain
-// export names (autotrain_tokenizer; "gpt2" when absent).
-struct ModelFolderConfig {
-  model::ModelConfig shape;
-  std::string tokenizer;
-};
-ModelFolderConfig read_model_config(const std::filesystem::path& dir);
 
 // Reads config.json, the weights (PretrainedWeights: model.safetensors or a
 // sharded set, fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key.

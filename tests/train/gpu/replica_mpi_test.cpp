@@ -51,7 +51,7 @@ namespace autotrain::train {
 namespace {
 
 constexpr int kB = 2;
-constexpr int kT = 16;
+constexpr int kT = 8;
 constexpr int kSteps = 4;
 #ifdef AUTOTRAIN_CUDA_EMULATED
 constexpr double kStageRtol = 1e-5;
