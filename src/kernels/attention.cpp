@@ -1,14 +1,14 @@
 // Causal grouped-query attention forward and backward (the part between the qkv and output
-// projections). Work is split over the B·NH (batch, query head) pairs: each pair reads and writes
-// only its own slices, so threads never share an output and the result does not depend on timing.
-// Inside a pair every product is one gemm over the whole [T, T] score matrix (OpenBLAS runs
-// single-threaded inside our parallel loop): the causal half that a gemm computes for nothing
-// costs less than dot products of HS = 64 floats at a time, which run at a fraction of the FMA
-// rate. The masked half of att is stored as 0, so it drops out of every product.
-// The key/value gradients of a group sum over its query heads: with NKV < NH the backward first
-// computes every query head's score gradient, then splits the B·NKV (batch, key/value head)
-// pairs, each summing its group in head order (deterministic, no atomics).
-// Invariant: dqkv is overwritten (=).
+// projections), with AttentionOptions' score scale, soft cap and sliding window. Work is split over
+// the B·NH (batch, query head) pairs: each pair reads and writes only its own slices, so threads
+// never share an output and the result does not depend on timing. Inside a pair every product is
+// one gemm over the whole [T, T] score matrix (OpenBLAS runs single-threaded inside our parallel
+// loop): the causal half that a gemm computes for nothing costs less than dot products of HS = 64
+// floats at a time, which run at a fraction of the FMA rate. The masked half of att is stored as 0,
+// so it drops out of every product. The key/value gradients of a group sum over its query heads:
+// with NKV < NH the backward first computes every query head's score gradient, then splits the
+// B·NKV (batch, key/value head) pairs, each summing its group in head order (deterministic, no
+// atomics). Invariant: dqkv is overwritten (=).
 #include "autotrain/kernels/attention.hpp"
 
 #include <algorithm>

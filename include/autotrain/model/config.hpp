@@ -1,8 +1,9 @@
 #pragma once
-// The shape of a model of one of the families of model/family.hpp: GPT-2, or the Llama family
-// (Llama, Mistral, Qwen2, Qwen3). Kept apart from the config layer's TrainingParams so the model
-// can be built and tested on its own. The Llama family's fields keep GPT-2's meaning there:
-// GPT-2 has as many key/value heads as heads, head_dim = n_embd / n_head and an MLP of 4·n_embd.
+// The shape of a model of one of the families of model/family.hpp: GPT-2, or one on the
+// Llama-style decoder (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and 3). Kept apart from the
+// config layer's TrainingParams so the model can be built and tested on its own. The Llama family's
+// fields keep GPT-2's meaning there: GPT-2 has as many key/value heads as heads, head_dim = n_embd
+// / n_head and an MLP of 4·n_embd.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -63,7 +64,7 @@ struct ModelConfig {
   int rotary_dim = 0;
   RopeScaling rope_scaling;
   // Mistral's (and Qwen's, when use_sliding_window) attention window: position t sees t2 where
-  // t - sliding_window < t2 <= t; 0: none. The device models refuse sequences longer than it.
+  // t - sliding_window < t2 <= t; 0: none.
   int sliding_window = 0;
   // The layers that attend over the window (Gemma's local layers, alternating with global ones);
   // empty: every layer.
