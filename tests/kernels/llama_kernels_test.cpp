@@ -1,4 +1,5 @@
-// The Llama-family kernels (RMSNorm, RoPE, SwiGLU, grouped-query attention, torch.nn.Linear
+// The Llama-style decoder's kernels (RMSNorm with and without Gemma's weight offset, RoPE,
+// SwiGLU and GeGLU, grouped-query attention with and without Gemma's options, torch.nn.Linear
 // layout): every forward against a naive reference written here, every backward against central
 // finite differences in double of a random linear functional of the output. Shapes are tiny.
 #include <gtest/gtest.h>
@@ -73,6 +74,29 @@ TEST(RmsNorm, BackwardMatchesFiniteDifferencesPerHeadWithPaddedStride) {
   Vec dinp(inp.size(), 0.0), dweight(kNormC, 0.0);
   rmsnorm_backward(dinp.data(), dweight.data(), w.data(), inp.data(), weight.data(), rstd.data(),
                    kNormRows, kNormHeads, kNormC, kNormStride);
+  expect_matches_finite_differences(inp, dinp, objective, "dinp");
+  expect_matches_finite_differences(weight, dweight, objective, "dweight");
+}
+
+// Gemma's norms scale by 1 + weight: the same as a norm of weight + 1, and its backward too.
+TEST(RmsNorm, AWeightOffsetOfOneIsTheNormOfWeightPlusOne) {
+  Vec inp = random_vec(kNormRows * kNormStride, 106, 2.0), weight = random_vec(kNormC, 107);
+  Vec plus_one = weight;
+  for (double& x : plus_one) x += 1;
+  const Vec w = random_vec(inp.size(), 108);
+  Vec out(inp.size(), 0.0), rstd(kNormRows * kNormHeads), expected(inp.size(), 0.0);
+  rmsnorm_forward(expected.data(), rstd.data(), inp.data(), plus_one.data(), kNormRows, kNormHeads,
+                  kNormC, kNormStride, kNormEps);
+  auto objective = [&] {
+    rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), kNormRows, kNormHeads,
+                    kNormC, kNormStride, kNormEps, 1.0);
+    return dot(out, w);
+  };
+  objective();
+  for (std::size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-14) << i;
+  Vec dinp(inp.size(), 0.0), dweight(kNormC, 0.0);
+  rmsnorm_backward(dinp.data(), dweight.data(), w.data(), inp.data(), weight.data(), rstd.data(),
+                   kNormRows, kNormHeads, kNormC, kNormStride, 1.0);
   expect_matches_finite_differences(inp, dinp, objective, "dinp");
   expect_matches_finite_differences(weight, dweight, objective, "dweight");
 }
@@ -281,6 +305,30 @@ TEST(SwiGlu, BackwardMatchesFiniteDifferencesAndOverwritesTheGradient) {
   expect_matches_finite_differences(gate_up, dgate_up, objective, "dgate_up");
 }
 
+// GeGLU (Gemma's): gelu with PyTorch's tanh approximation, times up.
+TEST(GeGlu, ForwardIsTanhGeluOfGateTimesUpAndBackwardMatchesFiniteDifferences) {
+  Vec gate_up = random_vec(kGluN * 2 * kGluI, 306, 3.0);
+  const Vec w = random_vec(kGluN * kGluI, 307);
+  Vec out(kGluN * kGluI);
+  auto objective = [&] {
+    gated_forward(GateActivation::gelu_tanh, out.data(), gate_up.data(), kGluN, kGluI);
+    return dot(out, w);
+  };
+  objective();
+  for (std::size_t n = 0; n < kGluN; ++n) {
+    for (int i = 0; i < kGluI; ++i) {
+      const double g = gate_up[n * 2 * kGluI + i], up = gate_up[n * 2 * kGluI + kGluI + i];
+      const double gelu =
+          0.5 * g * (1 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+      EXPECT_NEAR(out[n * kGluI + i], gelu * up, 1e-14) << "n=" << n << " i=" << i;
+    }
+  }
+  Vec dgate_up(gate_up.size(), 99.0);  // garbage: must be overwritten
+  gated_backward(GateActivation::gelu_tanh, dgate_up.data(), w.data(), gate_up.data(), kGluN,
+                 kGluI);
+  expect_matches_finite_differences(gate_up, dgate_up, objective, "dgate_up");
+}
+
 TEST(SwiGlu, FloatPathAgreesWithDoubleAndStaysFiniteForHugeGates) {
   Vec gate_up = random_vec(kGluN * 2 * kGluI, 304, 4.0);
   gate_up[0] = 200.0;   // exp(-gate) underflows
@@ -307,17 +355,19 @@ TEST(SwiGlu, FloatPathAgreesWithDoubleAndStaysFiniteForHugeGates) {
 
 struct HeadShape {
   int NH, NKV, HS;
+  AttentionOptions options = {};  // Gemma's: a score scale, a soft cap, a window
 };
 
 std::string head_shape_name(const ::testing::TestParamInfo<HeadShape>& info) {
   return "NH" + std::to_string(info.param.NH) + "_NKV" + std::to_string(info.param.NKV) + "_HS" +
-         std::to_string(info.param.HS);
+         std::to_string(info.param.HS) + (info.param.options.plain() ? "" : "_options");
 }
 
 class GroupedQueryAttention : public ::testing::TestWithParam<HeadShape> {
  protected:
   static constexpr int B = 2, T = 5;
   int NH = GetParam().NH, NKV = GetParam().NKV, HS = GetParam().HS;
+  AttentionOptions options = GetParam().options;
   std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
   std::size_t out_row = static_cast<std::size_t>(NH) * HS;
   std::size_t qkv_size = B * T * row;
@@ -325,8 +375,11 @@ class GroupedQueryAttention : public ::testing::TestWithParam<HeadShape> {
   std::size_t att_size = static_cast<std::size_t>(B) * NH * T * T;
 };
 
-// out and att by the definition, one (b, h, t) at a time.
-void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, int NKV, int HS) {
+// out and att by the definition, one (b, h, t) at a time: scores q·k · scale (1 / sqrt(HS) by
+// default), cap · tanh(score / cap) with a soft cap, keys t - window < t2 <= t with a window.
+void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, int NKV, int HS,
+                     const AttentionOptions& options) {
+  const double scale = options.scale > 0 ? options.scale : 1 / std::sqrt(static_cast<double>(HS));
   const std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
   const std::size_t out_row = static_cast<std::size_t>(NH) * HS;
   for (int b = 0; b < B; ++b) {
@@ -335,28 +388,30 @@ void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, i
       for (int t = 0; t < T; ++t) {
         const double* q = qkv.data() + (static_cast<std::size_t>(b) * T + t) * row + h * HS;
         std::vector<double> p(T, 0.0);
+        const int first = options.window > 0 ? std::max(0, t - options.window + 1) : 0;
         double maxv = -1e300;
-        for (int t2 = 0; t2 <= t; ++t2) {
+        for (int t2 = first; t2 <= t; ++t2) {
           const double* k =
               qkv.data() + (static_cast<std::size_t>(b) * T + t2) * row + (NH + kv) * HS;
           double s = 0;
           for (int i = 0; i < HS; ++i) s += q[i] * k[i];
-          p[t2] = s / std::sqrt(static_cast<double>(HS));
+          p[t2] = s * scale;
+          if (options.softcap > 0) p[t2] = options.softcap * std::tanh(p[t2] / options.softcap);
           maxv = std::max(maxv, p[t2]);
         }
         double sum = 0;
-        for (int t2 = 0; t2 <= t; ++t2) {
+        for (int t2 = first; t2 <= t; ++t2) {
           p[t2] = std::exp(p[t2] - maxv);
           sum += p[t2];
         }
-        for (int t2 = 0; t2 <= t; ++t2) p[t2] /= sum;
+        for (int t2 = first; t2 <= t; ++t2) p[t2] /= sum;
         for (int t2 = 0; t2 < T; ++t2) {
           att[((static_cast<std::size_t>(b) * NH + h) * T + t) * T + t2] = p[t2];
         }
         double* o = out.data() + (static_cast<std::size_t>(b) * T + t) * out_row + h * HS;
         for (int i = 0; i < HS; ++i) {
           o[i] = 0;
-          for (int t2 = 0; t2 <= t; ++t2) {
+          for (int t2 = first; t2 <= t; ++t2) {
             const double* v =
                 qkv.data() + (static_cast<std::size_t>(b) * T + t2) * row + (NH + NKV + kv) * HS;
             o[i] += p[t2] * v[i];
@@ -370,8 +425,8 @@ void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, i
 TEST_P(GroupedQueryAttention, ForwardMatchesTheDefinition) {
   const Vec qkv = random_vec(qkv_size, 401);
   Vec out(out_size), att(att_size, 5.0), expected_out(out_size), expected_att(att_size);
-  attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS);
-  naive_attention(expected_out, expected_att, qkv, B, T, NH, NKV, HS);
+  attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS, options);
+  naive_attention(expected_out, expected_att, qkv, B, T, NH, NKV, HS, options);
   for (std::size_t i = 0; i < out_size; ++i) EXPECT_NEAR(out[i], expected_out[i], 1e-12) << i;
   for (std::size_t i = 0; i < att_size; ++i) EXPECT_NEAR(att[i], expected_att[i], 1e-12) << i;
 }
@@ -381,13 +436,13 @@ TEST_P(GroupedQueryAttention, BackwardMatchesFiniteDifferences) {
   const Vec w = random_vec(out_size, 403);
   Vec out(out_size), att(att_size);
   auto objective = [&] {
-    attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS);
+    attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS, options);
     return dot(out, w);
   };
   objective();
-  Vec dqkv(qkv_size, 77.0), scratch(att_size);  // dqkv garbage: must be overwritten
+  Vec dqkv(qkv_size, 77.0), scratch(2 * att_size);  // dqkv garbage: must be overwritten
   attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, NH, NKV,
-                     HS);
+                     HS, options);
   expect_matches_finite_differences(qkv, dqkv, objective, "dqkv");
 }
 
@@ -395,9 +450,9 @@ TEST_P(GroupedQueryAttention, ForwardLastMatchesTheLastRowOfForward) {
   // One sequence (B = 1) of T rows: the cache up to and including the query's row.
   const Vec qkv = random_vec(T * row, 404);
   Vec out(T * out_row), att(static_cast<std::size_t>(NH) * T * T);
-  attention_forward(out.data(), att.data(), qkv.data(), 1, T, NH, NKV, HS);
+  attention_forward(out.data(), att.data(), qkv.data(), 1, T, NH, NKV, HS, options);
   Vec last(out_row), scratch(T);
-  attention_forward_last(last.data(), scratch.data(), qkv.data(), T, NH, NKV, HS);
+  attention_forward_last(last.data(), scratch.data(), qkv.data(), T, NH, NKV, HS, options);
   for (std::size_t i = 0; i < out_row; ++i) {
     EXPECT_NEAR(last[i], out[(T - 1) * out_row + i], 1e-13) << i;
   }
@@ -405,7 +460,8 @@ TEST_P(GroupedQueryAttention, ForwardLastMatchesTheLastRowOfForward) {
 
 INSTANTIATE_TEST_SUITE_P(HeadShapes, GroupedQueryAttention,
                          ::testing::Values(HeadShape{4, 2, 6}, HeadShape{4, 1, 6},
-                                           HeadShape{4, 4, 6}),
+                                           HeadShape{4, 4, 6}, HeadShape{4, 2, 6, {0.3, 1.5, 3}},
+                                           HeadShape{4, 1, 6, {0, 0, 2}}),
                          head_shape_name);
 
 // GPT-2's (C, NH) signatures are the NKV = NH, HS = C / NH case, bit for bit (float, the path
