@@ -231,7 +231,6 @@ FolderShape read_folder_shape(const fs::path& folder) {
   shape.n_positions = model.block_size;
   shape.vocab_size = model.vocab_size;
   shape.head_dim = int64_t{model.head_size()} * model.n_head != model.n_embd;
-  shape.sliding_window = model.sliding_window;
   // transformers writes a huge number (1e30) when the tokenizer sets no bound.
   std::ifstream tokenizer_config(folder / "tokenizer_config.json");
   if (tokenizer_config.good()) {

@@ -24,7 +24,6 @@ struct FolderShape {
   int64_t n_positions = 0;
   int64_t vocab_size = 0;
   bool head_dim = false;       // config.json sets its own head_dim (hidden / heads need not divide)
-  int64_t sliding_window = 0;  // Mistral's (Qwen's with use_sliding_window); 0: none
   std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
 };
 struct BaseModel {
