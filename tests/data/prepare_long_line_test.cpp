@@ -108,8 +108,9 @@ TEST(LongLine, EightMegabyteLineNeedsLittleMoreMemoryThanItself) {
   const size_t before = resident_bytes("VmRSS");
   prepare(long_line_options(dir / "in", dir / "out"));
   const size_t growth = resident_bytes("VmHWM") - before;
-  // The line itself, once read, plus bounded work units (it was 23 times the line).
-  EXPECT_LT(growth, 4 * bytes) << growth / (1 << 20) << " MiB";
+  // The line itself, once read, plus bounded work units: 28-33 MiB here on 2 cores (3.5-4.1
+  // times the line, with the threads' buffers), so 4 times failed now and then; it was 23 times.
+  EXPECT_LT(growth, 6 * bytes) << growth / (1 << 20) << " MiB";
 }
 
 }  // namespace
