@@ -23,7 +23,7 @@ struct FolderShape {
   int64_t n_embd = 0;
   int64_t n_positions = 0;
   int64_t vocab_size = 0;
-  bool head_dim = false;       // config.json sets its own head_dim (hidden / heads need not divide)
+  bool head_dim = false;  // config.json sets its own head_dim (hidden / heads need not divide)
   std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
 };
 struct BaseModel {
