@@ -28,6 +28,7 @@
 #include "autotrain/launch/device.hpp"
 #include "autotrain/launch/discover.hpp"
 #include "autotrain/model/family.hpp"
+#include "autotrain/model/folder.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/train/run_setup.hpp"
 #include "gather_json.hpp"
@@ -148,7 +149,8 @@ json model_info(const std::vector<std::string>& train_args) {
   if (train_args.empty()) return nullptr;
   try {
     const auto command_line = config::parse_train_command_line(train_args);
-    const config::ResolvedParams resolved = config::load_params(command_line.inputs());
+    const config::ResolvedParams resolved =
+        config::load_params(command_line.inputs(), model::folder_shape);
     const model::ModelConfig config = train::model_config(resolved);
     const model::ParamLayout layout(config);
     return {{"base_model", resolved.params.model},

@@ -6,12 +6,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "autotrain/core/error.hpp"
-#include "autotrain/core/json_integer.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
-#include "autotrain/model/family.hpp"
 
 namespace autotrain::config {
 namespace {
@@ -207,41 +206,17 @@ BaseModel locate_base_model(std::string_view model, std::string_view revision, b
   return base;
 }
 
-nlohmann::json read_config_json(const fs::path& folder) {
-  const fs::path file = folder / "config.json";
-  std::ifstream in(file);
-  AT_CHECK(in.good(), "cannot read ", file.string());
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(cat(file.string(), ": not valid JSON: ", e.what()));
-  }
-  AT_CHECK(config.is_object(), file.string(), ": expected a JSON object, got ", config.type_name());
-  return config;
-}
-
-FolderShape read_folder_shape(const fs::path& folder) {
-  const fs::path file = folder / "config.json";
-  const model::ModelConfig model = model::read_hf_config(read_config_json(folder), file.string());
-  FolderShape shape;
-  shape.n_layer = model.n_layer;
-  shape.n_head = model.n_head;
-  shape.n_embd = model.n_embd;
-  shape.n_positions = model.block_size;
-  shape.vocab_size = model.vocab_size;
-  shape.head_dim = int64_t{model.head_size()} * model.n_head != model.n_embd;
-  // transformers writes a huge number (1e30) when the tokenizer sets no bound.
+std::optional<int64_t> tokenizer_max_length(const fs::path& folder) {
   std::ifstream tokenizer_config(folder / "tokenizer_config.json");
-  if (tokenizer_config.good()) {
-    const auto json = nlohmann::json::parse(tokenizer_config, nullptr, /*allow_exceptions=*/false);
-    if (json.is_object() && json.contains("model_max_length") &&
-        json["model_max_length"].is_number()) {
-      const double bound = json["model_max_length"].get<double>();
-      if (bound >= 1 && bound < 1e9) shape.model_max_length = static_cast<int64_t>(bound);
-    }
+  if (!tokenizer_config.good()) return std::nullopt;
+  const auto json = nlohmann::json::parse(tokenizer_config, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains("model_max_length") ||
+      !json["model_max_length"].is_number()) {
+    return std::nullopt;
   }
-  return shape;
+  const double bound = json["model_max_length"].get<double>();
+  if (bound >= 1 && bound < 1e9) return static_cast<int64_t>(bound);
+  return std::nullopt;
 }
 
 }  // namespace autotrain::config

@@ -67,12 +67,12 @@ void derive_preset_shape(ResolvedParams& resolved) {
 
 // The shape from the folder's config.json. Pretrained weights fix it: a shape key given
 // otherwise is an error; from scratch, given keys win as they do over a preset.
-void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir) {
+void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir,
+                         const FolderShapeReader& read_shape) {
   TrainingParams& params = resolved.params;
   BaseModel& base = resolved.base_model;
-  const FolderShape folder = read_folder_shape(dir);
-  const FolderShape& shape = folder;
-  base.shape = folder;
+  const FolderShape shape = read_shape(dir);
+  base.shape = shape;
   const std::string from = cat("derived from model (", (dir / "config.json").string(), ")");
   const auto take = [&](int64_t& field, std::string_view name, int64_t value) {
     if (field != -1 && base.pretrained() && field != value) {
@@ -95,23 +95,24 @@ void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir) {
     resolved.provenance["tokenizer"] = cat("derived from model (", dir.string(), ")");
   }
   // AutoTrain's block_size -1: min(model_max_length, max positions, 1024).
+  const std::optional<int64_t> model_max_length = tokenizer_max_length(dir);
   const int64_t bound =
-      std::min(folder.model_max_length.value_or(kMaxDefaultBlockSize), kMaxDefaultBlockSize);
+      std::min(model_max_length.value_or(kMaxDefaultBlockSize), kMaxDefaultBlockSize);
   derive(resolved, params.block_size, "block_size", std::min(bound, params.n_positions),
-         folder.model_max_length ? "derived from n_positions, model_max_length and 1024"
-                                 : "derived from n_positions");
+         model_max_length ? "derived from n_positions, model_max_length and 1024"
+                          : "derived from n_positions");
 }
 
 }  // namespace
 
-void resolve_params(ResolvedParams& resolved) {
+void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shape) {
   TrainingParams& params = resolved.params;
   resolved.base_model = locate_base_model(params.model, params.revision, params.from_scratch);
   const BaseModel& base = resolved.base_model;
   if (!base.folder.empty()) {
-    derive_folder_shape(resolved, base.folder);
+    derive_folder_shape(resolved, base.folder, read_shape);
   } else if (!base.known_architecture.empty()) {
-    derive_folder_shape(resolved, base.known_architecture);
+    derive_folder_shape(resolved, base.known_architecture, read_shape);
   } else {
     derive_preset_shape(resolved);
   }
@@ -182,13 +183,13 @@ void validate_params(const ResolvedParams& resolved) {
   }
 }
 
-ResolvedParams load_params(const ConfigInputs& inputs) {
+ResolvedParams load_params(const ConfigInputs& inputs, const FolderShapeReader& read_shape) {
   ResolvedParams resolved = default_params();
   if (!inputs.training_params.empty()) apply_json_file(resolved, inputs.training_params);
   if (!inputs.yaml.empty()) apply_yaml_file(resolved, inputs.yaml);
   apply_flags(resolved, inputs.flags);
   apply_flags(resolved, inputs.model_changes);
-  resolve_params(resolved);
+  resolve_params(resolved, read_shape);
   return resolved;
 }
 

@@ -14,6 +14,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/data/tokenizer.hpp"
+#include "autotrain/model/folder.hpp"
 #include "autotrain/train/adapter_folder.hpp"
 
 namespace autotrain::train {
@@ -71,7 +72,7 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
 // The base model's config.json with this model's fields (its shape and options, the dtype,
 // autotrain's own keys) over it; the base's token ids and dropout rates are kept.
 std::string merged_config_json(const std::filesystem::path& base_folder, const std::string& ours) {
-  auto merged = nlohmann::ordered_json::parse(config::read_config_json(base_folder).dump());
+  auto merged = nlohmann::ordered_json::parse(model::read_config_json(base_folder).dump());
   const auto own = nlohmann::ordered_json::parse(ours);
   for (const auto& [key, value] : own.items()) {
     const bool base_owns = key == "bos_token_id" || key == "eos_token_id" ||

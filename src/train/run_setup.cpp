@@ -21,6 +21,7 @@
 #include "autotrain/launch/affinity.hpp"
 #include "autotrain/launch/discover.hpp"
 #include "autotrain/model/family.hpp"
+#include "autotrain/model/folder.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -252,7 +253,7 @@ namespace {
 void load_run_params(RunSetup& setup, const config::TrainCommandLine& command_line) {
   std::string failure;
   try {
-    setup.resolved = config::load_params(command_line.inputs());
+    setup.resolved = config::load_params(command_line.inputs(), model::folder_shape);
     // From here on every collective outside a communicator waits at most comm_timeout too.
     set_collective_timeout(static_cast<double>(setup.params().comm_timeout));
   } catch (const Error& error) {
@@ -370,9 +371,8 @@ model::ModelConfig model_config(const config::ResolvedParams& resolved) {
   const auto& params = resolved.params;
   const std::filesystem::path dir = resolved.base_model.config_dir();
   const bool architecture = !dir.empty();
-  auto config = architecture ? model::read_hf_config(config::read_config_json(dir),
-                                                     (dir / "config.json").string())
-                             : model::ModelConfig::gpt2(1, 1, 1, 1, 1);
+  auto config =
+      architecture ? model::read_folder_config(dir) : model::ModelConfig::gpt2(1, 1, 1, 1, 1);
   const auto n_layer = static_cast<int>(params.n_layer), n_head = static_cast<int>(params.n_head);
   const auto n_embd = static_cast<int>(params.n_embd);
   if (architecture && (n_head != config.n_head || n_embd != config.n_embd) && config.head_dim > 0) {

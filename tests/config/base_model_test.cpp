@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "autotrain/config/load.hpp"
+#include "autotrain/model/folder.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
@@ -139,7 +140,7 @@ TEST(BaseModel, ResolveTakesTheShapeAndTokenizerFromTheFolder) {
   write_file(folder / "tokenizer.json", R"({"model": {"vocab": {"a": 0, "b": 1}}})");
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"model", "--model", folder.string()}});
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   EXPECT_EQ(resolved.params.n_layer, 3);
   EXPECT_EQ(resolved.params.n_embd, 64);
   EXPECT_EQ(resolved.params.vocab_size, 50257);
@@ -151,14 +152,14 @@ TEST(BaseModel, ResolveTakesTheShapeAndTokenizerFromTheFolder) {
   ResolvedParams wider = default_params();
   apply_flags(wider, {{"model", "--model", folder.string()}, {"n_embd", "--n-embd", "128"}});
   EXPECT_NE(error_message([&] {
-              resolve_params(wider);
+              resolve_params(wider, model::folder_shape);
             }).find("n_embd 128 (from --n-embd) differs from the base model's 64"),
             std::string::npos);
   ResolvedParams scratch = default_params();
   apply_flags(scratch, {{"model", "--model", folder.string()},
                         {"n_embd", "--n-embd", "128"},
                         {"from_scratch", "--from-scratch", "true"}});
-  resolve_params(scratch);
+  resolve_params(scratch, model::folder_shape);
   EXPECT_EQ(scratch.params.n_embd, 128);
 }
 
@@ -166,7 +167,7 @@ TEST(BaseModel, RefusesOtherArchitecturesNamingThem) {
   testing::TempDir dir;
   write_file(dir.path() / "config.json",
              R"({"model_type": "mamba", "architectures": ["MambaForCausalLM"]})");
-  const std::string message = error_message([&] { read_folder_shape(dir.path()); });
+  const std::string message = error_message([&] { model::folder_shape(dir.path()); });
   EXPECT_NE(
       message.find(R"(architectures ["MambaForCausalLM"], model_type "mamba": not supported)"),
       std::string::npos)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "autotrain/core/strings.hpp"
+#include "autotrain/model/folder.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
@@ -31,20 +32,25 @@ TEST(TrainCommandLine, ReadsFilesModesAndParameterFlagsInOrder) {
 }
 
 TEST(TrainCommandLine, KebabAndSnakeFlagsResolveToTheSameParams) {
-  const auto kebab = load_params(parse_train_command_line({"--batch-size", "8"}).inputs());
-  const auto snake = load_params(parse_train_command_line({"--batch_size", "8"}).inputs());
+  const auto kebab =
+      load_params(parse_train_command_line({"--batch-size", "8"}).inputs(), model::folder_shape);
+  const auto snake =
+      load_params(parse_train_command_line({"--batch_size", "8"}).inputs(), model::folder_shape);
   EXPECT_EQ(kebab.params.batch_size, 8);
   EXPECT_EQ(kebab.params, snake.params);
 }
 
 TEST(TrainCommandLine, BooleanDefaultingToTrueCanBeSwitchedOff) {
-  const auto off = load_params(parse_train_command_line({"--add-eos-token", "false"}).inputs());
+  const auto off = load_params(parse_train_command_line({"--add-eos-token", "false"}).inputs(),
+                               model::folder_shape);
   EXPECT_FALSE(off.params.add_eos_token);
   const auto bare =
-      load_params(parse_train_command_line({"--async-checkpoint", "--seed", "1"}).inputs());
+      load_params(parse_train_command_line({"--async-checkpoint", "--seed", "1"}).inputs(),
+                  model::folder_shape);
   EXPECT_TRUE(bare.params.async_checkpoint);
   EXPECT_EQ(bare.params.seed, 1);
-  const auto equals = load_params(parse_train_command_line({"--add_eos_token=no"}).inputs());
+  const auto equals =
+      load_params(parse_train_command_line({"--add_eos_token=no"}).inputs(), model::folder_shape);
   EXPECT_FALSE(equals.params.add_eos_token);
 }
 
@@ -81,7 +87,7 @@ TEST(TrainCommandLine, RejectsMissingValueStrayArgumentAndRepeatedConfig) {
 
 TEST(TrainCommandLine, FlagValuesAreCheckedWhenLoaded) {
   const TrainCommandLine line = parse_train_command_line({"--lr", "fast"});
-  EXPECT_EQ(error_message([&] { load_params(line.inputs()); }),
+  EXPECT_EQ(error_message([&] { load_params(line.inputs(), model::folder_shape); }),
             "--lr: expected a number, got 'fast'");
 }
 

@@ -5,6 +5,7 @@
 #include "autotrain/config/consistency.hpp"
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/model/folder.hpp"
 
 namespace autotrain::config {
 namespace {
@@ -23,7 +24,7 @@ int size_of_world() {
 
 TrainingParams resolved_defaults() {
   ResolvedParams resolved = default_params();
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   return resolved.params;
 }
 

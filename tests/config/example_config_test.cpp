@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "autotrain/config/load.hpp"
+#include "autotrain/model/folder.hpp"
 #include "test_support.hpp"
 
 namespace autotrain::config {
@@ -9,7 +10,7 @@ namespace {
 
 TEST(ExampleConfig, ShippedExampleLoadsAndResolves) {
   const auto path = autotrain::testing::source_path("configs/example.yaml");
-  const ResolvedParams resolved = load_params(ConfigInputs{path, {}, {}});
+  const ResolvedParams resolved = load_params(ConfigInputs{path, {}, {}}, model::folder_shape);
   EXPECT_EQ(resolved.params.project_name, "gpt2-example");
   EXPECT_EQ(resolved.params.zero_stage, 3);
   EXPECT_EQ(resolved.params.block_size, 512);

@@ -7,6 +7,7 @@
 
 #include "autotrain/config/command_line.hpp"
 #include "autotrain/config/load.hpp"
+#include "autotrain/model/folder.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
@@ -17,7 +18,7 @@ using testing::contains;
 using testing::error_message;
 
 ResolvedParams from_flags(const std::vector<std::string>& args) {
-  return load_params(parse_train_command_line(args).inputs());
+  return load_params(parse_train_command_line(args).inputs(), model::folder_shape);
 }
 
 TEST(GlobalBatchSize, DerivesTheAccumulationForEachWorldSize) {
@@ -73,7 +74,7 @@ TEST(GlobalBatchSize, AWeakerSourceYieldsWithANote) {
       << R"({"global_batch_size": 24, "batch_size": 4, "gradient_accumulation": 2})";
   ConfigInputs inputs;
   inputs.training_params = path;
-  ResolvedParams resolved = load_params(inputs);
+  ResolvedParams resolved = load_params(inputs, model::folder_shape);
   derive_for_world(resolved, 2);
   EXPECT_EQ(resolved.params.gradient_accumulation, 3);
   ASSERT_EQ(resolved.notes.size(), 1u);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "autotrain/config/load.hpp"
+#include "autotrain/model/folder.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
@@ -17,7 +18,7 @@ using autotrain::testing::TempDir;
 using autotrain::testing::write_file;
 
 ResolvedParams load_yaml(const std::filesystem::path& path) {
-  return load_params(ConfigInputs{path, {}, {}});
+  return load_params(ConfigInputs{path, {}, {}}, model::folder_shape);
 }
 
 TEST(YamlConfig, ReadsAutoTrainLayoutWithColumnMappingAndDistributedBlock) {
@@ -132,7 +133,7 @@ TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
   EXPECT_EQ(resolved.params.chat_template, "none");
   EXPECT_FALSE(resolved.params.peft);
   write_file(dir / "p.json", R"({"peft": false, "quantization": null, "lr": 1e-4})");
-  EXPECT_EQ(load_params({{}, dir / "p.json", {}}).params.lr, 1e-4);
+  EXPECT_EQ(load_params({{}, dir / "p.json", {}}, model::folder_shape).params.lr, 1e-4);
 }
 
 TEST(YamlConfig, ReadsChatTemplateFromDataOrParamsOnce) {
@@ -158,7 +159,7 @@ TEST(YamlConfig, SuggestsOurNameForTransformersAndAutoTrainNames) {
                        "unknown parameter 'save_steps' (did you mean 'checkpoint_every'?"));
   write_file(dir / "p.json", R"({"learning_rate": 1e-4})");
   EXPECT_TRUE(contains(error_message([&] {
-                         load_params({{}, dir / "p.json", {}});
+                         load_params({{}, dir / "p.json", {}}, model::folder_shape);
                        }),
                        "(did you mean 'lr'?"));
 }
@@ -190,18 +191,18 @@ TEST(JsonConfig, RejectsUnknownKeyAndWrongTypeNamingTheFile) {
   TempDir dir;
   write_file(dir / "p.json", R"({"lr": 1e-4, "warmup_ratioo": 0.2})");
   EXPECT_EQ(error_message([&] {
-              load_params({{}, dir / "p.json", {}});
+              load_params({{}, dir / "p.json", {}}, model::folder_shape);
             }),
             "warmup_ratioo: unknown parameter 'warmup_ratioo' (did you mean 'warmup_ratio'?) in " +
                 (dir / "p.json").string());
   write_file(dir / "q.json", R"({"batch_size": "eight"})");
   EXPECT_TRUE(contains(error_message([&] {
-                         load_params({{}, dir / "q.json", {}});
+                         load_params({{}, dir / "q.json", {}}, model::folder_shape);
                        }),
                        "batch_size: expected an integer, got 'eight' in"));
   write_file(dir / "r.json", R"([1, 2])");
   EXPECT_TRUE(contains(error_message([&] {
-                         load_params({{}, dir / "r.json", {}});
+                         load_params({{}, dir / "r.json", {}}, model::folder_shape);
                        }),
                        "expected a JSON object of parameters"));
 }
@@ -211,7 +212,7 @@ TEST(Precedence, FlagBeatsYamlBeatsJsonBeatsDefault) {
   write_file(dir / "p.json", R"({"lr": 1e-3, "epochs": 5, "seed": 7, "batch_size": 3})");
   write_file(dir / "c.yaml", "params:\n  lr: 2e-3\n  epochs: 6\n");
   const ResolvedParams resolved =
-      load_params({dir / "c.yaml", dir / "p.json", {{"lr", "--lr", "3e-3"}}});
+      load_params({dir / "c.yaml", dir / "p.json", {{"lr", "--lr", "3e-3"}}}, model::folder_shape);
   EXPECT_EQ(resolved.params.lr, 3e-3);
   EXPECT_EQ(resolved.params.epochs, 6);
   EXPECT_EQ(resolved.params.seed, 7);
@@ -225,10 +226,11 @@ TEST(Precedence, FlagBeatsYamlBeatsJsonBeatsDefault) {
 TEST(Precedence, OverriddenSourcesAreStillChecked) {
   TempDir dir;
   write_file(dir / "c.yaml", "params:\n  lr: fast\n");
-  EXPECT_TRUE(contains(error_message([&] {
-                         load_params({dir / "c.yaml", {}, {{"lr", "--lr", "1e-3"}}});
-                       }),
-                       "params.lr: expected a number, got 'fast'"));
+  EXPECT_TRUE(
+      contains(error_message([&] {
+                 load_params({dir / "c.yaml", {}, {{"lr", "--lr", "1e-3"}}}, model::folder_shape);
+               }),
+               "params.lr: expected a number, got 'fast'"));
 }
 
 TEST(Flags, KebabAndSnakeSpellingsSetTheSameParameter) {
@@ -258,11 +260,11 @@ TEST(JsonRoundTrip, WrittenParamsLoadBackExactly) {
                          {"add_eos_token", "--add-eos-token", "false"},
                          {"distributed_backend", "--distributed-backend", "deepspeed"},
                          {"reduce_bucket_size", "--reduce-bucket-size", "1234567890"}});
-  resolve_params(original);
+  resolve_params(original, model::folder_shape);
   const auto path = dir / "run" / "training_params.json";
   write_training_params(original.params, path);
 
-  const ResolvedParams reloaded = load_params({{}, path, {}});
+  const ResolvedParams reloaded = load_params({{}, path, {}}, model::folder_shape);
   EXPECT_EQ(reloaded.params, original.params);
   EXPECT_EQ(reloaded.params.lr, 3e-5);
   EXPECT_EQ(reloaded.params.weight_decay, 0.30000000000000004);
@@ -283,7 +285,7 @@ TEST(JsonRoundTrip, JsonHoldsEveryParameterInTableOrder) {
 TEST(DryRunTable, ListsEveryParameterWithValueAndSource) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"lr", "--lr", "1e-4"}});
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   const std::string table = render_params_table(resolved);
   EXPECT_TRUE(contains(table, "parameter"));
   const size_t lr_line = table.find("\nlr ");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "autotrain/model/folder.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
@@ -51,7 +52,7 @@ TEST_F(Sweep, ListHasOneModelPerRunAndAnEmptyRunIsTheBaseline) {
 TEST_F(Sweep, ChangesApplyAfterFlagsWithTheirProvenance) {
   const auto models = plan("sweep:\n  lr: [2e-4, 4e-4]\n");
   ConfigInputs inputs{yaml("sweep:\n  lr: [2e-4, 4e-4]\n"), {}, {}, models.models[1].changes};
-  const ResolvedParams resolved = load_params(inputs);
+  const ResolvedParams resolved = load_params(inputs, model::folder_shape);
   EXPECT_EQ(resolved.params.lr, 4e-4);
   EXPECT_TRUE(contains(resolved.provenance.at("lr"), "c.yaml:sweep.lr[1]"));
 }

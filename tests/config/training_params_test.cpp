@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "autotrain/config/load.hpp"
+#include "autotrain/model/folder.hpp"
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
@@ -147,7 +148,7 @@ TEST(TrainingParams, FormatsDoublesSoTheyReadBackExactly) {
 
 TEST(ResolveParams, ModelPresetFillsShapeAndTokenizerFillsVocab) {
   ResolvedParams resolved = default_params();
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   EXPECT_EQ(resolved.params.n_layer, 12);
   EXPECT_EQ(resolved.params.n_head, 12);
   EXPECT_EQ(resolved.params.n_embd, 768);
@@ -162,7 +163,7 @@ TEST(ResolveParams, ModelPresetFillsShapeAndTokenizerFillsVocab) {
 TEST(ResolveParams, TinyModelAndByteTokenizer) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"model", "--model", "tiny"}, {"tokenizer", "--tokenizer", "byte"}});
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   EXPECT_EQ(resolved.params.n_layer, 2);
   EXPECT_EQ(resolved.params.n_head, 2);
   EXPECT_EQ(resolved.params.n_embd, 64);
@@ -174,7 +175,7 @@ TEST(ResolveParams, ZeroStageDerivesFromDistributedBackendUnlessGiven) {
   auto stage = [](std::vector<FlagValue> flags) {
     ResolvedParams resolved = default_params();
     apply_flags(resolved, flags);
-    resolve_params(resolved);
+    resolve_params(resolved, model::folder_shape);
     return std::make_pair(resolved.params.zero_stage, resolved.provenance["zero_stage"]);
   };
   EXPECT_EQ(stage({}), std::make_pair(int64_t{0}, std::string("derived from distributed_backend "
@@ -194,20 +195,20 @@ TEST(ResolveParams, ZeroStageDerivesFromDistributedBackendUnlessGiven) {
 
 TEST(ResolveParams, EvaluationNeedsAValidationSplit) {
   ResolvedParams resolved = default_params();
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   EXPECT_EQ(resolved.params.eval_strategy, "no");
   EXPECT_EQ(resolved.provenance["eval_strategy"], "derived from valid_split (none)");
 
   ResolvedParams with_split = default_params();
   apply_flags(with_split, {{"valid_split", "--valid-split", "valid"}});
-  resolve_params(with_split);
+  resolve_params(with_split, model::folder_shape);
   EXPECT_EQ(with_split.params.eval_strategy, "epoch");
 }
 
 TEST(ResolveParams, RejectsWidthNotDivisibleByHeadsNamingBothSources) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"n_embd", "--n-embd", "100"}});
-  const std::string message = error_message([&] { resolve_params(resolved); });
+  const std::string message = error_message([&] { resolve_params(resolved, model::folder_shape); });
   EXPECT_EQ(message,
             "n_embd 100 (from --n-embd) must be divisible by n_head 12 (derived from model "
             "(gpt2)): each head gets n_embd / n_head channels");
@@ -216,7 +217,7 @@ TEST(ResolveParams, RejectsWidthNotDivisibleByHeadsNamingBothSources) {
 TEST(ResolveParams, RejectsBlockSizeBeyondTheModelContext) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"model", "--model", "tiny"}, {"block_size", "--block-size", "256"}});
-  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved); }),
+  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved, model::folder_shape); }),
                        "block_size 256 (from --block-size) exceeds the model's context: expected "
                        "at most n_positions 128"));
 }
@@ -224,8 +225,8 @@ TEST(ResolveParams, RejectsBlockSizeBeyondTheModelContext) {
 TEST(ResolveParams, RejectsVocabularySmallerThanTheTokenizer) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"vocab_size", "--vocab-size", "50000"}});
-  EXPECT_TRUE(
-      contains(error_message([&] { resolve_params(resolved); }), "expected at least 50257"));
+  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved, model::folder_shape); }),
+                       "expected at least 50257"));
 }
 
 TEST(ResolveParams, TokenizerJsonGivesItsVocabularySizeAndAnUnknownPathIsNamed) {
@@ -235,13 +236,13 @@ TEST(ResolveParams, TokenizerJsonGivesItsVocabularySizeAndAnUnknownPathIsNamed) 
                           "added_tokens": [{"id": 70001, "content": "<eos>"}]})");
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"tokenizer", "--tokenizer", dir.path().string()}});
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   EXPECT_EQ(resolved.params.vocab_size, 70002);
   resolved = default_params();
   apply_flags(resolved, {{"tokenizer", "--tokenizer", dir.path().string()},
                          {"vocab_size", "--vocab-size", "70000"}});
-  EXPECT_TRUE(
-      contains(error_message([&] { resolve_params(resolved); }), "expected at least 70002"));
+  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved, model::folder_shape); }),
+                       "expected at least 70002"));
   resolved = default_params();
   EXPECT_TRUE(contains(error_message([&] {
                          apply_flags(resolved, {{"tokenizer", "--tokenizer", "gtp2"}});
@@ -252,7 +253,7 @@ TEST(ResolveParams, TokenizerJsonGivesItsVocabularySizeAndAnUnknownPathIsNamed) 
 TEST(ResolveParams, ValidSplitNoneMeansNoValidation) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved, {{"valid_split", "--valid-split", "none"}});
-  resolve_params(resolved);
+  resolve_params(resolved, model::folder_shape);
   EXPECT_EQ(resolved.params.valid_split, "");
   EXPECT_EQ(resolved.params.eval_strategy, "no");
 }
@@ -261,7 +262,7 @@ TEST(ResolveParams, RejectsNcclOnCpu) {
   ResolvedParams resolved = default_params();
   apply_flags(resolved,
               {{"comm_backend", "--comm-backend", "nccl"}, {"device", "--device", "cpu"}});
-  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved); }),
+  EXPECT_TRUE(contains(error_message([&] { resolve_params(resolved, model::folder_shape); }),
                        "comm_backend nccl (from --comm-backend) needs GPUs"));
 }
 

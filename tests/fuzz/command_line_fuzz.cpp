@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autotrain/config/command_line.hpp"
+#include "autotrain/model/folder.hpp"
 #include "fuzz_support.hpp"
 
 using namespace autotrain;
@@ -18,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto line = config::parse_train_command_line(args);
     auto resolved = config::default_params();
     config::apply_flags(resolved, line.flags);
-    config::resolve_params(resolved);
+    config::resolve_params(resolved, model::folder_shape);
   });
   return 0;
 }

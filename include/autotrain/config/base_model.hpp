@@ -6,7 +6,7 @@
 // downloads: a Hub id missing from the cache is an error that says how to fetch it.
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +14,7 @@
 
 namespace autotrain::config {
 
-// The shape config.json declares, as the model layer reads it (model::read_hf_config, whatever
+// The shape config.json declares, as the model layer reads it (model::folder_shape, whatever
 // the family: GPT-2's n_layer, the Llama family's num_hidden_layers, ...). A model_type no
 // family has is an Error naming `architectures` and `model_type`.
 struct FolderShape {
@@ -24,8 +24,11 @@ struct FolderShape {
   int64_t n_positions = 0;
   int64_t vocab_size = 0;
   bool head_dim = false;  // config.json sets its own head_dim (hidden / heads need not divide)
-  std::optional<int64_t> model_max_length;  // tokenizer_config.json's, when it is a real bound
 };
+// Reads a folder's FolderShape. The model layer's registry knows the families, and it sits above
+// this layer: whoever resolves parameters hands its reader in (model::folder_shape).
+using FolderShapeReader = std::function<FolderShape(const std::filesystem::path& folder)>;
+
 struct BaseModel {
   std::string name;              // `model` as given
   std::string revision;          // for a Hub id
@@ -36,7 +39,7 @@ struct BaseModel {
   // (a config.json without weights: the dry run plans it, from_scratch trains it).
   std::filesystem::path known_architecture;
   // The folder (or known architecture) whose config.json describes the model; empty for a
-  // preset. The model layer reads all of it (model::read_hf_config); this layer its shape.
+  // preset. The model layer reads all of it (model::read_folder_config); this layer its shape.
   std::optional<FolderShape> shape;  // of config_dir(), filled by resolve_params
   std::filesystem::path config_dir() const { return folder.empty() ? known_architecture : folder; }
 
@@ -65,9 +68,8 @@ std::optional<std::filesystem::path> find_in_hub_cache(const std::filesystem::pa
 // Throws Error for a path that exists but is not a model folder.
 BaseModel locate_base_model(std::string_view model, std::string_view revision, bool from_scratch);
 
-// A model folder's config.json, parsed (errors name the file).
-nlohmann::json read_config_json(const std::filesystem::path& folder);
-
-FolderShape read_folder_shape(const std::filesystem::path& folder);
+// tokenizer_config.json's model_max_length in `folder`, when it is a real bound (transformers
+// writes 1e30 when the tokenizer sets none).
+std::optional<int64_t> tokenizer_max_length(const std::filesystem::path& folder);
 
 }  // namespace autotrain::config

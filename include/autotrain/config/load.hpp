@@ -55,14 +55,15 @@ void apply_flags(ResolvedParams& into, const std::vector<FlagValue>& flags);
 // owns: model shape, vocab_size, block_size, zero_stage; the base model folder's tokenizer when
 // tokenizer is not given; eval_strategy "no" without valid_split) and then validates. Pretrained
 // weights that are missing are not an error here (a dry run shows it; training refuses).
-void resolve_params(ResolvedParams& resolved);
+// read_shape reads a model folder's shape (model::folder_shape; the families are a layer above).
+void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shape);
 
 // Combination checks on resolved parameters (n_embd divisible by n_head, block_size within the
 // model's context, ...). Messages name each value's source.
 void validate_params(const ResolvedParams& resolved);
 
 // defaults -> JSON -> YAML -> flags -> model changes -> resolve_params(). What `train` calls.
-ResolvedParams load_params(const ConfigInputs& inputs);
+ResolvedParams load_params(const ConfigInputs& inputs, const FolderShapeReader& read_shape);
 
 // Checks against the job: num_nodes x num_gpus_per_node must equal world_size when both are
 // given, and each alone must divide it.
