@@ -88,6 +88,7 @@ struct ModelConfig {
 
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int head_unit() const { return tie_word_embeddings ? 0 : n_layer + 1; }  // the LM head's
   int mlp_size() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
   int rotary_size() const { return rotary_dim > 0 ? rotary_dim : head_size(); }
   int q_size() const { return n_head * head_size(); }       // query width

@@ -61,58 +61,46 @@ DeviceGpt2Decoder<F>::DeviceGpt2Decoder(const ParamLayout& layout, int positions
   AT_CHECK(config.n_embd <= kLayerNormMaxChannels, "model: n_embd = ", config.n_embd,
            " is wider than the ", kLayerNormMaxChannels, " channels the CUDA LayerNorm takes");
   buffers_ = std::make_unique<Buffers>(layout, positions);
+  const Buffers& k = *buffers_;
+  this->decode_ = {k.tokens, k.ln, k.logits, k.wte, k.memory.bytes()};
 }
 
 template <typename F>
 DeviceGpt2Decoder<F>::~DeviceGpt2Decoder() = default;
 
 template <typename F>
-std::size_t DeviceGpt2Decoder<F>::device_bytes() const {
-  return buffers_->memory.bytes();
+void DeviceGpt2Decoder<F>::embed_row(const F* p, int t) {
+  const Buffers& k = *buffers_;
+  const int C = k.config.n_embd;
+  encoder_forward(k.x, k.tokens + t, p + k.wte,
+                  p + k.wpe + static_cast<std::size_t>(t) * static_cast<std::size_t>(C), 1, 1, C,
+                  stream_);
 }
 
 template <typename F>
-void DeviceGpt2Decoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token,
-                                      std::span<float> logits) {
-  Buffers& k = *buffers_;
-  const ModelConfig& cfg = k.config;
-  const int t = this->begin_token(token, logits, k.tokens);  // this token's position
-  const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer, Vp = cfg.padded_vocab_size;
+void DeviceGpt2Decoder<F>::block_row(int l, const F* p, int t) {
+  const Buffers& k = *buffers_;
+  const int C = k.config.n_embd, NH = k.config.n_head;
   const auto uC = static_cast<std::size_t>(C);
   const auto P = static_cast<std::size_t>(this->positions_);
-  const F* p = access.params(0);
-  encoder_forward(k.x, k.tokens + t, p + k.wte, p + k.wpe + static_cast<std::size_t>(t) * uC, 1, 1,
-                  C, stream_);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    // This layer's qkv rows of positions 0..t; row t is computed now.
-    F* rows = k.cache + static_cast<std::size_t>(l) * P * 3 * uC;
-    layernorm_forward(k.ln, k.mean, k.rstd, k.x, p + k.ln1w, p + k.ln1b, 1, C, stream_);
-    matmul_forward(blas_, rows + static_cast<std::size_t>(t) * 3 * uC, k.ln, p + k.qkvw, p + k.qkvb,
-                   1, C, 3 * C, stream_);
-    attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, C, NH, stream_);
-    matmul_forward(blas_, k.proj, k.atty, p + k.attprojw, p + k.attprojb, 1, C, C, stream_);
-    residual_forward(k.residual2, k.x, k.proj, uC, stream_);
-    layernorm_forward(k.ln, k.mean, k.rstd, k.residual2, p + k.ln2w, p + k.ln2b, 1, C, stream_);
-    matmul_gelu_forward(blas_, k.fch_gelu, k.fch, k.ln, p + k.fcw, p + k.fcb, 1, C, 4 * C, stream_);
-    matmul_forward(blas_, k.proj, k.fch_gelu, p + k.fcprojw, p + k.fcprojb, 1, 4 * C, C, stream_);
-    residual_forward(k.x, k.residual2, k.proj, uC, stream_);
-    access.release(unit);
-  }
-  ++length_;
-  if (logits.empty()) return;
+  // This layer's qkv rows of positions 0..t; row t is computed now.
+  F* rows = k.cache + static_cast<std::size_t>(l) * P * 3 * uC;
+  layernorm_forward(k.ln, k.mean, k.rstd, k.x, p + k.ln1w, p + k.ln1b, 1, C, stream_);
+  matmul_forward(blas_, rows + static_cast<std::size_t>(t) * 3 * uC, k.ln, p + k.qkvw, p + k.qkvb,
+                 1, C, 3 * C, stream_);
+  attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, C, NH, stream_);
+  matmul_forward(blas_, k.proj, k.atty, p + k.attprojw, p + k.attprojb, 1, C, C, stream_);
+  residual_forward(k.residual2, k.x, k.proj, uC, stream_);
+  layernorm_forward(k.ln, k.mean, k.rstd, k.residual2, p + k.ln2w, p + k.ln2b, 1, C, stream_);
+  matmul_gelu_forward(blas_, k.fch_gelu, k.fch, k.ln, p + k.fcw, p + k.fcb, 1, C, 4 * C, stream_);
+  matmul_forward(blas_, k.proj, k.fch_gelu, p + k.fcprojw, p + k.fcprojb, 1, 4 * C, C, stream_);
+  residual_forward(k.x, k.residual2, k.proj, uC, stream_);
+}
 
-  p = access.params(L + 1);
-  layernorm_forward(k.ln, k.mean, k.rstd, k.x, p + k.lnfw, p + k.lnfb, 1, C, stream_);
-  access.release(L + 1);
-  p = access.params(0);
-  // logits[1, Vp] = ln[1, C] · wte[Vp, C]ᵀ (tied LM head)
-  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
-       p + k.wte, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
-  access.release(0);
-  this->download_logits(k.logits, logits);
+template <typename F>
+void DeviceGpt2Decoder<F>::final_norm_row(const F* p) {
+  const Buffers& k = *buffers_;
+  layernorm_forward(k.ln, k.mean, k.rstd, k.x, p + k.lnfw, p + k.lnfb, 1, k.config.n_embd, stream_);
 }
 
 template class DeviceGpt2Decoder<float>;

@@ -1,11 +1,14 @@
-// What the device decoders share (model/gpu/decoder_base.hpp).
+// The device decoders' driver (model/gpu/decoder_base.hpp).
 #include "autotrain/model/gpu/decoder_base.hpp"
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
+#include "autotrain/kernels/gpu/crossentropy.hpp"
 #include "host_floats.hpp"
 
 namespace autotrain::model::gpu {
+
+using autotrain::kernels::Transpose;
 
 template <typename F>
 DeviceDecoderBase<F>::DeviceDecoderBase(const ModelConfig& config, int positions,
@@ -14,6 +17,7 @@ DeviceDecoderBase<F>::DeviceDecoderBase(const ModelConfig& config, int positions
       vocab_size_(config.vocab_size),
       stream_(stream),
       blas_(blas),
+      config_(config),
       host_tokens_(static_cast<std::size_t>(positions)),
       host_logits_(static_cast<std::size_t>(config.vocab_size)) {
   AT_CHECK(positions >= 1 && positions <= config.block_size, "model: a decoder of ", positions,
@@ -28,8 +32,44 @@ void DeviceDecoderBase<F>::reset() {
 }
 
 template <typename F>
-int DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logits,
-                                      std::int32_t* device_tokens) {
+void DeviceDecoderBase<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token,
+                                      std::span<float> logits) {
+  const DecodeBuffers& d = decode_;
+  const int t = begin_token(token, logits);  // this token's position
+  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
+  const F* p = access.params(0);
+  embed_row(p, t);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    block_row(l, p, t);
+    access.release(unit);
+  }
+  ++length_;
+  if (logits.empty()) return;
+
+  p = access.params(last);
+  final_norm_row(p);
+  if (head != last) {
+    access.release(last);
+    p = access.params(head);
+  }
+  // logits[1, Vp] = normed[1, C] · head[Vp, C]ᵀ
+  const auto C = static_cast<std::size_t>(config_.n_embd);
+  const auto Vp = static_cast<std::size_t>(config_.padded_vocab_size);
+  kernels::gpu::gemm(blas_, Transpose::no, Transpose::yes, 1, Vp, C, 1.0f, d.normed, C, p + d.head,
+                     C, 0.0f, d.logits, Vp, stream_);
+  if (config_.final_softcap > 0) {
+    kernels::gpu::logit_softcap(d.logits, 1, config_.vocab_size, config_.padded_vocab_size,
+                                static_cast<float>(config_.final_softcap), stream_);
+  }
+  access.release(head);
+  download_logits(logits);
+}
+
+template <typename F>
+int DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logits) {
   AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
            " positions already; reset it and feed the last window again");
   AT_CHECK(token >= 0 && token < vocab_size_, "model: token ", token,
@@ -38,14 +78,14 @@ int DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logit
            "model: the logits hold vocab_size = ", vocab_size_, " values, not ", logits.size());
   const int t = length_;
   host_tokens_.data()[t] = token;
-  AT_CUDA_CHECK(cudaMemcpyAsync(device_tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
+  AT_CUDA_CHECK(cudaMemcpyAsync(decode_.tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, stream_));
   return t;
 }
 
 template <typename F>
-void DeviceDecoderBase<F>::download_logits(const F* device_logits, std::span<float> logits) {
-  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), device_logits, logits.size() * sizeof(F),
+void DeviceDecoderBase<F>::download_logits(std::span<float> logits) {
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_logits_.data(), decode_.logits, logits.size() * sizeof(F),
                                 cudaMemcpyDeviceToHost, stream_));
   AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   to_host_floats(host_logits_.data(), logits);

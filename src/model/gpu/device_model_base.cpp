@@ -1,4 +1,4 @@
-// What the device models share (model/gpu/device_model_base.hpp).
+// The device models' driver (model/gpu/device_model_base.hpp).
 #include "autotrain/model/gpu/device_model_base.hpp"
 
 #include "../check_tokens.hpp"
@@ -7,9 +7,12 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/kernels/gpu/matmul.hpp"
 #include "event_clock.hpp"
 
 namespace autotrain::model::gpu {
+
+using autotrain::kernels::Transpose;
 
 template <typename F>
 DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cudaStream_t stream,
@@ -26,6 +29,19 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config.block_size, "model: sequence length ", T, " must be in [1, ",
            positions_key, " = ", config.block_size, "]");
+  const std::size_t bt = host_losses_.size();
+  const auto Vp = static_cast<std::size_t>(config.padded_vocab_size);
+  auto carve = [&](autotrain::gpu::SubBuffers parts) {
+    parts.take(driver_.logits, bt * Vp);
+    parts.take(driver_.lse, bt);
+    parts.take(driver_.losses, bt);
+    parts.take(driver_.inputs, bt);
+    parts.take(driver_.targets, bt);
+    parts.take(driver_.token_runs, 3 * bt + 1);
+    return parts.bytes();
+  };
+  memory_ = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
+  carve(autotrain::gpu::SubBuffers(memory_.data()));
 }
 
 template <typename F>
@@ -44,15 +60,131 @@ void DeviceModelBase<F>::choose_attention(bool supported, int head_size) {
 }
 
 template <typename F>
-void DeviceModelBase<F>::loss_forward(float* losses, float* lse, const F* logits,
-                                      const std::int32_t* targets) {
-  const std::size_t bt = host_losses_.size();
+void DeviceModelBase<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+                                       const std::int32_t* targets) {
+  const DriverBuffers& d = driver_;
+  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
+  loss_positions_ = tokens_.upload(inputs, targets, config_.vocab_size, d.inputs, d.targets,
+                                   d.token_runs, stream_);
+  ready_for_backward_ = false;
+
   EventClock clock(profiler_.get(), stream_, Pass::forward);
+  const F* p = access.params(0);
   clock.restart();
-  kernels::gpu::crossentropy_forward(losses, lse, logits, targets, bt, config_.vocab_size,
+  embed_forward(p);
+  clock.lap(kEncoder);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    clock.restart();
+    block_forward(l, p, access.linear_adapter(unit), clock);
+    access.release(unit);
+  }
+  p = access.params(last);
+  clock.restart();
+  final_norm_forward(p);
+  clock.lap(kNorm);
+  if (head != last) {
+    access.release(last);
+    p = access.params(head);
+  }
+  head_forward(p, clock);
+  access.release(head);
+  loss_forward(clock);
+}
+
+template <typename F>
+void DeviceModelBase<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
+  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
+  ready_for_backward_ = false;  // the logits buffer becomes dlogits
+  const DriverBuffers& d = driver_;
+  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
+  EventClock clock(profiler_.get(), stream_, Pass::backward);
+
+  // d(mean loss · scale)/d(loss of one position)
+  const float dloss = position_dloss(loss_scale, loss_positions_);
+  kernels::gpu::crossentropy_backward(
+      d.logits, d.logits, d.lse, d.targets, dloss, host_losses_.size(), config_.vocab_size,
+      config_.padded_vocab_size, stream_, static_cast<float>(config_.final_softcap));
+  clock.lap(kCrossEntropy);
+  if (head == 0) {
+    const F* p = access.params(0);  // before grads(0): the documented order
+    head_backward(p, access.frozen(0) ? nullptr : access.grads(0), clock);
+    access.release(0);
+  }
+  {
+    const F* p = access.params(last);
+    F* g = access.frozen(last) ? nullptr : access.grads(last);
+    if (head == last) head_backward(p, g, clock);
+    clock.restart();
+    final_norm_backward(p, g);
+    clock.lap(kNorm);
+    access.release(last);
+    access.grads_ready(last);
+  }
+  for (int l = L - 1; l >= 0; --l) {
+    const int unit = ParamLayout::block_unit(l);
+    const F* p = access.params(unit);
+    F* g = access.grads(unit);
+    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
+    clock.restart();
+    // Checkpointing: the slots hold the last block's activations; recompute block l's.
+    if (recompute_ && l != L - 1) block_forward(l, p, adapter, clock);
+    block_backward(l, p, g, adapter, clock);
+    access.release(unit);
+    access.grads_ready(unit);
+  }
+  if (!access.frozen(0)) {
+    F* g = access.grads(0);
+    clock.restart();
+    embed_backward(g, tokens_.runs(d.token_runs));
+    clock.lap(kEncoder);
+  }
+  access.grads_ready(0);
+}
+
+template <typename F>
+void DeviceModelBase<F>::head_forward(const F* p, EventClock& clock) {
+  const DriverBuffers& d = driver_;
+  const std::size_t bt = host_losses_.size(), C = static_cast<std::size_t>(config_.n_embd);
+  const std::size_t Vp = static_cast<std::size_t>(config_.padded_vocab_size);
+  clock.restart();
+  // logits[BT, Vp] = normed[BT, C] · head[Vp, C]ᵀ
+  kernels::gpu::gemm(blas_, Transpose::no, Transpose::yes, bt, Vp, C, 1.0f, family_.normed, C,
+                     p + family_.head, C, 0.0f, d.logits, Vp, stream_);
+  if (config_.final_softcap > 0) {
+    kernels::gpu::logit_softcap(d.logits, bt, config_.vocab_size, config_.padded_vocab_size,
+                                static_cast<float>(config_.final_softcap), stream_);
+  }
+  clock.lap(kLmHead);
+}
+
+template <typename F>
+void DeviceModelBase<F>::head_backward(const F* p, F* g, EventClock& clock) {
+  const DriverBuffers& d = driver_;
+  const std::size_t bt = host_losses_.size(), C = static_cast<std::size_t>(config_.n_embd);
+  const std::size_t Vp = static_cast<std::size_t>(config_.padded_vocab_size);
+  clock.restart();
+  // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · normed[BT, C];  dnormed[BT, C] = dlogits · head[Vp, C]
+  if (g != nullptr) {
+    kernels::gpu::gemm(blas_, Transpose::yes, Transpose::no, Vp, C, bt, 1.0f, d.logits, Vp,
+                       family_.normed, C, 1.0f, g + family_.head, C, stream_);
+  }
+  kernels::gpu::gemm(blas_, Transpose::no, Transpose::no, bt, C, Vp, 1.0f, d.logits, Vp,
+                     p + family_.head, C, 0.0f, family_.dnormed, C, stream_);
+  clock.lap(kLmHead);
+}
+
+template <typename F>
+void DeviceModelBase<F>::loss_forward(EventClock& clock) {
+  const DriverBuffers& d = driver_;
+  const std::size_t bt = host_losses_.size();
+  clock.restart();
+  kernels::gpu::crossentropy_forward(d.losses, d.lse, d.logits, d.targets, bt, config_.vocab_size,
                                      config_.padded_vocab_size, stream_);
   clock.lap(kCrossEntropy);
-  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), losses, bt * sizeof(float),
+  AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), d.losses, bt * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_));
   losses_copied_.record(stream_);
   ready_for_backward_ = true;

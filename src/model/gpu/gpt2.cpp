@@ -55,29 +55,26 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
   bool one_slot;           // layer(l) of the recomputable tensors is slot 0
 
   autotrain::gpu::DeviceBuffer memory;
-  F* encoded;                      // [B, T, C]
-  F* ln1;                          // [L, B, T, C]
-  float *ln1_mean, *ln1_rstd;      // [L, B, T]
-  F* qkv;                          // [L, B, T, 3C]
-  F* atty;                         // [L, B, T, C]
-  F* att;                          // [L, B, NH, T, T]
-  F* residual2;                    // [L, B, T, C]
-  F* ln2;                          // [L, B, T, C]
-  float *ln2_mean, *ln2_rstd;      // [L, B, T]
-  F *fch, *fch_gelu;               // [L, B, T, 4C]
-  F* residual3;                    // [L, B, T, C]
-  F* lnf;                          // [B, T, C]
-  float *lnf_mean, *lnf_rstd;      // [B, T]
-  F* proj;                         // [B, T, C] output of c_proj before the residual add
-  F* logits;                       // [B, T, Vp]; holds dlogits once backward starts
-  float *lse, *losses;             // [B, T]
-  std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
-  std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
-  F* dresidual;                    // [B, T, C] the residual stream, accumulated
-  F* dsmall;                       // [B, T, C] d(ln output) / d(attention output) / d(lnf)
-  F* dlarge;                       // [B, T, 4C] d(fch) / d(qkv)
-  F* datt;                         // [B, NH, T, T] attention_backward's d(scores) scratch
-  float* scratch;                  // LayerNorm and bias-gradient partial sums
+  F* encoded;                  // [B, T, C]
+  F* ln1;                      // [L, B, T, C]
+  float *ln1_mean, *ln1_rstd;  // [L, B, T]
+  F* qkv;                      // [L, B, T, 3C]
+  F* atty;                     // [L, B, T, C]
+  F* att;                      // [L, B, NH, T, T]
+  F* residual2;                // [L, B, T, C]
+  F* ln2;                      // [L, B, T, C]
+  float *ln2_mean, *ln2_rstd;  // [L, B, T]
+  F *fch, *fch_gelu;           // [L, B, T, 4C]
+  F* residual3;                // [L, B, T, C]
+  F* lnf;                      // [B, T, C]
+  float *lnf_mean, *lnf_rstd;  // [B, T]
+  F* proj;                     // [B, T, C] output of c_proj before the residual add
+  F* dresidual;                // [B, T, C] the residual stream, accumulated
+  F* dsmall;                   // [B, T, C] d(ln output) / d(attention output) / d(lnf)
+  F* dlarge;                   // [B, T, 4C] d(fch) / d(qkv)
+  F* datt;                     // [B, NH, T, T] attention_backward's d(scores) scratch
+  float* scratch;              // LayerNorm and bias-gradient partial sums
+  F* norm_discard;             // [2C] a frozen ln_f's gradients (LoRA), never read
   // Flash attention keeps no [T, T] matrices (att and datt are then empty) but these:
   std::size_t rows_stride;  // B·NH·T
   float* flash_lse;         // [L, B, NH, T] each row's log-sum-exp
@@ -109,7 +106,6 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
     const std::size_t layers = static_cast<std::size_t>(config.n_layer);
     const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     const std::size_t C = static_cast<std::size_t>(config.n_embd);
-    const std::size_t Vp = static_cast<std::size_t>(config.padded_vocab_size);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     btc = bt * C;
     rows_stride = static_cast<std::size_t>(B) * static_cast<std::size_t>(config.n_head) *
@@ -139,12 +135,6 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
       parts.take(lnf_mean, bt);
       parts.take(lnf_rstd, bt);
       parts.take(proj, btc);
-      parts.take(logits, bt * Vp);
-      parts.take(lse, bt);
-      parts.take(losses, bt);
-      parts.take(inputs, bt);
-      parts.take(targets, bt);
-      parts.take(token_runs, 3 * bt + 1);
       parts.take(dresidual, btc);
       parts.take(dsmall, btc);
       parts.take(dlarge, 4 * btc);
@@ -152,6 +142,7 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
       parts.take(flash_lse, L * flash_rows);
       parts.take(flash_delta, flash_rows);
       parts.take(scratch, scratch_floats);
+      parts.take(norm_discard, 2 * C);
       return parts.bytes();
     };
     memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
@@ -203,17 +194,27 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
            " channels the CUDA LayerNorm holds in one warp's registers (GPT-2 XL has 1600)");
   this->choose_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head), c.head_size());
   buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute);
+  const Buffers& b = *buffers_;
+  this->family_ = {b.lnf, b.dsmall, b.wte, b.memory.bytes()};
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
 template <typename F>
 DeviceGpt2<F>::~DeviceGpt2() = default;
 
-// Block l from its input `residual` to layer(l).residual3.
+template <typename F>
+void DeviceGpt2<F>::embed_forward(const F* p) {
+  const Buffers& b = *buffers_;
+  encoder_forward(b.encoded, this->driver_.inputs, p + b.wte, p + b.wpe, B_, T_, b.config.n_embd,
+                  stream_);
+}
+
+// Block l from its input (the embedding or block l - 1's residual3) to layer(l).residual3.
 template <typename F>
 void DeviceGpt2<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter,
-                                  const F* residual, EventClock& clock) {
+                                  EventClock& clock) {
   const Buffers& b = *buffers_;
+  const F* residual = l == 0 ? b.encoded : b.layer(l - 1).residual3;
   const int B = B_, T = T_;
   const int C = b.config.n_embd, NH = b.config.n_head;
   const std::size_t bt = b.bt, btc = b.btc;
@@ -259,169 +260,86 @@ void DeviceGpt2<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* adap
 }
 
 template <typename F>
-void DeviceGpt2<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                                  const std::int32_t* targets) {
-  Buffers& b = *buffers_;
-  const ModelConfig& cfg = b.config;
-  const int B = B_, T = T_;
-  const int C = cfg.n_embd, L = cfg.n_layer;
-  const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
-  const std::size_t bt = b.bt;
-  loss_positions_ = tokens_.upload(inputs, targets, V, b.inputs, b.targets, b.token_runs, stream_);
-  ready_for_backward_ = false;
-
-  EventClock clock(profiler_.get(), stream_, Pass::forward);
-  const F* p = access.params(0);
-  clock.restart();
-  encoder_forward(b.encoded, b.inputs, p + b.wte, p + b.wpe, B, T, C, stream_);
-  clock.lap(kEncoder);
-  access.release(0);
-
-  const F* residual = b.encoded;
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    clock.restart();
-    block_forward(l, p, access.linear_adapter(unit), residual, clock);
-    access.release(unit);
-    residual = b.layer(l).residual3;
-  }
-
-  const int ln_f = L + 1;
-  p = access.params(ln_f);
-  clock.restart();
-  layernorm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, residual, p + b.lnfw, p + b.lnfb, bt, C,
-                    stream_);
-  clock.lap(kNorm);
-  access.release(ln_f);
-
-  p = access.params(0);
-  clock.restart();
-  // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
-  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp),
-       static_cast<std::size_t>(C), 1.0f, b.lnf, static_cast<std::size_t>(C), p + b.wte,
-       static_cast<std::size_t>(C), 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
-  clock.lap(kLmHead);
-  access.release(0);
-  this->loss_forward(b.losses, b.lse, b.logits, b.targets);
+void DeviceGpt2<F>::final_norm_forward(const F* p) {
+  const Buffers& b = *buffers_;
+  const int L = b.config.n_layer;
+  layernorm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layer(L - 1).residual3, p + b.lnfw, p + b.lnfb,
+                    b.bt, b.config.n_embd, stream_);
 }
 
 template <typename F>
-void DeviceGpt2<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
-  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
-  ready_for_backward_ = false;  // the logits buffer becomes dlogits
-  Buffers& b = *buffers_;
-  const ModelConfig& cfg = b.config;
+void DeviceGpt2<F>::final_norm_backward(const F* p, F* g) {
+  const Buffers& b = *buffers_;
+  const int C = b.config.n_embd, L = b.config.n_layer;
+  F* dweight = g != nullptr ? g + b.lnfw : b.norm_discard;
+  F* dbias = g != nullptr ? g + b.lnfb : b.norm_discard + C;
+  AT_CUDA_CHECK(cudaMemsetAsync(b.dresidual, 0, b.btc * sizeof(F), stream_));
+  layernorm_backward(b.dresidual, dweight, dbias, b.dsmall, b.layer(L - 1).residual3, p + b.lnfw,
+                     b.lnf_mean, b.lnf_rstd, b.scratch, b.bt, C, stream_);
+}
+
+template <typename F>
+void DeviceGpt2<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                                   EventClock& clock) {
+  const Buffers& b = *buffers_;
   const int B = B_, T = T_;
-  const int C = cfg.n_embd, NH = cfg.n_head, L = cfg.n_layer;
-  const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
+  const int C = b.config.n_embd, NH = b.config.n_head;
   const std::size_t bt = b.bt, btc = b.btc;
-  const std::size_t Cs = static_cast<std::size_t>(C), Vps = static_cast<std::size_t>(Vp);
   F* dres = b.dresidual;
   F* dsmall = b.dsmall;
   F* dlarge = b.dlarge;
+  const auto x = b.layer(l);
+  const F* residual = l == 0 ? b.encoded : b.layer(l - 1).residual3;
+  const int unit = ParamLayout::block_unit(l);
+  // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
+  const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
+    if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
+  };
 
-  EventClock clock(profiler_.get(), stream_, Pass::backward);
-
-  // d(mean loss · scale)/d(loss of one position)
-  const float dloss = position_dloss(loss_scale, loss_positions_);
-  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_);
-  clock.lap(kCrossEntropy);
-  {
-    const F* p = access.params(0);
-    clock.restart();
-    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C] (unless frozen);  dlnf[BT, C] = dlogits · wte
-    if (!access.frozen(0)) {
-      gemm(blas_, Transpose::yes, Transpose::no, Vps, Cs, bt, 1.0f, b.logits, Vps, b.lnf, Cs, 1.0f,
-           access.grads(0) + b.wte, Cs, stream_);
-    }
-    gemm(blas_, Transpose::no, Transpose::no, bt, Cs, Vps, 1.0f, b.logits, Vps, p + b.wte, Cs, 0.0f,
-         dsmall, Cs, stream_);
-    clock.lap(kLmHead);
-    access.release(0);
-  }
-  {
-    const int ln_f = L + 1;
-    const F* p = access.params(ln_f);
-    F* g = access.grads(ln_f);
-    AT_CUDA_CHECK(cudaMemsetAsync(dres, 0, btc * sizeof(F), stream_));
-    clock.restart();
-    layernorm_backward(dres, g + b.lnfw, g + b.lnfb, dsmall, b.layer(L - 1).residual3, p + b.lnfw,
-                       b.lnf_mean, b.lnf_rstd, b.scratch, bt, C, stream_);
-    clock.lap(kNorm);
-    access.release(ln_f);
-    access.grads_ready(ln_f);
-  }
-  for (int l = L - 1; l >= 0; --l) {
-    const int unit = ParamLayout::block_unit(l);
-    const F* p = access.params(unit);
-    F* g = access.grads(unit);
-    clock.restart();
-    const auto x = b.layer(l);
-    const F* residual = l == 0 ? b.encoded : b.layer(l - 1).residual3;
-    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
-    // Checkpointing: the slot holds the last block's activations; recompute block l's. Its
-    // output (residual3) is kept, and the recomputation writes the same bits into it.
-    if (recompute_ && l != L - 1) block_forward(l, p, adapter, residual, clock);
-    // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
-    const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
-      if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
-    };
-
-    // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3;
-    // the GELU's backward is fused into c_proj's (the matmul row holds it) unless an adapter's
-    // term goes between them.
-    if (adapter) {
-      matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
-                      b.scratch, bt, 4 * C, C, stream_);
-      adapt(b.fcprojw, x.fch_gelu, dres, dlarge, 4 * C, C);
-      clock.lap(kMatmul);
-      gelu_backward(dlarge, x.fch, dlarge, 4 * btc, stream_);
-      clock.lap(kActivation);
-    } else {
-      matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
-                      b.scratch, bt, 4 * C, C, stream_, x.fch);
-      clock.lap(kMatmul);
-    }
-    matmul_backward(blas_, dsmall, g + b.fcw, g + b.fcb, dlarge, x.ln2, p + b.fcw, b.scratch, bt, C,
-                    4 * C, stream_);
-    adapt(b.fcw, x.ln2, dlarge, dsmall, C, 4 * C);
+  // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3;
+  // the GELU's backward is fused into c_proj's (the matmul row holds it) unless an adapter's
+  // term goes between them.
+  if (adapter) {
+    matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
+                    b.scratch, bt, 4 * C, C, stream_);
+    adapt(b.fcprojw, x.fch_gelu, dres, dlarge, 4 * C, C);
     clock.lap(kMatmul);
-    layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, x.residual2, p + b.ln2w, x.ln2_mean,
-                       x.ln2_rstd, b.scratch, bt, C, stream_);
-    clock.lap(kNorm);
-    // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
-    // dres = d residual2 now
-    matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, x.atty, p + b.attprojw,
-                    b.scratch, bt, C, C, stream_);
-    adapt(b.attprojw, x.atty, dres, dsmall, C, C);
+    gelu_backward(dlarge, x.fch, dlarge, 4 * btc, stream_);
+    clock.lap(kActivation);
+  } else {
+    matmul_backward(blas_, dlarge, g + b.fcprojw, g + b.fcprojb, dres, x.fch_gelu, p + b.fcprojw,
+                    b.scratch, bt, 4 * C, C, stream_, x.fch);
     clock.lap(kMatmul);
-    layer_attention_backward(flash_, dlarge, b.datt, b.flash_delta, dsmall, x.qkv, x.atty, x.att,
-                             x.flash_lse, B, T, C, NH, stream_);
-    clock.lap(kAttention);
-    matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, x.ln1, p + b.qkvw, b.scratch, bt,
-                    C, 3 * C, stream_);
-    adapt(b.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);
-    clock.lap(kMatmul);
-    layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w, x.ln1_mean,
-                       x.ln1_rstd, b.scratch, bt, C, stream_);
-    clock.lap(kNorm);
-    access.release(unit);
-    access.grads_ready(unit);
   }
-  if (!access.frozen(0)) {
-    F* g = access.grads(0);
-    clock.restart();
-    const TokenRuns runs = tokens_.runs(b.token_runs);
-    encoder_backward(g + b.wte, g + b.wpe, dres, runs, B, T, C, stream_);
-    clock.lap(kEncoder);
-  }
-  access.grads_ready(0);
+  matmul_backward(blas_, dsmall, g + b.fcw, g + b.fcb, dlarge, x.ln2, p + b.fcw, b.scratch, bt, C,
+                  4 * C, stream_);
+  adapt(b.fcw, x.ln2, dlarge, dsmall, C, 4 * C);
+  clock.lap(kMatmul);
+  layernorm_backward(dres, g + b.ln2w, g + b.ln2b, dsmall, x.residual2, p + b.ln2w, x.ln2_mean,
+                     x.ln2_rstd, b.scratch, bt, C, stream_);
+  clock.lap(kNorm);
+  // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
+  // dres = d residual2 now
+  matmul_backward(blas_, dsmall, g + b.attprojw, g + b.attprojb, dres, x.atty, p + b.attprojw,
+                  b.scratch, bt, C, C, stream_);
+  adapt(b.attprojw, x.atty, dres, dsmall, C, C);
+  clock.lap(kMatmul);
+  layer_attention_backward(flash_, dlarge, b.datt, b.flash_delta, dsmall, x.qkv, x.atty, x.att,
+                           x.flash_lse, B, T, C, NH, stream_);
+  clock.lap(kAttention);
+  matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, x.ln1, p + b.qkvw, b.scratch, bt,
+                  C, 3 * C, stream_);
+  adapt(b.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);
+  clock.lap(kMatmul);
+  layernorm_backward(dres, g + b.ln1w, g + b.ln1b, dsmall, residual, p + b.ln1w, x.ln1_mean,
+                     x.ln1_rstd, b.scratch, bt, C, stream_);
+  clock.lap(kNorm);
 }
 
 template <typename F>
-std::size_t DeviceGpt2<F>::activation_bytes() const {
-  return buffers_->memory.bytes();
+void DeviceGpt2<F>::embed_backward(F* g, const TokenRuns& runs) {
+  const Buffers& b = *buffers_;
+  encoder_backward(g + b.wte, g + b.wpe, b.dresidual, runs, B_, T_, b.config.n_embd, stream_);
 }
 
 template class DeviceGpt2<float>;

@@ -89,6 +89,8 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
   this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D) && plain_attention(c, T),
                          D);
   buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute, stream_);
+  const Buffers& b = *buffers_;
+  this->family_ = {b.lnf, b.dsmall, b.head, b.memory.bytes()};
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 
@@ -96,8 +98,11 @@ template <typename F>
 DeviceLlama<F>::~DeviceLlama() = default;
 
 template <typename F>
-int DeviceLlama<F>::head_unit() const {
-  return buffers_->config.tie_word_embeddings ? 0 : buffers_->config.n_layer + 1;
+void DeviceLlama<F>::embed_forward(const F* p) {
+  const Buffers& b = *buffers_;
+  // The embedding lookup: the encoder with a position table of zeros (x + 0 is x).
+  encoder_forward(b.residual, this->driver_.inputs, p + b.embed, b.zeros, B_, T_, b.config.n_embd,
+                  stream_, embed_scale<F>(b.config));
 }
 
 // Block l from layer(l).in to layer(l).out.
@@ -170,117 +175,35 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
 }
 
 template <typename F>
-void DeviceLlama<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                                   const std::int32_t* targets) {
-  Buffers& b = *buffers_;
+void DeviceLlama<F>::final_norm_forward(const F* p) {
+  const Buffers& b = *buffers_;
   const ModelConfig& c = b.config;
-  const int B = B_, T = T_;
-  const int C = c.n_embd, L = c.n_layer;
-  const int V = c.vocab_size, Vp = c.padded_vocab_size;
-  const std::size_t bt = b.bt;
-  loss_positions_ = tokens_.upload(inputs, targets, V, b.inputs, b.targets, b.token_runs, stream_);
-  ready_for_backward_ = false;
-
-  EventClock clock(profiler_.get(), stream_, Pass::forward);
-  const F* p = access.params(0);
-  clock.restart();
-  // The embedding lookup: the encoder with a position table of zeros (x + 0 is x).
-  encoder_forward(b.residual, b.inputs, p + b.embed, b.zeros, B, T, C, stream_, embed_scale<F>(c));
-  clock.lap(kEncoder);
-  access.release(0);
-
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    clock.restart();
-    block_forward(l, p, access.linear_adapter(unit), clock);
-    access.release(unit);
-  }
-
-  const int last = L + 1;
-  p = access.params(last);
-  clock.restart();
-  rmsnorm_forward(b.lnf, b.rstdf, b.layer(L - 1).out, p + b.normw, bt, 1, C, b.C,
+  rmsnorm_forward(b.lnf, b.rstdf, b.layer(c.n_layer - 1).out, p + b.normw, b.bt, 1, c.n_embd, b.C,
                   static_cast<float>(c.norm_eps), stream_, c.norm_offset ? 1.0f : 0.0f);
-  clock.lap(kNorm);
-  if (head_unit() != last) {  // the tied head is the embeddings
-    access.release(last);
-    p = access.params(0);
-  }
-  clock.restart();
-  // logits[BT, Vp] = lnf[BT, C] · head[Vp, C]ᵀ
-  gemm(blas_, Transpose::no, Transpose::yes, bt, static_cast<std::size_t>(Vp), b.C, 1.0f, b.lnf,
-       b.C, p + b.head, b.C, 0.0f, b.logits, static_cast<std::size_t>(Vp), stream_);
-  if (c.final_softcap > 0) {
-    logit_softcap(b.logits, bt, V, Vp, static_cast<float>(c.final_softcap), stream_);
-  }
-  clock.lap(kLmHead);
-  access.release(head_unit());
-  this->loss_forward(b.losses, b.lse, b.logits, b.targets);
 }
 
 template <typename F>
-void DeviceLlama<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
-  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
-  ready_for_backward_ = false;  // the logits buffer becomes dlogits
-  Buffers& b = *buffers_;
+void DeviceLlama<F>::final_norm_backward(const F* p, F* g) {
+  const Buffers& b = *buffers_;
   const ModelConfig& c = b.config;
-  const int B = B_, T = T_;
-  const int C = c.n_embd, L = c.n_layer;
-  const int V = c.vocab_size, Vp = c.padded_vocab_size;
-  const std::size_t bt = b.bt, Vps = static_cast<std::size_t>(Vp);
-  EventClock clock(profiler_.get(), stream_, Pass::backward);
-
-  // d(mean loss · scale)/d(loss of one position)
-  const float dloss = position_dloss(loss_scale, loss_positions_);
-  crossentropy_backward(b.logits, b.logits, b.lse, b.targets, dloss, bt, V, Vp, stream_,
-                        static_cast<float>(c.final_softcap));
-  clock.lap(kCrossEntropy);
-  const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
-    clock.restart();
-    // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · head[Vp, C]
-    if (g != nullptr) {
-      gemm(blas_, Transpose::yes, Transpose::no, Vps, b.C, bt, 1.0f, b.logits, Vps, b.lnf, b.C,
-           1.0f, g + b.head, b.C, stream_);
-    }
-    gemm(blas_, Transpose::no, Transpose::no, bt, b.C, Vps, 1.0f, b.logits, Vps, p + b.head, b.C,
-         0.0f, b.dsmall, b.C, stream_);
-    clock.lap(kLmHead);
-  };
-  const int last = L + 1;
-  if (head_unit() == 0) {
-    const F* p = access.params(0);  // before grads(0): the documented order
-    head_backward(p, access.frozen(0) ? nullptr : access.grads(0));
-    access.release(0);
-  }
-  {
-    const F* p = access.params(last);
-    F* g = access.frozen(last) ? nullptr : access.grads(last);
-    if (head_unit() == last) head_backward(p, g);
-    AT_CUDA_CHECK(cudaMemsetAsync(b.dresidual, 0, bt * b.C * sizeof(F), stream_));
-    clock.restart();
-    rmsnorm_backward(b.dresidual, g ? g + b.normw : b.norm_discard, b.dsmall, b.layer(L - 1).out,
-                     p + b.normw, b.rstdf, b.scratch, bt, 1, C, b.C, stream_,
-                     c.norm_offset ? 1.0f : 0.0f);
-    clock.lap(kNorm);
-    access.release(last);
-    access.grads_ready(last);
-  }
-  for (int l = L - 1; l >= 0; --l) block_backward(access, l);
-  if (!access.frozen(0)) {
-    F* g = access.grads(0);
-    clock.restart();
-    // Only the token rows take the gradient (dsmall, free by now, absorbs the zero position
-    // table's).
-    const TokenRuns runs = tokens_.runs(b.token_runs);
-    encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B, T, C, stream_, embed_scale<F>(c));
-    clock.lap(kEncoder);
-  }
-  access.grads_ready(0);
+  AT_CUDA_CHECK(cudaMemsetAsync(b.dresidual, 0, b.bt * b.C * sizeof(F), stream_));
+  rmsnorm_backward(b.dresidual, g ? g + b.normw : b.norm_discard, b.dsmall,
+                   b.layer(c.n_layer - 1).out, p + b.normw, b.rstdf, b.scratch, b.bt, 1, c.n_embd,
+                   b.C, stream_, c.norm_offset ? 1.0f : 0.0f);
 }
 
 template <typename F>
-void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
+void DeviceLlama<F>::embed_backward(F* g, const TokenRuns& runs) {
+  const Buffers& b = *buffers_;
+  // Only the token rows take the gradient (dsmall, free by now, absorbs the zero position
+  // table's).
+  encoder_backward(g + b.embed, b.dsmall, b.dresidual, runs, B_, T_, b.config.n_embd, stream_,
+                   embed_scale<F>(b.config));
+}
+
+template <typename F>
+void DeviceLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                                    EventClock& clock) {
   Buffers& b = *buffers_;
   const ModelConfig& c = b.config;
   const int B = B_, T = T_;
@@ -290,13 +213,6 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   const std::size_t bt = b.bt;
   F* dres = b.dresidual;
   const int unit = ParamLayout::block_unit(l);
-  const F* p = access.params(unit);
-  F* g = access.grads(unit);
-  EventClock clock(profiler_.get(), stream_, Pass::backward);
-  // Checkpointing: the slot holds the last block's activations; recompute block l's (its
-  // output stream is kept, and the recomputation writes the same bits into it).
-  BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
-  if (recompute_ && l != c.n_layer - 1) block_forward(l, p, adapter, clock);
   const auto x = b.layer(l);
   // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
   const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
@@ -366,13 +282,6 @@ void DeviceLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   rmsnorm_backward(dres, g + b.ln1w, b.dsmall, x.in, p + b.ln1w, x.rstd1, b.scratch, bt, 1, C, b.C,
                    stream_, w0);
   clock.lap(kNorm);
-  access.release(unit);
-  access.grads_ready(unit);
-}
-
-template <typename F>
-std::size_t DeviceLlama<F>::activation_bytes() const {
-  return buffers_->memory.bytes();
 }
 
 template class DeviceLlama<float>;

@@ -31,33 +31,29 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   std::size_t C, Q, KV, QKV, I, H;  // H = NH + NKV: the q/k heads normed per row (qk_norm)
 
   autotrain::gpu::DeviceBuffer memory;
-  F* residual;          // [L + 1, B, T, C] the stream into each block, then the last output
-  F* ln1;               // [L, B, T, C]
-  float* rstd1;         // [L, B, T]
-  F* qkv_pre;           // [L, B, T, QKV] before the q/k norm (qk_norm only)
-  float* qk_rstd;       // [L, B, T, H] q heads' then k heads' (qk_norm only)
-  F* qkv;               // [L, B, T, QKV] attention's input (normed, rotated)
-  F* att;               // [L, B, NH, T, T] (not with flash attention)
-  float* flash_lse;     // [L, B, NH, T] (flash attention only)
-  F* atty;              // [L, B, T, Q]
-  F* attn_out;          // [L, B, T, C] o_proj's output (sandwich_norms only)
-  float* rstd_attn;     // [L, B, T] (sandwich_norms only)
-  F* mid;               // [L, B, T, C] the stream after attention
-  F* ln2;               // [L, B, T, C]
-  float* rstd2;         // [L, B, T]
-  F* gate_up;           // [L, B, T, 2I]
-  F* act;               // [L, B, T, I]
-  F* mlp_out;           // [L, B, T, C] down_proj's output (sandwich_norms only)
-  float* rstd_mlp;      // [L, B, T] (sandwich_norms only)
-  F* lnf;               // [B, T, C]
-  float* rstdf;         // [B, T]
-  F* proj;              // [B, T, C] a branch's output as it joins the stream
-  F* logits;            // [B, T, Vp]; holds dlogits once backward starts
-  float *lse, *losses;  // [B, T]
-  std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
-  std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
-  float *rope_cos, *rope_sin;      // [T, R/2] filled once at construction
-  float *local_cos, *local_sin;    // the sliding layers' (rope_local_theta), or null
+  F* residual;                 // [L + 1, B, T, C] the stream into each block, then the last output
+  F* ln1;                      // [L, B, T, C]
+  float* rstd1;                // [L, B, T]
+  F* qkv_pre;                  // [L, B, T, QKV] before the q/k norm (qk_norm only)
+  float* qk_rstd;              // [L, B, T, H] q heads' then k heads' (qk_norm only)
+  F* qkv;                      // [L, B, T, QKV] attention's input (normed, rotated)
+  F* att;                      // [L, B, NH, T, T] (not with flash attention)
+  float* flash_lse;            // [L, B, NH, T] (flash attention only)
+  F* atty;                     // [L, B, T, Q]
+  F* attn_out;                 // [L, B, T, C] o_proj's output (sandwich_norms only)
+  float* rstd_attn;            // [L, B, T] (sandwich_norms only)
+  F* mid;                      // [L, B, T, C] the stream after attention
+  F* ln2;                      // [L, B, T, C]
+  float* rstd2;                // [L, B, T]
+  F* gate_up;                  // [L, B, T, 2I]
+  F* act;                      // [L, B, T, I]
+  F* mlp_out;                  // [L, B, T, C] down_proj's output (sandwich_norms only)
+  float* rstd_mlp;             // [L, B, T] (sandwich_norms only)
+  F* lnf;                      // [B, T, C]
+  float* rstdf;                // [B, T]
+  F* proj;                     // [B, T, C] a branch's output as it joins the stream
+  float *rope_cos, *rope_sin;  // [T, R/2] filled once at construction
+  float *local_cos, *local_sin;  // the sliding layers' (rope_local_theta), or null
   // [max(T·C, D)] zeros: the position table of the embedding lookup (encoder_forward adds one;
   // the Llama family has none) and the zero weight that clears the q/k columns of dqkv_pre.
   F* zeros;
@@ -123,7 +119,6 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
     const auto uT = static_cast<std::size_t>(T);
     const auto D = static_cast<std::size_t>(c.head_size());
     const auto R = static_cast<std::size_t>(c.rotary_size());
-    const auto Vp = static_cast<std::size_t>(c.padded_vocab_size);
     bt = static_cast<std::size_t>(B) * uT;
     C = static_cast<std::size_t>(c.n_embd);
     Q = static_cast<std::size_t>(c.q_size());
@@ -166,12 +161,6 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(lnf, bt * C);
       parts.take(rstdf, bt);
       parts.take(proj, bt * C);
-      parts.take(logits, bt * Vp);
-      parts.take(lse, bt);
-      parts.take(losses, bt);
-      parts.take(inputs, bt);
-      parts.take(targets, bt);
-      parts.take(token_runs, 3 * bt + 1);
       parts.take(rope_cos, uT * R / 2);
       parts.take(rope_sin, uT * R / 2);
       parts.take(local_cos, local * uT * R / 2);

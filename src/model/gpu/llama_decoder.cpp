@@ -96,31 +96,31 @@ DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positio
   AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   buffers_ = std::make_unique<Buffers>(layout, positions, stream_);
+  const Buffers& k = *buffers_;
+  this->decode_ = {k.tokens, k.ln, k.logits, k.head, k.memory.bytes()};
 }
 
 template <typename F>
 DeviceLlamaDecoder<F>::~DeviceLlamaDecoder() = default;
 
 template <typename F>
-std::size_t DeviceLlamaDecoder<F>::device_bytes() const {
-  return buffers_->memory.bytes();
+void DeviceLlamaDecoder<F>::embed_row(const F* p, int t) {
+  const Buffers& k = *buffers_;
+  encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, k.config.n_embd, stream_,
+                  embed_scale<F>(k.config));
 }
 
 template <typename F>
-void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token,
-                                       std::span<float> logits) {
-  Buffers& k = *buffers_;
+void DeviceLlamaDecoder<F>::block_row(int l, const F* p, int t) {
+  const Buffers& k = *buffers_;
   const ModelConfig& c = k.config;
-  const int t = this->begin_token(token, logits, k.tokens);  // this token's position
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   const int R = c.rotary_size();
-  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size(), L = c.n_layer;
-  const int Vp = c.padded_vocab_size;
+  const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto uC = static_cast<std::size_t>(C), uQKV = static_cast<std::size_t>(QKV);
   const auto P = static_cast<std::size_t>(this->positions_);
   const auto eps = static_cast<float>(c.norm_eps);
   const float w0 = c.norm_offset ? 1.0f : 0.0f;
-  const F* p = nullptr;
   // out = from + the branch's projection of `in` (through its sandwich norm, if any).
   const auto join = [&](F* out, const F* from, std::size_t weight, std::size_t bias, const F* in,
                         int IC, std::size_t norm) {
@@ -132,59 +132,40 @@ void DeviceLlamaDecoder<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t 
     }
     residual_forward(out, from, y, uC, stream_);
   };
+  // This layer's attention input rows of positions 0..t; row t is computed now.
+  F* rows = k.cache + static_cast<std::size_t>(l) * P * uQKV;
+  F* row = rows + static_cast<std::size_t>(t) * uQKV;
+  rmsnorm_forward(k.ln, k.rstd, k.x, p + k.ln1w, 1, 1, C, uC, eps, stream_, w0);
+  if (c.qk_norm) {
+    linear_forward(blas_, k.pre, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
+    AT_CUDA_CHECK(cudaMemcpyAsync(row, k.pre, uQKV * sizeof(F), cudaMemcpyDeviceToDevice,
+                                  stream_));  // v passes through
+    rmsnorm_forward(row, k.rstd, k.pre, p + k.qnorm, 1, NH, D, uQKV, eps, stream_, w0);
+    rmsnorm_forward(row + Q, k.rstd + NH, k.pre + Q, p + k.knorm, 1, NKV, D, uQKV, eps, stream_,
+                    w0);
+  } else {
+    linear_forward(blas_, row, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
+  }
+  const float* cos = c.local_rope(l) ? k.local_cos : k.rope_cos;
+  const float* sin = c.local_rope(l) ? k.local_sin : k.rope_sin;
+  rope_forward(row, cos, sin, 1, 1, NH, D, R, uQKV, t, stream_);
+  rope_forward(row + Q, cos, sin, 1, 1, NKV, D, R, uQKV, t, stream_);
+  attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_,
+                         attention_options(c, l, t + 1));
+  join(k.mid, k.x, k.ow, k.ob, k.atty, Q, k.attn_post);
+  rmsnorm_forward(k.ln, k.rstd, k.mid, p + k.ln2w, 1, 1, C, uC, eps, stream_, w0);
+  linear_forward(blas_, k.gate_up, k.ln, p + k.guw, tensor_at(p, k.gub), 1, C, 2 * I, stream_);
+  gated_forward(c.gate, k.act, k.gate_up, 1, I, stream_);
+  join(k.x, k.mid, k.downw, k.downb, k.act, I, k.mlp_post);
+}
 
-  p = access.params(0);
-  encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, C, stream_, embed_scale<F>(c));
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    // This layer's attention input rows of positions 0..t; row t is computed now.
-    F* rows = k.cache + static_cast<std::size_t>(l) * P * uQKV;
-    F* row = rows + static_cast<std::size_t>(t) * uQKV;
-    rmsnorm_forward(k.ln, k.rstd, k.x, p + k.ln1w, 1, 1, C, uC, eps, stream_, w0);
-    if (c.qk_norm) {
-      linear_forward(blas_, k.pre, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
-      AT_CUDA_CHECK(cudaMemcpyAsync(row, k.pre, uQKV * sizeof(F), cudaMemcpyDeviceToDevice,
-                                    stream_));  // v passes through
-      rmsnorm_forward(row, k.rstd, k.pre, p + k.qnorm, 1, NH, D, uQKV, eps, stream_, w0);
-      rmsnorm_forward(row + Q, k.rstd + NH, k.pre + Q, p + k.knorm, 1, NKV, D, uQKV, eps, stream_,
-                      w0);
-    } else {
-      linear_forward(blas_, row, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
-    }
-    const float* cos = c.local_rope(l) ? k.local_cos : k.rope_cos;
-    const float* sin = c.local_rope(l) ? k.local_sin : k.rope_sin;
-    rope_forward(row, cos, sin, 1, 1, NH, D, R, uQKV, t, stream_);
-    rope_forward(row + Q, cos, sin, 1, 1, NKV, D, R, uQKV, t, stream_);
-    attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_,
-                           attention_options(c, l, t + 1));
-    join(k.mid, k.x, k.ow, k.ob, k.atty, Q, k.attn_post);
-    rmsnorm_forward(k.ln, k.rstd, k.mid, p + k.ln2w, 1, 1, C, uC, eps, stream_, w0);
-    linear_forward(blas_, k.gate_up, k.ln, p + k.guw, tensor_at(p, k.gub), 1, C, 2 * I, stream_);
-    gated_forward(c.gate, k.act, k.gate_up, 1, I, stream_);
-    join(k.x, k.mid, k.downw, k.downb, k.act, I, k.mlp_post);
-    access.release(unit);
-  }
-  ++length_;
-  if (logits.empty()) return;
-
-  const int last = L + 1;
-  p = access.params(last);
-  rmsnorm_forward(k.ln, k.rstd, k.x, p + k.normw, 1, 1, C, uC, eps, stream_, w0);
-  const bool tied = c.tie_word_embeddings;
-  if (tied) {
-    access.release(last);
-    p = access.params(0);
-  }
-  // logits[1, Vp] = ln[1, C] · head[Vp, C]ᵀ
-  gemm(blas_, Transpose::no, Transpose::yes, 1, static_cast<std::size_t>(Vp), uC, 1.0f, k.ln, uC,
-       p + k.head, uC, 0.0f, k.logits, static_cast<std::size_t>(Vp), stream_);
-  if (c.final_softcap > 0) {
-    logit_softcap(k.logits, 1, c.vocab_size, Vp, static_cast<float>(c.final_softcap), stream_);
-  }
-  access.release(tied ? 0 : last);
-  this->download_logits(k.logits, logits);
+template <typename F>
+void DeviceLlamaDecoder<F>::final_norm_row(const F* p) {
+  const Buffers& k = *buffers_;
+  const ModelConfig& c = k.config;
+  rmsnorm_forward(k.ln, k.rstd, k.x, p + k.normw, 1, 1, c.n_embd,
+                  static_cast<std::size_t>(c.n_embd), static_cast<float>(c.norm_eps), stream_,
+                  c.norm_offset ? 1.0f : 0.0f);
 }
 
 template class DeviceLlamaDecoder<float>;

@@ -30,12 +30,12 @@ class DeviceGpt2Decoder final : public DeviceDecoderBase<F> {
   DeviceGpt2Decoder(const DeviceGpt2Decoder&) = delete;
   DeviceGpt2Decoder& operator=(const DeviceGpt2Decoder&) = delete;
 
-  void feed_token(BasicUnitAccess<F>& access, std::int32_t token, std::span<float> logits) override;
-  std::size_t device_bytes() const override;
-
  private:
   struct Buffers;
-  using DeviceDecoderBase<F>::length_;
+  // The driver's parts (gpu/decoder_base.hpp).
+  void embed_row(const F* p, int t) override;
+  void block_row(int l, const F* p, int t) override;
+  void final_norm_row(const F* p) override;
   using DeviceDecoderBase<F>::stream_;
   using DeviceDecoderBase<F>::blas_;
   std::unique_ptr<Buffers> buffers_;

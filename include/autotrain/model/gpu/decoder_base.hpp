@@ -1,13 +1,12 @@
 #pragma once
-// What every device decoder (model/gpu/decoder.hpp, llama_decoder.hpp) shares around its
-// family's forward of one row: the cache's length and positions, the checks of feed_token, the
-// token's copy to the device (each position has its own pinned slot, so no queued copy reads a
-// slot written after it) and the logits' copy back. A decoder's feed_token is
-//   const int t = begin_token(token, logits, device_tokens);   // checks, queues the token
-//   ... the family's layers for row t ...
-//   ++length_; if (!logits.empty()) { ... the head into device_logits ...;
-//                                      download_logits(device_logits, logits); }
+// The device decoders' driver (model/gpu/decoder.hpp, llama_decoder.hpp are its families):
+// feed_token written once, in the unit hook order of inference (0, the blocks, L + 1, the head's
+// unit when it is 0): the checks, the token's copy to the device (each position has its own
+// pinned slot, so no queued copy reads a slot written after it), the head and the logits' copy
+// back. A family supplies its buffers (DecodeBuffers) and the forward of one row: its embedding,
+// a block (reading and extending its cache) and the final norm.
 #ifdef AUTOTRAIN_HAVE_CUDA
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -23,23 +22,44 @@ class DeviceDecoderBase : public DeviceDecoder<F> {
  public:
   void reset() override;
   int length() const override { return length_; }
+  void feed_token(BasicUnitAccess<F>& access, std::int32_t token, std::span<float> logits) final;
+  std::size_t device_bytes() const final { return decode_.bytes; }
 
  protected:
   // A cache of `positions` (1..config.block_size) positions.
   DeviceDecoderBase(const ModelConfig& config, int positions, cudaStream_t stream,
                     const kernels::gpu::BlasHandle& blas);
 
-  // Checks that the cache has room, the token is an id and `logits` is empty or vocab_size
-  // long; queues the token's copy to device_tokens[t]. Returns t, the token's position.
-  int begin_token(std::int32_t token, std::span<float> logits, std::int32_t* device_tokens);
-  // Copies the first logits.size() of device_logits into `logits` as fp32, waiting for them.
-  void download_logits(const F* device_logits, std::span<float> logits);
+  // What the driver reads and writes of its family's buffers (the family's constructor sets it).
+  struct DecodeBuffers {
+    std::int32_t* tokens;  // [positions] the tokens fed
+    F* normed;             // [C] the final norm's output: the head's input
+    F* logits;             // [Vp]
+    std::size_t head;      // the head's offset in its unit
+    std::size_t bytes;     // the family's device memory, the cache included
+  };
+  // The family's forward of row t (its token at tokens[t]), each part from its unit's params:
+  // the embedding into the stream, block l (its cache rows 0..t - 1 read, row t written), the
+  // final norm of the stream into DecodeBuffers::normed.
+  virtual void embed_row(const F* p, int t) = 0;
+  virtual void block_row(int l, const F* p, int t) = 0;
+  virtual void final_norm_row(const F* p) = 0;
 
   int positions_;
   int length_ = 0;
   int vocab_size_;
   cudaStream_t stream_;
   const kernels::gpu::BlasHandle& blas_;
+  ModelConfig config_;
+  DecodeBuffers decode_{};
+
+ private:
+  // Checks that the cache has room, the token is an id and `logits` is empty or vocab_size
+  // long; queues the token's copy to decode_.tokens[t]. Returns t, the token's position.
+  int begin_token(std::int32_t token, std::span<float> logits);
+  // Copies the first logits.size() of decode_.logits into `logits` as fp32, waiting for them.
+  void download_logits(std::span<float> logits);
+
   autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;  // [positions] the tokens fed
   autotrain::gpu::PinnedArray<F> host_logits_;             // [vocab_size]
 };

@@ -1,8 +1,13 @@
 #pragma once
-// What every device model (model/gpu/gpt2.hpp, llama.hpp) shares around its family's forward and
-// backward: the micro-batch shape and its checks, the stream and cuBLAS handle, the tokens on
-// their way to the device, the per-position losses copied back to pinned memory and their mean,
-// the choice of attention path, and the per-kernel profile.
+// The device models' driver (model/gpu/gpt2.hpp, llama.hpp are its families): forward and
+// backward of every decoder-only family written once, in the unit hook order of
+// model/unit_access.hpp: forward 0 (the embeddings), the blocks, L + 1 (the final norm), the
+// head's unit (0 when tied, else L + 1); backward the head's unit, L + 1, the blocks from the
+// last, 0, with activation checkpointing's recompute of a block before its backward. It owns
+// the head, the cross-entropy and its gradient, the losses copied back to pinned memory and
+// their mean, the micro-batch shape and its checks, the tokens on their way to the device, the
+// choice of attention path and the per-kernel profile; a family supplies its buffers
+// (DriverBuffers) and its parts: the embedding, a block, the final norm, forward and backward.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <memory>
@@ -19,6 +24,7 @@
 namespace autotrain::model::gpu {
 
 class EventProfiler;  // src/model/gpu/event_clock.hpp
+class EventClock;     // src/model/gpu/event_clock.hpp
 
 template <typename F>
 class DeviceModelBase : public DeviceCausalLM<F> {
@@ -31,17 +37,53 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   void set_profiling(bool on) override;
   std::vector<ProfileEntry> profile() const override;
 
+  void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+                     const std::int32_t* targets) final;
+  void backward(BasicUnitAccess<F>& access, float loss_scale) final;
+  std::size_t activation_bytes() const final { return memory_.bytes() + family_.bytes; }
+
  protected:
+  // The driver's own buffers, carved from one allocation made at construction.
+  struct DriverBuffers {
+    std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
+    std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
+    F* logits;                       // [B, T, Vp]; holds dlogits once backward starts
+    float *lse, *losses;             // [B, T]
+  };
+  // What the driver reads and writes of its family's buffers (the family's constructor sets it).
+  struct FamilyBuffers {
+    F* normed;          // [B, T, C] the final norm's output: the head's input
+    F* dnormed;         // [B, T, C] its gradient
+    std::size_t head;   // the head's offset in its unit
+    std::size_t bytes;  // the family's device memory (activation_bytes)
+  };
+
+  // The family's parts, in the driver's order. Each queues its kernels on stream_; the block
+  // passes lap `clock` after each kernel, the driver times the others.
+  // Unit 0's parameters -> the stream into block 0.
+  virtual void embed_forward(const F* p) = 0;
+  // Block l, from the stream into it to the stream out of it (also the recompute before its
+  // backward: the same kernels on the same inputs, the same bits), with the unit's linear
+  // adapter (model/linear_adapter.hpp) after each linear when there is one.
+  virtual void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter,
+                             EventClock& clock) = 0;
+  // The last block's output -> DriverBuffers::normed.
+  virtual void final_norm_forward(const F* p) = 0;
+  // dnormed -> d(the last block's output), the residual stream's gradient, which it zeroes
+  // first; g is null when the unit is frozen.
+  virtual void final_norm_backward(const F* p, F* g) = 0;
+  // d(the stream out of block l) -> d(the stream into it), gradients into g.
+  virtual void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                              EventClock& clock) = 0;
+  // d(the stream into block 0) -> unit 0's gradients (`runs`: the inputs grouped by token).
+  virtual void embed_backward(F* g, const kernels::gpu::TokenRuns& runs) = 0;
+
   // Checks B >= 1 and 1 <= T <= block_size (`positions_key`: config.json's name for it).
   DeviceModelBase(const ModelConfig& config, int B, int T, cudaStream_t stream,
                   const kernels::gpu::BlasHandle& blas, bool recompute, const char* positions_key);
   // flash_: flash attention where it applies (`supported`) unless the fast path was asked for;
   // a line says so where flash was asked for and does not apply.
   void choose_attention(bool supported, int head_size);
-  // The forward's end, from the logits [B, T, Vp]: the cross-entropy of every position (timed as
-  // the profile's crossentropy row) into losses and lse [B, T], the losses copied to the host as
-  // they complete; backward may follow.
-  void loss_forward(float* losses, float* lse, const F* logits, const std::int32_t* targets);
 
   int B_;
   int T_;
@@ -55,9 +97,19 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   bool flash_ = false;
   std::unique_ptr<EventProfiler> profiler_;  // null when not profiling
+  autotrain::gpu::DeviceBuffer memory_;      // driver_'s
+  ModelConfig config_;
+  DriverBuffers driver_{};
+  FamilyBuffers family_{};
 
  private:
-  ModelConfig config_;  // names the profile's rows
+  // logits = normed · head^T (then the final soft cap), from the head's unit's parameters.
+  void head_forward(const F* p, EventClock& clock);
+  // d normed = dlogits · head; d head += dlogits^T · normed unless g is null (frozen).
+  void head_backward(const F* p, F* g, EventClock& clock);
+  // The cross-entropy of every position into losses and lse, the losses copied to the host as
+  // they complete; backward may follow.
+  void loss_forward(EventClock& clock);
 };
 
 }  // namespace autotrain::model::gpu

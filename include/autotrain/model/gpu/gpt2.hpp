@@ -40,22 +40,18 @@ class DeviceGpt2 final : public DeviceModelBase<F> {
 
   cudaStream_t stream() const { return stream_; }
 
-  void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                     const std::int32_t* targets) override;
-  void backward(BasicUnitAccess<F>& access, float loss_scale) override;
-  std::size_t activation_bytes() const override;
-
  private:
   struct Buffers;
-  // Block l from its input `residual` to its output (the training forward, and backward's
-  // recomputation under activation checkpointing: the same kernels on the same inputs), with
-  // the unit's linear adapter (model/linear_adapter.hpp) after each linear when there is one.
-  void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, const F* residual,
-                     EventClock& clock);
+  // The driver's parts (gpu/device_model_base.hpp).
+  void embed_forward(const F* p) override;
+  void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, EventClock& clock) override;
+  void final_norm_forward(const F* p) override;
+  void final_norm_backward(const F* p, F* g) override;
+  void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                      EventClock& clock) override;
+  void embed_backward(F* g, const kernels::gpu::TokenRuns& runs) override;
   using Base = DeviceModelBase<F>;  // its state, by name in this template
-  using Base::B_, Base::T_, Base::recompute_, Base::stream_, Base::blas_, Base::tokens_,
-      Base::host_losses_, Base::losses_copied_, Base::ready_for_backward_, Base::loss_positions_,
-      Base::flash_, Base::profiler_;
+  using Base::B_, Base::T_, Base::stream_, Base::blas_, Base::flash_;
   std::unique_ptr<Buffers> buffers_;
 };
 

@@ -39,29 +39,22 @@ class DeviceLlama final : public DeviceModelBase<F> {
   DeviceLlama(const DeviceLlama&) = delete;
   DeviceLlama& operator=(const DeviceLlama&) = delete;
 
-  void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                     const std::int32_t* targets) override;
-  void backward(BasicUnitAccess<F>& access, float loss_scale) override;
-  std::size_t activation_bytes() const override;
-
   // Whether the layers run flash attention (AUTOTRAIN_CUDA_ATTENTION=flash where it applies).
   bool uses_flash_attention() const { return flash_; }
 
  private:
   struct Buffers;  // src/model/gpu/llama_buffers.hpp
-  // Block l from the stream into it to the stream out of it (the training forward, and
-  // backward's recomputation under activation checkpointing: the same kernels on the same
-  // inputs, the same bits), with the unit's linear adapter (model/linear_adapter.hpp) after
-  // each linear when there is one.
-  void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, EventClock& clock);
-  // Block l's backward: dresidual holds d(stream out of block l) and ends holding d(stream in).
-  void block_backward(BasicUnitAccess<F>& access, int l);
-  int head_unit() const;  // the unit holding the LM head: 0 when tied, else L + 1
+  // The driver's parts (gpu/device_model_base.hpp).
+  void embed_forward(const F* p) override;
+  void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, EventClock& clock) override;
+  void final_norm_forward(const F* p) override;
+  void final_norm_backward(const F* p, F* g) override;
+  void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                      EventClock& clock) override;
+  void embed_backward(F* g, const kernels::gpu::TokenRuns& runs) override;
 
   using Base = DeviceModelBase<F>;  // its state, by name in this template
-  using Base::B_, Base::T_, Base::recompute_, Base::stream_, Base::blas_, Base::tokens_,
-      Base::host_losses_, Base::losses_copied_, Base::ready_for_backward_, Base::loss_positions_,
-      Base::flash_, Base::profiler_;
+  using Base::B_, Base::T_, Base::stream_, Base::blas_, Base::flash_;
   std::unique_ptr<Buffers> buffers_;
 };
 
