@@ -1,6 +1,6 @@
-// GPT-2 forward and backward: pre-LayerNorm blocks, causal self-attention, GELU MLP (x4), tied
-// LM head, fused softmax + cross-entropy over the padded vocabulary.
-// Shapes: B batch, T positions, C = n_embd, NH heads, L layers, V vocabulary, Vp padded vocabulary.
+// GPT-2's parts of the CPU models' driver (model/decoder_driver.hpp): token and position
+// embeddings, pre-LayerNorm blocks (causal self-attention, GELU MLP of 4C), the final LayerNorm.
+// Shapes: B batch, T positions, C = n_embd, NH heads, L layers.
 // Invariants: nothing is allocated after construction (the inference buffers once, on first
 // use); parameter gradients accumulate (+=); activation gradients are overwritten, except the
 // residual stream, whose single gradient buffer [B, T, C] collects every block's contribution
@@ -21,7 +21,6 @@
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/residual.hpp"
 #include "carve.hpp"
-#include "check_tokens.hpp"
 #include "kernel_clock.hpp"
 
 namespace autotrain::model {
@@ -50,8 +49,6 @@ struct BasicGpt2<F>::Activations {
   F* residual3;                  // [L, B, T, C]
   F *lnf, *lnf_mean, *lnf_rstd;  // [B, T, C], [B, T]
   F* proj;                       // [B, T, C] output of c_proj before the residual add
-  F* logits;                     // [logits_rows, Vp]; holds dlogits after backward starts
-  F *lse, *losses;               // [B, T]
 
   // Layer l's slice of the per-layer tensors: what its forward writes and its backward reads.
   struct Layer {
@@ -69,8 +66,7 @@ struct BasicGpt2<F>::Activations {
 
   bool one_slot = false;
 
-  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows, bool one_slot_)
-      : one_slot(one_slot_) {
+  Activations(const ModelConfig& c, int B, int T, bool one_slot_) : one_slot(one_slot_) {
     const std::size_t layers = static_cast<std::size_t>(c.n_layer);
     const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     const std::size_t C = static_cast<std::size_t>(c.n_embd);
@@ -78,63 +74,61 @@ struct BasicGpt2<F>::Activations {
     btc = bt * C;
     att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
     // (pointer, elements) in allocation order; pointers are fixed up after the one allocation.
-    std::vector<std::pair<F**, std::size_t>> parts = {
-        {&encoded, btc},
-        {&ln1, L * btc},
-        {&ln1_mean, L * bt},
-        {&ln1_rstd, L * bt},
-        {&qkv, L * 3 * btc},
-        {&atty, L * btc},
-        {&att, L * att_stride},
-        {&residual2, L * btc},
-        {&ln2, L * btc},
-        {&ln2_mean, L * bt},
-        {&ln2_rstd, L * bt},
-        {&fch, L * 4 * btc},
-        {&fch_gelu, L * 4 * btc},
-        {&residual3, layers * btc},
-        {&lnf, btc},
-        {&lnf_mean, bt},
-        {&lnf_rstd, bt},
-        {&proj, btc},
-        {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
-        {&lse, bt},
-        {&losses, bt}};
+    std::vector<std::pair<F**, std::size_t>> parts = {{&encoded, btc},
+                                                      {&ln1, L * btc},
+                                                      {&ln1_mean, L * bt},
+                                                      {&ln1_rstd, L * bt},
+                                                      {&qkv, L * 3 * btc},
+                                                      {&atty, L * btc},
+                                                      {&att, L * att_stride},
+                                                      {&residual2, L * btc},
+                                                      {&ln2, L * btc},
+                                                      {&ln2_mean, L * bt},
+                                                      {&ln2_rstd, L * bt},
+                                                      {&fch, L * 4 * btc},
+                                                      {&fch_gelu, L * 4 * btc},
+                                                      {&residual3, layers * btc},
+                                                      {&lnf, btc},
+                                                      {&lnf_mean, bt},
+                                                      {&lnf_rstd, bt},
+                                                      {&proj, btc}};
     carve(storage, parts);
   }
 };
 
 template <typename F>
 BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T, bool recompute)
-    : config_(layout.config()), B_(B), T_(T), recompute_(recompute) {
-  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
-  AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
-           " must be in [1, block_size = ", config_.block_size, "]");
+    : BasicDecoderDriver<F>(layout.config(), B, T, recompute, "block_size") {
   offsets_ = std::make_unique<TensorOffsets>(layout);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const std::size_t C = static_cast<std::size_t>(config_.n_embd);
-  acts_ = std::make_unique<Activations>(config_, B, T, bt, recompute);
-  inputs_.assign(bt, 0);
-  targets_.assign(bt, 0);
+  acts_ = std::make_unique<Activations>(config_, B, T, recompute);
   dresidual_.assign(bt * C, F(0));
   dsmall_.assign(bt * C, F(0));
   dlarge_.assign(bt * 4 * C, F(0));
   datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T * T, F(0));
+  norm_discard_.assign(2 * C, F(0));
 }
 
 template <typename F>
 BasicGpt2<F>::~BasicGpt2() = default;
 
-// Block l from its input `residual` into a.layer(l); the training forward, and backward's
-// recomputation under activation checkpointing (the same kernels on the same inputs: the same
-// bits).
 template <typename F>
-void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
-                                 const F* residual, int B, int T, KernelClock& clock) {
+void BasicGpt2<F>::embed_forward(Run run, const F* p, const std::int32_t* tokens, int B, int T) {
+  encoder_forward(acts(run).encoded, tokens, p + offsets_->wte, p + offsets_->wpe, B, T,
+                  config_.n_embd);
+}
+
+// Block l from its input (the embedding or block l - 1's residual3) into a.layer(l).
+template <typename F>
+void BasicGpt2<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter<F>* adapter, int B,
+                                 int T, KernelClock& clock) {
+  Activations& a = acts(run);
   const int C = config_.n_embd, NH = config_.n_head;
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const TensorOffsets& o = *offsets_;
   const auto x = a.layer(l);
+  const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
   // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
   const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
     if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
@@ -166,185 +160,90 @@ void BasicGpt2<F>::block_forward(Activations& a, int l, const F* p, BasicLinearA
 }
 
 template <typename F>
-void BasicGpt2<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
-                                         const std::int32_t* inputs, int B, int T) {
-  const int C = config_.n_embd, L = config_.n_layer;
+const F* BasicGpt2<F>::final_norm_forward(Run run, const F* p, int B, int T) {
+  Activations& a = acts(run);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
+  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.layer(config_.n_layer - 1).residual3,
+                    p + offsets_->lnfw, p + offsets_->lnfb, bt, config_.n_embd);
+  return a.lnf;
+}
+
+template <typename F>
+void BasicGpt2<F>::final_norm_backward(const F* p, F* g) {
+  const Activations& a = *acts_;
+  const int C = config_.n_embd;
   const TensorOffsets& o = *offsets_;
-  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
-
-  const F* p = access.params(0);
-  clock.restart();
-  encoder_forward(a.encoded, inputs, p + o.wte, p + o.wpe, B, T, C);
-  clock.lap(kEncoder);
-  access.release(0);
-
-  const F* residual = a.encoded;
-  for (int l = 0; l < L; ++l) {
-    p = access.params(ParamLayout::block_unit(l));
-    clock.restart();
-    block_forward(a, l, p, access.linear_adapter(ParamLayout::block_unit(l)), residual, B, T,
-                  clock);
-    access.release(ParamLayout::block_unit(l));
-    residual = a.layer(l).residual3;
-  }
-
-  const int ln_f = L + 1;
-  p = access.params(ln_f);
-  clock.restart();
-  layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p + o.lnfw, p + o.lnfb, bt, C);
-  clock.lap(kNorm);
-  access.release(ln_f);
+  F* dweight = g != nullptr ? g + o.lnfw : norm_discard_.data();
+  F* dbias = g != nullptr ? g + o.lnfb : norm_discard_.data() + C;
+  std::fill(dresidual_.begin(), dresidual_.end(), F(0));
+  layernorm_backward(dresidual_.data(), dweight, dbias, dsmall_.data(),
+                     a.layer(config_.n_layer - 1).residual3, p + o.lnfw, a.lnf_mean, a.lnf_rstd,
+                     inputs_.size(), C);
 }
 
 template <typename F>
-F BasicGpt2<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                        const std::int32_t* targets) {
-  const std::size_t bt = static_cast<std::size_t>(B_) * T_;
-  loss_positions_ =
-      keep_batch(inputs, targets, bt, config_.vocab_size, inputs_.data(), targets_.data());
-  forward_to_final_norm(access, *acts_, inputs_.data(), B_, T_);
-  return run_lm_head_and_loss(access);
-}
-
-template <typename F>
-F BasicGpt2<F>::run_lm_head_and_loss(BasicUnitAccess<F>& access) {
-  Activations& a = *acts_;
-  const std::size_t bt = static_cast<std::size_t>(B_) * T_;
-  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
-  const F* p = access.params(0);
-  clock.restart();
-  // logits[BT, Vp] = lnf[BT, C] · wte[Vp, C]ᵀ (tied LM head)
-  gemm<F>(Transpose::no, Transpose::yes, bt, Vp, C, F(1), a.lnf, C, p + offsets_->wte, C, F(0),
-          a.logits, Vp);
-  clock.lap(kLmHead);
-  access.release(0);
-  clock.restart();
-  crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, V, Vp);
-  clock.lap(kCrossEntropy);
-  ready_for_backward_ = true;
-  return static_cast<F>(mean_loss(a.losses, bt, loss_positions_));
-}
-
-template <typename F>
-void BasicGpt2<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
-  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
-  ready_for_backward_ = false;  // the logits buffer becomes dlogits
-  Activations& a = *acts_;
+void BasicGpt2<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                                  KernelClock& clock) {
+  const Activations& a = *acts_;
   const int B = B_, T = T_;
-  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
-  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  const std::size_t bt = static_cast<std::size_t>(B) * T;
+  const int C = config_.n_embd, NH = config_.n_head;
+  const std::size_t bt = inputs_.size();
   const TensorOffsets& o = *offsets_;
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
   F* dlarge = dlarge_.data();
-  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
+  const auto x = a.layer(l);
+  const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
+  const int unit = ParamLayout::block_unit(l);
+  // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
+  const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
+    if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
+  };
 
-  // d(mean loss · scale)/d(loss of one position)
-  const F dloss = position_dloss(loss_scale, loss_positions_);
-  crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp);
-  clock.lap(kCrossEntropy);
-  {
-    const F* p = access.params(0);
-    clock.restart();
-    const SharedBf16Operand dlogits(a.logits, bt * std::size_t(Vp));  // read by both products
-    // dwte[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C] (unless frozen);  dlnf[BT, C] = dlogits · wte
-    if (!access.frozen(0)) {
-      gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
-              access.grads(0) + o.wte, C);
-    }
-    gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.wte, C, F(0), dsmall,
-            C);
-    clock.lap(kLmHead);
-    access.release(0);
-  }
-  {
-    const int ln_f = L + 1;
-    const F* p = access.params(ln_f);
-    F* g = access.grads(ln_f);
-    std::fill(dresidual_.begin(), dresidual_.end(), F(0));
-    clock.restart();
-    layernorm_backward(dres, g + o.lnfw, g + o.lnfb, dsmall, a.layer(L - 1).residual3, p + o.lnfw,
-                       a.lnf_mean, a.lnf_rstd, bt, C);
-    clock.lap(kNorm);
-    access.release(ln_f);
-    access.grads_ready(ln_f);
-  }
-  for (int l = L - 1; l >= 0; --l) {
-    const int unit = ParamLayout::block_unit(l);
-    const F* p = access.params(unit);
-    F* g = access.grads(unit);
-    clock.restart();
-    const auto x = a.layer(l);
-    const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
-    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
-    // Checkpointing: the slot holds the last block's activations; recompute block l's. Its
-    // output (residual3) is kept, and the recomputation writes the same bits into it.
-    if (recompute_ && l != L - 1) block_forward(a, l, p, adapter, residual, B, T, clock);
-    // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
-    const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
-      if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
-    };
-
-    // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
-    matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, x.fch_gelu, p + o.fcprojw, bt,
-                    4 * C, C);
-    adapt(o.fcprojw, x.fch_gelu, dres, dlarge, 4 * C, C);
-    clock.lap(kMatmul);
-    gelu_backward(dlarge, x.fch, dlarge, bt * 4 * C);
-    clock.lap(kActivation);
-    matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, x.ln2, p + o.fcw, bt, C, 4 * C);
-    adapt(o.fcw, x.ln2, dlarge, dsmall, C, 4 * C);
-    clock.lap(kMatmul);
-    layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, x.residual2, p + o.ln2w, x.ln2_mean,
-                       x.ln2_rstd, bt, C);
-    clock.lap(kNorm);
-    // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
-    // dres = d residual2 now
-    matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, x.atty, p + o.attprojw, bt, C, C);
-    adapt(o.attprojw, x.atty, dres, dsmall, C, C);
-    clock.lap(kMatmul);
-    attention_backward(dlarge, datt_row_.data(), dsmall, x.qkv, x.att, B, T, C, NH);
-    clock.lap(kAttention);
-    matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, x.ln1, p + o.qkvw, bt, C, 3 * C);
-    adapt(o.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);
-    clock.lap(kMatmul);
-    layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w, x.ln1_mean,
-                       x.ln1_rstd, bt, C);
-    clock.lap(kNorm);
-    access.release(unit);
-    access.grads_ready(unit);
-  }
-  if (!access.frozen(0)) {
-    F* g = access.grads(0);
-    clock.restart();
-    encoder_backward(g + o.wte, g + o.wpe, dres, inputs_.data(), B, T, C);
-    clock.lap(kEncoder);
-  }
-  access.grads_ready(0);
+  // MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))), dres = d residual3
+  matmul_backward(dlarge, g + o.fcprojw, g + o.fcprojb, dres, x.fch_gelu, p + o.fcprojw, bt, 4 * C,
+                  C);
+  adapt(o.fcprojw, x.fch_gelu, dres, dlarge, 4 * C, C);
+  clock.lap(kMatmul);
+  gelu_backward(dlarge, x.fch, dlarge, bt * 4 * C);
+  clock.lap(kActivation);
+  matmul_backward(dsmall, g + o.fcw, g + o.fcb, dlarge, x.ln2, p + o.fcw, bt, C, 4 * C);
+  adapt(o.fcw, x.ln2, dlarge, dsmall, C, 4 * C);
+  clock.lap(kMatmul);
+  layernorm_backward(dres, g + o.ln2w, g + o.ln2b, dsmall, x.residual2, p + o.ln2w, x.ln2_mean,
+                     x.ln2_rstd, bt, C);
+  clock.lap(kNorm);
+  // Attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))),
+  // dres = d residual2 now
+  matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, x.atty, p + o.attprojw, bt, C, C);
+  adapt(o.attprojw, x.atty, dres, dsmall, C, C);
+  clock.lap(kMatmul);
+  attention_backward(dlarge, datt_row_.data(), dsmall, x.qkv, x.att, B, T, C, NH);
+  clock.lap(kAttention);
+  matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, x.ln1, p + o.qkvw, bt, C, 3 * C);
+  adapt(o.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);
+  clock.lap(kMatmul);
+  layernorm_backward(dres, g + o.ln1w, g + o.ln1b, dsmall, residual, p + o.ln1w, x.ln1_mean,
+                     x.ln1_rstd, bt, C);
+  clock.lap(kNorm);
 }
 
 template <typename F>
-std::span<const F> BasicGpt2<F>::next_token_logits(BasicUnitAccess<F>& access,
-                                                   std::span<const std::int32_t> tokens) {
-  const int n = static_cast<int>(tokens.size());
-  AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
-           " tokens; it must hold 1 to block_size = ", config_.block_size);
-  check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
-  if (!inference_) {
-    inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, 1, true);
-  }
-  Activations& a = *inference_;
-  forward_to_final_norm(access, a, tokens.data(), 1, n);
-  const int C = config_.n_embd, Vp = config_.padded_vocab_size;
-  const F* p = access.params(0);
-  // logits[1, Vp] = lnf[n - 1, :] · wte[Vp, C]ᵀ: only the last position is needed.
-  gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1),
-          a.lnf + static_cast<std::size_t>(n - 1) * C, C, p + offsets_->wte, C, F(0), a.logits, Vp);
-  access.release(0);
-  return {a.logits, static_cast<std::size_t>(config_.vocab_size)};
+void BasicGpt2<F>::embed_backward(F* g) {
+  encoder_backward(g + offsets_->wte, g + offsets_->wpe, dresidual_.data(), inputs_.data(), B_, T_,
+                   config_.n_embd);
+}
+
+template <typename F>
+std::size_t BasicGpt2<F>::family_activation_bytes() const {
+  const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
+                               dlarge_.size() + datt_row_.size();
+  return elements * sizeof(F);
+}
+
+template <typename F>
+void BasicGpt2<F>::prepare_context(int /*n*/) {
+  if (!inference_) inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, true);
 }
 
 // The key/value cache of incremental generation: every layer's qkv rows of the positions fed so
@@ -352,8 +251,7 @@ std::span<const F> BasicGpt2<F>::next_token_logits(BasicUnitAccess<F>& access,
 template <typename F>
 struct BasicGpt2<F>::Cache {
   std::vector<F> qkv;  // [L, block_size, 3C]
-  std::vector<F> x, ln, atty, proj, residual2, fch, fch_gelu, logits, scratch, stats;
-  int length = 0;
+  std::vector<F> x, ln, atty, proj, residual2, fch, fch_gelu, scratch, stats;
 
   explicit Cache(const ModelConfig& c) {
     const auto C = static_cast<std::size_t>(c.n_embd);
@@ -362,82 +260,53 @@ struct BasicGpt2<F>::Cache {
     for (auto* v : {&x, &ln, &atty, &proj, &residual2}) v->assign(C, F(0));
     fch.assign(4 * C, F(0));
     fch_gelu.assign(4 * C, F(0));
-    logits.assign(static_cast<std::size_t>(c.padded_vocab_size), F(0));
     scratch.assign(static_cast<std::size_t>(c.block_size), F(0));
     stats.assign(2, F(0));  // one row's LayerNorm mean and rstd
   }
 };
 
 template <typename F>
-void BasicGpt2<F>::reset_cache() {
+int BasicGpt2<F>::open_cache() {
   if (!cache_) cache_ = std::make_unique<Cache>(config_);
-  cache_->length = 0;
+  return config_.block_size;
 }
 
 template <typename F>
-int BasicGpt2<F>::cached_tokens() const {
-  return cache_ ? cache_->length : 0;
+void BasicGpt2<F>::embed_row(const F* p, std::int32_t token, int t) {
+  const auto uC = static_cast<std::size_t>(config_.n_embd);
+  encoder_forward(cache_->x.data(), &token, p + offsets_->wte,
+                  p + offsets_->wpe + static_cast<std::size_t>(t) * uC, 1, 1, config_.n_embd);
 }
 
 template <typename F>
-std::span<const F> BasicGpt2<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token) {
-  AT_CHECK(cache_ != nullptr, "generation: feed_token() needs reset_cache() first");
+void BasicGpt2<F>::block_row(int l, const F* p, int t) {
   Cache& k = *cache_;
-  AT_CHECK(k.length < config_.block_size,
-           "generation: the cache holds block_size = ", config_.block_size,
-           " tokens already; reset it and feed the last window again");
-  check_tokens(&token, 1, config_.vocab_size, "token");
-  const int C = config_.n_embd, NH = config_.n_head, L = config_.n_layer;
-  const int t = k.length;  // this token's position
+  const int C = config_.n_embd, NH = config_.n_head;
   const auto uC = static_cast<std::size_t>(C);
   const TensorOffsets& o = *offsets_;
-
-  const F* p = access.params(0);
-  encoder_forward(k.x.data(), &token, p + o.wte, p + o.wpe + static_cast<std::size_t>(t) * uC, 1, 1,
-                  C);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    p = access.params(ParamLayout::block_unit(l));
-    // This layer's qkv rows of positions 0..t; row t is computed now.
-    F* rows = k.qkv.data() + static_cast<std::size_t>(l) * config_.block_size * 3 * uC;
-    F* row = rows + static_cast<std::size_t>(t) * 3 * uC;
-    layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.x.data(), p + o.ln1w, p + o.ln1b, 1,
-                      C);
-    matmul_forward(row, k.ln.data(), p + o.qkvw, p + o.qkvb, 1, C, 3 * C);
-    attention_forward_last(k.atty.data(), k.scratch.data(), rows, t + 1, C, NH);
-    matmul_forward(k.proj.data(), k.atty.data(), p + o.attprojw, p + o.attprojb, 1, C, C);
-    residual_forward(k.residual2.data(), k.x.data(), k.proj.data(), uC);
-    layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.residual2.data(), p + o.ln2w,
-                      p + o.ln2b, 1, C);
-    matmul_forward(k.fch.data(), k.ln.data(), p + o.fcw, p + o.fcb, 1, C, 4 * C);
-    gelu_forward(k.fch_gelu.data(), k.fch.data(), 4 * uC);
-    matmul_forward(k.proj.data(), k.fch_gelu.data(), p + o.fcprojw, p + o.fcprojb, 1, 4 * C, C);
-    residual_forward(k.x.data(), k.residual2.data(), k.proj.data(), uC);
-    access.release(ParamLayout::block_unit(l));
-  }
-  p = access.params(L + 1);
-  layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.x.data(), p + o.lnfw, p + o.lnfb, 1,
+  // This layer's qkv rows of positions 0..t; row t is computed now.
+  F* rows = k.qkv.data() + static_cast<std::size_t>(l) * config_.block_size * 3 * uC;
+  F* row = rows + static_cast<std::size_t>(t) * 3 * uC;
+  layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.x.data(), p + o.ln1w, p + o.ln1b, 1,
                     C);
-  access.release(L + 1);
-  p = access.params(0);
-  const int Vp = config_.padded_vocab_size;
-  gemm<F>(Transpose::no, Transpose::yes, 1, Vp, C, F(1), k.ln.data(), C, p + o.wte, C, F(0),
-          k.logits.data(), Vp);
-  access.release(0);
-  ++k.length;
-  return {k.logits.data(), static_cast<std::size_t>(config_.vocab_size)};
+  matmul_forward(row, k.ln.data(), p + o.qkvw, p + o.qkvb, 1, C, 3 * C);
+  attention_forward_last(k.atty.data(), k.scratch.data(), rows, t + 1, C, NH);
+  matmul_forward(k.proj.data(), k.atty.data(), p + o.attprojw, p + o.attprojb, 1, C, C);
+  residual_forward(k.residual2.data(), k.x.data(), k.proj.data(), uC);
+  layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.residual2.data(), p + o.ln2w,
+                    p + o.ln2b, 1, C);
+  matmul_forward(k.fch.data(), k.ln.data(), p + o.fcw, p + o.fcb, 1, C, 4 * C);
+  gelu_forward(k.fch_gelu.data(), k.fch.data(), 4 * uC);
+  matmul_forward(k.proj.data(), k.fch_gelu.data(), p + o.fcprojw, p + o.fcprojb, 1, 4 * C, C);
+  residual_forward(k.x.data(), k.residual2.data(), k.proj.data(), uC);
 }
 
 template <typename F>
-std::span<const F> BasicGpt2<F>::losses() const {
-  return {acts_->losses, static_cast<std::size_t>(B_) * T_};
-}
-
-template <typename F>
-std::size_t BasicGpt2<F>::activation_bytes() const {
-  const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
-                               dlarge_.size() + datt_row_.size();
-  return elements * sizeof(F);
+const F* BasicGpt2<F>::final_norm_row(const F* p) {
+  Cache& k = *cache_;
+  layernorm_forward(k.ln.data(), &k.stats[0], &k.stats[1], k.x.data(), p + offsets_->lnfw,
+                    p + offsets_->lnfb, 1, config_.n_embd);
+  return k.ln.data();
 }
 
 TensorOffsets::TensorOffsets(const ParamLayout& layout) {

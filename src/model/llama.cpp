@@ -1,11 +1,11 @@
-// The Llama-style decoder's forward and backward (the Llama family, Phi-3, Gemma 2 and 3):
+// The Llama-style decoder's parts of the CPU models' driver (model/decoder_driver.hpp), in
+// training (the Llama family, Phi-3, Gemma 2 and 3):
 // pre-RMSNorm blocks, attention with grouped key/value heads and rotary embeddings (Qwen3, Gemma
 // 3: q/k RMSNorm per head first; Gemma: a query scale, a soft cap on the scores and sliding-window
 // layers), a gated MLP (SwiGLU, or Gemma's GeGLU), Gemma's norms of both branches' outputs, a
-// final RMSNorm and an LM head (its own, or the embeddings), an optional final soft cap, fused
-// softmax + cross-entropy over the padded vocabulary. Shapes: B batch, T positions, C hidden, NH
-// heads, NKV key/value heads, D head_dim, Q = NH·D, KV = NKV·D, QKV = Q + 2·KV, I intermediate, L
-// layers, V vocabulary, Vp padded. Generation: llama_generate.cpp.
+// final RMSNorm (the driver runs the head, its soft cap and the loss). Shapes: B batch, T
+// positions, C hidden, NH heads, NKV key/value heads, D head_dim, Q = NH·D, KV = NKV·D, QKV = Q +
+// 2·KV, I intermediate, L layers, V vocabulary, Vp padded. Generation: llama_generate.cpp.
 // Invariants as in gpt2.cpp: nothing is allocated in forward/backward; parameter gradients
 // accumulate; activation gradients are overwritten, except the residual stream's, which every
 // RMSNorm backward adds into.
@@ -22,7 +22,6 @@
 #include "autotrain/kernels/rmsnorm.hpp"
 #include "autotrain/kernels/rope.hpp"
 #include "autotrain/kernels/swiglu.hpp"
-#include "check_tokens.hpp"
 #include "kernel_clock.hpp"
 #include "llama_activations.hpp"
 #include "llama_offsets.hpp"
@@ -34,20 +33,15 @@ using namespace autotrain::kernels;
 
 template <typename F>
 BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recompute)
-    : config_(layout.config()), B_(B), T_(T), recompute_(recompute) {
+    : BasicDecoderDriver<F>(layout.config(), B, T, recompute, "max_position_embeddings") {
   AT_CHECK(config_.family == Family::llama,
            "internal: BasicLlama needs a layout of a family on the Llama-style decoder");
-  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
-  AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T,
-           " must be in [1, max_position_embeddings = ", config_.block_size, "]");
   offsets_ = std::make_unique<LlamaOffsets>(layout);
   ensure_rope(T);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
   const auto C = std::size_t(config_.n_embd), Q = std::size_t(config_.q_size());
   const auto QKV = std::size_t(config_.qkv_size()), I = std::size_t(config_.mlp_size());
-  acts_ = std::make_unique<Activations>(config_, B, T, bt, recompute);
-  inputs_.assign(bt, 0);
-  targets_.assign(bt, 0);
+  acts_ = std::make_unique<Activations>(config_, B, T, recompute);
   dresidual_.assign(bt * C, F(0));
   dsmall_.assign(bt * std::max(C, Q), F(0));
   norm_discard_.assign(std::size_t(C), F(0));
@@ -74,8 +68,8 @@ void BasicLlama<F>::ensure_rope(int positions) {
 }
 
 template <typename F>
-int BasicLlama<F>::head_unit() const {
-  return config_.tie_word_embeddings ? 0 : config_.n_layer + 1;
+std::size_t BasicLlama<F>::head_offset() const {
+  return offsets_->head;
 }
 
 template <typename F>
@@ -115,8 +109,9 @@ void BasicLlama<F>::embed(F* out, const std::int32_t* tokens, std::size_t n, con
 // recomputation under activation checkpointing (the same kernels on the same inputs: the same
 // bits).
 template <typename F>
-void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
-                                  int B, int T, KernelClock& clock) {
+void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter<F>* adapter, int B,
+                                  int T, KernelClock& clock) {
+  Activations& a = acts(run);
   const ModelConfig& c = config_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
@@ -188,137 +183,54 @@ void BasicLlama<F>::block_forward(Activations& a, int l, const F* p, BasicLinear
 }
 
 template <typename F>
-const F* BasicLlama<F>::forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
-                                              const std::int32_t* inputs, int B, int T) {
-  const ModelConfig& c = config_;
-  const int C = c.n_embd, L = c.n_layer;
-  const auto bt = static_cast<std::size_t>(B) * T;
-  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
-
-  const F* p = access.params(0);
-  clock.restart();
-  embed(a.residual, inputs, bt, p + offsets_->embed);
-  clock.lap(kEncoder);
-  access.release(0);
-
-  for (int l = 0; l < L; ++l) {
-    p = access.params(ParamLayout::block_unit(l));
-    clock.restart();
-    block_forward(a, l, p, access.linear_adapter(ParamLayout::block_unit(l)), B, T, clock);
-    access.release(ParamLayout::block_unit(l));
-  }
-  const int last = L + 1;
-  p = access.params(last);
-  clock.restart();
-  rmsnorm_forward(a.lnf, a.rstdf, a.stream(L), p + offsets_->normw, bt, 1, C, std::size_t(C),
-                  c.norm_eps, norm_offset());
-  clock.lap(kNorm);
-  if (head_unit() == last) return p;  // an untied head is read next, from this unit
-  access.release(last);
-  return access.params(0);  // the tied head
+void BasicLlama<F>::embed_forward(Run run, const F* p, const std::int32_t* tokens, int B, int T) {
+  embed(acts(run).residual, tokens, static_cast<std::size_t>(B) * static_cast<std::size_t>(T),
+        p + offsets_->embed);
 }
 
 template <typename F>
-void BasicLlama<F>::head_forward(const F* lnf, const F* p, F* logits, std::size_t rows) const {
-  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  // logits[rows, Vp] = lnf[rows, C] · head[Vp, C]ᵀ
-  gemm<F>(Transpose::no, Transpose::yes, rows, Vp, C, F(1), lnf, C, p + offsets_->head, C, F(0),
-          logits, Vp);
-  if (config_.final_softcap > 0) logit_softcap(logits, rows, V, Vp, config_.final_softcap);
+const F* BasicLlama<F>::final_norm_forward(Run run, const F* p, int B, int T) {
+  Activations& a = acts(run);
+  const int C = config_.n_embd;
+  rmsnorm_forward(a.lnf, a.rstdf, a.stream(config_.n_layer), p + offsets_->normw,
+                  static_cast<std::size_t>(B) * static_cast<std::size_t>(T), 1, C, std::size_t(C),
+                  config_.norm_eps, norm_offset());
+  return a.lnf;
 }
 
 template <typename F>
-F BasicLlama<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-                         const std::int32_t* targets) {
-  const std::size_t bt = static_cast<std::size_t>(B_) * T_;
-  loss_positions_ =
-      keep_batch(inputs, targets, bt, config_.vocab_size, inputs_.data(), targets_.data());
-  Activations& a = *acts_;
-  const F* p = forward_to_final_norm(access, a, inputs_.data(), B_, T_);
-  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
-  clock.restart();
-  head_forward(a.lnf, p, a.logits, bt);
-  clock.lap(kLmHead);
-  access.release(head_unit());
-  clock.restart();
-  crossentropy_forward(a.losses, a.lse, a.logits, targets_.data(), bt, config_.vocab_size,
-                       config_.padded_vocab_size);
-  clock.lap(kCrossEntropy);
-  ready_for_backward_ = true;
-  return static_cast<F>(mean_loss(a.losses, bt, loss_positions_));
+void BasicLlama<F>::final_norm_backward(const F* p, F* g) {
+  const Activations& a = *acts_;
+  const int C = config_.n_embd;
+  std::fill(dresidual_.begin(), dresidual_.end(), F(0));
+  rmsnorm_backward(dresidual_.data(), g ? g + offsets_->normw : norm_discard_.data(),
+                   dsmall_.data(), a.stream(config_.n_layer), p + offsets_->normw, a.rstdf,
+                   inputs_.size(), 1, C, std::size_t(C), norm_offset());
 }
 
 template <typename F>
-void BasicLlama<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
-  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
-  ready_for_backward_ = false;
-  Activations& a = *acts_;
-  const int C = config_.n_embd, L = config_.n_layer;
-  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  const std::size_t bt = static_cast<std::size_t>(B_) * T_;
-  const LlamaOffsets& o = *offsets_;
-  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
-  const F dloss = position_dloss(loss_scale, loss_positions_);
-  crossentropy_backward(a.logits, a.logits, a.lse, targets_.data(), dloss, bt, V, Vp,
-                        config_.final_softcap);
-  clock.lap(kCrossEntropy);
-  const int last = L + 1;
-  const auto head_backward = [&](const F* p, F* g) {  // g null: the head is frozen
-    clock.restart();
-    const SharedBf16Operand dlogits(a.logits, bt * std::size_t(Vp));  // read by both products
-    // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · lnf[BT, C];  dlnf[BT, C] = dlogits · head[Vp, C]
-    if (g != nullptr) {
-      gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), a.logits, Vp, a.lnf, C, F(1),
-              g + o.head, C);
-    }
-    gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), a.logits, Vp, p + o.head, C, F(0),
-            dsmall_.data(), C);
-    clock.lap(kLmHead);
-  };
-  if (head_unit() == 0) {
-    const F* p = access.params(0);  // before grads(0): the documented order
-    head_backward(p, access.frozen(0) ? nullptr : access.grads(0));
-    access.release(0);
+void BasicLlama<F>::embed_backward(F* g) {
+  const auto uC = std::size_t(config_.n_embd);
+  const F scale = embed_scale();
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    F* row = g + offsets_->embed + std::size_t(inputs_[i]) * uC;
+    const F* d = dresidual_.data() + i * uC;
+    for (std::size_t j = 0; j < uC; ++j) row[j] += d[j] * scale;
   }
-  {
-    const F* p = access.params(last);
-    F* g = access.frozen(last) ? nullptr : access.grads(last);
-    if (head_unit() == last) head_backward(p, g);
-    std::fill(dresidual_.begin(), dresidual_.end(), F(0));
-    clock.restart();
-    rmsnorm_backward(dresidual_.data(), g ? g + o.normw : norm_discard_.data(), dsmall_.data(),
-                     a.stream(L), p + o.normw, a.rstdf, bt, 1, C, std::size_t(C), norm_offset());
-    clock.lap(kNorm);
-    access.release(last);
-    access.grads_ready(last);
-  }
-  for (int l = L - 1; l >= 0; --l) block_backward(access, l);
-  if (!access.frozen(0)) {
-    F* g = access.grads(0);
-    clock.restart();
-    const auto uC = std::size_t(C);
-    const F scale = embed_scale();
-    for (std::size_t i = 0; i < bt; ++i) {
-      F* row = g + o.embed + std::size_t(inputs_[i]) * uC;
-      const F* d = dresidual_.data() + i * uC;
-      for (std::size_t j = 0; j < uC; ++j) row[j] += d[j] * scale;
-    }
-    clock.lap(kEncoder);
-  }
-  access.grads_ready(0);
 }
 
 // One block's backward: dresidual_ holds d(stream out of layer l) and ends holding d(stream
 // into it).
 template <typename F>
-void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
+void BasicLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                                   KernelClock& clock) {
   const ModelConfig& c = config_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
   const auto bt = static_cast<std::size_t>(B_) * T_;
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   const double w0 = norm_offset();
-  Activations& a = *acts_;
+  const Activations& a = *acts_;
   const std::size_t li = a.slot(l);
   const LlamaOffsets& o = *offsets_;
   F* dres = dresidual_.data();
@@ -326,14 +238,6 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   F* dwide = dwide_.data();
   F* dmid = dmid_.data();
   const int unit = ParamLayout::block_unit(l);
-  const F* p = access.params(unit);
-  F* g = access.grads(unit);
-  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
-  clock.restart();
-  BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
-  // Checkpointing: the slot holds the last block's activations; recompute block l's (its
-  // output stream is kept, and the recomputation writes the same bits into it).
-  if (recompute_ && l != c.n_layer - 1) block_forward(a, l, p, adapter, B_, T_, clock);
   // dx += the adapter's term of the linear at `weight` (after the linear's own backward).
   const auto adapt = [&](std::size_t weight, const F* in, const F* dy, F* dx, int IC, int OC) {
     if (adapter) adapter->backward(unit, weight, in, dy, dx, bt, IC, OC);
@@ -401,17 +305,10 @@ void BasicLlama<F>::block_backward(BasicUnitAccess<F>& access, int l) {
   rmsnorm_backward(dres, g + o.ln1w, dsmall, a.stream(l), p + o.ln1w, a.rstd1 + li * bt, bt, 1, C,
                    uC, w0);
   clock.lap(kNorm);
-  access.release(unit);
-  access.grads_ready(unit);
 }
 
 template <typename F>
-std::span<const F> BasicLlama<F>::losses() const {
-  return {acts_->losses, static_cast<std::size_t>(B_) * T_};
-}
-
-template <typename F>
-std::size_t BasicLlama<F>::activation_bytes() const {
+std::size_t BasicLlama<F>::family_activation_bytes() const {
   const std::size_t elements = acts_->storage.size() + dresidual_.size() + dsmall_.size() +
                                dwide_.size() + dmid_.size() + dpost_.size() + datt_row_.size();
   return elements * sizeof(F);

@@ -19,30 +19,27 @@ struct BasicLlama<F>::Activations {
   std::vector<F> storage;
   std::size_t bt = 0, att_stride = 0;
   std::size_t C = 0, QKV = 0, Q = 0, I = 0, H = 0;  // H: q/k heads normalised per row (qk_norm)
-  F* residual;      // [L + 1, BT, C]: the stream into each layer, then the last one's output
-  F *ln1, *rstd1;   // [L, BT, C], [L, BT]
-  F* qkv_pre;       // [L, BT, QKV] before the q/k norm (qk_norm only)
-  F* qk_rstd;       // [L, BT, NH + NKV] (qk_norm only)
-  F* qkv;           // [L, BT, QKV] attention's input (normed, rotated)
-  F* att;           // [L, B, NH, T, T]
-  F* atty;          // [L, BT, Q]
-  F* attn_out;      // [L, BT, C] o_proj's output (sandwich_norms only: its norm's input)
-  F* rstd_attn;     // [L, BT] (sandwich_norms only)
-  F* mid;           // [L, BT, C] the stream after attention
-  F *ln2, *rstd2;   // [L, BT, C], [L, BT]
-  F* gate_up;       // [L, BT, 2I]
-  F* act;           // [L, BT, I]
-  F* mlp_out;       // [L, BT, C] down_proj's output (sandwich_norms only)
-  F* rstd_mlp;      // [L, BT] (sandwich_norms only)
-  F *lnf, *rstdf;   // [BT, C], [BT]
-  F* proj;          // [BT, C] a branch's output as it joins the stream
-  F* logits;        // [logits_rows, Vp]; dlogits after backward starts
-  F *lse, *losses;  // [BT]
+  F* residual;     // [L + 1, BT, C]: the stream into each layer, then the last one's output
+  F *ln1, *rstd1;  // [L, BT, C], [L, BT]
+  F* qkv_pre;      // [L, BT, QKV] before the q/k norm (qk_norm only)
+  F* qk_rstd;      // [L, BT, NH + NKV] (qk_norm only)
+  F* qkv;          // [L, BT, QKV] attention's input (normed, rotated)
+  F* att;          // [L, B, NH, T, T]
+  F* atty;         // [L, BT, Q]
+  F* attn_out;     // [L, BT, C] o_proj's output (sandwich_norms only: its norm's input)
+  F* rstd_attn;    // [L, BT] (sandwich_norms only)
+  F* mid;          // [L, BT, C] the stream after attention
+  F *ln2, *rstd2;  // [L, BT, C], [L, BT]
+  F* gate_up;      // [L, BT, 2I]
+  F* act;          // [L, BT, I]
+  F* mlp_out;      // [L, BT, C] down_proj's output (sandwich_norms only)
+  F* rstd_mlp;     // [L, BT] (sandwich_norms only)
+  F *lnf, *rstdf;  // [BT, C], [BT]
+  F* proj;         // [BT, C] a branch's output as it joins the stream
 
   bool one_slot = false;
 
-  Activations(const ModelConfig& c, int B, int T, std::size_t logits_rows, bool one_slot_)
-      : one_slot(one_slot_) {
+  Activations(const ModelConfig& c, int B, int T, bool one_slot_) : one_slot(one_slot_) {
     const auto layers = static_cast<std::size_t>(c.n_layer);
     const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
     const std::size_t sandwich = c.sandwich_norms ? L : 0;
@@ -51,30 +48,26 @@ struct BasicLlama<F>::Activations {
     I = std::size_t(c.mlp_size());
     H = c.qk_norm ? std::size_t(c.n_head + c.kv_heads()) : 0;
     att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
-    std::vector<std::pair<F**, std::size_t>> parts = {
-        {&residual, (layers + 1) * bt * C},
-        {&ln1, L * bt * C},
-        {&rstd1, L * bt},
-        {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
-        {&qk_rstd, L * bt * H},
-        {&qkv, L * bt * QKV},
-        {&att, L * att_stride},
-        {&atty, L * bt * Q},
-        {&attn_out, sandwich * bt * C},
-        {&rstd_attn, sandwich * bt},
-        {&mid, L * bt * C},
-        {&ln2, L * bt * C},
-        {&rstd2, L * bt},
-        {&gate_up, L * bt * 2 * I},
-        {&act, L * bt * I},
-        {&mlp_out, sandwich * bt * C},
-        {&rstd_mlp, sandwich * bt},
-        {&lnf, bt * C},
-        {&rstdf, bt},
-        {&proj, bt * C},
-        {&logits, logits_rows * static_cast<std::size_t>(c.padded_vocab_size)},
-        {&lse, bt},
-        {&losses, bt}};
+    std::vector<std::pair<F**, std::size_t>> parts = {{&residual, (layers + 1) * bt * C},
+                                                      {&ln1, L * bt * C},
+                                                      {&rstd1, L * bt},
+                                                      {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
+                                                      {&qk_rstd, L * bt * H},
+                                                      {&qkv, L * bt * QKV},
+                                                      {&att, L * att_stride},
+                                                      {&atty, L * bt * Q},
+                                                      {&attn_out, sandwich * bt * C},
+                                                      {&rstd_attn, sandwich * bt},
+                                                      {&mid, L * bt * C},
+                                                      {&ln2, L * bt * C},
+                                                      {&rstd2, L * bt},
+                                                      {&gate_up, L * bt * 2 * I},
+                                                      {&act, L * bt * I},
+                                                      {&mlp_out, sandwich * bt * C},
+                                                      {&rstd_mlp, sandwich * bt},
+                                                      {&lnf, bt * C},
+                                                      {&rstdf, bt},
+                                                      {&proj, bt * C}};
     carve(storage, parts);
   }
   F* stream(int l) const { return residual + std::size_t(l) * bt * C; }
@@ -87,9 +80,8 @@ struct BasicLlama<F>::Activations {
 template <typename F>
 struct BasicLlama<F>::Cache {
   std::vector<F> qkv;  // [L, capacity, QKV]
-  std::vector<F> x, ln, pre, atty, proj, normed, mid, gate_up, act, logits, scratch, stats;
+  std::vector<F> x, ln, pre, atty, proj, normed, mid, gate_up, act, scratch, stats;
   int capacity = 0;
-  int length = 0;
 
   explicit Cache(const ModelConfig& c) : capacity(c.generation_context()) {
     const auto QKV = std::size_t(c.qkv_size()), C = std::size_t(c.n_embd);
@@ -100,7 +92,6 @@ struct BasicLlama<F>::Cache {
     atty.assign(std::size_t(c.q_size()), F(0));
     gate_up.assign(2 * I, F(0));
     act.assign(I, F(0));
-    logits.assign(std::size_t(c.padded_vocab_size), F(0));
     scratch.assign(std::size_t(capacity), F(0));
     stats.assign(std::size_t(c.n_head + c.kv_heads()), F(0));
   }

@@ -1,6 +1,6 @@
-// The Llama-style decoder's generation (llama.cpp has its training forward and backward): the
-// next token's logits from a whole context, and incremental decoding with a key/value cache, one
-// token at a time, through the same kernels.
+// The Llama-style decoder's parts of generation (llama.cpp has training's): a context's
+// buffers, and incremental decoding with a key/value cache, one token at a time, through the
+// same kernels as training.
 #include <cstring>
 
 #include "autotrain/core/error.hpp"
@@ -11,7 +11,6 @@
 #include "autotrain/kernels/rope.hpp"
 #include "autotrain/kernels/swiglu.hpp"
 #include "autotrain/model/llama.hpp"
-#include "check_tokens.hpp"
 #include "llama_activations.hpp"
 #include "llama_offsets.hpp"
 
@@ -20,42 +19,32 @@ namespace autotrain::model {
 using namespace autotrain::kernels;
 
 template <typename F>
-std::span<const F> BasicLlama<F>::next_token_logits(BasicUnitAccess<F>& access,
-                                                    std::span<const std::int32_t> tokens) {
-  const int n = static_cast<int>(tokens.size());
-  AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
-           " tokens; it must hold 1 to max_position_embeddings = ", config_.block_size);
-  check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
+void BasicLlama<F>::prepare_context(int n) {
+  // The activations' strides are their capacity's: a shorter context uses the front.
   if (!inference_ || inference_->bt < std::size_t(n)) {
-    inference_ = std::make_unique<Activations>(config_, 1, n, 1, true);
+    inference_ = std::make_unique<Activations>(config_, 1, n, true);
   }
   ensure_rope(n);
-  Activations& a = *inference_;
-  // The activations' strides are their capacity's: a shorter context uses the front.
-  AT_CHECK(a.bt >= std::size_t(n), "internal: inference buffers too small");
-  const F* p = forward_to_final_norm(access, a, tokens.data(), 1, n);
-  head_forward(a.lnf + static_cast<std::size_t>(n - 1) * config_.n_embd, p, a.logits, 1);
-  access.release(head_unit());
-  return {a.logits, static_cast<std::size_t>(config_.vocab_size)};
 }
 
 template <typename F>
-void BasicLlama<F>::reset_cache() {
+int BasicLlama<F>::open_cache() {
   if (!cache_) {
     cache_ = std::make_unique<Cache>(config_);
     ensure_rope(cache_->capacity);
   }
-  cache_->length = 0;
+  return cache_->capacity;
 }
 
 template <typename F>
-int BasicLlama<F>::cached_tokens() const {
-  return cache_ ? cache_->length : 0;
+void BasicLlama<F>::embed_row(const F* p, std::int32_t token, int /*t*/) {
+  embed(cache_->x.data(), &token, 1, p + offsets_->embed);
 }
 
 // One block of feed_token at position t: k.x in, k.x out.
 template <typename F>
-void BasicLlama<F>::block_step(Cache& k, int l, const F* p, int t) {
+void BasicLlama<F>::block_row(int l, const F* p, int t) {
+  Cache& k = *cache_;
   const ModelConfig& c = config_;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size(), R = c.rotary_size();
   const int Q = c.q_size(), QKV = c.qkv_size(), I = c.mlp_size();
@@ -98,43 +87,20 @@ void BasicLlama<F>::block_step(Cache& k, int l, const F* p, int t) {
 }
 
 template <typename F>
-std::span<const F> BasicLlama<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token) {
-  AT_CHECK(cache_ != nullptr, "generation: feed_token() needs reset_cache() first");
+const F* BasicLlama<F>::final_norm_row(const F* p) {
   Cache& k = *cache_;
-  AT_CHECK(k.length < k.capacity, "generation: the cache holds ", k.capacity,
-           " tokens already; reset it and feed the last window again");
-  check_tokens(&token, 1, config_.vocab_size, "token");
-  const ModelConfig& c = config_;
-  const int L = c.n_layer;
-  const F* p = access.params(0);
-  embed(k.x.data(), &token, 1, p + offsets_->embed);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    p = access.params(ParamLayout::block_unit(l));
-    block_step(k, l, p, k.length);
-    access.release(ParamLayout::block_unit(l));
-  }
-  p = access.params(L + 1);
-  rmsnorm_forward(k.ln.data(), k.stats.data(), k.x.data(), p + offsets_->normw, 1, 1, c.n_embd,
-                  std::size_t(c.n_embd), c.norm_eps, norm_offset());
-  if (head_unit() == 0) {
-    access.release(L + 1);
-    p = access.params(0);
-  }
-  head_forward(k.ln.data(), p, k.logits.data(), 1);
-  access.release(head_unit());
-  ++k.length;
-  return {k.logits.data(), static_cast<std::size_t>(c.vocab_size)};
+  rmsnorm_forward(k.ln.data(), k.stats.data(), k.x.data(), p + offsets_->normw, 1, 1,
+                  config_.n_embd, std::size_t(config_.n_embd), config_.norm_eps, norm_offset());
+  return k.ln.data();
 }
 
 // The members defined here (llama.cpp instantiates the rest).
-#define AUTOTRAIN_LLAMA_GENERATE(F)                                                            \
-  template std::span<const F> BasicLlama<F>::next_token_logits(BasicUnitAccess<F>&,            \
-                                                               std::span<const std::int32_t>); \
-  template void BasicLlama<F>::reset_cache();                                                  \
-  template int BasicLlama<F>::cached_tokens() const;                                           \
-  template void BasicLlama<F>::block_step(Cache&, int, const F*, int);                         \
-  template std::span<const F> BasicLlama<F>::feed_token(BasicUnitAccess<F>&, std::int32_t);
+#define AUTOTRAIN_LLAMA_GENERATE(F)                                    \
+  template void BasicLlama<F>::prepare_context(int);                   \
+  template int BasicLlama<F>::open_cache();                            \
+  template void BasicLlama<F>::embed_row(const F*, std::int32_t, int); \
+  template void BasicLlama<F>::block_row(int, const F*, int);          \
+  template const F* BasicLlama<F>::final_norm_row(const F*);
 AUTOTRAIN_LLAMA_GENERATE(float)
 AUTOTRAIN_LLAMA_GENERATE(double)
 #undef AUTOTRAIN_LLAMA_GENERATE

@@ -1,20 +1,9 @@
 #pragma once
-// GPT-2 forward and backward on the CPU (model/causal_lm.hpp; the family:
-// src/model/gpt2_family.cpp).
-//
-// Hook order (part of the contract; L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = ln_f):
-//   forward:   params(0) release(0)                         encoder
-//              params(u) release(u)          u = 1..L       blocks
-//              params(L+1) release(L+1)                     final LayerNorm
-//              params(0) release(0)                         tied LM head (wte again)
-//   backward:  params(0) grads(0) release(0)                LM head: dwte +=
-//              params(L+1) grads(L+1) release(L+1) grads_ready(L+1)
-//              params(u) grads(u) release(u) grads_ready(u) u = L..1
-//              grads(0) grads_ready(0)                      encoder (needs no parameters)
-//   inference: the forward order.
-// Pointers returned by params/grads point at the unit's first element (TensorOffsets locate each
-// tensor). grads(u) may be called twice in one backward (unit 0): both calls must return the
-// same accumulating buffer.
+// GPT-2 on the CPU: a family of the CPU models' driver (model/decoder_driver.hpp: the interface
+// and the hook order; the family's description: src/model/gpt2_family.cpp). Its parts: the token
+// and position embeddings, pre-LayerNorm blocks of causal self-attention and a GELU MLP, the
+// final LayerNorm; the head is the token embeddings (wte). TensorOffsets locate each tensor in
+// its unit.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +14,7 @@
 
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/config.hpp"
+#include "autotrain/model/decoder_driver.hpp"
 #include "autotrain/model/gpt2_offsets.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
@@ -35,7 +25,7 @@ namespace autotrain::model {
 class KernelClock;  // src/model/kernel_clock.hpp
 
 template <typename F>
-class BasicGpt2 final : public BasicCausalLM<F> {
+class BasicGpt2 final : public BasicDecoderDriver<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= block_size). `recompute`:
   // activation checkpointing (causal_lm.hpp).
@@ -44,47 +34,42 @@ class BasicGpt2 final : public BasicCausalLM<F> {
   BasicGpt2(const BasicGpt2&) = delete;
   BasicGpt2& operator=(const BasicGpt2&) = delete;
 
-  int batch_size() const override { return B_; }
-  int seq_len() const override { return T_; }
-  const ModelConfig& config() const override { return config_; }
-  F forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-            const std::int32_t* targets) override;
-  void backward(BasicUnitAccess<F>& access, F loss_scale) override;
-  std::span<const F> next_token_logits(BasicUnitAccess<F>& access,
-                                       std::span<const std::int32_t> tokens) override;
-  void reset_cache() override;
-  std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token) override;
-  int cached_tokens() const override;
-  std::span<const F> losses() const override;
-  std::size_t activation_bytes() const override;
-
  private:
+  using Run = typename BasicDecoderDriver<F>::Run;
   struct Activations;
-  F run_lm_head_and_loss(BasicUnitAccess<F>& access);
-  void forward_to_final_norm(BasicUnitAccess<F>& access, Activations& acts,
-                             const std::int32_t* inputs, int B, int T);
-  // `adapter`: the unit's linear adapter (BasicUnitAccess::linear_adapter), or null.
-  void block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter,
-                     const F* residual, int B, int T, KernelClock& clock);
+  struct Cache;
+  Activations& acts(Run run) { return run == Run::training ? *acts_ : *inference_; }
 
-  ModelConfig config_;
-  int B_;
-  int T_;
-  bool recompute_;
+  // The driver's parts (model/decoder_driver.hpp).
+  void embed_forward(Run run, const F* p, const std::int32_t* tokens, int B, int T) override;
+  void block_forward(Run run, int l, const F* p, BasicLinearAdapter<F>* adapter, int B, int T,
+                     KernelClock& clock) override;
+  const F* final_norm_forward(Run run, const F* p, int B, int T) override;
+  void final_norm_backward(const F* p, F* g) override;
+  void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                      KernelClock& clock) override;
+  void embed_backward(F* g) override;
+  F* dnormed() override { return dsmall_.data(); }
+  std::size_t head_offset() const override { return offsets_->wte; }
+  std::size_t family_activation_bytes() const override;
+  void prepare_context(int n) override;
+  int open_cache() override;
+  void embed_row(const F* p, std::int32_t token, int t) override;
+  void block_row(int l, const F* p, int t) override;
+  const F* final_norm_row(const F* p) override;
+
+  using BasicDecoderDriver<F>::config_, BasicDecoderDriver<F>::B_, BasicDecoderDriver<F>::T_,
+      BasicDecoderDriver<F>::inputs_;
   std::unique_ptr<TensorOffsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
-  struct Cache;
   std::unique_ptr<Cache> cache_;
-  std::vector<std::int32_t> inputs_;
-  std::vector<std::int32_t> targets_;
-  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   // Activation gradients, shared by all layers (each is overwritten before it is read):
-  std::vector<F> dresidual_;  // [B, T, C] the residual stream, accumulated through the blocks
-  std::vector<F> dsmall_;     // [B, T, C] d(ln output) / d(attention output) / d(lnf)
-  std::vector<F> dlarge_;     // [B, T, 4C] d(fch) in the MLP, d(qkv) [B, T, 3C] in attention
-  std::vector<F> datt_row_;   // [B, NH, T, T] attention backward scratch (d scores)
-  bool ready_for_backward_ = false;
+  std::vector<F> dresidual_;     // [B, T, C] the residual stream, accumulated through the blocks
+  std::vector<F> dsmall_;        // [B, T, C] d(ln output) / d(attention output) / d(lnf)
+  std::vector<F> dlarge_;        // [B, T, 4C] d(fch) in the MLP, d(qkv) [B, T, 3C] in attention
+  std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch (d scores)
+  std::vector<F> norm_discard_;  // [2C] a frozen ln_f's gradients (LoRA), never read
 };
 
 using Gpt2Model = BasicGpt2<float>;

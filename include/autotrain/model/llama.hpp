@@ -1,19 +1,10 @@
 #pragma once
-// The Llama-style decoder's forward and backward on the CPU (model/causal_lm.hpp), which the
-// Llama family (src/model/llama_family.cpp), Phi-3 (phi3_family.cpp) and Gemma 2 and 3
-// (gemma_family.cpp) run; their tensors: src/model/decoder_family.cpp. Training: llama.cpp;
-// generation: llama_generate.cpp.
-//
-// Hook order (L = n_layer, unit 0 = embeddings, 1..L = blocks, L+1 = final norm and LM head):
-//   forward:   params(0) release(0)                         embedding lookup
-//              params(u) release(u)          u = 1..L       blocks
-//              params(L+1) release(L+1)                     final RMSNorm (and untied LM head)
-//              params(0) release(0)                         tied LM head only
-//   backward:  tied:   params(0) grads(0) release(0)        LM head: dembed +=
-//              params(L+1) grads(L+1) release(L+1) grads_ready(L+1)   (untied: LM head too)
-//              params(u) grads(u) release(u) grads_ready(u) u = L..1
-//              grads(0) grads_ready(0)                      embeddings (need no parameters)
-//   inference: the forward order.
+// The Llama-style decoder on the CPU, which the Llama family (src/model/llama_family.cpp), Phi-3
+// (phi3_family.cpp) and Gemma 2 and 3 (gemma_family.cpp) run (their tensors:
+// src/model/decoder_family.cpp): a family of the CPU models' driver (model/decoder_driver.hpp:
+// the interface and the hook order). Its parts: the embedding lookup (scaled for Gemma), the
+// blocks and the final RMSNorm; the head is lm_head, or the embeddings when tied. Training:
+// llama.cpp; generation: llama_generate.cpp.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +15,7 @@
 
 #include "autotrain/kernels/attention.hpp"
 #include "autotrain/model/causal_lm.hpp"
+#include "autotrain/model/decoder_driver.hpp"
 
 namespace autotrain::model {
 
@@ -31,7 +23,7 @@ class KernelClock;    // src/model/kernel_clock.hpp
 struct LlamaOffsets;  // src/model/llama_offsets.hpp: where each tensor sits in its unit
 
 template <typename F>
-class BasicLlama final : public BasicCausalLM<F> {
+class BasicLlama final : public BasicDecoderDriver<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= block_size).
   // `recompute`: activation checkpointing (causal_lm.hpp).
@@ -40,50 +32,42 @@ class BasicLlama final : public BasicCausalLM<F> {
   BasicLlama(const BasicLlama&) = delete;
   BasicLlama& operator=(const BasicLlama&) = delete;
 
-  int batch_size() const override { return B_; }
-  int seq_len() const override { return T_; }
-  const ModelConfig& config() const override { return config_; }
-  F forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
-            const std::int32_t* targets) override;
-  void backward(BasicUnitAccess<F>& access, F loss_scale) override;
-  std::span<const F> next_token_logits(BasicUnitAccess<F>& access,
-                                       std::span<const std::int32_t> tokens) override;
-  void reset_cache() override;
-  std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token) override;
-  int cached_tokens() const override;
-  std::span<const F> losses() const override;
-  std::size_t activation_bytes() const override;
-
   struct Activations;
   struct Cache;
 
  private:
-  // Through the final norm; returns the parameters of the unit holding the LM head, acquired
-  // (its release is the caller's).
-  const F* forward_to_final_norm(BasicUnitAccess<F>& access, Activations& a,
-                                 const std::int32_t* inputs, int B, int T);
-  void block_backward(BasicUnitAccess<F>& access, int l);
-  // One block of feed_token at position t (llama_generate.cpp).
-  void block_step(Cache& cache, int l, const F* p, int t);
+  using Run = typename BasicDecoderDriver<F>::Run;
+  Activations& acts(Run run) { return run == Run::training ? *acts_ : *inference_; }
+
+  // The driver's parts (model/decoder_driver.hpp).
+  void embed_forward(Run run, const F* p, const std::int32_t* tokens, int B, int T) override;
+  void block_forward(Run run, int l, const F* p, BasicLinearAdapter<F>* adapter, int B, int T,
+                     KernelClock& clock) override;
+  const F* final_norm_forward(Run run, const F* p, int B, int T) override;
+  void final_norm_backward(const F* p, F* g) override;
+  void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
+                      KernelClock& clock) override;
+  void embed_backward(F* g) override;
+  F* dnormed() override { return dsmall_.data(); }
+  std::size_t head_offset() const override;
+  std::size_t family_activation_bytes() const override;
+  void prepare_context(int n) override;  // llama_generate.cpp, as the three below
+  int open_cache() override;
+  void embed_row(const F* p, std::int32_t token, int t) override;
+  void block_row(int l, const F* p, int t) override;
+  const F* final_norm_row(const F* p) override;
+
   // out[n, C] = the embeddings of tokens[n] (scaled by sqrt(C) with embed_scale).
   void embed(F* out, const std::int32_t* tokens, std::size_t n, const F* table) const;
-  // logits[rows, Vp] from the final norm's output and the head (soft-capped where the model is).
-  void head_forward(const F* lnf, const F* p, F* logits, std::size_t rows) const;
   kernels::AttentionOptions attention_options(int l) const;  // layer l's scale, cap and window
   std::pair<const F*, const F*> rope_tables(int l) const;    // layer l's cos and sin
   double norm_offset() const;  // the RMSNorms' weight offset: 1 with norm_offset, else 0
   F embed_scale() const;
-  // `adapter`: the unit's linear adapter (BasicUnitAccess::linear_adapter), or null.
-  void block_forward(Activations& a, int l, const F* p, BasicLinearAdapter<F>* adapter, int B,
-                     int T, KernelClock& clock);
   // rope_cos_/rope_sin_ hold at least `positions` rows.
   void ensure_rope(int positions);
-  int head_unit() const;  // the unit holding the LM head
 
-  ModelConfig config_;
-  int B_;
-  int T_;
-  bool recompute_;
+  using BasicDecoderDriver<F>::config_, BasicDecoderDriver<F>::B_, BasicDecoderDriver<F>::T_,
+      BasicDecoderDriver<F>::inputs_;
   std::unique_ptr<LlamaOffsets> offsets_;
   std::unique_ptr<Activations> acts_;
   std::unique_ptr<Activations> inference_;
@@ -91,8 +75,6 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::vector<F> rope_cos_, rope_sin_;              // [positions, rotary dimensions / 2]
   std::vector<F> rope_local_cos_, rope_local_sin_;  // the sliding layers' (rope_local_theta)
   int rope_positions_ = 0;
-  std::vector<std::int32_t> inputs_, targets_;
-  std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   // Activation gradients, shared by all layers (each is overwritten before it is read):
   std::vector<F> dresidual_;     // [B, T, C] the residual stream
   std::vector<F> dsmall_;        // [B, T, max(C, NH·D)] d(norm output) / d(attention output)
@@ -101,7 +83,6 @@ class BasicLlama final : public BasicCausalLM<F> {
   std::vector<F> dpost_;         // [B, T, C] d(a branch's output) under sandwich norms
   std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch (× 2 with a soft cap)
   std::vector<F> norm_discard_;  // [C] the final norm's gradient when its unit is frozen
-  bool ready_for_backward_ = false;
 };
 
 using LlamaModel = BasicLlama<float>;

@@ -1,0 +1,215 @@
+// The CPU models' driver (model/decoder_driver.hpp): the hook order, the head, the losses and the
+// cache's bookkeeping around a family's parts.
+#include "autotrain/model/decoder_driver.hpp"
+
+#include "autotrain/core/error.hpp"
+#include "autotrain/kernels/crossentropy.hpp"
+#include "autotrain/kernels/matmul.hpp"
+#include "check_tokens.hpp"
+#include "kernel_clock.hpp"
+
+namespace autotrain::model {
+
+using namespace autotrain::kernels;
+
+template <typename F>
+BasicDecoderDriver<F>::BasicDecoderDriver(const ModelConfig& config, int B, int T, bool recompute,
+                                          const char* positions_key)
+    : config_(config), B_(B), T_(T), recompute_(recompute) {
+  AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
+  AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T, " must be in [1, ",
+           positions_key, " = ", config_.block_size, "]");
+  const std::size_t bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  const auto Vp = static_cast<std::size_t>(config_.padded_vocab_size);
+  inputs_.assign(bt, 0);
+  targets_.assign(bt, 0);
+  logits_.assign(bt * Vp, F(0));
+  lse_.assign(bt, F(0));
+  losses_.assign(bt, F(0));
+  context_logits_.assign(Vp, F(0));
+}
+
+template <typename F>
+std::pair<const F*, const F*> BasicDecoderDriver<F>::forward_to_final_norm(
+    BasicUnitAccess<F>& access, Run run, const std::int32_t* tokens, int B, int T) {
+  const int L = config_.n_layer, last = L + 1;
+  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
+  const F* p = access.params(0);
+  clock.restart();
+  embed_forward(run, p, tokens, B, T);
+  clock.lap(kEncoder);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    clock.restart();
+    block_forward(run, l, p, access.linear_adapter(unit), B, T, clock);
+    access.release(unit);
+  }
+  p = access.params(last);
+  clock.restart();
+  const F* normed = final_norm_forward(run, p, B, T);
+  clock.lap(kNorm);
+  if (config_.head_unit() != last) {
+    access.release(last);
+    p = access.params(config_.head_unit());
+  }
+  return {normed, p};
+}
+
+template <typename F>
+void BasicDecoderDriver<F>::head_forward(const F* normed, const F* p, F* logits,
+                                         std::size_t rows) const {
+  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  // logits[rows, Vp] = normed[rows, C] · head[Vp, C]ᵀ
+  gemm<F>(Transpose::no, Transpose::yes, rows, Vp, C, F(1), normed, C, p + head_offset(), C, F(0),
+          logits, Vp);
+  if (config_.final_softcap > 0) logit_softcap(logits, rows, V, Vp, config_.final_softcap);
+}
+
+template <typename F>
+F BasicDecoderDriver<F>::forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
+                                 const std::int32_t* targets) {
+  const std::size_t bt = inputs_.size();
+  loss_positions_ =
+      keep_batch(inputs, targets, bt, config_.vocab_size, inputs_.data(), targets_.data());
+  const auto [normed, p] = forward_to_final_norm(access, Run::training, inputs_.data(), B_, T_);
+  normed_ = normed;
+  KernelClock clock(this->profiling_, this->profile_, Pass::forward);
+  clock.restart();
+  head_forward(normed, p, logits_.data(), bt);
+  clock.lap(kLmHead);
+  access.release(config_.head_unit());
+  clock.restart();
+  crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), bt,
+                       config_.vocab_size, config_.padded_vocab_size);
+  clock.lap(kCrossEntropy);
+  ready_for_backward_ = true;
+  return static_cast<F>(mean_loss(losses_.data(), bt, loss_positions_));
+}
+
+template <typename F>
+void BasicDecoderDriver<F>::head_backward(const F* p, F* g, KernelClock& clock) {
+  const int C = config_.n_embd, Vp = config_.padded_vocab_size;
+  const std::size_t bt = inputs_.size();
+  clock.restart();
+  const SharedBf16Operand dlogits(logits_.data(), logits_.size());  // read by both products
+  // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · normed[BT, C];  dnormed[BT, C] = dlogits · head[Vp, C]
+  if (g != nullptr) {
+    gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), logits_.data(), Vp, normed_, C, F(1),
+            g + head_offset(), C);
+  }
+  gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), logits_.data(), Vp, p + head_offset(), C,
+          F(0), dnormed(), C);
+  clock.lap(kLmHead);
+}
+
+template <typename F>
+void BasicDecoderDriver<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
+  AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
+  ready_for_backward_ = false;  // the logits buffer becomes dlogits
+  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
+  KernelClock clock(this->profiling_, this->profile_, Pass::backward);
+  // d(mean loss · scale)/d(loss of one position)
+  const F dloss = position_dloss(loss_scale, loss_positions_);
+  crossentropy_backward(logits_.data(), logits_.data(), lse_.data(), targets_.data(), dloss,
+                        inputs_.size(), config_.vocab_size, config_.padded_vocab_size,
+                        config_.final_softcap);
+  clock.lap(kCrossEntropy);
+  if (head == 0) {
+    const F* p = access.params(0);  // before grads(0): the documented order
+    head_backward(p, access.frozen(0) ? nullptr : access.grads(0), clock);
+    access.release(0);
+  }
+  {
+    const F* p = access.params(last);
+    F* g = access.frozen(last) ? nullptr : access.grads(last);
+    if (head == last) head_backward(p, g, clock);
+    clock.restart();
+    final_norm_backward(p, g);
+    clock.lap(kNorm);
+    access.release(last);
+    access.grads_ready(last);
+  }
+  for (int l = L - 1; l >= 0; --l) {
+    const int unit = ParamLayout::block_unit(l);
+    const F* p = access.params(unit);
+    F* g = access.grads(unit);
+    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
+    clock.restart();
+    // Checkpointing: the slots hold the last block's activations; recompute block l's.
+    if (recompute_ && l != L - 1) block_forward(Run::training, l, p, adapter, B_, T_, clock);
+    block_backward(l, p, g, adapter, clock);
+    access.release(unit);
+    access.grads_ready(unit);
+  }
+  if (!access.frozen(0)) {
+    F* g = access.grads(0);
+    clock.restart();
+    embed_backward(g);
+    clock.lap(kEncoder);
+  }
+  access.grads_ready(0);
+}
+
+template <typename F>
+std::span<const F> BasicDecoderDriver<F>::next_token_logits(BasicUnitAccess<F>& access,
+                                                            std::span<const std::int32_t> tokens) {
+  const int n = static_cast<int>(tokens.size());
+  AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
+           " tokens; it must hold 1 to ", config_.block_size, " (the model's positions)");
+  check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
+  prepare_context(n);
+  const auto [normed, p] = forward_to_final_norm(access, Run::inference, tokens.data(), 1, n);
+  // Only the last position's logits are needed.
+  head_forward(normed + static_cast<std::size_t>(n - 1) * static_cast<std::size_t>(config_.n_embd),
+               p, context_logits_.data(), 1);
+  access.release(config_.head_unit());
+  return {context_logits_.data(), static_cast<std::size_t>(config_.vocab_size)};
+}
+
+template <typename F>
+void BasicDecoderDriver<F>::reset_cache() {
+  cache_capacity_ = open_cache();
+  cache_logits_.resize(static_cast<std::size_t>(config_.padded_vocab_size));
+  cache_length_ = 0;
+}
+
+template <typename F>
+std::span<const F> BasicDecoderDriver<F>::feed_token(BasicUnitAccess<F>& access,
+                                                     std::int32_t token) {
+  AT_CHECK(cache_capacity_ > 0, "generation: feed_token() needs reset_cache() first");
+  AT_CHECK(cache_length_ < cache_capacity_, "generation: the cache holds its ", cache_capacity_,
+           " tokens already; reset it and feed the last window again");
+  check_tokens(&token, 1, config_.vocab_size, "token");
+  const int L = config_.n_layer, last = L + 1, t = cache_length_;
+  const F* p = access.params(0);
+  embed_row(p, token, t);
+  access.release(0);
+  for (int l = 0; l < L; ++l) {
+    const int unit = ParamLayout::block_unit(l);
+    p = access.params(unit);
+    block_row(l, p, t);
+    access.release(unit);
+  }
+  p = access.params(last);
+  const F* normed = final_norm_row(p);
+  if (config_.head_unit() != last) {
+    access.release(last);
+    p = access.params(config_.head_unit());
+  }
+  head_forward(normed, p, cache_logits_.data(), 1);
+  access.release(config_.head_unit());
+  ++cache_length_;
+  return {cache_logits_.data(), static_cast<std::size_t>(config_.vocab_size)};
+}
+
+template <typename F>
+std::size_t BasicDecoderDriver<F>::activation_bytes() const {
+  return family_activation_bytes() + (logits_.size() + lse_.size() + losses_.size()) * sizeof(F);
+}
+
+template class BasicDecoderDriver<float>;
+template class BasicDecoderDriver<double>;
+
+}  // namespace autotrain::model
