@@ -1,7 +1,7 @@
 #pragma once
 // Private to flash attention (flash_attention.cu: the forward; flash_attention_backward.cu): the
-// tile sizes, the grouped-query shape, the tile loads and the warp-level products on mma.sync
-// (mma.cuh) that both directions use.
+// tile sizes, the grouped-query shape, the rows a block and a warp own, the tile loads, the masks
+// and the warp-level products on mma.sync (mma.cuh) that both directions use.
 //
 // Shared tiles are row-major with 8 elements (16 bytes) of padding per row: the 8 rows a fragment
 // load touches then start in 8 different groups of 4 banks, so fragment loads are conflict-free.

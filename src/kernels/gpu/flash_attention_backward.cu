@@ -34,7 +34,7 @@ __global__ void flash_delta_kernel(float* delta, const F* dout, const F* out, in
 template <int H>
 inline constexpr bool kStagesOwnRows = H <= kMaxSharedHead;
 template <int H>
-inline constexpr int kOwnRowsTile = kStagesOwnRows<H> ? kBlockRows* padded(H) : 8;
+inline constexpr int kOwnRowsTile = kStagesOwnRows<H> ? padded(H) * kBlockRows : 8;
 
 // The A fragments of an operand's rows that warp w owns, as two_products takes them: where
 // kStagesOwnRows<H>, the block's rows from `first` are staged in `tile` now (every thread of the
