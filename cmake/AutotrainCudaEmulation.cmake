@@ -1,8 +1,8 @@
 # AUTOTRAIN_CUDA=emulate: the GPU path (src/<layer>/gpu/: its .cu kernels and host code) built with
 # the host compiler and linked against the CUDA emulator in tests/cuda_emu instead of the CUDA
 # runtime, cuBLAS and NCCL. Only the toolkit's headers are needed, not nvcc or a GPU. The .cu
-# files go through tests/cuda_emu/translate.py (kernel launches become emulator calls) and are
-# compiled with tests/cuda_emu/prelude.hpp force-included. See docs/gpu.md.
+# files and the .cuh headers they include go through tests/cuda_emu/translate.py (kernel launches
+# become emulator calls) and are compiled with tests/cuda_emu/prelude.hpp force-included. See docs/gpu.md.
 #
 # AUTOTRAIN_CUDA=emulate-if-found (the ci preset) is emulate where the toolkit's headers are found,
 # and a build without CUDA elsewhere. Its emulator reports no device unless
@@ -72,18 +72,28 @@ else()
 endif()
 unset(real)
 
-# The C++ file that stands for one .cu file of a layer in the emulated build.
+# The C++ file that stands for one .cu file, or one .cuh header, of a layer in the emulated build.
+# A header's translation keeps its name and sits next to the translated .cu files, so that their
+# #include "x.cuh" finds it before the original in the source folder.
 function(autotrain_emulated_cuda_source layer cu_file out_var)
   get_filename_component(name ${cu_file} NAME_WE)
+  get_filename_component(extension ${cu_file} LAST_EXT)
   set(out ${CMAKE_BINARY_DIR}/cuda_emu/${layer}/${name}.cpp)
+  if(extension STREQUAL ".cuh")
+    set(out ${CMAKE_BINARY_DIR}/cuda_emu/${layer}/${name}.cuh)
+  endif()
   add_custom_command(OUTPUT ${out}
     COMMAND ${Python3_EXECUTABLE} ${AUTOTRAIN_CUDA_EMU_DIR}/translate.py ${cu_file} ${out}
     DEPENDS ${cu_file} ${AUTOTRAIN_CUDA_EMU_DIR}/translate.py
-    COMMENT "cuda-emu: translating ${layer}/gpu/${name}.cu")
+    COMMENT "cuda-emu: translating ${layer}/gpu/${name}${extension}")
+  set(${out_var} ${out} PARENT_SCOPE)
+  if(extension STREQUAL ".cuh")
+    set_source_files_properties(${out} PROPERTIES HEADER_FILE_ONLY ON)
+    return()
+  endif()
   get_filename_component(cu_dir ${cu_file} DIRECTORY)
   # The class-in-anonymous-namespace check sees the #line'd .cu name as a header: not ours.
   set_source_files_properties(${out} PROPERTIES
     INCLUDE_DIRECTORIES ${cu_dir}
     COMPILE_OPTIONS "-include;${AUTOTRAIN_CUDA_EMU_DIR}/prelude.hpp;-Wno-subobject-linkage;-Wno-unknown-pragmas")
-  set(${out_var} ${out} PARENT_SCOPE)
 endfunction()

@@ -40,9 +40,11 @@ function(autotrain_layer name)
     file(GLOB cuda_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cu)
     if(AUTOTRAIN_CUDA_EMULATED AND cuda_sources)
       # The kernels in a library of their own, so that the real-CUDA targets can link the nvcc
-      # build of the same .cu files instead (cmake/AutotrainCudaEmulation.cmake).
+      # build of the same .cu files instead (cmake/AutotrainCudaEmulation.cmake). Its sources
+      # list the translated .cuh headers too, so that they are written before anything compiles.
+      file(GLOB cuda_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/gpu/*.cuh)
       set(emulated_sources)
-      foreach(cu IN LISTS cuda_sources)
+      foreach(cu IN LISTS cuda_headers cuda_sources)
         autotrain_emulated_cuda_source(${name} ${cu} emulated)
         list(APPEND emulated_sources ${emulated})
       endforeach()

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Turns a .cu file into C++ that g++ compiles against the CUDA emulator (prelude.hpp).
+"""Turns a .cu file, or a .cuh header the .cu files include, into C++ that g++ compiles against
+the CUDA emulator (prelude.hpp). A header's translation is written next to the .cu files' (same
+name), so that their #include "x.cuh" finds it first: a launch written in a header is
+translated too.
 
 Three rewrites, all keeping every line where it was (errors point into the .cu file):
   kernel<<<grid, block[, shared[, stream]]>>>(args);
@@ -12,7 +15,7 @@ The lambda lets the kernel's template arguments be deduced from the arguments, a
 A static __shared__ array is a function-local static here, zero once and then holding what the
 last block left; on a GPU it holds garbage. poison_static_shared fills it with all-ones bytes
 (NaN) when a block's first thread reaches it, so a read of shared memory nobody wrote shows.
-Usage: translate.py input.cu output.cpp
+Usage: translate.py input.cu output.cpp, or translate.py input.cuh output.cuh
 """
 import re
 import sys

@@ -64,7 +64,7 @@ void adamw_update(float* params, G* params_copy, const float* grads, float* m, f
         c1, c2);
     AT_CUDA_CHECK_LAUNCH();
   };
-  launch_packed_then_tail<G>(count, launch, params, params_copy, grads, m, v);
+  launch_packed_then_tail<kPack<G>>(count, launch, params, params_copy, grads, m, v);
 }
 
 #define AT_ADAMW(G)                                                                    \

@@ -298,47 +298,24 @@ void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int firs
   attention_forward_rows(out, att, qkv, B, T, first, NH, NH, C / NH, stream);
 }
 
-template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
-                       cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_forward(out, att, qkv, B, T, NH, NH, C / NH, stream);
-}
-
-template <typename F>
-void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                        int T, int C, int NH, cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH, stream);
-}
-
-template <typename F>
-void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
-                            cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_forward_fast(out, att, qkv, B, T, NH, NH, C / NH, stream);
-}
-
-template <typename F>
-void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
-                             int T, int C, int NH, cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_backward_fast(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH, stream);
-}
-
-template <typename F>
-void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int C, int NH,
-                                 cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_forward_reference(out, att, qkv, B, T, NH, NH, C / NH, stream);
-}
-
-template <typename F>
-void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
-                                  int B, int T, int C, int NH, cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_backward_reference(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH, stream);
-}
+// Each path's forward and backward in GPT-2's (C, NH), SUFFIX naming the path (none, _fast,
+// _reference) as in AT_ATTENTION_PATH below.
+#define AT_GPT2_OVERLOADS(SUFFIX)                                                                 \
+  template <typename F>                                                                           \
+  void attention_forward##SUFFIX(F* out, F* att, const F* qkv, int B, int T, int C, int NH,       \
+                                 cudaStream_t stream) {                                           \
+    check_embedding(C, NH);                                                                       \
+    attention_forward##SUFFIX(out, att, qkv, B, T, NH, NH, C / NH, stream);                       \
+  }                                                                                               \
+  template <typename F>                                                                           \
+  void attention_backward##SUFFIX(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, \
+                                  int B, int T, int C, int NH, cudaStream_t stream) {             \
+    check_embedding(C, NH);                                                                       \
+    attention_backward##SUFFIX(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH, stream);      \
+  }
+AT_GPT2_OVERLOADS()
+AT_GPT2_OVERLOADS(_fast)
+AT_GPT2_OVERLOADS(_reference)
 
 #define AT_ATTENTION_PATH(F, SUFFIX)                                                               \
   template void attention_forward##SUFFIX<F>(F*, F*, const F*, int, int, int, int, int,            \

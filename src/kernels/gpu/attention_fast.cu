@@ -210,6 +210,21 @@ HeadStrides head_strides(const Geometry& g) {
       hs, tt, g.group * hs, g.group * tt, static_cast<int>(g.row()), static_cast<int>(g.out_row())};
 }
 
+// Row-major Y_h = P_h·X (T×HS) for the query heads h of one batch row: P_h the [T, T] block of
+// head h at p (att or scratch), X the rows of h's key/value head at x (values for O = P·V, keys
+// for dQ = dS·K), Y_h head h's columns of the rows at y (out or dqkv, ld_y elements a row).
+// Column-major that is Y_hᵀ = Xᵀ·P_hᵀ: X read column-major is Xᵀ (HS×T), op(A) = N; P read
+// column-major is Pᵀ, op(B) = N. m = HS, n = T, k = T.
+template <typename F>
+void probabilities_times_heads(cublasHandle_t blas, const Geometry& g, const HeadStrides& s,
+                               const F* p, const F* x, F* y, int ld_y) {
+  for (int gi = 0; gi < g.group; ++gi) {
+    heads_gemm<F>(blas, false, false, g.HS, g.T, g.T, 1.0f, Operand{x, s.ld_qkv, s.hs},
+                  Operand{p + gi * s.tt, g.T, s.group_tt}, y + g.query(gi), ld_y, s.group_hs,
+                  g.NKV);
+  }
+}
+
 }  // namespace
 
 void attention_prepare(cudaStream_t stream) {
@@ -241,14 +256,9 @@ void attention_forward_fast(F* out, F* att, const F* qkv, int B, int T, int NH, 
   AT_CUDA_CHECK_LAUNCH();
   for (int b = 0; b < B; ++b) {
     const BatchRow at = batch_row(g, b);
-    const F* v = qkv + at.qkv + g.value(0);
-    for (int gi = 0; gi < g.group; ++gi) {
-      // Row-major O = P·V (T×HS) is column-major Oᵀ = Vᵀ·Pᵀ: V read column-major is Vᵀ (HS×T),
-      // op(A) = N; P read column-major is Pᵀ, op(B) = N. m = HS, n = T, k = T; Oᵀ has ld NH·HS.
-      heads_gemm<F>(blas, false, false, HS, T, T, 1.0f, Operand{v, s.ld_qkv, s.hs},
-                    Operand{att + at.att + gi * s.tt, T, s.group_tt},
-                    out + at.out + static_cast<std::size_t>(gi) * HS, s.ld_out, s.group_hs, NKV);
-    }
+    // O = P·V.
+    probabilities_times_heads(blas, g, s, att + at.att, qkv + at.qkv + g.value(0), out + at.out,
+                              s.ld_out);
   }
 }
 
@@ -296,15 +306,9 @@ void attention_backward_fast(F* dqkv, F* scratch, const F* dout, const F* qkv, c
   if (grouped) sum_groups(dqkv, g.key(0), B, g, stream);
   for (int b = 0; b < B; ++b) {
     const BatchRow at = batch_row(g, b);
-    const F* k = qkv + at.qkv + g.key(0);
-    for (int gi = 0; gi < g.group; ++gi) {
-      // dS = d(q·k), zero above the diagonal. Row-major dQ = dS·K (T×HS, ld of qkv) is
-      // column-major dQᵀ = Kᵀ·dSᵀ: K read column-major is Kᵀ, op(A) = N; dS read column-major
-      // is dSᵀ, op(B) = N. m = HS, n = T, k = T.
-      heads_gemm<F>(blas, false, false, HS, T, T, 1.0f, Operand{k, s.ld_qkv, s.hs},
-                    Operand{scratch + at.att + gi * s.tt, T, s.group_tt},
-                    dqkv + at.qkv + g.query(gi), s.ld_qkv, s.group_hs, NKV);
-    }
+    // dQ = dS·K, with dS = d(q·k), zero above the diagonal.
+    probabilities_times_heads(blas, g, s, scratch + at.att, qkv + at.qkv + g.key(0), dqkv + at.qkv,
+                              s.ld_qkv);
   }
 }
 

@@ -104,22 +104,21 @@ bool all_aligned_16(const P*... pointers) {
   return ((reinterpret_cast<std::uintptr_t>(pointers) % 16 == 0) && ...);
 }
 
-// How many of n flat elements the packed path covers: the whole packs when every pointer is
+// How many of n flat elements the packed path covers: the whole packs of W when every pointer is
 // 16-byte aligned, else none. The remaining n - result elements take the scalar path.
-template <typename F, typename... P>
+template <int W, typename... P>
 std::size_t packed_prefix(std::size_t n, const P*... pointers) {
-  return all_aligned_16(pointers...) ? n / kPack<F> * kPack<F> : 0;
+  return all_aligned_16(pointers...) ? n / W * W : 0;
 }
 
-// Runs an elementwise kernel over n flat elements in two launches: the whole packs 16 bytes at a
-// time when every pointer allows (W = kPack<F>), then the rest one element at a time (W = 1).
-// launch(w, first, count) queues the kernel for W = decltype(w)::value over `count` packs of W
-// elements starting at element `first`.
-template <typename F, typename Launch, typename... P>
+// Runs an elementwise kernel over n flat elements in two launches: the whole packs of W elements
+// (W = kPack of the narrowest element type: 16 bytes of it at a time) when every pointer allows,
+// then the rest one element at a time (W = 1). launch(w, first, count) queues the kernel for
+// W = decltype(w)::value over `count` packs of W elements starting at element `first`.
+template <int W, typename Launch, typename... P>
 void launch_packed_then_tail(std::size_t n, const Launch& launch, const P*... pointers) {
-  const std::size_t packed = packed_prefix<F>(n, pointers...);
-  if (packed > 0)
-    launch(std::integral_constant<int, kPack<F>>{}, std::size_t{0}, packed / kPack<F>);
+  const std::size_t packed = packed_prefix<W>(n, pointers...);
+  if (packed > 0) launch(std::integral_constant<int, W>{}, std::size_t{0}, packed / W);
   if (packed < n) launch(std::integral_constant<int, 1>{}, packed, n - packed);
 }
 

@@ -17,116 +17,117 @@
 namespace autotrain::kernels::gpu {
 namespace {
 
-// Block (query tile, b·NH + h), 4 warps; warp w owns query rows q0 + 16w .. + 15, lane l rows
-// q0 + 16w + l/4 and + 8 (the fragments' rows). Tiles are taken last first: the last query tiles
-// see the most keys, and starting them first keeps the SMs busy to the end.
+// S = Q·Kᵀ of a warp's rows for the 8 n-tiles of 8 keys of the tile from k0 (qa: Q's A fragments);
+// n-tiles wholly after the warp's last row stay 0 (the caller masks them).
+template <typename F, int H>
+__device__ __forceinline__ void tile_scores(float (&x)[kForwardKeys / 8][4],
+                                            const std::uint32_t (&qa)[H / 16][4], const F* k_tile,
+                                            int k0, const WarpRows& w) {
+#pragma unroll
+  for (int j = 0; j < kForwardKeys / 8; ++j) {
+    if (k0 + 8 * j > w.last()) continue;
+#pragma unroll
+    for (int k = 0; k < H / 16; ++k) {
+      std::uint32_t kb[2];
+      load_b_fragment(kb, k_tile + 8 * j * padded(H) + 16 * k, padded(H), w.lane);
+      mma_16x8x16<F>(x[j], qa[k], kb);
+    }
+  }
+}
+
+// Online softmax over a tile's scores x (masked keys -inf), for a warp's rows: the row maximum
+// over the tile (the 4 lanes of a group share a row), the rescale of the old sum l and of O by
+// 2^(m_old - m_new), then P = 2^(x·scale - m) in place of x, added into l.
+template <int H>
+__device__ __forceinline__ void online_softmax(float (&x)[kForwardKeys / 8][4], float (&m)[2],
+                                               float (&l)[2], float (&o)[H / 8][4], float scale) {
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int j = 0; j < kForwardKeys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      x[j][e] *= scale;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], x[j][e]);
+    }
+  }
+  float alpha[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+    const float m_new = fmaxf(m[i], tile_max[i]);
+    alpha[i] = m_new == -INFINITY ? 1.0f : exp2f(m[i] - m_new);
+    m[i] = m_new;
+    l[i] *= alpha[i];
+  }
+#pragma unroll
+  for (int j = 0; j < kForwardKeys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      x[j][e] = x[j][e] == -INFINITY ? 0.0f : exp2f(x[j][e] - m[e / 2]);
+      l[e / 2] += x[j][e];
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < H / 8; ++n) {
+    o[n][0] *= alpha[0];
+    o[n][1] *= alpha[0];
+    o[n][2] *= alpha[1];
+    o[n][3] *= alpha[1];
+  }
+}
+
+// Block (query tile, b·NH + h), 4 warps; warp w owns query rows q0 + 16w .. + 15 (query_block,
+// warp_rows).
 template <typename F, int H>
 __global__ void __launch_bounds__(kWarps* kWarp)
     flash_forward_kernel(F* out, float* lse, const F* qkv, Shape s) {
   __shared__ __align__(16) F k_tile[kForwardKeys * padded(H)];
   __shared__ __align__(16) F v_cols[H * padded(kForwardKeys)];
-  const int b = static_cast<int>(blockIdx.y) / s.NH;
-  const int h = static_cast<int>(blockIdx.y) % s.NH;
-  const int kv = h / s.group;
-  const int q0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kBlockRows;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp;
-  const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int row0 = q0 + warp * kWarpRows;
-  const int rows[2] = {row0 + lane / 4, row0 + lane / 4 + 8};
+  const QueryBlock q = query_block(s);
+  const WarpRows w = warp_rows(q.first);
   // Q's A fragments straight from global memory, once (rows past T are zero).
   std::uint32_t qa[H / 16][4];
 #pragma unroll
   for (int k = 0; k < H / 16; ++k) {
-    load_a_fragment_rows(qa[k], k, rows, s.T, lane,
-                         [&](int r) { return query_row(qkv, s, b, r, h); });
+    load_a_fragment_rows(qa[k], k, w.rows, s.T, w.lane,
+                         [&](int r) { return query_row(qkv, s, q.b, r, q.h); });
   }
   float o[H / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY};  // running maximum of each row (log2 units)
   float l[2] = {0.0f, 0.0f};  // this lane's part of Σ 2^(x - m); the group sums at the end
   const float scale = s.scale * kLog2e;
-  const int last_row = (q0 + kBlockRows < s.T ? q0 + kBlockRows : s.T) - 1;
-  for (int k0 = 0; k0 <= last_row; k0 += kForwardKeys) {
+  for (int k0 = 0; k0 <= q.last; k0 += kForwardKeys) {
     __syncthreads();  // the previous tiles are no longer read
     load_rows<H, kForwardKeys>(k_tile, static_cast<F*>(nullptr), k0, s.T,
-                               [&](int r) { return key_row(qkv, s, b, r, kv); });
+                               [&](int r) { return key_row(qkv, s, q.b, r, q.kv); });
     load_rows<H, kForwardKeys>(static_cast<F*>(nullptr), v_cols, k0, s.T,
-                               [&](int r) { return value_row(qkv, s, b, r, kv); });
+                               [&](int r) { return value_row(qkv, s, q.b, r, q.kv); });
     __syncthreads();
-    if (k0 > row0 + kWarpRows - 1) continue;  // every key of the tile is after this warp's rows
-    // S = Q·Kᵀ for the 8 n-tiles of 8 keys; tiles wholly after the warp's last row stay 0 (masked
-    // below).
-    float x[kForwardKeys / 8][4] = {};
-#pragma unroll
-    for (int j = 0; j < kForwardKeys / 8; ++j) {
-      if (k0 + 8 * j > row0 + kWarpRows - 1) continue;
-#pragma unroll
-      for (int k = 0; k < H / 16; ++k) {
-        std::uint32_t kb[2];
-        load_b_fragment(kb, k_tile + 8 * j * padded(H) + 16 * k, padded(H), lane);
-        mma_16x8x16<F>(x[j], qa[k], kb);
-      }
+    if (k0 > w.last()) continue;        // every key of the tile is after this warp's rows
+    float x[kForwardKeys / 8][4] = {};  // S = Q·Kᵀ, then P
+    tile_scores<F, H>(x, qa, k_tile, k0, w);
+    // Only a tile that reaches past some row's last key, or past T, has keys to mask.
+    if (k0 + kForwardKeys - 1 > w.first || k0 + kForwardKeys > s.T) {
+      mask_scores<kForwardKeys>(x, k0, w,
+                                [&](int row, int key) { return key > row || key >= s.T; });
     }
-    // Online softmax: the row maximum over the tile (the 4 lanes of a group share a row), the
-    // rescale of the old sum and O by 2^(m_old - m_new), then P = 2^(x - m). Only a tile that
-    // reaches past some row's last key, or past T, has keys to mask.
-    if (k0 + kForwardKeys - 1 > row0 || k0 + kForwardKeys > s.T) {
-#pragma unroll
-      for (int j = 0; j < kForwardKeys / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + 8 * j + fragment_col(lane, e);
-          if (key > rows[e / 2] || key >= s.T) x[j][e] = -INFINITY;
-        }
-      }
-    }
-    float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int j = 0; j < kForwardKeys / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        x[j][e] *= scale;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], x[j][e]);
-      }
-    }
-    float alpha[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
-      tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
-      const float m_new = fmaxf(m[i], tile_max[i]);
-      alpha[i] = m_new == -INFINITY ? 1.0f : exp2f(m[i] - m_new);
-      m[i] = m_new;
-      l[i] *= alpha[i];
-    }
-#pragma unroll
-    for (int j = 0; j < kForwardKeys / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        x[j][e] = x[j][e] == -INFINITY ? 0.0f : exp2f(x[j][e] - m[e / 2]);
-        l[e / 2] += x[j][e];
-      }
-    }
-#pragma unroll
-    for (int n = 0; n < H / 8; ++n) {
-      o[n][0] *= alpha[0];
-      o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1];
-      o[n][3] *= alpha[1];
-    }
+    online_softmax<H>(x, m, l, o, scale);
     // O += P·V: P's accumulators are its A fragments; V's B fragments come from its transpose.
-    accumulate_product<F, H, kForwardKeys>(o, x, v_cols, lane);
+    accumulate_product<F, H, kForwardKeys>(o, x, v_cols, w.lane);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
   }
-  store_rows<F, H>(o, rows, s.T, 1.0f / l[0], 1.0f / l[1], lane,
-                   [&](int row) { return out + out_at(s, b, row, h); });
-  if (lane % 4 == 0) {
+  store_rows<F, H>(o, w.rows, s.T, 1.0f / l[0], 1.0f / l[1], w.lane,
+                   [&](int row) { return out + out_at(s, q.b, row, q.h); });
+  if (w.lane % 4 == 0) {
     for (int i = 0; i < 2; ++i) {
-      if (rows[i] < s.T) {
-        lse[(static_cast<std::size_t>(b) * s.NH + h) * s.T + rows[i]] = m[i] / kLog2e + logf(l[i]);
+      if (w.rows[i] < s.T) {
+        lse[(static_cast<std::size_t>(q.b) * s.NH + q.h) * s.T + w.rows[i]] =
+            m[i] / kLog2e + logf(l[i]);
       }
     }
   }

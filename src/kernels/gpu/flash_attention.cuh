@@ -1,7 +1,7 @@
 #pragma once
 // Private to flash attention (flash_attention.cu: the forward; flash_attention_backward.cu): the
-// tile sizes, the grouped-query shape, the tile loads and the warp-level products on mma.sync
-// (mma.cuh) that both directions use.
+// tile sizes, the grouped-query shape, the rows a block and a warp own, the tile loads, the masks
+// and the warp-level products on mma.sync (mma.cuh) that both directions use.
 //
 // Shared tiles are row-major with 8 elements (16 bytes) of padding per row: the 8 rows a fragment
 // load touches then start in 8 different groups of 4 banks, so fragment loads are conflict-free.
@@ -110,6 +110,42 @@ __device__ __forceinline__ void load_a_fragment_rows(std::uint32_t (&a)[4], int 
   }
 }
 
+// A warp's rows of a block of kBlockRows rows (queries or keys) from `block_first`: warp w owns
+// rows block_first + 16w .. + 15; lane l holds rows[0] = first + l/4 and rows[1] = first + l/4 + 8
+// in its fragments (mma.cuh's layout).
+struct WarpRows {
+  int warp;
+  int lane;
+  int first;    // the warp's first row
+  int rows[2];  // this lane's rows
+  __device__ int last() const { return first + kWarpRows - 1; }
+};
+
+__device__ __forceinline__ WarpRows warp_rows(int block_first) {
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int first = block_first + warp * kWarpRows;
+  return WarpRows{warp, lane, first, {first + lane / 4, first + lane / 4 + 8}};
+}
+
+// The query head and tile of a block (query tile, b·NH + h) of the forward or dQ. Tiles are taken
+// last first: the last query tiles see the most keys, and starting them first keeps the SMs busy
+// to the end.
+struct QueryBlock {
+  int b;
+  int h;
+  int kv;     // the key/value head h reads
+  int first;  // the tile's first query
+  int last;   // its last query before T, the last key the block sees
+};
+
+__device__ __forceinline__ QueryBlock query_block(const Shape& s) {
+  const int h = static_cast<int>(blockIdx.y) % s.NH;
+  const int first = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kBlockRows;
+  return QueryBlock{static_cast<int>(blockIdx.y) / s.NH, h, h / s.group, first,
+                    (first + kBlockRows < s.T ? first + kBlockRows : s.T) - 1};
+}
+
 // x rounded to F and back: the value a product sees.
 template <typename F>
 __device__ __forceinline__ float rounded(float x) {
@@ -119,6 +155,20 @@ __device__ __forceinline__ float rounded(float x) {
 // The column (0..7) of n-tile element e (0..3) of this lane's accumulator, and its row half.
 __device__ __forceinline__ int fragment_col(int lane, int e) {
   return (lane % 4) * 2 + (e & 1);
+}
+
+// Sets the scores x of a warp's rows and the Cols columns from col0 to -inf (P = 0) where
+// hidden(row, col) says so (a key after a query, a row or column past T).
+template <int Cols, typename Hidden>
+__device__ __forceinline__ void mask_scores(float (&x)[Cols / 8][4], int col0, const WarpRows& w,
+                                            const Hidden& hidden) {
+#pragma unroll
+  for (int j = 0; j < Cols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (hidden(w.rows[e / 2], col0 + 8 * j + fragment_col(w.lane, e))) x[j][e] = -INFINITY;
+    }
+  }
 }
 
 // Writes rows `rows` of a 16 x H accumulator, times `factor`, to row pointers dst(row) (rows past

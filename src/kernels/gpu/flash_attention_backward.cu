@@ -29,57 +29,80 @@ __global__ void flash_delta_kernel(float* delta, const F* dout, const F* out, in
   if (lane == 0) delta[row] = sum;
 }
 
-// Whether a block stages its warps' own rows in shared memory (see the top of this file).
+// Whether a block stages its warps' own rows in shared memory (see the top of this file), and the
+// elements of such a tile (a stand-in where they are not staged).
 template <int H>
 inline constexpr bool kStagesOwnRows = H <= kMaxSharedHead;
+template <int H>
+inline constexpr int kOwnRowsTile = kStagesOwnRows<H> ? padded(H) * kBlockRows : 8;
 
-// Block (key tile, b·NKV + kv), 4 warps; warp w owns keys k0 + 16w .. + 15 (lane l: keys
-// + l/4 and + l/4 + 8). For each query head h of the group and each of its query tiles of 32 at
-// or below the diagonal: Sᵀ = K_w·Qᵀ, Pᵀ, dV_w += Pᵀ·dO, dPᵀ = V_w·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ - delta),
-// dK_w += dSᵀ·Q; dK is scaled once at the end. The first key tiles see the most queries and
-// start first.
+// The A fragments of an operand's rows that warp w owns, as two_products takes them: where
+// kStagesOwnRows<H>, the block's rows from `first` are staged in `tile` now (every thread of the
+// block calls this) and read from there; else each fragment is read from global memory, row(r).
+template <int H, typename F, typename Row>
+__device__ __forceinline__ auto own_fragments(F* tile, int first, int T, const WarpRows& w,
+                                              Row row) {
+  if constexpr (kStagesOwnRows<H>) {
+    load_rows<H, kBlockRows>(tile, static_cast<F*>(nullptr), first, T, row);
+  }
+  return [=](int k, std::uint32_t(&f)[4]) {
+    if constexpr (kStagesOwnRows<H>) {
+      load_a_fragment(f, tile + w.warp * kWarpRows * padded(H) + 16 * k, padded(H), w.lane);
+    } else {
+      load_a_fragment_rows(f, k, w.rows, T, w.lane, row);
+    }
+  };
+}
+
+// The softmax statistics of a query row: its log-sum-exp (log2 units) and delta = Σ dout·out.
+struct RowStats {
+  float lse;
+  float delta;
+};
+
+// For a warp's 16 x kBackwardCols scores: P = 2^(S·scale - lse), rounded to F, in place of S in p,
+// and dS = P∘(dP - delta) in place of dP in dp. stats(i, col) gives the statistics of the query
+// row of element (rows[i], col).
+template <typename F, typename Stats>
+__device__ __forceinline__ void probabilities_and_gradients(float (&p)[kBackwardCols / 8][4],
+                                                            float (&dp)[kBackwardCols / 8][4],
+                                                            float scale, int lane,
+                                                            const Stats& stats) {
+#pragma unroll
+  for (int j = 0; j < kBackwardCols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const RowStats row = stats(e / 2, 8 * j + fragment_col(lane, e));
+      p[j][e] = rounded<F>(exp2f(p[j][e] * scale - row.lse));
+      dp[j][e] = p[j][e] * (dp[j][e] - row.delta);
+    }
+  }
+}
+
+// Block (key tile, b·NKV + kv), 4 warps; warp w owns keys k0 + 16w .. + 15 (warp_rows). For each
+// query head h of the group and each of its query tiles of 32 at or below the diagonal:
+// Sᵀ = K_w·Qᵀ, Pᵀ, dV_w += Pᵀ·dO, dPᵀ = V_w·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ - delta), dK_w += dSᵀ·Q; dK is
+// scaled once at the end. The first key tiles see the most queries and start first.
 template <typename F, int H>
 __global__ void __launch_bounds__(kWarps* kWarp)
     flash_dkdv_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse, const float* delta,
                       Shape s) {
-  constexpr bool kStaged = kStagesOwnRows<H>;
-  __shared__ __align__(16) F k_tile[kStaged ? kBlockRows * padded(H) : 8];
-  __shared__ __align__(16) F v_tile[kStaged ? kBlockRows * padded(H) : 8];
+  __shared__ __align__(16) F k_tile[kOwnRowsTile<H>];
+  __shared__ __align__(16) F v_tile[kOwnRowsTile<H>];
   __shared__ __align__(16) F q_tile[kBackwardCols * padded(H)];
   __shared__ __align__(16) F q_cols[H * padded(kBackwardCols)];
   __shared__ __align__(16) F do_tile[kBackwardCols * padded(H)];
   __shared__ __align__(16) F do_cols[H * padded(kBackwardCols)];
-  __shared__ float lse_tile[kBackwardCols];  // log2 units
-  __shared__ float delta_tile[kBackwardCols];
+  __shared__ RowStats stats_tile[kBackwardCols];  // the tile's query rows
   const int b = static_cast<int>(blockIdx.y) / s.NKV;
   const int kv = static_cast<int>(blockIdx.y) % s.NKV;
   const int k0 = static_cast<int>(blockIdx.x) * kBlockRows;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp;
-  const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int key0 = k0 + warp * kWarpRows;
-  const int keys[2] = {key0 + lane / 4, key0 + lane / 4 + 8};
+  const WarpRows w = warp_rows(k0);  // rows are keys here
   const float scale = s.scale * kLog2e;
-  if constexpr (kStaged) {
-    load_rows<H, kBlockRows>(k_tile, static_cast<F*>(nullptr), k0, s.T,
-                             [&](int r) { return key_row(qkv, s, b, r, kv); });
-    load_rows<H, kBlockRows>(v_tile, static_cast<F*>(nullptr), k0, s.T,
-                             [&](int r) { return value_row(qkv, s, b, r, kv); });
-  }
-  const auto k_fragment = [&](int k, std::uint32_t(&f)[4]) {
-    if constexpr (kStaged) {
-      load_a_fragment(f, k_tile + warp * kWarpRows * padded(H) + 16 * k, padded(H), lane);
-    } else {
-      load_a_fragment_rows(f, k, keys, s.T, lane, [&](int r) { return key_row(qkv, s, b, r, kv); });
-    }
-  };
-  const auto v_fragment = [&](int k, std::uint32_t(&f)[4]) {
-    if constexpr (kStaged) {
-      load_a_fragment(f, v_tile + warp * kWarpRows * padded(H) + 16 * k, padded(H), lane);
-    } else {
-      load_a_fragment_rows(f, k, keys, s.T, lane,
-                           [&](int r) { return value_row(qkv, s, b, r, kv); });
-    }
-  };
+  const auto k_row = [&](int r) { return key_row(qkv, s, b, r, kv); };
+  const auto v_row = [&](int r) { return value_row(qkv, s, b, r, kv); };
+  const auto k_fragment = own_fragments<H>(k_tile, k0, s.T, w, k_row);
+  const auto v_fragment = own_fragments<H>(v_tile, k0, s.T, w, v_row);
   float dk[H / 8][4] = {};
   float dv[H / 8][4] = {};
   for (int h = kv * s.group; h < (kv + 1) * s.group; ++h) {
@@ -92,132 +115,81 @@ __global__ void __launch_bounds__(kWarps* kWarp)
                                   [&](int r) { return dout + out_at(s, b, r, h); });
       for (int j = static_cast<int>(threadIdx.x); j < kBackwardCols;
            j += static_cast<int>(blockDim.x)) {
-        lse_tile[j] = q0 + j < s.T ? lse[head_rows + q0 + j] * kLog2e : 0.0f;
-        delta_tile[j] = q0 + j < s.T ? delta[head_rows + q0 + j] : 0.0f;
+        const bool real = q0 + j < s.T;
+        stats_tile[j] = RowStats{real ? lse[head_rows + q0 + j] * kLog2e : 0.0f,
+                                 real ? delta[head_rows + q0 + j] : 0.0f};
       }
       __syncthreads();
-      if (q0 + kBackwardCols - 1 < key0) continue;  // every query of the tile is before the keys
-      float p[kBackwardCols / 8][4] = {};           // Sᵀ = K_w·Qᵀ, then Pᵀ: keys x queries
-      float dp[kBackwardCols / 8][4] = {};          // dPᵀ = V_w·dOᵀ, then dSᵀ
-      two_products<F, H>(p, k_fragment, q_tile, dp, v_fragment, do_tile, lane);
+      if (q0 + kBackwardCols - 1 < w.first) continue;  // every query of the tile is before the keys
+      float p[kBackwardCols / 8][4] = {};   // Sᵀ = K_w·Qᵀ, then Pᵀ: keys x queries
+      float dp[kBackwardCols / 8][4] = {};  // dPᵀ = V_w·dOᵀ, then dSᵀ
+      two_products<F, H>(p, k_fragment, q_tile, dp, v_fragment, do_tile, w.lane);
       // Queries before a key, or past T, are masked (-inf: P = 0) on the tiles that have them.
-      if (q0 < key0 + kWarpRows - 1 || q0 + kBackwardCols > s.T) {
-#pragma unroll
-        for (int j = 0; j < kBackwardCols / 8; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int query = q0 + 8 * j + fragment_col(lane, e);
-            if (query < keys[e / 2] || query >= s.T) p[j][e] = -INFINITY;
-          }
-        }
+      if (q0 < w.last() || q0 + kBackwardCols > s.T) {
+        mask_scores<kBackwardCols>(p, q0, w,
+                                   [&](int key, int query) { return query < key || query >= s.T; });
       }
-#pragma unroll
-      for (int j = 0; j < kBackwardCols / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = 8 * j + fragment_col(lane, e);
-          p[j][e] = rounded<F>(exp2f(p[j][e] * scale - lse_tile[col]));
-          dp[j][e] = p[j][e] * (dp[j][e] - delta_tile[col]);
-        }
-      }
+      probabilities_and_gradients<F>(p, dp, scale, w.lane,
+                                     [&](int, int col) { return stats_tile[col]; });
       // dV += Pᵀ·dO and dK += dSᵀ·Q, B fragments from the transposed tiles.
-      accumulate_product<F, H, kBackwardCols>(dv, p, do_cols, lane);
-      accumulate_product<F, H, kBackwardCols>(dk, dp, q_cols, lane);
+      accumulate_product<F, H, kBackwardCols>(dv, p, do_cols, w.lane);
+      accumulate_product<F, H, kBackwardCols>(dk, dp, q_cols, w.lane);
     }
   }
-  store_rows<F, H>(dk, keys, s.T, s.scale, s.scale, lane,
-                   [&](int key) { return key_row(dqkv, s, b, key, kv); });
-  store_rows<F, H>(dv, keys, s.T, 1.0f, 1.0f, lane,
-                   [&](int key) { return value_row(dqkv, s, b, key, kv); });
+  store_rows<F, H>(dk, w.rows, s.T, s.scale, s.scale, w.lane,
+                   [&](int row) { return key_row(dqkv, s, b, row, kv); });
+  store_rows<F, H>(dv, w.rows, s.T, 1.0f, 1.0f, w.lane,
+                   [&](int row) { return value_row(dqkv, s, b, row, kv); });
 }
 
-// Block (query tile, b·NH + h), 4 warps; warp w owns queries q0 + 16w .. + 15. For each key tile
-// of 32 of the key/value head up to the diagonal: S = Q_w·Kᵀ, P, dP = dO_w·Vᵀ,
-// dS = P∘(dP - delta), dQ_w += dS·K. Query tiles are taken last first, as in the forward.
+// Block (query tile, b·NH + h), 4 warps; warp w owns queries q0 + 16w .. + 15 (query_block,
+// warp_rows). For each key tile of 32 of the key/value head up to the diagonal: S = Q_w·Kᵀ, P,
+// dP = dO_w·Vᵀ, dS = P∘(dP - delta), dQ_w += dS·K.
 template <typename F, int H>
 __global__ void __launch_bounds__(kWarps* kWarp)
     flash_dq_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse, const float* delta,
                     Shape s) {
-  constexpr bool kStaged = kStagesOwnRows<H>;
-  __shared__ __align__(16) F q_tile[kStaged ? kBlockRows * padded(H) : 8];
-  __shared__ __align__(16) F do_tile[kStaged ? kBlockRows * padded(H) : 8];
+  __shared__ __align__(16) F q_tile[kOwnRowsTile<H>];
+  __shared__ __align__(16) F do_tile[kOwnRowsTile<H>];
   __shared__ __align__(16) F k_tile[kBackwardCols * padded(H)];
   __shared__ __align__(16) F k_cols[H * padded(kBackwardCols)];
   __shared__ __align__(16) F v_tile[kBackwardCols * padded(H)];
-  const int b = static_cast<int>(blockIdx.y) / s.NH;
-  const int h = static_cast<int>(blockIdx.y) % s.NH;
-  const int kv = h / s.group;
-  const int q0 = static_cast<int>(gridDim.x - 1 - blockIdx.x) * kBlockRows;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp;
-  const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const int row0 = q0 + warp * kWarpRows;
-  const int rows[2] = {row0 + lane / 4, row0 + lane / 4 + 8};
-  const std::size_t head_rows = (static_cast<std::size_t>(b) * s.NH + h) * s.T;
+  const QueryBlock q = query_block(s);
+  const WarpRows w = warp_rows(q.first);
+  const std::size_t head_rows = (static_cast<std::size_t>(q.b) * s.NH + q.h) * s.T;
   const float scale = s.scale * kLog2e;
-  float row_lse[2];
-  float row_delta[2];
+  RowStats row_stats[2];
   for (int i = 0; i < 2; ++i) {
-    const bool real = rows[i] < s.T;
-    row_lse[i] = real ? lse[head_rows + rows[i]] * kLog2e : 0.0f;
-    row_delta[i] = real ? delta[head_rows + rows[i]] : 0.0f;
+    const bool real = w.rows[i] < s.T;
+    row_stats[i] = RowStats{real ? lse[head_rows + w.rows[i]] * kLog2e : 0.0f,
+                            real ? delta[head_rows + w.rows[i]] : 0.0f};
   }
-  if constexpr (kStaged) {
-    load_rows<H, kBlockRows>(q_tile, static_cast<F*>(nullptr), q0, s.T,
-                             [&](int r) { return query_row(qkv, s, b, r, h); });
-    load_rows<H, kBlockRows>(do_tile, static_cast<F*>(nullptr), q0, s.T,
-                             [&](int r) { return dout + out_at(s, b, r, h); });
-  }
-  const auto q_fragment = [&](int k, std::uint32_t(&f)[4]) {
-    if constexpr (kStaged) {
-      load_a_fragment(f, q_tile + warp * kWarpRows * padded(H) + 16 * k, padded(H), lane);
-    } else {
-      load_a_fragment_rows(f, k, rows, s.T, lane,
-                           [&](int r) { return query_row(qkv, s, b, r, h); });
-    }
-  };
-  const auto do_fragment = [&](int k, std::uint32_t(&f)[4]) {
-    if constexpr (kStaged) {
-      load_a_fragment(f, do_tile + warp * kWarpRows * padded(H) + 16 * k, padded(H), lane);
-    } else {
-      load_a_fragment_rows(f, k, rows, s.T, lane, [&](int r) { return dout + out_at(s, b, r, h); });
-    }
-  };
+  const auto q_row = [&](int r) { return query_row(qkv, s, q.b, r, q.h); };
+  const auto do_row = [&](int r) { return dout + out_at(s, q.b, r, q.h); };
+  const auto q_fragment = own_fragments<H>(q_tile, q.first, s.T, w, q_row);
+  const auto do_fragment = own_fragments<H>(do_tile, q.first, s.T, w, do_row);
   float dq[H / 8][4] = {};
-  const int last_row = (q0 + kBlockRows < s.T ? q0 + kBlockRows : s.T) - 1;
-  for (int k0 = 0; k0 <= last_row; k0 += kBackwardCols) {
+  for (int k0 = 0; k0 <= q.last; k0 += kBackwardCols) {
     __syncthreads();  // the previous tiles are no longer read (and q, dout are loaded)
     load_rows<H, kBackwardCols>(k_tile, k_cols, k0, s.T,
-                                [&](int r) { return key_row(qkv, s, b, r, kv); });
+                                [&](int r) { return key_row(qkv, s, q.b, r, q.kv); });
     load_rows<H, kBackwardCols>(v_tile, static_cast<F*>(nullptr), k0, s.T,
-                                [&](int r) { return value_row(qkv, s, b, r, kv); });
+                                [&](int r) { return value_row(qkv, s, q.b, r, q.kv); });
     __syncthreads();
-    if (k0 > row0 + kWarpRows - 1) continue;  // every key of the tile is after this warp's rows
-    float p[kBackwardCols / 8][4] = {};       // S = Q_w·Kᵀ, then P
-    float ds[kBackwardCols / 8][4] = {};      // dP = dO_w·Vᵀ, then dS
-    two_products<F, H>(p, q_fragment, k_tile, ds, do_fragment, v_tile, lane);
+    if (k0 > w.last()) continue;          // every key of the tile is after this warp's rows
+    float p[kBackwardCols / 8][4] = {};   // S = Q_w·Kᵀ, then P
+    float ds[kBackwardCols / 8][4] = {};  // dP = dO_w·Vᵀ, then dS
+    two_products<F, H>(p, q_fragment, k_tile, ds, do_fragment, v_tile, w.lane);
     // Keys after a row, and rows past T, are masked (-inf: P = 0) on the tiles that have them.
-    if (k0 + kBackwardCols - 1 > row0 || row0 + kWarpRows > s.T) {
-#pragma unroll
-      for (int j = 0; j < kBackwardCols / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + 8 * j + fragment_col(lane, e);
-          if (key > rows[e / 2] || rows[e / 2] >= s.T) p[j][e] = -INFINITY;
-        }
-      }
+    if (k0 + kBackwardCols - 1 > w.first || w.first + kWarpRows > s.T) {
+      mask_scores<kBackwardCols>(p, k0, w,
+                                 [&](int row, int key) { return key > row || row >= s.T; });
     }
-#pragma unroll
-    for (int j = 0; j < kBackwardCols / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        p[j][e] = rounded<F>(exp2f(p[j][e] * scale - row_lse[e / 2]));
-        ds[j][e] = p[j][e] * (ds[j][e] - row_delta[e / 2]);
-      }
-    }
-    accumulate_product<F, H, kBackwardCols>(dq, ds, k_cols, lane);  // dQ += dS·K
+    probabilities_and_gradients<F>(p, ds, scale, w.lane, [&](int i, int) { return row_stats[i]; });
+    accumulate_product<F, H, kBackwardCols>(dq, ds, k_cols, w.lane);  // dQ += dS·K
   }
-  store_rows<F, H>(dq, rows, s.T, s.scale, s.scale, lane,
-                   [&](int row) { return query_row(dqkv, s, b, row, h); });
+  store_rows<F, H>(dq, w.rows, s.T, s.scale, s.scale, w.lane,
+                   [&](int row) { return query_row(dqkv, s, q.b, row, q.h); });
 }
 
 }  // namespace

@@ -2,45 +2,15 @@
 // Each thread moves W = kPack<G> elements per access (128-bit loads/stores) over the whole packs;
 // a scalar launch (W = 1) takes the tail and any buffer that is not 16-byte aligned.
 #include "autotrain/kernels/gpu/vector.hpp"
-#include "common.cuh"
+#include "elementwise.cuh"
 
 namespace autotrain::kernels::gpu {
 namespace {
 
-// packs = elements / W.
-template <int W, typename G>
-__global__ void cast_kernel(G* out, const float* in, std::size_t packs) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
-       i += std::size_t{gridDim.x} * blockDim.x) {
-    const auto x = load_packed<W>(in + i * W);
-    Packed<G, W> y;
-    for (int k = 0; k < W; ++k) y.set(k, x.values[k]);
-    store_packed(out + i * W, y);
-  }
-}
-
-template <int W, typename G>
-__global__ void widen_kernel(float* out, const G* in, std::size_t packs) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
-       i += std::size_t{gridDim.x} * blockDim.x) {
-    const auto x = load_packed<W>(in + i * W);
-    Packed<float, W> y;
-    for (int k = 0; k < W; ++k) y.values[k] = x.get(k);
-    store_packed(out + i * W, y);
-  }
-}
-
-// S: the sum's type (G for add_into, float for accumulate_into).
-template <int W, typename S, typename G>
-__global__ void add_kernel(S* shard, const G* part, std::size_t packs) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < packs;
-       i += std::size_t{gridDim.x} * blockDim.x) {
-    auto s = load_packed<W>(shard + i * W);
-    const auto p = load_packed<W>(part + i * W);
-    for (int k = 0; k < W; ++k) s.set(k, s.get(k) + p.get(k));
-    store_packed(shard + i * W, s);
-  }
-}
+// x itself: a cast, once rounded to the output's type.
+struct Copy {
+  __device__ float operator()(float x) const { return x; }
+};
 
 // Block sum of one value per thread (kBlockThreads threads): warp sums, then the first warp.
 __device__ float block_sum(float value) {
@@ -85,44 +55,26 @@ __global__ void total_kernel(double* total, const float* partials, unsigned coun
 
 }  // namespace
 
+// The casts: out = x, rounded to the output's type.
 template <typename G>
 void cast_from_float(G* out, const float* in, std::size_t n, cudaStream_t stream) {
-  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
-    cast_kernel<decltype(w)::value>
-        <<<grid_for(packs), kBlockThreads, 0, stream>>>(out + first, in + first, packs);
-    AT_CUDA_CHECK_LAUNCH();
-  };
-  launch_packed_then_tail<G>(n, launch, out, in);
-}
-
-template <typename G>
-void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
-  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
-    add_kernel<decltype(w)::value>
-        <<<grid_for(packs), kBlockThreads, 0, stream>>>(shard + first, part + first, packs);
-    AT_CUDA_CHECK_LAUNCH();
-  };
-  launch_packed_then_tail<G>(n, launch, shard, part);
+  launch_elementwise(Copy{}, n, stream, out, in);
 }
 
 template <typename G>
 void cast_to_float(float* out, const G* in, std::size_t n, cudaStream_t stream) {
-  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
-    widen_kernel<decltype(w)::value>
-        <<<grid_for(packs), kBlockThreads, 0, stream>>>(out + first, in + first, packs);
-    AT_CUDA_CHECK_LAUNCH();
-  };
-  launch_packed_then_tail<G>(n, launch, out, in);
+  launch_elementwise(Copy{}, n, stream, out, in);
+}
+
+// The sums: sum += part, in G's precision or in fp32.
+template <typename G>
+void add_into(G* shard, const G* part, std::size_t n, cudaStream_t stream) {
+  launch_elementwise(Add{}, n, stream, shard, shard, part);
 }
 
 template <typename G>
 void accumulate_into(float* into, const G* part, std::size_t n, cudaStream_t stream) {
-  const auto launch = [&](auto w, std::size_t first, std::size_t packs) {
-    add_kernel<decltype(w)::value>
-        <<<grid_for(packs), kBlockThreads, 0, stream>>>(into + first, part + first, packs);
-    AT_CUDA_CHECK_LAUNCH();
-  };
-  launch_packed_then_tail<G>(n, launch, into, part);
+  launch_elementwise(Add{}, n, stream, into, into, part);
 }
 
 template <typename G>
