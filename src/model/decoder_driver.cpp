@@ -5,6 +5,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/crossentropy.hpp"
 #include "autotrain/kernels/matmul.hpp"
+#include "autotrain/model/hook_order.hpp"
 #include "check_tokens.hpp"
 #include "kernel_clock.hpp"
 
@@ -32,28 +33,15 @@ BasicDecoderDriver<F>::BasicDecoderDriver(const ModelConfig& config, int B, int 
 template <typename F>
 std::pair<const F*, const F*> BasicDecoderDriver<F>::forward_to_final_norm(
     BasicUnitAccess<F>& access, Run run, const std::int32_t* tokens, int B, int T) {
-  const int L = config_.n_layer, last = L + 1;
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
-  const F* p = access.params(0);
-  clock.restart();
-  embed_forward(run, p, tokens, B, T);
-  clock.lap(kEncoder);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    clock.restart();
-    block_forward(run, l, p, access.linear_adapter(unit), B, T, clock);
-    access.release(unit);
-  }
-  p = access.params(last);
-  clock.restart();
-  const F* normed = final_norm_forward(run, p, B, T);
-  clock.lap(kNorm);
-  if (config_.head_unit() != last) {
-    access.release(last);
-    p = access.params(config_.head_unit());
-  }
+  const F* normed = nullptr;
+  const F* p = forward_in_hook_order(
+      access, config_.n_layer, config_.head_unit(), clock,
+      [&](const F* q) { embed_forward(run, q, tokens, B, T); },
+      [&](int l, const F* q, BasicLinearAdapter<F>* adapter) {
+        block_forward(run, l, q, adapter, B, T, clock);
+      },
+      [&](const F* q) { normed = final_norm_forward(run, q, B, T); });
   return {normed, p};
 }
 
@@ -108,7 +96,6 @@ template <typename F>
 void BasicDecoderDriver<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
   AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
   ready_for_backward_ = false;  // the logits buffer becomes dlogits
-  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
   // d(mean loss · scale)/d(loss of one position)
   const F dloss = position_dloss(loss_scale, loss_positions_);
@@ -116,40 +103,17 @@ void BasicDecoderDriver<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
                         inputs_.size(), config_.vocab_size, config_.padded_vocab_size,
                         config_.final_softcap);
   clock.lap(kCrossEntropy);
-  if (head == 0) {
-    const F* p = access.params(0);  // before grads(0): the documented order
-    head_backward(p, access.frozen(0) ? nullptr : access.grads(0), clock);
-    access.release(0);
-  }
-  {
-    const F* p = access.params(last);
-    F* g = access.frozen(last) ? nullptr : access.grads(last);
-    if (head == last) head_backward(p, g, clock);
-    clock.restart();
-    final_norm_backward(p, g);
-    clock.lap(kNorm);
-    access.release(last);
-    access.grads_ready(last);
-  }
-  for (int l = L - 1; l >= 0; --l) {
-    const int unit = ParamLayout::block_unit(l);
-    const F* p = access.params(unit);
-    F* g = access.grads(unit);
-    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
-    clock.restart();
-    // Checkpointing: the slots hold the last block's activations; recompute block l's.
-    if (recompute_ && l != L - 1) block_forward(Run::training, l, p, adapter, B_, T_, clock);
-    block_backward(l, p, g, adapter, clock);
-    access.release(unit);
-    access.grads_ready(unit);
-  }
-  if (!access.frozen(0)) {
-    F* g = access.grads(0);
-    clock.restart();
-    embed_backward(g);
-    clock.lap(kEncoder);
-  }
-  access.grads_ready(0);
+  backward_in_hook_order(
+      access, config_.n_layer, config_.head_unit(), recompute_, clock,
+      [&](const F* p, F* g) { head_backward(p, g, clock); },
+      [&](const F* p, F* g) { final_norm_backward(p, g); },
+      [&](int l, const F* p, BasicLinearAdapter<F>* adapter) {
+        block_forward(Run::training, l, p, adapter, B_, T_, clock);
+      },
+      [&](int l, const F* p, F* g, BasicLinearAdapter<F>* adapter) {
+        block_backward(l, p, g, adapter, clock);
+      },
+      [&](F* g) { embed_backward(g); });
 }
 
 template <typename F>
@@ -182,22 +146,14 @@ std::span<const F> BasicDecoderDriver<F>::feed_token(BasicUnitAccess<F>& access,
   AT_CHECK(cache_length_ < cache_capacity_, "generation: the cache holds its ", cache_capacity_,
            " tokens already; reset it and feed the last window again");
   check_tokens(&token, 1, config_.vocab_size, "token");
-  const int L = config_.n_layer, last = L + 1, t = cache_length_;
-  const F* p = access.params(0);
-  embed_row(p, token, t);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    block_row(l, p, t);
-    access.release(unit);
-  }
-  p = access.params(last);
-  const F* normed = final_norm_row(p);
-  if (config_.head_unit() != last) {
-    access.release(last);
-    p = access.params(config_.head_unit());
-  }
+  const int t = cache_length_;
+  NoClock clock;
+  const F* normed = nullptr;
+  const F* p = forward_in_hook_order(
+      access, config_.n_layer, config_.head_unit(), clock,
+      [&](const F* q) { embed_row(q, token, t); },
+      [&](int l, const F* q, BasicLinearAdapter<F>*) { block_row(l, q, t); },
+      [&](const F* q) { normed = final_norm_row(q); });
   head_forward(normed, p, cache_logits_.data(), 1);
   access.release(config_.head_unit());
   ++cache_length_;

@@ -6,20 +6,7 @@
 // its gradient, the losses and their mean, the key/value cache's length and checks, and the
 // profile's clock. A family supplies its buffers and its parts: the embedding, a block and the
 // final norm, forward and backward, for a micro-batch, a context and one cached row.
-//
-// Hook order (L = n_layer; unit 0 = embeddings, 1..L = blocks, L+1 = final norm, and the head's
-// unit: 0 when tied, L+1 otherwise):
-//   forward:   params(0) release(0)                         embedding
-//              params(u) release(u)          u = 1..L       blocks
-//              params(L+1) release(L+1)                     final norm (and an untied head)
-//              params(0) release(0)                         a tied head only
-//   backward:  tied:   params(0) grads(0) release(0)        the head: dhead +=
-//              params(L+1) grads(L+1) release(L+1) grads_ready(L+1)   (untied: the head too)
-//              params(u) grads(u) release(u) grads_ready(u) u = L..1
-//              grads(0) grads_ready(0)                      embeddings (need no parameters)
-//   inference: the forward order.
-// grads(u) is not called for a frozen unit 0 or L+1 (BasicUnitAccess::frozen); where it is
-// called twice (a tied unit 0) both calls return the same accumulating buffer.
+// The hook order: model/hook_order.hpp.
 #include <cstddef>
 #include <cstdint>
 #include <span>

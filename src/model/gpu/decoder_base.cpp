@@ -4,6 +4,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/model/hook_order.hpp"
 #include "host_floats.hpp"
 
 namespace autotrain::model::gpu {
@@ -36,25 +37,14 @@ void DeviceDecoderBase<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t t
                                       std::span<float> logits) {
   const DecodeBuffers& d = decode_;
   const int t = begin_token(token, logits);  // this token's position
-  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
-  const F* p = access.params(0);
-  embed_row(p, t);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    block_row(l, p, t);
-    access.release(unit);
-  }
+  const int head = logits.empty() ? kNoHead : config_.head_unit();
+  NoClock clock;
+  const F* p = forward_in_hook_order(
+      access, config_.n_layer, head, clock, [&](const F* q) { embed_row(q, t); },
+      [&](int l, const F* q, BasicLinearAdapter<F>*) { block_row(l, q, t); },
+      [&](const F* q) { final_norm_row(q); });
   ++length_;
   if (logits.empty()) return;
-
-  p = access.params(last);
-  final_norm_row(p);
-  if (head != last) {
-    access.release(last);
-    p = access.params(head);
-  }
   // logits[1, Vp] = normed[1, C] · head[Vp, C]ᵀ
   const auto C = static_cast<std::size_t>(config_.n_embd);
   const auto Vp = static_cast<std::size_t>(config_.padded_vocab_size);

@@ -8,6 +8,7 @@
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
+#include "autotrain/model/hook_order.hpp"
 #include "event_clock.hpp"
 
 namespace autotrain::model::gpu {
@@ -63,34 +64,19 @@ template <typename F>
 void DeviceModelBase<F>::forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                                        const std::int32_t* targets) {
   const DriverBuffers& d = driver_;
-  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
   loss_positions_ = tokens_.upload(inputs, targets, config_.vocab_size, d.inputs, d.targets,
                                    d.token_runs, stream_);
   ready_for_backward_ = false;
 
   EventClock clock(profiler_.get(), stream_, Pass::forward);
-  const F* p = access.params(0);
-  clock.restart();
-  embed_forward(p);
-  clock.lap(kEncoder);
-  access.release(0);
-  for (int l = 0; l < L; ++l) {
-    const int unit = ParamLayout::block_unit(l);
-    p = access.params(unit);
-    clock.restart();
-    block_forward(l, p, access.linear_adapter(unit), clock);
-    access.release(unit);
-  }
-  p = access.params(last);
-  clock.restart();
-  final_norm_forward(p);
-  clock.lap(kNorm);
-  if (head != last) {
-    access.release(last);
-    p = access.params(head);
-  }
+  const F* p = forward_in_hook_order(
+      access, config_.n_layer, config_.head_unit(), clock, [&](const F* q) { embed_forward(q); },
+      [&](int l, const F* q, BasicLinearAdapter<F>* adapter) {
+        block_forward(l, q, adapter, clock);
+      },
+      [&](const F* q) { final_norm_forward(q); });
   head_forward(p, clock);
-  access.release(head);
+  access.release(config_.head_unit());
   loss_forward(clock);
 }
 
@@ -99,7 +85,6 @@ void DeviceModelBase<F>::backward(BasicUnitAccess<F>& access, float loss_scale) 
   AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
   ready_for_backward_ = false;  // the logits buffer becomes dlogits
   const DriverBuffers& d = driver_;
-  const int L = config_.n_layer, last = L + 1, head = config_.head_unit();
   EventClock clock(profiler_.get(), stream_, Pass::backward);
 
   // d(mean loss · scale)/d(loss of one position)
@@ -108,40 +93,17 @@ void DeviceModelBase<F>::backward(BasicUnitAccess<F>& access, float loss_scale) 
       d.logits, d.logits, d.lse, d.targets, dloss, host_losses_.size(), config_.vocab_size,
       config_.padded_vocab_size, stream_, static_cast<float>(config_.final_softcap));
   clock.lap(kCrossEntropy);
-  if (head == 0) {
-    const F* p = access.params(0);  // before grads(0): the documented order
-    head_backward(p, access.frozen(0) ? nullptr : access.grads(0), clock);
-    access.release(0);
-  }
-  {
-    const F* p = access.params(last);
-    F* g = access.frozen(last) ? nullptr : access.grads(last);
-    if (head == last) head_backward(p, g, clock);
-    clock.restart();
-    final_norm_backward(p, g);
-    clock.lap(kNorm);
-    access.release(last);
-    access.grads_ready(last);
-  }
-  for (int l = L - 1; l >= 0; --l) {
-    const int unit = ParamLayout::block_unit(l);
-    const F* p = access.params(unit);
-    F* g = access.grads(unit);
-    BasicLinearAdapter<F>* adapter = access.linear_adapter(unit);
-    clock.restart();
-    // Checkpointing: the slots hold the last block's activations; recompute block l's.
-    if (recompute_ && l != L - 1) block_forward(l, p, adapter, clock);
-    block_backward(l, p, g, adapter, clock);
-    access.release(unit);
-    access.grads_ready(unit);
-  }
-  if (!access.frozen(0)) {
-    F* g = access.grads(0);
-    clock.restart();
-    embed_backward(g, tokens_.runs(d.token_runs));
-    clock.lap(kEncoder);
-  }
-  access.grads_ready(0);
+  backward_in_hook_order(
+      access, config_.n_layer, config_.head_unit(), recompute_, clock,
+      [&](const F* p, F* g) { head_backward(p, g, clock); },
+      [&](const F* p, F* g) { final_norm_backward(p, g); },
+      [&](int l, const F* p, BasicLinearAdapter<F>* adapter) {
+        block_forward(l, p, adapter, clock);
+      },
+      [&](int l, const F* p, F* g, BasicLinearAdapter<F>* adapter) {
+        block_backward(l, p, g, adapter, clock);
+      },
+      [&](F* g) { embed_backward(g, tokens_.runs(d.token_runs)); });
 }
 
 template <typename F>

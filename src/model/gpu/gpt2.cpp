@@ -1,6 +1,6 @@
-// GPT-2 forward and backward on one CUDA device: src/model/gpt2.cpp step for step (same tensor
-// offsets, same unit hook order, same residual-gradient trick), with the kernels of
-// kernels/gpu/ queued on one stream. Shapes: B batch, T positions, C = n_embd, NH heads,
+// GPT-2's parts of the device driver (gpu/device_model_base.hpp): src/model/gpt2.cpp step for step
+// (same tensor offsets, same residual-gradient trick), with the kernels of kernels/gpu/ queued on
+// one stream. Shapes: B batch, T positions, C = n_embd, NH heads,
 // L layers, V vocabulary, Vp padded vocabulary.
 // Invariants: all device memory is one allocation made at construction; parameter gradients
 // accumulate (+=); activation gradients are overwritten, except the residual stream, whose single
@@ -9,11 +9,11 @@
 // only the block outputs (residual3) keep a slot per layer; every other per-layer activation has
 // one slot, which backward refills by re-running block l's forward from its input (except the
 // last block's, still there), with the same kernels on the same inputs: the same bits.
-// Written twice on purpose, here and in src/model/gpt2.cpp, until the model-family description
-// (docs/architecture.md) writes each family once per device: the device kernels take a stream,
-// the cuBLASLt handle and fused epilogues, and keep fp32 statistics, so one shared body would be
-// a macro layer over two kernel sets. tests/model/gpu/gpt2_test.cpp keeps the two in step
-// (loss, every gradient, the hook order and the profile rows).
+// A family's parts are written once per device (the hook order once for both,
+// model/hook_order.hpp): the device kernels take a stream, the cuBLASLt handle and fused
+// epilogues, and keep fp32 statistics, so one body for both would be a macro layer over two
+// kernel sets. tests/model/gpu/gpt2_test.cpp keeps the two in step (loss, every gradient, the
+// hook order and the profile rows).
 // This is host code only (it launches no kernel of its own), so it is a .cpp compiled as C++20:
 // the header's std::span needs C++20 and the .cu files are C++17 (CMake 3.25 has no C++20 flag for
 // nvcc).

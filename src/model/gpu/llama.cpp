@@ -1,6 +1,6 @@
-// The Llama family's forward and backward on one CUDA device: src/model/llama.cpp step for step
-// (same tensor offsets, same unit hook order, same gradient buffers), with the kernels of
-// kernels/gpu/ queued on one stream. Shapes: B batch, T positions, C hidden, NH heads, NKV
+// The Llama-style decoder's parts of the device driver (gpu/device_model_base.hpp):
+// src/model/llama.cpp step for step (same tensor offsets, same gradient buffers), with the kernels
+// of kernels/gpu/ queued on one stream. Shapes: B batch, T positions, C hidden, NH heads, NKV
 // key/value heads, D head_dim, Q = NH·D, KV = NKV·D, QKV = Q + 2·KV, I intermediate, L layers,
 // V vocabulary, Vp padded vocabulary.
 // Invariants: all device memory is one allocation made at construction (llama_buffers.hpp);
@@ -10,9 +10,9 @@
 // a slot per layer; backward refills the one slot of everything else by re-running block l's
 // forward from its input (except the last block's, still there): the same kernels on the same
 // inputs, so the same bits.
-// Written twice on purpose, here and in src/model/llama.cpp, for the reason src/model/gpu/gpt2.cpp
-// gives; tests/model/gpu/llama_test.cpp keeps the two in step (loss, every gradient, the hook
-// order, the profile rows, the decoder). Host code only (it launches no kernel of its own).
+// Written once per device, for the reason src/model/gpu/gpt2.cpp gives;
+// tests/model/gpu/llama_test.cpp keeps the two in step (loss, every gradient, the hook order, the
+// profile rows, the decoder). Host code only (it launches no kernel of its own).
 #include "autotrain/model/gpu/llama.hpp"
 
 #include <algorithm>

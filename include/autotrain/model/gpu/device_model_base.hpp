@@ -1,13 +1,12 @@
 #pragma once
 // The device models' driver (model/gpu/gpt2.hpp, llama.hpp are its families): forward and
 // backward of every decoder-only family written once, in the unit hook order of
-// model/unit_access.hpp: forward 0 (the embeddings), the blocks, L + 1 (the final norm), the
-// head's unit (0 when tied, else L + 1); backward the head's unit, L + 1, the blocks from the
-// last, 0, with activation checkpointing's recompute of a block before its backward. It owns
-// the head, the cross-entropy and its gradient, the losses copied back to pinned memory and
-// their mean, the micro-batch shape and its checks, the tokens on their way to the device, the
-// choice of attention path and the per-kernel profile; a family supplies its buffers
-// (DriverBuffers) and its parts: the embedding, a block, the final norm, forward and backward.
+// model/hook_order.hpp (the CPU driver's), with activation checkpointing's recompute of a block
+// before its backward. It owns the head, the cross-entropy and its gradient, the losses copied
+// back to pinned memory and their mean, the micro-batch shape and its checks, the tokens on
+// their way to the device, the choice of attention path and the per-kernel profile; a family
+// supplies its buffers (FamilyBuffers) and its parts: the embedding, a block, the final norm,
+// forward and backward.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <memory>
