@@ -8,6 +8,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools python3-h5py
   python3-torch python3-numpy  # the PyTorch reference of the model tests (tests/e2e/torch_gpt2.py)
+  python3-protobuf python3-crcmod  # an independent reader of TensorBoard's event files
   libboost-program-options-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-openmp-dev libdnnl-dev

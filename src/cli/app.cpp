@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "autotrain/cli/llm.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/memory_usage.hpp"
@@ -33,16 +34,9 @@ std::vector<std::string> command_names() {
   return names;
 }
 
-// What the user probably meant by an unknown command: AutoTrain Advanced's forms
-// (`autotrain --config x.yaml`, `autotrain llm --train ...`) are `autotrain train` here.
+// What the user probably meant by an unknown command.
 std::string command_hint(const std::vector<std::string>& args) {
-  std::string rest;
-  for (size_t i = args[0] == "llm" ? 1 : 0; i < args.size(); ++i) {
-    if (args[i] != "--train") rest += " " + args[i];
-  }
-  if (args[0] == "llm" || args[0].starts_with("--")) {
-    return cat(": the command comes first; did you mean 'autotrain train", rest, "'?");
-  }
+  if (args[0].starts_with("--")) return ": the command comes first (autotrain <command> [options])";
   return did_you_mean(args[0], command_names());
 }
 
@@ -72,6 +66,31 @@ int run(int argc, char** argv) {
   if (args[0] == "--version" || args[0] == "-V") {
     std::cout << "autotrain " << version() << "\n";
     return 0;
+  }
+  // AutoTrain Advanced's forms: `autotrain --config x.yaml` trains the config; `autotrain llm
+  // --train ...` trains, or first starts the ranks its --num-gpus asks for (src/cli/llm.cpp).
+  if (args[0] == "--config" || args[0].starts_with("--config=")) args.insert(args.begin(), "train");
+  if (args[0] == "llm") {
+    LlmCommand llm;
+    try {
+      llm = parse_llm_command({args.begin() + 1, args.end()});
+    } catch (const std::exception& error) {
+      std::cerr << "error: " << error.what() << "\nrun 'autotrain llm --help' for its usage\n";
+      return kExitUsage;
+    }
+    if (llm.help) {
+      std::cout << llm_help_text();
+      return 0;
+    }
+    if (llm.starts_launcher()) {
+      try {
+        return launch_llm(llm);
+      } catch (const std::exception& error) {
+        std::cerr << "error: " << failure_message(error) << "\n";
+        return kExitError;
+      }
+    }
+    args = llm.train_args;
   }
   const Command* command = nullptr;
   for (const auto& candidate : commands()) {

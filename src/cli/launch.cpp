@@ -71,9 +71,15 @@ int run_launch(const std::vector<std::string>& args) {
               << sbatch_file << "\n";
     return 0;
   }
-  std::cout << render_launch_plan(plan) << std::flush;
-  if (dry_run) return 0;
+  if (dry_run) {
+    std::cout << render_launch_plan(plan) << std::flush;
+    return 0;
+  }
+  return exec_launch_plan(plan);
+}
 
+int exec_launch_plan(const LaunchPlan& plan) {
+  std::cout << render_launch_plan(plan) << std::flush;
   std::vector<char*> argv;
   for (const auto& word : plan.argv) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);

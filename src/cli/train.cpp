@@ -57,6 +57,8 @@ std::optional<train::TrainSummary> set_up_and_train(const config::TrainCommandLi
   log::info("autotrain: training ", setup.project_dir.string(), " on ", setup.topology.world_size,
             " rank(s), ZeRO stage ", setup.zero_stage, ", communicator ",
             comm_backend_name(setup.comm_backend));
+  // What the config holds that changes nothing here, said in the run's log as in --dry-run.
+  for (const auto& note : setup.resolved.notes) log::info("autotrain: note: ", note);
   // A collective timeout from here on names the ranks that stopped answering.
   const PeerProbe probe(setup.comm);
   const train::TrainSummary summary = train::run_training(setup);

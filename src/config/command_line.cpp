@@ -53,6 +53,11 @@ po::options_description build_options() {
     add(to_kebab_case(spec.name), true, boolean);
     if (spec.name.find('_') != std::string_view::npos) add(std::string(spec.name), true, boolean);
   }
+  // AutoTrain's flags without a parameter here: the parameters' reader notes or refuses them.
+  for (const std::string_view name : foreign_key_names()) {
+    add(to_kebab_case(name), true, true);
+    if (name.find('_') != std::string_view::npos) add(std::string(name), true, true);
+  }
   return options;
 }
 

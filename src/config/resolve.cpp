@@ -139,6 +139,18 @@ void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shap
     params.eval_strategy = "no";
     resolved.provenance["eval_strategy"] = "derived from valid_split (none)";
   }
+  // AutoTrain quantizes only the frozen weights of peft; its files carry int4 either way.
+  if (params.quantization != "none" && !params.peft) {
+    resolved.notes.push_back(cat(shown(resolved, "quantization"),
+                                 " is ignored: quantization applies to peft's frozen weights, "
+                                 "and peft is false"));
+  }
+  // DeepSpeed's stage3_gather_16bit_weights_on_model_save: the export in the training's 16 bits.
+  if (params.zero3_save_16bit_model && source_of(resolved, "export_dtype") == "default") {
+    params.export_dtype = params.mixed_precision == "fp16" ? "fp16" : "bf16";
+    resolved.provenance["export_dtype"] =
+        cat("derived from zero3_save_16bit_model (mixed_precision ", params.mixed_precision, ")");
+  }
   validate_params(resolved);
 }
 
@@ -172,6 +184,12 @@ void validate_params(const ResolvedParams& resolved) {
                     " tokenizer's ", tokenizer_vocab, " tokens: expected at least ",
                     tokenizer_vocab));
   }
+  if (params.peft && params.quantization != "none") {
+    throw Error(cat(shown(resolved, "quantization"),
+                    " with peft: quantized base weights (QLoRA through bitsandbytes' int4/int8) "
+                    "are not supported yet; set quantization none (the frozen weights then stay "
+                    "in the compute dtype)"));
+  }
   if (params.train_on_completions_only && params.chat_template == "none") {
     throw Error(cat(shown(resolved, "train_on_completions_only"),
                     " needs conversations: set chat_template (tokenizer, chatml or zephyr) and "
@@ -185,10 +203,22 @@ void validate_params(const ResolvedParams& resolved) {
 
 ResolvedParams load_params(const ConfigInputs& inputs, const FolderShapeReader& read_shape) {
   ResolvedParams resolved = default_params();
-  if (!inputs.training_params.empty()) apply_json_file(resolved, inputs.training_params);
-  if (!inputs.yaml.empty()) apply_yaml_file(resolved, inputs.yaml);
-  apply_flags(resolved, inputs.flags);
-  apply_flags(resolved, inputs.model_changes);
+  // Every source is read even after one fails, so that one run reports all their problems.
+  std::vector<std::string> problems;
+  const auto apply = [&](auto&& source) {
+    try {
+      source();
+    } catch (const Error& error) {
+      problems.emplace_back(error.what());
+    }
+  };
+  if (!inputs.training_params.empty()) {
+    apply([&] { apply_json_file(resolved, inputs.training_params); });
+  }
+  if (!inputs.yaml.empty()) apply([&] { apply_yaml_file(resolved, inputs.yaml); });
+  apply([&] { apply_flags(resolved, inputs.flags); });
+  apply([&] { apply_flags(resolved, inputs.model_changes); });
+  if (!problems.empty()) throw Error(join(problems, "\n"));
   resolve_params(resolved, read_shape);
   return resolved;
 }

@@ -11,6 +11,7 @@
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "foreign_keys.hpp"
 
 namespace autotrain::config {
 
@@ -18,46 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// Keys of AutoTrain's LLM trainer that autotrain does not have. `ignored` ones are harmless
-// (noted and skipped); the others would change what the user expects, so they are errors.
-struct ForeignKey {
-  std::string_view name;
-  bool ignored;
-  std::string_view why;
-};
-
-constexpr ForeignKey kForeignKeys[] = {
-    {"quantization", false,
-     "quantized training (int4/int8 through bitsandbytes) is not supported: the frozen weights "
-     "of peft stay in fp32; set quantization: none"},
-    {"model_max_length", true,
-     "the context length is n_positions (the base model's); block_size -1 also respects the "
-     "folder's tokenizer_config.json model_max_length"},
-    {"padding", true, "sequences are packed to block_size, never padded"},
-    {"push_to_hub", true, "the model is exported to <project_name>/, never pushed"},
-    {"username", true, "nothing is pushed to the Hugging Face Hub"},
-    {"token", true, "Hub tokens are neither used nor stored"},
-    {"log", true, "metrics are written to <project_name>/metrics.jsonl"},
-    {"backend", true, "autotrain runs where mpirun or srun starts it"},
-    {"base_model_path", true, "written by autotrain train: the folder the base weights came from"},
-    {"base_model_weights", true, "written by autotrain train: the hash of the base weights"},
-};
-
-const ForeignKey* find_foreign_key(std::string_view name) {
-  for (const auto& key : kForeignKeys) {
-    if (key.name == name) return &key;
-  }
-  return nullptr;
-}
-
-// A value that leaves an AutoTrain feature off: false, null, none or empty (peft: false,
-// quantization: null, chat_template: none).
-bool switches_off(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text.empty() || text == "false" || text == "null" || text == "none" || text == "~";
-}
 
 // Finds the parameter `name`, or explains why there is none. Returns nullptr for a foreign key
 // that is ignored (after adding a note): a harmless one, or one whose `value` (as written)
@@ -67,7 +28,7 @@ const ParamSpec* param_or_throw(ResolvedParams& into, std::string_view name, con
                                 const std::vector<std::string>& extra_candidates = {}) {
   if (const ParamSpec* spec = find_param(name)) return spec;
   if (const ForeignKey* foreign = find_foreign_key(to_snake_case(name))) {
-    if (foreign->ignored || switches_off(value)) {
+    if (foreign->harmless_with(value)) {
       into.notes.push_back(where.message(cat("ignored: ", foreign->why)));
       return nullptr;
     }
@@ -79,6 +40,25 @@ const ParamSpec* param_or_throw(ResolvedParams& into, std::string_view name, con
   throw Error(where.message(
       cat("unknown parameter '", name, "'", hint.empty() ? did_you_mean(name, candidates) : hint)));
 }
+
+// A source's errors, gathered so that one run reports all of them (one line each).
+class Problems {
+ public:
+  template <typename Check>
+  void check(Check&& check) {
+    try {
+      check();
+    } catch (const Error& error) {
+      lines_.emplace_back(error.what());
+    }
+  }
+  void throw_if_any() const {
+    if (!lines_.empty()) throw Error(join(lines_, "\n"));
+  }
+
+ private:
+  std::vector<std::string> lines_;
+};
 
 void assign(ResolvedParams& into, const ParamSpec& spec, const ParamValue& value,
             std::string source) {
@@ -187,34 +167,40 @@ class YamlReader {
     static const std::vector<std::string> kTopKeys = {
         "task",        "base_model", "project_name", "data", "params",
         "distributed", "log",        "backend",      "hub",  "sweep"};
+    Problems problems;
     for (const auto& entry : root) {
-      const std::string key = entry.first.as<std::string>();
-      const YAML::Node& value = entry.second;
-      if (key == "task") {
-        read_task(value);
-      } else if (key == "base_model") {
-        set("model", value, "base_model");
-      } else if (key == "project_name") {
-        set("project_name", value, "project_name");
-      } else if (key == "data") {
-        read_data(value);
-      } else if (key == "params") {
-        read_params(value);
-      } else if (key == "distributed") {
-        read_distributed(value);
-      } else if (key == "log" || key == "backend") {
-        into_.notes.push_back(where(key).message(cat("ignored: ", find_foreign_key(key)->why)));
-      } else if (key == "sweep") {
-        // The models of one allocation: read by plan_models (sweep.hpp), applied per model.
-      } else if (key == "hub") {
-        into_.notes.push_back(
-            where(key).message("ignored: the model is exported to <project_name>/, never pushed"));
-      } else {
-        throw Error(where(key).message(
-            cat("unknown key '", key, "'", did_you_mean(key, kTopKeys),
-                "; expected task, base_model, project_name, data, params, distributed, sweep")));
-      }
+      problems.check([&] {
+        const std::string key = entry.first.as<std::string>();
+        const YAML::Node& value = entry.second;
+        if (key == "task") {
+          read_task(value);
+        } else if (key == "base_model") {
+          set("model", value, "base_model");
+        } else if (key == "project_name") {
+          set("project_name", value, "project_name");
+        } else if (key == "data") {
+          read_data(value);
+        } else if (key == "params") {
+          read_params(value);
+        } else if (key == "distributed") {
+          read_distributed(value);
+        } else if (key == "log") {
+          set("log", value, "log");
+        } else if (key == "backend") {
+          into_.notes.push_back(where(key).message(cat("ignored: ", find_foreign_key(key)->why)));
+        } else if (key == "sweep") {
+          // The models of one allocation: read by plan_models (sweep.hpp), applied per model.
+        } else if (key == "hub") {
+          into_.notes.push_back(where(key).message(
+              "ignored: the model is exported to <project_name>/, never pushed"));
+        } else {
+          throw Error(where(key).message(
+              cat("unknown key '", key, "'", did_you_mean(key, kTopKeys),
+                  "; expected task, base_model, project_name, data, params, distributed, sweep")));
+        }
+      });
     }
+    problems.throw_if_any();
   }
 
  private:
@@ -278,16 +264,20 @@ class YamlReader {
   void read_params(const YAML::Node& params) {
     if (params.IsNull()) return;
     expect_map(params, "params", "any parameter, e.g. lr, batch_size");
+    Problems problems;
     for (const auto& entry : params) {
-      const std::string key = entry.first.as<std::string>();
-      const std::string path = "params." + key;
-      const std::string text = entry.second.IsScalar() ? entry.second.Scalar()
-                               : entry.second.IsNull() ? std::string()
-                                                       : std::string("(a collection)");
-      if (const ParamSpec* spec = param_or_throw(into_, key, where(path), text)) {
-        set(std::string(spec->name), entry.second, path);
-      }
+      problems.check([&] {
+        const std::string key = entry.first.as<std::string>();
+        const std::string path = "params." + key;
+        const std::string text = entry.second.IsScalar() ? entry.second.Scalar()
+                                 : entry.second.IsNull() ? std::string()
+                                                         : std::string("(a collection)");
+        if (const ParamSpec* spec = param_or_throw(into_, key, where(path), text)) {
+          set(std::string(spec->name), entry.second, path);
+        }
+      });
     }
+    problems.throw_if_any();
   }
 
   void read_distributed(const YAML::Node& distributed) {
@@ -365,15 +355,19 @@ void apply_json_file(ResolvedParams& into, const fs::path& path) {
     throw Error(
         cat(path.string(), ": expected a JSON object of parameters, got ", describe_json(root)));
   }
+  Problems problems;
   for (const auto& [key, value] : root.items()) {
-    const Where at{key, path.string()};
-    const std::string text = value.is_string() ? value.get<std::string>()
-                             : value.is_null() ? std::string()
-                                               : value.dump();
-    if (const ParamSpec* spec = param_or_throw(into, key, at, text)) {
-      assign(into, *spec, from_json(*spec, value, at), path.string());
-    }
+    problems.check([&] {
+      const Where at{key, path.string()};
+      const std::string text = value.is_string() ? value.get<std::string>()
+                               : value.is_null() ? std::string()
+                                                 : value.dump();
+      if (const ParamSpec* spec = param_or_throw(into, key, at, text)) {
+        assign(into, *spec, from_json(*spec, value, at), path.string());
+      }
+    });
   }
+  problems.throw_if_any();
 }
 
 void apply_yaml_file(ResolvedParams& into, const fs::path& path) {
@@ -395,20 +389,20 @@ void apply_yaml_file(ResolvedParams& into, const fs::path& path) {
 
 void apply_flags(ResolvedParams& into, const std::vector<FlagValue>& flags) {
   std::map<std::string, std::string> seen;
+  Problems problems;
   for (const auto& flag : flags) {
-    const Where at{flag.spelling, ""};
-    const ParamSpec* spec = find_param(flag.name);
-    if (spec == nullptr) {
-      const std::string hint = foreign_name_hint(flag.name);
-      throw Error(at.message(
-          cat("unknown parameter", hint.empty() ? did_you_mean(flag.name, param_names()) : hint)));
-    }
-    if (auto earlier = seen.find(std::string(spec->name)); earlier != seen.end()) {
-      throw Error(at.message(cat("already given as ", earlier->second, "; give it once")));
-    }
-    seen.emplace(std::string(spec->name), flag.spelling);
-    assign(into, *spec, parse_text(*spec, flag.text, at), flag.spelling);
+    problems.check([&] {
+      const Where at{flag.spelling, ""};
+      const ParamSpec* spec = param_or_throw(into, flag.name, at, flag.text);
+      if (spec == nullptr) return;  // AutoTrain's, noted
+      if (auto earlier = seen.find(std::string(spec->name)); earlier != seen.end()) {
+        throw Error(at.message(cat("already given as ", earlier->second, "; give it once")));
+      }
+      seen.emplace(std::string(spec->name), flag.spelling);
+      assign(into, *spec, parse_text(*spec, flag.text, at), flag.spelling);
+    });
   }
+  problems.throw_if_any();
 }
 
 }  // namespace autotrain::config

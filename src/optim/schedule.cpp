@@ -7,36 +7,87 @@
 #include "autotrain/core/error.hpp"
 
 namespace autotrain {
+namespace {
+
+struct NamedSchedule {
+  std::string_view name;
+  ScheduleKind kind;
+};
+
+constexpr NamedSchedule kSchedules[] = {
+    {"linear", ScheduleKind::linear},
+    {"cosine", ScheduleKind::cosine},
+    {"cosine_with_restarts", ScheduleKind::cosine_with_restarts},
+    {"polynomial", ScheduleKind::polynomial},
+    {"constant", ScheduleKind::constant},
+    {"constant_with_warmup", ScheduleKind::constant_with_warmup},
+    {"inverse_sqrt", ScheduleKind::inverse_sqrt},
+    {"cosine_with_min_lr", ScheduleKind::cosine_with_min_lr},
+};
+
+// polynomial's end (transformers' lr_end) and power.
+constexpr double kPolynomialEnd = 1e-7;
+constexpr double kPolynomialPower = 1.0;
+// inverse_sqrt's timescale without warmup.
+constexpr double kInverseSqrtTimescale = 10000.0;
+
+}  // namespace
 
 ScheduleKind parse_schedule(std::string_view name, std::string_view source) {
-  if (name == "linear") return ScheduleKind::linear;
-  if (name == "cosine") return ScheduleKind::cosine;
-  if (name == "constant") return ScheduleKind::constant;
-  throw Error(
-      cat(source, ": unknown scheduler '", name, "' (expected linear, cosine or constant)"));
+  for (const NamedSchedule& schedule : kSchedules) {
+    if (schedule.name == name) return schedule.kind;
+  }
+  std::string names;
+  for (const NamedSchedule& schedule : kSchedules) {
+    names += cat(names.empty() ? "" : ", ", schedule.name);
+  }
+  throw Error(cat(source, ": unknown scheduler '", name, "' (expected one of ", names, ")"));
 }
 
 LrSchedule::LrSchedule(ScheduleKind kind, double peak_lr, long long total_steps,
-                       double warmup_ratio)
+                       double warmup_ratio, double min_lr_rate)
     : kind_(kind),
       peak_lr_(peak_lr),
       total_steps_(std::max(1LL, total_steps)),
-      warmup_steps_(
-          static_cast<long long>(std::ceil(warmup_ratio * double(std::max(1LL, total_steps))))) {}
+      warmup_steps_(kind == ScheduleKind::constant
+                        ? 0
+                        : static_cast<long long>(
+                              std::ceil(warmup_ratio * double(std::max(1LL, total_steps))))),
+      min_lr_rate_(min_lr_rate) {}
 
 double LrSchedule::lr(long long step) const {
   if (step < warmup_steps_) return peak_lr_ * double(step + 1) / double(warmup_steps_);
   const double decay_steps = double(std::max(1LL, total_steps_ - warmup_steps_));
   const double progress = std::clamp(double(step - warmup_steps_) / decay_steps, 0.0, 1.0);
+  return peak_lr_ * decay_factor(progress, step);
+}
+
+double LrSchedule::decay_factor(double progress, long long step) const {
+  const double pi = std::numbers::pi;
   switch (kind_) {
     case ScheduleKind::linear:
-      return peak_lr_ * (1.0 - progress);
+      return 1.0 - progress;
     case ScheduleKind::cosine:
-      return peak_lr_ * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+      return 0.5 * (1.0 + std::cos(pi * progress));
+    case ScheduleKind::cosine_with_restarts:  // one cycle: cosine, then 0 at the end
+      return progress >= 1.0 ? 0.0 : 0.5 * (1.0 + std::cos(pi * std::fmod(progress, 1.0)));
+    case ScheduleKind::polynomial: {
+      if (peak_lr_ <= kPolynomialEnd) return 1.0;  // transformers refuses it; hold the lr
+      const double end = kPolynomialEnd / peak_lr_;
+      return (1.0 - end) * std::pow(1.0 - progress, kPolynomialPower) + end;
+    }
     case ScheduleKind::constant:
-      return peak_lr_;
+    case ScheduleKind::constant_with_warmup:
+      return 1.0;
+    case ScheduleKind::inverse_sqrt: {
+      const double timescale = warmup_steps_ > 0 ? double(warmup_steps_) : kInverseSqrtTimescale;
+      const double shifted = double(step) + timescale - double(warmup_steps_);
+      return 1.0 / std::sqrt(std::max(shifted, 1.0) / timescale);
+    }
+    case ScheduleKind::cosine_with_min_lr:
+      return min_lr_rate_ + (1.0 - min_lr_rate_) * 0.5 * (1.0 + std::cos(pi * progress));
   }
-  return peak_lr_;
+  return 1.0;
 }
 
 float clip_factor(double global_norm, double max_norm) {

@@ -67,7 +67,7 @@ class BenchSteps {
         accumulation_(params_.gradient_accumulation),
         comm_(comm),
         schedule_(parse_schedule(params_.scheduler, "scheduler"), params_.lr, total,
-                  params_.warmup_ratio),
+                  params_.warmup_ratio, params_.min_lr_rate),
         tokens_(random_batches(static_cast<std::uint64_t>(params_.seed), setup.topology.rank,
                                vocab_size, batch_tokens_)) {}
 

@@ -34,6 +34,7 @@
 #include "autotrain/train/replica.hpp"
 #include "autotrain/train/resume.hpp"
 #include "autotrain/train/signals.hpp"
+#include "autotrain/train/tensorboard.hpp"
 #include "autotrain/zero/engine.hpp"
 #include "gradient_step.hpp"
 
@@ -222,6 +223,7 @@ class TrainingRun {
   TrainSummary summary_;
   std::optional<CheckpointSaver> saver_;
   std::optional<MetricsLog> metrics_log_;
+  std::optional<TensorBoardLog> tensorboard_;  // log: tensorboard
   Progress progress_;
   Timer run_timer_;
   Timer interval_timer_;
@@ -262,7 +264,7 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       scaler_(setup.device == Device::cuda && setup.precision == Precision::fp16),
       checkpoint_dir_(project_ / "checkpoints"),
       schedule_(parse_schedule(params_.scheduler, "scheduler"), params_.lr, total_steps_,
-                params_.warmup_ratio),
+                params_.warmup_ratio, params_.min_lr_rate),
       tokens_per_step_(double(sampler_.global_batch_size()) * double(T_)),
       inputs_(static_cast<size_t>(B_) * static_cast<size_t>(T_)),
       targets_(inputs_.size()),
@@ -332,6 +334,7 @@ void TrainingRun::resume_and_begin() {
   if (talker_) {
     metrics_log_.emplace(project_ / "metrics.jsonl");
     metrics_log_->write_run_start(start_step_, total_steps_);
+    if (params_.log == "tensorboard") tensorboard_.emplace(project_ / "runs");
   }
   if (datasets_.valid && start_step_ == 0) evaluate_initial();
   run_timer_.reset();
@@ -404,6 +407,7 @@ void TrainingRun::evaluate_initial() {
     metrics.lr = schedule_.lr(0);
     metrics.loss = std::nan("");
     metrics_log_->write(metrics);
+    if (tensorboard_) tensorboard_->write(metrics);
   }
 }
 
@@ -482,6 +486,7 @@ void TrainingRun::evaluate_and_log(long long step, const StepResult& result) {
     comm_wait_ = 0;
     if (talker_) {
       metrics_log_->write(metrics);
+      if (tensorboard_) tensorboard_->write(metrics);
       progress_.log_line(metrics);
     }
   } else if (talker_) {

@@ -55,9 +55,11 @@ TEST(YamlConfig, ReadsAutoTrainLayoutWithColumnMappingAndDistributedBlock) {
   EXPECT_EQ(resolved.provenance.at("comm_backend"), file + ":distributed.backend");
   EXPECT_EQ(resolved.provenance.at("zero_stage"), "derived from distributed_backend (deepspeed)");
   EXPECT_EQ(resolved.provenance.at("seed"), "default");
-  // log and backend are AutoTrain's; they are noted, not silently dropped.
-  ASSERT_EQ(resolved.notes.size(), 2u);
-  EXPECT_TRUE(contains(resolved.notes[0], "log: ignored"));
+  // backend is AutoTrain's: noted, not silently dropped; log is the parameter.
+  ASSERT_EQ(resolved.notes.size(), 1u);
+  EXPECT_TRUE(contains(resolved.notes[0], "backend: ignored"));
+  EXPECT_EQ(params.log, "tensorboard");
+  EXPECT_EQ(resolved.provenance.at("log"), file + ":log");
 }
 
 TEST(YamlConfig, SubstitutesEnvironmentVariables) {
@@ -120,7 +122,7 @@ TEST(YamlConfig, RejectsUnsupportedAutoTrainFeatureSayingWhy) {
   TempDir dir;
   write_file(dir / "x.yaml", "params:\n  peft: true\n  quantization: int4\n");
   EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
-                       "params.quantization: AutoTrain's 'quantization': quantized training"));
+                       "with peft: quantized base weights (QLoRA"));
 }
 
 TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
@@ -129,7 +131,7 @@ TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {
              "data:\n  chat_template: null\nparams:\n  peft: false\n  quantization: null\n"
              "  merge_adapter: false\n  target_modules: null\n");
   const ResolvedParams resolved = load_yaml(dir / "x.yaml");
-  EXPECT_EQ(resolved.notes.size(), 1u);  // quantization; the others are parameters
+  EXPECT_TRUE(resolved.notes.empty());  // all of them are parameters
   EXPECT_EQ(resolved.params.chat_template, "none");
   EXPECT_FALSE(resolved.params.peft);
   write_file(dir / "p.json", R"({"peft": false, "quantization": null, "lr": 1e-4})");
@@ -205,6 +207,43 @@ TEST(JsonConfig, RejectsUnknownKeyAndWrongTypeNamingTheFile) {
                          load_params({{}, dir / "r.json", {}}, model::folder_shape);
                        }),
                        "expected a JSON object of parameters"));
+}
+
+// AutoTrain's training_params.json as it writes it: every LLMTrainingParams field, its
+// defaults; loads in one run, with notes for what changes nothing here.
+TEST(JsonConfig, LoadsAnAutoTrainTrainingParamsJsonInOneRun) {
+  TempDir dir;
+  write_file(dir / "p.json", R"({"model": "gpt2", "project_name": "project-name",
+    "data_path": "data", "train_split": "train", "valid_split": null, "add_eos_token": true,
+    "block_size": -1, "model_max_length": 2048, "padding": "right", "trainer": "default",
+    "use_flash_attention_2": false, "log": "none", "disable_gradient_checkpointing": false,
+    "logging_steps": -1, "eval_strategy": "epoch", "save_total_limit": 1,
+    "auto_find_batch_size": false, "mixed_precision": null, "lr": 3e-05, "epochs": 1,
+    "batch_size": 2, "warmup_ratio": 0.1, "gradient_accumulation": 4,
+    "optimizer": "adamw_torch", "scheduler": "linear", "weight_decay": 0.0,
+    "max_grad_norm": 1.0, "seed": 42, "chat_template": null, "quantization": "int4",
+    "target_modules": "all-linear", "merge_adapter": false, "peft": false, "lora_r": 16,
+    "lora_alpha": 32, "lora_dropout": 0.05, "model_ref": null, "dpo_beta": 0.1,
+    "max_prompt_length": 128, "max_completion_length": null, "prompt_text_column": null,
+    "text_column": "text", "rejected_text_column": null, "push_to_hub": false,
+    "username": null, "token": null, "unsloth": false, "distributed_backend": null})");
+  const ResolvedParams resolved = load_params({{}, dir / "p.json", {}}, model::folder_shape);
+  EXPECT_EQ(resolved.params.optimizer, "adamw");
+  EXPECT_EQ(resolved.params.log, "none");
+  EXPECT_GE(resolved.notes.size(), 10u);
+}
+
+TEST(JsonConfig, ReportsEveryProblemOfEverySourceAtOnce) {
+  TempDir dir;
+  write_file(dir / "p.json", R"({"lrr": 1e-4, "batch_size": "eight", "scheduler": "onecycle"})");
+  write_file(dir / "c.yaml", "params:\n  epochs: many\n");
+  const std::string message = error_message([&] {
+    load_params({dir / "c.yaml", dir / "p.json", {{"seed", "--seed", "x"}}}, model::folder_shape);
+  });
+  for (const char* part : {"unknown parameter 'lrr'", "batch_size: expected an integer",
+                           "scheduler", "params.epochs: expected an integer", "--seed"}) {
+    EXPECT_TRUE(contains(message, part)) << part;
+  }
 }
 
 TEST(Precedence, FlagBeatsYamlBeatsJsonBeatsDefault) {

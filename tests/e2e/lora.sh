@@ -193,7 +193,7 @@ refused() {
 }
 sed 's/quantization: null/quantization: int4/' sft.yaml > int4.yaml
 refused targets sft.yaml "target_modules: 'c_attn' names no linear layer" --target-modules q_proj,c_attn
-refused quantization int4.yaml "params.quantization: AutoTrain's 'quantization': quantized training (int4/int8 through bitsandbytes) is not supported"
+refused quantization int4.yaml "params.quantization) with peft: quantized base weights (QLoRA"
 cp -r one/adapter self && cp qwen3/config.json self/  # an adapter folder that also looks like a model folder
 "$python" - self/adapter_config.json <<'PY'
 import json, os, sys

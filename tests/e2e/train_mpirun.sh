@@ -4,7 +4,9 @@
 #    contract 2) within 1e-5 relative, over MPI and over Gloo;
 #  - the losses fall; the project folder holds training_params.json, metrics.jsonl and an
 #    exported model that `autotrain generate` samples from;
-#  - feeding training_params.json back with --training-config reruns the same training.
+#  - feeding training_params.json back with --training-config reruns the same training;
+#  - `autotrain llm --train --num-processes 2` starts its own two ranks and trains the same;
+#  - log: tensorboard writes event files that hold metrics.jsonl's scalars.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
@@ -18,13 +20,24 @@ export AUTOTRAIN_PROGRESS=lines
 timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" \
   --project-name one-rank --gradient-accumulation 2 > one.log 2>&1 || { cat one.log; exit 1; }
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" \
-  --project-name two-ranks --gradient-accumulation 1 > two.log 2>&1 || { cat two.log; exit 1; }
+  --project-name two-ranks --gradient-accumulation 1 --log tensorboard > two.log 2>&1 || { cat two.log; exit 1; }
+# AutoTrain's command starts its own ranks: `autotrain llm --train ... --num-processes 2`, run
+# without mpirun, trains as `mpirun -np 2 autotrain train` does.
+timeout 300 "$AUTOTRAIN_BIN" llm --train --config "$config" --project-name llm-ranks \
+  --gradient-accumulation 1 --num-processes 2 > llm.log 2>&1 || { cat llm.log; exit 1; }
+grep -q "mpirun -np 2" llm.log || { echo "llm did not start mpirun:"; cat llm.log; exit 1; }
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" \
   --project-name two-gloo --gradient-accumulation 1 --comm-backend gloo > gloo.log 2>&1 || { cat gloo.log; exit 1; }
 
 $check same one-rank/metrics.jsonl two-ranks/metrics.jsonl 1e-5
 $check same one-rank/metrics.jsonl two-gloo/metrics.jsonl 1e-5
+$check same two-ranks/metrics.jsonl llm-ranks/metrics.jsonl 1e-5
 $check falls two-ranks/metrics.jsonl
+# log: tensorboard: event files whose every scalar an independent reader finds in metrics.jsonl;
+# running the finished project again (it resumes, nothing is left to do) adds a second file.
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" \
+  --project-name two-ranks --gradient-accumulation 1 --log tensorboard > again.log 2>&1 || { cat again.log; exit 1; }
+/usr/bin/python3 "$AUTOTRAIN_SOURCE_DIR/tests/e2e/tensorboard_check.py" two-ranks 2  # Debian's, with python3-protobuf
 
 for file in training_params.json metrics.jsonl model.safetensors config.json autotrain_tokenizer.json; do
   [ -s "two-ranks/$file" ] || { echo "two-ranks/$file is missing"; ls -la two-ranks; exit 1; }

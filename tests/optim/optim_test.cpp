@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/optim/optimizer.hpp"
@@ -100,14 +101,50 @@ TEST(Schedule, LinearWarmsUpThenDecaysToZero) {
   EXPECT_NEAR(schedule.lr(99), 1.0 / 90.0, 1e-12);
 }
 
-TEST(Schedule, CosineHalvesAtMidpointAndConstantStaysFlat) {
+TEST(Schedule, CosineHalvesAtMidpointAndConstantHasNoWarmup) {
   LrSchedule cosine(ScheduleKind::cosine, 2.0, 20, 0.0);
   EXPECT_DOUBLE_EQ(cosine.lr(0), 2.0);
   EXPECT_NEAR(cosine.lr(10), 1.0, 1e-12);
+  // transformers' constant ignores warmup; constant_with_warmup ramps up first.
   LrSchedule constant(ScheduleKind::constant, 3e-4, 50, 0.1);
-  EXPECT_NEAR(constant.lr(0), 3e-4 / 5, 1e-15);
-  EXPECT_DOUBLE_EQ(constant.lr(49), 3e-4);
-  EXPECT_THROW(parse_schedule("polynomial", "scheduler"), Error);
+  EXPECT_EQ(constant.warmup_steps(), 0);
+  EXPECT_DOUBLE_EQ(constant.lr(0), 3e-4);
+  LrSchedule warm(ScheduleKind::constant_with_warmup, 3e-4, 50, 0.1);
+  EXPECT_NEAR(warm.lr(0), 3e-4 / 5, 1e-15);
+  EXPECT_DOUBLE_EQ(warm.lr(49), 3e-4);
+}
+
+// The values transformers' lambdas give (optimization.py) after a warmup of 10 of 110 steps.
+TEST(Schedule, TransformersSchedulesAfterWarmup) {
+  const double lr = 1e-3;
+  LrSchedule restarts(ScheduleKind::cosine_with_restarts, lr, 110, 10.0 / 110);
+  EXPECT_EQ(restarts.warmup_steps(), 10);
+  EXPECT_NEAR(restarts.lr(60), lr * 0.5, 1e-15);  // progress 0.5: cos(pi / 2) = 0
+  EXPECT_NEAR(restarts.lr(35), lr * 0.5 * (1 + std::cos(std::numbers::pi * 0.25)), 1e-15);
+  LrSchedule poly(ScheduleKind::polynomial, lr, 110, 10.0 / 110);
+  // (lr - 1e-7) * (1 - 0.25) + 1e-7
+  EXPECT_NEAR(poly.lr(35), (lr - 1e-7) * 0.75 + 1e-7, 1e-15);
+  EXPECT_NEAR(poly.lr(10), lr, 1e-15);
+  LrSchedule isqrt(ScheduleKind::inverse_sqrt, lr, 110, 10.0 / 110);
+  EXPECT_NEAR(isqrt.lr(10), lr, 1e-15);      // 1 / sqrt(10 / 10)
+  EXPECT_NEAR(isqrt.lr(40), lr / 2, 1e-15);  // 1 / sqrt(40 / 10)
+  LrSchedule isqrt_cold(ScheduleKind::inverse_sqrt, lr, 110, 0.0);
+  EXPECT_NEAR(isqrt_cold.lr(30000), lr / 2, 1e-15);  // timescale 10,000 without warmup
+  LrSchedule floor(ScheduleKind::cosine_with_min_lr, lr, 110, 10.0 / 110, 0.1);
+  EXPECT_NEAR(floor.lr(60), lr * (0.1 + 0.9 * 0.5), 1e-15);
+  EXPECT_NEAR(floor.lr(109), lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 0.99))),
+              1e-15);
+}
+
+TEST(Schedule, NamesTransformersSchedulersAndRefusesOthers) {
+  EXPECT_EQ(parse_schedule("inverse_sqrt", "scheduler"), ScheduleKind::inverse_sqrt);
+  try {
+    parse_schedule("onecycle", "--scheduler");
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("'onecycle'"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("cosine_with_min_lr"), std::string::npos);
+  }
 }
 
 TEST(Clip, ScalesOnlyNormsAboveTheLimit) {

@@ -65,6 +65,10 @@ std::string render_sbatch(const LaunchPlan& plan, const LaunchRequest& request);
 // The plan as launch prints it: one summary line, then the command, shell-quoted.
 std::string render_launch_plan(const LaunchPlan& plan);
 
+// Prints the plan and replaces this process with its command (execvp); returns only by
+// throwing an Error naming the launcher it could not start (src/cli/launch.cpp).
+int exec_launch_plan(const LaunchPlan& plan);
+
 // `words` joined by spaces, each quoted for a POSIX shell only when it needs it.
 std::string shell_join(const std::vector<std::string>& words);
 

@@ -79,6 +79,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, chat_template, "none", one_of({"none", "tokenizer", "chatml", "zephyr"}, {{"", "none"}, {"None", "none"}, {"null", "none"}}), "How conversations in text_column (JSON lists of {role, content} messages) become text: tokenizer = the model's own template (its tokenizer_config.json), chatml or zephyr = AutoTrain's formats; none = text_column is plain text. YAML: data.chat_template or params.chat_template.") \
   X(bool, train_on_completions_only, false, any_value(), "With chat_template: only the assistant turns (and the token ending each) carry loss; false = every token, as AutoTrain.") \
   X(bool, peft, false, any_value(), "LoRA: train low-rank adapters on target_modules while the base weights stay frozen (CPU or GPU). The adapters, their optimizer state and the checkpoints are small; export writes a PEFT adapter folder (and with merge_adapter the merged model).") \
+  X(std::string, quantization, "none", one_of({"none", "int4", "int8"}, {{"", "none"}, {"None", "none"}, {"null", "none"}}), "AutoTrain's base-weight quantization with peft (QLoRA): int4 and int8 are not supported yet and are refused with peft; without peft it applies to nothing (AutoTrain's rule) and is noted. Unlike AutoTrain (int4 by default), peft without it keeps the frozen weights in the compute dtype.") \
   X(int64_t, lora_r, 16, between(1, 65536), "LoRA rank r: each adapted weight W [out, in] trains as W + lora_alpha / lora_r · B · A with A [r, in], B [out, r].") \
   X(double, lora_alpha, 32, greater_than(0), "LoRA scaling: the adapters' product is multiplied by lora_alpha / lora_r.") \
   X(double, lora_dropout, 0.05, between(0, 1), "PEFT's dropout on each adapted module's input, in training only (evaluation and generate never drop): the adapters see x · mask / (1 - lora_dropout), the frozen weights x. Each sample's masks depend on the seed, the step and its place in the global batch, so any world size and ZeRO stage draws them alike; 0 = none. CPUs and GPUs draw the same masks. Written into adapter_config.json.") \
@@ -94,8 +95,9 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(double, warmup_ratio, 0.1, between(0, 1), "Fraction of the optimizer steps spent warming the learning rate up from 0.") \
   X(int64_t, gradient_accumulation, 4, at_least(1), "Micro-steps per optimizer step.") \
   X(int64_t, global_batch_size, -1, derived_or(-1, between(1, kMaxDimension)), "Sequences per optimizer step over all ranks; when given, gradient_accumulation = global_batch_size / (batch_size x world size), so a run resumed on fewer or more ranks keeps its curve; -1 = batch_size x gradient_accumulation x world size.") \
-  X(std::string, optimizer, "adamw", one_of({"adamw", "sgd"}, {{"adamw_torch", "adamw"}, {"adamw_hf", "adamw"}}), "Optimizer; AutoTrain's adamw_torch and adamw_hf mean adamw.") \
-  X(std::string, scheduler, "linear", one_of({"linear", "cosine", "constant"}), "Learning-rate schedule after warmup.") \
+  X(std::string, optimizer, "adamw", one_of({"adamw", "sgd"}, {{"adamw_torch", "adamw"}, {"adamw_hf", "adamw"}, {"adamw_torch_fused", "adamw"}, {"adamw_apex_fused", "adamw"}}), "Optimizer; transformers' adamw_torch, adamw_hf, adamw_torch_fused and adamw_apex_fused mean adamw (one fused AdamW on every device).") \
+  X(std::string, scheduler, "linear", one_of({"linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup", "inverse_sqrt", "cosine_with_min_lr"}), "Learning-rate schedule, as transformers' get_scheduler defines it: linear warmup (warmup_ratio; none for constant), then linear to 0, cosine to 0, cosine_with_restarts (one cycle), polynomial (to 1e-7, power 1), constant, constant_with_warmup, inverse_sqrt (timescale = the warmup steps) or cosine_with_min_lr (to min_lr_rate x lr).") \
+  X(double, min_lr_rate, 0.0, between(0, 1), "cosine_with_min_lr's floor as a fraction of lr (transformers' lr_scheduler_kwargs min_lr_rate).") \
   X(double, weight_decay, 0.0, at_least(0), "Decoupled weight decay (matrices only, not biases or norms).") \
   X(double, max_grad_norm, 1.0, at_least(0), "Clip the global gradient norm to this; 0 = no clipping.") \
   X(int64_t, seed, 42, at_least(0), "Seed of the weights' initialisation and of the data order.") \
@@ -128,7 +130,9 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, checkpoint_layout, "shared", one_of({"shared", "per-rank"}), "shared = one HDF5 file written collectively; per-rank = one file per rank.") \
   X(bool, async_checkpoint, false, any_value(), "Persist checkpoints in the background from a host copy.") \
   X(std::string, export_dtype, "fp32", one_of({"fp32", "bf16", "fp16"}), "Precision of the exported model.safetensors.") \
+  X(bool, zero3_save_16bit_model, false, any_value(), "DeepSpeed's switch (AutoTrain passes it with distributed_backend deepspeed): export model.safetensors in the training's 16-bit dtype (mixed_precision fp16, else bf16) unless export_dtype is given. The export is gathered a unit at a time at any stage, never whole on one rank.") \
   X(std::string, max_shard_size, "5GB", with_rule(byte_size_rule, kByteSizeRule), "Largest exported weight file, as transformers' save_pretrained: above it model-0000i-of-0000N.safetensors with model.safetensors.index.json (5GB = 5e9 bytes; KB, MB, GB and KiB, MiB, GiB).") \
+  X(std::string, log, "none", one_of({"none", "tensorboard"}, {{"", "none"}, {"None", "none"}, {"null", "none"}}), "Metrics beside metrics.jsonl: tensorboard = TensorBoard event files in <project_name>/runs/ (train/loss, train/learning_rate, train/grad_norm, train/tokens_per_s, eval/loss at metrics.jsonl's steps); none = metrics.jsonl only. AutoTrain's wandb is not offered (it needs its Python client and the network). YAML: log.") \
   X(std::string, log_level, "info", one_of({"debug", "info", "warning", "error"}, {{"warn", "warning"}}), "Logging threshold (AUTOTRAIN_LOG_LEVEL applies when this is not given).")
 // clang-format on
 
@@ -168,6 +172,10 @@ const std::vector<std::string>& param_names();
 // " (did you mean 'checkpoint_every'? ...)" when `name` (a key, or a flag with its dashes) is
 // what transformers or AutoTrain call one of our parameters (save_steps); "" otherwise.
 std::string foreign_name_hint(std::string_view name);
+
+// AutoTrain's keys that autotrain has no parameter for (src/config/sources.cpp): each is noted as
+// changing nothing here, or refused with the reason, in a file or as a flag.
+std::vector<std::string_view> foreign_key_names();
 
 std::string_view type_name(ParamType type);  // "integer", "number", "boolean", "string"
 
