@@ -119,7 +119,9 @@ TEST(TrainingParams, RejectsUnknownChoiceWithSuggestionAndTheList) {
   EXPECT_TRUE(contains(error_message([] {
                          parse_text(*find_param("scheduler"), "step", Where{"--scheduler", ""});
                        }),
-                       "expected linear|cosine|cosine_with_restarts|polynomial|constant|constant_with_warmup|inverse_sqrt|cosine_with_min_lr, got 'step'"));
+                       "expected "
+                       "linear|cosine|cosine_with_restarts|polynomial|constant|constant_with_"
+                       "warmup|inverse_sqrt|cosine_with_min_lr, got 'step'"));
 }
 
 TEST(TrainingParams, ProjectNameFollowsAutoTrainRule) {
