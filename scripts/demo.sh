@@ -5,7 +5,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
-cmake --preset release
+# The CUDA path (nvcc) is most of the build's time: built only where a GPU can run it.
+if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1; then
+  echo "demo: a GPU is visible ($(nvidia-smi -L | head -n 1)): building the CUDA path too"
+  cuda=auto
+else
+  echo "demo: no GPU visible: building the CPU path only (-DAUTOTRAIN_CUDA=off)"
+  cuda=off
+fi
+cmake --preset release -DAUTOTRAIN_CUDA=$cuda
 # Only the binary: the tests are scripts/test.sh's to build.
 cmake --build --preset release -j "$(nproc)" --target autotrain
 

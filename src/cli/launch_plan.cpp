@@ -266,32 +266,52 @@ std::string render_launch_plan(const LaunchPlan& plan) {
 
 std::string render_sbatch(const LaunchPlan& plan, const LaunchRequest& request) {
   const bool gpus = plan.kind != LaunchKind::cpu && request.num_gpus != 0;
-  std::string script =
-      cat("#!/bin/bash\n"
-          "# Written by 'autotrain launch --sbatch': ",
-          launch_kind_name(plan.kind), ", ", plan.num_nodes, " node(s) x ", plan.ranks_per_node,
-          " rank(s). Submit with: sbatch <this file>\n"
-          "# Sites usually change --partition, --account and --time (docs/slurm.md).\n"
-          "#SBATCH --job-name=autotrain\n"
-          "#SBATCH --nodes=",
-          plan.num_nodes, "\n#SBATCH --ntasks-per-node=", plan.ranks_per_node, "\n");
+  std::string script = cat(
+      "#!/bin/bash\n"
+      "# Written by 'autotrain launch --sbatch': ",
+      launch_kind_name(plan.kind), ", ", plan.num_nodes, " node(s) x ", plan.ranks_per_node,
+      " rank(s). Submit with: sbatch <this file>\n"
+      "# Sites usually change --partition, --account and --time (docs/slurm.md). Preemptible:\n"
+      "# SIGUSR1 (sent 300 s before the limit, or by preemption) makes the ranks checkpoint and\n"
+      "# exit 3; the job then requeues itself and the next run resumes (resume_from_checkpoint\n"
+      "# auto), as slurm/train-preemptible.sbatch does.\n"
+      "#SBATCH --job-name=autotrain\n"
+      "#SBATCH --nodes=",
+      plan.num_nodes, "\n#SBATCH --ntasks-per-node=", plan.ranks_per_node, "\n");
   // Without --cpus-per-task the script takes whole nodes and divides their cores at run time:
   // the login node that writes it says nothing about the compute nodes' cores.
   script += plan.threads_per_rank > 0 ? cat("#SBATCH --cpus-per-task=", plan.threads_per_rank, "\n")
                                       : std::string("#SBATCH --exclusive\n");
   if (gpus) script += cat("#SBATCH --gpus-per-node=", plan.ranks_per_node, "\n");
   script +=
-      "#SBATCH --time=01:00:00\n"
-      "##SBATCH --partition=gpu\n"
-      "##SBATCH --account=myproject\n"
-      "#SBATCH --output=autotrain-%j.out\n"
-      "set -euo pipefail\n";
+      cat("#SBATCH --time=01:00:00\n"
+          "#SBATCH --signal=B:USR1@300\n"
+          "#SBATCH --requeue\n"
+          "#SBATCH --open-mode=append\n"
+          "##SBATCH --partition=",
+          gpus ? "gpu" : "cpu",
+          "\n"
+          "##SBATCH --account=myproject\n"
+          "#SBATCH --output=autotrain-%j.out\n"
+          "set -uo pipefail\n");
   script += plan.threads_per_rank > 0
                 ? "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK}\n"
                 : "cpus_per_rank=$(( SLURM_CPUS_ON_NODE / SLURM_NTASKS_PER_NODE ))\n"
                   "export OMP_NUM_THREADS=$cpus_per_rank\n";
   if (gpus) script += "# export NCCL_SOCKET_IFNAME=ib0   # the network NCCL should use\n";
-  script += cat(shell_join(plan.argv), "\n");
+  // srun in the background, so that this shell takes the signal and passes it on.
+  script += cat(shell_join(plan.argv), " &\n",
+                "srun_pid=$!\n"
+                "trap 'kill -USR1 \"$srun_pid\" 2>/dev/null' USR1 TERM\n"
+                "wait \"$srun_pid\"\n"
+                "while kill -0 \"$srun_pid\" 2>/dev/null; do wait \"$srun_pid\"; done\n"
+                "wait \"$srun_pid\"\n"
+                "status=$?\n"
+                "if [ \"$status\" -eq 3 ]; then  # checkpoint saved: run again from it\n"
+                "  scontrol requeue \"$SLURM_JOB_ID\"\n"
+                "  exit 0\n"
+                "fi\n"
+                "exit \"$status\"\n");
   return script;
 }
 

@@ -1,6 +1,11 @@
 #include "autotrain/cli/project_report.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -165,6 +170,29 @@ ProjectStatus read_project_status(const fs::path& project) {
                              [](const std::string& job_id) { return query_slurm_job(job_id); });
 }
 
+namespace {
+
+// The project lock (train/project_lock.cpp): its text, and whether a run holds it (a shared lock
+// taken and dropped at once: it fails while a run holds the exclusive one).
+void probe_project_lock(const fs::path& project, ProjectStatus& status) {
+  const int fd = ::open((project / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char text[256] = {};
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  status.lock_holder = trim(std::string(text, got > 0 ? static_cast<std::size_t>(got) : 0));
+  status.lock_held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock, if it was taken
+}
+
+// Whether the lock's text names this host ("host NAME pid N").
+bool locked_on_this_host(const std::string& holder) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return holder.starts_with(cat("host ", host, " "));
+}
+
+}  // namespace
+
 ProjectStatus read_project_status(const fs::path& project, const SlurmQuery& ask_slurm) {
   AT_CHECK(fs::is_directory(project), "status: '", project.string(),
            "' is not a folder; give the project folder (the run's project_name)");
@@ -222,6 +250,17 @@ ProjectStatus read_project_status(const fs::path& project, const SlurmQuery& ask
     status.state = phase_of(*status.slurm->state);
   } else if (!status.slurm && run.stop_step) {
     status.state = "stopped";  // a run outside Slurm that recorded its stop
+  } else if (!status.slurm) {
+    // Outside Slurm the project lock tells: held by a run, or left by one that ended (killed,
+    // without its stop record) on this host. A lock from another host may not be visible here.
+    probe_project_lock(project, status);
+    if (status.lock_held) {
+      status.state = "running";
+    } else if (!status.lock_holder.empty() && locked_on_this_host(status.lock_holder)) {
+      status.state = "stopped";
+    } else {
+      status.state = "unknown";
+    }
   } else {
     status.state = "unknown";
   }
@@ -249,6 +288,12 @@ std::string describe_state(const ProjectStatus& s) {
     return cat("unknown (Slurm job ", job.job_id, ": ", job.unknown_reason, "; ", updated, ")");
   }
   if (s.state == "finished") return s.state;
+  if (s.state == "running")
+    return cat("running (", s.lock_holder, " holds the project lock; ", updated, ")");
+  if (s.state == "stopped" && !s.lock_holder.empty() &&
+      !(s.latest_run && s.latest_run->stop_step)) {
+    return cat("stopped (", s.lock_holder, " ended without recording its stop; ", updated, ")");
+  }
   if (s.state == "stopped") return cat("stopped (", updated, ")");
   return cat(
       "unknown (no Slurm job recorded: a run outside Slurm, or by an autotrain that did "

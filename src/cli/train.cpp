@@ -32,7 +32,11 @@ void log_summary(const train::RunSetup& setup, const train::TrainSummary& summar
             summary.steps, " (", summary.steps_this_run, " this run) | tokens ",
             static_cast<long long>(summary.tokens), " | tokens/s ",
             static_cast<long long>(summary.tokens_per_s));
-  log::info("summary: final train loss ", summary.final_loss, " | final validation loss ",
+  // A finished project run again trains no step: its losses are those of metrics.jsonl.
+  const std::string no_step = "n/a (no step this run; see metrics.jsonl)";
+  log::info("summary: final train loss ",
+            summary.steps_this_run > 0 ? cat(summary.final_loss) : no_step,
+            " | final validation loss ",
             summary.final_val_loss ? cat(*summary.final_val_loss) : std::string("n/a"));
   log::info("summary: checkpoint ", checkpoint);
   log::info("summary: model ",
@@ -52,6 +56,9 @@ std::optional<train::TrainSummary> set_up_and_train(const config::TrainCommandLi
     if (print_plan && setup.topology.rank == 0) {
       std::cout << train::render_plan(setup, checks) << std::flush;
     }
+    // The plan is shown, but the run it plans would fail: so does the dry run.
+    const config::BaseModel& base = setup.resolved.base_model;
+    if (base.weights_missing()) throw CollectiveError(cat("--dry-run: ", base.missing_message()));
     return std::nullopt;
   }
   log::info("autotrain: training ", setup.project_dir.string(), " on ", setup.topology.world_size,

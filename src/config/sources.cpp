@@ -356,7 +356,10 @@ void apply_json_file(ResolvedParams& into, const fs::path& path) {
         cat(path.string(), ": expected a JSON object of parameters, got ", describe_json(root)));
   }
   Problems problems;
-  for (const auto& [key, value] : root.items()) {
+  for (const auto& item : root.items()) {
+    // Named, not bound: clang 14 (the fuzz build) cannot capture structured bindings.
+    const std::string& key = item.key();
+    const json& value = item.value();
     problems.check([&] {
       const Where at{key, path.string()};
       const std::string text = value.is_string() ? value.get<std::string>()

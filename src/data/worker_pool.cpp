@@ -58,7 +58,10 @@ void WorkerPool::work_on_batch() {
       failure = std::current_exception();
     }
     lock.lock();
-    if (failure && !failure_) failure_ = failure;
+    if (failure && (!failure_ || index < failure_index_)) {
+      failure_ = failure;
+      failure_index_ = index;
+    }
     if (++finished_ == count_) done_.notify_all();
   }
 }

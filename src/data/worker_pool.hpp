@@ -20,7 +20,8 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Calls task(i) for every i in [0, count) on all threads and returns when all are done. The
-  // first exception a task throws is rethrown here, after the batch has finished.
+  // exception of the lowest i that threw is rethrown here, after the batch has finished: the
+  // same one whatever the threads' timing (an error names the first bad row of a file).
   void run(size_t count, const std::function<void(size_t)>& task);
 
  private:
@@ -39,6 +40,7 @@ class WorkerPool {
   size_t batch_ = 0;     // batch number, so a worker takes each batch once
   bool stopping_ = false;
   std::exception_ptr failure_;
+  size_t failure_index_ = 0;  // the task failure_ came from
 };
 
 }  // namespace autotrain::data

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/owned_comm.hpp"
+#include "autotrain/core/strings.hpp"
 #include "autotrain/launch/device.hpp"
 #include "autotrain/launch/network.hpp"
 
@@ -93,6 +95,22 @@ Topology map_ranks(MPI_Comm world, const DiscoverOptions& options, const EnvLook
   return topology;
 }
 
+// torchrun's and accelerate's MASTER_ADDR and MASTER_PORT, when the job exported them, are not
+// what the rendezvous uses: rank 0's reachable address (Gloo binds to it) and master_port. Said
+// once, by rank 0, rather than overridden silently.
+void say_replaced_master(const Topology& topology, const EnvLookup& env) {
+  if (topology.rank != 0) return;
+  const std::string addr = env("MASTER_ADDR").value_or("");
+  const std::string port = env("MASTER_PORT").value_or("");
+  const std::string ours_port = cat(topology.master_port);
+  if ((addr.empty() || addr == topology.master_addr) && (port.empty() || port == ours_port)) return;
+  log::info("launch: MASTER_ADDR=", addr.empty() ? "(unset)" : addr,
+            " MASTER_PORT=", port.empty() ? "(unset)" : port,
+            " from the environment are replaced by ", topology.master_addr, ":", ours_port,
+            " (rank 0's reachable address, which the Gloo and NCCL rendezvous bind to, and "
+            "master_port; set master_port to choose the port)");
+}
+
 }  // namespace
 
 Topology discover_topology(MPI_Comm world, const DiscoverOptions& options, const EnvLookup& env) {
@@ -106,6 +124,7 @@ Topology discover_topology(MPI_Comm world, const DiscoverOptions& options, const
     failure = cat("rank topology: ", error.what());
   }
   agree_or_throw(failure.empty(), failure, world);
+  say_replaced_master(topology, env);
   return topology;
 }
 

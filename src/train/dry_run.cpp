@@ -54,6 +54,13 @@ std::string check_run(const RunSetup& setup) {
       data = check_data(setup);
     } catch (const Error& error) {
       failure = error.what();
+      // Without the model's folder its tokenizer and chat template are missing too: the first
+      // problem to fix is the model.
+      const config::BaseModel& base = setup.resolved.base_model;
+      if (base.weights_missing()) {
+        failure = cat(base.missing_message(),
+                      " (without its folder the data check fails too: ", failure, ")");
+      }
     }
   }
   agree_or_throw(failure.empty(), failure, setup.comm, "the weights and data check of --dry-run");

@@ -207,6 +207,12 @@ TEST(LaunchPlan, SbatchScriptWithoutCpusPerTaskDividesTheComputeNodesCores) {
       contains(script, "cpus_per_rank=$(( SLURM_CPUS_ON_NODE / SLURM_NTASKS_PER_NODE ))\n"));
   EXPECT_TRUE(contains(script, "export OMP_NUM_THREADS=$cpus_per_rank\n"));
   EXPECT_TRUE(contains(script, "\"--cpus-per-task=${cpus_per_rank}\""));
+  // A CPU plan names a CPU partition, and every script survives its time limit.
+  EXPECT_TRUE(contains(script, "##SBATCH --partition=cpu\n")) << script;
+  EXPECT_TRUE(contains(script, "#SBATCH --signal=B:USR1@300\n#SBATCH --requeue\n"));
+  EXPECT_TRUE(contains(script, "trap 'kill -USR1 \"$srun_pid\" 2>/dev/null' USR1 TERM\n"));
+  EXPECT_TRUE(contains(script, "if [ \"$status\" -eq 3 ]; then"));
+  EXPECT_TRUE(contains(script, "scontrol requeue \"$SLURM_JOB_ID\""));
 }
 
 TEST(ShellJoin, QuotesOnlyWordsThatNeedIt) {

@@ -3,8 +3,11 @@
 // fake squeue/sacct scripts in PATH), the status a login-node user sees, and the loss curve SVG.
 #include "autotrain/cli/project_report.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -223,6 +226,30 @@ TEST(ProjectStatus, SaysWhyTheStateIsUnknownWhenSlurmDoesNotAnswer) {
   EXPECT_TRUE(contains(text, "ETA         1s if it is still running"));
   EXPECT_TRUE(contains(render_status_json(status),
                        R"("slurm_state":null,"slurm_state_unknown":"squeue: not found in PATH")"));
+}
+
+// A run outside Slurm (mpirun on a workstation): the project lock says whether it runs.
+TEST(ProjectStatus, ARunOutsideSlurmIsRunningWhileItHoldsTheProjectLock) {
+  TempDir dir;
+  write_file(dir / "metrics.jsonl", kResumedRun);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string holder = std::string("host ") + host + " pid 4242";
+  write_file(dir / ".lock", holder + "\n");
+  const int fd = ::open((dir.path() / ".lock").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // as the running trainer holds it
+  ProjectStatus status = read_project_status(dir.path(), slurm_says("RUNNING"));
+  EXPECT_EQ(status.state, "running");
+  EXPECT_TRUE(contains(render_status(status),
+                       "state       running (" + holder + " holds the project lock;"));
+  ::close(fd);  // the run ended without its stop record (killed)
+  status = read_project_status(dir.path(), slurm_says("RUNNING"));
+  EXPECT_EQ(status.state, "stopped");
+  EXPECT_TRUE(
+      contains(render_status(status), "stopped (" + holder + " ended without recording its stop;"));
+  write_file(dir / ".lock", "host elsewhere pid 7\n");  // another host's run: not visible here
+  EXPECT_EQ(read_project_status(dir.path(), slurm_says("RUNNING")).state, "unknown");
 }
 
 TEST(ProjectStatus, ALogWithoutAJobIdAsksNoOneAndSaysSo) {

@@ -4,7 +4,8 @@
 #   1. folders as transformers saves them (F32 with the transformer. prefix; BF16 in 3 shards
 #      without it; F16; a Hub id in a fake offline Hub cache): our logits match PyTorch's to 1e-4,
 #      the loss, every gradient, and 20 greedily decoded tokens (key/value cache) too;
-#   2. the base model missing: --dry-run says MISSING with the download command, train refuses;
+#   2. the base model missing: --dry-run says MISSING with the download command and fails, as
+#      train does;
 #   3. fine-tuning under mpirun -np 2 at ZeRO stages 0-3 starts from the weights (a tiny learning
 #      rate exports them unchanged) and exports a folder the PyTorch reference reproduces;
 #   4. bad folders are refused naming the file and the tensors.
@@ -43,11 +44,22 @@ HF_HOME=$work/hf "$AUTOTRAIN_BIN" train --model test-org/tiny-gpt2 --dry-run "${
 grep -q "weights      1635744 parameters; weights from $hub_folder (2 files" hub.out ||
   { cat hub.out; fail "the dry run does not say where the weights come from"; }
 
-# 2. Missing: a preset's shape is known, so --dry-run plans it and says MISSING; train refuses
-#    (with the command that fetches it). A Hub id without a config.json cannot even be planned.
-HF_HOME=$work/none HOME=$work/none "$AUTOTRAIN_BIN" train --model gpt2 --dry-run "${common[@]}" > missing.out 2>&1 ||
-  { cat missing.out; fail "a dry run with missing weights failed"; }
+# 2. Missing: a preset's shape is known, so --dry-run plans it and says MISSING, then fails as
+#    train would (with the command that fetches it). A Hub id without a config.json cannot even
+#    be planned.
+status=0
+HF_HOME=$work/none HOME=$work/none "$AUTOTRAIN_BIN" train --model gpt2 --dry-run "${common[@]}" > missing.out 2>&1 || status=$?
+[ "$status" -eq 1 ] || { cat missing.out; fail "a dry run with missing weights: exit $status, expected 1"; }
 grep -q "MISSING.*huggingface-cli download openai-community/gpt2" missing.out || { cat missing.out; fail "no MISSING line"; }
+grep -q "error: --dry-run: .*huggingface-cli download openai-community/gpt2" missing.out ||
+  { cat missing.out; fail "the dry run's error does not say how to fetch the weights"; }
+# With chat_template tokenizer the missing model is named first, not the default tokenizer.
+status=0
+HF_HOME=$work/none HOME=$work/none "$AUTOTRAIN_BIN" train --model gpt2 --chat-template tokenizer --dry-run \
+  "${common[@]}" > missing-chat.out 2>&1 || status=$?
+[ "$status" -eq 1 ] || { cat missing-chat.out; fail "missing model with chat_template tokenizer: exit $status"; }
+grep -q "error: .*base_model gpt2: no such model folder.*without its folder the data check fails too" \
+  missing-chat.out || { cat missing-chat.out; fail "the missing model is not named first"; }
 status=0
 HF_HOME=$work/none HOME=$work/none "$AUTOTRAIN_BIN" train --model test-org/absent --dry-run "${common[@]}" > absent-id.out 2>&1 || status=$?
 [ "$status" -eq 1 ] || { cat absent-id.out; fail "a dry run of an absent Hub id: exit $status, expected 1"; }

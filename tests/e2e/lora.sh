@@ -104,6 +104,9 @@ timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config sft.yaml --proj
   --gradient-accumulation 2 > one.log 2>&1 || { tail -30 one.log; fail "np 1"; }
 grep -E "lora: rank 8, alpha 16 \(scale 2\), dropout 0.1 on 14 weights \(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj of each block\); [0-9]+ trainable parameters" one.log ||
   { grep -E "lora|model:" one.log; fail "no LoRA plan line"; }
+# The base weights are loaded (frozen); only the adapters start from random values.
+grep -qE "model: .*weights from .*qwen3.* \(frozen\), LoRA adapters from random initialisation" one.log ||
+  { grep -E "model:" one.log; fail "the model line does not say the base weights are loaded"; }
 for stage in 0 3; do
   timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name two$stage \
     --gradient-accumulation 1 --zero-stage $stage --checkpoint-every 2 --save-total-limit 2 \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The job scripts in slurm/ and `autotrain launch` on a real single-node Slurm
 # (scripts/slurm-local.sh):
+#  - a job script written by `launch --sbatch` for a CPU plan trains;
 #  - slurm/train-single-node.sbatch with 2 tasks trains the tiny model: exit 0, the project
 #    folder holds the parameters, metrics, a checkpoint and the exported model, and the output
 #    file ends with the run summary;
@@ -72,6 +73,15 @@ grep -q "summary: model single" single-*.out || fail "no run summary in the job 
 # The run recorded its job id, so status names the job.
 "$AUTOTRAIN_BIN" status single | grep -q "^state       finished (Slurm job " ||
   fail "status: $("$AUTOTRAIN_BIN" status single)"
+
+# --- a job script `launch --sbatch` writes for a CPU plan: it names a CPU partition, carries the
+# preemption handling, and trains.
+env -u SLURM_JOB_ID "$AUTOTRAIN_BIN" launch --num-processes 2 --cpus-per-task 1 --sbatch gen.sbatch -- \
+  train --config "$config" --project-name gen --max-steps 10 > gen.txt || fail "launch --sbatch: $(cat gen.txt)"
+grep -q "^##SBATCH --partition=cpu" gen.sbatch && grep -q "^#SBATCH --signal=B:USR1@300" gen.sbatch ||
+  fail "the written script: $(cat gen.sbatch)"
+timeout 300 sbatch --wait -t 5 -o gen-%j.out gen.sbatch > /dev/null || fail "the written script failed: $(cat gen-*.out)"
+[ -s gen/model.safetensors ] || fail "the written script did not train: $(cat gen-*.out)"
 
 # --- the sweep script: 2 models of 1 rank in one allocation.
 cp "$config" sweep.yaml

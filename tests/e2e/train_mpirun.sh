@@ -37,6 +37,7 @@ $check falls two-ranks/metrics.jsonl
 # running the finished project again (it resumes, nothing is left to do) adds a second file.
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" \
   --project-name two-ranks --gradient-accumulation 1 --log tensorboard > again.log 2>&1 || { cat again.log; exit 1; }
+grep -q "final train loss n/a (no step this run" again.log || { cat again.log; exit 1; }
 /usr/bin/python3 "$AUTOTRAIN_SOURCE_DIR/tests/e2e/tensorboard_check.py" two-ranks 2  # Debian's, with python3-protobuf
 
 for file in training_params.json metrics.jsonl model.safetensors config.json autotrain_tokenizer.json; do

@@ -4,8 +4,10 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -117,6 +119,27 @@ TEST(TopologyMpi, ExportSetsTheTorchrunVariables) {
   EXPECT_EQ(value("MASTER_PORT"), "29511");
   // The exported variables are claims too: discovering again must agree with them.
   EXPECT_NO_THROW(discover_topology(MPI_COMM_WORLD));
+}
+
+TEST(TopologyMpi, SaysWhenItReplacesTheEnvironmentsMasterAddressAndPort) {
+  const EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "MASTER_ADDR") return "10.9.9.9";
+    if (name == "MASTER_PORT") return "12345";
+    return std::nullopt;
+  };
+  ::testing::internal::CaptureStdout();  // log::info's stream
+  const Topology t = discover_topology(MPI_COMM_WORLD, {.master_port = 29512}, env);
+  std::fflush(stdout);
+  const std::string said = ::testing::internal::GetCapturedStdout();
+  if (t.rank == 0) {
+    EXPECT_NE(
+        said.find("MASTER_ADDR=10.9.9.9 MASTER_PORT=12345 from the environment are replaced by " +
+                  t.master_addr + ":29512"),
+        std::string::npos)
+        << said;
+  } else {
+    EXPECT_EQ(said.find("MASTER_ADDR"), std::string::npos) << said;  // said once, by rank 0
+  }
 }
 
 TEST(TopologyMpi, LauncherVariablesOfTheRealLaunchAgree) {

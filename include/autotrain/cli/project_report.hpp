@@ -87,6 +87,10 @@ struct ProjectStatus {
   std::optional<RunSegment> latest_run;  // its stop_step says whether and why it stopped
   int restarts = 0;       // runs that appended to metrics.jsonl after the first (resumes)
   bool exported = false;  // model.safetensors present
+  // A run outside Slurm: what <project>/.lock says ("host node1 pid 4242") and whether a run
+  // holds it now. Held = running; free on this host = the run ended without recording its stop.
+  std::string lock_holder;
+  bool lock_held = false;
 };
 
 // Throws Error when `project` is not a folder or holds neither metrics.jsonl nor
