@@ -276,10 +276,10 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
 void TrainingRun::log_plan() const {
   const auto memory = engine_->memory();
   // With peft the trained parameters are the adapters; the base weights are read frozen.
-  const std::string weights =
-      params_.peft ? cat(setup_.resolved.base_model.describe(params_.seed),
-                         " (frozen), LoRA adapters from ", source_.describe())
-                   : source_.describe();
+  const std::string weights = params_.peft
+                                  ? cat(setup_.resolved.base_model.describe(params_.seed),
+                                        " (frozen), LoRA adapters from ", source_.describe())
+                                  : source_.describe();
   log::info("model: ", model::family_of(config_).describe(config_), " (",
             setup_.resolved.base_model.name, "), ", weights);
   log::info("model: ", layout_.num_parameters(), " parameters in ", layout_.num_units(),
