@@ -2,6 +2,8 @@
 
 #include <new>
 #include <stdexcept>
+#include <unordered_set>
+#include <vector>
 
 #include "autotrain/core/error.hpp"
 #include "builtins.hpp"
@@ -42,6 +44,13 @@ enum class Flow { next, break_loop, continue_loop };
 class Evaluator {
  public:
   explicit Evaluator(const std::string& origin) : origin_(origin) {}
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+  // `set ns.a = ns` (or a list holding ns) makes a cycle of shared pointers: empty every
+  // namespace the template wrote to, so nothing it built outlives the render.
+  ~Evaluator() {
+    for (const Value& ns : written_namespaces_) ns.as_ns().attributes = Dict();
+  }
 
   std::string render(const Program& program, const Dict& variables) {
     Scope root(nullptr);
@@ -148,6 +157,7 @@ class Evaluator {
       if (ns == nullptr || !ns->is(Kind::ns))
         throw Failure("cannot assign attribute on non-namespace object");
       ns->as_ns().attributes.set(target.attribute, value);
+      if (seen_namespaces_.insert(&ns->as_ns()).second) written_namespaces_.push_back(*ns);
     } else if (!target.unpack) {
       scope.set(target.names[0], value);
     } else {
@@ -290,6 +300,8 @@ class Evaluator {
   }
 
   const std::string& origin_;
+  std::vector<Value> written_namespaces_;
+  std::unordered_set<const Namespace*> seen_namespaces_;
 };
 
 }  // namespace
