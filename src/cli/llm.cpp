@@ -2,8 +2,9 @@
 // with the same parameters (every AutoTrain flag is a train parameter, an alias of one, or a key
 // train notes as meaning nothing here). AutoTrain starts its ranks itself (accelerate launch
 // --num_processes N); so does this: started without a launcher, with --num-gpus N or
-// --num-processes N, it starts itself under the launcher `autotrain launch` would use (srun
-// inside a Slurm allocation, mpirun outside); under a launcher it trains in place.
+// --num-processes N (or an --accelerate-config's num_processes), it starts itself under the
+// launcher `autotrain launch` would use (srun inside a Slurm allocation, mpirun outside); under
+// a launcher it trains in place.
 #include "autotrain/cli/llm.hpp"
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "autotrain/cli/launch_plan.hpp"
+#include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 
@@ -50,6 +52,17 @@ int take_count(std::vector<std::string>& args, std::string_view name) {
   return -1;
 }
 
+// The value of `--name V` or `--name=V` in args (left in place); "" when absent.
+std::string flag_value(const std::vector<std::string>& args, std::string_view name) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (flag_name(args[i]) != name) continue;
+    const auto equals = args[i].find('=');
+    if (equals != std::string::npos) return args[i].substr(equals + 1);
+    return i + 1 < args.size() ? args[i + 1] : "";
+  }
+  return "";
+}
+
 }  // namespace
 
 bool started_by_launcher() {
@@ -83,6 +96,11 @@ LlmCommand parse_llm_command(std::vector<std::string> args) {
   command.num_processes = take_count(args, "num-processes");
   AT_CHECK(command.num_gpus == -1 || command.num_processes == -1,
            "llm: --num-gpus and --num-processes both set the number of ranks; give one");
+  // accelerate launch --config_file starts the config's num_processes; so does this.
+  if (const std::string accelerate = flag_value(args, "accelerate-config");
+      !accelerate.empty() && command.num_gpus == -1 && command.num_processes == -1) {
+    command.num_processes = config::accelerate_num_processes(accelerate);
+  }
   command.train_args = {"train"};
   command.train_args.insert(command.train_args.end(), args.begin(), args.end());
   // Under a launcher, N is checked against the job (num_gpus_per_node); 0 GPUs is a CPU run.
@@ -102,7 +120,8 @@ std::string llm_help_text() {
          "(--kebab-case or --snake_case; 'autotrain train --help' lists them). Started without\n"
          "mpirun or srun, --num-gpus N (GPUs, 0 = one CPU rank) or --num-processes N starts N\n"
          "ranks under the launcher 'autotrain launch' picks: srun inside a Slurm allocation,\n"
-         "mpirun outside. Under a launcher, --num-gpus is checked against the job.\n";
+         "mpirun outside; so does an --accelerate-config's num_processes. Under a launcher,\n"
+         "--num-gpus is checked against the job.\n";
 }
 
 bool LlmCommand::starts_launcher() const {

@@ -9,6 +9,7 @@
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "file_settings.hpp"
 
 namespace autotrain::config {
 
@@ -215,9 +216,18 @@ ResolvedParams load_params(const ConfigInputs& inputs, const FolderShapeReader& 
   if (!inputs.training_params.empty()) {
     apply([&] { apply_json_file(resolved, inputs.training_params); });
   }
+  const ResolvedParams beneath = resolved;
   if (!inputs.yaml.empty()) apply([&] { apply_yaml_file(resolved, inputs.yaml); });
   apply([&] { apply_flags(resolved, inputs.flags); });
   apply([&] { apply_flags(resolved, inputs.model_changes); });
+  // DeepSpeed's and accelerate's configs, named by any source, sit beneath the YAML and flags.
+  apply([&] {
+    FileSettings files;
+    const TrainingParams& params = resolved.params;
+    if (!params.accelerate_config.empty()) files = read_accelerate_config(params.accelerate_config);
+    if (!params.deepspeed.empty()) files.append(read_deepspeed_config(params.deepspeed));
+    apply_file_settings(resolved, beneath, std::move(files));
+  });
   if (!problems.empty()) throw Error(join(problems, "\n"));
   resolve_params(resolved, read_shape);
   return resolved;

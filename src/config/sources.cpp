@@ -166,7 +166,7 @@ class YamlReader {
     }
     static const std::vector<std::string> kTopKeys = {
         "task",        "base_model", "project_name", "data", "params",
-        "distributed", "log",        "backend",      "hub",  "sweep"};
+        "distributed", "log",        "backend",      "hub",  "sweep", "deepspeed"};
     Problems problems;
     for (const auto& entry : root) {
       problems.check([&] {
@@ -186,6 +186,8 @@ class YamlReader {
           read_distributed(value);
         } else if (key == "log") {
           set("log", value, "log");
+        } else if (key == "deepspeed") {
+          set("deepspeed", value, "deepspeed");  // transformers' name for the DeepSpeed JSON
         } else if (key == "backend") {
           into_.notes.push_back(where(key).message(cat("ignored: ", find_foreign_key(key)->why)));
         } else if (key == "sweep") {
@@ -196,7 +198,8 @@ class YamlReader {
         } else {
           throw Error(where(key).message(
               cat("unknown key '", key, "'", did_you_mean(key, kTopKeys),
-                  "; expected task, base_model, project_name, data, params, distributed, sweep")));
+                  "; expected task, base_model, project_name, data, params, distributed, sweep, "
+                  "deepspeed")));
         }
       });
     }

@@ -188,11 +188,9 @@ std::string foreign_name_hint(std::string_view name) {
       {"evaluation_strategy", "eval_strategy"},
       {"lr_scheduler_type", "scheduler"},
       {"optim", "optimizer"},
-      {"warmup_steps", "warmup_ratio"},
       {"bf16", "mixed_precision"},
       {"fp16", "mixed_precision"},
       {"output_dir", "project_name"},
-      {"deepspeed", "distributed_backend"},
   };
   std::string snake = to_snake_case(name);
   while (snake.starts_with("_")) snake.erase(0, 1);  // "--save-steps" -> "save_steps"

@@ -45,18 +45,25 @@ ScheduleKind parse_schedule(std::string_view name, std::string_view source) {
 }
 
 LrSchedule::LrSchedule(ScheduleKind kind, double peak_lr, long long total_steps,
-                       double warmup_ratio, double min_lr_rate)
+                       WarmupShape warmup, double min_lr_rate)
     : kind_(kind),
       peak_lr_(peak_lr),
       total_steps_(std::max(1LL, total_steps)),
-      warmup_steps_(kind == ScheduleKind::constant
-                        ? 0
+      warmup_steps_(kind == ScheduleKind::constant ? 0
+                    : warmup.steps >= 0
+                        ? warmup.steps
                         : static_cast<long long>(
-                              std::ceil(warmup_ratio * double(std::max(1LL, total_steps))))),
+                              std::ceil(warmup.ratio * double(std::max(1LL, total_steps))))),
+      log_warmup_(warmup.log),
       min_lr_rate_(min_lr_rate) {}
 
 double LrSchedule::lr(long long step) const {
-  if (step < warmup_steps_) return peak_lr_ * double(step + 1) / double(warmup_steps_);
+  if (step < warmup_steps_) {
+    if (log_warmup_) {
+      return peak_lr_ * std::min(1.0, std::log(double(step + 2)) / std::log(double(warmup_steps_ + 1)));
+    }
+    return peak_lr_ * double(step + 1) / double(warmup_steps_);
+  }
   const double decay_steps = double(std::max(1LL, total_steps_ - warmup_steps_));
   const double progress = std::clamp(double(step - warmup_steps_) / decay_steps, 0.0, 1.0);
   return peak_lr_ * decay_factor(progress, step);

@@ -66,8 +66,7 @@ class BenchSteps {
         batch_tokens_(static_cast<std::size_t>(B_) * static_cast<std::size_t>(params_.block_size)),
         accumulation_(params_.gradient_accumulation),
         comm_(comm),
-        schedule_(parse_schedule(params_.scheduler, "scheduler"), params_.lr, total,
-                  params_.warmup_ratio, params_.min_lr_rate),
+        schedule_(lr_schedule(params_, total)),
         tokens_(random_batches(static_cast<std::uint64_t>(params_.seed), setup.topology.rank,
                                vocab_size, batch_tokens_)) {}
 

@@ -422,7 +422,16 @@ zero::EngineOptions engine_options(const RunSetup& setup) {
   options.prefetch = static_cast<int>(params.stage3_prefetch);
   options.optimizer.kind = parse_optimizer(params.optimizer, "optimizer");
   options.optimizer.weight_decay = static_cast<float>(params.weight_decay);
+  options.optimizer.beta1 = static_cast<float>(params.adam_beta1);
+  options.optimizer.beta2 = static_cast<float>(params.adam_beta2);
+  options.optimizer.eps = static_cast<float>(params.adam_epsilon);
   return options;
+}
+
+LrSchedule lr_schedule(const config::TrainingParams& params, long long total_steps) {
+  const WarmupShape warmup{params.warmup_ratio, params.warmup_steps, params.warmup_type == "log"};
+  return LrSchedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total_steps, warmup,
+                    params.min_lr_rate);
 }
 
 std::string render_plan(const RunSetup& setup, const std::string& checks) {

@@ -136,6 +136,22 @@ TEST(Schedule, TransformersSchedulesAfterWarmup) {
               1e-15);
 }
 
+// transformers' warmup_steps beats the ratio; DeepSpeed's log ramp, one step ahead as the
+// linear one: DeepSpeed's gamma log(s + 1) / log(W) at s = step + 1.
+TEST(Schedule, WarmupStepsAndDeepSpeedsLogRamp) {
+  const LrSchedule steps(ScheduleKind::linear, 1.0, 100, WarmupShape{0.5, 4, false});
+  EXPECT_EQ(steps.warmup_steps(), 4);
+  EXPECT_DOUBLE_EQ(steps.lr(1), 0.5);
+  const LrSchedule log(ScheduleKind::constant_with_warmup, 2.0, 100, WarmupShape{0.0, 9, true});
+  for (long long step = 0; step < 9; ++step) {
+    EXPECT_NEAR(log.lr(step), 2.0 * std::min(1.0, std::log(step + 2.0) / std::log(10.0)), 1e-15);
+  }
+  EXPECT_DOUBLE_EQ(log.lr(8), 2.0);
+  EXPECT_DOUBLE_EQ(log.lr(9), 2.0);
+  const LrSchedule cold(ScheduleKind::linear, 1.0, 10, WarmupShape{0.5, 0, false});
+  EXPECT_DOUBLE_EQ(cold.lr(0), 1.0);  // warmup_steps 0: no warmup
+}
+
 TEST(Schedule, NamesTransformersSchedulersAndRefusesOthers) {
   EXPECT_EQ(parse_schedule("inverse_sqrt", "scheduler"), ScheduleKind::inverse_sqrt);
   try {

@@ -65,6 +65,11 @@ void validate_params(const ResolvedParams& resolved);
 // defaults -> JSON -> YAML -> flags -> model changes -> resolve_params(). What `train` calls.
 ResolvedParams load_params(const ConfigInputs& inputs, const FolderShapeReader& read_shape);
 
+// An accelerate config's num_processes (-1 when it has none): what `autotrain llm` started
+// without a launcher starts, as `accelerate launch --config_file` does. Throws Error naming the
+// file when it cannot be read or the value is not a count.
+int accelerate_num_processes(const std::filesystem::path& path);
+
 // Checks against the job: num_nodes x num_gpus_per_node must equal world_size when both are
 // given, and each alone must divide it.
 void validate_for_world(const TrainingParams& params, int world_size);

@@ -93,12 +93,17 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(int64_t, batch_size, 2, between(1, kMaxDimension), "Sequences per rank per micro-step; global batch = batch_size x gradient_accumulation x world size.") \
   X(int64_t, block_size, -1, derived_or(-1, between(1, kMaxDimension)), "Tokens per sequence; -1 = min(1024, n_positions).") \
   X(double, warmup_ratio, 0.1, between(0, 1), "Fraction of the optimizer steps spent warming the learning rate up from 0.") \
+  X(int64_t, warmup_steps, -1, at_least(-1), "Optimizer steps of warmup (transformers' warmup_steps, DeepSpeed's warmup_num_steps); -1 = ceil(warmup_ratio x the run's steps).") \
+  X(std::string, warmup_type, "linear", one_of({"linear", "log"}), "Shape of the warmup: linear (transformers), or log as DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR default to (lr x log(step + 2) / log(warmup_steps + 1), one step ahead as the linear ramp).") \
   X(int64_t, gradient_accumulation, 4, at_least(1), "Micro-steps per optimizer step.") \
   X(int64_t, global_batch_size, -1, derived_or(-1, between(1, kMaxDimension)), "Sequences per optimizer step over all ranks; when given, gradient_accumulation = global_batch_size / (batch_size x world size), so a run resumed on fewer or more ranks keeps its curve; -1 = batch_size x gradient_accumulation x world size.") \
   X(std::string, optimizer, "adamw", one_of({"adamw", "sgd"}, {{"adamw_torch", "adamw"}, {"adamw_hf", "adamw"}, {"adamw_torch_fused", "adamw"}, {"adamw_apex_fused", "adamw"}}), "Optimizer; transformers' adamw_torch, adamw_hf, adamw_torch_fused and adamw_apex_fused mean adamw (one fused AdamW on every device).") \
   X(std::string, scheduler, "linear", one_of({"linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup", "inverse_sqrt", "cosine_with_min_lr"}), "Learning-rate schedule, as transformers' get_scheduler defines it: linear warmup (warmup_ratio; none for constant), then linear to 0, cosine to 0, cosine_with_restarts (one cycle), polynomial (to 1e-7, power 1), constant, constant_with_warmup, inverse_sqrt (timescale = the warmup steps) or cosine_with_min_lr (to min_lr_rate x lr).") \
   X(double, min_lr_rate, 0.0, between(0, 1), "cosine_with_min_lr's floor as a fraction of lr (transformers' lr_scheduler_kwargs min_lr_rate).") \
   X(double, weight_decay, 0.0, at_least(0), "Decoupled weight decay (matrices only, not biases or norms).") \
+  X(double, adam_beta1, 0.9, between(0, 0.999999), "AdamW's first-moment decay (transformers' adam_beta1; DeepSpeed's optimizer.params.betas[0]).") \
+  X(double, adam_beta2, 0.999, between(0, 0.999999), "AdamW's second-moment decay (transformers' adam_beta2; DeepSpeed's optimizer.params.betas[1]).") \
+  X(double, adam_epsilon, 1e-8, between(1e-30, 1), "AdamW's epsilon (transformers' adam_epsilon; DeepSpeed's optimizer.params.eps).") \
   X(double, max_grad_norm, 1.0, at_least(0), "Clip the global gradient norm to this; 0 = no clipping.") \
   X(int64_t, seed, 42, at_least(0), "Seed of the weights' initialisation and of the data order.") \
   X(int64_t, logging_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps between metric lines; -1 = 20% of the steps per epoch, clamped to 1..25.") \
@@ -109,6 +114,8 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(bool, disable_gradient_checkpointing, false, any_value(), "Keep every block's activations for backward. By default (false, as AutoTrain) each block keeps only its input and backward recomputes the rest (activation checkpointing): about one more forward of compute for most of the activation memory, with the same results to the bit, on the CPU and on GPUs.") \
   X(std::string, distributed_backend, "", one_of({"", "ddp", "deepspeed"}, {{"none", ""}, {"None", ""}}), "AutoTrain's switch: ddp = ZeRO stage 0, deepspeed = ZeRO stage 3 (unless zero_stage is given); empty = none.") \
   X(int64_t, zero_stage, -1, derived_or(-1, between(0, 3)), "ZeRO stage 0..3; -1 = from distributed_backend (deepspeed -> 3, otherwise 0).") \
+  X(std::string, deepspeed, "", any_value(), "A DeepSpeed JSON config (transformers' --deepspeed ds_config.json): its ZeRO stage, precision, batch sizes, clipping, optimizer and scheduler become parameters beneath the YAML and the flags (docs/configuration.md lists each key); empty = none.") \
+  X(std::string, accelerate_config, "", any_value(), "An accelerate config (accelerate launch --config_file): num_processes, num_machines, mixed_precision, main_process_port and its deepspeed_config become parameters beneath the YAML and the flags; empty = none.") \
   X(std::string, comm_backend, "auto", one_of({"auto", "nccl", "gloo", "mpi"}), "Communicator; auto = NCCL on GPUs, MPI on CPUs. YAML: distributed.backend.") \
   X(int64_t, max_steps, -1, derived_or(-1, at_least(1)), "Optimizer steps to run; -1 = from epochs.") \
   X(int64_t, checkpoint_every, 0, at_least(0), "Optimizer steps between checkpoints; 0 = only at the end.") \

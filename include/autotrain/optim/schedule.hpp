@@ -22,15 +22,27 @@ enum class ScheduleKind {
 // A scheduler name above; an Error naming `source`, the value and the names otherwise.
 ScheduleKind parse_schedule(std::string_view name, std::string_view source);
 
+// How the learning rate warms up: over `steps` optimizer steps when >= 0 (transformers'
+// warmup_steps), else ceil(ratio * total_steps) as AutoTrain computes it; linearly, or with
+// `log` as DeepSpeed's WarmupLR defaults to.
+struct WarmupShape {
+  double ratio = 0.0;
+  long long steps = -1;
+  bool log = false;
+};
+
 class LrSchedule {
  public:
-  // warmup_steps = ceil(warmup_ratio * total_steps), as AutoTrain computes it. min_lr_rate: the
-  // floor of cosine_with_min_lr, as a fraction of peak_lr.
-  LrSchedule(ScheduleKind kind, double peak_lr, long long total_steps, double warmup_ratio,
+  // min_lr_rate: the floor of cosine_with_min_lr, as a fraction of peak_lr.
+  LrSchedule(ScheduleKind kind, double peak_lr, long long total_steps, WarmupShape warmup,
              double min_lr_rate = 0.0);
+  LrSchedule(ScheduleKind kind, double peak_lr, long long total_steps, double warmup_ratio,
+             double min_lr_rate = 0.0)
+      : LrSchedule(kind, peak_lr, total_steps, WarmupShape{warmup_ratio}, min_lr_rate) {}
 
   // Learning rate of optimizer step `step` (0-based). Warmup ramps (step+1)/warmup so that the
-  // first step already learns (Hugging Face's ramp starts at exactly 0).
+  // first step already learns (Hugging Face's ramp starts at exactly 0); the log ramp is
+  // DeepSpeed's log(s + 1) / log(warmup) one step ahead alike: log(step + 2) / log(warmup + 1).
   double lr(long long step) const;
 
   long long warmup_steps() const { return warmup_steps_; }
@@ -44,6 +56,7 @@ class LrSchedule {
   double peak_lr_;
   long long total_steps_;
   long long warmup_steps_;
+  bool log_warmup_;
   double min_lr_rate_;
 };
 

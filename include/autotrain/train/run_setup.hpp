@@ -15,6 +15,7 @@
 #include "autotrain/data/prepare.hpp"
 #include "autotrain/launch/topology.hpp"
 #include "autotrain/model/config.hpp"
+#include "autotrain/optim/schedule.hpp"
 #include "autotrain/zero/engine.hpp"
 
 namespace autotrain::train {
@@ -75,6 +76,8 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
 model::ModelConfig model_config(const config::ResolvedParams& resolved);
 CommOptions comm_options(const RunSetup& setup);
 zero::EngineOptions engine_options(const RunSetup& setup);
+// The learning-rate schedule of `params` over `total_steps` optimizer steps.
+LrSchedule lr_schedule(const config::TrainingParams& params, long long total_steps);
 // How the run turns data_path into token shards in the project folder.
 data::PrepareOptions prepare_options(const RunSetup& setup);
 
