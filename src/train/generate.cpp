@@ -149,7 +149,8 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   const std::size_t context = static_cast<std::size_t>(layout.config().generation_context());
 
   // The prompt starts as a document does: after the tokenizer's own prefix (Llama 2's <s>).
-  std::vector<std::int32_t> tokens = loaded.tokenizer->document_frame(false).prefix;
+  std::vector<std::int32_t> tokens;
+  if (options.document_prefix) tokens = loaded.tokenizer->document_frame(false).prefix;
   loaded.tokenizer->encode_append(options.prompt, tokens, data::TextPosition::start);
   if (tokens.empty()) {
     AT_CHECK(loaded.tokenizer->eot_token() >= 0,
@@ -182,7 +183,8 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
                                                        ? kernels::GemmPrecision::bf16
                                                        : kernels::GemmPrecision::fp32);
   TokenSampler sampler(options, layout.config().vocab_size);
-  const std::vector<std::int32_t> stop_tokens = loaded.tokenizer->stop_tokens();
+  std::vector<std::int32_t> stop_tokens = loaded.tokenizer->stop_tokens();
+  stop_tokens.insert(stop_tokens.end(), options.stop_tokens.begin(), options.stop_tokens.end());
 
   // The model sees tokens[start, end), at most `context` of them. When a new token would make
   // the window longer, it restarts from the last half of the context (refed once on the CPU),
