@@ -71,7 +71,12 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
     const auto loaded = train::load_model_folder(model_dir);
     const std::string user = options.prompt;
     if (chat) {
-      data::ChatPrompt prompt = data::chat_prompt(*loaded.tokenizer, system, user);
+      data::ChatPrompt prompt;
+      try {
+        prompt = data::chat_prompt(*loaded.tokenizer, system, user);
+      } catch (const Error& error) {
+        throw Error(cat("--model ", model_dir, ": ", error.what()));
+      }
       options.prompt = std::move(prompt.text);
       options.stop_tokens = std::move(prompt.turn_ends);
       options.document_prefix = false;
