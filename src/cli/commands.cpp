@@ -30,6 +30,11 @@ const std::vector<Command>& commands() {
        {},
        false,
        run_tokenize},
+      {"tools",
+       "AutoTrain's tools: merge-llm-adapter (a LoRA adapter folder into its base model)",
+       {},
+       false,
+       run_tools},
   };
   return table;
 }

@@ -1,4 +1,5 @@
-// `autotrain generate`: sample text from an exported model folder.
+// `autotrain generate`: sample text from an exported model folder; with --chat, the reply of a
+// chat model to --prompt as a user message (data/chat_prompt.hpp).
 #include "autotrain/train/generate.hpp"
 
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "autotrain/cli/options.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
+#include "autotrain/data/chat_prompt.hpp"
 
 namespace autotrain::cli {
 
@@ -20,6 +22,8 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
   long long seed = static_cast<long long>(options.seed);
   std::string device = "auto";
   std::string mixed_precision = "no";
+  bool chat = false;
+  std::string system;
   po::options_description description("autotrain generate --model FOLDER [options]");
   description.add_options()  //
       ("model", po::value(&model_dir)->value_name("FOLDER"),
@@ -40,6 +44,12 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
        "visible, else the CPU (default auto)")  //
       ("mixed-precision", po::value(&mixed_precision)->value_name("no|bf16|fp16"),
        "compute precision; on the CPU bf16 where it has native bf16, else fp32 (default no)")  //
+      ("chat", po::bool_switch(&chat),
+       "--prompt is a user message: rendered with the folder's chat template (tokenizer_config."
+       "json's chat_template) up to the assistant's turn; prints only the reply, which ends at "
+       "the template's end-of-turn token")  //
+      ("system", po::value(&system)->value_name("TEXT"),
+       "with --chat: a system message before the user's")  //
       ("help,h", "show this help");
   const auto values = parse_command_options("generate", description, args);
   if (values.count("help")) {
@@ -48,6 +58,8 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
   }
   if (model_dir.empty())
     throw CollectiveError("generate: --model FOLDER is required; see autotrain generate --help");
+  if (!system.empty() && !chat)
+    throw CollectiveError("generate: --system needs --chat (a system message of a chat)");
   options.top_k = top_k;
   options.seed = static_cast<uint64_t>(seed);
   // Generation is a single-process job: under a launcher, rank 0 does it and the others wait.
@@ -57,12 +69,27 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
     options.precision = where.precision;
     std::cerr << where.summary << "\n" << std::flush;
     const auto loaded = train::load_model_folder(model_dir);
+    const std::string user = options.prompt;
+    if (chat) {
+      data::ChatPrompt prompt;
+      try {
+        prompt = data::chat_prompt(*loaded.tokenizer, system, user);
+      } catch (const Error& error) {
+        throw Error(cat("--model ", model_dir, ": ", error.what()));
+      }
+      options.prompt = std::move(prompt.text);
+      options.stop_tokens = std::move(prompt.turn_ends);
+      options.document_prefix = false;
+    }
     const train::Generated generated = train::generate(loaded, options);
-    std::cout << options.prompt << generated.text << "\n" << std::flush;
+    // The output ends with a newline whatever the text ends with (a shell prompt after it
+    // starts on its own line); with --chat it is the reply alone.
+    std::cout << (chat ? "" : user) << generated.text << "\n" << std::flush;
     // Say why the text is shorter than asked: at temperature 0 an end-of-text right after the
     // prompt would otherwise print the prompt alone, unexplained.
     if (generated.stopped_at_end) {
-      std::cerr << "generate: the model ended the text (an end-of-text token) after "
+      std::cerr << "generate: the model ended the "
+                << (chat ? "reply (an end-of-turn" : "text (an end-of-text") << " token) after "
                 << generated.new_tokens << " of at most " << options.max_new_tokens
                 << " new tokens\n";
     }

@@ -115,6 +115,17 @@ fs::path known_architecture_dir(std::string_view model) {
 
 }  // namespace
 
+std::string peft_base_name(std::string_view model, const fs::path& folder) {
+  std::error_code error;
+  if (folder.empty()) return {};
+  // A snapshot of the cache: <cache>/models--org--name/snapshots/<revision>.
+  const bool in_hub_cache =
+      folder.parent_path().parent_path().filename().string().starts_with("models--");
+  if (model.empty() || !in_hub_cache || fs::is_directory(fs::path(model), error))
+    return folder.string();
+  return std::string(model);
+}
+
 std::string BaseModel::describe(int64_t seed) const {
   if (from_scratch) return cat("random initialisation (seed ", seed, ")");
   if (folder.empty()) return cat("weights of ", name, " MISSING");

@@ -36,6 +36,14 @@ void expect_off(const json& config, const fs::path& path, const char* key, const
                   off.dump(), "): autotrain's LoRA computes W + lora_alpha / r · B · A only"));
 }
 
+// A key LoRA cannot do without.
+void expect_present(const json& config, const fs::path& path, const char* key,
+                    const char* expected) {
+  const auto found = config.find(key);
+  AT_CHECK(found != config.end() && !found->is_null(), path.string(), ": ", key,
+           " is missing (expected ", expected, ")");
+}
+
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::vector<std::string> parts;
   for (const auto extent : shape) parts.push_back(cat(extent));
@@ -56,6 +64,10 @@ AdapterConfig read_adapter_config(const fs::path& dir) {
   try {
     const std::string type = config.value("peft_type", std::string());
     AT_CHECK(type == "LORA", path.string(), ": peft_type '", type, "': expected LORA");
+    expect_present(config, path, "r", "LoRA's rank, an integer >= 1");
+    expect_present(config, path, "lora_alpha", "LoRA's alpha, a number (the scale is alpha / r)");
+    expect_present(config, path, "target_modules",
+                   "the adapted modules' names, a list or a string");
     out.options.r = config.at("r").get<int>();
     AT_CHECK(out.options.r >= 1, path.string(), ": r ", out.options.r, ": expected >= 1");
     out.options.alpha = config.at("lora_alpha").get<double>();
@@ -128,6 +140,36 @@ std::vector<float> read_adapter_weights(const fs::path& dir, const model::ParamL
              " is not an adapter of adapter_config.json's target_modules");
   }
   return values;
+}
+
+}  // namespace autotrain::train
+
+namespace autotrain::train {
+
+std::string autotrain_tokenizer_name(const fs::path& dir) {
+  const fs::path path = dir / "autotrain_tokenizer.json";
+  std::ifstream in(path);
+  if (!in) return {};
+  nlohmann::json file;
+  try {
+    file = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(cat(path.string(), ": not valid JSON: ", error.what()));
+  }
+  const auto name = file.is_object() ? file.find("tokenizer") : file.end();
+  AT_CHECK(name != file.end() && name->is_string(), path.string(),
+           ": expected {\"tokenizer\": \"gpt2\" or \"byte\"}, got ", file.dump());
+  return name->get<std::string>();
+}
+
+void merge_adapters(const LoraModel& lora, std::span<const float> adapters, std::span<float> base) {
+  AT_CHECK(adapters.size() >= lora.adapters.padded_size() && base.size() >= lora.base.padded_size(),
+           "internal: merge_adapters given buffers smaller than the layouts");
+  for (int unit = 0; unit < lora.base.num_units(); ++unit) {
+    if (!lora.lora.adapts(unit)) continue;
+    lora.lora.merge(unit, adapters.data() + lora.adapters.units()[static_cast<size_t>(unit)].offset,
+                    base.data() + lora.base.units()[static_cast<size_t>(unit)].offset);
+  }
 }
 
 }  // namespace autotrain::train

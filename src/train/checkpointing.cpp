@@ -229,54 +229,6 @@ CollectiveError unverified_checkpoint(const fs::path& path,
                              " (use an earlier checkpoint, or resume_from_checkpoint: auto)"));
 }
 
-void export_checkpoint(const fs::path& checkpoint, const fs::path& dir,
-                       const std::string& export_dtype, const std::string& max_shard_size) {
-  ckpt::CheckpointReader reader(checkpoint, MPI_COMM_WORLD);
-  // The same checks as `ckpt verify`: a damaged checkpoint is never exported as a model.
-  if (const std::vector<std::string> problems = reader.verify_checksums(); !problems.empty()) {
-    throw CollectiveError(cat("export --checkpoint: ", checkpoint.string(),
-                              " fails verification: ", join(problems, "; "),
-                              " (export an earlier checkpoint; 'autotrain ckpt verify' lists "
-                              "what is damaged)"));
-  }
-  const ResumePoint saved = read_resume_point(reader);
-  config::TrainingParams params;
-  params.export_dtype = export_dtype;
-  params.max_shard_size = max_shard_size;
-  try {
-    params.tokenizer = json::parse(saved.training_params_json).at("tokenizer").get<std::string>();
-  } catch (const json::exception& error) {
-    throw Error(cat("checkpoint ", checkpoint.string(),
-                    ": run_state/json/training_params has no tokenizer (", error.what(), ")"));
-  }
-  int world_size = 1;
-  AT_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
-  auto comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
-  const std::optional<LoraModel> lora =
-      saved.lora ? std::optional<LoraModel>(std::in_place, saved.model, *saved.lora, world_size)
-                 : std::nullopt;
-  const model::ParamLayout layout =
-      lora ? lora->adapters : model::ParamLayout(saved.model, world_size);
-  zero::EngineOptions options;
-  options.stage = 3;  // each rank holds only its shard; export_model gathers a unit at a time
-  options.optimizer.kind = saved.optimizer;
-  auto engine = zero::Engine::create(layout, *comm, options);
-  if (auto problems = load_engine_state(reader, *engine, layout, saved.optimizer, false, *comm);
-      !problems.empty()) {
-    throw CollectiveError(cat("export --checkpoint: ", checkpoint.string(),
-                              " fails verification: ", join(problems, "; ")));
-  }
-  // The base model's config.json fields, when its folder is still there.
-  std::error_code error;
-  const fs::path base = saved.base_folder;
-  const bool base_present = !base.empty() && fs::is_regular_file(base / "config.json", error);
-  if (lora) {
-    export_adapter(*engine, *lora, params, dir, base_present ? base : fs::path());
-  } else {
-    export_model(*engine, layout, params, dir, base_present ? base : fs::path());
-  }
-}
-
 CheckpointSaver::CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,
                                  size_t save_total_limit, bool async, MPI_Comm comm)
     : dir_(std::move(dir)),

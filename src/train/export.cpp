@@ -257,6 +257,24 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
             "), config.json and tokenizer files");
 }
 
+std::string export_model_values(const model::ParamLayout& layout, std::span<const float> values,
+                                const config::TrainingParams& params,
+                                const std::filesystem::path& dir,
+                                const std::filesystem::path& base_folder) {
+  AT_CHECK(values.size() >= layout.padded_size(), "internal: export_model_values given ",
+           values.size(), " values for a layout of ", layout.padded_size());
+  const UnitValues from_buffer = [&](int unit, std::span<float> out) {
+    const auto& info = layout.units()[static_cast<size_t>(unit)];
+    std::copy_n(values.data() + info.offset, out.size(), out.data());
+  };
+  const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
+  const std::string summary = write_weights(
+      layout, from_buffer, dir, dtype,
+      config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model", true);
+  write_model_files(layout.config(), params, dir, base_folder, dtype);
+  return summary;
+}
+
 void export_adapter(zero::ModelState& engine, const LoraModel& lora,
                     const config::TrainingParams& params, const std::filesystem::path& dir,
                     const std::filesystem::path& base_folder) {
@@ -264,7 +282,9 @@ void export_adapter(zero::ModelState& engine, const LoraModel& lora,
   const std::string summary = write_weights(lora.adapters, gathered(engine), dir, dtype,
                                             ~uint64_t{0}, "adapter_model", engine.rank() == 0);
   if (engine.rank() != 0) return;
-  write_text(dir / kAdapterConfig, adapter_config_json(lora, base_folder.string()));
+  write_text(dir / kAdapterConfig,
+             adapter_config_json(
+                 lora, lora.base_model_name.empty() ? base_folder.string() : lora.base_model_name));
   write_tokenizer_files(dir, lora.base.config(), params.tokenizer);
   log::info("export: wrote the LoRA adapters to ", summary, " (", params.export_dtype,
             ") with adapter_config.json and the tokenizer files");

@@ -90,24 +90,6 @@ class TokenSampler {
   std::vector<double> probabilities_;
 };
 
-// The tokenizer autotrain_tokenizer.json names (autotrain's exports of its gpt2 and byte
-// tokenizers write it; an adapter folder has no config.json to say so), or "" without the file.
-std::string autotrain_tokenizer(const std::filesystem::path& dir) {
-  const std::filesystem::path path = dir / "autotrain_tokenizer.json";
-  std::ifstream in(path);
-  if (!in) return {};
-  nlohmann::json file;
-  try {
-    file = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& error) {
-    throw Error(cat(path.string(), ": not valid JSON: ", error.what()));
-  }
-  const auto name = file.is_object() ? file.find("tokenizer") : file.end();
-  AT_CHECK(name != file.end() && name->is_string(), path.string(),
-           ": expected {\"tokenizer\": \"gpt2\" or \"byte\"}, got ", file.dump());
-  return name->get<std::string>();
-}
-
 // A PEFT adapter folder: its base model (base_model_name_or_path: a folder, or a Hub id in the
 // offline Hub cache) with the adapters merged into the weights; the adapter folder's tokenizer
 // when it has one (a tokenizer.json, or autotrain's gpt2 or byte named by
@@ -125,14 +107,10 @@ LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
   LoadedModel loaded = load_model_folder(base.folder);
   const LoraModel lora(loaded.layout->config(), adapter.options, 1);
   const std::vector<float> values = read_adapter_weights(dir, lora.adapters);
-  for (int unit = 0; unit < lora.base.num_units(); ++unit) {
-    if (!lora.lora.adapts(unit)) continue;
-    lora.lora.merge(unit, values.data() + lora.adapters.units()[static_cast<size_t>(unit)].offset,
-                    loaded.params.data() + lora.base.units()[static_cast<size_t>(unit)].offset);
-  }
+  merge_adapters(lora, values, loaded.params);
   if (std::filesystem::exists(dir / "tokenizer.json")) {
     loaded.tokenizer = data::make_tokenizer(dir.string(), {{}, /*parse_special_tokens=*/true});
-  } else if (const std::string name = autotrain_tokenizer(dir); !name.empty()) {
+  } else if (const std::string name = autotrain_tokenizer_name(dir); !name.empty()) {
     const bool own_vocab = std::filesystem::exists(dir / "encoder.json");
     loaded.tokenizer = data::make_tokenizer(
         name, {own_vocab ? dir : std::filesystem::path{}, /*parse_special_tokens=*/true});
@@ -171,7 +149,8 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
   const std::size_t context = static_cast<std::size_t>(layout.config().generation_context());
 
   // The prompt starts as a document does: after the tokenizer's own prefix (Llama 2's <s>).
-  std::vector<std::int32_t> tokens = loaded.tokenizer->document_frame(false).prefix;
+  std::vector<std::int32_t> tokens;
+  if (options.document_prefix) tokens = loaded.tokenizer->document_frame(false).prefix;
   loaded.tokenizer->encode_append(options.prompt, tokens, data::TextPosition::start);
   if (tokens.empty()) {
     AT_CHECK(loaded.tokenizer->eot_token() >= 0,
@@ -204,7 +183,8 @@ Generated generate(const LoadedModel& loaded, const GenerateOptions& options) {
                                                        ? kernels::GemmPrecision::bf16
                                                        : kernels::GemmPrecision::fp32);
   TokenSampler sampler(options, layout.config().vocab_size);
-  const std::vector<std::int32_t> stop_tokens = loaded.tokenizer->stop_tokens();
+  std::vector<std::int32_t> stop_tokens = loaded.tokenizer->stop_tokens();
+  stop_tokens.insert(stop_tokens.end(), options.stop_tokens.begin(), options.stop_tokens.end());
 
   // The model sees tokens[start, end), at most `context` of them. When a new token would make
   // the window longer, it restarts from the last half of the context (refed once on the CPU),

@@ -45,6 +45,7 @@ std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup) {
     throw CollectiveError(error.what());
   }
   lora->weights = open_base_weights(setup, lora->base);
+  lora->base_model_name = setup.resolved.base_model.peft_base_name();
   return lora;
 }
 

@@ -77,6 +77,21 @@ TEST(BaseModel, FindsHubIdsInTransformersOrderAndFollowsRefs) {
   EXPECT_TRUE(locate_base_model("org/name", "v2", false).folder.empty());
 }
 
+// adapter_config.json's base_model_name_or_path: the Hub id for a base found in the cache, a
+// folder given as a folder (even a snapshot folder given by its path).
+TEST(BaseModel, PeftBaseNameIsTheHubIdForACachedBaseAndTheFolderOtherwise) {
+  testing::TempDir dir;
+  const HubEnvironment env(dir.path() / "hf", dir.path() / "home");
+  const fs::path snapshot = add_to_cache(dir.path() / "hf/hub", "models--org--name", "aaaa");
+  EXPECT_EQ(locate_base_model("org/name", "main", false).peft_base_name(), "org/name");
+  EXPECT_EQ(locate_base_model(snapshot.string(), "main", false).peft_base_name(),
+            snapshot.string());
+  write_file(dir.path() / "local/config.json", kGpt2Config);
+  const BaseModel local = locate_base_model((dir.path() / "local").string(), "main", false);
+  EXPECT_EQ(local.peft_base_name(), local.folder.string());
+  EXPECT_EQ(peft_base_name("org/name", {}), "");
+}
+
 // The cache is untrusted: a refs/ file naming '../x' must not lead outside snapshots/, where a
 // folder with a config.json is waiting to be loaded.
 TEST(BaseModel, RefusesARefThatLeavesTheSnapshots) {

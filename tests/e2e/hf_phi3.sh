@@ -10,7 +10,8 @@
 #      samples from it greedily the text the reference decodes;
 #   3. LoRA on the fused modules: PEFT's adapters (qkv_proj, o_proj, gate_up_proj, down_proj)
 #      against the reference (tests/e2e/torch_lora.py), and a LoRA fine-tune at ZeRO-3 that
-#      exports PEFT's merge and an adapter folder naming Phi-3's modules;
+#      exports PEFT's merge and an adapter folder naming Phi-3's modules, which `export
+#      --merge-adapter` of its checkpoint and `tools merge-llm-adapter` reproduce byte for byte;
 #   4. what is not supported is refused by name.
 set -euo pipefail
 : "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -62,6 +63,15 @@ c = json.load(open(sys.argv[1]))
 assert c["target_modules"] == ["down_proj", "gate_up_proj", "o_proj", "qkv_proj"], c["target_modules"]
 PY
 "${torch_lora[@]}" merged lora/adapter lora 1e-6 || fail "the merged model is not PEFT's merge"
+# Merged after training, from the ZeRO-3 checkpoint (np 2) and by AutoTrain's merge tool: the
+# run's own merged model, byte for byte.
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint lora/checkpoints/checkpoint-3.h5 \
+  --output lora-exported --merge-adapter > lora-export.log 2>&1 || { cat lora-export.log; fail "export --merge-adapter"; }
+"$AUTOTRAIN_BIN" tools merge-llm-adapter --base-model-path phi3 --adapter-path lora/adapter \
+  --output-folder lora-tool > lora-tool.log 2>&1 || { cat lora-tool.log; fail "tools merge-llm-adapter"; }
+for merged in lora-exported lora-tool; do
+  cmp "$merged/model.safetensors" lora/model.safetensors || fail "$merged differs from the run's merged model"
+done
 
 # 4. Refused, by name.
 edit longrope long 'c["sliding_window"] = None'

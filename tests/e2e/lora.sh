@@ -10,6 +10,10 @@
 #      samples, not the ranks); the loss falls, and differs from lora_dropout 0's; the project
 #      holds the merged model, equal to PEFT's merge of the exported adapter folder, and generate
 #      gives the same text from both folders; the trainable parameters and the memory are logged;
+#   2b. the checkpoint's `export --merge-adapter` (np 1 and 2) and `tools merge-llm-adapter` write
+#      the run's merged model byte for byte; the tool merges PEFT-written adapters (Qwen3, GPT-2's
+#      Conv1D) as PEFT does; its refusals name the file and key; a full checkpoint has nothing to
+#      merge; a base given by Hub id is named by that id in adapter_config.json;
 #   3. adapters resumed on another world size and stage end where the uninterrupted run ends
 #      (the dropout masks included); a resume with other LoRA settings, or on a base whose
 #      middle bytes changed, is refused; the end-of-run summary names the files each export wrote;
@@ -149,6 +153,86 @@ for folder in one one/adapter; do
     > "gen-${folder//\//-}.out" 2>&1 || { cat "gen-${folder//\//-}.out"; fail "generate on $folder"; }
 done
 cmp gen-one.out gen-one-adapter.out || fail "generate differs between the merged and the adapter folder"
+
+echo "== 2b. merging after training: export --merge-adapter, tools merge-llm-adapter =="
+# The checkpoint's export and AutoTrain's merge tool write the very bytes the run's merge wrote.
+"$AUTOTRAIN_BIN" export --checkpoint one/checkpoints/checkpoint-4.h5 --output exported \
+  --merge-adapter > export.log 2>&1 || { cat export.log; fail "export --merge-adapter"; }
+timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" export --checkpoint one/checkpoints/checkpoint-4.h5 \
+  --output exported2 --merge-adapter > export2.log 2>&1 || { cat export2.log; fail "export --merge-adapter on 2 ranks"; }
+"$AUTOTRAIN_BIN" tools merge-llm-adapter --base-model-path "$work/qwen3" --adapter-path one/adapter \
+  --output-folder tool-merged --token hf_not_a_secret --push-to-hub --pad-to-multiple-of 1 \
+  > tool.log 2>&1 || { cat tool.log; fail "tools merge-llm-adapter"; }
+for merged in exported exported2 tool-merged; do
+  cmp "$merged/model.safetensors" one/model.safetensors || fail "$merged differs from the run's merged model"
+  [ ! -e "$merged/adapter_config.json" ] || fail "$merged holds an adapter_config.json"
+done
+for exported in exported exported2; do
+  cmp "$exported/adapter/adapter_model.safetensors" one/adapter/adapter_model.safetensors &&
+    cmp "$exported/adapter/adapter_config.json" one/adapter/adapter_config.json ||
+    fail "$exported/adapter differs from the run's adapter folder"
+done
+"$python" "$e2e/torch_lora.py" merged one/adapter tool-merged 1e-6 || fail "tools merge-llm-adapter is not PEFT's merge"
+grep -q "note: --token is not used" tool.log && grep -q "note: --push-to-hub is not done here" tool.log ||
+  { cat tool.log; fail "--token and --push-to-hub are not noted"; }
+! grep -rq hf_not_a_secret tool-merged || fail "the token was written into the merged folder"
+# Adapters as PEFT writes them (torch_lora.py make-adapter), GPT-2's Conv1D (fan_in_fan_out)
+# too, in AutoTrain's snake-case spelling.
+for case in "qwen3 qwen3-q_proj-v_proj" "gpt2 gpt2-all-linear"; do
+  read -r base name <<< "$case"
+  "$AUTOTRAIN_BIN" tools merge-llm-adapter --base_model_path "$base" --adapter_path "ad-$name" \
+    --output_folder "merged-$name" > "merged-$name.log" 2>&1 || { cat "merged-$name.log"; fail "merge $name"; }
+  "$python" "$e2e/torch_lora.py" merged "ad-$name" "merged-$name" 1e-6 || fail "merged-$name is not PEFT's merge"
+done
+# Refused, by name.
+merge_refused() {
+  local name=$1 expected=$2; shift 2
+  if "$AUTOTRAIN_BIN" tools merge-llm-adapter --output-folder "refused-$name" "$@" > "$name.log" 2>&1; then
+    fail "merge $name was accepted"
+  fi
+  grep -q -- "$expected" "$name.log" || { cat "$name.log"; fail "merge $name: expected '$expected'"; }
+}
+merge_refused no-config "--adapter-path qwen3: no adapter_config.json (expected a PEFT adapter folder" \
+  --base-model-path qwen3 --adapter-path qwen3
+cp -r one/adapter no-r
+"$python" - no-r/adapter_config.json <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); del c["r"]; json.dump(c, open(sys.argv[1], "w"))
+PY
+merge_refused no-r "no-r/adapter_config.json: r is missing (expected LoRA's rank" --base-model-path qwen3 --adapter-path no-r
+merge_refused unknown-target "names no linear layer" --base-model-path qwen3 --adapter-path ad-gpt2-all-linear
+"$python" "$e2e/torch_llama.py" make wider --arch qwen3 --tied --shape 2,4,2,64,64 --vocab 151669 --seed 8 > /dev/null
+merge_refused shapes "expected \[8, 64\] (adapter_config.json's r and target_modules); the base model is $work/wider" \
+  --base-model-path wider --adapter-path one/adapter
+merge_refused pad "--pad-to-multiple-of 64: the base model's vocabulary of 151669 rows is not a multiple of it" \
+  --base-model-path qwen3 --adapter-path one/adapter --pad-to-multiple-of 64
+merge_refused missing-base "--base-model-path" --base-model-path test-org/no-such-model --adapter-path one/adapter
+status=0
+timeout 120 "$AUTOTRAIN_BIN" train --config sft.yaml --project-name full --peft false --max-steps 1 \
+  > full.log 2>&1 || { tail -20 full.log; fail "a full fine-tune"; }
+"$AUTOTRAIN_BIN" export --checkpoint full/checkpoints/checkpoint-1.h5 --output full-merged --merge-adapter \
+  > full-merge.log 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "is not a LoRA (peft) checkpoint: it holds the whole model" full-merge.log ||
+  { cat full-merge.log; fail "export --merge-adapter of a full checkpoint was not refused (exit $status)"; }
+
+# A base given by Hub id: the adapter folder names the id (not the cache folder it was read from),
+# and the checkpoint's export and the merge tool find it in the cache by that id.
+snapshot=$work/hf/hub/models--test-org--tiny-qwen3/snapshots/0123456789abcdef0123456789abcdef01234567
+mkdir -p "$snapshot" "$work/hf/hub/models--test-org--tiny-qwen3/refs"
+cp qwen3/* "$snapshot/"
+echo -n 0123456789abcdef0123456789abcdef01234567 > "$work/hf/hub/models--test-org--tiny-qwen3/refs/main"
+HF_HOME=$work/hf timeout 120 "$AUTOTRAIN_BIN" train --config sft.yaml --model test-org/tiny-qwen3 \
+  --project-name hub --max-steps 1 --merge-adapter false > hub.log 2>&1 || { tail -20 hub.log; fail "LoRA on a Hub id"; }
+HF_HOME=$work/hf "$AUTOTRAIN_BIN" export --checkpoint hub/checkpoints/checkpoint-1.h5 --output hub-exported \
+  --merge-adapter > hub-export.log 2>&1 || { cat hub-export.log; fail "export --merge-adapter of the Hub-id run"; }
+for config in hub/adapter_config.json hub-exported/adapter/adapter_config.json; do
+  "$python" -c "import json, sys; c = json.load(open(sys.argv[1])); assert c['base_model_name_or_path'] == 'test-org/tiny-qwen3', c['base_model_name_or_path']" \
+    "$config" || fail "$config does not name the Hub id"
+done
+HF_HOME=$work/hf "$AUTOTRAIN_BIN" tools merge-llm-adapter --base-model-path test-org/tiny-qwen3 \
+  --adapter-path hub --output-folder hub-merged > hub-merge.log 2>&1 || { cat hub-merge.log; fail "merge on a Hub id"; }
+cmp hub-merged/model.safetensors hub-exported/model.safetensors || fail "the Hub-id merges differ"
+echo "merging after training: export --merge-adapter and tools merge-llm-adapter equal the run's merge"
 
 echo "== 3. resume the adapters on another world size and stage =="
 cp -r two3 resumed

@@ -21,5 +21,6 @@ int run_launch(const std::vector<std::string>& args);    // no MPI: execs srun o
 int run_status(const std::vector<std::string>& args);    // no MPI: reads a project folder
 int run_plot(const std::vector<std::string>& args);      // no MPI: reads a project folder
 int run_tokenize(const std::vector<std::string>& args);  // no MPI: one process
+int run_tools(const std::vector<std::string>& args);     // no MPI: one process
 
 }  // namespace autotrain::cli

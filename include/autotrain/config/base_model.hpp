@@ -29,6 +29,11 @@ struct FolderShape {
 // this layer: whoever resolves parameters hands its reader in (model::folder_shape).
 using FolderShapeReader = std::function<FolderShape(const std::filesystem::path& folder)>;
 
+// adapter_config.json's base_model_name_or_path for a base given as `model` and found in
+// `folder`: the Hub id as given when `model` is not a folder (it came from the Hub cache, and a
+// cache path would tie the adapters to this machine), else the folder; "" when neither is known.
+std::string peft_base_name(std::string_view model, const std::filesystem::path& folder);
+
 struct BaseModel {
   std::string name;              // `model` as given
   std::string revision;          // for a Hub id
@@ -48,6 +53,8 @@ struct BaseModel {
   bool weights_missing() const { return pretrained() && folder.empty(); }
   // "weights from PATH" or "random initialisation (seed S)".
   std::string describe(int64_t seed) const;
+  // What a PEFT adapter folder names as its base (base_model_name_or_path): peft_base_name.
+  std::string peft_base_name() const { return config::peft_base_name(name, folder); }
   // Why the weights are missing and how to get them (login-node command, from_scratch).
   std::string missing_message() const;
 };

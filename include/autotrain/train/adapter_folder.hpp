@@ -4,6 +4,7 @@
 // and adapter_model.safetensors (the adapters under PEFT's names, model/lora.hpp). `export`
 // writes one for a peft run; `generate` and the tests read one back onto its base model.
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,13 @@ std::string adapter_config_json(const LoraModel& lora, const std::string& base_m
 // world size 1): every tensor present with its shape, no other; Errors name the file and tensor.
 std::vector<float> read_adapter_weights(const std::filesystem::path& dir,
                                         const model::ParamLayout& adapters);
+
+// The tokenizer autotrain_tokenizer.json in `dir` names (autotrain's exports of its gpt2 and byte
+// tokenizers write it; an adapter folder has no config.json to say so), or "" without the file.
+std::string autotrain_tokenizer_name(const std::filesystem::path& dir);
+
+// base += lora_alpha / r · B · A for every adapted weight: `adapters` the flat buffer of
+// lora.adapters (as read_adapter_weights returns it), `base` that of lora.base.
+void merge_adapters(const LoraModel& lora, std::span<const float> adapters, std::span<float> base);
 
 }  // namespace autotrain::train

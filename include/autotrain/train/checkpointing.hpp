@@ -95,9 +95,14 @@ CollectiveError unverified_checkpoint(const std::filesystem::path& path,
 // (export.hpp), in `export_dtype` (fp32|bf16|fp16), in files of at most `max_shard_size`
 // ("5GB"). Collective over MPI_COMM_WORLD with any world size: the parameters are loaded into a
 // ZeRO-3 engine, so each rank holds only its shard. A fine-tuned model's config.json keeps the
-// base model's fields when the folder the checkpoint names is still there.
+// base model's fields when the folder the checkpoint names is still there. A LoRA checkpoint
+// gives its adapter folder; with `merge_adapter`, as a run with merge_adapter exports it: the
+// merged model (the base's weights, which must be those the run trained on, plus the scaled
+// adapters) in `dir` and the adapter folder in `dir`/adapter. `merge_adapter` on a checkpoint
+// without LoRA is a CollectiveError. (src/train/export_checkpoint.cpp)
 void export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& dir,
-                       const std::string& export_dtype, const std::string& max_shard_size = "5GB");
+                       const std::string& export_dtype, const std::string& max_shard_size = "5GB",
+                       bool merge_adapter = false);
 
 // Writes checkpoints into one folder with its own duplicate of the communicator (MPI-IO from
 // the background thread never shares a communicator with the step loop). Asynchronous: save()

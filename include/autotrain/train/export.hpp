@@ -9,6 +9,7 @@
 // 0 one at a time (zero::ModelState::gather_unit), so no rank ever holds the whole model under
 // ZeRO-3.
 #include <filesystem>
+#include <span>
 #include <string>
 
 #include "autotrain/config/training_params.hpp"
@@ -25,6 +26,14 @@ namespace autotrain::train {
 void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                   const config::TrainingParams& params, const std::filesystem::path& dir,
                   const std::filesystem::path& base_folder = {});
+
+// Not collective: export_model's folder for a model whose whole flat buffer `values` (of
+// `layout`, world size 1) this process holds (`autotrain tools merge-llm-adapter`). Returns the
+// weight files' summary.
+std::string export_model_values(const model::ParamLayout& layout, std::span<const float> values,
+                                const config::TrainingParams& params,
+                                const std::filesystem::path& dir,
+                                const std::filesystem::path& base_folder);
 
 // With peft (train/lora.hpp), collective: a PEFT adapter folder (adapter_model.safetensors,
 // adapter_config.json naming base_folder, the tokenizer files) in `dir`.

@@ -31,6 +31,10 @@ struct GenerateOptions {
   double temperature = 1.0;  // 0 = greedy
   int top_k = 50;            // 0 = the whole vocabulary
   std::uint64_t seed = 42;
+  // The tokenizer's prefix (Llama 2's <s>) before the prompt, as a document starts; false for a
+  // prompt a chat template rendered, which writes its own (apply_chat_template's tokens).
+  bool document_prefix = true;
+  std::vector<std::int32_t> stop_tokens;  // beside the tokenizer's: a chat template's turn end
   // Where the model runs (resolved, as choose_generate_device returns it) and, on the GPU, its
   // compute precision. The sampling above is the same code on both devices.
   Device device = Device::cpu;
@@ -40,11 +44,12 @@ struct GenerateOptions {
 struct Generated {
   std::string text;             // the continuation only (the prompt excluded)
   int new_tokens = 0;           // tokens in `text`
-  bool stopped_at_end = false;  // the model produced one of the tokenizer's stop tokens
+  bool stopped_at_end = false;  // the model produced one of the stop tokens
 };
 
 // Samples a continuation of options.prompt; stops at any of the tokenizer's stop tokens (the
-// end-of-text token, generation_config.json's eos ids) or after max_new_tokens. Each new token
+// end-of-text token, generation_config.json's eos ids) and options.stop_tokens, or after
+// max_new_tokens. Each new token
 // runs one position through the model with a key/value cache, on the CPU and on a GPU. When the
 // window reaches n_positions it restarts from the last half of it, on both devices.
 Generated generate(const LoadedModel& loaded, const GenerateOptions& options);

@@ -27,6 +27,9 @@ struct LoraModel {
   model::ParamLayout adapters;  // the trainable layout, padded for the world
   model::LoraAdapters lora;
   std::unique_ptr<model::ParamSource> weights;  // the base's: pretrained, or from the seed
+  // adapter_config.json's base_model_name_or_path (config::peft_base_name): the Hub id when the
+  // base came by Hub id; "" = the folder export_adapter is given.
+  std::string base_model_name;
 
   // Layouts only (weights null): for the dry run, export and checkpoints.
   LoraModel(const model::ModelConfig& config, const model::LoraOptions& options, int world_size);
