@@ -109,6 +109,9 @@ LlmCommand parse_llm_command(std::vector<std::string> args) {
   } else if (command.num_gpus > 0) {
     command.train_args.insert(command.train_args.end(),
                               {"--num-gpus-per-node", std::to_string(command.num_gpus)});
+    // GPUs were asked for: too few visible for the node's ranks is an error, not a CPU run.
+    if (flag_value(args, "device").empty())
+      command.train_args.insert(command.train_args.end(), {"--device", "cuda"});
   }
   return command;
 }

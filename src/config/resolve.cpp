@@ -306,15 +306,18 @@ void validate_for_world(const TrainingParams& params, int world_size) {
 }
 
 void validate_for_topology(const TrainingParams& params, const Topology& topology) {
+  // First, as it names the node's ranks and GPUs (autotrain llm --num-gpus N sets it).
+  if (params.num_gpus_per_node > 0 && params.num_gpus_per_node != topology.local_world_size) {
+    throw Error(cat("num_gpus_per_node ", params.num_gpus_per_node,
+                    " (what autotrain llm --num-gpus sets under a launcher) asks for ",
+                    params.num_gpus_per_node, " rank(s) per node, but ", topology.launcher,
+                    " started ", topology.local_world_size, " rank(s) on node ", topology.node_rank,
+                    " (", topology.hostname, "), which sees ", topology.visible_gpus, " GPU(s)"));
+  }
   validate_for_world(params, topology.world_size);
   if (params.num_nodes > 0 && params.num_nodes != topology.num_nodes) {
     throw Error(cat("num_nodes ", params.num_nodes, " is in the config, but ", topology.launcher,
                     " started the job on ", topology.num_nodes, " node(s)"));
-  }
-  if (params.num_gpus_per_node > 0 && params.num_gpus_per_node != topology.local_world_size) {
-    throw Error(cat("num_gpus_per_node ", params.num_gpus_per_node, " is in the config, but ",
-                    topology.launcher, " started ", topology.local_world_size, " rank(s) on node ",
-                    topology.node_rank, " (", topology.hostname, ")"));
   }
 }
 

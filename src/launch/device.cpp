@@ -22,8 +22,8 @@ int choose_device(const DeviceRequest& request) {
                                   ? std::string("CUDA_VISIBLE_DEVICES unset")
                                   : cat("CUDA_VISIBLE_DEVICES=", request.cuda_visible_devices);
   if (request.visible_gpus <= 0) {
-    AT_CHECK(!request.want_gpu, where, ": a GPU communicator was requested but no GPU is visible (",
-             visible, "); use comm_backend gloo or mpi on CPUs, or run on GPU nodes");
+    AT_CHECK(!request.want_gpu, where, ": a GPU was requested (device cuda or comm_backend nccl) but no GPU is visible (",
+             visible, "); use device cpu with comm_backend gloo or mpi, or run on GPU nodes");
     return -1;
   }
   if (request.per_rank_visibility) return 0;

@@ -49,7 +49,7 @@ ModelGroup::ModelGroup(const config::TrainCommandLine& command_line, MPI_Comm wo
     const CollectiveDeadline deadline("topology discovery of the job");
     DiscoverOptions discover;
     discover.master_port = static_cast<int>(plan_.base.master_port);
-    discover.want_gpu = plan_.base.comm_backend == "nccl";
+    discover.want_gpu = plan_.base.comm_backend == "nccl" || plan_.base.device == "cuda";
     job_ = discover_topology(world, discover);
   }
   {

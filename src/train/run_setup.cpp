@@ -276,7 +276,8 @@ void discover_run_topology(RunSetup& setup, const RunRanks& ranks) {
   const auto& params = setup.params();
   DiscoverOptions discover;
   discover.master_port = static_cast<int>(params.master_port);
-  discover.want_gpu = params.comm_backend == "nccl";  // device cuda is checked below
+  // Too few GPUs for the node's ranks is an error naming them (and CUDA_VISIBLE_DEVICES).
+  discover.want_gpu = params.comm_backend == "nccl" || params.device == "cuda";
   discover.job = ranks.job;
   {
     const CollectiveDeadline deadline("topology discovery");

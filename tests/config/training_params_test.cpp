@@ -303,9 +303,11 @@ TEST(ValidateForWorld, TopologyMustMatchTheConfig) {
                        "node(s)"));
   TrainingParams per_node;
   per_node.num_gpus_per_node = 2;
+  topology.visible_gpus = 4;
+  topology.hostname = "n1";
   EXPECT_TRUE(contains(error_message([&] { validate_for_topology(per_node, topology); }),
-                       "num_gpus_per_node 2 is in the config, but mpirun (Open MPI) started 4 "
-                       "rank(s) on node 0"));
+                       "asks for 2 rank(s) per node, but mpirun (Open MPI) started 4 rank(s) on "
+                       "node 0 (n1), which sees 4 GPU(s)"));
   per_node.num_gpus_per_node = 4;
   EXPECT_NO_THROW(validate_for_topology(per_node, topology));
 }

@@ -106,7 +106,33 @@ void give_block(State& s, void* p, std::size_t rounded) {
   s.freed_bytes += rounded;
 }
 
-// AUTOTRAIN_CUDA_EMU_DEVICES: how many devices cudaGetDeviceCount reports.
+// CUDA_VISIBLE_DEVICES over `installed` devices, as the CUDA runtime reads it: the devices of
+// the comma-separated ordinals up to the first that is not one of them (a UUID, a repeat, an id
+// past the last); set but empty = none.
+int visible_devices(int installed) {
+  const char* value = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (value == nullptr) return installed;
+  std::vector<bool> seen(static_cast<size_t>(installed), false);
+  int visible = 0;
+  const std::string text = value;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    char* end = nullptr;
+    const long ordinal = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || ordinal < 0 || ordinal >= installed ||
+        seen[static_cast<size_t>(ordinal)])
+      break;
+    seen[static_cast<size_t>(ordinal)] = true;
+    ++visible;
+    start = comma + 1;
+  }
+  return visible;
+}
+
+// AUTOTRAIN_CUDA_EMU_DEVICES: how many devices the node has; cudaGetDeviceCount reports those
+// CUDA_VISIBLE_DEVICES leaves visible.
 int device_count() {
   static const int count = [] {
     const char* value = std::getenv("AUTOTRAIN_CUDA_EMU_DEVICES");
@@ -115,7 +141,7 @@ int device_count() {
     if (text.size() != 1 || text[0] < '0' || text[0] > '0' + kMaxDevices)
       fail("AUTOTRAIN_CUDA_EMU_DEVICES = '" + text + "': expected a device count from 0 to " +
            std::to_string(kMaxDevices));
-    return text[0] - '0';
+    return visible_devices(text[0] - '0');
   }();
   return count;
 }
