@@ -16,11 +16,26 @@ namespace fs = std::filesystem;
 
 // Keys about where and how accelerate starts processes: the launcher (mpirun, srun) does that.
 constexpr std::string_view kLauncherKeys[] = {
-    "compute_environment", "machine_rank",  "main_training_function", "same_network",
-    "rdzv_backend",        "debug",         "enable_cpu_affinity",    "tpu_env",
-    "tpu_use_cluster",     "tpu_use_sudo",  "tpu_name",               "tpu_zone",
-    "commands",            "command_file",  "mpirun_config",          "ipex_config",
-    "main_process_ip",     "downcast_bf16", "dynamo_config",          "num_cpu_threads_per_process",
+    "compute_environment",
+    "machine_rank",
+    "main_training_function",
+    "same_network",
+    "rdzv_backend",
+    "debug",
+    "enable_cpu_affinity",
+    "tpu_env",
+    "tpu_use_cluster",
+    "tpu_use_sudo",
+    "tpu_name",
+    "tpu_zone",
+    "commands",
+    "command_file",
+    "mpirun_config",
+    "ipex_config",
+    "main_process_ip",
+    "downcast_bf16",
+    "dynamo_config",
+    "num_cpu_threads_per_process",
 };
 
 constexpr std::string_view kDeepSpeedTuning[] = {"offload_optimizer_nvme_path",
@@ -70,8 +85,9 @@ class AccelerateReader {
     } else if (key == "gpu_ids") {
       if (text != "all" && !text.empty()) {
         out_.refuse(file_, key,
-                    cat("'", text, "': each rank takes the GPU its local rank names among those "
-                                   "CUDA_VISIBLE_DEVICES shows; export CUDA_VISIBLE_DEVICES=",
+                    cat("'", text,
+                        "': each rank takes the GPU its local rank names among those "
+                        "CUDA_VISIBLE_DEVICES shows; export CUDA_VISIBLE_DEVICES=",
                         text, " instead"));
       }
     } else if (key == "deepspeed_config") {
@@ -119,8 +135,8 @@ class AccelerateReader {
     const long long nodes = machines.empty() ? 1 : std::atoll(machines.c_str());
     if (processes <= 0 || nodes <= 0 || processes % nodes != 0) {
       out_.refuse(file_, "num_processes",
-                  cat("expected a count of ranks that num_machines (", machines.empty() ? "1" : machines,
-                      ") divides, got '", total, "'"));
+                  cat("expected a count of ranks that num_machines (",
+                      machines.empty() ? "1" : machines, ") divides, got '", total, "'"));
       return;
     }
     out_.set(file_, "num_processes", "num_gpus_per_node", cat(processes / nodes));
@@ -149,8 +165,9 @@ class AccelerateReader {
         out_.note(file_, at, "used with NVMe offload, which is not implemented yet");
       } else if (key == "deepspeed_hostfile" || key == "deepspeed_inclusion_filter" ||
                  key == "deepspeed_exclusion_filter") {
-        out_.refuse(file_, at, "the nodes are those of the Slurm allocation or mpirun's "
-                               "--hostfile (autotrain launch)");
+        out_.refuse(file_, at,
+                    "the nodes are those of the Slurm allocation or mpirun's "
+                    "--hostfile (autotrain launch)");
       } else {
         out_.refuse(file_, at, "not a deepspeed_config key autotrain knows");
       }

@@ -37,11 +37,22 @@ constexpr std::string_view kZeroTuning[] = {
 
 // Top-level keys that only observe or tune the run.
 constexpr std::string_view kHarmless[] = {
-    "steps_per_print",   "wall_clock_breakdown", "dump_state",
-    "flops_profiler",    "memory_breakdown",     "zero_allow_untested_optimizer",
-    "prescale_gradients", "gradient_predivide_factor", "communication_data_type",
-    "zero_force_ds_cpu_optimizer", "activation_checkpointing", "aio", "checkpoint",
-    "comms_logger",      "autotuning",           "seq_parallel_communication_data_type",
+    "steps_per_print",
+    "wall_clock_breakdown",
+    "dump_state",
+    "flops_profiler",
+    "memory_breakdown",
+    "zero_allow_untested_optimizer",
+    "prescale_gradients",
+    "gradient_predivide_factor",
+    "communication_data_type",
+    "zero_force_ds_cpu_optimizer",
+    "activation_checkpointing",
+    "aio",
+    "checkpoint",
+    "comms_logger",
+    "autotuning",
+    "seq_parallel_communication_data_type",
 };
 
 // Top-level features that change training and that autotrain does not have.
@@ -52,13 +63,16 @@ constexpr std::pair<std::string_view, std::string_view> kRefusedFeatures[] = {
     {"compression_training", "compression training is not implemented"},
     {"curriculum_learning", "curriculum learning is not implemented"},
     {"data_efficiency", "data efficiency (curriculum, random-LTD) is not implemented"},
-    {"elasticity", "elastic batch sizes are not implemented: global_batch_size keeps the batch "
-                   "on any world size"},
+    {"elasticity",
+     "elastic batch sizes are not implemented: global_batch_size keeps the batch "
+     "on any world size"},
     {"sparse_gradients", "sparse gradients are not implemented"},
-    {"wandb", "Weights & Biases is not written: metrics go to metrics.jsonl and, with log "
-              "tensorboard, TensorBoard"},
-    {"comet", "Comet is not written: metrics go to metrics.jsonl and, with log tensorboard, "
-              "TensorBoard"},
+    {"wandb",
+     "Weights & Biases is not written: metrics go to metrics.jsonl and, with log "
+     "tensorboard, TensorBoard"},
+    {"comet",
+     "Comet is not written: metrics go to metrics.jsonl and, with log tensorboard, "
+     "TensorBoard"},
     {"csv_monitor", "DeepSpeed's CSV monitor is not written: metrics go to metrics.jsonl"},
 };
 
@@ -66,7 +80,9 @@ bool listed(std::string_view key, std::span<const std::string_view> list) {
   return std::find(list.begin(), list.end(), key) != list.end();
 }
 
-bool is_auto(const json& value) { return value.is_string() && value.get<std::string>() == "auto"; }
+bool is_auto(const json& value) {
+  return value.is_string() && value.get<std::string>() == "auto";
+}
 
 // A section's "enabled" (absent = false, as DeepSpeed reads it; "auto" stays "auto").
 json enabled_of(const json& section) {
@@ -136,10 +152,17 @@ class DeepSpeedReader {
       }
       return;
     }
-    std::vector<std::string> known = {"train_batch_size", "train_micro_batch_size_per_gpu",
-                                      "gradient_accumulation_steps", "gradient_clipping",
-                                      "zero_optimization", "optimizer", "scheduler", "bf16",
-                                      "fp16", "tensorboard", "data_types"};
+    std::vector<std::string> known = {"train_batch_size",
+                                      "train_micro_batch_size_per_gpu",
+                                      "gradient_accumulation_steps",
+                                      "gradient_clipping",
+                                      "zero_optimization",
+                                      "optimizer",
+                                      "scheduler",
+                                      "bf16",
+                                      "fp16",
+                                      "tensorboard",
+                                      "data_types"};
     for (const std::string_view name : kHarmless) known.emplace_back(name);
     out_.refuse(file_, key,
                 cat("not a DeepSpeed key autotrain knows", did_you_mean(key, known),
@@ -178,13 +201,16 @@ class DeepSpeedReader {
         if (value == true) offload("offload_optimizer", json{{"device", "cpu"}}, at);
       } else if (key == "zero_hpz_partition_size" || key == "mics_shard_size") {
         if (value.is_number() && value.get<double>() > 1) {
-          out_.refuse(file_, at, "ZeRO++ and MiCS partitions are not implemented: ZeRO shards "
-                                 "over every rank");
+          out_.refuse(file_, at,
+                      "ZeRO++ and MiCS partitions are not implemented: ZeRO shards "
+                      "over every rank");
         }
       } else if (key == "zero_quantized_weights" || key == "zero_quantized_gradients") {
-        if (value == true) out_.refuse(file_, at, "ZeRO++ quantized communication is not implemented");
+        if (value == true)
+          out_.refuse(file_, at, "ZeRO++ quantized communication is not implemented");
       } else if (listed(key, kZeroTuning)) {
-        out_.note(file_, at, "a ZeRO tuning knob; autotrain's engine buckets and overlaps its own way");
+        out_.note(file_, at,
+                  "a ZeRO tuning knob; autotrain's engine buckets and overlaps its own way");
       } else {
         out_.refuse(file_, at, "not a zero_optimization key autotrain knows");
       }
@@ -215,8 +241,9 @@ class DeepSpeedReader {
     const std::string type = section.value("type", std::string("AdamW"));
     if (lower(type) != "adam" && lower(type) != "adamw") {
       out_.refuse(file_, "optimizer.type",
-                  cat("'", type, "' is not offered: autotrain's optimizers are AdamW and SGD "
-                                 "(use \"AdamW\", or optimizer: sgd in the YAML)"));
+                  cat("'", type,
+                      "' is not offered: autotrain's optimizers are AdamW and SGD "
+                      "(use \"AdamW\", or optimizer: sgd in the YAML)"));
       return;
     }
     out_.set(file_, "optimizer.type", "optimizer", "adamw");
@@ -246,18 +273,20 @@ class DeepSpeedReader {
         out_.set(file_, at, "adam_beta2", value[1].dump());
       } else if (key == "adam_w_mode" || key == "bias_correction") {
         if (value == false) {
-          out_.refuse(file_, at, key == "adam_w_mode"
-                                     ? "Adam with L2 regularisation is not offered: autotrain's "
-                                       "AdamW decays the weights decoupled (adam_w_mode true)"
-                                     : "Adam without bias correction is not offered");
+          out_.refuse(file_, at,
+                      key == "adam_w_mode"
+                          ? "Adam with L2 regularisation is not offered: autotrain's "
+                            "AdamW decays the weights decoupled (adam_w_mode true)"
+                          : "Adam without bias correction is not offered");
         }
       } else if (key == "amsgrad") {
         if (value == true) out_.refuse(file_, at, "AMSGrad is not offered");
       } else if (key == "torch_adam" || key == "fused") {
         out_.note(file_, at, "autotrain runs its own AdamW kernels");
       } else {
-        out_.refuse(file_, at, "not an Adam parameter autotrain knows (lr, betas, eps, "
-                               "weight_decay)");
+        out_.refuse(file_, at,
+                    "not an Adam parameter autotrain knows (lr, betas, eps, "
+                    "weight_decay)");
       }
     }
   }
@@ -276,8 +305,9 @@ class DeepSpeedReader {
                                     [&](const auto& entry) { return entry.first == type; });
     if (known == std::end(kTypes)) {
       out_.refuse(file_, "scheduler.type",
-                  cat("'", type, "' is not offered: WarmupLR, WarmupDecayLR and WarmupCosineLR "
-                                 "are (or a scheduler of transformers' in the YAML)"));
+                  cat("'", type,
+                      "' is not offered: WarmupLR, WarmupDecayLR and WarmupCosineLR "
+                      "are (or a scheduler of transformers' in the YAML)"));
       return;
     }
     out_.set(file_, "scheduler.type", "scheduler", std::string(known->second));
@@ -306,8 +336,9 @@ class DeepSpeedReader {
       if (value.is_string()) out_.set(file_, at, "warmup_type", value.get<std::string>());
     } else if (key == "warmup_min_lr" || key == "warmup_min_ratio") {
       if (!is_auto(value) && !(value.is_number() && value.get<double>() == 0.0)) {
-        out_.refuse(file_, at, cat("expected 0 or \"auto\", got ", value.dump(),
-                                   ": autotrain's warmup starts from a learning rate of 0"));
+        out_.refuse(file_, at,
+                    cat("expected 0 or \"auto\", got ", value.dump(),
+                        ": autotrain's warmup starts from a learning rate of 0"));
       }
     } else if (key == "last_batch_iteration") {
       out_.note(file_, at, "a resumed run continues its schedule from the checkpoint's step");
@@ -341,11 +372,13 @@ class DeepSpeedReader {
       if (key == "enabled" || key == "auto_cast") continue;
       const std::string at = "fp16." + key;
       if (key == "loss_scale" && item.value().is_number() && item.value().get<double>() != 0.0) {
-        out_.refuse(file_, at, "a static loss scale is not offered: fp16 scales the loss "
-                               "dynamically (loss_scale 0)");
+        out_.refuse(file_, at,
+                    "a static loss scale is not offered: fp16 scales the loss "
+                    "dynamically (loss_scale 0)");
       } else {
-        out_.note(file_, at, "fp16's dynamic loss scale follows PyTorch's GradScaler (2^16, "
-                             "halved on overflow, doubled after 2000 clean steps)");
+        out_.note(file_, at,
+                  "fp16's dynamic loss scale follows PyTorch's GradScaler (2^16, "
+                  "halved on overflow, doubled after 2000 clean steps)");
       }
     }
   }

@@ -27,8 +27,8 @@ void apply_file_settings(ResolvedParams& resolved, const ResolvedParams& beneath
     }
     const auto [earlier, first] = chosen.try_emplace(setting.name, value, setting.source());
     if (!first && earlier->second.first != value) {
-      errors.push_back(cat(setting.name, ": ", setting.source(), " gives ",
-                           format_value(value), " but ", earlier->second.second, " gives ",
+      errors.push_back(cat(setting.name, ": ", setting.source(), " gives ", format_value(value),
+                           " but ", earlier->second.second, " gives ",
                            format_value(earlier->second.first), "; make them agree"));
     }
   }

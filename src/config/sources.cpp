@@ -20,6 +20,41 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// The parameter whose value is a JSON object of keywords (a mapping in YAML).
+constexpr std::string_view kKeywordsParam = "lr_scheduler_kwargs";
+
+// A YAML mapping of scalars as a JSON object: numbers and booleans typed as YAML 1.2 reads them.
+std::string yaml_mapping_as_json(const YAML::Node& mapping, const Where& where) {
+  json out = json::object();
+  for (const auto& entry : mapping) {
+    const std::string key = entry.first.as<std::string>();
+    if (!entry.second.IsScalar()) {
+      throw Error(where.message(cat("'", key, "': expected a number, a string or true/false")));
+    }
+    const std::string text = entry.second.Scalar();
+    try {
+      size_t used = 0;
+      const long long integer = std::stoll(text, &used);
+      if (used == text.size()) {
+        out[key] = integer;
+        continue;
+      }
+      const double number = std::stod(text, &used);
+      if (used == text.size()) {
+        out[key] = number;
+        continue;
+      }
+    } catch (const std::exception&) {
+    }
+    if (text == "true" || text == "false") {
+      out[key] = text == "true";
+    } else {
+      out[key] = text;
+    }
+  }
+  return out.dump();
+}
+
 // Finds the parameter `name`, or explains why there is none. Returns nullptr for a foreign key
 // that is ignored (after adding a note): a harmless one, or one whose `value` (as written)
 // leaves its feature off.
@@ -100,6 +135,9 @@ ParamValue from_json(const ParamSpec& spec, const json& value, const Where& wher
     case ParamType::string:
       // AutoTrain writes None as null (valid_split, mixed_precision, distributed_backend).
       if (value.is_null()) return check_value(spec, std::string(), where);
+      if (value.is_object() && spec.name == kKeywordsParam) {
+        return check_value(spec, value.dump(), where);
+      }
       if (!value.is_string()) throw wrong_type("a string");
       return check_value(spec, value.get<std::string>(), where);
   }
@@ -165,8 +203,8 @@ class YamlReader {
                       describe_yaml(root)));
     }
     static const std::vector<std::string> kTopKeys = {
-        "task",        "base_model", "project_name", "data", "params",
-        "distributed", "log",        "backend",      "hub",  "sweep", "deepspeed"};
+        "task", "base_model", "project_name", "data",  "params",   "distributed",
+        "log",  "backend",    "hub",          "sweep", "deepspeed"};
     Problems problems;
     for (const auto& entry : root) {
       problems.check([&] {
@@ -315,6 +353,8 @@ class YamlReader {
         throw Error(at.message(cat("expected ", expected_type(spec.type()), ", got null")));
       }
       parsed = check_value(spec, std::string(), at);
+    } else if (value.IsMap() && spec.name == kKeywordsParam) {
+      parsed = check_value(spec, yaml_mapping_as_json(value, at), at);
     } else if (!value.IsScalar()) {
       throw Error(
           at.message(cat("expected ", expected_type(spec.type()), ", got ", describe_yaml(value))));

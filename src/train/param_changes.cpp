@@ -25,8 +25,9 @@ constexpr std::string_view kRefused[] = {
 
 // The optimisation itself: allowed, but only when asked for.
 constexpr std::string_view kNeedsFlag[] = {
-    "lr",           "scheduler",   "min_lr_rate", "warmup_ratio", "warmup_steps", "warmup_type",
-    "weight_decay", "adam_beta1",  "adam_beta2",  "adam_epsilon", "max_grad_norm"};
+    "lr",           "scheduler",    "min_lr_rate",  "lr_scheduler_kwargs",
+    "warmup_ratio", "warmup_steps", "warmup_type",  "weight_decay",
+    "adam_beta1",   "adam_beta2",   "adam_epsilon", "max_grad_norm"};
 
 bool listed(std::string_view name, std::span<const std::string_view> list) {
   return std::find(list.begin(), list.end(), name) != list.end();

@@ -297,6 +297,7 @@ void resolve_for_world(RunSetup& setup, const RunRanks& ranks) {
     config::derive_for_world(setup.resolved, setup.topology.world_size);
     // num_nodes and num_gpus_per_node describe the job, also when it trains several models.
     config::validate_for_topology(params, ranks.job ? *ranks.job : setup.topology);
+    (void)lr_schedule(params, 1);  // lr_scheduler_kwargs fit the scheduler (also in --dry-run)
     setup.comm_backend = resolve_comm_backend(
         parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
     choose_device_and_precision(setup);
@@ -431,8 +432,10 @@ zero::EngineOptions engine_options(const RunSetup& setup) {
 
 LrSchedule lr_schedule(const config::TrainingParams& params, long long total_steps) {
   const WarmupShape warmup{params.warmup_ratio, params.warmup_steps, params.warmup_type == "log"};
-  return LrSchedule(parse_schedule(params.scheduler, "scheduler"), params.lr, total_steps, warmup,
-                    params.min_lr_rate);
+  const ScheduleKind kind = parse_schedule(params.scheduler, "scheduler");
+  return LrSchedule(
+      kind, params.lr, total_steps, warmup, params.min_lr_rate,
+      parse_scheduler_kwargs(kind, params.lr_scheduler_kwargs, "lr_scheduler_kwargs"));
 }
 
 std::string render_plan(const RunSetup& setup, const std::string& checks) {

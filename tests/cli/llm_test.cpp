@@ -26,7 +26,8 @@ TEST(Llm, TakesTheRankCountsOut) {
   const LlmCommand gpus = parse_llm_command({"--train", "--num_gpus", "4", "--lr", "1"});
   EXPECT_EQ(gpus.num_gpus, 4);
   // Under a launcher, N is checked against the job's ranks on the node.
-  EXPECT_EQ(gpus.train_args, (Words{"train", "--lr", "1", "--num-gpus-per-node", "4"}));
+  EXPECT_EQ(gpus.train_args,
+            (Words{"train", "--lr", "1", "--num-gpus-per-node", "4", "--device", "cuda"}));
   const LlmCommand cpu = parse_llm_command({"--train", "--num-gpus=0"});
   EXPECT_EQ(cpu.train_args, (Words{"train", "--device", "cpu"}));
   const LlmCommand processes = parse_llm_command({"--num-processes", "2", "--train"});

@@ -88,8 +88,7 @@ TEST(DeepSpeedConfig, FlagsAndYamlOverrideItWithANote) {
   write_file(dir / "c.yaml", "deepspeed: " + (dir / "ds.json").string() +
                                  "\nparams:\n  gradient_accumulation: 5\n");
   write_file(dir / "p.json", R"({"batch_size": 9, "seed": 3})");
-  const ResolvedParams resolved =
-      load({{"lr", "--lr", "1e-3"}}, dir / "c.yaml", dir / "p.json");
+  const ResolvedParams resolved = load({{"lr", "--lr", "1e-3"}}, dir / "c.yaml", dir / "p.json");
   EXPECT_EQ(resolved.params.lr, 1e-3);
   EXPECT_EQ(resolved.params.gradient_accumulation, 5);
   EXPECT_EQ(resolved.params.batch_size, 4);  // the DeepSpeed config beats training_params.json
@@ -110,18 +109,21 @@ TEST(DeepSpeedConfig, ReportsEveryRefusedKeyAtOnce) {
       "fp16": {"enabled": true, "loss_scale": 128}, "pipeline": {"stages": 2},
       "train_micro_batch_size_per_gpu": "four", "zero_optimisation": {},
       "bf16": {"enabled": false}})");
-  const std::string message =
-      error_message([&] { load({{"deepspeed", "--deepspeed", (dir / "ds.json").string()}}); });
+  const std::string message = error_message([&] {
+    load({{"deepspeed", "--deepspeed", (dir / "ds.json").string()}});
+  });
   for (const char* part :
        {"zero_optimization.offload_optimizer.device: device cpu: ZeRO-Offload", "stage3_magic",
-        "optimizer.type: 'Lamb'", "scheduler.type: 'OneCycle'", "fp16.loss_scale", "pipeline:",
-        "train_micro_batch_size_per_gpu: expected a number",
+        "optimizer.type: 'Lamb'", "scheduler.type: 'OneCycle'", "fp16.loss_scale",
+        "pipeline:", "train_micro_batch_size_per_gpu: expected a number",
         "zero_optimisation: not a DeepSpeed key autotrain knows (did you mean "
         "'zero_optimization'?)",
         "ds.json"}) {
     EXPECT_TRUE(contains(message, part)) << part;
   }
-  EXPECT_TRUE(contains(error_message([&] { load({{"deepspeed", "--deepspeed", "/no/ds.json"}}); }),
+  EXPECT_TRUE(contains(error_message([&] {
+                         load({{"deepspeed", "--deepspeed", "/no/ds.json"}});
+                       }),
                        "'/no/ds.json': no such file"));
 }
 

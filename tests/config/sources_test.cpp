@@ -339,3 +339,33 @@ TEST(DryRunTable, ListsEveryParameterWithValueAndSource) {
 
 }  // namespace
 }  // namespace autotrain::config
+
+namespace autotrain::config {
+namespace {
+
+// transformers' lr_scheduler_kwargs: a mapping in YAML, an object in JSON, text on the command
+// line; all three hold the same JSON object.
+TEST(SchedulerKwargs, MappingObjectAndTextAreTheSameKeywords) {
+  using autotrain::testing::TempDir;
+  using autotrain::testing::write_file;
+  TempDir dir;
+  write_file(dir / "c.yaml",
+             "params:\n  lr_scheduler_kwargs: {num_decay_steps: 4, decay_type: linear, "
+             "min_lr_ratio: 0.1, fast: true}\n");
+  write_file(dir / "p.json",
+             R"({"lr_scheduler_kwargs": {"num_decay_steps": 4, "decay_type": "linear",
+                 "min_lr_ratio": 0.1, "fast": true}})");
+  const std::string want =
+      R"({"decay_type":"linear","fast":true,"min_lr_ratio":0.1,"num_decay_steps":4})";
+  EXPECT_EQ(load_params({dir / "c.yaml", {}, {}}, model::folder_shape).params.lr_scheduler_kwargs,
+            want);
+  EXPECT_EQ(load_params({{}, dir / "p.json", {}}, model::folder_shape).params.lr_scheduler_kwargs,
+            want);
+  EXPECT_EQ(load_params({{}, {}, {{"lr_scheduler_kwargs", "--lr-scheduler-kwargs", want}}},
+                        model::folder_shape)
+                .params.lr_scheduler_kwargs,
+            want);
+}
+
+}  // namespace
+}  // namespace autotrain::config

@@ -121,7 +121,7 @@ TEST(TrainingParams, RejectsUnknownChoiceWithSuggestionAndTheList) {
                        }),
                        "expected "
                        "linear|cosine|cosine_with_restarts|polynomial|constant|constant_with_"
-                       "warmup|inverse_sqrt|cosine_with_min_lr, got 'step'"));
+                       "warmup|inverse_sqrt|cosine_with_min_lr|warmup_stable_decay, got 'step'"));
 }
 
 TEST(TrainingParams, ProjectNameFollowsAutoTrainRule) {

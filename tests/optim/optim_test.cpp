@@ -152,6 +152,59 @@ TEST(Schedule, WarmupStepsAndDeepSpeedsLogRamp) {
   EXPECT_DOUBLE_EQ(cold.lr(0), 1.0);  // warmup_steps 0: no warmup
 }
 
+// transformers' get_wsd_schedule: warmup (shaped), the peak, the decay to min_lr_ratio, then
+// the floor; our warmup one step ahead as the other schedules'.
+TEST(Schedule, WarmupStableDecayAsTransformersDefinesIt) {
+  const double lr = 2e-3;
+  StableDecay wsd = parse_scheduler_kwargs(
+      ScheduleKind::warmup_stable_decay,
+      R"({"num_decay_steps": 8, "min_lr_ratio": 0.1, "warmup_type": "1-sqrt"})", "kwargs");
+  EXPECT_EQ(wsd.decay_type, "cosine");
+  EXPECT_EQ(wsd.stable_steps, -1);
+  // 40 steps: warmup 4, stable 40 - 4 - 8 = 28, decay 8.
+  const LrSchedule schedule(ScheduleKind::warmup_stable_decay, lr, 40, WarmupShape{0.1}, 0.0, wsd);
+  EXPECT_NEAR(schedule.lr(0), lr * (0.1 + 0.9 * (1 - std::sqrt(1 - 0.25))), 1e-15);
+  EXPECT_DOUBLE_EQ(schedule.lr(3), lr);
+  EXPECT_DOUBLE_EQ(schedule.lr(31), lr);
+  EXPECT_NEAR(schedule.lr(34), lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 2.0 / 8))),
+              1e-15);
+  EXPECT_NEAR(schedule.lr(36), lr * (0.1 + 0.9 * 0.5), 1e-15);
+  EXPECT_NEAR(schedule.lr(39), lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 7.0 / 8))),
+              1e-15);
+  EXPECT_NEAR(schedule.lr(45), lr * 0.1, 1e-15);  // past the decay: the floor
+  wsd.stable_steps = 2;
+  wsd.decay_type = "linear";
+  const LrSchedule short_stable(ScheduleKind::warmup_stable_decay, lr, 40, WarmupShape{0.1}, 0.0,
+                                wsd);
+  EXPECT_NEAR(short_stable.lr(8), lr * (0.1 + 0.9 * (1 - 2.0 / 8)), 1e-15);
+  EXPECT_NEAR(short_stable.lr(20), lr * 0.1, 1e-15);
+}
+
+TEST(Schedule, SchedulerKwargsNameTheBadKey) {
+  const auto message = [](ScheduleKind kind, const char* text) {
+    try {
+      parse_scheduler_kwargs(kind, text, "lr_scheduler_kwargs");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  const auto wsd = ScheduleKind::warmup_stable_decay;
+  EXPECT_NE(message(wsd, "{}").find("needs num_decay_steps"), std::string::npos);
+  EXPECT_NE(message(wsd, R"({"num_decay_steps": -3})").find("num_decay_steps: expected a count"),
+            std::string::npos);
+  EXPECT_NE(message(wsd, R"({"num_decay_steps": 3, "decay_type": "exp"})")
+                .find("decay_type: expected linear, cosine or 1-sqrt"),
+            std::string::npos);
+  EXPECT_NE(
+      message(wsd, R"({"num_decay_steps": 3, "lr_end": 0})").find("'lr_end' is not a keyword"),
+      std::string::npos);
+  EXPECT_NE(message(wsd, "[1]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(message(ScheduleKind::cosine, R"({"num_cycles": 2})").find("only scheduler"),
+            std::string::npos);
+  EXPECT_EQ(message(ScheduleKind::cosine, ""), "no error");
+}
+
 TEST(Schedule, NamesTransformersSchedulersAndRefusesOthers) {
   EXPECT_EQ(parse_schedule("inverse_sqrt", "scheduler"), ScheduleKind::inverse_sqrt);
   try {
