@@ -24,8 +24,8 @@ Optimizer::Optimizer(const OptimizerSettings& settings, std::vector<ParamSegment
              ") is reversed");
     elements += segment.end - segment.begin;
   }
-  first_moment_.assign(elements, 0.0f);
-  if (settings_.kind == OptimizerKind::adamw) second_moment_.assign(elements, 0.0f);
+  first_moment_ = ZeroedFloats(elements);
+  if (settings_.kind == OptimizerKind::adamw) second_moment_ = ZeroedFloats(elements);
 }
 
 void Optimizer::step(std::span<float> params, std::span<const float> grads, size_t base, float lr,

@@ -16,6 +16,7 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/core/dtype.hpp"
+#include "autotrain/core/zeroed_floats.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
@@ -23,9 +24,9 @@ namespace autotrain::zero {
 // The CPU engine's memory: fp32 host vectors; a received part is used after the host waited.
 struct HostMemory {
   using Element = float;
-  using Buffer = std::vector<float>;
+  using Buffer = ZeroedFloats;  // resident once written: what is never used costs no memory
   static constexpr DType kDType = DType::fp32;
-  static Buffer allocate(std::size_t elements) { return Buffer(elements, 0.0f); }
+  static Buffer allocate(std::size_t elements) { return Buffer(elements); }
   static float* data(Buffer& buffer) { return buffer.data(); }
   static std::size_t bytes(const Buffer& buffer) { return buffer.size() * sizeof(float); }
   static void zero(float* data, std::size_t count);

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "autotrain/core/zeroed_floats.hpp"
+
 namespace autotrain {
 
 // A contiguous run [begin, end) of the flat buffer with one weight-decay setting.
@@ -56,8 +58,9 @@ class Optimizer {
  private:
   OptimizerSettings settings_;
   std::vector<ParamSegment> segments_;
-  std::vector<float> first_moment_;
-  std::vector<float> second_moment_;
+  // Zeros that become resident when a step first writes them (an export never does).
+  ZeroedFloats first_moment_;
+  ZeroedFloats second_moment_;
   long long steps_ = 0;
 };
 
