@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <new>
+
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -44,6 +46,12 @@ void choose_batch_size(RunSetup& setup, double memory_bytes, const std::string& 
             plan.describe(1), ")"));
   } catch (const Error& error) {
     failure = error.what();
+  } catch (const std::bad_alloc&) {
+    // The plan measures one sequence's activations on the model itself: not even they fit.
+    failure = cat("auto_find_batch_size: the activations of one sequence of block_size ",
+                  params.block_size, " cannot be allocated in ", memory_text,
+                  "; the model does not fit: make the model or block_size smaller, raise "
+                  "zero_stage or use more ranks");
   }
   agree_or_throw(failure.empty(), failure, setup.comm, "auto_find_batch_size");
   // Every rank takes the smallest fit of the ranks: each rank's plan then fits its memory.
