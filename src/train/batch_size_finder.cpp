@@ -28,6 +28,36 @@ BatchFit find_batch_size(int64_t per_rank_sequences, double budget_bytes,
                   "zero_stage or use more ranks"));
 }
 
+namespace {
+
+// This rank's plan and fit in `budget` bytes (kBatchMemoryFraction of `memory_text`); "" or why
+// nothing fits.
+std::string fit_on_this_rank(const RunSetup& setup, double budget, const std::string& memory_text,
+                             MemoryPlan& plan, BatchFit& fit) {
+  const auto& params = setup.params();
+  try {
+    AT_CHECK(budget > 0, "auto_find_batch_size: this rank has no memory known or left (",
+             memory_text, "); set batch_size and auto_find_batch_size: false");
+    plan = memory_plan(setup);
+    fit = find_batch_size(
+        params.batch_size * params.gradient_accumulation, budget,
+        [&plan](int64_t b) { return plan.bytes(b); },
+        cat(static_cast<int>(kBatchMemoryFraction * 100), "% of ", memory_text, " (",
+            plan.describe(1), ")"));
+    return {};
+  } catch (const Error& error) {
+    return error.what();
+  } catch (const std::bad_alloc&) {
+    // The plan measures one sequence's activations on the model itself: not even they fit.
+    return cat("auto_find_batch_size: the activations of one sequence of block_size ",
+               params.block_size, " cannot be allocated in ", memory_text,
+               "; the model does not fit: make the model or block_size smaller, raise "
+               "zero_stage or use more ranks");
+  }
+}
+
+}  // namespace
+
 void choose_batch_size(RunSetup& setup, double memory_bytes, const std::string& memory_text) {
   config::TrainingParams& params = setup.resolved.params;
   if (!params.auto_find_batch_size) return;
@@ -35,24 +65,7 @@ void choose_batch_size(RunSetup& setup, double memory_bytes, const std::string& 
   const double budget = kBatchMemoryFraction * memory_bytes;
   MemoryPlan plan;
   BatchFit fit;
-  std::string failure;
-  try {
-    AT_CHECK(memory_bytes > 0, "auto_find_batch_size: the memory of this rank is unknown (",
-             memory_text, "); set batch_size and auto_find_batch_size: false");
-    plan = memory_plan(setup);
-    fit = find_batch_size(
-        sequences, budget, [&plan](int64_t b) { return plan.bytes(b); },
-        cat(static_cast<int>(kBatchMemoryFraction * 100), "% of ", memory_text, " (",
-            plan.describe(1), ")"));
-  } catch (const Error& error) {
-    failure = error.what();
-  } catch (const std::bad_alloc&) {
-    // The plan measures one sequence's activations on the model itself: not even they fit.
-    failure = cat("auto_find_batch_size: the activations of one sequence of block_size ",
-                  params.block_size, " cannot be allocated in ", memory_text,
-                  "; the model does not fit: make the model or block_size smaller, raise "
-                  "zero_stage or use more ranks");
-  }
+  const std::string failure = fit_on_this_rank(setup, budget, memory_text, plan, fit);
   agree_or_throw(failure.empty(), failure, setup.comm, "auto_find_batch_size");
   // Every rank takes the smallest fit of the ranks: each rank's plan then fits its memory.
   long long chosen = fit.batch_size;
