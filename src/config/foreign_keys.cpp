@@ -32,9 +32,6 @@ constexpr ForeignKey kForeignKeys[] = {
      "Unsloth patches a Python model; autotrain's own CPU and CUDA kernels run either way"},
     {"use_flash_attention_2", true,
      "attention on GPUs runs autotrain's own flash kernels where they apply (docs/gpu.md)"},
-    {"auto_find_batch_size", false,
-     "finding the batch size by retrying is not supported: set batch_size (autotrain train "
-     "--dry-run shows the memory the plan needs); set auto_find_batch_size: false"},
     {"offload_optimizer_device", false,
      "ZeRO-Offload (the optimizer state in host memory or on NVMe) is not implemented yet; set "
      "offload_optimizer_device: none"},

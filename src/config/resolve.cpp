@@ -238,6 +238,12 @@ void derive_for_world(ResolvedParams& resolved, int world_size) {
   const int64_t global = params.global_batch_size;
   if (global <= 0) return;
   const int64_t world = world_size;
+  if (params.auto_find_batch_size && global % (params.batch_size * world) != 0 &&
+      global % world == 0) {
+    // auto_find_batch_size picks batch_size among the divisors of global / world (run_setup):
+    // a given batch_size that does not divide it is only its starting point.
+    params.batch_size = 1;
+  }
   const int64_t per_step = params.batch_size * world;
   if (global % per_step != 0) {
     // What would divide it: other batch sizes on this job, and the world sizes that fit.

@@ -5,22 +5,37 @@
 #include <fstream>
 #include <new>
 #include <sstream>
+#include <string_view>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 
 namespace autotrain {
 
-std::size_t peak_resident_bytes() {
+namespace {
+
+// A "Vm...:  123 kB" line of /proc/self/status in bytes; 0 when there is none.
+std::size_t status_bytes(std::string_view key) {
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream fields(line.substr(6));
+    if (line.rfind(key, 0) == 0) {
+      std::istringstream fields(line.substr(key.size()));
       std::size_t kib = 0;
       fields >> kib;
       return kib * 1024;
     }
   }
+  return 0;
+}
+
+}  // namespace
+
+std::size_t address_space_bytes() {
+  return status_bytes("VmSize:");
+}
+
+std::size_t peak_resident_bytes() {
+  if (const std::size_t peak = status_bytes("VmHWM:"); peak > 0) return peak;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // KiB on Linux

@@ -22,7 +22,8 @@ int choose_device(const DeviceRequest& request) {
                                   ? std::string("CUDA_VISIBLE_DEVICES unset")
                                   : cat("CUDA_VISIBLE_DEVICES=", request.cuda_visible_devices);
   if (request.visible_gpus <= 0) {
-    AT_CHECK(!request.want_gpu, where, ": a GPU was requested (device cuda or comm_backend nccl) but no GPU is visible (",
+    AT_CHECK(!request.want_gpu, where,
+             ": a GPU was requested (device cuda or comm_backend nccl) but no GPU is visible (",
              visible, "); use device cpu with comm_backend gloo or mpi, or run on GPU nodes");
     return -1;
   }
@@ -47,6 +48,19 @@ int visible_gpu_count() {
     return 0;
   }
   return count;
+#else
+  return 0;
+#endif
+}
+
+std::size_t gpu_memory_bytes([[maybe_unused]] int device) {
+#ifdef AUTOTRAIN_HAVE_CUDA
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error so later CUDA calls start clean
+    return 0;
+  }
+  return properties.totalGlobalMem;
 #else
   return 0;
 #endif

@@ -14,14 +14,17 @@
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
+#include "autotrain/core/memory_usage.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/launch/affinity.hpp"
+#include "autotrain/launch/device.hpp"
 #include "autotrain/launch/discover.hpp"
 #include "autotrain/model/family.hpp"
 #include "autotrain/model/folder.hpp"
+#include "autotrain/train/batch_size_finder.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -329,10 +332,35 @@ void agree_across_ranks(RunSetup& setup) {
   if (setup.device == Device::cpu) resolve_cpu_precision(setup, world);
 }
 
-// The threads per rank, a warning when a node's CPU ranks oversubscribe its cores, and whether
-// the threads and the model fit this rank's share of the node.
+// auto_find_batch_size: the micro-batch whose plan fits this rank's memory: its GPU's, or on
+// the CPU its share of the node's (or ulimit -v). Collective over setup.comm.
+void choose_batch_size_for_memory(RunSetup& setup) {
+  if (!setup.params().auto_find_batch_size) return;
+  if (setup.device == Device::cuda) {
+    const auto bytes = static_cast<double>(gpu_memory_bytes(setup.topology.device));
+    choose_batch_size(setup, bytes, cat(human_bytes(bytes), " on GPU ", setup.topology.device));
+    return;
+  }
+  const RankResources resources = rank_resources(setup.node_ranks);
+  if (!resources.memory_is_ulimit) {
+    choose_batch_size(setup, resources.memory_bytes, memory_text(resources, setup.node_ranks));
+    return;
+  }
+  // The limit counts the address space the process maps already (libraries, MPI, threads).
+  const double mapped = static_cast<double>(address_space_bytes());
+  const double left = std::max(0.0, resources.memory_bytes - mapped);
+  choose_batch_size(
+      setup, left,
+      cat(human_bytes(left), " of address space left under ulimit -v ",
+          human_bytes(resources.memory_bytes), " (", human_bytes(mapped), " mapped already)"));
+}
+
+// The threads per rank, a warning when a node's CPU ranks oversubscribe its cores, the
+// micro-batch of auto_find_batch_size, and whether the threads and the model fit this rank's
+// share of the node.
 void choose_and_check_threads(RunSetup& setup) {
   choose_threads(setup);
+  choose_batch_size_for_memory(setup);
   if (setup.device == Device::cpu && setup.topology.local_rank == 0) {
     const std::string warning = oversubscription_warning(
         setup.node_ranks, setup.threads,
@@ -463,7 +491,10 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << "  batch        " << params.batch_size << " sequences x " << params.block_size
       << " tokens per rank and micro-step; x " << params.gradient_accumulation << " accumulation x "
       << world << " ranks = " << global_batch << " sequences (" << global_batch * params.block_size
-      << " tokens) per optimizer step\n"
+      << " tokens) per optimizer step"
+      << (params.auto_find_batch_size ? "; batch_size from auto_find_batch_size (the largest that "
+                                        "fits the memory plan)\n"
+                                      : "\n")
       << "  activations  "
       << (params.disable_gradient_checkpointing
               ? "every block's kept for backward (disable_gradient_checkpointing true)\n"

@@ -46,7 +46,24 @@ struct CUevent_st {
 namespace cuda_emu {
 namespace {
 
-constexpr std::size_t kDeviceBytes = std::size_t{16} << 30;  // what cudaMemGetInfo reports
+// What cudaMemGetInfo and cudaGetDeviceProperties report: 16 GiB, or
+// AUTOTRAIN_CUDA_EMU_DEVICE_BYTES (a small device for the tests of auto_find_batch_size and of
+// running out of device memory).
+std::size_t device_bytes_from_environment() {
+  const char* value = std::getenv("AUTOTRAIN_CUDA_EMU_DEVICE_BYTES");
+  if (value == nullptr || *value == '\0') return std::size_t{16} << 30;
+  char* end = nullptr;
+  const unsigned long long bytes = std::strtoull(value, &end, 10);
+  if (*end != '\0' || bytes == 0) {
+    std::fprintf(stderr,
+                 "cuda-emu: AUTOTRAIN_CUDA_EMU_DEVICE_BYTES = '%s': expected a positive "
+                 "number of bytes\n",
+                 value);
+    std::abort();
+  }
+  return static_cast<std::size_t>(bytes);
+}
+const std::size_t kDeviceBytes = device_bytes_from_environment();
 constexpr int kMaxDevices = 8;  // one node of eight at most; every process emulates its own
 
 enum class Kind { device, pinned };

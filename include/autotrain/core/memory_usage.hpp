@@ -11,6 +11,10 @@ namespace autotrain {
 // where /proc is missing).
 std::size_t peak_resident_bytes();
 
+// Bytes of the process's address space now (VmSize of /proc/self/status; 0 without /proc): what
+// an address-space limit (ulimit -v) already counts.
+std::size_t address_space_bytes();
+
 // "out of memory ..." with the peak resident set and what to change: a bare "std::bad_alloc"
 // tells a user neither what ran out nor what to do.
 std::string out_of_memory_message(std::size_t peak_bytes);

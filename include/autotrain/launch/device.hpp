@@ -1,5 +1,6 @@
 #pragma once
 // Device binding: which GPU a rank uses, chosen by LOCAL_RANK among the GPUs it can see.
+#include <cstddef>
 #include <string>
 
 namespace autotrain {
@@ -24,6 +25,10 @@ int choose_device(const DeviceRequest& request);
 
 // GPUs the CUDA runtime sees; 0 when the build has no CUDA or there is no driver or device.
 int visible_gpu_count();
+
+// The memory of CUDA device `device` (cudaDeviceProp::totalGlobalMem), for the memory plan of
+// auto_find_batch_size; 0 when the build has no CUDA or the device cannot be queried.
+std::size_t gpu_memory_bytes(int device);
 
 // CUDA runtime and driver versions as "13.0"; "not built" without CUDA, "no driver" when the
 // driver is missing.
