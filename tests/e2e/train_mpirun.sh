@@ -77,5 +77,5 @@ status=0
 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train --config "$config" --device cuda --dry-run \
   > cuda.log 2>&1 || status=$?
 [ "$status" -eq 1 ] || { echo "--device cuda without a GPU: status $status, expected 1"; cat cuda.log; exit 1; }
-grep -q "device: 'cuda' was requested but" cuda.log || { cat cuda.log; exit 1; }
+grep -q "a GPU was requested (device cuda or comm_backend nccl) but no GPU is visible" cuda.log || { cat cuda.log; exit 1; }
 echo "train_mpirun: ok"
