@@ -80,7 +80,7 @@ for want in "export_dtype +fp16 +derived from zero3_save_16bit_model" "zero_stag
   grep -qE -- "$want" <<< "$out" || { echo "DeepSpeed switches: no '$want' in: $out"; exit 1; }
 done
 for refused in "--offload-optimizer-device cpu:ZeRO-Offload" "--offload-param-device nvme:ZeRO-Infinity" \
-  "--deepspeed-multinode-launcher pdsh:not pdsh" "--auto-find-batch-size true:set batch_size"; do
+  "--deepspeed-multinode-launcher pdsh:not pdsh"; do
   flag=${refused%%:*} want=${refused#*:}
   # shellcheck disable=SC2086
   out=$("$AUTOTRAIN_BIN" train --model tiny --from-scratch --tokenizer byte $flag --dry-run 2>&1) \
