@@ -178,18 +178,12 @@ std::string byte_size_rule(std::string_view value) {
 std::string foreign_name_hint(std::string_view name) {
   // Names users bring from transformers' TrainingArguments and AutoTrain's CLI.
   static const std::pair<std::string_view, std::string_view> kForeignNames[] = {
-      {"save_steps", "checkpoint_every"},
-      {"learning_rate", "lr"},
-      {"num_train_epochs", "epochs"},
-      {"per_device_train_batch_size", "batch_size"},
-      {"train_batch_size", "batch_size"},
-      {"gradient_accumulation_steps", "gradient_accumulation"},
-      {"max_seq_length", "block_size"},
-      {"evaluation_strategy", "eval_strategy"},
-      {"lr_scheduler_type", "scheduler"},
-      {"optim", "optimizer"},
-      {"bf16", "mixed_precision"},
-      {"fp16", "mixed_precision"},
+      {"save_steps", "checkpoint_every"}, {"learning_rate", "lr"},
+      {"num_train_epochs", "epochs"},     {"per_device_train_batch_size", "batch_size"},
+      {"train_batch_size", "batch_size"}, {"gradient_accumulation_steps", "gradient_accumulation"},
+      {"max_seq_length", "block_size"},   {"evaluation_strategy", "eval_strategy"},
+      {"lr_scheduler_type", "scheduler"}, {"optim", "optimizer"},
+      {"bf16", "mixed_precision"},        {"fp16", "mixed_precision"},
       {"output_dir", "project_name"},
   };
   std::string snake = to_snake_case(name);

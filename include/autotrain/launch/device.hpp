@@ -13,8 +13,8 @@ struct DeviceRequest {
   // True when the launcher gave every rank on this node its own CUDA_VISIBLE_DEVICES (srun
   // --gpus-per-task, --gpu-bind): each rank then uses the first GPU it sees.
   bool per_rank_visibility = false;
-  bool want_gpu = false;  // device cuda or a GPU communicator: too few GPUs is an error
-  std::string hostname{};              // for messages
+  bool want_gpu = false;   // device cuda or a GPU communicator: too few GPUs is an error
+  std::string hostname{};  // for messages
   std::string cuda_visible_devices{};  // for messages; "" when unset
 };
 
