@@ -38,9 +38,6 @@ constexpr std::string_view kLauncherKeys[] = {
     "num_cpu_threads_per_process",
 };
 
-constexpr std::string_view kDeepSpeedTuning[] = {"offload_optimizer_nvme_path",
-                                                 "offload_param_nvme_path"};
-
 bool listed(std::string_view key, std::span<const std::string_view> list) {
   return std::find(list.begin(), list.end(), key) != list.end();
 }
@@ -158,11 +155,12 @@ class AccelerateReader {
         out_.set(file_, at, "max_grad_norm", text);
       } else if (key == "zero3_save_16bit_model") {
         out_.set(file_, at, "zero3_save_16bit_model", text);
-      } else if (key == "offload_optimizer_device" || key == "offload_param_device" ||
-                 key == "zero3_init_flag" || key == "deepspeed_multinode_launcher") {
+      } else if (key == "offload_optimizer_device" || key == "offload_param_device") {
+        out_.set(file_, at, key, text);
+      } else if (key == "offload_optimizer_nvme_path" || key == "offload_param_nvme_path") {
+        out_.set(file_, at, "nvme_path", text);
+      } else if (key == "zero3_init_flag" || key == "deepspeed_multinode_launcher") {
         foreign(key, text, at);
-      } else if (listed(key, kDeepSpeedTuning)) {
-        out_.note(file_, at, "used with NVMe offload, which is not implemented yet");
       } else if (key == "deepspeed_hostfile" || key == "deepspeed_inclusion_filter" ||
                  key == "deepspeed_exclusion_filter") {
         out_.refuse(file_, at,

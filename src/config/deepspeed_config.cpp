@@ -217,20 +217,31 @@ class DeepSpeedReader {
     }
   }
 
+  // offload_optimizer / offload_param: {"device": "none|cpu|nvme", "nvme_path": ..., "pin_memory":
+  // ..., tuning}: the device and the folder become parameters; the rest is DeepSpeed's tuning.
   void offload(const std::string& section, const json& value, const std::string& at) {
-    const std::string name = section + "_device";  // offload_optimizer_device, ...
-    std::string device = "none";
-    if (value.is_object() && value.contains("device") && value["device"].is_string()) {
-      device = lower(value["device"].get<std::string>());
+    if (!value.is_object()) {
+      out_.refuse(file_, at, cat("expected an object, got ", value.dump()));
+      return;
     }
-    if (device == "none") return;
-    out_.refuse(file_, at + ".device",
-                cat("device ", device, ": ",
-                    section == "offload_optimizer"
-                        ? "ZeRO-Offload (the optimizer state in host memory or on NVMe) is not "
-                          "implemented yet; use \"device\": \"none\""
-                        : "ZeRO-Infinity (the parameters in host memory or on NVMe) is not "
-                          "implemented yet; use \"device\": \"none\""));
+    for (const auto& item : value.items()) {
+      const std::string& key = item.key();
+      const json& setting = item.value();
+      const std::string where = at + "." + key;
+      if (key == "device") {
+        if (setting.is_string()) {
+          out_.set(file_, where, section + "_device", lower(setting.get<std::string>()));
+        } else if (!setting.is_null()) {
+          out_.refuse(file_, where, cat("expected \"none\", \"cpu\" or \"nvme\", got ",
+                                        setting.dump()));
+        }
+      } else if (key == "nvme_path") {
+        if (setting.is_string()) out_.set(file_, where, "nvme_path", setting.get<std::string>());
+      } else {
+        out_.note(file_, where,
+                  "DeepSpeed's offload tuning; autotrain pins, buffers and overlaps its own way");
+      }
+    }
   }
 
   void optimizer(const json& section) {

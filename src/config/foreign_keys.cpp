@@ -32,12 +32,6 @@ constexpr ForeignKey kForeignKeys[] = {
      "Unsloth patches a Python model; autotrain's own CPU and CUDA kernels run either way"},
     {"use_flash_attention_2", true,
      "attention on GPUs runs autotrain's own flash kernels where they apply (docs/gpu.md)"},
-    {"offload_optimizer_device", false,
-     "ZeRO-Offload (the optimizer state in host memory or on NVMe) is not implemented yet; set "
-     "offload_optimizer_device: none"},
-    {"offload_param_device", false,
-     "ZeRO-Infinity (the parameters in host memory or on NVMe) is not implemented yet; set "
-     "offload_param_device: none"},
     {"zero3_init_flag", true,
      "the parameters are always created and read sharded, a unit at a time (what "
      "deepspeed.zero.Init does)"},

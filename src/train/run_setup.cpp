@@ -178,6 +178,44 @@ void choose_device_and_precision(RunSetup& setup) {
   }
 }
 
+// ZeRO-Offload and ZeRO-Infinity's settings against the stage and device (DeepSpeed's rules:
+// the optimizer offloads at stages 1-3, the parameters at stage 3 only).
+void check_offload(const RunSetup& setup) {
+  const auto& params = setup.params();
+  const std::string& optimizer = params.offload_optimizer_device;
+  const std::string& param = params.offload_param_device;
+  const int64_t stage = params.zero_stage;
+  if (optimizer != "none" && stage == 0) {
+    throw Error(cat("offload_optimizer_device ", optimizer,
+                    " offloads a rank's shard of the optimizer state: it needs zero_stage 1, 2 "
+                    "or 3, got 0"));
+  }
+  if (param != "none" && stage != 3) {
+    throw Error(cat("offload_param_device ", param,
+                    " offloads a rank's shard of the parameters: it needs zero_stage 3, got ",
+                    stage));
+  }
+  if ((optimizer == "nvme" || param == "nvme") && params.nvme_path.empty()) {
+    throw Error("offload to nvme needs nvme_path, a node-local folder for the scratch files");
+  }
+  if (setup.device == Device::cpu) {
+    if (param != "none") {
+      throw Error(cat("offload_param_device ", param,
+                      ": a CPU run's parameters are in host memory already; only "
+                      "offload_optimizer_device nvme moves state off a CPU rank"));
+    }
+    return;
+  }
+  if (param != "none" && optimizer == "none") {
+    throw Error(cat("offload_param_device ", param,
+                    " keeps the parameters the optimizer updates in host memory: set "
+                    "offload_optimizer_device cpu too"));
+  }
+  if (param == "nvme") {
+    throw Error("offload_param_device nvme is not implemented yet; use cpu");
+  }
+}
+
 }  // namespace
 
 const char* precision_name(Precision precision) {
@@ -304,6 +342,7 @@ void resolve_for_world(RunSetup& setup, const RunRanks& ranks) {
     setup.comm_backend = resolve_comm_backend(
         parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
     choose_device_and_precision(setup);
+    check_offload(setup);
   } catch (const Error& error) {
     failure = error.what();
   }
@@ -450,6 +489,9 @@ zero::EngineOptions engine_options(const RunSetup& setup) {
   options.stage = setup.zero_stage;
   options.reduce_bucket_size = static_cast<size_t>(params.reduce_bucket_size);
   options.prefetch = static_cast<int>(params.stage3_prefetch);
+  options.offload_optimizer = zero::parse_offload(params.offload_optimizer_device);
+  options.offload_param = zero::parse_offload(params.offload_param_device);
+  options.nvme_path = params.nvme_path;
   options.optimizer.kind = parse_optimizer(params.optimizer, "optimizer");
   options.optimizer.weight_decay = static_cast<float>(params.weight_decay);
   options.optimizer.beta1 = static_cast<float>(params.adam_beta1);

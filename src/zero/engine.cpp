@@ -31,12 +31,45 @@
 
 namespace autotrain::zero {
 
+namespace {
+
+std::string offloaded(const MemoryReport& memory) {
+  if (memory.host_bytes == 0 && memory.nvme_bytes == 0) return "";
+  std::string text = "; offloaded:";
+  if (memory.host_bytes > 0) text += " host " + human_bytes(static_cast<double>(memory.host_bytes));
+  if (memory.nvme_bytes > 0) {
+    text += cat(memory.host_bytes > 0 ? "," : "", " NVMe ",
+                human_bytes(static_cast<double>(memory.nvme_bytes)));
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string describe(const MemoryReport& memory) {
   return cat("params ", human_bytes(static_cast<double>(memory.param_bytes)), ", grads ",
              human_bytes(static_cast<double>(memory.grad_bytes)), ", optimizer ",
              human_bytes(static_cast<double>(memory.optimizer_bytes)), ", working ",
              human_bytes(static_cast<double>(memory.working_bytes)), ", total ",
-             human_bytes(static_cast<double>(memory.total())));
+             human_bytes(static_cast<double>(memory.total())), offloaded(memory));
+}
+
+Offload parse_offload(std::string_view name) {
+  if (name == "cpu") return Offload::cpu;
+  if (name == "nvme") return Offload::nvme;
+  AT_CHECK(name == "none", "offload device '", name, "' is not none, cpu or nvme");
+  return Offload::none;
+}
+
+const char* offload_name(Offload offload) {
+  switch (offload) {
+    case Offload::cpu:
+      return "cpu";
+    case Offload::nvme:
+      return "nvme";
+    default:
+      return "none";
+  }
 }
 
 namespace {

@@ -6,6 +6,8 @@
 //   allocate(n), data(b), bytes(b)    a zeroed buffer of n elements, its elements, its bytes;
 //   zero(p, n), add_into(p, q, n)     p[0, n) = 0; p[i] += q[i] (ordered like the device's work);
 //   upload(p, floats, n)              p[0, n) = n host floats, converted; done when it returns;
+//   copy_from_host(p, q, n)           p[0, n) = q[0, n) from (pinned) host memory, ordered like
+//                                     the device's work;
 //   before_collective(comm)           a collective issued next sees the work queued so far;
 //   before_use(handle, clock)         work queued next sees the collective's result;
 //   consumer_stream()                 the CUDA stream of the model's kernels (nullptr: the host).
@@ -32,6 +34,9 @@ struct HostMemory {
   static void zero(float* data, std::size_t count);
   static void add_into(float* into, const float* part, std::size_t count);
   static void upload(float* into, const float* values, std::size_t count) {
+    std::copy_n(values, count, into);
+  }
+  static void copy_from_host(float* into, const float* values, std::size_t count) {
     std::copy_n(values, count, into);
   }
   static void before_collective(Communicator& /*comm*/) {}

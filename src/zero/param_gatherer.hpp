@@ -27,13 +27,15 @@ class ParamGatherer {
  public:
   using F = typename Memory::Element;
   // `shard` is the rank's shard of the parameters in shard space, where Memory keeps its buffers
-  // (it must outlive this object).
+  // or, with `shard_on_host` (ZeRO-Infinity's offload_param), in pinned host memory, from where
+  // each gather first copies the rank's part into the slot (it must outlive this object).
   ParamGatherer(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
-                const F* shard, int prefetch, Memory memory = {})
+                const F* shard, int prefetch, Memory memory = {}, bool shard_on_host = false)
       : layout_(layout),
         comm_(comm),
         memory_(std::move(memory)),
         shard_(shard),
+        shard_on_host_(shard_on_host),
         shard_offsets_(shard_offsets(layout)),
         slots_(plan_gather_slots(layout, prefetch)),
         schedule_(
@@ -66,16 +68,23 @@ class ParamGatherer {
 
  private:
   CommHandle start_gather(std::size_t slot, int unit) {
+    const F* part = shard_ + shard_offsets_[static_cast<std::size_t>(unit)];
+    F* whole = Memory::data(buffers_[slot]);
+    const std::size_t size = layout_.shard(unit, 0).size;
+    if (shard_on_host_) {  // into the slot, then gathered in place
+      F* mine = whole + static_cast<std::size_t>(comm_.rank()) * size;
+      memory_.copy_from_host(mine, part, size);
+      part = mine;
+    }
     memory_.before_collective(comm_);
-    return comm_.allgather_async(shard_ + shard_offsets_[static_cast<std::size_t>(unit)],
-                                 Memory::data(buffers_[slot]), layout_.shard(unit, 0).size,
-                                 Memory::kDType);
+    return comm_.allgather_async(part, whole, size, Memory::kDType);
   }
 
   const model::ParamLayout& layout_;
   Communicator& comm_;
   Memory memory_;
   const F* shard_;
+  bool shard_on_host_;
   std::vector<std::size_t> shard_offsets_;
   // Declared before the schedule, so a gather still in flight is finished (its handle dropped)
   // before its buffer is freed. Per slot: one whole unit of those it may hold, padding included.

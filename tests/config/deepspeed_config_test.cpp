@@ -18,7 +18,8 @@ using autotrain::testing::write_file;
 constexpr const char* kDeepSpeed = R"({
   "bf16": {"enabled": true},
   "zero_optimization": {"stage": 2, "overlap_comm": true, "reduce_bucket_size": 5e5,
-                        "offload_optimizer": {"device": "none"},
+                        "offload_optimizer": {"device": "nvme", "nvme_path": "/local/nvme",
+                                              "pin_memory": true},
                         "stage3_gather_16bit_weights_on_model_save": true},
   "optimizer": {"type": "AdamW",
                 "params": {"lr": 2e-4, "betas": [0.9, 0.95], "eps": 1e-6, "weight_decay": 0.1}},
@@ -58,6 +59,9 @@ TEST(DeepSpeedConfig, MapsEachKeyToItsParameterWithItsSource) {
   EXPECT_EQ(p.gradient_accumulation, 3);
   EXPECT_EQ(p.max_grad_norm, 0.5);
   EXPECT_EQ(p.batch_size, 4);
+  EXPECT_EQ(p.offload_optimizer_device, "nvme");
+  EXPECT_EQ(p.offload_param_device, "none");
+  EXPECT_EQ(p.nvme_path, "/local/nvme");
   // "auto": left to the other sources, as transformers fills it from the trainer's arguments.
   EXPECT_EQ(p.global_batch_size, -1);
   EXPECT_EQ(p.max_steps, -1);
@@ -104,7 +108,7 @@ TEST(DeepSpeedConfig, FlagsAndYamlOverrideItWithANote) {
 TEST(DeepSpeedConfig, ReportsEveryRefusedKeyAtOnce) {
   TempDir dir;
   write_file(dir / "ds.json", R"({"zero_optimization": {"stage": 3,
-      "offload_optimizer": {"device": "cpu"}, "stage3_magic": 1},
+      "offload_optimizer": "cpu", "stage3_magic": 1},
       "optimizer": {"type": "Lamb"}, "scheduler": {"type": "OneCycle"},
       "fp16": {"enabled": true, "loss_scale": 128}, "pipeline": {"stages": 2},
       "train_micro_batch_size_per_gpu": "four", "zero_optimisation": {},
@@ -113,7 +117,7 @@ TEST(DeepSpeedConfig, ReportsEveryRefusedKeyAtOnce) {
     load({{"deepspeed", "--deepspeed", (dir / "ds.json").string()}});
   });
   for (const char* part :
-       {"zero_optimization.offload_optimizer.device: device cpu: ZeRO-Offload", "stage3_magic",
+       {"zero_optimization.offload_optimizer: expected an object", "stage3_magic",
         "optimizer.type: 'Lamb'", "scheduler.type: 'OneCycle'", "fp16.loss_scale",
         "pipeline:", "train_micro_batch_size_per_gpu: expected a number",
         "zero_optimisation: not a DeepSpeed key autotrain knows (did you mean "
@@ -189,7 +193,6 @@ gpu_ids: 0,1
 num_machines: 3
 num_processes: 8
 deepspeed_config:
-  offload_param_device: nvme
   deepspeed_multinode_launcher: pdsh
   deepspeed_hostfile: /etc/hosts
 distributd_type: NO
@@ -200,7 +203,6 @@ distributd_type: NO
   for (const char* part :
        {"distributed_type: FSDP is not offered", "mixed_precision: fp8", "CUDA_VISIBLE_DEVICES=0,1",
         "num_processes: expected a count of ranks that num_machines (3) divides",
-        "deepspeed_config.offload_param_device: 'nvme'",
         "deepspeed_config.deepspeed_multinode_launcher: 'pdsh'", "deepspeed_hostfile",
         "distributd_type: not an accelerate key"}) {
     EXPECT_TRUE(contains(message, part)) << part;

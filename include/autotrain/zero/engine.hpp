@@ -28,9 +28,11 @@
 //   step(lr, clip_factor(norm, max_grad_norm));   // optimizer update (+ gathers), collective
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
@@ -41,11 +43,21 @@
 
 namespace autotrain::zero {
 
+// Where ZeRO-Offload (the optimizer state) and ZeRO-Infinity (the parameters) keep a rank's
+// shard instead of with the model: nowhere else, host memory, or a file under nvme_path.
+enum class Offload { none, cpu, nvme };
+// "none", "cpu" or "nvme" (the parameter's values).
+Offload parse_offload(std::string_view name);
+const char* offload_name(Offload offload);
+
 struct EngineOptions {
   int stage = 0;                              // 0..3
   std::size_t reduce_bucket_size = 1u << 24;  // gradient elements per reduction bucket
   int prefetch = 1;                           // stage 3: units gathered ahead
   OptimizerSettings optimizer;
+  Offload offload_optimizer = Offload::none;  // stages 1-3
+  Offload offload_param = Offload::none;      // stage 3, device engine, with offload_optimizer
+  std::filesystem::path nvme_path;            // the scratch folder of nvme offload
 };
 
 // What every engine requires of its options and layout (a layout built for comm.size() ranks):
@@ -60,11 +72,16 @@ struct MemoryReport {
   std::size_t grad_bytes = 0;       // persistent gradients (full, or the shard under 2 and 3)
   std::size_t optimizer_bytes = 0;  // optimizer state
   std::size_t working_bytes = 0;    // gathered units / unit gradient buffers (stages 2 and 3)
+  // Where the engine's own memory is (the device's, or the host's for the CPU engine):
   std::size_t total() const { return param_bytes + grad_bytes + optimizer_bytes + working_bytes; }
+  // Offloaded elsewhere (not in the kinds above): pinned host memory, and NVMe files.
+  std::size_t host_bytes = 0;
+  std::size_t nvme_bytes = 0;
 };
 
 // "params 12.0 MiB, grads 3.0 MiB, optimizer 6.0 MiB, working 1.5 MiB, total 22.5 MiB" (the
-// per-rank line the trainer logs at start-up and `bench train` prints).
+// per-rank line the trainer logs at start-up and `bench train` prints), then "; offloaded: host
+// 40.0 MiB, NVMe 1.0 GiB" where anything is.
 std::string describe(const MemoryReport& memory);
 
 // A run [begin, end) of the flat buffer with pointers to where this rank keeps each kind of

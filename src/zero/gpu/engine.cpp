@@ -9,6 +9,11 @@
 //   3      shard (ParamGatherer)       PartitionedGradients         shard
 // A bf16/fp16 model's gradients are reduced and accumulated in fp32 by WideGradients
 // (wide_gradients.hpp) at every stage, with the same reductions.
+//
+// ZeRO-Offload (offload_optimizer cpu, stages 1-3): master, m and v of the owned ranges live in
+// pinned host memory and HostAdamW (host_adamw.hpp) runs the step on the CPU; ZeRO-Infinity's
+// offload_param cpu (stage 3) keeps the compute shard in pinned host memory too, and the gatherer
+// copies a unit's part to the device just before its all-gather.
 #include "autotrain/zero/gpu/engine.hpp"
 
 #include <cuda_bf16.h>
@@ -32,6 +37,7 @@
 #include "autotrain/kernels/gpu/adamw.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
 #include "autotrain/zero/partition.hpp"
+#include "host_adamw.hpp"
 #include "memory.hpp"
 #include "wide_gradients.hpp"
 
@@ -42,11 +48,24 @@ using autotrain::gpu::DeviceBuffer;
 
 using PinnedFloats = autotrain::gpu::PinnedArray<float>;
 
-// Pageable host floats, left unwritten: the pages are committed by the first checkpoint save or
-// load, not at start-up.
-std::unique_ptr<float[]> host_floats(std::size_t count) {
-  return std::make_unique_for_overwrite<float[]>(count);
-}
+// Host floats: pageable and left unwritten (the checkpoint copies of device state: the pages are
+// committed by the first save or load, not at start-up), or pinned (the offloaded state itself).
+class HostFloats {
+ public:
+  HostFloats(std::size_t count, bool pinned) {
+    if (pinned) {
+      pinned_ = std::make_unique<PinnedFloats>(count);
+    } else {
+      pageable_ = std::make_unique_for_overwrite<float[]>(count);
+    }
+  }
+  float* get() const { return pinned_ ? pinned_->data() : pageable_.get(); }
+  std::size_t pinned_bytes() const { return pinned_ ? pinned_->size() * sizeof(float) : 0; }
+
+ private:
+  std::unique_ptr<float[]> pageable_;
+  std::unique_ptr<PinnedFloats> pinned_;
+};
 
 template <typename F>
 class DeviceZeroEngine final : public DeviceEngine<F> {
@@ -61,21 +80,25 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         rank_(comm.rank()),
         settings_(options.optimizer),
         stream_(stream),
+        offload_(options.offload_optimizer != Offload::none),
+        params_on_host_(options.offload_param != Offload::none),
         owned_offsets_(owned_offsets()),
         owned_total_(owned_offsets_.back()),
-        params_((stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
-        master_(kMasterIsCompute ? 0 : owned_total_ * sizeof(float)),
-        m_(owned_total_ * sizeof(float)),
-        v_(owned_total_ * sizeof(float)),
+        params_(params_on_host_ ? 0
+                                : (stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
+        host_params_(params_on_host_ ? owned_total_ : 0),
+        master_(kMasterIsCompute || offload_ ? 0 : owned_total_ * sizeof(float)),
+        m_(offload_ ? 0 : owned_total_ * sizeof(float)),
+        v_(offload_ ? 0 : owned_total_ * sizeof(float)),
         norm_total_(sizeof(double)),
         norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
         norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
         // Chunks no larger than the largest copy (a small model pins only what it needs).
         staging_(std::min(autotrain::gpu::StagedCopy::kDefaultChunkBytes,
                           std::max<std::size_t>(owned_total_ * sizeof(float), 1))),
-        host_master_(host_floats(owned_total_)),
-        host_m_(host_floats(owned_total_)),
-        host_v_(host_floats(owned_total_)),
+        host_master_(owned_total_, offload_),
+        host_m_(owned_total_, offload_),
+        host_v_(owned_total_, offload_),
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())),
         prefetch_(options.prefetch) {
     if constexpr (!kMasterIsCompute) {
@@ -91,10 +114,21 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     }
     if (stage_ == 3) {
       gatherer_ = std::make_unique<ParamGatherer<DeviceMemory<F>>>(
-          layout, comm, clock_, params_.as<F>(), options.prefetch, DeviceMemory<F>{stream_});
+          layout, comm, clock_, compute_base(), options.prefetch, DeviceMemory<F>{stream_},
+          params_on_host_);
     }
-    for (int u = 0; u < layout.num_units(); ++u)
+    std::vector<model::Range> ranges;
+    for (int u = 0; u < layout.num_units(); ++u) {
+      ranges.push_back(owned(u));
       segments_.push_back(owned_segments(layout, owned(u)));
+    }
+    AT_CHECK(!params_on_host_ || (offload_ && stage_ == 3),
+             "internal: offload_param needs stage 3 and offload_optimizer");
+    if (offload_) {
+      host_adamw_ = std::make_unique<HostAdamW<F>>(owned_pieces(ranges), segments_,
+                                                   host_master_.get(), host_m_.get(),
+                                                   host_v_.get(), params_on_host_, stream_);
+    }
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -107,6 +141,17 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     // become the master weights, one unit at a time through a host buffer of its size (the
     // checkpoint copies stay untouched); the compute copy is rebuilt from them.
     if (gatherer_) gatherer_->invalidate();
+    if (offload_) {
+      host_adamw_->wait();
+      for (int u = 0; u < layout_.num_units(); ++u) {
+        const model::Range range = owned(u);
+        source.fill(layout_, {host_master_.get() + owned_at(u), range.size}, range.offset);
+      }
+      std::fill_n(host_m_.get(), owned_total_, 0.0f);
+      std::fill_n(host_v_.get(), owned_total_, 0.0f);
+      rebuild_compute_params();
+      return;
+    }
     std::vector<float> values;
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
@@ -125,7 +170,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   // (../gradients.hpp, ../param_gatherer.hpp) behind the same few forwarding lines.
   const F* params(int unit) override {
     if (gatherer_) return gatherer_->acquire(unit);
-    return params_.as<F>() + unit_info(unit).offset;
+    return compute_base() + unit_info(unit).offset;
   }
   void release(int unit) override {
     if (gatherer_) gatherer_->release(unit);
@@ -181,6 +226,13 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     // gathered unit is stale after it; the next gathers start after the update (wait_for_stream).
     if (gatherer_) gatherer_->invalidate();
     ++steps_;
+    if (offload_) {
+      host_adamw_->step([this](const OwnedPiece& piece) { return grads_at(piece); },
+                        [this](const OwnedPiece& piece) { return compute_at(piece); }, settings_,
+                        lr, grad_scale, steps_);
+      if (stage_ == 1 || stage_ == 2) gather_compute_params();
+      return;
+    }
     for (int u = 0; u < layout_.num_units(); ++u) {
       for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
         kernels::gpu::AdamWSettings settings;
@@ -208,6 +260,11 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     report.grad_bytes = gradients_->persistent_bytes();
     report.optimizer_bytes = m_.bytes() + v_.bytes();
     report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
+    if (offload_) {
+      report.host_bytes = host_master_.pinned_bytes() + host_m_.pinned_bytes() +
+                          host_v_.pinned_bytes() + host_params_.size() * sizeof(F) +
+                          host_adamw_->pinned_bytes();
+    }
     return report;
   }
 
@@ -255,7 +312,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
              info.numel, " elements, got ", out.size());
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (stage_ == 0 || (kMasterIsCompute && stage_ < 3)) {
+    if (!offload_ && (stage_ == 0 || (kMasterIsCompute && stage_ < 3))) {
       // The whole unit's fp32 master weights are on this rank already.
       if (rank_ == root) {
         AT_CUDA_CHECK(cudaMemcpy(out.data(), master_at(unit, info.offset),
@@ -274,8 +331,14 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     const model::Range shard = layout_.shard(unit, rank_);
     float* scratch = gather_scratch_.as<float>();
     float* mine = scratch + (shard.offset - info.offset);
-    AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset), shard.size * sizeof(float),
-                                  cudaMemcpyDeviceToDevice, stream_));
+    if (offload_) {
+      host_adamw_->wait();
+      AT_CUDA_CHECK(cudaMemcpyAsync(mine, host_master_.get() + state_index(unit, shard.offset),
+                                    shard.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    } else {
+      AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset),
+                                    shard.size * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+    }
     comm_.wait_for_stream(stream_);
     auto handle = comm_.allgather_async(mine, scratch, shard.size, DType::fp32);
     clock_.wait(handle);
@@ -322,8 +385,20 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     if constexpr (kMasterIsCompute) {
       return nullptr;  // the master weights are the compute parameters
     } else {
-      return params_.as<F>() + param_index(unit, index);
+      return compute_base() + param_index(unit, index);
     }
+  }
+
+  // The compute parameters: the flat buffer (or the shard in shard space under stage 3) on the
+  // device, or the stage-3 shard in pinned host memory (offload_param).
+  F* compute_base() const { return params_on_host_ ? host_params_.data() : params_.as<F>(); }
+
+  // Offload: where a piece's reduced gradient is (device), and where its compute parameters go.
+  const float* grads_at(const OwnedPiece& piece) {
+    return gradients_->reduced(piece.unit, {piece.flat, piece.count});
+  }
+  F* compute_at(const OwnedPiece& piece) {
+    return compute_base() + param_index(piece.unit, piece.flat);
   }
 
   // Stages 1 and 2: every rank updated its shard of the compute parameters; make them whole again.
@@ -333,7 +408,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
       const auto& info = layout_.units()[static_cast<std::size_t>(u)];
       const model::Range shard = layout_.shard(u, rank_);
       gathers_[static_cast<std::size_t>(u)] =
-          comm_.allgather_async(params_.as<F>() + shard.offset, params_.as<F>() + info.offset,
+          comm_.allgather_async(compute_base() + shard.offset, compute_base() + info.offset,
                                 shard.size, compute_dtype<F>());
     }
     for (auto& handle : gathers_) clock_.wait(handle);
@@ -345,6 +420,10 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     // A save may outlast comm_timeout: no gather handle may stay pending (the watchdog expects
     // every handle waited within it), so the gathers are retired here.
     if (gatherer_) gatherer_->invalidate();
+    if (offload_) {  // the host arrays are the state
+      host_adamw_->wait();
+      return;
+    }
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
       staging_.to_host(host_master_.get() + owned_at(u), master_at(u, range.offset),
@@ -357,6 +436,10 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   // The host copies -> device; the compute copy rebuilt from the master weights.
   void upload() {
     if (gatherer_) gatherer_->invalidate();  // gathers in flight read the compute shard
+    if (offload_) {
+      rebuild_compute_params();
+      return;
+    }
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
       staging_.to_device(master_at(u, range.offset), host_master_.get() + owned_at(u),
@@ -370,7 +453,9 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   // The compute copy from the master weights of the owned ranges (then made whole under stages
   // 1 and 2); returns with the stream drained.
   void rebuild_compute_params() {
-    if constexpr (!kMasterIsCompute) {
+    if (offload_) {
+      host_adamw_->upload([this](const OwnedPiece& piece) { return compute_at(piece); });
+    } else if constexpr (!kMasterIsCompute) {
       for (int u = 0; u < layout_.num_units(); ++u) {
         const model::Range range = owned(u);
         kernels::gpu::cast_from_float(compute_copy_at(u, range.offset), master_at(u, range.offset),
@@ -400,11 +485,14 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   int rank_;
   OptimizerSettings settings_;
   cudaStream_t stream_;
+  bool offload_;         // offload_optimizer: master, m, v on the host, the step on the CPU
+  bool params_on_host_;  // offload_param: the stage-3 compute shard on the host
   WaitClock clock_;
   std::vector<std::size_t> owned_offsets_;  // per unit, + the total
   std::size_t owned_total_;
   autotrain::gpu::DeviceBuffer
-      params_;  // [padded_size] F (stage 3: [owned_total] F in shard space)
+      params_;  // [padded_size] F (stage 3: [owned_total] F in shard space); empty on the host
+  autotrain::gpu::PinnedArray<F> host_params_;  // offload_param: [owned_total] F, shard space
   autotrain::gpu::DeviceBuffer master_;  // [owned_total] fp32, unless F is float
   autotrain::gpu::DeviceBuffer m_;       // [owned_total] fp32
   autotrain::gpu::DeviceBuffer v_;       // [owned_total] fp32
@@ -414,9 +502,12 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   autotrain::gpu::DeviceBuffer
       gather_scratch_;  // export from a master shard (stages 1-2 in 16 bits, stage 3)
   autotrain::gpu::StagedCopy staging_;    // pinned chunks between the device and the host copies
-  std::unique_ptr<float[]> host_master_;  // [owned_total] checkpoint copies, pageable
-  std::unique_ptr<float[]> host_m_;
-  std::unique_ptr<float[]> host_v_;
+  // [owned_total]: the checkpoint copies of device state, pageable; with offload the state itself,
+  // pinned.
+  HostFloats host_master_;
+  HostFloats host_m_;
+  HostFloats host_v_;
+  std::unique_ptr<HostAdamW<F>> host_adamw_;  // offload
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
   // fp32 gradients: an fp32 model's, or a 16-bit model's widened (wide_gradients.hpp).

@@ -290,6 +290,35 @@ TEST_F(GpuReplicaTest, LoraStepsMatchTheCpuAndStageThreeMatchesStageZero) {
   }
 }
 
+// ZeRO-Offload: the optimizer state in pinned host memory and the AdamW step on the CPU, at
+// stages 1-3 (and at stage 3 also the parameters in host memory, ZeRO-Infinity's offload_param),
+// trains what the device's own optimizer trains: fp32 to 1e-6, bf16 within the stages' tolerance
+// (the CPU and device AdamW round alike to the last bits or two of fp32), with accumulation too.
+RunSetup offloaded(RunSetup setup, bool params_too = false) {
+  setup.resolved.params.offload_optimizer_device = "cpu";
+  if (params_too) setup.resolved.params.offload_param_device = "cpu";
+  return setup;
+}
+
+TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
+  for (const int stage : {1, 2, 3}) {
+    const std::string name = "stage " + std::to_string(stage);
+    const auto fp32 = tiny_setup(Device::cuda, Precision::fp32, stage);
+    expect_losses_near(train_steps(fp32, 2), train_steps(offloaded(fp32), 2), 1e-6,
+                       "fp32 offload, " + name + ", accumulation 2");
+    const auto bf16 = tiny_setup(Device::cuda, Precision::bf16, stage);
+    expect_losses_near(train_steps(bf16), train_steps(offloaded(bf16)), kStageRtol,
+                       "bf16 offload, " + name);
+  }
+  for (const auto precision : {Precision::fp32, Precision::fp16}) {
+    const auto three = tiny_setup(Device::cuda, precision, 3);
+    expect_losses_near(train_steps(three, llama_layout()),
+                       train_steps(offloaded(three, true), llama_layout()),
+                       precision == Precision::fp32 ? 1e-6 : kStageRtol,
+                       "Llama family, offload_param cpu");
+  }
+}
+
 // disable_gradient_checkpointing reaches the device model: with and without activation
 // checkpointing the same training, to the bit (the kernels are deterministic), at stage 3, whose
 // backward gathers each unit again for the recomputation; the same for LoRA with dropout.
@@ -309,10 +338,13 @@ TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
 
 // What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,
 // and its parameters after init are the CPU's (the same seed gives the same model).
+// With offload (stages 1-3; at 3 also the parameters) the host state is what a checkpoint reads.
 TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
-  for (const int stage : {0, 1, 2, 3}) {
+  for (const int setting : {0, 1, 2, 3, 4, 5, 6}) {
+    const int stage = setting <= 3 ? setting : setting - 3;
     const auto cpu_setup = tiny_setup(Device::cpu, Precision::fp32, stage);
-    const auto gpu_setup = tiny_setup(Device::cuda, Precision::bf16, stage);
+    auto gpu_setup = tiny_setup(Device::cuda, Precision::bf16, stage);
+    if (setting > 3) gpu_setup = offloaded(gpu_setup, stage == 3);
     const auto layout = layout_of(cpu_setup);
     auto cpu_comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
     CommOptions options;
@@ -329,7 +361,7 @@ TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
       ASSERT_EQ(cpu_runs[r].begin, gpu_runs[r].begin);
       ASSERT_EQ(cpu_runs[r].end, gpu_runs[r].end);
       for (std::size_t i = 0; i < cpu_runs[r].end - cpu_runs[r].begin; ++i)
-        ASSERT_EQ(cpu_runs[r].params[i], gpu_runs[r].params[i]) << "stage " << stage;
+        ASSERT_EQ(cpu_runs[r].params[i], gpu_runs[r].params[i]) << "setting " << setting;
     }
     // Load distinct values through held_runs, as a resume does, and read them back.
     for (const auto& run : gpu->state().held_runs()) {

@@ -1,0 +1,190 @@
+// ZeRO-Offload's CPU AdamW step for the device engine (host_adamw.hpp). Host code.
+#include "host_adamw.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "autotrain/core/dtype.hpp"
+#include "autotrain/core/error.hpp"
+#include "autotrain/core/gpu/check.hpp"
+#include "autotrain/optim/adamw_kernel.hpp"
+
+namespace autotrain::zero::gpu {
+namespace {
+
+template <typename F>
+constexpr bool kFloat = std::is_same_v<F, float>;
+
+template <typename F>
+std::uint16_t* bits(F* values) {
+  return reinterpret_cast<std::uint16_t*>(values);
+}
+
+// out[0, n) = master rounded to F (nearest even, as the device's casts).
+template <typename F>
+void cast(const float* master, F* out, std::size_t n) {
+  if constexpr (kFloat<F>) {
+    std::copy_n(master, n, out);
+  } else if constexpr (std::is_same_v<F, __nv_bfloat16>) {
+    for (std::size_t i = 0; i < n; ++i) bits(out)[i] = float_to_bf16(master[i]);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) bits(out)[i] = float_to_fp16(master[i]);
+  }
+}
+
+}  // namespace
+
+std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned) {
+  constexpr std::size_t kPiece = HostAdamW<float>::kPiece;
+  std::vector<OwnedPiece> pieces;
+  std::size_t state = 0;
+  for (std::size_t u = 0; u < owned.size(); ++u) {
+    for (std::size_t done = 0; done < owned[u].size; done += kPiece) {
+      const std::size_t count = std::min(kPiece, owned[u].size - done);
+      pieces.push_back({static_cast<int>(u), owned[u].offset + done, count, state});
+      state += count;
+    }
+  }
+  return pieces;
+}
+
+template <typename F>
+HostAdamW<F>::HostAdamW(std::vector<OwnedPiece> pieces,
+                        std::vector<std::vector<ParamSegment>> segments, float* master, float* m,
+                        float* v, bool compute_on_host, cudaStream_t stream)
+    : pieces_(std::move(pieces)),
+      segments_(std::move(segments)),
+      master_(master),
+      m_(m),
+      v_(v),
+      compute_on_host_(compute_on_host),
+      stream_(stream),
+      grads_(pieces_.empty() ? 0 : 2 * kPiece),
+      out_(pieces_.empty() || kFloat<F> || compute_on_host ? 0 : 2 * kPiece) {
+  for (const auto& piece : pieces_) {
+    AT_CHECK(piece.count <= kPiece, "internal: an offload piece of ", piece.count, " elements");
+  }
+}
+
+template <typename F>
+void HostAdamW<F>::update(const OwnedPiece& piece, const float* grads, F* out,
+                          const OptimizerSettings& settings, float lr, float grad_scale,
+                          long long step) {
+  AdamWStepArgs args;
+  args.lr = lr;
+  args.beta1 = settings.beta1;
+  args.beta2 = settings.beta2;
+  args.eps = settings.eps;
+  args.grad_scale = grad_scale;
+  args.step = step;
+  float* master = master_ + piece.state;
+  const std::size_t end = piece.flat + piece.count;
+  std::size_t at = piece.flat;  // elements before `at` are done
+  for (const ParamSegment& segment : segments_[static_cast<std::size_t>(piece.unit)]) {
+    const std::size_t begin = std::max(segment.begin, piece.flat);
+    const std::size_t stop = std::min(segment.end, end);
+    if (begin >= stop) continue;
+    // Padding between tensors has no gradient and stays what the master weights hold.
+    if (out != nullptr) cast(master + (at - piece.flat), out + (at - piece.flat), begin - at);
+    const std::size_t i = begin - piece.flat, n = stop - begin;
+    args.weight_decay = segment.decay ? settings.weight_decay : 0.0f;
+    if constexpr (kFloat<F>) {
+      adamw_update(master + i, grads + i, m_ + piece.state + i, v_ + piece.state + i, n, args);
+      if (out != nullptr) std::copy_n(master + i, n, out + i);
+    } else if constexpr (std::is_same_v<F, __nv_bfloat16>) {
+      adamw_update_bf16(master + i, grads + i, m_ + piece.state + i, v_ + piece.state + i,
+                        bits(out + i), n, args);
+    } else {
+      adamw_update_fp16(master + i, grads + i, m_ + piece.state + i, v_ + piece.state + i,
+                        bits(out + i), n, args);
+    }
+    at = stop;
+  }
+  if (out != nullptr) cast(master + (at - piece.flat), out + (at - piece.flat), end - at);
+}
+
+template <typename F>
+void HostAdamW<F>::send(std::size_t i, std::size_t slot, const ComputeAt& compute) {
+  if (compute_on_host_) return;  // written in place
+  const OwnedPiece& piece = pieces_[i];
+  const void* from = kFloat<F> ? static_cast<const void*>(master_ + piece.state)
+                               : static_cast<const void*>(out_.data() + slot * kPiece);
+  AT_CUDA_CHECK(cudaMemcpyAsync(compute(piece), from, piece.count * sizeof(F),
+                                cudaMemcpyHostToDevice, up_.get()));
+  out_sent_[slot].record(up_.get());
+}
+
+template <typename F>
+void HostAdamW<F>::step(const GradsAt& grads, const ComputeAt& compute,
+                        const OptimizerSettings& settings, float lr, float grad_scale,
+                        long long step) {
+  wait();  // the last step's copies of the master weights
+  if (pieces_.empty()) return;
+  started_.record(stream_);
+  AT_CUDA_CHECK(cudaStreamWaitEvent(down_.get(), started_.get(), 0));
+  AT_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), started_.get(), 0));
+  const auto fetch = [&](std::size_t i) {
+    const std::size_t part = i % 2;
+    AT_CUDA_CHECK(cudaMemcpyAsync(grads_.data() + part * kPiece, grads(pieces_[i]),
+                                  pieces_[i].count * sizeof(float), cudaMemcpyDeviceToHost,
+                                  down_.get()));
+    grads_in_[part].record(down_.get());
+  };
+  fetch(0);
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const std::size_t slot = i % 2;
+    if (i + 1 < pieces_.size()) fetch(i + 1);  // its half was read by update(i - 1)
+    grads_in_[slot].synchronize();
+    F* out = nullptr;
+    if (compute_on_host_) {
+      out = compute(pieces_[i]);
+    } else if constexpr (!kFloat<F>) {
+      out_sent_[slot].synchronize();  // piece i - 2's weights have left this half
+      out = out_.data() + slot * kPiece;
+    }
+    update(pieces_[i], grads_.data() + slot * kPiece, out, settings, lr, grad_scale, step);
+    send(i, slot, compute);
+  }
+  done_.record(up_.get());
+  AT_CUDA_CHECK(cudaStreamWaitEvent(stream_, done_.get(), 0));
+}
+
+template <typename F>
+void HostAdamW<F>::upload(const ComputeAt& compute) {
+  wait();
+  started_.record(stream_);
+  AT_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), started_.get(), 0));
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const std::size_t slot = i % 2;
+    const OwnedPiece& piece = pieces_[i];
+    if (compute_on_host_) {
+      cast(master_ + piece.state, compute(piece), piece.count);
+    } else if constexpr (!kFloat<F>) {
+      out_sent_[slot].synchronize();
+      cast(master_ + piece.state, out_.data() + slot * kPiece, piece.count);
+    }
+    send(i, slot, compute);
+  }
+  done_.record(up_.get());
+  AT_CUDA_CHECK(cudaStreamWaitEvent(stream_, done_.get(), 0));
+}
+
+template <typename F>
+void HostAdamW<F>::wait() const {
+  done_.synchronize();
+}
+
+template <typename F>
+std::size_t HostAdamW<F>::pinned_bytes() const {
+  return grads_.size() * sizeof(float) + out_.size() * sizeof(F);
+}
+
+template class HostAdamW<float>;
+template class HostAdamW<__nv_bfloat16>;
+template class HostAdamW<__half>;
+
+}  // namespace autotrain::zero::gpu
