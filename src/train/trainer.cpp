@@ -291,7 +291,8 @@ void TrainingRun::log_plan() const {
             replica_->precision(),
             replica_->device_memory_bytes() > 0
                 ? cat(" (", human_bytes(double(replica_->device_memory_bytes())), " on the GPU)")
-                : std::string());
+                : std::string(),
+            zero::describe_offloaded(memory));
   if (lora_) log_lora_plan(*lora_, replica_->frozen_bytes());
   log::info("data: ", datasets_.train.num_tokens(), " training tokens, ", sampler_.num_windows(),
             " windows of ", T_, " tokens, ", steps_per_epoch_, " steps per epoch of ",

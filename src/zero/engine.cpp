@@ -31,9 +31,7 @@
 
 namespace autotrain::zero {
 
-namespace {
-
-std::string offloaded(const MemoryReport& memory) {
+std::string describe_offloaded(const MemoryReport& memory) {
   if (memory.host_bytes == 0 && memory.nvme_bytes == 0) return "";
   std::string text = "; offloaded:";
   if (memory.host_bytes > 0) text += " host " + human_bytes(static_cast<double>(memory.host_bytes));
@@ -44,14 +42,12 @@ std::string offloaded(const MemoryReport& memory) {
   return text;
 }
 
-}  // namespace
-
 std::string describe(const MemoryReport& memory) {
   return cat("params ", human_bytes(static_cast<double>(memory.param_bytes)), ", grads ",
              human_bytes(static_cast<double>(memory.grad_bytes)), ", optimizer ",
              human_bytes(static_cast<double>(memory.optimizer_bytes)), ", working ",
              human_bytes(static_cast<double>(memory.working_bytes)), ", total ",
-             human_bytes(static_cast<double>(memory.total())), offloaded(memory));
+             human_bytes(static_cast<double>(memory.total())), describe_offloaded(memory));
 }
 
 Offload parse_offload(std::string_view name) {

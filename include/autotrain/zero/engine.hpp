@@ -83,6 +83,8 @@ struct MemoryReport {
 // per-rank line the trainer logs at start-up and `bench train` prints), then "; offloaded: host
 // 40.0 MiB, NVMe 1.0 GiB" where anything is.
 std::string describe(const MemoryReport& memory);
+// Just the "; offloaded: ..." part ("" where nothing is).
+std::string describe_offloaded(const MemoryReport& memory);
 
 // A run [begin, end) of the flat buffer with pointers to where this rank keeps each kind of
 // state for it (exp_avg / exp_avg_sq are AdamW's m and v; SGD keeps momentum in exp_avg and has

@@ -36,6 +36,12 @@ void cast(const float* master, F* out, std::size_t n) {
   }
 }
 
+std::size_t largest_piece(const std::vector<OwnedPiece>& pieces) {
+  std::size_t largest = 0;
+  for (const auto& piece : pieces) largest = std::max(largest, piece.count);
+  return largest;
+}
+
 }  // namespace
 
 std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned) {
@@ -63,8 +69,9 @@ HostAdamW<F>::HostAdamW(std::vector<OwnedPiece> pieces,
       v_(v),
       compute_on_host_(compute_on_host),
       stream_(stream),
-      grads_(pieces_.empty() ? 0 : 2 * kPiece),
-      out_(pieces_.empty() || kFloat<F> || compute_on_host ? 0 : 2 * kPiece) {
+      half_(largest_piece(pieces_)),
+      grads_(2 * half_),
+      out_(kFloat<F> || compute_on_host ? 0 : 2 * half_) {
   for (const auto& piece : pieces_) {
     AT_CHECK(piece.count <= kPiece, "internal: an offload piece of ", piece.count, " elements");
   }
@@ -112,7 +119,7 @@ void HostAdamW<F>::send(std::size_t i, std::size_t slot, const ComputeAt& comput
   if (compute_on_host_) return;  // written in place
   const OwnedPiece& piece = pieces_[i];
   const void* from = kFloat<F> ? static_cast<const void*>(master_ + piece.state)
-                               : static_cast<const void*>(out_.data() + slot * kPiece);
+                               : static_cast<const void*>(out_.data() + slot * half_);
   AT_CUDA_CHECK(cudaMemcpyAsync(compute(piece), from, piece.count * sizeof(F),
                                 cudaMemcpyHostToDevice, up_.get()));
   out_sent_[slot].record(up_.get());
@@ -129,7 +136,7 @@ void HostAdamW<F>::step(const GradsAt& grads, const ComputeAt& compute,
   AT_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), started_.get(), 0));
   const auto fetch = [&](std::size_t i) {
     const std::size_t part = i % 2;
-    AT_CUDA_CHECK(cudaMemcpyAsync(grads_.data() + part * kPiece, grads(pieces_[i]),
+    AT_CUDA_CHECK(cudaMemcpyAsync(grads_.data() + part * half_, grads(pieces_[i]),
                                   pieces_[i].count * sizeof(float), cudaMemcpyDeviceToHost,
                                   down_.get()));
     grads_in_[part].record(down_.get());
@@ -144,9 +151,9 @@ void HostAdamW<F>::step(const GradsAt& grads, const ComputeAt& compute,
       out = compute(pieces_[i]);
     } else if constexpr (!kFloat<F>) {
       out_sent_[slot].synchronize();  // piece i - 2's weights have left this half
-      out = out_.data() + slot * kPiece;
+      out = out_.data() + slot * half_;
     }
-    update(pieces_[i], grads_.data() + slot * kPiece, out, settings, lr, grad_scale, step);
+    update(pieces_[i], grads_.data() + slot * half_, out, settings, lr, grad_scale, step);
     send(i, slot, compute);
   }
   done_.record(up_.get());
@@ -165,7 +172,7 @@ void HostAdamW<F>::upload(const ComputeAt& compute) {
       cast(master_ + piece.state, compute(piece), piece.count);
     } else if constexpr (!kFloat<F>) {
       out_sent_[slot].synchronize();
-      cast(master_ + piece.state, out_.data() + slot * kPiece, piece.count);
+      cast(master_ + piece.state, out_.data() + slot * half_, piece.count);
     }
     send(i, slot, compute);
   }

@@ -73,8 +73,9 @@ class HostAdamW {
   cudaStream_t stream_;  // the model's
   autotrain::gpu::Stream down_;  // gradients to the host
   autotrain::gpu::Stream up_;    // weights to the device
-  autotrain::gpu::PinnedArray<float> grads_;  // [2 · kPiece]
-  autotrain::gpu::PinnedArray<F> out_;        // [2 · kPiece] unless F is float or on host
+  std::size_t half_;                          // the largest piece
+  autotrain::gpu::PinnedArray<float> grads_;  // [2 · half_]
+  autotrain::gpu::PinnedArray<F> out_;        // [2 · half_] unless F is float or on host
   autotrain::gpu::Event grads_in_[2];         // a piece's gradient arrived in half k
   autotrain::gpu::Event out_sent_[2];         // half k's weights left (free again)
   autotrain::gpu::Event started_;             // the model stream's work before the step

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# ZeRO-Offload and ZeRO-Infinity on two emulated GPUs (docs/zero.md): `autotrain train` at ZeRO-3
+# in bf16 with the optimizer state (and the parameters) in pinned host memory, set by the flags and
+# as a DeepSpeed JSON says, follows the run without offload; a checkpoint of either resumes into the
+# other and continues its curve; the start-up line says what went to the host; the settings that
+# cannot work are refused by name. ctest runs it as cuda_emu.offload.
+set -euo pipefail
+: "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/ckpt_check.py"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "FAIL: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; exit 1; }
+common=(train --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --device cuda
+  --comm-backend auto --mixed-precision bf16 --max-steps 6 --checkpoint-every 3
+  --eval-strategy no --save-total-limit 3)
+train() {  # project, then flags
+  local project=$1
+  shift
+  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${common[@]}" --project-name "$project" "$@" \
+    > "$project.log" 2>&1 || fail "training $project"
+}
+train plain --zero-stage 3
+train offload --zero-stage 3 --offload-optimizer-device cpu --offload-param-device cpu
+grep -qE "offloaded: host [0-9.]+ [KMG]iB" offload.log ||
+  fail "the start-up line does not say what went to the host"
+# The host's AdamW against the device's: the same curve within bf16's stage tolerance.
+$check tail plain/metrics.jsonl offload/metrics.jsonl 1 1e-3
+
+# A DeepSpeed config's ZeRO-Offload section means the same.
+cat > ds.json <<'JSON'
+{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu", "pin_memory": true}},
+ "bf16": {"enabled": true}}
+JSON
+"$AUTOTRAIN_BIN" "${common[@]}" --deepspeed ds.json --dry-run > ds.log 2>&1 || fail "ds.json"
+grep -qE "offload_optimizer_device +cpu +ds.json:zero_optimization.offload_optimizer.device" ds.log ||
+  fail "the DeepSpeed config does not set offload_optimizer_device"
+
+# Checkpoints are the same logical tensors: each resumes into the other setting.
+mkdir plain-to-offload offload-to-plain
+train plain-to-offload --zero-stage 3 --offload-optimizer-device cpu \
+  --resume-from-checkpoint plain/checkpoints/checkpoint-3.h5
+train offload-to-plain --zero-stage 3 --resume-from-checkpoint offload/checkpoints/checkpoint-3.h5
+grep -q "at step 3" plain-to-offload.log || fail "plain -> offload did not resume at step 3"
+$check tail plain/metrics.jsonl plain-to-offload/metrics.jsonl 4 1e-3
+$check tail offload/metrics.jsonl offload-to-plain/metrics.jsonl 4 1e-3
+
+# Refused by name, before training.
+refuse() {  # what the output must say, then flags
+  local want=$1
+  shift
+  out=$(timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${common[@]}" --project-name refused \
+    "$@" 2>&1) && fail "accepted: $*"
+  grep -qF -- "$want" <<< "$out" || fail "no '$want' in: $out"
+}
+refuse "it needs zero_stage 1, 2 or 3, got 0" --zero-stage 0 --offload-optimizer-device cpu
+refuse "it needs zero_stage 3, got 2" --zero-stage 2 --offload-optimizer-device cpu \
+  --offload-param-device cpu
+refuse "set offload_optimizer_device cpu too" --zero-stage 3 --offload-param-device cpu
+refuse "offload to nvme needs nvme_path" --zero-stage 1 --offload-optimizer-device nvme
+echo "offload: follows the device optimizer, resumes both ways, refuses what cannot work"
