@@ -173,9 +173,10 @@ RankFigures reduce_figures(const std::vector<PhaseSeconds>& timed, const Replica
   allreduce_in_place(&peak_gflops, 1, MPI_DOUBLE, MPI_SUM);
   allreduce_in_place(&final_loss, 1, MPI_FLOAT, MPI_SUM);
   const auto memory = engine.memory();
-  unsigned long long memory_bytes[4] = {memory.param_bytes, memory.grad_bytes,
-                                        memory.optimizer_bytes, memory.working_bytes};
-  allreduce_in_place(memory_bytes, 4, MPI_UNSIGNED_LONG_LONG, MPI_MAX);
+  unsigned long long memory_bytes[6] = {memory.param_bytes,     memory.grad_bytes,
+                                        memory.optimizer_bytes, memory.working_bytes,
+                                        memory.host_bytes,      memory.nvme_bytes};
+  allreduce_in_place(memory_bytes, 6, MPI_UNSIGNED_LONG_LONG, MPI_MAX);
   figures.rss.resize(static_cast<std::size_t>(world_size));
   AT_MPI_CHECK(MPI_Allgather(&rss, 1, MPI_UNSIGNED_LONG_LONG, figures.rss.data(), 1,
                              MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD));
@@ -191,6 +192,8 @@ RankFigures reduce_figures(const std::vector<PhaseSeconds>& timed, const Replica
   figures.memory.grad_bytes = memory_bytes[1];
   figures.memory.optimizer_bytes = memory_bytes[2];
   figures.memory.working_bytes = memory_bytes[3];
+  figures.memory.host_bytes = memory_bytes[4];
+  figures.memory.nvme_bytes = memory_bytes[5];
   figures.device_memory = static_cast<unsigned long long>(replica.device_memory_bytes());
   allreduce_in_place(&figures.device_memory, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX);
   return figures;

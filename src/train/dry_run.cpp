@@ -5,6 +5,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/model/param_source.hpp"
 #include "autotrain/train/lora.hpp"
+#include "autotrain/train/memory_plan.hpp"
 #include "autotrain/train/pretrained.hpp"
 #include "autotrain/train/resume.hpp"
 
@@ -73,7 +74,7 @@ std::string check_run(const RunSetup& setup) {
                        : cat(", with ", resume->changes.size(), " parameter change(s) allowed"))
              : std::string("none: a fresh start");
   return cat("  weights      ", weights, "\n  data         ", data, "\n  resume       ",
-             resume_line, "\n");
+             resume_line, "\n", describe_memory_fit(setup));
 }
 
 }  // namespace autotrain::train

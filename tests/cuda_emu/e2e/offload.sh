@@ -36,6 +36,11 @@ JSON
 "$AUTOTRAIN_BIN" "${common[@]}" --deepspeed ds.json --dry-run > ds.log 2>&1 || fail "ds.json"
 grep -qE "offload_optimizer_device +cpu +ds.json:zero_optimization.offload_optimizer.device" ds.log ||
   fail "the DeepSpeed config does not set offload_optimizer_device"
+# --dry-run says what goes where, and what each setting would hold.
+grep -qE "memory .* of the GPU's [0-9.]+ [KMG]iB; offloaded: host [0-9.]+ [KMG]iB" ds.log ||
+  fail "the dry run does not show the offloaded memory"
+grep -qE "fits .*B without offload; [0-9.]+B with offload_optimizer_device cpu" ds.log ||
+  fail "the dry run does not show what each offload setting fits"
 
 # Checkpoints are the same logical tensors: each resumes into the other setting.
 mkdir plain-to-offload offload-to-plain
