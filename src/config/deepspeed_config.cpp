@@ -232,8 +232,8 @@ class DeepSpeedReader {
         if (setting.is_string()) {
           out_.set(file_, where, section + "_device", lower(setting.get<std::string>()));
         } else if (!setting.is_null()) {
-          out_.refuse(file_, where, cat("expected \"none\", \"cpu\" or \"nvme\", got ",
-                                        setting.dump()));
+          out_.refuse(file_, where,
+                      cat("expected \"none\", \"cpu\" or \"nvme\", got ", setting.dump()));
         }
       } else if (key == "nvme_path") {
         if (setting.is_string()) out_.set(file_, where, "nvme_path", setting.get<std::string>());

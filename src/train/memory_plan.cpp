@@ -1,10 +1,10 @@
 #include "autotrain/train/memory_plan.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <limits>
 #include <vector>
-
-#include <unistd.h>
 
 #include "autotrain/core/strings.hpp"
 #include "autotrain/launch/device.hpp"
@@ -65,13 +65,13 @@ StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& o
 }
 
 std::string MemoryPlan::describe(int64_t batch_size) const {
-  std::string text = cat("state ", human_bytes(state_bytes), " + working ",
-                         human_bytes(working_bytes), " + ", batch_size, " x ",
-                         human_bytes(sequence_bytes),
-                         " of activations = ", human_bytes(bytes(batch_size)));
+  std::string text =
+      cat("state ", human_bytes(state_bytes), " + working ", human_bytes(working_bytes), " + ",
+          batch_size, " x ", human_bytes(sequence_bytes),
+          " of activations = ", human_bytes(bytes(batch_size)));
   if (host_bytes > 0) text += cat("; offloaded: host ", human_bytes(host_bytes));
-  if (nvme_bytes > 0) text += cat(host_bytes > 0 ? ", NVMe " : "; offloaded: NVMe ",
-                                  human_bytes(nvme_bytes));
+  if (nvme_bytes > 0)
+    text += cat(host_bytes > 0 ? ", NVMe " : "; offloaded: NVMe ", human_bytes(nvme_bytes));
   return text;
 }
 
@@ -80,8 +80,8 @@ MemoryPlan memory_plan(const RunSetup& setup) {
   const model::ParamLayout layout(model_config(setup.resolved), setup.topology.world_size);
   MemoryPlan plan;
   plan.parameters = static_cast<double>(layout.num_parameters());
-  const StateBytes per_parameter = state_bytes_per_parameter(
-      setup, params.offload_optimizer_device, params.offload_param_device);
+  const StateBytes per_parameter = state_bytes_per_parameter(setup, params.offload_optimizer_device,
+                                                             params.offload_param_device);
   plan.state_bytes = plan.parameters * per_parameter.device;
   plan.host_bytes = plan.parameters * per_parameter.host;
   plan.nvme_bytes = plan.parameters * per_parameter.nvme;
@@ -105,8 +105,8 @@ double host_memory_per_rank(int node_ranks) {
 
 // "1.2e+09" or "none": the most parameters whose state fits both budgets.
 std::string most_parameters(const StateBytes& bytes, double device_left, double host) {
-  double most = bytes.device > 0 ? device_left / bytes.device
-                                 : std::numeric_limits<double>::infinity();
+  double most =
+      bytes.device > 0 ? device_left / bytes.device : std::numeric_limits<double>::infinity();
   if (bytes.host > 0 && host > 0) most = std::min(most, host / bytes.host);
   if (most < 1) return "none";
   return cat(static_cast<double>(static_cast<long long>(most / 1e6)) / 1e3, "B");
@@ -125,24 +125,23 @@ std::string describe_memory_fit(const RunSetup& setup) {
   std::string text = cat("  memory       per rank at batch ", B, ": ", on_device.describe(B),
                          " of ", gpu ? "the GPU's " : "the host's ", human_bytes(device),
                          plan.describe(B).substr(on_device.describe(B).size()), "\n");
-  const double left =
-      device - plan.working_bytes - static_cast<double>(B) * plan.sequence_bytes;
-  std::vector<std::string> settings = {cat(most_parameters(
-      state_bytes_per_parameter(setup, "none", "none"), left, host), " without offload")};
+  const double left = device - plan.working_bytes - static_cast<double>(B) * plan.sequence_bytes;
+  std::vector<std::string> settings = {
+      cat(most_parameters(state_bytes_per_parameter(setup, "none", "none"), left, host),
+          " without offload")};
   if (gpu && setup.zero_stage >= 1) {
-    settings.push_back(cat(most_parameters(state_bytes_per_parameter(setup, "cpu", "none"), left,
-                                           host),
-                           " with offload_optimizer_device cpu"));
+    settings.push_back(
+        cat(most_parameters(state_bytes_per_parameter(setup, "cpu", "none"), left, host),
+            " with offload_optimizer_device cpu"));
   }
   if (gpu && setup.zero_stage == 3) {
-    settings.push_back(cat(most_parameters(state_bytes_per_parameter(setup, "cpu", "cpu"), left,
-                                           host),
-                           " with offload_param_device cpu too"));
+    settings.push_back(
+        cat(most_parameters(state_bytes_per_parameter(setup, "cpu", "cpu"), left, host),
+            " with offload_param_device cpu too"));
   }
-  return text + cat("  fits         the most parameters at ZeRO stage ", setup.zero_stage,
-                    " over ", setup.topology.world_size,
-                    " rank(s), with this model's activations and ", human_bytes(host),
-                    " of host memory per rank: ", join(settings, "; "), "\n");
+  return text + cat("  fits         the most parameters at ZeRO stage ", setup.zero_stage, " over ",
+                    setup.topology.world_size, " rank(s), with this model's activations and ",
+                    human_bytes(host), " of host memory per rank: ", join(settings, "; "), "\n");
 }
 
 }  // namespace autotrain::train

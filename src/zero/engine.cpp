@@ -23,11 +23,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/zero/partition.hpp"
-#include "frozen_params.hpp"
-#include "gradients.hpp"
-#include "param_gatherer.hpp"
-#include "state_runs.hpp"
-#include "wait_clock.hpp"
+#include "engine_core.hpp"
 
 namespace autotrain::zero {
 
@@ -93,14 +89,10 @@ double sum_of_squares(const float* g, std::size_t n) {
   return total;
 }
 
-class ZeroEngine final : public Engine {
+class ZeroEngine final : public EngineCore<Engine, HostMemory> {
  public:
   ZeroEngine(const model::ParamLayout& layout, Communicator& comm, const EngineOptions& options)
-      : layout_(layout),
-        comm_(comm),
-        stage_(options.stage),
-        prefetch_(options.prefetch),
-        rank_(comm.rank()),
+      : EngineCore(layout, comm, options, HostMemory{}),
         shard_offsets_(shard_offsets(layout)),
         params_(stage_ == 3 ? shard_offsets_.back() : layout.padded_size(), 0.0f) {
     if (stage_ <= 1) {
@@ -121,9 +113,6 @@ class ZeroEngine final : public Engine {
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
   }
 
-  int stage() const override { return stage_; }
-  int rank() const override { return comm_.rank(); }
-
   void init_parameters(const model::ParamSource& source) override {
     if (gatherer_) gatherer_->invalidate();
     if (stage_ < 3) {
@@ -137,51 +126,26 @@ class ZeroEngine final : public Engine {
     }
   }
 
-  // --- model::UnitAccess ---------------------------------------------------------------------
-  // The device engine (gpu/engine.cpp) forwards its hooks and step calls to the same reducer and
-  // gatherer in the same few lines: kept in each engine, which owns its buffers and its stream.
+  // --- model::UnitAccess (the rest is EngineCore's) -------------------------------------------
   const float* params(int unit) override {
     if (gatherer_) return gatherer_->acquire(unit);
-    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: unit ", unit, " out of range");
-    return params_.data() + layout_.units()[static_cast<std::size_t>(unit)].offset;
+    return params_.data() + checked_unit(layout_, unit).offset;
   }
-  void release(int unit) override {
-    if (gatherer_) gatherer_->release(unit);
-  }
-  float* grads(int unit) override { return gradients_->grads(unit); }
-  void grads_ready(int unit) override { gradients_->grads_ready(unit); }
 
   // --- the step -------------------------------------------------------------------------------
-  void begin_step() override { gradients_->zero(); }
-
-  void begin_micro_step(bool last_micro_step) override {
-    gradients_->begin_micro_step(last_micro_step);
-    if (gatherer_) gatherer_->begin_training_micro_step();
-    if (frozen_) frozen_->begin_training_micro_step();
-  }
-
-  void finish_backward() override { gradients_->finish(); }
-
   double grad_norm() override {
-    // Each rank sums the squares of its shard (every element counted once; padding is zero),
-    // in double. The partial sums travel as two floats (high and low part) so the total keeps
-    // double precision, and every rank adds them in rank order: the same norm on every rank.
+    // Each rank sums the squares of its shard (padding is zero), in double.
     double sum = 0;
     for (int u = 0; u < layout_.num_units(); ++u) {
       const model::Range shard = layout_.shard(u, rank_);
       sum += sum_of_squares(gradients_->reduced(u, shard), shard.size);
     }
-    const auto world = static_cast<std::size_t>(comm_.size());
-    norm_parts_.assign(2 * world, 0.0f);
-    const auto high = static_cast<float>(sum);
-    const float mine[2] = {high, static_cast<float>(sum - double{high})};
-    auto handle = comm_.allgather_async(mine, norm_parts_.data(), 2, DType::fp32);
-    clock_.wait(handle);
-    double total = 0;
-    for (std::size_t r = 0; r < world; ++r) {
-      total += double{norm_parts_[2 * r]} + double{norm_parts_[2 * r + 1]};
-    }
-    return std::sqrt(total);
+    return combine_norm(sum, [this](const float* mine) {
+      norm_parts_.assign(2 * static_cast<std::size_t>(comm_.size()), 0.0f);
+      auto handle = comm_.allgather_async(mine, norm_parts_.data(), 2, DType::fp32);
+      clock_.wait(handle);
+      return std::span<const float>(norm_parts_);
+    });
   }
 
   void step(float lr, float grad_scale) override {
@@ -218,8 +182,6 @@ class ZeroEngine final : public Engine {
     return report;
   }
 
-  double take_comm_wait_seconds() override { return clock_.take(); }
-
   // --- checkpoints ----------------------------------------------------------------------------
   std::vector<StateRun> shard_runs() override { return runs(true); }
   std::vector<StateRun> held_runs() override { return runs(false); }
@@ -232,13 +194,7 @@ class ZeroEngine final : public Engine {
   }
 
   void gather_unit(int unit, std::span<float> out, int root) override {
-    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: gather_unit(", unit,
-             ") out of range [0, ", layout_.num_units(), ")");
-    AT_CHECK(root >= 0 && root < comm_.size(), "ZeRO: gather_unit root ", root,
-             " out of range [0, ", comm_.size(), ")");
-    const auto& info = layout_.units()[static_cast<std::size_t>(unit)];
-    AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
-             info.numel, " elements, got ", out.size());
+    const model::ParamUnit& info = check_gather(unit, out, root);
     if (!gatherer_) {
       if (rank_ == root) std::copy_n(params_.data() + info.offset, info.numel, out.begin());
       return;
@@ -250,26 +206,7 @@ class ZeroEngine final : public Engine {
     gatherer_->release(unit);
   }
 
-  int peak_gathered_units() const override {
-    return gatherer_ ? gatherer_->peak_resident_units() : 0;
-  }
-
-  // --- frozen weights -------------------------------------------------------------------------
-  model::UnitAccess& hold_frozen(const model::ParamLayout& layout,
-                                 const model::ParamSource& source) override {
-    AT_CHECK(frozen_ == nullptr, "internal: hold_frozen called twice");
-    AT_CHECK(layout.world_size() == comm_.size() && layout.num_units() == layout_.num_units(),
-             "internal: the frozen layout has ", layout.num_units(), " units for world size ",
-             layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
-    frozen_ = std::make_unique<FrozenParams>(layout, comm_, clock_, stage_, prefetch_, source);
-    return *frozen_;
-  }
-  std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
-
  private:
-  // The range the optimizer of `unit` updates on this rank.
-  model::Range owned(int unit) const { return owned_range(layout_, stage_, rank_, unit); }
-
   // Stage 3: the rank's part of `unit` in the shard-space parameter buffer.
   std::span<float> shard_params(int unit) {
     return {params_.data() + shard_offsets_[static_cast<std::size_t>(unit)],
@@ -315,19 +252,10 @@ class ZeroEngine final : public Engine {
     return result;
   }
 
-  const model::ParamLayout& layout_;
-  Communicator& comm_;
-  int stage_;
-  int prefetch_;
-  int rank_;
-  WaitClock clock_;
   std::vector<std::size_t> shard_offsets_;
-  std::vector<float> params_;  // whole flat buffer, or the shard in shard space (stage 3)
-  std::unique_ptr<GradientReducer> gradients_;
-  std::unique_ptr<ParamGatherer<HostMemory>> gatherer_;
-  std::unique_ptr<FrozenParams> frozen_;  // hold_frozen's
-  std::vector<Optimizer> optimizers_;     // one per unit, over owned(unit)
-  std::vector<CommHandle> gathers_;       // stage 1/2 parameter all-gathers of one step
+  std::vector<float> params_;          // whole flat buffer, or the shard in shard space (stage 3)
+  std::vector<Optimizer> optimizers_;  // one per unit, over owned(unit)
+  std::vector<CommHandle> gathers_;    // stage 1/2 parameter all-gathers of one step
   std::vector<float> norm_parts_;
 };
 

@@ -26,11 +26,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "../frozen_params.hpp"
-#include "../gradients.hpp"
-#include "../param_gatherer.hpp"
-#include "../state_runs.hpp"
-#include "../wait_clock.hpp"
+#include "../engine_core.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
@@ -68,16 +64,22 @@ class HostFloats {
 };
 
 template <typename F>
-class DeviceZeroEngine final : public DeviceEngine<F> {
+class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F>> {
   static constexpr bool kMasterIsCompute = std::is_same_v<F, float>;
+  using Core = EngineCore<DeviceEngine<F>, DeviceMemory<F>>;
+  using Core::clock_;
+  using Core::comm_;
+  using Core::gatherer_;
+  using Core::gradients_;
+  using Core::layout_;
+  using Core::owned;
+  using Core::rank_;
+  using Core::stage_;
 
  public:
   DeviceZeroEngine(const model::ParamLayout& layout, Communicator& comm,
                    const EngineOptions& options, cudaStream_t stream)
-      : layout_(layout),
-        comm_(comm),
-        stage_(options.stage),
-        rank_(comm.rank()),
+      : Core(layout, comm, options, DeviceMemory<F>{stream}),
         settings_(options.optimizer),
         stream_(stream),
         offload_(options.offload_optimizer != Offload::none),
@@ -99,8 +101,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
         host_master_(owned_total_, offload_),
         host_m_(owned_total_, offload_),
         host_v_(owned_total_, offload_),
-        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())),
-        prefetch_(options.prefetch) {
+        host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
     if constexpr (!kMasterIsCompute) {
       gradients_ = std::make_unique<WideGradients<F>>(layout, comm, clock_,
                                                       options.reduce_bucket_size, stage_, stream_);
@@ -125,16 +126,13 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     AT_CHECK(!params_on_host_ || (offload_ && stage_ == 3),
              "internal: offload_param needs stage 3 and offload_optimizer");
     if (offload_) {
-      host_adamw_ = std::make_unique<HostAdamW<F>>(owned_pieces(ranges), segments_,
-                                                   host_master_.get(), host_m_.get(),
-                                                   host_v_.get(), params_on_host_, stream_);
+      host_adamw_ =
+          std::make_unique<HostAdamW<F>>(owned_pieces(ranges), segments_, host_master_.get(),
+                                         host_m_.get(), host_v_.get(), params_on_host_, stream_);
     }
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-
-  int stage() const override { return stage_; }
-  int rank() const override { return comm_.rank(); }
 
   void init_parameters(const model::ParamSource& source) override {
     // Only the owned ranges (the values a single rank has for them),
@@ -165,34 +163,15 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     rebuild_compute_params();
   }
 
-  // --- model::BasicUnitAccess ------------------------------------------------------------------
-  // As the CPU engine (../engine.cpp) does, on purpose: the same reducer and gatherer templates
-  // (../gradients.hpp, ../param_gatherer.hpp) behind the same few forwarding lines.
+  // --- model::BasicUnitAccess (the rest is EngineCore's) ---------------------------------------
   const F* params(int unit) override {
     if (gatherer_) return gatherer_->acquire(unit);
-    return compute_base() + unit_info(unit).offset;
+    return compute_base() + checked_unit(layout_, unit).offset;
   }
-  void release(int unit) override {
-    if (gatherer_) gatherer_->release(unit);
-  }
-  F* grads(int unit) override { return gradients_->grads(unit); }
-  void grads_ready(int unit) override { gradients_->grads_ready(unit); }
 
   // --- the step -------------------------------------------------------------------------------
-  void begin_step() override { gradients_->zero(); }
-
-  void begin_micro_step(bool last_micro_step) override {
-    gradients_->begin_micro_step(last_micro_step);
-    if (gatherer_) gatherer_->begin_training_micro_step();
-    if (frozen_) frozen_->begin_training_micro_step();
-  }
-
-  // Every reduction waited for on the host: what is queued on stream_ afterwards sees them.
-  void finish_backward() override { gradients_->finish(); }
-
   double grad_norm() override {
-    // Each rank sums the squares of its shard (every element counted once), in double; the
-    // partial sums travel as two floats (high, low) and every rank adds them in rank order.
+    // Each rank sums the squares of its shard, in double, on the device.
     auto* total = norm_total_.as<double>();
     AT_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(double), stream_));
     for (int u = 0; u < layout_.num_units(); ++u) {
@@ -203,22 +182,18 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     double sum = 0;
     AT_CUDA_CHECK(cudaMemcpyAsync(&sum, total, sizeof(double), cudaMemcpyDeviceToHost, stream_));
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const auto high = static_cast<float>(sum);
-    const float mine[2] = {high, static_cast<float>(sum - double{high})};
-    float* parts = norm_parts_.as<float>();
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(parts + 2 * rank_, mine, sizeof mine, cudaMemcpyHostToDevice, stream_));
-    comm_.wait_for_stream(stream_);
-    auto handle = comm_.allgather_async(parts + 2 * rank_, parts, 2, DType::fp32);
-    clock_.wait(handle);
-    const std::size_t count = host_norm_parts_.size();
-    AT_CUDA_CHECK(
-        cudaMemcpy(host_norm_parts_.data(), parts, count * sizeof(float), cudaMemcpyDeviceToHost));
-    double all = 0;
-    for (std::size_t i = 0; i < count; i += 2) {
-      all += double{host_norm_parts_.data()[i]} + double{host_norm_parts_.data()[i + 1]};
-    }
-    return std::sqrt(all);
+    return this->combine_norm(sum, [this](const float* mine) {
+      float* parts = norm_parts_.as<float>();
+      AT_CUDA_CHECK(cudaMemcpyAsync(parts + 2 * rank_, mine, 2 * sizeof(float),
+                                    cudaMemcpyHostToDevice, stream_));
+      comm_.wait_for_stream(stream_);
+      auto handle = comm_.allgather_async(parts + 2 * rank_, parts, 2, DType::fp32);
+      clock_.wait(handle);
+      const std::size_t count = host_norm_parts_.size();
+      AT_CUDA_CHECK(cudaMemcpy(host_norm_parts_.data(), parts, count * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+      return std::span<const float>(host_norm_parts_.data(), count);
+    });
   }
 
   void step(float lr, float grad_scale) override {
@@ -273,25 +248,6 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
            gather_scratch_.bytes();
   }
 
-  int peak_gathered_units() const override {
-    return gatherer_ ? gatherer_->peak_resident_units() : 0;
-  }
-
-  // --- frozen weights -------------------------------------------------------------------------
-  model::BasicUnitAccess<F>& hold_frozen(const model::ParamLayout& layout,
-                                         const model::ParamSource& source) override {
-    AT_CHECK(frozen_ == nullptr, "internal: hold_frozen called twice");
-    AT_CHECK(layout.world_size() == comm_.size() && layout.num_units() == layout_.num_units(),
-             "internal: the frozen layout has ", layout.num_units(), " units for world size ",
-             layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
-    frozen_ = std::make_unique<BasicFrozenParams<DeviceMemory<F>>>(
-        layout, comm_, clock_, stage_, prefetch_, source, DeviceMemory<F>{stream_});
-    return *frozen_;
-  }
-  std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
-
-  double take_comm_wait_seconds() override { return clock_.take(); }
-
   // --- checkpoints ----------------------------------------------------------------------------
   std::vector<StateRun> shard_runs() override {
     download();
@@ -306,11 +262,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   void set_optimizer_steps(long long steps) override { steps_ = steps; }
 
   void gather_unit(int unit, std::span<float> out, int root) override {
-    const auto& info = unit_info(unit);
-    AT_CHECK(root >= 0 && root < comm_.size(), "ZeRO: gather_unit root ", root,
-             " out of range [0, ", comm_.size(), ")");
-    AT_CHECK(rank_ != root || out.size() >= info.numel, "ZeRO: gather_unit(", unit, ") needs ",
-             info.numel, " elements, got ", out.size());
+    const model::ParamUnit& info = this->check_gather(unit, out, root);
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     if (!offload_ && (stage_ == 0 || (kMasterIsCompute && stage_ < 3))) {
       // The whole unit's fp32 master weights are on this rank already.
@@ -336,8 +288,8 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
       AT_CUDA_CHECK(cudaMemcpyAsync(mine, host_master_.get() + state_index(unit, shard.offset),
                                     shard.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
     } else {
-      AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset),
-                                    shard.size * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+      AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset), shard.size * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, stream_));
     }
     comm_.wait_for_stream(stream_);
     auto handle = comm_.allgather_async(mine, scratch, shard.size, DType::fp32);
@@ -349,15 +301,6 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   }
 
  private:
-  const model::ParamUnit& unit_info(int unit) const {
-    AT_CHECK(unit >= 0 && unit < layout_.num_units(), "ZeRO: unit ", unit, " out of range [0, ",
-             layout_.num_units(), ")");
-    return layout_.units()[static_cast<std::size_t>(unit)];
-  }
-
-  // The range the optimizer of `unit` updates on this rank.
-  model::Range owned(int unit) const { return owned_range(layout_, stage_, rank_, unit); }
-
   std::vector<std::size_t> owned_offsets() const {
     std::vector<std::size_t> offsets{0};
     for (int u = 0; u < layout_.num_units(); ++u) offsets.push_back(offsets.back() + owned(u).size);
@@ -479,29 +422,24 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
     return result;
   }
 
-  const model::ParamLayout& layout_;
-  Communicator& comm_;
-  int stage_;
-  int rank_;
   OptimizerSettings settings_;
   cudaStream_t stream_;
   bool offload_;         // offload_optimizer: master, m, v on the host, the step on the CPU
   bool params_on_host_;  // offload_param: the stage-3 compute shard on the host
-  WaitClock clock_;
   std::vector<std::size_t> owned_offsets_;  // per unit, + the total
   std::size_t owned_total_;
   autotrain::gpu::DeviceBuffer
       params_;  // [padded_size] F (stage 3: [owned_total] F in shard space); empty on the host
   autotrain::gpu::PinnedArray<F> host_params_;  // offload_param: [owned_total] F, shard space
-  autotrain::gpu::DeviceBuffer master_;  // [owned_total] fp32, unless F is float
-  autotrain::gpu::DeviceBuffer m_;       // [owned_total] fp32
-  autotrain::gpu::DeviceBuffer v_;       // [owned_total] fp32
+  autotrain::gpu::DeviceBuffer master_;         // [owned_total] fp32, unless F is float
+  autotrain::gpu::DeviceBuffer m_;              // [owned_total] fp32
+  autotrain::gpu::DeviceBuffer v_;              // [owned_total] fp32
   autotrain::gpu::DeviceBuffer norm_total_;
   autotrain::gpu::DeviceBuffer norm_scratch_;
   autotrain::gpu::DeviceBuffer norm_parts_;  // [2 · world] fp32
   autotrain::gpu::DeviceBuffer
       gather_scratch_;  // export from a master shard (stages 1-2 in 16 bits, stage 3)
-  autotrain::gpu::StagedCopy staging_;    // pinned chunks between the device and the host copies
+  autotrain::gpu::StagedCopy staging_;  // pinned chunks between the device and the host copies
   // [owned_total]: the checkpoint copies of device state, pageable; with offload the state itself,
   // pinned.
   HostFloats host_master_;
@@ -510,12 +448,7 @@ class DeviceZeroEngine final : public DeviceEngine<F> {
   std::unique_ptr<HostAdamW<F>> host_adamw_;  // offload
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
-  // fp32 gradients: an fp32 model's, or a 16-bit model's widened (wide_gradients.hpp).
-  std::unique_ptr<BasicGradientReducer<F, float>> gradients_;
-  std::unique_ptr<ParamGatherer<DeviceMemory<F>>> gatherer_;  // stage 3 only
-  std::vector<CommHandle> gathers_;                           // stage 1/2 parameter all-gathers
-  int prefetch_;  // of the stage-3 gathers, the frozen weights' too
-  std::unique_ptr<BasicFrozenParams<DeviceMemory<F>>> frozen_;  // hold_frozen's
+  std::vector<CommHandle> gathers_;                  // stage 1/2 parameter all-gathers
   long long steps_ = 0;
 };
 

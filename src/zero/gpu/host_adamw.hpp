@@ -70,9 +70,9 @@ class HostAdamW {
   float* m_;
   float* v_;
   bool compute_on_host_;
-  cudaStream_t stream_;  // the model's
-  autotrain::gpu::Stream down_;  // gradients to the host
-  autotrain::gpu::Stream up_;    // weights to the device
+  cudaStream_t stream_;                       // the model's
+  autotrain::gpu::Stream down_;               // gradients to the host
+  autotrain::gpu::Stream up_;                 // weights to the device
   std::size_t half_;                          // the largest piece
   autotrain::gpu::PinnedArray<float> grads_;  // [2 · half_]
   autotrain::gpu::PinnedArray<F> out_;        // [2 · half_] unless F is float or on host

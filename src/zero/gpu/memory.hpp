@@ -47,8 +47,7 @@ struct DeviceMemory {
   void upload(F* into, const float* values, std::size_t count) const;
   // From pinned host memory, queued on the stream.
   void copy_from_host(F* into, const F* values, std::size_t count) const {
-    AT_CUDA_CHECK(
-        cudaMemcpyAsync(into, values, count * sizeof(F), cudaMemcpyHostToDevice, stream));
+    AT_CUDA_CHECK(cudaMemcpyAsync(into, values, count * sizeof(F), cudaMemcpyHostToDevice, stream));
   }
   void before_collective(Communicator& comm) const { comm.wait_for_stream(stream); }
   void before_use(CommHandle& handle, WaitClock& /*clock*/) const { handle.order_before(stream); }

@@ -312,10 +312,9 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   }
   for (const auto precision : {Precision::fp32, Precision::fp16}) {
     const auto three = tiny_setup(Device::cuda, precision, 3);
-    expect_losses_near(train_steps(three, llama_layout()),
-                       train_steps(offloaded(three, true), llama_layout()),
-                       precision == Precision::fp32 ? 1e-6 : kStageRtol,
-                       "Llama family, offload_param cpu");
+    expect_losses_near(
+        train_steps(three, llama_layout()), train_steps(offloaded(three, true), llama_layout()),
+        precision == Precision::fp32 ? 1e-6 : kStageRtol, "Llama family, offload_param cpu");
   }
 }
 
