@@ -29,6 +29,12 @@ add_library(autotrain_text INTERFACE)
 target_link_libraries(autotrain_text INTERFACE PkgConfig::AUTOTRAIN_PCRE2
                                                PkgConfig::AUTOTRAIN_UTF8PROC)
 
+# liburing (io_uring): the asynchronous reads and writes of the optimizer state offloaded to NVMe
+# (src/zero/async_file.cpp; docs/benchmarks.md, "NVMe offload I/O", says why not libaio).
+pkg_check_modules(AUTOTRAIN_URING REQUIRED IMPORTED_TARGET liburing)
+add_library(autotrain_uring INTERFACE)
+target_link_libraries(autotrain_uring INTERFACE PkgConfig::AUTOTRAIN_URING)
+
 # OpenBLAS: prefer the OpenMP build so BLAS and our kernels share one thread pool.
 find_path(AUTOTRAIN_CBLAS_INCLUDE cblas.h
   PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp
