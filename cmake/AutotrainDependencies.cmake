@@ -34,6 +34,10 @@ target_link_libraries(autotrain_text INTERFACE PkgConfig::AUTOTRAIN_PCRE2
 pkg_check_modules(AUTOTRAIN_URING REQUIRED IMPORTED_TARGET liburing)
 add_library(autotrain_uring INTERFACE)
 target_link_libraries(autotrain_uring INTERFACE PkgConfig::AUTOTRAIN_URING)
+# libaio, optional: only the benchmark tests/zero/bench_nvme.cpp uses it, to compare it with
+# io_uring (Debian's libaio-dev has no pkg-config file).
+find_library(AUTOTRAIN_LIBAIO_LIB aio)
+find_path(AUTOTRAIN_LIBAIO_INCLUDE libaio.h)
 
 # OpenBLAS: prefer the OpenMP build so BLAS and our kernels share one thread pool.
 find_path(AUTOTRAIN_CBLAS_INCLUDE cblas.h

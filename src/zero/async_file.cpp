@@ -13,6 +13,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
@@ -189,6 +190,11 @@ AsyncFile::AsyncFile(int fd, IoEngine engine, std::size_t depth) : slots_(depth)
     queue_ = make_thread_queue(fd, 2);
     if (engine_name_.empty()) engine_name_ = "pread/pwrite threads";
   }
+}
+
+AsyncFile::AsyncFile(std::unique_ptr<IoQueue> queue, std::string engine_name, std::size_t depth)
+    : queue_(std::move(queue)), engine_name_(std::move(engine_name)), slots_(depth) {
+  AT_CHECK(depth > 0, "AsyncFile: at least one transfer must be allowed in flight");
 }
 
 AsyncFile::~AsyncFile() {

@@ -59,6 +59,8 @@ class AsyncFile {
   // Transfers on `fd` (not owned; it must stay open while this lives), at most `depth` in
   // flight. `automatic` tries io_uring first and falls back to threads (engine_name() says why).
   AsyncFile(int fd, IoEngine engine, std::size_t depth);
+  // On a queue of the caller's (the benchmark's libaio), called `engine_name`.
+  AsyncFile(std::unique_ptr<IoQueue> queue, std::string engine_name, std::size_t depth);
   ~AsyncFile();
   AsyncFile(const AsyncFile&) = delete;
   AsyncFile& operator=(const AsyncFile&) = delete;
