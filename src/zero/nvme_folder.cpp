@@ -116,8 +116,9 @@ void check_node_local(const std::filesystem::path& folder, Communicator& comm,
   Finding mine;
   mine.error = create_marker(marker(comm.rank()), me);
   comm.barrier();  // every marker that will exist exists
+  const char* my_host = all[static_cast<std::size_t>(comm.rank())].host;  // as the others see it
   for (int rank = 0; rank < comm.size() && mine.error == 0 && mine.other_rank < 0; ++rank) {
-    if (me == all[static_cast<std::size_t>(rank)].host) continue;
+    if (std::strcmp(my_host, all[static_cast<std::size_t>(rank)].host) == 0) continue;
     std::error_code ignored;
     if (std::filesystem::exists(marker(rank), ignored)) mine.other_rank = rank;
   }

@@ -63,7 +63,8 @@ class NvmeState {
       std::function<void(std::size_t begin, std::size_t count, std::span<float* const> data)>;
   void for_each_block(const BlockVisitor& visit, bool write_back = true);
 
-  // Random access (checkpoints): elements [begin, begin + out.size()) of array `array`.
+  // Random access (checkpoints): elements [begin, begin + out.size()) of array `array`. They
+  // use the pipeline's buffers: not from inside a visitor.
   void read(int array, std::size_t begin, std::span<float> out);
   void write(int array, std::size_t begin, std::span<const float> in);
 

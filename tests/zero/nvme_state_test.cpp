@@ -4,10 +4,17 @@
 #include "../../src/zero/nvme_state.hpp"  // internal to the zero layer
 
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -83,10 +90,16 @@ TEST_P(NvmeRoundTrip, KeepsWhatEachPassWroteAcrossBlocksAndAPartialLastBlock) {
   }
 }
 
+std::string round_trip_name(const ::testing::TestParamInfo<std::tuple<int, IoEngine>>& info) {
+  const bool threads = std::get<1>(info.param) == IoEngine::threads;
+  return std::to_string(std::get<0>(info.param)) + "_arrays_" + (threads ? "threads" : "automatic");
+}
+
 INSTANTIATE_TEST_SUITE_P(ArraysAndEngines, NvmeRoundTrip,
                          ::testing::Combine(::testing::Values(1, 3),
                                             ::testing::Values(IoEngine::automatic,
-                                                              IoEngine::threads)));
+                                                              IoEngine::threads)),
+                         round_trip_name);
 
 TEST(NvmeState, LeavesTheFileUnchangedWithoutWriteBack) {
   TempDir dir;
@@ -192,6 +205,40 @@ TEST(NvmeState, SaysHowItReadsAndWrites) {
                                      "asked for)");
   overwrite(buffered, 0);
   overwrite(buffered, 1);
+}
+
+// What a container's seccomp profile does (Docker's default refuses io_uring): io_uring_setup
+// fails with EPERM, in this process and its children from now on.
+void refuse_io_uring() {
+  sock_filter filter[] = {
+      {BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(seccomp_data, nr)},
+      {BPF_JMP | BPF_JEQ | BPF_K, 0, 1, __NR_io_uring_setup},
+      {BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ERRNO | EPERM},
+      {BPF_RET | BPF_K, 0, 0, SECCOMP_RET_ALLOW},
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+    std::perror("seccomp");
+    std::exit(2);
+  }
+}
+
+TEST(NvmeState, FallsBackToThreadsWhereIoUringIsRefused) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the filter only in a child of its own
+  TempDir dir;
+  EXPECT_EXIT(
+      {
+        refuse_io_uring();
+        NvmeState state(dir.path(), "state", 10000, 3, 3000);
+        overwrite(state, 0);
+        overwrite(state, 1);
+        std::fprintf(stderr, "%s\n", state.describe().c_str());
+        std::exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0),
+      "pread/pwrite threads \\(io_uring unavailable: io_uring_queue_init: Operation not "
+      "permitted\\), O_DIRECT");
 }
 
 TEST(NvmeState, OffersAlignedBuffersOfABlockOfEveryArray) {
