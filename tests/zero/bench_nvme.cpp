@@ -7,7 +7,7 @@
 // engines differ in nothing else.
 //
 //   bench_nvme --path DIR [--bytes 4G] [--block 16M] [--depth 4] [--runs 3]
-//              [--engines io_uring,libaio,threads] [--buffered]
+//              [--engines io_uring,libaio,threads] [--buffered] [--visit-ms 0]
 //
 // GB/s are 10^9 bytes per second; "% in submit" is the share of an operation's time spent inside
 // the submissions, where an engine that blocks overlaps nothing.
@@ -86,7 +86,8 @@ struct Options {
   std::filesystem::path path;
   std::size_t bytes = std::size_t{4} << 30, block = std::size_t{16} << 20, depth = 4;
   int runs = 3;
-  bool direct = true;  // --buffered: through the page cache
+  bool direct = true;   // --buffered: through the page cache
+  double visit_ms = 0;  // the state pass's compute per block
   std::vector<std::string> engines = {"io_uring", "libaio", "threads"};
 };
 
@@ -122,6 +123,8 @@ Options parse(int argc, char** argv) {
       options.runs = std::stoi(value());
     } else if (flag == "--engines") {
       options.engines = split(value(), ',');
+    } else if (flag == "--visit-ms") {
+      options.visit_ms = std::stod(value());
     } else if (flag == "--buffered") {
       options.direct = false;
     } else {
@@ -130,7 +133,7 @@ Options parse(int argc, char** argv) {
   }
   AT_CHECK(!options.path.empty(),
            "usage: bench_nvme --path DIR [--bytes 4G] [--block 16M] [--depth 4] [--runs 3] "
-           "[--engines io_uring,libaio,threads] [--buffered]");
+           "[--engines io_uring,libaio,threads] [--buffered] [--visit-ms 0]");
   options.bytes = options.bytes / options.block * options.block;
   return options;
 }
@@ -198,16 +201,29 @@ std::map<std::string, double> measure_engine(const std::string& engine, std::byt
   return rate;
 }
 
-// GB/s (bytes read + written) of one NvmeState pass over three arrays of bytes / 12 floats.
-double measure_state(IoEngine engine, const Options& o) {
+// One NvmeState pass over three arrays of bytes / 12 floats: its GB/s (bytes read + written)
+// with a visitor that does nothing; with --visit-ms, a second pass whose visitor computes that
+// long per block, and the share of the shorter of I/O and compute it hid behind the other.
+void measure_state(IoEngine engine, const Options& o, std::map<std::string, double>& rate) {
   const std::size_t elements = o.bytes / (3 * sizeof(float));
   NvmeState state(o.path, "bench-nvme-state.tmp", elements, 3, o.block / sizeof(float),
                   NvmeIo{engine, o.direct});
-  const Timer timer;
-  state.for_each_block([](std::size_t, std::size_t count, std::span<float* const> data) {
-    for (float* array : data) array[count - 1] += 1.0f;
-  });
-  return 2.0 * static_cast<double>(state.file_bytes()) / timer.seconds() / 1e9;
+  const auto pass = [&](double visit_seconds) {
+    const Timer timer;
+    state.for_each_block([&](std::size_t, std::size_t count, std::span<float* const> data) {
+      const Timer visit;
+      for (float* array : data) array[count - 1] += 1.0f;
+      while (visit.seconds() < visit_seconds) {
+      }
+    });
+    return timer.seconds();
+  };
+  const double io = pass(0);
+  rate["state pass"] = 2.0 * static_cast<double>(state.file_bytes()) / io / 1e9;
+  if (o.visit_ms <= 0) return;
+  const double compute = o.visit_ms / 1e3 * static_cast<double>(state.num_blocks());
+  const double both = pass(o.visit_ms / 1e3);
+  rate["state pass: % hidden"] = 100 * (io + compute - both) / std::min(io, compute);
 }
 
 void print_summary(const std::map<std::string, std::vector<double>>& rates) {
@@ -236,21 +252,22 @@ int run(int argc, char** argv) {
   std::mt19937 random(7);  // not zeros: a virtual disk may store zeros for free
   for (std::size_t i = 0; i < o.depth * o.block; ++i) buffers.get()[i] = std::byte(random());
   std::map<std::string, std::vector<double>> rates;
-  std::printf("%-4s %-10s %10s %10s %10s %12s   %s\n", "run", "engine", "fill", "overwrite", "read",
-              "state pass", "% in submit: fill, overwrite, read");
+  std::printf("%-4s %-10s %10s %10s %10s %12s %8s   %s\n", "run", "engine", "fill", "overwrite",
+              "read", "state pass", "hidden", "% in submit: fill, overwrite, read");
   for (int r = 1; r <= o.runs; ++r) {
     for (const std::string& engine : o.engines) {
       auto rate = measure_engine(engine, buffers.get(), o);
       if (engine != "libaio") {
-        rate["state pass"] =
-            measure_state(engine == "io_uring" ? IoEngine::io_uring : IoEngine::threads, o);
+        measure_state(engine == "io_uring" ? IoEngine::io_uring : IoEngine::threads, o, rate);
       }
       std::printf("%-4d %-10s %10.2f %10.2f %10.2f", r, engine.c_str(), rate["fill"],
                   rate["overwrite"], rate["read"]);
-      if (rate.count("state pass") != 0) {
-        std::printf(" %12.2f", rate["state pass"]);
-      } else {
-        std::printf(" %12s", "-");
+      for (const char* column : {"state pass", "state pass: % hidden"}) {
+        if (rate.count(column) != 0) {
+          std::printf(column[10] == ':' ? " %7.0f%%" : " %12.2f", rate[column]);
+        } else {
+          std::printf(column[10] == ':' ? " %8s" : " %12s", "-");
+        }
       }
       std::printf("   %.0f, %.0f, %.0f\n", rate["fill: % in submit"],
                   rate["overwrite: % in submit"], rate["read: % in submit"]);
