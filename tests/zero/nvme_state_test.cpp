@@ -171,6 +171,22 @@ TEST(NvmeState, RemovesItsFileWhenAVisitorThrows) {
   EXPECT_FALSE(fs::exists(dir / "state"));
 }
 
+TEST(NvmeState, ThrowsAShortReadOfAFileSomeoneTruncated) {
+  TempDir dir;
+  NvmeState state(dir.path(), "state", 10000, 3, 1000);
+  overwrite(state, 0);
+  fs::resize_file(dir / "state", 5 * 3 * 4096);  // blocks 0-4 stay, 5-9 are gone
+  std::size_t visited = 0;
+  const std::string error = error_of([&] {
+    state.for_each_block([&](std::size_t, std::size_t, std::span<float* const>) { ++visited; });
+  });
+  EXPECT_EQ(error, "nvme_path " + dir.path().string() + ": short read of " +
+                       (dir / "state").string() +
+                       " at byte 61440: 0 of 12288 bytes (was the file truncated by another "
+                       "process?)");
+  EXPECT_EQ(visited, 5u);
+}
+
 TEST(NvmeState, NamesAMissingFolder) {
   TempDir dir;
   const fs::path missing = dir / "no-such-folder";
