@@ -65,8 +65,11 @@ NvmeState::NvmeState(const std::filesystem::path& folder, std::string file_name,
 
   std::error_code error;
   const auto status = std::filesystem::status(folder_, error);
-  if (!std::filesystem::exists(status))
-    throw Error(cat("nvme_path ", folder_.string(), ": no such folder"));
+  if (!std::filesystem::exists(status)) {
+    const bool missing = !error || error == std::errc::no_such_file_or_directory;
+    throw Error(cat("nvme_path ", folder_.string(), ": ",
+                    missing ? std::string("no such folder") : error.message()));
+  }
   if (!std::filesystem::is_directory(status)) {
     throw Error(cat("nvme_path ", folder_.string(), ": not a folder"));
   }
