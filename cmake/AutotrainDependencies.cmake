@@ -29,6 +29,16 @@ add_library(autotrain_text INTERFACE)
 target_link_libraries(autotrain_text INTERFACE PkgConfig::AUTOTRAIN_PCRE2
                                                PkgConfig::AUTOTRAIN_UTF8PROC)
 
+# liburing (io_uring): the asynchronous reads and writes of the optimizer state offloaded to NVMe
+# (src/zero/async_file.cpp; docs/benchmarks.md, "NVMe offload I/O", says why not libaio).
+pkg_check_modules(AUTOTRAIN_URING REQUIRED IMPORTED_TARGET liburing)
+add_library(autotrain_uring INTERFACE)
+target_link_libraries(autotrain_uring INTERFACE PkgConfig::AUTOTRAIN_URING)
+# libaio, optional: only the benchmark tests/zero/bench_nvme.cpp uses it, to compare it with
+# io_uring (Debian's libaio-dev has no pkg-config file).
+find_library(AUTOTRAIN_LIBAIO_LIB aio)
+find_path(AUTOTRAIN_LIBAIO_INCLUDE libaio.h)
+
 # OpenBLAS: prefer the OpenMP build so BLAS and our kernels share one thread pool.
 find_path(AUTOTRAIN_CBLAS_INCLUDE cblas.h
   PATHS /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp

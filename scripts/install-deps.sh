@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev
   libpcre2-dev libutf8proc-dev
   libgloo-dev
+  liburing-dev                 # io_uring: the optimizer state offloaded to NVMe (src/zero/async_file.cpp)
   slurm-wlm munge libpmix-dev
   clang-format
   clang libclang-rt-dev libomp-dev
