@@ -198,13 +198,25 @@ void check_offload(const RunSetup& setup) {
   if ((optimizer == "nvme" || param == "nvme") && params.nvme_path.empty()) {
     throw Error("offload to nvme needs nvme_path, a node-local folder for the scratch files");
   }
+  if (optimizer == "nvme" && params.optimizer != "adamw") {
+    throw Error(cat("offload_optimizer_device nvme keeps AdamW's moments; optimizer is ",
+                    params.optimizer));
+  }
   if (setup.device == Device::cpu) {
     if (param != "none") {
       throw Error(cat("offload_param_device ", param,
                       ": a CPU run's parameters are in host memory already; only "
                       "offload_optimizer_device nvme moves state off a CPU rank"));
     }
+    if (optimizer == "cpu" && setup.topology.rank == 0) {
+      log::info(
+          "offload_optimizer_device cpu: a CPU run's optimizer state is in host memory "
+          "already; nothing moves");
+    }
     return;
+  }
+  if (optimizer == "nvme") {
+    throw Error("offload_optimizer_device nvme on GPUs is not implemented yet; use cpu");
   }
   if (param != "none" && optimizer == "none") {
     throw Error(cat("offload_param_device ", param,

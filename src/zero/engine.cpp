@@ -24,6 +24,7 @@
 #include "autotrain/core/strings.hpp"
 #include "autotrain/zero/partition.hpp"
 #include "engine_core.hpp"
+#include "nvme_adamw.hpp"
 
 namespace autotrain::zero {
 
@@ -110,6 +111,16 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
     for (int u = 0; u < layout.num_units(); ++u) {
       optimizers_.emplace_back(options.optimizer, owned_segments(layout, owned(u)));
     }
+    if (options.offload_optimizer == Offload::nvme) {
+      // Stages 1-3 (check_offload): the owned ranges are the shard, laid out in shard space.
+      std::vector<OwnedRun> runs;
+      for (int u = 0; u < layout.num_units(); ++u) {
+        runs.push_back({u, owned(u), shard_offsets_[static_cast<std::size_t>(u)],
+                        optimizers_[static_cast<std::size_t>(u)].segments()});
+      }
+      nvme_ = std::make_unique<NvmeAdamW>(std::move(runs), options.nvme_path.string(), comm,
+                                          options.optimizer);
+    }
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
   }
 
@@ -151,7 +162,14 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
   void step(float lr, float grad_scale) override {
     // Stage 3: gathers in flight read the shard the optimizer is about to change.
     if (gatherer_) gatherer_->invalidate();
-    for (int u = 0; u < layout_.num_units(); ++u) {
+    if (nvme_) {
+      nvme_->step([this](int unit, model::Range range) { return param_at(unit, range.offset); },
+                  [this](int unit, model::Range range) -> const float* {
+                    return gradients_->reduced(unit, range);
+                  },
+                  lr, grad_scale);
+    }
+    for (int u = 0; nvme_ == nullptr && u < layout_.num_units(); ++u) {
       const model::Range range = owned(u);
       std::span<float> p = stage_ == 3
                                ? shard_params(u)
@@ -176,9 +194,13 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
     report.param_bytes = params_.size() * sizeof(float);
     report.grad_bytes = gradients_->persistent_bytes();
     for (const auto& optimizer : optimizers_) {
-      report.optimizer_bytes += optimizer.state_elements() * sizeof(float);
+      if (!nvme_) report.optimizer_bytes += optimizer.state_elements() * sizeof(float);
     }
     report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
+    if (nvme_) {
+      report.working_bytes += nvme_->host_bytes();
+      report.nvme_bytes = nvme_->file_bytes();
+    }
     return report;
   }
 
@@ -187,9 +209,13 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
   std::vector<StateRun> held_runs() override { return runs(false); }
   void after_load() override {
     if (gatherer_) gatherer_->invalidate();
+    if (nvme_) nvme_->store();
   }
-  long long optimizer_steps() const override { return optimizers_.front().steps_taken(); }
+  long long optimizer_steps() const override {
+    return nvme_ ? nvme_->steps() : optimizers_.front().steps_taken();
+  }
   void set_optimizer_steps(long long steps) override {
+    if (nvme_) nvme_->set_steps(steps);
     for (auto& optimizer : optimizers_) optimizer.set_steps_taken(steps);
   }
 
@@ -223,6 +249,16 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
 
   // Fills the optimizer-state pointers of `run` (which lies inside one segment, or none).
   void attach_state(int unit, StateRun& run) {
+    if (nvme_) {  // owned = the shard, in shard space
+      const model::Range shard = layout_.shard(unit, rank_);
+      if (run.begin < shard.offset || run.begin >= shard.offset + shard.size) return;
+      nvme_->materialize();
+      const std::size_t at =
+          shard_offsets_[static_cast<std::size_t>(unit)] + (run.begin - shard.offset);
+      run.exp_avg = nvme_->exp_avg(at);
+      run.exp_avg_sq = nvme_->exp_avg_sq(at);
+      return;
+    }
     Optimizer& optimizer = optimizers_[static_cast<std::size_t>(unit)];
     std::size_t state = 0;
     for (const auto& segment : optimizer.segments()) {
@@ -255,6 +291,7 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
   std::vector<std::size_t> shard_offsets_;
   std::vector<float> params_;          // whole flat buffer, or the shard in shard space (stage 3)
   std::vector<Optimizer> optimizers_;  // one per unit, over owned(unit)
+  std::unique_ptr<NvmeAdamW> nvme_;    // offload_optimizer nvme: the moments on NVMe
   std::vector<CommHandle> gathers_;    // stage 1/2 parameter all-gathers of one step
   std::vector<float> norm_parts_;
 };

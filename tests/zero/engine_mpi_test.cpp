@@ -8,10 +8,12 @@
 // reach the same parameters.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +21,7 @@
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/strings.hpp"
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/init.hpp"
@@ -159,10 +162,12 @@ struct RunOptions {
   std::size_t bucket = 10000;  // tiny model: buckets {ln_f, h.1}, {h.0}, {embeddings}
   int prefetch = 1;
   bool llama = false;
+  const char* nvme_path = nullptr;  // offload_optimizer nvme there
 };
 
 struct EngineRun {
   Trajectory trajectory;
+  std::vector<float> exp_avg;  // AdamW's m of this rank's shard runs, in their order
   MemoryReport memory;
   int peak_gathered_units = 0;
 };
@@ -178,6 +183,10 @@ EngineRun train(Communicator& comm, const RunOptions& run) {
   options.reduce_bucket_size = run.bucket;
   options.prefetch = run.prefetch;
   options.optimizer = adamw();
+  if (run.nvme_path != nullptr) {
+    options.offload_optimizer = Offload::nvme;
+    options.nvme_path = run.nvme_path;
+  }
   auto engine = Engine::create(layout, comm, options);
   engine->init_parameters(model::RandomInit(kSeed));
   const auto lm = model::make_causal_lm<float>(layout, kB, kT);
@@ -213,6 +222,11 @@ EngineRun train(Communicator& comm, const RunOptions& run) {
       const auto begin = whole.begin() + static_cast<long>(layout.offset_in_unit(tensor));
       result.trajectory.tensors[tensor.name].assign(begin, begin + static_cast<long>(tensor.numel));
     }
+  }
+  for (const auto& state : engine->shard_runs()) {
+    if (state.exp_avg == nullptr) continue;
+    result.exp_avg.insert(result.exp_avg.end(), state.exp_avg,
+                          state.exp_avg + (state.end - state.begin));
   }
   result.memory = engine->memory();
   result.peak_gathered_units = engine->peak_gathered_units();
@@ -294,6 +308,38 @@ INSTANTIATE_TEST_SUITE_P(AllStages, ZeroEquivalence,
                                       comm_backend_name(param.param.backend), "_stage",
                                       param.param.stage);
                          });
+
+// offload_optimizer nvme: AdamW's moments in a scratch file under a folder the ranks share (one
+// host), streamed block by block through the step: the same training and the same moments as in
+// memory, at stages 1-3; the files are gone after the engine.
+TEST(ZeroEngine, NvmeOffloadTrainsAsInMemoryAndKeepsTheSameMoments) {
+  auto comm = communicator(CommBackend::mpi);
+  int id = static_cast<int>(getpid());
+  MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const auto folder = std::filesystem::temp_directory_path() / cat("autotrain-nvme-test-", id);
+  if (comm->rank() == 0) std::filesystem::create_directories(folder);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const int stage : {1, 2, 3}) {
+    const EngineRun memory = train(*comm, {.stage = stage});
+    const EngineRun nvme = train(*comm, {.stage = stage, .nvme_path = folder.c_str()});
+    expect_matches_reference(nvme.trajectory, comm->size());
+    for (std::size_t s = 0; s < memory.trajectory.losses.size(); ++s) {
+      EXPECT_NEAR(nvme.trajectory.losses[s], memory.trajectory.losses[s],
+                  1e-6 * std::abs(memory.trajectory.losses[s]))
+          << "stage " << stage << ", step " << s;
+    }
+    ASSERT_EQ(nvme.exp_avg.size(), memory.exp_avg.size());
+    for (std::size_t i = 0; i < memory.exp_avg.size(); ++i) {
+      ASSERT_NEAR(nvme.exp_avg[i], memory.exp_avg[i], 1e-6 + 1e-4 * std::abs(memory.exp_avg[i]))
+          << "stage " << stage << ", m[" << i << "]";
+    }
+    EXPECT_EQ(nvme.memory.optimizer_bytes, 0u);
+    EXPECT_GE(nvme.memory.nvme_bytes, 2 * memory.exp_avg.size() * sizeof(float));
+    EXPECT_TRUE(std::filesystem::is_empty(folder)) << "a scratch file outlived its engine";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (comm->rank() == 0) std::filesystem::remove_all(folder);
+}
 
 // Counts the elements each kind of collective moves (input of reduce-scatter, output of
 // all-gather, the buffer of all-reduce) and passes everything on to `inner`.
