@@ -25,6 +25,8 @@
 #include "autotrain/model/family.hpp"
 #include "autotrain/model/folder.hpp"
 #include "autotrain/train/batch_size_finder.hpp"
+#include "autotrain/train/memory_plan.hpp"
+#include "autotrain/zero/nvme_folder.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -215,9 +217,6 @@ void check_offload(const RunSetup& setup) {
     }
     return;
   }
-  if (optimizer == "nvme") {
-    throw Error("offload_optimizer_device nvme on GPUs is not implemented yet; use cpu");
-  }
   if (param != "none" && optimizer == "none") {
     throw Error(cat("offload_param_device ", param,
                     " keeps the parameters the optimizer updates in host memory: set "
@@ -406,6 +405,36 @@ void choose_batch_size_for_memory(RunSetup& setup) {
           human_bytes(resources.memory_bytes), " (", human_bytes(mapped), " mapped already)"));
 }
 
+// offload to nvme: every rank's folder (nvme_path, "%r" = the rank) node-local, writable and with
+// room for the rank's file, checked on every rank before any engine creates one. Collective.
+void check_nvme_folder(const RunSetup& setup) {
+  const auto& params = setup.params();
+  if (params.offload_optimizer_device != "nvme" && params.offload_param_device != "nvme") return;
+  std::string failure;
+  std::filesystem::path folder;
+  try {
+    folder = zero::nvme_rank_folder(params.nvme_path, setup.topology.rank);
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  agree_or_throw(failure.empty(), failure, setup.comm, "the nvme_path folders");
+  const auto comm = make_communicator(CommBackend::mpi, setup.comm, CommOptions{});
+  zero::check_node_local(folder, *comm);
+  const model::ParamLayout layout(model_config(setup.resolved), setup.topology.world_size);
+  const double needed =
+      static_cast<double>(layout.num_parameters()) *
+      state_bytes_per_parameter(setup, params.offload_optimizer_device, params.offload_param_device)
+          .nvme;
+  std::error_code error;
+  const auto space = std::filesystem::space(folder, error);
+  if (!error && static_cast<double>(space.available) < needed) {
+    failure = cat("nvme_path ", folder.string(), ": rank ", setup.topology.rank, " needs ",
+                  human_bytes(needed), " for its optimizer state but the file system has ",
+                  human_bytes(static_cast<double>(space.available)), " free");
+  }
+  agree_or_throw(failure.empty(), failure, setup.comm, "the room under nvme_path");
+}
+
 // The threads per rank, a warning when a node's CPU ranks oversubscribe its cores, the
 // micro-batch of auto_find_batch_size, and whether the threads and the model fit this rank's
 // share of the node.
@@ -444,6 +473,7 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
   setup.zero_stage = static_cast<int>(setup.params().zero_stage);
   setup.allow_changed_params = command_line.allow_changed_params;
   choose_and_check_threads(setup);
+  check_nvme_folder(setup);
   stop_here_if_asked("agreed");
   return setup;
 }

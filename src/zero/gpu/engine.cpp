@@ -27,9 +27,11 @@
 #include <vector>
 
 #include "../engine_core.hpp"
+#include "../nvme_state.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/core/strings.hpp"
 #include "autotrain/kernels/gpu/adamw.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
 #include "autotrain/zero/partition.hpp"
@@ -83,6 +85,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
         settings_(options.optimizer),
         stream_(stream),
         offload_(options.offload_optimizer != Offload::none),
+        nvme_(options.offload_optimizer == Offload::nvme),
         params_on_host_(options.offload_param != Offload::none),
         owned_offsets_(owned_offsets()),
         owned_total_(owned_offsets_.back()),
@@ -98,9 +101,9 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
         // Chunks no larger than the largest copy (a small model pins only what it needs).
         staging_(std::min(autotrain::gpu::StagedCopy::kDefaultChunkBytes,
                           std::max<std::size_t>(owned_total_ * sizeof(float), 1))),
-        host_master_(owned_total_, offload_),
-        host_m_(owned_total_, offload_),
-        host_v_(owned_total_, offload_),
+        host_master_(owned_total_, offload_ && !nvme_),
+        host_m_(owned_total_, offload_ && !nvme_),
+        host_v_(owned_total_, offload_ && !nvme_),
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
     if constexpr (!kMasterIsCompute) {
       gradients_ = std::make_unique<WideGradients<F>>(layout, comm, clock_,
@@ -125,10 +128,18 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     }
     AT_CHECK(!params_on_host_ || (offload_ && stage_ == 3),
              "internal: offload_param needs stage 3 and offload_optimizer");
+    if (nvme_) {  // the folder was checked node-local with room for this (run set-up)
+      file_ = std::make_unique<NvmeState>(
+          nvme_rank_folder(options.nvme_path.string(), rank_),
+          cat("autotrain-rank", rank_, ".state"), owned_total_, 3,
+          std::clamp<std::size_t>(owned_total_, 1, HostAdamW<F>::kPiece));
+    }
     if (offload_) {
-      host_adamw_ =
-          std::make_unique<HostAdamW<F>>(owned_pieces(ranges), segments_, host_master_.get(),
-                                         host_m_.get(), host_v_.get(), params_on_host_, stream_);
+      const std::size_t block = file_ ? file_->block_elements() : HostAdamW<F>::kPiece;
+      host_adamw_ = std::make_unique<HostAdamW<F>>(
+          owned_pieces(ranges, block), segments_, file_ ? nullptr : host_master_.get(),
+          file_ ? nullptr : host_m_.get(), file_ ? nullptr : host_v_.get(), params_on_host_,
+          stream_, file_.get());
     }
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -140,13 +151,13 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     // checkpoint copies stay untouched); the compute copy is rebuilt from them.
     if (gatherer_) gatherer_->invalidate();
     if (offload_) {
-      host_adamw_->wait();
-      for (int u = 0; u < layout_.num_units(); ++u) {
-        const model::Range range = owned(u);
-        source.fill(layout_, {host_master_.get() + owned_at(u), range.size}, range.offset);
-      }
-      std::fill_n(host_m_.get(), owned_total_, 0.0f);
-      std::fill_n(host_v_.get(), owned_total_, 0.0f);
+      host_adamw_->visit_state(
+          [&](const OwnedPiece& piece, typename HostAdamW<F>::StateAt state) {
+            source.fill(layout_, {state.master, piece.count}, piece.flat);
+            std::fill_n(state.m, piece.count, 0.0f);
+            std::fill_n(state.v, piece.count, 0.0f);
+          },
+          /*write_back=*/true);
       rebuild_compute_params();
       return;
     }
@@ -238,7 +249,8 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     if (offload_) {
       report.host_bytes = host_master_.pinned_bytes() + host_m_.pinned_bytes() +
                           host_v_.pinned_bytes() + host_params_.size() * sizeof(F) +
-                          host_adamw_->pinned_bytes();
+                          host_adamw_->pinned_bytes() + (file_ ? file_->host_bytes() : 0);
+      report.nvme_bytes = file_ ? file_->file_bytes() : 0;
     }
     return report;
   }
@@ -285,8 +297,16 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     float* mine = scratch + (shard.offset - info.offset);
     if (offload_) {
       host_adamw_->wait();
-      AT_CUDA_CHECK(cudaMemcpyAsync(mine, host_master_.get() + state_index(unit, shard.offset),
-                                    shard.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      const float* from = host_master_.get() + state_index(unit, shard.offset);
+      std::vector<float> read;
+      if (file_) {
+        read.resize(shard.size);
+        file_->read(0, state_index(unit, shard.offset), read);
+        from = read.data();
+      }
+      AT_CUDA_CHECK(
+          cudaMemcpyAsync(mine, from, shard.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      AT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `read` goes
     } else {
       AT_CUDA_CHECK(cudaMemcpyAsync(mine, master_at(unit, shard.offset), shard.size * sizeof(float),
                                     cudaMemcpyDeviceToDevice, stream_));
@@ -363,7 +383,8 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     // A save may outlast comm_timeout: no gather handle may stay pending (the watchdog expects
     // every handle waited within it), so the gathers are retired here.
     if (gatherer_) gatherer_->invalidate();
-    if (offload_) {  // the host arrays are the state
+    if (offload_) {  // the host arrays are the state, or the file's copy
+      if (file_) visit_host_copies(/*to_file=*/false);
       host_adamw_->wait();
       return;
     }
@@ -380,6 +401,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   void upload() {
     if (gatherer_) gatherer_->invalidate();  // gathers in flight read the compute shard
     if (offload_) {
+      if (file_) visit_host_copies(/*to_file=*/true);
       rebuild_compute_params();
       return;
     }
@@ -391,6 +413,20 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     staging_.to_device(m_.data(), host_m_.get(), m_.bytes(), stream_);
     staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
     rebuild_compute_params();
+  }
+
+  // offload nvme: the checkpoint's host copies from the file, or into it.
+  void visit_host_copies(bool to_file) {
+    host_adamw_->visit_state(
+        [&](const OwnedPiece& piece, typename HostAdamW<F>::StateAt state) {
+          float* host[3] = {host_master_.get() + piece.state, host_m_.get() + piece.state,
+                            host_v_.get() + piece.state};
+          float* file[3] = {state.master, state.m, state.v};
+          for (int k = 0; k < 3; ++k) {
+            std::copy_n(to_file ? host[k] : file[k], piece.count, to_file ? file[k] : host[k]);
+          }
+        },
+        to_file);
   }
 
   // The compute copy from the master weights of the owned ranges (then made whole under stages
@@ -425,6 +461,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   OptimizerSettings settings_;
   cudaStream_t stream_;
   bool offload_;         // offload_optimizer: master, m, v on the host, the step on the CPU
+  bool nvme_;            // offload_optimizer nvme: master, m, v in file_
   bool params_on_host_;  // offload_param: the stage-3 compute shard on the host
   std::vector<std::size_t> owned_offsets_;  // per unit, + the total
   std::size_t owned_total_;
@@ -445,6 +482,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   HostFloats host_master_;
   HostFloats host_m_;
   HostFloats host_v_;
+  std::unique_ptr<NvmeState> file_;           // offload nvme
   std::unique_ptr<HostAdamW<F>> host_adamw_;  // offload
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)

@@ -44,15 +44,17 @@ std::size_t largest_piece(const std::vector<OwnedPiece>& pieces) {
 
 }  // namespace
 
-std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned) {
+std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned, std::size_t block) {
   constexpr std::size_t kPiece = HostAdamW<float>::kPiece;
   std::vector<OwnedPiece> pieces;
   std::size_t state = 0;
   for (std::size_t u = 0; u < owned.size(); ++u) {
-    for (std::size_t done = 0; done < owned[u].size; done += kPiece) {
-      const std::size_t count = std::min(kPiece, owned[u].size - done);
+    for (std::size_t done = 0; done < owned[u].size;) {
+      const std::size_t to_block = block - state % block;  // a piece ends at a block's end
+      const std::size_t count = std::min({kPiece, owned[u].size - done, to_block});
       pieces.push_back({static_cast<int>(u), owned[u].offset + done, count, state});
       state += count;
+      done += count;
     }
   }
   return pieces;
@@ -61,13 +63,14 @@ std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned) {
 template <typename F>
 HostAdamW<F>::HostAdamW(std::vector<OwnedPiece> pieces,
                         std::vector<std::vector<ParamSegment>> segments, float* master, float* m,
-                        float* v, bool compute_on_host, cudaStream_t stream)
+                        float* v, bool compute_on_host, cudaStream_t stream, NvmeState* file)
     : pieces_(std::move(pieces)),
       segments_(std::move(segments)),
       master_(master),
       m_(m),
       v_(v),
       compute_on_host_(compute_on_host),
+      file_(file),
       stream_(stream),
       half_(largest_piece(pieces_)),
       grads_(2 * half_),
@@ -75,20 +78,20 @@ HostAdamW<F>::HostAdamW(std::vector<OwnedPiece> pieces,
   for (const auto& piece : pieces_) {
     AT_CHECK(piece.count <= kPiece, "internal: an offload piece of ", piece.count, " elements");
   }
+  AT_CHECK(file_ == nullptr || file_->arrays() == 3, "internal: the offload file needs 3 arrays");
 }
 
 template <typename F>
-void HostAdamW<F>::update(const OwnedPiece& piece, const float* grads, F* out,
-                          const OptimizerSettings& settings, float lr, float grad_scale,
-                          long long step) {
+void HostAdamW<F>::update(const OwnedPiece& piece, StateAt state, const float* grads, F* out,
+                          const Update& step) {
   AdamWStepArgs args;
-  args.lr = lr;
-  args.beta1 = settings.beta1;
-  args.beta2 = settings.beta2;
-  args.eps = settings.eps;
-  args.grad_scale = grad_scale;
-  args.step = step;
-  float* master = master_ + piece.state;
+  args.lr = step.lr;
+  args.beta1 = step.settings->beta1;
+  args.beta2 = step.settings->beta2;
+  args.eps = step.settings->eps;
+  args.grad_scale = step.grad_scale;
+  args.step = step.step;
+  float* master = state.master;
   const std::size_t end = piece.flat + piece.count;
   std::size_t at = piece.flat;  // elements before `at` are done
   for (const ParamSegment& segment : segments_[static_cast<std::size_t>(piece.unit)]) {
@@ -98,16 +101,14 @@ void HostAdamW<F>::update(const OwnedPiece& piece, const float* grads, F* out,
     // Padding between tensors has no gradient and stays what the master weights hold.
     if (out != nullptr) cast(master + (at - piece.flat), out + (at - piece.flat), begin - at);
     const std::size_t i = begin - piece.flat, n = stop - begin;
-    args.weight_decay = segment.decay ? settings.weight_decay : 0.0f;
+    args.weight_decay = segment.decay ? step.settings->weight_decay : 0.0f;
     if constexpr (kFloat<F>) {
-      adamw_update(master + i, grads + i, m_ + piece.state + i, v_ + piece.state + i, n, args);
+      adamw_update(master + i, grads + i, state.m + i, state.v + i, n, args);
       if (out != nullptr) std::copy_n(master + i, n, out + i);
     } else if constexpr (std::is_same_v<F, __nv_bfloat16>) {
-      adamw_update_bf16(master + i, grads + i, m_ + piece.state + i, v_ + piece.state + i,
-                        bits(out + i), n, args);
+      adamw_update_bf16(master + i, grads + i, state.m + i, state.v + i, bits(out + i), n, args);
     } else {
-      adamw_update_fp16(master + i, grads + i, m_ + piece.state + i, v_ + piece.state + i,
-                        bits(out + i), n, args);
+      adamw_update_fp16(master + i, grads + i, state.m + i, state.v + i, bits(out + i), n, args);
     }
     at = stop;
   }
@@ -115,10 +116,11 @@ void HostAdamW<F>::update(const OwnedPiece& piece, const float* grads, F* out,
 }
 
 template <typename F>
-void HostAdamW<F>::send(std::size_t i, std::size_t slot, const ComputeAt& compute) {
+void HostAdamW<F>::send(std::size_t i, std::size_t slot, const float* master,
+                        const ComputeAt& compute) {
   if (compute_on_host_) return;  // written in place
   const OwnedPiece& piece = pieces_[i];
-  const void* from = kFloat<F> ? static_cast<const void*>(master_ + piece.state)
+  const void* from = kFloat<F> ? static_cast<const void*>(master)
                                : static_cast<const void*>(out_.data() + slot * half_);
   AT_CUDA_CHECK(cudaMemcpyAsync(compute(piece), from, piece.count * sizeof(F),
                                 cudaMemcpyHostToDevice, up_.get()));
@@ -126,26 +128,20 @@ void HostAdamW<F>::send(std::size_t i, std::size_t slot, const ComputeAt& comput
 }
 
 template <typename F>
-void HostAdamW<F>::step(const GradsAt& grads, const ComputeAt& compute,
-                        const OptimizerSettings& settings, float lr, float grad_scale,
-                        long long step) {
-  wait();  // the last step's copies of the master weights
-  if (pieces_.empty()) return;
-  started_.record(stream_);
-  AT_CUDA_CHECK(cudaStreamWaitEvent(down_.get(), started_.get(), 0));
-  AT_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), started_.get(), 0));
+void HostAdamW<F>::run(std::size_t first, std::size_t last,
+                       const std::function<StateAt(const OwnedPiece&)>& at,
+                       const ComputeAt& compute, const Update& step) {
   const auto fetch = [&](std::size_t i) {
     const std::size_t part = i % 2;
-    AT_CUDA_CHECK(cudaMemcpyAsync(grads_.data() + part * half_, grads(pieces_[i]),
+    AT_CUDA_CHECK(cudaMemcpyAsync(grads_.data() + part * half_, (*step.grads)(pieces_[i]),
                                   pieces_[i].count * sizeof(float), cudaMemcpyDeviceToHost,
                                   down_.get()));
     grads_in_[part].record(down_.get());
   };
-  fetch(0);
-  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+  if (step.grads != nullptr && first < last) fetch(first);
+  for (std::size_t i = first; i < last; ++i) {
     const std::size_t slot = i % 2;
-    if (i + 1 < pieces_.size()) fetch(i + 1);  // its half was read by update(i - 1)
-    grads_in_[slot].synchronize();
+    const StateAt state = at(pieces_[i]);
     F* out = nullptr;
     if (compute_on_host_) {
       out = compute(pieces_[i]);
@@ -153,31 +149,82 @@ void HostAdamW<F>::step(const GradsAt& grads, const ComputeAt& compute,
       out_sent_[slot].synchronize();  // piece i - 2's weights have left this half
       out = out_.data() + slot * half_;
     }
-    update(pieces_[i], grads_.data() + slot * half_, out, settings, lr, grad_scale, step);
-    send(i, slot, compute);
+    if (step.grads == nullptr) {
+      if (out != nullptr) cast(state.master, out, pieces_[i].count);
+    } else {
+      if (i + 1 < last) fetch(i + 1);  // its half was read by update(i - 1)
+      grads_in_[slot].synchronize();
+      update(pieces_[i], state, grads_.data() + slot * half_, out, step);
+    }
+    send(i, slot, state.master, compute);
+  }
+}
+
+template <typename F>
+void HostAdamW<F>::run_all(const ComputeAt& compute, const Update& step) {
+  wait();  // the last step's copies of the master weights
+  started_.record(stream_);
+  AT_CUDA_CHECK(cudaStreamWaitEvent(down_.get(), started_.get(), 0));
+  AT_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), started_.get(), 0));
+  if (file_ == nullptr) {
+    run(
+        0, pieces_.size(),
+        [this](const OwnedPiece& piece) {
+          return StateAt{master_ + piece.state, m_ + piece.state, v_ + piece.state};
+        },
+        compute, step);
+  } else {
+    std::size_t next = 0;
+    file_->for_each_block(
+        [&](std::size_t begin, std::size_t count, std::span<float* const> data) {
+          std::size_t last = next;
+          while (last < pieces_.size() && pieces_[last].state < begin + count) ++last;
+          run(
+              next, last,
+              [&](const OwnedPiece& piece) {
+                const std::size_t off = piece.state - begin;
+                return StateAt{data[0] + off, data[1] + off, data[2] + off};
+              },
+              compute, step);
+          next = last;
+          up_.synchronize();  // the copies read the block's buffer, which goes back to the file
+        },
+        /*write_back=*/step.grads != nullptr);
   }
   done_.record(up_.get());
   AT_CUDA_CHECK(cudaStreamWaitEvent(stream_, done_.get(), 0));
 }
 
 template <typename F>
+void HostAdamW<F>::step(const GradsAt& grads, const ComputeAt& compute,
+                        const OptimizerSettings& settings, float lr, float grad_scale,
+                        long long step) {
+  run_all(compute, {&grads, &settings, lr, grad_scale, step});
+}
+
+template <typename F>
 void HostAdamW<F>::upload(const ComputeAt& compute) {
+  run_all(compute, {nullptr, nullptr, 0, 0, 0});
+}
+
+template <typename F>
+void HostAdamW<F>::visit_state(const StateVisitor& visit, bool write_back) {
   wait();
-  started_.record(stream_);
-  AT_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), started_.get(), 0));
-  for (std::size_t i = 0; i < pieces_.size(); ++i) {
-    const std::size_t slot = i % 2;
-    const OwnedPiece& piece = pieces_[i];
-    if (compute_on_host_) {
-      cast(master_ + piece.state, compute(piece), piece.count);
-    } else if constexpr (!kFloat<F>) {
-      out_sent_[slot].synchronize();
-      cast(master_ + piece.state, out_.data() + slot * half_, piece.count);
+  if (file_ == nullptr) {
+    for (const auto& piece : pieces_) {
+      visit(piece, {master_ + piece.state, m_ + piece.state, v_ + piece.state});
     }
-    send(i, slot, compute);
+    return;
   }
-  done_.record(up_.get());
-  AT_CUDA_CHECK(cudaStreamWaitEvent(stream_, done_.get(), 0));
+  std::size_t next = 0;
+  file_->for_each_block(
+      [&](std::size_t begin, std::size_t count, std::span<float* const> data) {
+        for (; next < pieces_.size() && pieces_[next].state < begin + count; ++next) {
+          const std::size_t off = pieces_[next].state - begin;
+          visit(pieces_[next], {data[0] + off, data[1] + off, data[2] + off});
+        }
+      },
+      write_back);
 }
 
 template <typename F>

@@ -12,6 +12,9 @@
 // reduction) and the model's stream waits for the last weights before anything queued after the
 // step (the next forward, the stage 1-2 parameter all-gather) runs. Where the compute parameters
 // themselves live in host memory (offload_param: cpu) the step writes them in place instead.
+// With offload_optimizer nvme the master weights and moments live in an NvmeState (three arrays
+// over owned space) instead: the step walks its blocks (read i+1 and write i-1 while the pieces
+// of block i run through the pipeline above); pieces never cross a block.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -19,6 +22,7 @@
 #include <functional>
 #include <vector>
 
+#include "../nvme_state.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/optim/optimizer.hpp"
@@ -43,10 +47,25 @@ class HostAdamW {
   using GradsAt = std::function<const float*(const OwnedPiece&)>;
   using ComputeAt = std::function<F*(const OwnedPiece&)>;
 
-  // `pieces` cover owned space in order, none longer than kPiece; `segments` per unit (its owned
-  // range's weight-decay runs); master, m and v: pinned host arrays over owned space.
+  // Where a piece's master weights, m and v are (host memory).
+  struct StateAt {
+    float* master;
+    float* m;
+    float* v;
+  };
+  using StateVisitor = std::function<void(const OwnedPiece&, StateAt)>;
+
+  // `pieces` cover owned space in order, none longer than kPiece (nor crossing a block of
+  // `file`); `segments` per unit (its owned range's weight-decay runs); master, m and v: pinned
+  // host arrays over owned space, or null with `file` (its arrays 0, 1, 2), which must outlive
+  // this.
   HostAdamW(std::vector<OwnedPiece> pieces, std::vector<std::vector<ParamSegment>> segments,
-            float* master, float* m, float* v, bool compute_on_host, cudaStream_t stream);
+            float* master, float* m, float* v, bool compute_on_host, cudaStream_t stream,
+            NvmeState* file = nullptr);
+
+  // Every piece's state in order (from the file, a block at a time; written back if asked):
+  // initialisation, checkpoints.
+  void visit_state(const StateVisitor& visit, bool write_back);
 
   void step(const GradsAt& grads, const ComputeAt& compute, const OptimizerSettings& settings,
             float lr, float grad_scale, long long step);
@@ -58,11 +77,22 @@ class HostAdamW {
   std::size_t pinned_bytes() const;  // the double buffers
 
  private:
+  // Pieces [first, last) through the pipeline: update (with `grads`) or, without, upload.
+  struct Update {
+    const GradsAt* grads;  // null: upload only
+    const OptimizerSettings* settings;
+    float lr, grad_scale;
+    long long step;
+  };
+  void run(std::size_t first, std::size_t last, const std::function<StateAt(const OwnedPiece&)>& at,
+           const ComputeAt& compute, const Update& update);
   // The updated piece `i` (in the out buffer `slot`, or master for fp32) to its compute place.
-  void send(std::size_t i, std::size_t slot, const ComputeAt& compute);
-  // piece i's master weights -> F into `out` (host).
-  void update(const OwnedPiece& piece, const float* grads, F* out,
-              const OptimizerSettings& settings, float lr, float grad_scale, long long step);
+  void send(std::size_t i, std::size_t slot, const float* master, const ComputeAt& compute);
+  // A piece's master weights updated, and rounded to F into `out` (host) where not null.
+  void update(const OwnedPiece& piece, StateAt state, const float* grads, F* out,
+              const Update& update);
+  // Every piece through run(), from memory or block by block from the file.
+  void run_all(const ComputeAt& compute, const Update& update);
 
   std::vector<OwnedPiece> pieces_;
   std::vector<std::vector<ParamSegment>> segments_;
@@ -70,6 +100,7 @@ class HostAdamW {
   float* m_;
   float* v_;
   bool compute_on_host_;
+  NvmeState* file_;
   cudaStream_t stream_;                       // the model's
   autotrain::gpu::Stream down_;               // gradients to the host
   autotrain::gpu::Stream up_;                 // weights to the device
@@ -82,8 +113,10 @@ class HostAdamW {
   autotrain::gpu::Event done_;                // the step's last weights sent
 };
 
-// Owned space cut into pieces of at most HostAdamW's kPiece elements (`owned` per unit).
-std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned);
+// Owned space cut into pieces of at most HostAdamW's kPiece elements (`owned` per unit), none
+// crossing a multiple of `block` (an NvmeState's blocks).
+std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned,
+                                     std::size_t block = HostAdamW<float>::kPiece);
 
 }  // namespace autotrain::zero::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ZeRO-Offload and ZeRO-Infinity on two emulated GPUs (docs/zero.md): `autotrain train` at ZeRO-3
 # in bf16 with the optimizer state (and the parameters) in pinned host memory, set by the flags and
-# as a DeepSpeed JSON says, follows the run without offload; a checkpoint of either resumes into the
-# other and continues its curve; the start-up line says what went to the host; the settings that
+# as a DeepSpeed JSON says, follows the run without offload; a checkpoint of the plain run resumes
+# with the state on NVMe, one of the offloaded run without offload, each continuing its curve; the start-up line says what went to the host; the settings that
 # cannot work are refused by name. ctest runs it as cuda_emu.offload.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -44,10 +44,14 @@ grep -qE "fits .*B without offload; [0-9.]+B with offload_optimizer_device cpu" 
 
 # Checkpoints are the same logical tensors: each resumes into the other setting.
 mkdir plain-to-offload offload-to-plain
-train plain-to-offload --zero-stage 3 --offload-optimizer-device cpu \
+mkdir nvme
+train plain-to-offload --zero-stage 3 --offload-optimizer-device nvme --nvme-path "$work/nvme" \
   --resume-from-checkpoint plain/checkpoints/checkpoint-3.h5
 train offload-to-plain --zero-stage 3 --resume-from-checkpoint offload/checkpoints/checkpoint-3.h5
-grep -q "at step 3" plain-to-offload.log || fail "plain -> offload did not resume at step 3"
+grep -q "at step 3" plain-to-offload.log || fail "plain -> nvme did not resume at step 3"
+grep -qE "offloaded: host [0-9.]+ [KMG]iB, NVMe [0-9.]+ [KMG]iB" plain-to-offload.log ||
+  fail "the nvme run does not say what went to NVMe"
+[ -z "$(ls nvme)" ] || fail "the nvme scratch files outlived the job"
 $check tail plain/metrics.jsonl plain-to-offload/metrics.jsonl 4 1e-3
 $check tail offload/metrics.jsonl offload-to-plain/metrics.jsonl 4 1e-3
 
@@ -64,4 +68,6 @@ refuse "it needs zero_stage 3, got 2" --zero-stage 2 --offload-optimizer-device 
   --offload-param-device cpu
 refuse "set offload_optimizer_device cpu too" --zero-stage 3 --offload-param-device cpu
 refuse "offload to nvme needs nvme_path" --zero-stage 1 --offload-optimizer-device nvme
+refuse "nvme_path $work/absent" --zero-stage 2 --offload-optimizer-device nvme \
+  --nvme-path "$work/absent"
 echo "offload: follows the device optimizer, resumes both ways, refuses what cannot work"

@@ -31,8 +31,10 @@ TEST(GpuReplica, SkippedBecauseTheBuildHasNoCudaAndNccl) {
 #else
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -300,6 +302,22 @@ RunSetup offloaded(RunSetup setup, bool params_too = false) {
   return setup;
 }
 
+// offload_optimizer nvme: master, m and v in a scratch file per rank under a folder the ranks of
+// this one host share.
+RunSetup on_nvme(RunSetup setup) {
+  static const std::string folder = [] {
+    int id = static_cast<int>(getpid());
+    MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    const auto path =
+        std::filesystem::temp_directory_path() / ("autotrain-gpu-nvme-" + std::to_string(id));
+    std::filesystem::create_directories(path);
+    return path.string();
+  }();
+  setup.resolved.params.offload_optimizer_device = "nvme";
+  setup.resolved.params.nvme_path = folder;
+  return setup;
+}
+
 TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   for (const int stage : {1, 2, 3}) {
     const std::string name = "stage " + std::to_string(stage);
@@ -310,6 +328,12 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
     expect_losses_near(train_steps(bf16), train_steps(offloaded(bf16)), kStageRtol,
                        "bf16 offload, " + name);
   }
+  // NVMe: the same pipeline over the file's blocks.
+  const auto two = tiny_setup(Device::cuda, Precision::bf16, 2);
+  expect_losses_near(train_steps(two), train_steps(on_nvme(two)), kStageRtol, "bf16 nvme, stage 2");
+  const auto three32 = tiny_setup(Device::cuda, Precision::fp32, 3);
+  expect_losses_near(train_steps(three32, 2), train_steps(on_nvme(three32), 2), 1e-6,
+                     "fp32 nvme, stage 3, accumulation 2");
   for (const auto precision : {Precision::fp32, Precision::fp16}) {
     const auto three = tiny_setup(Device::cuda, precision, 3);
     expect_losses_near(
@@ -339,11 +363,12 @@ TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
 // and its parameters after init are the CPU's (the same seed gives the same model).
 // With offload (stages 1-3; at 3 also the parameters) the host state is what a checkpoint reads.
 TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
-  for (const int setting : {0, 1, 2, 3, 4, 5, 6}) {
-    const int stage = setting <= 3 ? setting : setting - 3;
+  for (const int setting : {0, 1, 2, 3, 4, 5, 6, 7}) {
+    const int stage = setting <= 3 ? setting : setting == 7 ? 3 : setting - 3;
     const auto cpu_setup = tiny_setup(Device::cpu, Precision::fp32, stage);
     auto gpu_setup = tiny_setup(Device::cuda, Precision::bf16, stage);
     if (setting > 3) gpu_setup = offloaded(gpu_setup, stage == 3);
+    if (setting == 7) gpu_setup = on_nvme(tiny_setup(Device::cuda, Precision::bf16, 3));
     const auto layout = layout_of(cpu_setup);
     auto cpu_comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
     CommOptions options;
