@@ -282,6 +282,20 @@ bench_train() {
     --mixed-precision no --batch-size 8 --gradient-accumulation 1 --steps 5 --no-profile
 }
 
+bench_offload() {
+  # ZeRO-Offload on the GPU (docs/zero.md#offload): the same bf16 step at stage 1 with the
+  # optimizer state on the device, in pinned host memory (the CPU AdamW) and on NVMe (a scratch
+  # file under /tmp): step and optimizer-phase times, device and offloaded memory.
+  local setting nvme=/tmp/autotrain-offload-check
+  mkdir -p "$nvme"
+  for setting in none cpu nvme; do
+    echo "--- offload_optimizer_device $setting"
+    $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
+      --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 5 --no-profile \
+      --zero-stage 1 --offload-optimizer-device "$setting" --nvme-path "$nvme"
+  done
+}
+
 bench_train_fast() {
   # The same bf16 run on the fast (cuBLAS, materialised scores) attention path: compare
   # tokens/s, MFU, the attention rows of the profile and the GPU memory with flash's above.
@@ -400,6 +414,7 @@ run_part kernel-tests 120 kernel_tests tests
 run_part llama-tests 90 llama_tests tests
 run_part bench-train 120 bench_train bench
 run_part bench-train-fast 100 bench_train_fast bench
+run_part bench-offload 90 bench_offload bench
 run_part bench-train-llama 90 bench_train_llama bench
 run_part bench-train-lora 90 bench_train_lora bench
 run_part train-124m 120 train_124m train
