@@ -36,7 +36,8 @@ class EngineCore : public Interface {
         memory_(memory),
         stage_(options.stage),
         prefetch_(options.prefetch),
-        rank_(comm.rank()) {}
+        rank_(comm.rank()),
+        params_on_host_(options.offload_param != Offload::none) {}
 
   int stage() const override { return stage_; }
   int rank() const override { return rank_; }
@@ -73,7 +74,7 @@ class EngineCore : public Interface {
              "internal: the frozen layout has ", layout.num_units(), " units for world size ",
              layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
     frozen_ = std::make_unique<BasicFrozenParams<Memory>>(layout, comm_, clock_, stage_, prefetch_,
-                                                          source, memory_);
+                                                          source, memory_, params_on_host_);
     return *frozen_;
   }
   std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
@@ -113,6 +114,7 @@ class EngineCore : public Interface {
   int stage_;
   int prefetch_;
   int rank_;
+  bool params_on_host_;  // offload_param: the stage-3 shards (trained and frozen) in host memory
   WaitClock clock_;
   // Built by the engine: fp32 reduced gradients; the stage-3 gatherer of the compute parameters.
   std::unique_ptr<BasicGradientReducer<F, float>> gradients_;

@@ -37,8 +37,11 @@ class BasicFrozenParams final : public model::BasicUnitAccess<typename Memory::E
   // `layout` is built for comm.size() ranks; it, `comm` and `clock` must outlive this. Fills the
   // weights this rank holds from `source` (stage 3: its shard, the values a single rank has), a
   // unit at a time through a host buffer of fp32.
+  // `shard_on_host` (stage 3, ZeRO-Infinity's offload_param): the shard in (pinned) host memory,
+  // each unit's part copied to its slot before the gather.
   BasicFrozenParams(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
-                    int stage, int prefetch, const model::ParamSource& source, Memory memory = {});
+                    int stage, int prefetch, const model::ParamSource& source, Memory memory = {},
+                    bool shard_on_host = false);
 
   const F* params(int unit) override;
   void release(int unit) override;
@@ -48,13 +51,16 @@ class BasicFrozenParams final : public model::BasicUnitAccess<typename Memory::E
 
   // A training micro-step starts: prefetch along the forward-then-backward sequence.
   void begin_training_micro_step();
-  // The weights held (whole, or the shard) and the gather slots.
+  // The weights held (whole, or the shard) and the gather slots, where the model runs; the
+  // shard in host memory.
   std::size_t bytes() const;
+  std::size_t host_bytes() const { return Memory::host_bytes(host_values_); }
 
  private:
   const model::ParamLayout& layout_;
   Memory memory_;
   typename Memory::Buffer values_;  // the whole flat buffer, or the shard in shard space (stage 3)
+  typename Memory::HostBuffer host_values_;  // the shard, with shard_on_host (values_ empty)
   std::unique_ptr<ParamGatherer<Memory>> gatherer_;  // stage 3
 };
 

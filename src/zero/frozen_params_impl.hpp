@@ -13,10 +13,16 @@ namespace autotrain::zero {
 template <typename Memory>
 BasicFrozenParams<Memory>::BasicFrozenParams(const model::ParamLayout& layout, Communicator& comm,
                                              WaitClock& clock, int stage, int prefetch,
-                                             const model::ParamSource& source, Memory memory)
+                                             const model::ParamSource& source, Memory memory,
+                                             bool shard_on_host)
     : layout_(layout), memory_(std::move(memory)) {
+  AT_CHECK(!shard_on_host || stage == 3, "internal: frozen weights on the host need stage 3");
   const std::vector<std::size_t> offsets = shard_offsets(layout);
-  values_ = memory_.allocate(stage < 3 ? layout.padded_size() : offsets.back());
+  if (shard_on_host) {
+    host_values_ = memory_.allocate_host(offsets.back());
+  } else {
+    values_ = memory_.allocate(stage < 3 ? layout.padded_size() : offsets.back());
+  }
   std::vector<float> unit_values;
   for (int u = 0; u < layout.num_units(); ++u) {
     const auto& info = layout.units()[static_cast<std::size_t>(u)];
@@ -26,11 +32,16 @@ BasicFrozenParams<Memory>::BasicFrozenParams(const model::ParamLayout& layout, C
     const std::size_t at = stage < 3 ? info.offset : offsets[static_cast<std::size_t>(u)];
     unit_values.assign(range.size, 0.0f);
     source.fill(layout, unit_values, (stage < 3 ? info.offset : 0) + range.offset);
-    memory_.upload(Memory::data(values_) + at, unit_values.data(), range.size);
+    if (shard_on_host) {
+      memory_.upload_host(Memory::host_data(host_values_) + at, unit_values.data(), range.size);
+    } else {
+      memory_.upload(Memory::data(values_) + at, unit_values.data(), range.size);
+    }
   }
   if (stage == 3) {
-    gatherer_ = std::make_unique<ParamGatherer<Memory>>(layout, comm, clock, Memory::data(values_),
-                                                        prefetch, memory_);
+    const F* shard = shard_on_host ? Memory::host_data(host_values_) : Memory::data(values_);
+    gatherer_ = std::make_unique<ParamGatherer<Memory>>(layout, comm, clock, shard, prefetch,
+                                                        memory_, shard_on_host);
   }
 }
 

@@ -8,6 +8,9 @@
 //   upload(p, floats, n)              p[0, n) = n host floats, converted; done when it returns;
 //   copy_from_host(p, q, n)           p[0, n) = q[0, n) from (pinned) host memory, ordered like
 //                                     the device's work;
+//   HostBuffer, allocate_host(n),     elements in (pinned) host memory (ZeRO-Infinity's
+//   host_data(b), host_bytes(b),      offload_param), and n host floats converted into them;
+//   upload_host(p, floats, n)
 //   before_collective(comm)           a collective issued next sees the work queued so far;
 //   before_use(handle, clock)         work queued next sees the collective's result;
 //   consumer_stream()                 the CUDA stream of the model's kernels (nullptr: the host).
@@ -37,6 +40,13 @@ struct HostMemory {
     std::copy_n(values, count, into);
   }
   static void copy_from_host(float* into, const float* values, std::size_t count) {
+    std::copy_n(values, count, into);
+  }
+  using HostBuffer = ZeroedFloats;
+  static HostBuffer allocate_host(std::size_t elements) { return HostBuffer(elements); }
+  static float* host_data(HostBuffer& buffer) { return buffer.data(); }
+  static std::size_t host_bytes(const HostBuffer& buffer) { return bytes(buffer); }
+  static void upload_host(float* into, const float* values, std::size_t count) {
     std::copy_n(values, count, into);
   }
   static void before_collective(Communicator& /*comm*/) {}

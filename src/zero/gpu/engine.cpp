@@ -71,10 +71,12 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   using Core = EngineCore<DeviceEngine<F>, DeviceMemory<F>>;
   using Core::clock_;
   using Core::comm_;
+  using Core::frozen_;
   using Core::gatherer_;
   using Core::gradients_;
   using Core::layout_;
   using Core::owned;
+  using Core::params_on_host_;
   using Core::rank_;
   using Core::stage_;
 
@@ -86,7 +88,6 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
         stream_(stream),
         offload_(options.offload_optimizer != Offload::none),
         nvme_(options.offload_optimizer == Offload::nvme),
-        params_on_host_(options.offload_param != Offload::none),
         owned_offsets_(owned_offsets()),
         owned_total_(owned_offsets_.back()),
         params_(params_on_host_ ? 0
@@ -249,7 +250,8 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     if (offload_) {
       report.host_bytes = host_master_.pinned_bytes() + host_m_.pinned_bytes() +
                           host_v_.pinned_bytes() + host_params_.size() * sizeof(F) +
-                          host_adamw_->pinned_bytes() + (file_ ? file_->host_bytes() : 0);
+                          host_adamw_->pinned_bytes() + (file_ ? file_->host_bytes() : 0) +
+                          (frozen_ ? frozen_->host_bytes() : 0);
       report.nvme_bytes = file_ ? file_->file_bytes() : 0;
     }
     return report;
@@ -460,9 +462,8 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
 
   OptimizerSettings settings_;
   cudaStream_t stream_;
-  bool offload_;         // offload_optimizer: master, m, v on the host, the step on the CPU
-  bool nvme_;            // offload_optimizer nvme: master, m, v in file_
-  bool params_on_host_;  // offload_param: the stage-3 compute shard on the host
+  bool offload_;  // offload_optimizer: master, m, v on the host, the step on the CPU
+  bool nvme_;     // offload_optimizer nvme: master, m, v in file_
   std::vector<std::size_t> owned_offsets_;  // per unit, + the total
   std::size_t owned_total_;
   autotrain::gpu::DeviceBuffer

@@ -3,8 +3,13 @@
 // in kernels/gpu/vector.
 #include "memory.hpp"
 
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
 #include "../frozen_params_impl.hpp"
 #include "../gradients_impl.hpp"
+#include "autotrain/core/dtype.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
 
@@ -37,6 +42,20 @@ void DeviceMemory<F>::upload(F* into, const float* values, std::size_t count) co
                                 cudaMemcpyHostToDevice, stream));
   kernels::gpu::cast_from_float(into, floats.as<float>(), count, stream);
   AT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+template <typename F>
+void DeviceMemory<F>::upload_host(F* into, const float* values, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if constexpr (std::is_same_v<F, float>) {
+      into[i] = values[i];
+    } else {
+      // Nearest even, as cast_from_float on the device.
+      const std::uint16_t bits =
+          std::is_same_v<F, __nv_bfloat16> ? float_to_bf16(values[i]) : float_to_fp16(values[i]);
+      std::memcpy(static_cast<void*>(&into[i]), &bits, sizeof bits);
+    }
+  }
 }
 
 template struct DeviceMemory<float>;

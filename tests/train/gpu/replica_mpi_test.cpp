@@ -334,6 +334,13 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   const auto three32 = tiny_setup(Device::cuda, Precision::fp32, 3);
   expect_losses_near(train_steps(three32, 2), train_steps(on_nvme(three32), 2), 1e-6,
                      "fp32 nvme, stage 3, accumulation 2");
+  // LoRA: the adapters' optimizer and, with offload_param, the frozen base's shard on the host.
+  const auto layout = llama_layout();
+  const auto lora = tiny_lora(layout.config(), 0.0);
+  const auto lora_three = tiny_setup(Device::cuda, Precision::bf16, 3);
+  expect_losses_near(train_steps(lora_three, lora->adapters, 1, lora.get()),
+                     train_steps(offloaded(lora_three, true), lora->adapters, 1, lora.get()),
+                     kStageRtol, "LoRA, bf16 offload_param cpu");
   for (const auto precision : {Precision::fp32, Precision::fp16}) {
     const auto three = tiny_setup(Device::cuda, precision, 3);
     expect_losses_near(
