@@ -94,3 +94,22 @@ generates_as_reference() {
   cmp ours.txt reference.txt || fail "generate printed '$(cat ours.txt)', the reference '$(cat reference.txt)'"
   echo "generate: '$(cat ours.txt)' as the reference"
 }
+
+# PROJECT [FLAGS...]: trains PROJECT on two ranks with the caller's `common` flags (which start
+# with the subcommand) and FLAGS into PROJECT.log, failing (the caller's `fail`) if it fails.
+train_np2() {
+  local project=$1
+  shift
+  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${common[@]}" --project-name "$project" "$@" \
+    > "$project.log" 2>&1 || fail "training $project"
+}
+
+# WANT [FLAGS...]: the same on two ranks with FLAGS fails within 120 s and says WANT (a fixed
+# string).
+refused_np2() {
+  local want=$1 out
+  shift
+  out=$(timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${common[@]}" --project-name refused \
+    "$@" 2>&1) && fail "accepted: $*"
+  grep -qF -- "$want" <<< "$out" || fail "no '$want' in: $out"
+}

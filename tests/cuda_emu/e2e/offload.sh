@@ -7,6 +7,7 @@
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/ckpt_check.py"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -15,14 +16,8 @@ fail() { echo "FAIL: $*"; for f in *.log; do echo "== $f"; tail -15 "$f"; done; 
 common=(train --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --device cuda
   --comm-backend auto --mixed-precision bf16 --max-steps 6 --checkpoint-every 3
   --eval-strategy no --save-total-limit 3)
-train() {  # project, then flags
-  local project=$1
-  shift
-  timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${common[@]}" --project-name "$project" "$@" \
-    > "$project.log" 2>&1 || fail "training $project"
-}
-train plain --zero-stage 3
-train offload --zero-stage 3 --offload-optimizer-device cpu --offload-param-device cpu
+train_np2 plain --zero-stage 3
+train_np2 offload --zero-stage 3 --offload-optimizer-device cpu --offload-param-device cpu
 grep -qE "offloaded: host [0-9.]+ [KMG]iB" offload.log ||
   fail "the start-up line does not say what went to the host"
 # The host's AdamW against the device's: the same curve within bf16's stage tolerance.
@@ -45,9 +40,9 @@ grep -qE "fits .*B without offload; [0-9.]+B with offload_optimizer_device cpu" 
 # Checkpoints are the same logical tensors: each resumes into the other setting.
 mkdir plain-to-offload offload-to-plain
 mkdir nvme
-train plain-to-offload --zero-stage 3 --offload-optimizer-device nvme --nvme-path "$work/nvme" \
+train_np2 plain-to-offload --zero-stage 3 --offload-optimizer-device nvme --nvme-path "$work/nvme" \
   --resume-from-checkpoint plain/checkpoints/checkpoint-3.h5
-train offload-to-plain --zero-stage 3 --resume-from-checkpoint offload/checkpoints/checkpoint-3.h5
+train_np2 offload-to-plain --zero-stage 3 --resume-from-checkpoint offload/checkpoints/checkpoint-3.h5
 grep -q "at step 3" plain-to-offload.log || fail "plain -> nvme did not resume at step 3"
 grep -qE "offloaded: host [0-9.]+ [KMG]iB, NVMe [0-9.]+ [KMG]iB" plain-to-offload.log ||
   fail "the nvme run does not say what went to NVMe"
@@ -56,18 +51,11 @@ $check tail plain/metrics.jsonl plain-to-offload/metrics.jsonl 4 1e-3
 $check tail offload/metrics.jsonl offload-to-plain/metrics.jsonl 4 1e-3
 
 # Refused by name, before training.
-refuse() {  # what the output must say, then flags
-  local want=$1
-  shift
-  out=$(timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${common[@]}" --project-name refused \
-    "$@" 2>&1) && fail "accepted: $*"
-  grep -qF -- "$want" <<< "$out" || fail "no '$want' in: $out"
-}
-refuse "it needs zero_stage 1, 2 or 3, got 0" --zero-stage 0 --offload-optimizer-device cpu
-refuse "it needs zero_stage 3, got 2" --zero-stage 2 --offload-optimizer-device cpu \
+refused_np2 "it needs zero_stage 1, 2 or 3, got 0" --zero-stage 0 --offload-optimizer-device cpu
+refused_np2 "it needs zero_stage 3, got 2" --zero-stage 2 --offload-optimizer-device cpu \
   --offload-param-device cpu
-refuse "set offload_optimizer_device cpu too" --zero-stage 3 --offload-param-device cpu
-refuse "offload to nvme needs nvme_path" --zero-stage 1 --offload-optimizer-device nvme
-refuse "nvme_path $work/absent" --zero-stage 2 --offload-optimizer-device nvme \
+refused_np2 "set offload_optimizer_device cpu too" --zero-stage 3 --offload-param-device cpu
+refused_np2 "offload to nvme needs nvme_path" --zero-stage 1 --offload-optimizer-device nvme
+refused_np2 "nvme_path $work/absent" --zero-stage 2 --offload-optimizer-device nvme \
   --nvme-path "$work/absent"
 echo "offload: follows the device optimizer, resumes both ways, refuses what cannot work"
