@@ -1,7 +1,7 @@
 #pragma once
 // The bookkeeping of bucketed gradient reduction (the reducers of gradients.hpp): which bucket
 // holds a unit, when backward has finished every unit of a bucket (so it can be launched), and
-// which working slot a bucket is reduced through under stages 2-3.
+// which working slot backward writes a bucket into (working_buckets.hpp).
 #include <cstddef>
 #include <vector>
 
@@ -35,7 +35,7 @@ class BucketTracker {
   std::vector<int> units_ready_;  // per bucket
 };
 
-// The working slots of the partitioned reducers: buckets of blocks alternate between two slots
+// The working slots (working_buckets.hpp): buckets of blocks alternate between two slots
 // (one filled by backward while the other is reduced); unit 0's bucket, the last, has its own.
 struct WorkingSlots {
   std::vector<std::size_t> slot_of_bucket;  // per bucket

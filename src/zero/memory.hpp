@@ -3,6 +3,11 @@
 // stage-3 parameter gatherer (param_gatherer.hpp) see it: one policy type per device, so one
 // state machine serves the CPU engine and the device engine. A policy has
 //   Element, Buffer, kDType           the element type, an owning buffer of them, its DType;
+//   Wide, wide()                      the policy of the buffers gradients are reduced and
+//                                     accumulated in (its Element R, fp32) on the same order:
+//                                     the policy itself where Element is fp32;
+//   widen(r, p, n), add_widened(r, p, n)  r[i] = R(p[i]); r[i] += R(p[i]) (p widened exactly,
+//                                     the sum rounded to R once): only where Element is not R;
 //   allocate(n), data(b), bytes(b)    a zeroed buffer of n elements, its elements, its bytes;
 //   zero(p, n), add_into(p, q, n)     p[0, n) = 0; p[i] += q[i] (ordered like the device's work);
 //   upload(p, floats, n)              p[0, n) = n host floats, converted; done when it returns;
@@ -31,6 +36,8 @@ struct HostMemory {
   using Element = float;
   using Buffer = ZeroedFloats;  // resident once written: what is never used costs no memory
   static constexpr DType kDType = DType::fp32;
+  using Wide = HostMemory;
+  static HostMemory wide() { return {}; }
   static Buffer allocate(std::size_t elements) { return Buffer(elements); }
   static float* data(Buffer& buffer) { return buffer.data(); }
   static std::size_t bytes(const Buffer& buffer) { return buffer.size() * sizeof(float); }

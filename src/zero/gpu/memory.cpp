@@ -1,5 +1,5 @@
 // The device engine's memory policy (gpu/memory.hpp), and the gradient reducers of
-// zero/gradients.hpp built over it for an fp32 model. Host code: the kernels it queues live
+// zero/gradients.hpp built over it for each compute type. Host code: the kernels it queues live
 // in kernels/gpu/vector.
 #include "memory.hpp"
 
@@ -35,6 +35,16 @@ void DeviceMemory<F>::add_into(F* into, const F* part, std::size_t count) const 
 }
 
 template <typename F>
+void DeviceMemory<F>::widen(float* into, const F* values, std::size_t count) const {
+  kernels::gpu::cast_to_float(into, values, count, stream);
+}
+
+template <typename F>
+void DeviceMemory<F>::add_widened(float* into, const F* values, std::size_t count) const {
+  kernels::gpu::accumulate_into(into, values, count, stream);
+}
+
+template <typename F>
 void DeviceMemory<F>::upload(F* into, const float* values, std::size_t count) const {
   if (count == 0) return;
   autotrain::gpu::DeviceBuffer floats(count * sizeof(float));
@@ -64,9 +74,13 @@ template struct DeviceMemory<__half>;
 
 }  // namespace gpu
 
-// An fp32 model's (a 16-bit model's gradients are wide_gradients.hpp's).
+// An fp32 model's, and a 16-bit model's widened to fp32.
 template class ReplicatedGradients<gpu::DeviceMemory<float>>;
 template class PartitionedGradients<gpu::DeviceMemory<float>>;
+template class ReplicatedGradients<gpu::DeviceMemory<__nv_bfloat16>>;
+template class PartitionedGradients<gpu::DeviceMemory<__nv_bfloat16>>;
+template class ReplicatedGradients<gpu::DeviceMemory<__half>>;
+template class PartitionedGradients<gpu::DeviceMemory<__half>>;
 
 // LoRA's frozen base in the compute type.
 template class BasicFrozenParams<gpu::DeviceMemory<float>>;

@@ -1,6 +1,7 @@
 #pragma once
 // The device engine's memory policy (zero/memory.hpp says what a policy is): buffers of the
-// compute type F on the GPU, their work queued on the model's stream; NCCL runs on the
+// compute type F on the GPU, and of fp32 for the gradients' reductions and sums (Wide: a bf16 or
+// fp16 gradient is widened), their work queued on the model's stream; NCCL runs on the
 // communicator's own stream. With it the reducers of zero/gradients.hpp and the gatherer of
 // zero/param_gatherer.hpp run on the device:
 //   - before_collective: comm.wait_for_stream(stream), so a collective reads a buffer only after
@@ -37,12 +38,17 @@ struct DeviceMemory {
   using Element = F;
   using Buffer = autotrain::gpu::DeviceBuffer;
   static constexpr DType kDType = compute_dtype<F>();
+  // Gradients are reduced and accumulated in fp32 whatever F is (zero/gradients.hpp).
+  using Wide = DeviceMemory<float>;
+  Wide wide() const { return {stream}; }
   // Zeroed (queued on the stream).
   Buffer allocate(std::size_t elements) const;
   static F* data(Buffer& buffer) { return buffer.as<F>(); }
   static std::size_t bytes(const Buffer& buffer) { return buffer.bytes(); }
   void zero(F* data, std::size_t count) const;
   void add_into(F* into, const F* part, std::size_t count) const;
+  void widen(float* into, const F* values, std::size_t count) const;
+  void add_widened(float* into, const F* values, std::size_t count) const;
   // Through a device buffer of fp32, cast on the stream as the engine casts its master weights;
   // returns with the stream drained.
   void upload(F* into, const float* values, std::size_t count) const;

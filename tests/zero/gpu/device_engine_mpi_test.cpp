@@ -1,10 +1,10 @@
 // The device engine reduces and accumulates a bf16/fp16 model's gradients in fp32
-// (src/zero/gpu/wide_gradients.hpp): over 8 micro-steps and every rank, contributions far below
-// a 16-bit unit in the last place of the running sum still arrive, at every ZeRO stage. A fake
-// backward writes known 16-bit gradients through the engine's hooks in the documented order; an
-// AdamW step with beta1 = 0 then leaves exactly the reduced gradient in exp_avg, which is
-// compared with the exact average. Summing in 16 bits (as the engine did before) loses every
-// small contribution: an error of about 1e-2 where this allows 1e-6.
+// (src/zero/gradients.hpp, widened gradients): over 8 micro-steps and every rank, contributions
+// far below a 16-bit unit in the last place of the running sum still arrive, at every ZeRO
+// stage. A fake backward writes known 16-bit gradients through the engine's hooks in the
+// documented order; an AdamW step with beta1 = 0 then leaves exactly the reduced gradient in
+// exp_avg, which is compared with the exact average. Summing in 16 bits (as the engine did
+// before) loses every small contribution: an error of about 1e-2 where this allows 1e-6.
 #include <gtest/gtest.h>
 
 #if !defined(AUTOTRAIN_HAVE_CUDA) || !defined(AUTOTRAIN_HAVE_NCCL)
