@@ -1,14 +1,14 @@
 // The ZeRO engine on a CUDA device, stages 0-3 (zero/gpu/engine.hpp). Host code: the kernels
 // it queues live in kernels/gpu/ (adamw, vector). As in engine.cpp, a stage is a choice of parts:
 //
-//   stage  compute params              gradients (fp32 model)       master, m, v
+//   stage  compute params              gradients                    master, m, v
 //   0      full                        ReplicatedGradients          whole units
 //   1      full (+ allgather/step)     ReplicatedGradients          shard
 //                                      (reduce-scattered)
 //   2      full (+ allgather/step)     PartitionedGradients         shard
 //   3      shard (ParamGatherer)       PartitionedGradients         shard
-// A bf16/fp16 model's gradients are reduced and accumulated in fp32 by WideGradients
-// (wide_gradients.hpp) at every stage, with the same reductions.
+// A bf16/fp16 model's gradients go through the same reducers, widened, reduced and accumulated
+// in fp32 (zero/gradients.hpp).
 //
 // ZeRO-Offload (offload_optimizer cpu, stages 1-3): master, m and v of the owned ranges live in
 // pinned host memory and HostAdamW (host_adamw.hpp) runs the step on the CPU; ZeRO-Infinity's
@@ -37,7 +37,6 @@
 #include "autotrain/zero/partition.hpp"
 #include "host_adamw.hpp"
 #include "memory.hpp"
-#include "wide_gradients.hpp"
 
 namespace autotrain::zero::gpu {
 namespace {
@@ -106,16 +105,13 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
         host_m_(owned_total_, offload_ && !nvme_),
         host_v_(owned_total_, offload_ && !nvme_),
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
-    if constexpr (!kMasterIsCompute) {
-      gradients_ = std::make_unique<WideGradients<F>>(layout, comm, clock_,
-                                                      options.reduce_bucket_size, stage_, stream_);
-    } else if (stage_ <= 1) {
-      gradients_ = std::make_unique<ReplicatedGradients<DeviceMemory<float>>>(
+    if (stage_ <= 1) {
+      gradients_ = std::make_unique<ReplicatedGradients<DeviceMemory<F>>>(
           layout, comm, clock_, options.reduce_bucket_size, /*scatter=*/stage_ == 1,
-          DeviceMemory<float>{stream_});
+          DeviceMemory<F>{stream_});
     } else {
-      gradients_ = std::make_unique<PartitionedGradients<DeviceMemory<float>>>(
-          layout, comm, clock_, options.reduce_bucket_size, DeviceMemory<float>{stream_});
+      gradients_ = std::make_unique<PartitionedGradients<DeviceMemory<F>>>(
+          layout, comm, clock_, options.reduce_bucket_size, DeviceMemory<F>{stream_});
     }
     if (stage_ == 3) {
       gatherer_ = std::make_unique<ParamGatherer<DeviceMemory<F>>>(
