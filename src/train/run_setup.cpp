@@ -25,8 +25,7 @@
 #include "autotrain/model/family.hpp"
 #include "autotrain/model/folder.hpp"
 #include "autotrain/train/batch_size_finder.hpp"
-#include "autotrain/train/memory_plan.hpp"
-#include "autotrain/zero/nvme_folder.hpp"
+#include "offload_setup.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -177,53 +176,6 @@ void choose_device_and_precision(RunSetup& setup) {
         cat("device cuda keeps gradients in GPU memory and reduces them with NCCL, but "
             "comm_backend is ",
             params.comm_backend, "; set comm_backend nccl (or auto), or device cpu"));
-  }
-}
-
-// ZeRO-Offload and ZeRO-Infinity's settings against the stage and device (DeepSpeed's rules:
-// the optimizer offloads at stages 1-3, the parameters at stage 3 only).
-void check_offload(const RunSetup& setup) {
-  const auto& params = setup.params();
-  const std::string& optimizer = params.offload_optimizer_device;
-  const std::string& param = params.offload_param_device;
-  const int64_t stage = params.zero_stage;
-  if (optimizer != "none" && stage == 0) {
-    throw Error(cat("offload_optimizer_device ", optimizer,
-                    " offloads a rank's shard of the optimizer state: it needs zero_stage 1, 2 "
-                    "or 3, got 0"));
-  }
-  if (param != "none" && stage != 3) {
-    throw Error(cat("offload_param_device ", param,
-                    " offloads a rank's shard of the parameters: it needs zero_stage 3, got ",
-                    stage));
-  }
-  if ((optimizer == "nvme" || param == "nvme") && params.nvme_path.empty()) {
-    throw Error("offload to nvme needs nvme_path, a node-local folder for the scratch files");
-  }
-  if (optimizer == "nvme" && params.optimizer != "adamw") {
-    throw Error(cat("offload_optimizer_device nvme keeps AdamW's moments; optimizer is ",
-                    params.optimizer));
-  }
-  if (setup.device == Device::cpu) {
-    if (param != "none") {
-      throw Error(cat("offload_param_device ", param,
-                      ": a CPU run's parameters are in host memory already; only "
-                      "offload_optimizer_device nvme moves state off a CPU rank"));
-    }
-    if (optimizer == "cpu" && setup.topology.rank == 0) {
-      log::info(
-          "offload_optimizer_device cpu: a CPU run's optimizer state is in host memory "
-          "already; nothing moves");
-    }
-    return;
-  }
-  if (param != "none" && optimizer == "none") {
-    throw Error(cat("offload_param_device ", param,
-                    " keeps the parameters the optimizer updates in host memory: set "
-                    "offload_optimizer_device cpu too"));
-  }
-  if (param == "nvme") {
-    throw Error("offload_param_device nvme is not implemented yet; use cpu");
   }
 }
 
@@ -403,36 +355,6 @@ void choose_batch_size_for_memory(RunSetup& setup) {
       setup, left,
       cat(human_bytes(left), " of address space left under ulimit -v ",
           human_bytes(resources.memory_bytes), " (", human_bytes(mapped), " mapped already)"));
-}
-
-// offload to nvme: every rank's folder (nvme_path, "%r" = the rank) node-local, writable and with
-// room for the rank's file, checked on every rank before any engine creates one. Collective.
-void check_nvme_folder(const RunSetup& setup) {
-  const auto& params = setup.params();
-  if (params.offload_optimizer_device != "nvme" && params.offload_param_device != "nvme") return;
-  std::string failure;
-  std::filesystem::path folder;
-  try {
-    folder = zero::nvme_rank_folder(params.nvme_path, setup.topology.rank);
-  } catch (const Error& error) {
-    failure = error.what();
-  }
-  agree_or_throw(failure.empty(), failure, setup.comm, "the nvme_path folders");
-  const auto comm = make_communicator(CommBackend::mpi, setup.comm, CommOptions{});
-  zero::check_node_local(folder, *comm);
-  const model::ParamLayout layout(model_config(setup.resolved), setup.topology.world_size);
-  const double needed =
-      static_cast<double>(layout.num_parameters()) *
-      state_bytes_per_parameter(setup, params.offload_optimizer_device, params.offload_param_device)
-          .nvme;
-  std::error_code error;
-  const auto space = std::filesystem::space(folder, error);
-  if (!error && static_cast<double>(space.available) < needed) {
-    failure = cat("nvme_path ", folder.string(), ": rank ", setup.topology.rank, " needs ",
-                  human_bytes(needed), " for its optimizer state but the file system has ",
-                  human_bytes(static_cast<double>(space.available)), " free");
-  }
-  agree_or_throw(failure.empty(), failure, setup.comm, "the room under nvme_path");
 }
 
 // The threads per rank, a warning when a node's CPU ranks oversubscribe its cores, the
