@@ -2,10 +2,13 @@
 // copy, in OpenMP static blocks, with AVX-512 or AVX2 vectors where the build targets them and a
 // portable loop otherwise (which also does each block's last few elements).
 //
-// Invariant: every path evaluates the same expression in the same order with the same roundings:
-// no fused multiply-add (this file is compiled with -ffp-contract=off, CMakeLists.txt), sqrt and
-// division correctly rounded, the same 16-bit rounding. So an element's result is the same
-// whatever thread, vector lane or tail it fell in, and so whatever the world size.
+// Invariant: every path evaluates the same expression, operation for operation, with the same
+// roundings: the multiply-adds this file names fused where the build has FMA (std::fma, the
+// _fmadd_ intrinsics) and no other (the file is compiled with -ffp-contract=off, CMakeLists.txt),
+// sqrt and division correctly rounded, the same 16-bit rounding. So an element's result is the same
+// whatever thread, vector lane or tail it fell in, and so whatever the world size; and it is the
+// result Optimizer::step's own loop gave before it called this kernel, bit for bit (GCC had fused
+// the same multiply-adds there).
 #include "autotrain/optim/adamw_kernel.hpp"
 
 #include <omp.h>
@@ -34,13 +37,13 @@ namespace {
 
 enum class CopyKind { none, bf16, fp16 };
 
-// The step's scalars, bias corrections folded in (computed in double, as torch does in Python).
+// The step's scalars. The bias corrections are computed in double (at step 1e6 beta^t
+// underflows float's useful range) and divide in float, as Optimizer::step always did.
 struct AdamWConstants {
   float beta1, one_minus_beta1, beta2, one_minus_beta2, grad_scale;
-  float inv_root_correction2;  // 1 / sqrt(1 - beta2^t)
-  float eps;
-  float keep;       // 1 - lr * weight_decay: decoupled decay of the pre-update weight
-  float step_size;  // lr / (1 - beta1^t)
+  float correction1, correction2;  // 1 - beta1^t, 1 - beta2^t
+  float eps, weight_decay;
+  float minus_lr;
 
   explicit AdamWConstants(const AdamWStepArgs& a)
       : beta1(a.beta1),
@@ -48,13 +51,25 @@ struct AdamWConstants {
         beta2(a.beta2),
         one_minus_beta2(1.0f - a.beta2),
         grad_scale(a.grad_scale),
-        inv_root_correction2(static_cast<float>(
-            1.0 / std::sqrt(1.0 - std::pow(double{a.beta2}, static_cast<double>(a.step))))),
+        correction1(static_cast<float>(1.0 - std::pow(double{a.beta1}, double(a.step)))),
+        correction2(static_cast<float>(1.0 - std::pow(double{a.beta2}, double(a.step)))),
         eps(a.eps),
-        keep(static_cast<float>(1.0 - double{a.lr} * double{a.weight_decay})),
-        step_size(static_cast<float>(
-            double{a.lr} / (1.0 - std::pow(double{a.beta1}, static_cast<double>(a.step))))) {}
+        weight_decay(a.weight_decay),
+        minus_lr(-a.lr) {}
 };
+
+#if (defined(__AVX512F__) || defined(__AVX2__)) && !defined(FP_FAST_FMAF)
+#error "the vector paths fuse their multiply-adds: the scalar path must too (FP_FAST_FMAF)"
+#endif
+
+// a * b + c, one rounding where the build has fused multiply-adds (as the vector paths do).
+inline float multiply_add(float a, float b, float c) {
+#if defined(FP_FAST_FMAF)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 // fp16 rounding of one float: the F16C instruction where there is one, so that the tail's NaNs
 // keep the payload the vector conversion keeps; core's conversion otherwise.
@@ -68,17 +83,18 @@ inline std::uint16_t round_to_fp16(float value) {
 }
 
 // Elements [begin, end) one at a time (the compiler may vectorise it): the reference expression
-// every vector path reproduces.
+// every vector path reproduces, operation for operation.
 template <CopyKind kCopy>
 void update_portable(const AdamWConstants& k, float* p, const float* g, float* m, float* v,
                      std::uint16_t* copy, std::size_t begin, std::size_t end) {
 #pragma omp simd
   for (std::size_t i = begin; i < end; ++i) {
     const float grad = g[i] * k.grad_scale;
-    const float m_new = k.beta1 * m[i] + k.one_minus_beta1 * grad;
-    const float v_new = k.beta2 * v[i] + k.one_minus_beta2 * (grad * grad);
-    const float denom = std::sqrt(v_new) * k.inv_root_correction2 + k.eps;
-    const float p_new = p[i] * k.keep - (k.step_size * m_new) / denom;
+    const float m_new = multiply_add(k.beta1, m[i], k.one_minus_beta1 * grad);
+    const float v_new = multiply_add(k.beta2, v[i], (k.one_minus_beta2 * grad) * grad);
+    const float step = (m_new / k.correction1) / (std::sqrt(v_new / k.correction2) + k.eps);
+    // Decoupled weight decay (Loshchilov & Hutter), applied to the pre-update weight.
+    const float p_new = multiply_add(k.minus_lr, multiply_add(k.weight_decay, p[i], step), p[i]);
     m[i] = m_new;
     v[i] = v_new;
     p[i] = p_new;
@@ -88,6 +104,7 @@ void update_portable(const AdamWConstants& k, float* p, const float* g, float* m
 }
 
 #if defined(__AVX512F__)
+#define AUTOTRAIN_ADAMW_VECTORS 1
 
 constexpr std::size_t kLanes = 16;
 
@@ -110,18 +127,21 @@ void update_vectors(const AdamWConstants& k, float* p, const float* g, float* m,
   const __m512 beta1 = _mm512_set1_ps(k.beta1), one_minus_beta1 = _mm512_set1_ps(k.one_minus_beta1);
   const __m512 beta2 = _mm512_set1_ps(k.beta2), one_minus_beta2 = _mm512_set1_ps(k.one_minus_beta2);
   const __m512 grad_scale = _mm512_set1_ps(k.grad_scale), eps = _mm512_set1_ps(k.eps);
-  const __m512 inv_root_correction2 = _mm512_set1_ps(k.inv_root_correction2);
-  const __m512 keep = _mm512_set1_ps(k.keep), step_size = _mm512_set1_ps(k.step_size);
+  const __m512 correction1 = _mm512_set1_ps(k.correction1);
+  const __m512 correction2 = _mm512_set1_ps(k.correction2);
+  const __m512 weight_decay = _mm512_set1_ps(k.weight_decay), minus_lr = _mm512_set1_ps(k.minus_lr);
   for (std::size_t i = begin; i < end; i += kLanes) {
     const __m512 grad = _mm512_mul_ps(_mm512_loadu_ps(g + i), grad_scale);
-    const __m512 m_new = _mm512_add_ps(_mm512_mul_ps(beta1, _mm512_loadu_ps(m + i)),
-                                       _mm512_mul_ps(one_minus_beta1, grad));
-    const __m512 v_new = _mm512_add_ps(_mm512_mul_ps(beta2, _mm512_loadu_ps(v + i)),
-                                       _mm512_mul_ps(one_minus_beta2, _mm512_mul_ps(grad, grad)));
-    const __m512 denom =
-        _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(v_new), inv_root_correction2), eps);
-    const __m512 p_new = _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(p + i), keep),
-                                       _mm512_div_ps(_mm512_mul_ps(step_size, m_new), denom));
+    const __m512 m_new =
+        _mm512_fmadd_ps(beta1, _mm512_loadu_ps(m + i), _mm512_mul_ps(one_minus_beta1, grad));
+    const __m512 v_new = _mm512_fmadd_ps(beta2, _mm512_loadu_ps(v + i),
+                                         _mm512_mul_ps(_mm512_mul_ps(one_minus_beta2, grad), grad));
+    const __m512 step =
+        _mm512_div_ps(_mm512_div_ps(m_new, correction1),
+                      _mm512_add_ps(_mm512_sqrt_ps(_mm512_div_ps(v_new, correction2)), eps));
+    const __m512 p_old = _mm512_loadu_ps(p + i);
+    const __m512 p_new =
+        _mm512_fmadd_ps(minus_lr, _mm512_fmadd_ps(weight_decay, p_old, step), p_old);
     _mm512_storeu_ps(m + i, m_new);
     _mm512_storeu_ps(v + i, v_new);
     _mm512_storeu_ps(p + i, p_new);
@@ -133,7 +153,8 @@ void update_vectors(const AdamWConstants& k, float* p, const float* g, float* m,
   }
 }
 
-#elif defined(__AVX2__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define AUTOTRAIN_ADAMW_VECTORS 1
 
 constexpr std::size_t kLanes = 8;
 
@@ -158,31 +179,29 @@ void update_vectors(const AdamWConstants& k, float* p, const float* g, float* m,
   const __m256 beta1 = _mm256_set1_ps(k.beta1), one_minus_beta1 = _mm256_set1_ps(k.one_minus_beta1);
   const __m256 beta2 = _mm256_set1_ps(k.beta2), one_minus_beta2 = _mm256_set1_ps(k.one_minus_beta2);
   const __m256 grad_scale = _mm256_set1_ps(k.grad_scale), eps = _mm256_set1_ps(k.eps);
-  const __m256 inv_root_correction2 = _mm256_set1_ps(k.inv_root_correction2);
-  const __m256 keep = _mm256_set1_ps(k.keep), step_size = _mm256_set1_ps(k.step_size);
+  const __m256 correction1 = _mm256_set1_ps(k.correction1);
+  const __m256 correction2 = _mm256_set1_ps(k.correction2);
+  const __m256 weight_decay = _mm256_set1_ps(k.weight_decay), minus_lr = _mm256_set1_ps(k.minus_lr);
   for (std::size_t i = begin; i < end; i += kLanes) {
     const __m256 grad = _mm256_mul_ps(_mm256_loadu_ps(g + i), grad_scale);
-    const __m256 m_new = _mm256_add_ps(_mm256_mul_ps(beta1, _mm256_loadu_ps(m + i)),
-                                       _mm256_mul_ps(one_minus_beta1, grad));
-    const __m256 v_new = _mm256_add_ps(_mm256_mul_ps(beta2, _mm256_loadu_ps(v + i)),
-                                       _mm256_mul_ps(one_minus_beta2, _mm256_mul_ps(grad, grad)));
-    const __m256 denom =
-        _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v_new), inv_root_correction2), eps);
-    const __m256 p_new = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(p + i), keep),
-                                       _mm256_div_ps(_mm256_mul_ps(step_size, m_new), denom));
+    const __m256 m_new =
+        _mm256_fmadd_ps(beta1, _mm256_loadu_ps(m + i), _mm256_mul_ps(one_minus_beta1, grad));
+    const __m256 v_new = _mm256_fmadd_ps(beta2, _mm256_loadu_ps(v + i),
+                                         _mm256_mul_ps(_mm256_mul_ps(one_minus_beta2, grad), grad));
+    const __m256 step =
+        _mm256_div_ps(_mm256_div_ps(m_new, correction1),
+                      _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(v_new, correction2)), eps));
+    const __m256 p_old = _mm256_loadu_ps(p + i);
+    const __m256 p_new =
+        _mm256_fmadd_ps(minus_lr, _mm256_fmadd_ps(weight_decay, p_old, step), p_old);
     _mm256_storeu_ps(m + i, m_new);
     _mm256_storeu_ps(v + i, v_new);
     _mm256_storeu_ps(p + i, p_new);
     auto* copy_out = reinterpret_cast<__m128i*>(copy + i);
     if constexpr (kCopy == CopyKind::bf16) _mm_storeu_si128(copy_out, round_to_bf16(p_new));
-#if defined(__F16C__)
     if constexpr (kCopy == CopyKind::fp16)
       _mm_storeu_si128(copy_out,
                        _mm256_cvtps_ph(p_new, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#else
-    if constexpr (kCopy == CopyKind::fp16)
-      for (std::size_t j = i; j < i + kLanes; ++j) copy[j] = round_to_fp16(p[j]);
-#endif
   }
 }
 
@@ -192,7 +211,7 @@ void update_vectors(const AdamWConstants& k, float* p, const float* g, float* m,
 template <CopyKind kCopy>
 void update_block(const AdamWConstants& k, float* p, const float* g, float* m, float* v,
                   std::uint16_t* copy, std::size_t begin, std::size_t end) {
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(AUTOTRAIN_ADAMW_VECTORS)
   const std::size_t vector_end = begin + (end - begin) / kLanes * kLanes;
   update_vectors<kCopy>(k, p, g, m, v, copy, begin, vector_end);
   begin = vector_end;

@@ -4,11 +4,12 @@
 // (ZeRO-Offload's CPU step) runs at the memory's bandwidth (docs/benchmarks.md, "CPU AdamW").
 //
 // Semantics: torch.optim.AdamW, decoupled weight decay on the pre-update weight, as
-// Optimizer::step. With t = step, c1 = 1 - beta1^t, c2 = 1 - beta2^t (in double):
+// Optimizer::step. With t = step and the bias corrections c1 = 1 - beta1^t, c2 = 1 - beta2^t
+// (computed in double, rounded to float):
 //   g' = g * grad_scale
 //   m  = beta1 * m + (1 - beta1) * g'
 //   v  = beta2 * v + (1 - beta2) * g' * g'
-//   p  = p * (1 - lr * weight_decay) - (lr / c1) * m / (sqrt(v) / sqrt(c2) + eps)
+//   p  = p - lr * ((m / c1) / (sqrt(v / c2) + eps) + weight_decay * p)
 // Every instruction-set path rounds each element alike, so a result does not depend on the thread
 // count, on where a shard begins, or on whether the element fell in a vector or in the tail.
 #include <cstddef>
