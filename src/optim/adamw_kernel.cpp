@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "autotrain/core/dtype.hpp"
 
@@ -207,11 +208,18 @@ void update_vectors(const AdamWConstants& k, float* p, const float* g, float* m,
 
 #endif
 
-// One thread's block: whole vectors, then the portable loop for the rest.
+// One thread's block: the portable loop up to the first weight that starts a 64-byte line, whole
+// vectors from there, the portable loop for the rest. Buffers from malloc or calloc start 16 bytes
+// into a line, and a vector across two lines costs two accesses: every AVX-512 one, unaligned.
+// (g, m and v come from the same allocator, so they are aligned with p.)
 template <CopyKind kCopy>
 void update_block(const AdamWConstants& k, float* p, const float* g, float* m, float* v,
                   std::uint16_t* copy, std::size_t begin, std::size_t end) {
 #if defined(AUTOTRAIN_ADAMW_VECTORS)
+  const auto address = reinterpret_cast<std::uintptr_t>(p + begin);
+  const std::size_t head = std::min(end - begin, (64 - address % 64) % 64 / sizeof(float));
+  update_portable<kCopy>(k, p, g, m, v, copy, begin, begin + head);
+  begin += head;
   const std::size_t vector_end = begin + (end - begin) / kLanes * kLanes;
   update_vectors<kCopy>(k, p, g, m, v, copy, begin, vector_end);
   begin = vector_end;
