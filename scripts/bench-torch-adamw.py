@@ -8,11 +8,16 @@ the 28 bytes an element `bench adamw` counts (read p, g, m, v; write p, m, v), a
 triad bandwidth given with --triad-gbps (the one `bench adamw` printed on the same machine).
 
   scripts/bench-torch-adamw.py N [THREADS] [--tensors K] [--repeat R] [--triad-gbps X]
-                               [--single-tensor]
+                               [--single-tensor] [--reuse-memory]
 
---single-tensor times foreach=False (torch's per-tensor loop) instead.
+--single-tensor times foreach=False (torch's per-tensor loop) instead. The foreach step allocates
+temporaries of N floats (sqrt(v), the denominator) each step, which glibc returns to the kernel
+and gets back as fresh pages, each first touch a page fault; --reuse-memory restarts the script
+with glibc told to keep freed memory (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_), so that those
+temporaries reuse warm pages: torch's best case on a machine whose page faults are slow.
 """
 import inspect
+import os
 import statistics
 import sys
 import time
@@ -23,7 +28,7 @@ import torch
 def parse(argv):
     options = {"--tensors": 1, "--repeat": 10, "--triad-gbps": 0.0}
     single_tensor = "--single-tensor" in argv
-    argv = [a for a in argv if a != "--single-tensor"]
+    argv = [a for a in argv if a not in ("--single-tensor", "--reuse-memory")]
     positional = []
     i = 0
     while i < len(argv):
@@ -31,7 +36,8 @@ def parse(argv):
             options[argv[i]] = type(options[argv[i]])(float(argv[i + 1]))
             i += 2
         elif argv[i].startswith("--"):
-            sys.exit(f"unknown option {argv[i]} (expected {', '.join(options)} or --single-tensor)")
+            sys.exit(f"unknown option {argv[i]} (expected {', '.join(options)}, --single-tensor "
+                     "or --reuse-memory)")
         else:
             positional.append(argv[i])
             i += 1
@@ -61,7 +67,16 @@ def make_optimizer(leaves, single_tensor):
     return torch.optim.AdamW(leaves, **arguments), arguments
 
 
+def reuse_memory_or_continue():
+    """With --reuse-memory, starts this script again with glibc's malloc keeping freed memory."""
+    keep = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
+    if "--reuse-memory" not in sys.argv or all(os.environ.get(k) == v for k, v in keep.items()):
+        return
+    os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **keep})
+
+
 def main():
+    reuse_memory_or_continue()
     params, threads, options, single_tensor = parse(sys.argv[1:])
     torch.set_num_threads(threads)
     leaves = make_parameters(params, options["--tensors"])
@@ -76,8 +91,9 @@ def main():
     median = statistics.median(times)
     gbps = 28 * params / 1e9
     settings = ", ".join(f"{k}={v}" for k, v in arguments.items() if k in ("foreach", "fused"))
-    print(f"pytorch {torch.__version__} AdamW({settings}), {threads} thread(s): {params} parameters "
-          f"in {len(leaves)} tensor(s), {len(times)} steps after 1 untimed")
+    malloc = "malloc keeps freed memory" if "--reuse-memory" in sys.argv else "default malloc"
+    print(f"pytorch {torch.__version__} AdamW({settings}), {threads} thread(s), {malloc}: {params} "
+          f"parameters in {len(leaves)} tensor(s), {len(times)} steps after 1 untimed")
     line = (f"step median {1000 * median:.2f} ms  min {1000 * min(times):.2f}  "
             f"max {1000 * max(times):.2f}  GB/s median {gbps / median:.1f}  "
             f"best {gbps / min(times):.1f} (28 bytes/element)")

@@ -99,6 +99,16 @@ void adamw_step(AdamWArrays& a, std::size_t n, const std::string& copy, long lon
   }
 }
 
+// The vectors adamw_update uses: every target of a build is compiled for the same -march.
+constexpr const char* kVectors =
+#if defined(__AVX512F__)
+    "AVX-512";
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    "AVX2";
+#else
+    "none (portable loop)";
+#endif
+
 // Below this, the triad's three arrays could sit in a large last-level cache.
 constexpr std::size_t kMinTriadElements = std::size_t{1} << 26;  // 256 MiB an array
 
@@ -189,9 +199,9 @@ void print_adamw_bench(const AdamWBenchResult& r) {
   const double state_bytes = static_cast<double>(r.params) * (r.copy == "none" ? 16 : 18);
   std::printf(
       "bench adamw: %zu parameters (%s of state), copy %s, %d thread(s), %d repeats after "
-      "1 untimed; %s\n",
+      "1 untimed; %s, vectors %s\n",
       r.params, human_bytes(state_bytes).c_str(), r.copy.c_str(), r.threads, r.repeat,
-      r.cpu.c_str());
+      r.cpu.c_str(), kVectors);
   std::printf("%-24s %11s %10s %11s %9s %9s %12s %10s\n", "kernel", "elements", "bytes/elem",
               "median(ms)", "min(ms)", "max(ms)", "GB/s median", "GB/s best");
   for (const KernelRow& row : r.rows) {
@@ -228,6 +238,7 @@ json adamw_bench_json(const AdamWBenchResult& r) {
           {"repeat", r.repeat},
           {"copy", r.copy},
           {"cpu", r.cpu},
+          {"vectors", kVectors},
           {"kernels", kernels},
           {"bandwidth_bound_gbps", r.bound().gbps(r.bound().times.median_s)},
           {"fraction_of_bound", r.fraction()}};
