@@ -5,6 +5,7 @@
 // and c, write a); plain stores also read each line of a before writing it (write-allocate), which
 // streaming stores skip, so the streaming triad is the one that moves what it counts.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -16,6 +17,10 @@ struct RepeatTimes {
   double median_s = 0, min_s = 0, max_s = 0;
 };
 RepeatTimes summarise(std::vector<double> seconds);
+
+// A float in [0, 1) that looks random in i: benchmark data without repeating pages (which a
+// hypervisor may merge, and then copy back on a write).
+float unit_noise(std::uint64_t i);
 
 // Three arrays of `elements` floats, each starting on a 64-byte line, first touched by the
 // threads that will use them (static blocks, as the triad's loop).
