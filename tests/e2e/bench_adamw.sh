@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # `autotrain bench adamw` on a small parameter count: its JSON carries the figures
 # docs/benchmarks.md quotes (timings, so only their presence and sanity are checked), the table
-# prints its rows, and a bad flag value fails with a message.
+# prints its rows, and a bad flag value fails with a message. (Each run starts MPI, a few seconds
+# here: one JSON run with a copy, one table without.)
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-for copy in none bf16 fp16; do
+for copy in fp16; do
   timeout 120 "$AUTOTRAIN_BIN" bench adamw --params 100003 --threads 1 --repeat 3 --copy "$copy" \
     --triad-mib 4 --json > "adamw_$copy.json"
   python3 - "adamw_$copy.json" "$copy" <<'PY'
@@ -31,9 +32,9 @@ assert doc["fraction_of_bound"] > 0
 PY
 done
 
-# By default the triad's arrays are 256 MiB (2^26 floats) each, past any last-level cache.
+# By default the triad's arrays are at least 256 MiB (2^26 floats) each, past most last-level caches.
 timeout 120 "$AUTOTRAIN_BIN" bench adamw --params 1000 --threads 1 --repeat 1 > table.txt
-grep -q "bench adamw: 1000 parameters" table.txt && grep -q "^adamw_update " table.txt &&
+grep -q "bench adamw: 1000 parameters" table.txt && grep -q "^adamw_update  *1000  *28 " table.txt &&
   grep -q "^triad, streaming stores *67108864 " table.txt &&
   grep -q "adamw_update.s median: [0-9]*% of the memory bandwidth" table.txt || { cat table.txt; exit 1; }
 
