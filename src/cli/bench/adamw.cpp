@@ -1,13 +1,14 @@
 // `autotrain bench adamw`: the CPU AdamW step (optim/adamw_kernel.hpp, ZeRO-Offload's step) over
 // N parameters against the memory bandwidth STREAM's triad measures in the same process with the
-// same threads (memory_bandwidth.hpp). Each repeat runs a plain triad, a streaming triad and one
-// AdamW step, interleaved so that a machine busy with something else slows all three alike; the
-// table gives each one's median, fastest and slowest time and the bandwidth it reached, counting
-// 28 bytes an element for AdamW (read p, g, m, v; write p, m, v; 30 with the 16-bit copy) and 12
-// for the triad, and the AdamW step's median bandwidth as a share of the better triad's best
-// (STREAM reports a triad's best time).
+// same threads (memory_bandwidth.hpp: plain, streaming and in-place stores). Each repeat runs the
+// three triads and one AdamW step, interleaved so that a machine busy with something else slows
+// them all alike. The table gives each one's median, fastest and slowest time and the bandwidth
+// it reached, counting 28 bytes an element for AdamW (read p, g, m, v; write p, m, v; 30 with the
+// 16-bit copy) and 12 for a triad, and the step's median bandwidth as a share of the fastest
+// triad's best (STREAM reports a triad's best time).
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -129,13 +130,15 @@ struct AdamWBenchResult {
   int repeat = 0;
   std::string copy;
   std::string cpu;
-  std::vector<KernelRow> rows;  // plain triad, streaming triad, adamw_update
+  std::vector<KernelRow> rows;  // the triads (TriadArrays::kKinds), then adamw_update
   const KernelRow& adamw() const { return rows.back(); }
-  // The better triad at its best, the rate STREAM reports: what the memory gives a kernel that
+  // The best triad at its best, the rate STREAM reports: what the memory gives a kernel that
   // streams. The step's median is held against it, so noise counts against the step.
   const KernelRow& bound() const {
-    return rows[0].gbps(rows[0].times.min_s) >= rows[1].gbps(rows[1].times.min_s) ? rows[0]
-                                                                                  : rows[1];
+    const auto faster = [](const KernelRow& a, const KernelRow& b) {
+      return a.gbps(a.times.min_s) < b.gbps(b.times.min_s);
+    };
+    return *std::max_element(rows.begin(), rows.end() - 1, faster);
   }
   double bound_gbps() const { return bound().gbps(bound().times.min_s); }
   double fraction() const { return adamw().gbps(adamw().times.median_s) / bound_gbps(); }
@@ -174,25 +177,22 @@ AdamWBenchResult run_adamw_bench(const AdamWBenchOptions& o) {
   TriadArrays triad(o.triad_mib > 0 ? std::max<std::size_t>(chosen, 1)
                                     : std::max(n, kMinTriadElements));
   AdamWArrays arrays = make_arrays(n, with_copy);
-  std::vector<double> plain, streaming, step;
-  for (int r = 0; r <= o.repeat; ++r) {  // repeat 0 is the untimed one
-    const double plain_s = triad.time_once(false);
-    const double streaming_s = triad.time_once(true);
+  constexpr std::size_t kTriads = std::size(TriadArrays::kKinds);
+  std::vector<std::vector<double>> seconds(kTriads + 1);  // each triad, then the step
+  for (int r = 0; r <= o.repeat; ++r) {                   // repeat 0 is the untimed one
+    std::vector<double> once;
+    for (TriadArrays::Kind kind : TriadArrays::kKinds) once.push_back(triad.time_once(kind));
     const Timer timer;
     adamw_step(arrays, n, o.copy, r + 1);
-    const double step_s = timer.seconds();
-    if (r == 0) continue;
-    plain.push_back(plain_s);
-    streaming.push_back(streaming_s);
-    step.push_back(step_s);
+    once.push_back(timer.seconds());
+    for (std::size_t k = 0; r > 0 && k < once.size(); ++k) seconds[k].push_back(once[k]);
   }
   AdamWBenchResult result{n, kernels::num_threads(), o.repeat, o.copy, cpu_model_name(), {}};
-  const double triad_bytes = TriadArrays::kBytesPerElement;
-  result.rows.push_back({"triad, plain stores", triad.elements(), triad_bytes, summarise(plain)});
-  result.rows.push_back({TriadArrays::have_streaming_stores() ? "triad, streaming stores"
-                                                              : "triad (no streaming stores)",
-                         triad.elements(), triad_bytes, summarise(streaming)});
-  result.rows.push_back({"adamw_update", n, with_copy ? 30.0 : 28.0, summarise(step)});
+  for (std::size_t k = 0; k < kTriads; ++k) {
+    result.rows.push_back({TriadArrays::name(TriadArrays::kKinds[k]), triad.elements(),
+                           TriadArrays::kBytesPerElement, summarise(seconds[k])});
+  }
+  result.rows.push_back({"adamw_update", n, with_copy ? 30.0 : 28.0, summarise(seconds.back())});
   return result;
 }
 

@@ -62,6 +62,11 @@ void triad_plain(float* a, const float* b, const float* c, std::size_t begin, st
   for (std::size_t i = begin; i < end; ++i) a[i] = b[i] + kScalar * c[i];
 }
 
+void triad_in_place(float* a, const float* c, std::size_t begin, std::size_t end) {
+#pragma omp simd
+  for (std::size_t i = begin; i < end; ++i) a[i] = a[i] + kScalar * c[i];
+}
+
 }  // namespace
 
 float unit_noise(std::uint64_t i) {
@@ -97,15 +102,23 @@ TriadArrays::TriadArrays(std::size_t elements)
   }
 }
 
-bool TriadArrays::have_streaming_stores() {
+const char* TriadArrays::name(Kind kind) {
+  switch (kind) {
+    case Kind::plain:
+      return "triad, plain stores";
+    case Kind::streaming:
 #if defined(__SSE2__)
-  return true;
+      return "triad, streaming stores";
 #else
-  return false;
+      return "triad (no streaming stores)";
 #endif
+    case Kind::in_place:
+      return "triad in place";
+  }
+  return "";
 }
 
-double TriadArrays::time_once(bool streaming) {
+double TriadArrays::time_once(Kind kind) {
   float* a = a_.data();
   const float* b = b_.data();
   const float* c = c_.data();
@@ -114,11 +127,9 @@ double TriadArrays::time_once(bool streaming) {
 #pragma omp parallel
   {
     const auto [begin, end] = thread_block(n);
-    if (streaming) {
-      triad_streaming(a, b, c, begin, end);
-    } else {
-      triad_plain(a, b, c, begin, end);
-    }
+    if (kind == Kind::plain) triad_plain(a, b, c, begin, end);
+    if (kind == Kind::streaming) triad_streaming(a, b, c, begin, end);
+    if (kind == Kind::in_place) triad_in_place(a, c, begin, end);
   }
   return timer.seconds();
 }

@@ -2,8 +2,10 @@
 // The machine's memory bandwidth as STREAM's triad measures it, a[i] = b[i] + s * c[i] over float
 // arrays far larger than the caches, with this process's OpenMP threads: the bound that a
 // memory-bound kernel (`bench adamw`) is held against. STREAM counts 12 bytes an element (read b
-// and c, write a); plain stores also read each line of a before writing it (write-allocate), which
-// streaming stores skip, so the streaming triad is the one that moves what it counts.
+// and c, write a), which each kind below moves in its own way:
+//   plain      a = b + s * c: the stores read each line of a first (write-allocate), 16 bytes moved
+//   streaming  the same with non-temporal stores, which skip that read
+//   in place   a = a + s * c: a is read, then written back, as an optimizer updates its state
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,10 +32,12 @@ class TriadArrays {
   std::size_t elements() const { return a_.size(); }
   static constexpr double kBytesPerElement = 12;
 
-  // One triad in seconds, with plain stores or with streaming (non-temporal) ones.
-  double time_once(bool streaming);
-  // Whether this build has streaming stores (x86); without them `streaming` runs plain stores.
-  static bool have_streaming_stores();
+  enum class Kind { plain, streaming, in_place };
+  static constexpr Kind kKinds[] = {Kind::plain, Kind::streaming, Kind::in_place};
+  // "triad, plain stores", ...; the streaming kind runs plain stores where the build has none.
+  static const char* name(Kind kind);
+  // One triad of this kind, in seconds.
+  double time_once(Kind kind);
 
  private:
   std::unique_ptr<float[]> storage_;
