@@ -21,7 +21,7 @@
 
 #if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
 // GCC 12 warns about the self-initialised `__Y = __Y` of its own _mm512_undefined_*() wherever an
-// AVX-512 intrinsic is inlined (GCC bug 105593, fixed in GCC 13); the warning's location is the
+// AVX-512 intrinsic is inlined (a false positive); the warning's location is the
 // header, so the pragma around the include silences it there and nowhere else.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
