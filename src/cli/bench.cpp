@@ -1,6 +1,7 @@
 // `autotrain bench <kind>`: benchmarks that run under mpirun like training. The kinds live in
 // their own files: `bench comm` (bench/comm.cpp, the nccl-tests table of the communicator's
-// collectives) and `bench train` (bench/train.cpp, real optimizer steps of a config).
+// collectives), `bench train` (bench/train.cpp, real optimizer steps of a config) and
+// `bench adamw` (bench/adamw.cpp, the CPU AdamW step against the memory bandwidth).
 #include <algorithm>
 #include <iostream>
 #include <string>
@@ -27,6 +28,8 @@ const std::vector<BenchKind>& bench_kinds() {
       {"comm", "time the communicator's collectives (nccl-tests style table)", run_bench_comm},
       {"train", "time real optimizer steps of a config: tokens/s, step split, MFU, memory",
        run_bench_train},
+      {"adamw", "time the CPU AdamW step against the memory bandwidth (STREAM triad)",
+       run_bench_adamw},
   };
   return kinds;
 }

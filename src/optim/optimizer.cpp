@@ -1,8 +1,7 @@
 #include "autotrain/optim/optimizer.hpp"
 
-#include <cmath>
-
 #include "autotrain/core/error.hpp"
+#include "autotrain/optim/adamw_kernel.hpp"
 
 namespace autotrain {
 
@@ -31,12 +30,13 @@ Optimizer::Optimizer(const OptimizerSettings& settings, std::vector<ParamSegment
 void Optimizer::step(std::span<float> params, std::span<const float> grads, size_t base, float lr,
                      float grad_scale) {
   ++steps_;
-  const float beta1 = settings_.beta1;
-  const float beta2 = settings_.beta2;
-  const float eps = settings_.eps;
-  // Bias corrections in double: at step 1e6 beta^t underflows float's useful range.
-  const float correction1 = static_cast<float>(1.0 - std::pow(double{beta1}, double(steps_)));
-  const float correction2 = static_cast<float>(1.0 - std::pow(double{beta2}, double(steps_)));
+  AdamWStepArgs adamw;
+  adamw.lr = lr;
+  adamw.beta1 = settings_.beta1;
+  adamw.beta2 = settings_.beta2;
+  adamw.eps = settings_.eps;
+  adamw.grad_scale = grad_scale;
+  adamw.step = steps_;
   size_t state = 0;
   for (const auto& segment : segments_) {
     AT_CHECK(segment.begin >= base && segment.end - base <= params.size() &&
@@ -49,17 +49,8 @@ void Optimizer::step(std::span<float> params, std::span<const float> grads, size
     const auto count = static_cast<long long>(segment.end - segment.begin);
     const float decay = segment.decay ? settings_.weight_decay : 0.0f;
     if (settings_.kind == OptimizerKind::adamw) {
-      float* v = second_moment_.data() + state;
-#pragma omp parallel for simd schedule(static)
-      for (long long i = 0; i < count; ++i) {
-        const float grad = g[i] * grad_scale;
-        m[i] = beta1 * m[i] + (1.0f - beta1) * grad;
-        v[i] = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-        const float m_hat = m[i] / correction1;
-        const float v_hat = v[i] / correction2;
-        // Decoupled weight decay (Loshchilov & Hutter), applied to the pre-update weight.
-        p[i] -= lr * (m_hat / (std::sqrt(v_hat) + eps) + decay * p[i]);
-      }
+      adamw.weight_decay = decay;
+      adamw_update(p, g, m, second_moment_.data() + state, static_cast<size_t>(count), adamw);
     } else {
       const float momentum = settings_.momentum;
       const bool first = steps_ == 1;

@@ -1,6 +1,6 @@
 #pragma once
-// The kinds of `autotrain bench`, one file each in src/cli/bench/ (comm.cpp, train.cpp); bench.cpp
-// lists them and dispatches. Each takes the arguments after its name.
+// The kinds of `autotrain bench`, one file each in src/cli/bench/ (comm.cpp, train.cpp,
+// adamw.cpp); bench.cpp lists them and dispatches. Each takes the arguments after its name.
 #include <string>
 #include <vector>
 
@@ -12,5 +12,6 @@ namespace autotrain::cli {
 
 int run_bench_comm(const std::vector<std::string>& args, MpiSession& mpi);
 int run_bench_train(const std::vector<std::string>& args, MpiSession& mpi);
+int run_bench_adamw(const std::vector<std::string>& args, MpiSession& mpi);
 
 }  // namespace autotrain::cli
