@@ -59,13 +59,19 @@ struct AdamWConstants {
         minus_lr(-a.lr) {}
 };
 
-#if (defined(__AVX512F__) || defined(__AVX2__)) && !defined(FP_FAST_FMAF)
+// Fused multiply-adds in hardware: glibc's FP_FAST_FMAF under GCC, the target's FMA under clang
+// (which does not define it).
+#if defined(FP_FAST_FMAF) || defined(__FMA__)
+#define AUTOTRAIN_FAST_FMAF 1
+#endif
+
+#if (defined(__AVX512F__) || defined(__AVX2__)) && !defined(AUTOTRAIN_FAST_FMAF)
 #error "the vector paths fuse their multiply-adds: the scalar path must too (FP_FAST_FMAF)"
 #endif
 
 // a * b + c, one rounding where the build has fused multiply-adds (as the vector paths do).
 inline float multiply_add(float a, float b, float c) {
-#if defined(FP_FAST_FMAF)
+#if defined(AUTOTRAIN_FAST_FMAF)
   return std::fma(a, b, c);
 #else
   return a * b + c;
@@ -76,8 +82,9 @@ inline float multiply_add(float a, float b, float c) {
 // keep the payload the vector conversion keeps; core's conversion otherwise.
 inline std::uint16_t round_to_fp16(float value) {
 #if defined(__F16C__)
-  return static_cast<std::uint16_t>(
-      _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m128i half =
+      _mm_cvtps_ph(_mm_set_ss(value), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return static_cast<std::uint16_t>(_mm_extract_epi16(half, 0));
 #else
   return float_to_fp16(value);
 #endif

@@ -335,6 +335,7 @@ TEST(ZeroEngine, NvmeOffloadTrainsAsInMemoryAndKeepsTheSameMoments) {
     }
     EXPECT_EQ(nvme.memory.optimizer_bytes, 0u);
     EXPECT_GE(nvme.memory.nvme_bytes, 2 * memory.exp_avg.size() * sizeof(float));
+    MPI_Barrier(MPI_COMM_WORLD);  // every rank's engine is gone
     EXPECT_TRUE(std::filesystem::is_empty(folder)) << "a scratch file outlived its engine";
   }
   MPI_Barrier(MPI_COMM_WORLD);
