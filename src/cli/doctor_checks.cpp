@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 #include <set>
 
 #include "autotrain/comm/gloo_address.hpp"
@@ -330,8 +331,8 @@ DoctorRow check_allreduce(const DoctorContext& context) {
 
 std::vector<DoctorRow> check_links(const DoctorContext& context) {
   // Node 0's first rank exchanges 4 MiB with each other node's first rank in turn (one link at a
-  // time, so each figure is that link's alone). Each link's figure is its fastest round: a rank
-  // descheduled on a busy node slows one round, not the link.
+  // time, so each figure is that link's alone). Each link's figure is its fastest of 8 rounds a
+  // few milliseconds apart: a rank descheduled on a busy node slows some rounds, not the link.
   std::vector<double> rates;
   if (is_leader(context)) {
     int leader = 0;
@@ -339,7 +340,7 @@ std::vector<DoctorRow> check_links(const DoctorContext& context) {
     AT_MPI_CHECK(MPI_Comm_rank(context.leaders, &leader));
     AT_MPI_CHECK(MPI_Comm_size(context.leaders, &leaders));
     std::vector<char> buffer(std::size_t{4} << 20);
-    constexpr int kRounds = 4;
+    constexpr int kRounds = 8;
     const int count = static_cast<int>(buffer.size());
     for (int peer = 1; peer < leaders; ++peer) {
       if (leader != 0 && leader != peer) continue;
@@ -358,6 +359,7 @@ std::vector<DoctorRow> check_links(const DoctorContext& context) {
         }
         const double seconds = timer.seconds();
         if (i == 0 || seconds < fastest) fastest = seconds;
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
       }
       if (leader == 0) rates.push_back(2.0 * double(buffer.size()) / fastest);
     }

@@ -124,6 +124,9 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
   }
 
+  // The gatherer (EngineCore's) reads params_: it goes first, with any gather in flight.
+  ~ZeroEngine() override { gatherer_.reset(); }
+
   void init_parameters(const model::ParamSource& source) override {
     if (gatherer_) gatherer_->invalidate();
     if (stage_ < 3) {

@@ -116,7 +116,9 @@ class EngineCore : public Interface {
   int rank_;
   bool params_on_host_;  // offload_param: the stage-3 shards (trained and frozen) in host memory
   WaitClock clock_;
-  // Built by the engine: fp32 reduced gradients; the stage-3 gatherer of the compute parameters.
+  // Built by the engine: fp32 reduced gradients; the stage-3 gatherer of the compute parameters
+  // (which reads the engine's shard: an engine's destructor resets it first, since base members
+  // outlive the derived class's).
   std::unique_ptr<BasicGradientReducer<F, float>> gradients_;
   std::unique_ptr<ParamGatherer<Memory>> gatherer_;
   std::unique_ptr<BasicFrozenParams<Memory>> frozen_;  // hold_frozen's

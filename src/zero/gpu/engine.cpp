@@ -142,6 +142,10 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
+  // The gatherer (EngineCore's) reads the compute shard: it goes first, with any gather in
+  // flight.
+  ~DeviceZeroEngine() override { gatherer_.reset(); }
+
   void init_parameters(const model::ParamSource& source) override {
     // Only the owned ranges (the values a single rank has for them),
     // become the master weights, one unit at a time through a host buffer of its size (the
