@@ -27,16 +27,22 @@ Optimizer::Optimizer(const OptimizerSettings& settings, std::vector<ParamSegment
   if (settings_.kind == OptimizerKind::adamw) second_moment_ = ZeroedFloats(elements);
 }
 
+AdamWStepArgs adamw_step_args(const OptimizerSettings& settings, float lr, float grad_scale,
+                              long long step) {
+  AdamWStepArgs args;
+  args.lr = lr;
+  args.beta1 = settings.beta1;
+  args.beta2 = settings.beta2;
+  args.eps = settings.eps;
+  args.grad_scale = grad_scale;
+  args.step = step;
+  return args;
+}
+
 void Optimizer::step(std::span<float> params, std::span<const float> grads, size_t base, float lr,
                      float grad_scale) {
   ++steps_;
-  AdamWStepArgs adamw;
-  adamw.lr = lr;
-  adamw.beta1 = settings_.beta1;
-  adamw.beta2 = settings_.beta2;
-  adamw.eps = settings_.eps;
-  adamw.grad_scale = grad_scale;
-  adamw.step = steps_;
+  AdamWStepArgs adamw = adamw_step_args(settings_, lr, grad_scale, steps_);
   size_t state = 0;
   for (const auto& segment : segments_) {
     AT_CHECK(segment.begin >= base && segment.end - base <= params.size() &&

@@ -79,13 +79,7 @@ void NvmeAdamW::step(const ParamsAt& params, const GradsAt& grads, float lr, flo
   m_ = ZeroedFloats();  // a checkpoint's copy is stale from now on
   v_ = ZeroedFloats();
   ++steps_;
-  AdamWStepArgs args;
-  args.lr = lr;
-  args.beta1 = settings_.beta1;
-  args.beta2 = settings_.beta2;
-  args.eps = settings_.eps;
-  args.grad_scale = grad_scale;
-  args.step = steps_;
+  const AdamWStepArgs args = adamw_step_args(settings_, lr, grad_scale, steps_);
   file_->for_each_block([&](std::size_t begin, std::size_t count, std::span<float* const> data) {
     update(begin, count, data[0], data[1], params, grads, args);
   });

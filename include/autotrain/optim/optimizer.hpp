@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autotrain/core/zeroed_floats.hpp"
+#include "autotrain/optim/adamw_kernel.hpp"
 
 namespace autotrain {
 
@@ -32,6 +33,11 @@ struct OptimizerSettings {
   float momentum = 0.9f;  // SGD
   float weight_decay = 0.0f;
 };
+
+// AdamW's step arguments from `settings` at learning rate `lr`, gradient scale `grad_scale`
+// and step number `step` (weight decay left 0: callers set it per segment).
+AdamWStepArgs adamw_step_args(const OptimizerSettings& settings, float lr, float grad_scale,
+                              long long step);
 
 // State lives in "shard space": one slot per element of the ranges this rank owns, in the order
 // of the segments. AdamW keeps m and v (8 bytes/element), SGD one momentum buffer.

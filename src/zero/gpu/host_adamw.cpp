@@ -84,13 +84,7 @@ HostAdamW<F>::HostAdamW(std::vector<OwnedPiece> pieces,
 template <typename F>
 void HostAdamW<F>::update(const OwnedPiece& piece, StateAt state, const float* grads, F* out,
                           const Update& step) {
-  AdamWStepArgs args;
-  args.lr = step.lr;
-  args.beta1 = step.settings->beta1;
-  args.beta2 = step.settings->beta2;
-  args.eps = step.settings->eps;
-  args.grad_scale = step.grad_scale;
-  args.step = step.step;
+  AdamWStepArgs args = adamw_step_args(*step.settings, step.lr, step.grad_scale, step.step);
   float* master = state.master;
   const std::size_t end = piece.flat + piece.count;
   std::size_t at = piece.flat;  // elements before `at` are done
