@@ -11,8 +11,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 #include <set>
+#include <thread>
 
 #include "autotrain/comm/gloo_address.hpp"
 #include "autotrain/core/error.hpp"
