@@ -27,7 +27,8 @@ void crossentropy_forward(F* losses, F* lse, const F* logits, const std::int32_t
 
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std::int32_t* targets,
-                           F dloss, std::size_t N, int V, int Vp, double softcap) {
+                           F scalar_dloss, std::size_t N, int V, int Vp, double softcap,
+                           const F* row_scale) {
   const F cap = static_cast<F>(softcap);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t n = 0; n < static_cast<std::ptrdiff_t>(N); ++n) {
@@ -38,6 +39,7 @@ void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std:
       continue;
     }
     const F l = lse[n];
+    const F dloss = row_scale != nullptr ? scalar_dloss * row_scale[n] : scalar_dloss;
     if (cap > 0) {  // x and d may be one buffer: each element is read before it is written
       const F target = x[targets[n]] / cap;
       for (int v = 0; v < V; ++v) {
@@ -68,10 +70,10 @@ template void crossentropy_forward<float>(float*, float*, const float*, const st
 template void crossentropy_forward<double>(double*, double*, const double*, const std::int32_t*,
                                            std::size_t, int, int);
 template void crossentropy_backward<float>(float*, const float*, const float*, const std::int32_t*,
-                                           float, std::size_t, int, int, double);
+                                           float, std::size_t, int, int, double, const float*);
 template void crossentropy_backward<double>(double*, const double*, const double*,
                                             const std::int32_t*, double, std::size_t, int, int,
-                                            double);
+                                            double, const double*);
 template void logit_softcap<float>(float*, std::size_t, int, int, double);
 template void logit_softcap<double>(double*, std::size_t, int, int, double);
 

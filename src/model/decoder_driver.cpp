@@ -94,14 +94,27 @@ void BasicDecoderDriver<F>::head_backward(const F* p, F* g, KernelClock& clock) 
 
 template <typename F>
 void BasicDecoderDriver<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
+  // d(mean loss · scale)/d(loss of one position)
+  backward_rows(access, position_dloss(loss_scale, loss_positions_), nullptr);
+}
+
+template <typename F>
+void BasicDecoderDriver<F>::backward_weighted(BasicUnitAccess<F>& access, F loss_scale,
+                                              std::span<const F> weights) {
+  AT_CHECK(weights.size() == inputs_.size(), "model: backward_weighted() needs ", inputs_.size(),
+           " position weights (B·T), got ", weights.size());
+  backward_rows(access, loss_scale, weights.data());
+}
+
+template <typename F>
+void BasicDecoderDriver<F>::backward_rows(BasicUnitAccess<F>& access, F dloss,
+                                          const F* row_scale) {
   AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
   ready_for_backward_ = false;  // the logits buffer becomes dlogits
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
-  // d(mean loss · scale)/d(loss of one position)
-  const F dloss = position_dloss(loss_scale, loss_positions_);
   crossentropy_backward(logits_.data(), logits_.data(), lse_.data(), targets_.data(), dloss,
                         inputs_.size(), config_.vocab_size, config_.padded_vocab_size,
-                        config_.final_softcap);
+                        config_.final_softcap, row_scale);
   clock.lap(kCrossEntropy);
   backward_in_hook_order(
       access, config_.n_layer, config_.head_unit(), recompute_, clock,

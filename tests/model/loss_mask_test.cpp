@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/core/error.hpp"
 #include "autotrain/core/ignore_target.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/init.hpp"
@@ -96,6 +97,52 @@ TEST_P(LossMask, ABatchWithoutLossHasLossZeroAndNoGradient) {
   EXPECT_EQ(model->forward(access, inputs.data(), targets.data()), 0.0);
   model->backward(access, 1.0);
   for (const double g : grads) ASSERT_EQ(g, 0.0);
+}
+
+// backward_weighted: the gradient of Σ w · loss over the positions (the preference losses' form),
+// against central differences of that sum; ignored targets stay without gradient.
+TEST_P(LossMask, WeightedBackwardIsTheGradientOfTheWeightedSum) {
+  const ParamLayout layout(GetParam(), 2);
+  std::vector<double> params = noisy_params(layout);
+  std::vector<double> grads(layout.padded_size(), 0.0);
+  BasicFlatUnitAccess<double> access(layout, params.data(), grads.data());
+  const auto model = make_causal_lm<double>(layout, B, T);
+  const auto inputs = random_tokens(B * T, V, 11);
+  auto targets = random_tokens(B * T, V, 12);
+  std::vector<double> weights(B * T);
+  std::mt19937 draw(4);
+  std::normal_distribution<double> weight(0.0, 1.0);
+  for (int i = 0; i < B * T; ++i) {
+    weights[i] = weight(draw);  // of both signs, as a rejected completion's
+    if (i % 4 == 3) targets[i] = kIgnoreTarget;
+  }
+  auto objective = [&] {
+    model->forward(access, inputs.data(), targets.data());
+    double sum = 0;
+    for (int i = 0; i < B * T; ++i) sum += weights[i] * model->losses()[i];
+    return sum;
+  };
+  objective();
+  model->backward_weighted(access, 0.5, weights);
+  std::mt19937 pick(9);
+  std::uniform_int_distribution<std::size_t> index(0, layout.padded_size() - 1);
+  int checked = 0;
+  while (checked < 24) {
+    const std::size_t i = index(pick);
+    if (grads[i] == 0.0) continue;
+    const double saved = params[i];
+    const double h = 1e-5;
+    params[i] = saved + h;
+    const double plus = objective();
+    params[i] = saved - h;
+    const double minus = objective();
+    params[i] = saved;
+    const double numeric = 0.5 * (plus - minus) / (2 * h);
+    EXPECT_NEAR(grads[i], numeric, 1e-8 + 1e-6 * std::abs(numeric)) << i;
+    ++checked;
+  }
+  EXPECT_THROW(model->backward_weighted(access, 1.0, std::span<const double>(weights).first(3)),
+               Error);
 }
 
 std::string family_name(const ::testing::TestParamInfo<ModelConfig>& param) {

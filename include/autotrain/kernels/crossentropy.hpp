@@ -17,13 +17,15 @@ void crossentropy_forward(F* losses, F* lse, const F* logits, const std::int32_t
                           std::size_t N, int V, int Vp);
 
 // dlogits[n, v] = (softmax(logits[n, :V])[v] - [v == targets[n]]) · dloss for v < V, 0 for v >= V.
-// dloss is d(objective)/d(losses[n]), the same for every row; an ignored row's gradient is 0.
-// dlogits may alias logits.
+// dloss is d(objective)/d(losses[n]), the same for every row, times row_scale[n] where row_scale
+// is given (an objective that weighs each position's loss differently: the preference losses);
+// an ignored row's gradient is 0. dlogits may alias logits.
 // softcap > 0: logits are softcap · tanh(z / softcap) of the head's output z (logit_softcap), and
 // dlogits is d/dz: times 1 - (logits / softcap)².
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const F* lse, const std::int32_t* targets,
-                           F dloss, std::size_t N, int V, int Vp, double softcap = 0);
+                           F dloss, std::size_t N, int V, int Vp, double softcap = 0,
+                           const F* row_scale = nullptr);
 
 // Gemma 2's final_logit_softcapping, in place: logits[n, v] = softcap · tanh(logits[n, v] /
 // softcap) for v < V.

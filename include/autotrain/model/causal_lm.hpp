@@ -41,6 +41,11 @@ class BasicCausalLM {
   // loss_scale = 1 / gradient_accumulation averages micro-steps (the trainer weighs them by
   // their share of the loss-carrying targets when some are ignored).
   virtual void backward(BasicUnitAccess<F>& access, F loss_scale) = 0;
+  // Adds d(loss_scale · Σ weights[i] · losses()[i])/d(params), weights [B, T]: an objective of
+  // the per-position losses that the caller weighs itself (the preference losses, whose weights
+  // depend on the sequences' log-probabilities: forward, read losses(), weigh, then this).
+  virtual void backward_weighted(BasicUnitAccess<F>& access, F loss_scale,
+                                 std::span<const F> weights) = 0;
 
   // Logits [vocab_size] of the next token after `tokens` (1 <= length <= block_size, batch 1).
   // Its buffers are allocated on the first call, apart from the training ones.

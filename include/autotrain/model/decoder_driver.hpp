@@ -28,6 +28,8 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   F forward(BasicUnitAccess<F>& access, const std::int32_t* inputs,
             const std::int32_t* targets) final;
   void backward(BasicUnitAccess<F>& access, F loss_scale) final;
+  void backward_weighted(BasicUnitAccess<F>& access, F loss_scale,
+                         std::span<const F> weights) final;
   std::span<const F> next_token_logits(BasicUnitAccess<F>& access,
                                        std::span<const std::int32_t> tokens) final;
   void reset_cache() final;
@@ -95,6 +97,9 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   void head_forward(const F* normed, const F* p, F* logits, std::size_t rows) const;
   // dnormed = dlogits · head; dhead += dlogitsᵀ · normed unless g is null (frozen).
   void head_backward(const F* p, F* g, KernelClock& clock);
+  // Backward with dloss the derivative of the objective by each position's loss, times
+  // row_scale[position] where given.
+  void backward_rows(BasicUnitAccess<F>& access, F dloss, const F* row_scale);
 
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   bool ready_for_backward_ = false;

@@ -79,9 +79,10 @@ __global__ void crossentropy_forward_kernel(float* losses, float* lse, const F* 
 // In place is safe: each pack is read, then written, by the same thread.
 template <int W, typename F>
 __global__ void crossentropy_backward_kernel(F* dlogits, const F* logits, const float* lse,
-                                             const std::int32_t* targets, float dloss, int V,
-                                             int Vp, float cap) {
+                                             const std::int32_t* targets, float scalar_dloss,
+                                             const float* row_scale, int V, int Vp, float cap) {
   const std::size_t n = blockIdx.x;
+  const float dloss = row_scale != nullptr ? scalar_dloss * row_scale[n] : scalar_dloss;
   const F* x = logits + n * Vp;
   F* dx = dlogits + n * Vp;
   const float row_lse = lse[n];
@@ -147,7 +148,7 @@ void crossentropy_forward(float* losses, float* lse, const F* logits, const std:
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
                            const std::int32_t* targets, float dloss, std::size_t N, int V, int Vp,
-                           cudaStream_t stream, float softcap) {
+                           cudaStream_t stream, float softcap, const float* row_scale) {
   AT_CHECK(V >= 1 && V <= Vp, "crossentropy: vocabulary size ", V, " must be in [1, Vp = ", Vp,
            "]");
   if (N == 0) return;
@@ -155,10 +156,11 @@ void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
   const auto rows = static_cast<unsigned>(N);
   if (rows_packable<F>(static_cast<std::size_t>(Vp), logits, dlogits)) {
     crossentropy_backward_kernel<kPack<F>>
-        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, V, Vp, softcap);
+        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, row_scale, V, Vp,
+                                             softcap);
   } else {
-    crossentropy_backward_kernel<1>
-        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, V, Vp, softcap);
+    crossentropy_backward_kernel<1><<<rows, kBlockThreads, 0, stream>>>(
+        dlogits, logits, lse, targets, dloss, row_scale, V, Vp, softcap);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -167,7 +169,8 @@ void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
   template void crossentropy_forward<F>(float*, float*, const F*, const std::int32_t*,           \
                                         std::size_t, int, int, cudaStream_t);                    \
   template void crossentropy_backward<F>(F*, const F*, const float*, const std::int32_t*, float, \
-                                         std::size_t, int, int, cudaStream_t, float);            \
+                                         std::size_t, int, int, cudaStream_t, float,             \
+                                         const float*);                                          \
   template void logit_softcap<F>(F*, std::size_t, int, int, float, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_CROSSENTROPY)
 

@@ -1,6 +1,8 @@
 // The device models' driver (model/gpu/device_model_base.hpp).
 #include "autotrain/model/gpu/device_model_base.hpp"
 
+#include <algorithm>
+
 #include "../check_tokens.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
@@ -26,6 +28,7 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
       blas_(blas),
       tokens_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
       host_losses_(static_cast<std::size_t>(B) * static_cast<std::size_t>(T)),
+      host_weights_(host_losses_.size()),
       config_(config) {
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config.block_size, "model: sequence length ", T, " must be in [1, ",
@@ -36,6 +39,7 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
     parts.take(driver_.logits, bt * Vp);
     parts.take(driver_.lse, bt);
     parts.take(driver_.losses, bt);
+    parts.take(driver_.weights, bt);
     parts.take(driver_.inputs, bt);
     parts.take(driver_.targets, bt);
     parts.take(driver_.token_runs, 3 * bt + 1);
@@ -82,16 +86,34 @@ void DeviceModelBase<F>::forward_async(BasicUnitAccess<F>& access, const std::in
 
 template <typename F>
 void DeviceModelBase<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
+  // d(mean loss · scale)/d(loss of one position)
+  backward_rows(access, position_dloss(loss_scale, loss_positions_), nullptr);
+}
+
+template <typename F>
+void DeviceModelBase<F>::backward_weighted(BasicUnitAccess<F>& access, float loss_scale,
+                                           std::span<const float> weights) {
+  AT_CHECK(weights.size() == host_weights_.size(), "model: backward_weighted() needs ",
+           host_weights_.size(), " position weights (B·T), got ", weights.size());
+  weights_copied_.synchronize();  // the last call's copy has left host_weights_
+  std::copy(weights.begin(), weights.end(), host_weights_.data());
+  AT_CUDA_CHECK(cudaMemcpyAsync(driver_.weights, host_weights_.data(),
+                                weights.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+  weights_copied_.record(stream_);
+  backward_rows(access, loss_scale, driver_.weights);
+}
+
+template <typename F>
+void DeviceModelBase<F>::backward_rows(BasicUnitAccess<F>& access, float dloss,
+                                       const float* row_scale) {
   AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
   ready_for_backward_ = false;  // the logits buffer becomes dlogits
   const DriverBuffers& d = driver_;
   EventClock clock(profiler_.get(), stream_, Pass::backward);
-
-  // d(mean loss · scale)/d(loss of one position)
-  const float dloss = position_dloss(loss_scale, loss_positions_);
-  kernels::gpu::crossentropy_backward(
-      d.logits, d.logits, d.lse, d.targets, dloss, host_losses_.size(), config_.vocab_size,
-      config_.padded_vocab_size, stream_, static_cast<float>(config_.final_softcap));
+  kernels::gpu::crossentropy_backward(d.logits, d.logits, d.lse, d.targets, dloss,
+                                      host_losses_.size(), config_.vocab_size,
+                                      config_.padded_vocab_size, stream_,
+                                      static_cast<float>(config_.final_softcap), row_scale);
   clock.lap(kCrossEntropy);
   backward_in_hook_order(
       access, config_.n_layer, config_.head_unit(), recompute_, clock,

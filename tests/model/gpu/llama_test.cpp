@@ -163,8 +163,10 @@ struct CpuStep {
   std::vector<double> losses;
   Vec grads;
 };
+// With `weights`, backward is backward_weighted's (the preference losses').
 CpuStep cpu_step(const ParamLayout& layout, const Vec& params, const std::vector<std::int32_t>& in,
-                 const std::vector<std::int32_t>& targets) {
+                 const std::vector<std::int32_t>& targets,
+                 const std::vector<float>* weights = nullptr) {
   Vec cpu_params = params;
   CpuStep step;
   step.grads.assign(layout.padded_size(), 0.0);
@@ -173,7 +175,12 @@ CpuStep cpu_step(const ParamLayout& layout, const Vec& params, const std::vector
   step.loss = cpu.forward(access, in.data(), targets.data());
   const auto losses = cpu.losses();
   step.losses.assign(losses.begin(), losses.end());
-  cpu.backward(access, kLossScale);
+  if (weights != nullptr) {
+    const std::vector<double> wide(weights->begin(), weights->end());
+    cpu.backward_weighted(access, kLossScale, wide);
+  } else {
+    cpu.backward(access, kLossScale);
+  }
   return step;
 }
 
@@ -189,16 +196,22 @@ class GpuLlamaTest : public ::testing::Test {
 
   // The device model's loss, per-position losses and every gradient against the CPU's for one
   // forward/backward on `targets`.
+  // With `weights`: backward_weighted on both.
   void expect_step_matches_the_cpu(const ModelConfig& config,
-                                   const std::vector<std::int32_t>& targets) {
+                                   const std::vector<std::int32_t>& targets,
+                                   const std::vector<float>* weights = nullptr) {
     Model<F> m(config);
     const std::string head =
         " " + config.architecture + (config.tie_word_embeddings ? " (tied)" : " (untied)");
-    const CpuStep cpu = cpu_step(m.layout, m.params, inputs_, targets);
+    const CpuStep cpu = cpu_step(m.layout, m.params, inputs_, targets, weights);
     auto access = m.device.access();
     gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
     const float loss = model.forward(access, inputs_.data(), targets.data());
-    model.backward(access, kLossScale);
+    if (weights != nullptr) {
+      model.backward_weighted(access, kLossScale, *weights);
+    } else {
+      model.backward(access, kLossScale);
+    }
     const Vec grads = m.device.grads();
 
     EXPECT_NEAR(loss, cpu.loss, Precision<F>::loss_rtol * std::abs(cpu.loss)) << head;
@@ -237,6 +250,18 @@ TYPED_TEST(GpuLlamaTest, LossAndEveryGradientMatchTheCpuModelInDouble) {
   for (const bool tied : {true, false}) {
     this->expect_step_matches_the_cpu(tiny_config(tied), this->targets_);
   }
+}
+
+// backward_weighted (the preference losses' objective Σ w · loss, weights of both signs, the
+// ignored targets' unused) gives the CPU's gradients.
+TYPED_TEST(GpuLlamaTest, WeightedBackwardMatchesTheCpuModelInDouble) {
+  std::vector<std::int32_t> targets = this->targets_;
+  std::vector<float> weights(kBT);
+  for (std::size_t i = 0; i < kBT; ++i) {
+    weights[i] = 0.05f * static_cast<float>(static_cast<int>(i % 7) - 3);
+    if (i % 5 == 2) targets[i] = kIgnoreTarget;
+  }
+  this->expect_step_matches_the_cpu(tiny_config(false), targets, &weights);
 }
 
 // Phi-3 runs the same device model: its fused tensors found by role, partial rotary

@@ -18,11 +18,12 @@ void crossentropy_forward(float* losses, float* lse, const F* logits, const std:
                           std::size_t N, int V, int Vp, cudaStream_t stream);
 
 // dlogits[n, v] = (softmax(logits[n, :V])[v] - [v == targets[n]]) · dloss for v < V, 0 for v >= V
-// (overwritten; dlogits may alias logits).
+// (overwritten; dlogits may alias logits); dloss times row_scale[n] (device memory) where given.
 template <typename F>
 void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
                            const std::int32_t* targets, float dloss, std::size_t N, int V, int Vp,
-                           cudaStream_t stream, float softcap = 0);
+                           cudaStream_t stream, float softcap = 0,
+                           const float* row_scale = nullptr);
 // Gemma 2's final_logit_softcapping in place (as the CPU's logit_softcap); crossentropy_backward's
 // softcap then takes the cap's derivative into dlogits.
 template <typename F>

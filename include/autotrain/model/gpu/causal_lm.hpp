@@ -52,6 +52,10 @@ class DeviceCausalLM {
   // Adds d(loss_scale · mean loss)/d(params) into access.grads() (loss_scale also carries fp16's
   // loss scaling). Queues work only; does not synchronise.
   virtual void backward(BasicUnitAccess<F>& access, float loss_scale) = 0;
+  // Adds d(loss_scale · Σ weights[i] · losses()[i])/d(params), weights [B, T] in host memory
+  // (CausalLM::backward_weighted); copies them before it returns.
+  virtual void backward_weighted(BasicUnitAccess<F>& access, float loss_scale,
+                                 std::span<const float> weights) = 0;
 
   // Per-position losses [B, T] of the last forward (waits for it, as loss()).
   virtual std::span<const float> losses() const = 0;

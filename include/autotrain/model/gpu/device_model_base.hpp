@@ -39,6 +39,8 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   void forward_async(BasicUnitAccess<F>& access, const std::int32_t* inputs,
                      const std::int32_t* targets) final;
   void backward(BasicUnitAccess<F>& access, float loss_scale) final;
+  void backward_weighted(BasicUnitAccess<F>& access, float loss_scale,
+                         std::span<const float> weights) final;
   std::size_t activation_bytes() const final { return memory_.bytes() + family_.bytes; }
 
  protected:
@@ -48,6 +50,7 @@ class DeviceModelBase : public DeviceCausalLM<F> {
     std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
     F* logits;                       // [B, T, Vp]; holds dlogits once backward starts
     float *lse, *losses;             // [B, T]
+    float* weights;                  // [B, T] backward_weighted's
   };
   // What the driver reads and writes of its family's buffers (the family's constructor sets it).
   struct FamilyBuffers {
@@ -92,6 +95,8 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   TokenUpload tokens_;  // inputs, targets and token runs on their way to the device
   autotrain::gpu::PinnedArray<float> host_losses_;  // [B, T]
   autotrain::gpu::Event losses_copied_;             // host_losses_ holds the last forward's
+  autotrain::gpu::PinnedArray<float> host_weights_;  // [B, T] backward_weighted's, on their way
+  autotrain::gpu::Event weights_copied_;             // host_weights_ may be written again
   bool ready_for_backward_ = false;
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   bool flash_ = false;
@@ -106,6 +111,9 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   void head_forward(const F* p, EventClock& clock);
   // d normed = dlogits · head; d head += dlogits^T · normed unless g is null (frozen).
   void head_backward(const F* p, F* g, EventClock& clock);
+  // Backward with dloss the derivative of the objective by each position's loss, times
+  // row_scale[position] (device memory) where given.
+  void backward_rows(BasicUnitAccess<F>& access, float dloss, const float* row_scale);
   // The cross-entropy of every position into losses and lse, the losses copied to the host as
   // they complete; backward may follow.
   void loss_forward(EventClock& clock);
