@@ -34,7 +34,9 @@ json describe_files(const SplitInput& input) {
   return {{"split", input.split}, {"files", files}};
 }
 
-json read_json(const fs::path& path) {
+}  // namespace
+
+json read_json_file(const fs::path& path) {
   std::ifstream in(path);
   AT_CHECK(in, "cannot open ", path.string());
   try {
@@ -44,7 +46,16 @@ json read_json(const fs::path& path) {
   }
 }
 
-}  // namespace
+void write_json_atomically(const fs::path& path, const json& value) {
+  // Written under a temporary name and renamed: the file is either complete or absent.
+  const fs::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << value.dump(2) << "\n";
+    AT_CHECK(out, "cannot write ", temporary.string());
+  }
+  fs::rename(temporary, path);
+}
 
 std::string hash_files(const std::vector<fs::path>& files) {
   uint64_t hash = 0xcbf29ce484222325ull;
@@ -136,19 +147,11 @@ void write_manifest(const PrepareOptions& options, const json& key, const Prepar
       {"splits", splits},
       {"seconds", result.seconds},
       {"tokens_per_second", result.tokens_per_second}};
-  // Written under a temporary name and renamed: a manifest is either complete or absent.
-  const fs::path path = options.output_dir / kManifestName;
-  const fs::path temporary = options.output_dir / (std::string(kManifestName) + ".tmp");
-  {
-    std::ofstream out(temporary);
-    out << manifest.dump(2) << "\n";
-    AT_CHECK(out, "cannot write ", temporary.string());
-  }
-  fs::rename(temporary, path);
+  write_json_atomically(options.output_dir / kManifestName, manifest);
 }
 
 json read_manifest_key(const fs::path& dir) {
-  const json manifest = read_json(dir / kManifestName);
+  const json manifest = read_json_file(dir / kManifestName);
   AT_CHECK(manifest.is_object() && manifest.contains("key"), (dir / kManifestName).string(),
            ": has no key; prepare the data again");
   return manifest.at("key");
@@ -158,7 +161,7 @@ PrepareResult read_manifest(const fs::path& dir) {
   const fs::path path = dir / kManifestName;
   AT_CHECK(fs::exists(path), "no ", kManifestName, " in ", dir.string(),
            "; create the shards with `autotrain prepare`");
-  const json manifest = read_json(path);
+  const json manifest = read_json_file(path);
   try {
     AT_CHECK(manifest.at("version").get<int>() == kManifestVersion, path.string(), ": version ",
              manifest.at("version"), " is not ", kManifestVersion, "; prepare the data again");
@@ -187,7 +190,7 @@ std::optional<PrepareResult> reusable_manifest(const PrepareOptions& options, co
   const fs::path path = options.output_dir / kManifestName;
   if (!fs::exists(path)) return std::nullopt;
   try {
-    const json manifest = read_json(path);
+    const json manifest = read_json_file(path);
     if (manifest.value("key", json()) != key) {
       log::info("the prepared data in ", options.output_dir.string(),
                 " was made from other inputs or options; preparing again");

@@ -28,6 +28,11 @@ std::optional<PrepareResult> reusable_manifest(const PrepareOptions& options,
 // The key recorded in <dir>/manifest.json (Error when it cannot be read).
 nlohmann::json read_manifest_key(const std::filesystem::path& dir);
 
+// A JSON file (an Error naming it when it cannot be read or parsed), and one written under a
+// temporary name and renamed, so that it is either complete or absent.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+void write_json_atomically(const std::filesystem::path& path, const nlohmann::json& value);
+
 // FNV-1a 64 of the files' bytes, in order, as 16 hex digits.
 std::string hash_files(const std::vector<std::filesystem::path>& files);
 

@@ -58,6 +58,7 @@ class PipelineTokenizer final : public Tokenizer {
   std::string name() const override { return parts_.name; }
   int vocab_size() const override { return vocab_size_; }
   TokenId eot_token() const override { return parts_.eot; }
+  std::optional<TokenId> pad_token() const override { return parts_.pad; }
   std::vector<TokenId> stop_tokens() const override { return parts_.stop_tokens; }
   std::vector<std::filesystem::path> vocabulary_files() const override { return parts_.files; }
   ChatSettings chat_settings() const override { return parts_.chat; }

@@ -4,6 +4,7 @@
 // and for decoding: ids -> spellings -> decoder. Built by tokenizer_files.cpp.
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct TokenizerParts {
   std::vector<AddedToken> added_tokens;
   DocumentFrame template_frame;  // the post-processor's single template around $A
   TokenId eot = -1;              // end-of-text: the eos token
+  std::optional<TokenId> pad;    // tokenizer_config.json's pad_token
   std::vector<TokenId> stop_tokens;
   bool eot_before_documents = false;  // llm.c's layout (the built-in gpt2)
   ChatSettings chat;

@@ -24,6 +24,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "manifest.hpp"
 #include "progress.hpp"
+#include "shard_sequence.hpp"
 #include "worker_pool.hpp"
 
 namespace autotrain::data {
@@ -31,8 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kBatchBytes = 16 << 20;   // text tokenized between two writes
-constexpr uint64_t kCopyTokens = 1 << 20;  // tokens moved at a time when carving a tail
+constexpr size_t kBatchBytes = 16 << 20;  // text tokenized between two writes
 
 // `what` of an error in the unit at `source`, prefixed with the place unless it names it already
 // (the chat formatter names the conversation itself).
@@ -47,68 +47,6 @@ struct WorkUnit {
   bool after_document = false;                     // a document of this split precedes it
   std::string source;                              // file and document, for errors
   std::optional<nlohmann::ordered_json> messages;  // a conversation (chat_template), rendered
-};
-
-// Writes the tokens of one split into <dir>/<split>_NNNNNN.bin, starting a new shard every
-// `cap` tokens; `masked`: their loss flags into the .mask beside each.
-class ShardSequence {
- public:
-  ShardSequence(fs::path dir, std::string split, uint64_t cap, int32_t version, bool masked)
-      : dir_(std::move(dir)),
-        split_(std::move(split)),
-        cap_(cap),
-        version_(version),
-        masked_(masked) {}
-
-  // flags: one per token (0 or 1), used only when masked.
-  void append(std::span<const int32_t> tokens, std::span<const uint8_t> flags = {}) {
-    AT_CHECK(!masked_ || flags.size() == tokens.size(), "prepare: ", tokens.size(), " tokens but ",
-             flags.size(), " loss flags");
-    while (!tokens.empty()) {
-      if (!writer_ || writer_->tokens() == cap_) open_next();
-      const size_t take = std::min<uint64_t>(tokens.size(), cap_ - writer_->tokens());
-      writer_->append(tokens.first(take));
-      tokens = tokens.subspan(take);
-      if (masked_) {
-        mask_->append(flags.first(take));
-        flags = flags.subspan(take);
-      }
-      total_ += take;
-    }
-  }
-
-  // Tokens that carry no loss (the frame between documents).
-  void append_unmasked(std::span<const int32_t> tokens) {
-    zeros_.assign(tokens.size(), 0);
-    append(tokens, zeros_);
-  }
-
-  SplitShards finish() {
-    if (!writer_) open_next();  // an empty split still gets one (empty) shard
-    writer_->close();
-    if (mask_) mask_->close();
-    return {split_, paths_, total_};
-  }
-
- private:
-  void open_next() {
-    if (writer_) writer_->close();
-    if (mask_) mask_->close();
-    paths_.push_back(shard_path(dir_, split_, paths_.size()));
-    writer_ = std::make_unique<ShardWriter>(paths_.back(), version_);
-    if (masked_) mask_ = std::make_unique<MaskWriter>(mask_path(paths_.back()));
-  }
-
-  fs::path dir_;
-  std::string split_;
-  uint64_t cap_;
-  int32_t version_;
-  bool masked_;
-  std::unique_ptr<ShardWriter> writer_;
-  std::unique_ptr<MaskWriter> mask_;
-  std::vector<uint8_t> zeros_;
-  std::vector<fs::path> paths_;
-  uint64_t total_ = 0;
 };
 
 // First safe cut at or after `from` (after a newline, or with `spaces` also before a space:
@@ -289,66 +227,6 @@ class SplitTokenizer {
   std::vector<std::vector<uint8_t>> flags_;  // per unit, with masks
   LossCounts loss_counts_;
 };
-
-// Moves the last `count` tokens of `train` into a new split `valid_split` (one or more
-// shards), truncating or removing train shards.
-// Their loss masks likewise, when `masked`.
-SplitShards carve_tail(SplitShards& train, const std::string& valid_split, uint64_t count,
-                       const fs::path& dir, uint64_t cap, int32_t version, bool masked) {
-  ShardSequence valid(dir, valid_split, cap, version, masked);
-  std::vector<int32_t> chunk;
-  std::vector<uint8_t> flags;
-  const uint64_t keep = train.tokens - count;
-  uint64_t offset = 0;  // global index of the current shard's first token
-  std::vector<std::pair<fs::path, uint64_t>> truncate;  // shards to shrink to n tokens
-  for (const auto& path : train.shards) {
-    const ShardReader reader(path);
-    const uint64_t end = offset + reader.size();
-    if (end > keep) {
-      const uint64_t local = keep > offset ? keep - offset : 0;
-      const std::optional<MaskReader> mask =
-          masked ? std::optional<MaskReader>(std::in_place, mask_path(path), reader.size())
-                 : std::nullopt;
-      for (uint64_t first = local; first < reader.size(); first += kCopyTokens) {
-        chunk.resize(std::min<uint64_t>(kCopyTokens, reader.size() - first));
-        reader.copy(first, chunk);
-        flags.resize(masked ? chunk.size() : 0);
-        if (mask) mask->copy(first, flags);
-        valid.append(chunk, flags);
-      }
-      truncate.emplace_back(path, local);
-    }
-    offset = end;
-  }
-  for (const auto& [path, tokens] : truncate) {
-    if (tokens == 0 && path != train.shards.front()) {
-      fs::remove(path);
-      fs::remove(mask_path(path));
-      train.shards.erase(std::find(train.shards.begin(), train.shards.end(), path));
-      continue;
-    }
-    // Rewrite the header count and cut the file (llm.c format: header, then the tokens).
-    fs::resize_file(path, kShardHeaderBytes + tokens * shard_token_bytes(version));
-    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-    const auto count32 = static_cast<int32_t>(tokens);
-    file.seekp(2 * sizeof(int32_t));
-    file.write(reinterpret_cast<const char*>(&count32), sizeof(count32));
-    AT_CHECK(file, "cannot rewrite the header of ", path.string());
-    if (masked) truncate_mask(mask_path(path), tokens);
-  }
-  train.tokens = keep;
-  return valid.finish();
-}
-
-void remove_old_shards(const fs::path& dir, const std::string& split) {
-  if (split.empty() || !fs::is_directory(dir)) return;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    const bool shard = name.size() == split.size() + 11 && name.ends_with(".bin");
-    const bool mask = name.size() == split.size() + 12 && name.ends_with(".mask");
-    if ((shard || mask) && name.starts_with(split + "_")) fs::remove(entry.path());
-  }
-}
 
 // The formatter of options.chat_template, none without one.
 std::optional<ChatFormatter> chat_formatter(const PrepareOptions& options,

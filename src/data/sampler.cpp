@@ -39,23 +39,53 @@ void epoch_permutation(uint64_t seed, uint64_t epoch, uint64_t num_windows,
   }
 }
 
-Sampler::Sampler(uint64_t num_tokens, const SamplerOptions& options) : options_(options) {
-  AT_CHECK(options.block_size > 0, "block_size must be positive, got ", options.block_size);
+namespace {
+
+void check_options(const SamplerOptions& options) {
   AT_CHECK(options.batch_size > 0, "batch_size must be positive, got ", options.batch_size);
   AT_CHECK(options.gradient_accumulation > 0, "gradient_accumulation must be positive, got ",
            options.gradient_accumulation);
   AT_CHECK(options.world_size > 0 && options.rank < options.world_size, "rank ", options.rank,
            " is outside world size ", options.world_size);
+}
+
+std::string step_needs(uint64_t global_batch, std::string_view items,
+                       const SamplerOptions& options) {
+  return cat("one optimizer step needs ", global_batch, " ", items, " (batch_size ",
+             options.batch_size, " x gradient_accumulation ", options.gradient_accumulation,
+             " x world size ", options.world_size, ")");
+}
+
+}  // namespace
+
+Sampler::Sampler(uint64_t num_tokens, const SamplerOptions& options) : options_(options) {
+  AT_CHECK(options.block_size > 0, "block_size must be positive, got ", options.block_size);
+  check_options(options);
   num_windows_ = num_tokens > 0 ? (num_tokens - 1) / options.block_size : 0;
   global_batch_ = options.batch_size * options.gradient_accumulation * options.world_size;
   AT_CHECK(num_windows_ >= global_batch_, "the training data has ", num_tokens,
            " tokens = ", num_windows_, " windows of block_size + 1 = ", options.block_size + 1,
-           " tokens, but one optimizer step needs ", global_batch_, " windows (batch_size ",
-           options.batch_size, " x gradient_accumulation ", options.gradient_accumulation,
-           " x world size ", options.world_size,
-           "); use a smaller batch_size, gradient_accumulation or block_size, fewer ranks, or "
+           " tokens, but ", step_needs(global_batch_, "windows", options),
+           "; use a smaller batch_size, gradient_accumulation or block_size, fewer ranks, or "
            "more data");
   enter_epoch(0);
+}
+
+Sampler::Sampler(Items, uint64_t num_items, const SamplerOptions& options,
+                 std::string_view item_name)
+    : options_(options) {
+  check_options(options);
+  num_windows_ = num_items;
+  global_batch_ = options.batch_size * options.gradient_accumulation * options.world_size;
+  AT_CHECK(num_windows_ >= global_batch_, "the training data has ", num_items, " ", item_name,
+           ", but ", step_needs(global_batch_, item_name, options),
+           "; use a smaller batch_size or gradient_accumulation, fewer ranks, or more data");
+  enter_epoch(0);
+}
+
+Sampler Sampler::over_items(uint64_t num_items, const SamplerOptions& options,
+                            std::string_view item_name) {
+  return Sampler(Items{}, num_items, options, item_name);
 }
 
 void Sampler::enter_epoch(uint64_t epoch) {
@@ -79,6 +109,14 @@ void Sampler::advance() {
 uint64_t Sampler::window(uint64_t micro_step, uint64_t row) const {
   const uint64_t p = (micro_step * options_.world_size + options_.rank) * options_.batch_size + row;
   return order_[position_.sample_in_epoch + p];
+}
+
+void Sampler::micro_batch_items(uint64_t micro_step, std::span<uint64_t> items) const {
+  AT_CHECK(items.size() == options_.batch_size, "micro-batch items: ", items.size(),
+           " slots for batch_size ", options_.batch_size);
+  AT_CHECK(micro_step < options_.gradient_accumulation, "micro-step ", micro_step,
+           " is outside gradient_accumulation ", options_.gradient_accumulation);
+  for (uint64_t b = 0; b < options_.batch_size; ++b) items[b] = window(micro_step, b);
 }
 
 std::vector<uint64_t> Sampler::global_batch() const {

@@ -1,10 +1,5 @@
 #include "autotrain/data/shard.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -20,21 +15,6 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little,
               "shards are little endian (llm.c's format); big-endian hosts need byte swapping");
-
-// Owns a POSIX file descriptor.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 constexpr const char* kRemedy = "; re-create it with `autotrain prepare` (docs/data.md)";
 
@@ -148,88 +128,37 @@ void write_shard(const std::filesystem::path& path, std::span<const uint32_t> to
   writer.close();
 }
 
-ShardReader::ShardReader(std::filesystem::path path) : path_(std::move(path)) {
-  const FileDescriptor file(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
-  AT_CHECK(file.get() >= 0, "cannot open shard ", path_.string(), ": ", std::strerror(errno));
-  struct stat info {};
-  AT_CHECK(::fstat(file.get(), &info) == 0, "cannot stat shard ", path_.string(), ": ",
-           std::strerror(errno));
-  const auto file_bytes = static_cast<uint64_t>(info.st_size);
-  AT_CHECK(file_bytes >= kShardHeaderBytes, "shard ", path_.string(), " is truncated: ", file_bytes,
+ShardReader::ShardReader(std::filesystem::path path) : file_(std::move(path), "shard") {
+  const std::string name = file_.path().string();
+  const auto file_bytes = static_cast<uint64_t>(file_.size());
+  AT_CHECK(file_bytes >= kShardHeaderBytes, "shard ", name, " is truncated: ", file_bytes,
            " bytes, shorter than the ", kShardHeaderBytes, "-byte header", kRemedy);
-  mapping_ = ::mmap(nullptr, file_bytes, PROT_READ, MAP_SHARED, file.get(), 0);
-  AT_CHECK(mapping_ != MAP_FAILED, "cannot map shard ", path_.string(), ": ", std::strerror(errno));
-  mapping_bytes_ = file_bytes;
-  const auto* header = static_cast<const int32_t*>(mapping_);
-  try {
-    AT_CHECK(header[0] == kShardMagic, "shard ", path_.string(), " has magic ", header[0],
-             ", expected ", kShardMagic, " (an llm.c / autotrain token shard)", kRemedy);
-    AT_CHECK(header[1] == kShardVersion16 || header[1] == kShardVersion32, "shard ", path_.string(),
-             " has format version ", header[1],
-             "; this build reads versions 1 (uint16 tokens) and 2 (uint32 tokens)", kRemedy);
-    version_ = header[1];
-    AT_CHECK(header[2] >= 0, "shard ", path_.string(), " has a negative token count ", header[2],
-             kRemedy);
-    const uint64_t count = static_cast<uint64_t>(header[2]);
-    const uint64_t expected_bytes = kShardHeaderBytes + count * shard_token_bytes(version_);
-    AT_CHECK(file_bytes == expected_bytes, "shard ", path_.string(),
-             file_bytes < expected_bytes ? " is truncated" : " has trailing bytes",
-             ": its header says ", count, " tokens (", expected_bytes, " bytes) but the file has ",
-             file_bytes, " bytes", kRemedy);
-    body_ = static_cast<const char*>(mapping_) + kShardHeaderBytes;
-    count_ = count;
-  } catch (...) {
-    unmap();
-    throw;
-  }
-}
-
-ShardReader::~ShardReader() {
-  unmap();
-}
-
-ShardReader::ShardReader(ShardReader&& other) noexcept
-    : path_(std::move(other.path_)),
-      mapping_(other.mapping_),
-      mapping_bytes_(other.mapping_bytes_),
-      body_(other.body_),
-      count_(other.count_),
-      version_(other.version_) {
-  other.mapping_ = nullptr;
-  other.mapping_bytes_ = 0;
-  other.body_ = nullptr;
-  other.count_ = 0;
-}
-
-ShardReader& ShardReader::operator=(ShardReader&& other) noexcept {
-  if (this != &other) {
-    unmap();
-    path_ = std::move(other.path_);
-    mapping_ = std::exchange(other.mapping_, nullptr);
-    mapping_bytes_ = std::exchange(other.mapping_bytes_, 0);
-    body_ = std::exchange(other.body_, nullptr);
-    count_ = std::exchange(other.count_, 0);
-    version_ = other.version_;
-  }
-  return *this;
-}
-
-void ShardReader::unmap() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_bytes_);
-  mapping_ = nullptr;
-  mapping_bytes_ = 0;
-  body_ = nullptr;
-  count_ = 0;
+  const auto* header = reinterpret_cast<const int32_t*>(file_.data());
+  AT_CHECK(header[0] == kShardMagic, "shard ", name, " has magic ", header[0], ", expected ",
+           kShardMagic, " (an llm.c / autotrain token shard)", kRemedy);
+  AT_CHECK(header[1] == kShardVersion16 || header[1] == kShardVersion32, "shard ", name,
+           " has format version ", header[1],
+           "; this build reads versions 1 (uint16 tokens) and 2 (uint32 tokens)", kRemedy);
+  version_ = header[1];
+  AT_CHECK(header[2] >= 0, "shard ", name, " has a negative token count ", header[2], kRemedy);
+  const uint64_t count = static_cast<uint64_t>(header[2]);
+  const uint64_t expected_bytes = kShardHeaderBytes + count * shard_token_bytes(version_);
+  AT_CHECK(file_bytes == expected_bytes, "shard ", name,
+           file_bytes < expected_bytes ? " is truncated" : " has trailing bytes",
+           ": its header says ", count, " tokens (", expected_bytes, " bytes) but the file has ",
+           file_bytes, " bytes", kRemedy);
+  body_ = file_.data() + kShardHeaderBytes;
+  count_ = count;
 }
 
 void ShardReader::copy(uint64_t first, std::span<int32_t> out) const {
-  AT_CHECK(first + out.size() <= count_, "shard ", path_.string(), ": tokens [", first, ", ",
+  AT_CHECK(first + out.size() <= count_, "shard ", path().string(), ": tokens [", first, ", ",
            first + out.size(), ") are past its end (", count_, " tokens)");
   if (version_ == kShardVersion16) {
-    const auto* body = static_cast<const uint16_t*>(body_) + first;
+    const auto* body = reinterpret_cast<const uint16_t*>(body_) + first;
     std::copy(body, body + out.size(), out.begin());
   } else {
-    const auto* body = static_cast<const uint32_t*>(body_) + first;
+    const auto* body = reinterpret_cast<const uint32_t*>(body_) + first;
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(body[i]);
   }
 }

@@ -196,32 +196,59 @@ bool CsvReader::next_row(std::vector<std::string>& fields) {
 
 namespace {
 
-// Calls cell(text, line) with the text_column of every row that has one.
-void read_csv_cells(const InputFile& file, const std::string& text_column,
-                    const std::function<void(std::string&&, size_t)>& cell) {
+std::string column_hint(const Column& column) {
+  std::string flag(column.parameter);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return cat(" (set ", column.parameter, " / --", flag, ")");
+}
+
+// CSV rows as records: each column's cell as a JSON string, null for an optional column the
+// header lacks.
+void read_csv_records(const InputFile& file, const std::vector<Column>& columns,
+                      const RecordSink& sink) {
   CsvReader reader(file.path);
   std::vector<std::string> header;
   AT_CHECK(reader.next_row(header), file.path.string(), " is empty; expected a header row with a '",
-           text_column, "' column");
-  const auto column = std::find(header.begin(), header.end(), text_column);
-  AT_CHECK(column != header.end(), file.path.string(), " has no column '", text_column, "'",
-           escape_bytes(did_you_mean(text_column, header)),
-           "; its columns are: ", escape_bytes(join(header, ", ")),
-           " (set text_column / --text-column)");
-  const size_t index = static_cast<size_t>(column - header.begin());
+           columns.front().name, "' column");
+  std::vector<std::optional<size_t>> indices;
+  for (const Column& column : columns) {
+    const auto found = std::find(header.begin(), header.end(), column.name);
+    AT_CHECK(found != header.end() || !column.required, file.path.string(), " has no column '",
+             column.name, "'", escape_bytes(did_you_mean(column.name, header)),
+             "; its columns are: ", escape_bytes(join(header, ", ")), column_hint(column));
+    indices.push_back(found == header.end() ? std::nullopt
+                                            : std::optional(size_t(found - header.begin())));
+  }
   std::vector<std::string> row;
   while (reader.next_row(row)) {
     if (row.size() == 1 && row[0].empty()) continue;  // blank line
     AT_CHECK(row.size() == header.size(), file.path.string(), ":", reader.row_line(), ": row has ",
              row.size(), " fields but the header has ", header.size(),
              " (quote fields that contain commas)");
-    if (!row[index].empty()) cell(std::move(row[index]), reader.row_line());
+    std::vector<nlohmann::ordered_json> values;
+    for (const auto& index : indices)
+      values.emplace_back(index ? nlohmann::ordered_json(std::move(row[*index])) : nullptr);
+    sink(std::move(values), reader.row_line());
   }
 }
 
-// Calls value(json, line) with the text_column of every line whose value is not null.
-void read_jsonl_values(const InputFile& file, const std::string& text_column,
-                       const std::function<void(nlohmann::ordered_json&&, size_t)>& value_of_line) {
+nlohmann::ordered_json parse_jsonl_line(const std::string& line, const InputFile& file,
+                                        size_t line_number) {
+  nlohmann::ordered_json object;
+  try {
+    object = nlohmann::ordered_json::parse(line);
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(cat(file.path.string(), ":", line_number, ": not valid JSON (", error.what(),
+                    "); expected one JSON object per line"));
+  }
+  AT_CHECK(object.is_object(), file.path.string(), ":", line_number,
+           ": expected a JSON object, got ", object.type_name());
+  return object;
+}
+
+// JSONL lines as records: each column's JSON value (null for an optional column the line lacks).
+void read_jsonl_records(const InputFile& file, const std::vector<Column>& columns,
+                        const RecordSink& sink) {
   std::ifstream in(file.path, std::ios::binary);
   AT_CHECK(in, "cannot open ", file.path.string(), ": ", std::strerror(errno));
   std::string line;
@@ -230,25 +257,41 @@ void read_jsonl_values(const InputFile& file, const std::string& text_column,
     ++line_number;
     if (line_number == 1 && line.starts_with(kBom)) line.erase(0, kBom.size());
     if (trim(line).empty()) continue;
-    nlohmann::ordered_json object;
-    try {
-      object = nlohmann::ordered_json::parse(line);
-    } catch (const nlohmann::json::exception& error) {
-      throw Error(cat(file.path.string(), ":", line_number, ": not valid JSON (", error.what(),
-                      "); expected one JSON object per line"));
+    nlohmann::ordered_json object = parse_jsonl_line(line, file, line_number);
+    std::vector<nlohmann::ordered_json> values;
+    for (const Column& column : columns) {
+      const auto value = object.find(column.name);
+      if (value == object.end() && column.required) {
+        std::vector<std::string> keys;
+        for (const auto& item : object.items()) keys.push_back(item.key());
+        throw Error(cat(file.path.string(), ":", line_number, ": no column '", column.name, "'",
+                        escape_bytes(did_you_mean(column.name, keys)),
+                        "; this line has: ", escape_bytes(join(keys, ", ")), column_hint(column)));
+      }
+      values.emplace_back(value == object.end() ? nullptr : std::move(*value));
     }
-    AT_CHECK(object.is_object(), file.path.string(), ":", line_number,
-             ": expected a JSON object, got ", object.type_name());
-    const auto value = object.find(text_column);
-    if (value == object.end()) {
-      std::vector<std::string> keys;
-      for (const auto& item : object.items()) keys.push_back(item.key());
-      throw Error(cat(file.path.string(), ":", line_number, ": no column '", text_column, "'",
-                      escape_bytes(did_you_mean(text_column, keys)), "; this line has: ",
-                      escape_bytes(join(keys, ", ")), " (set text_column / --text-column)"));
-    }
-    if (!value->is_null()) value_of_line(std::move(*value), line_number);
+    sink(std::move(values), line_number);
   }
+}
+
+// Calls cell(text, line) with the text_column of every row that has one.
+void read_csv_cells(const InputFile& file, const std::string& text_column,
+                    const std::function<void(std::string&&, size_t)>& cell) {
+  read_csv_records(file, {{text_column}},
+                   [&](std::vector<nlohmann::ordered_json>&& values, size_t line) {
+                     auto& text = values.front().get_ref<std::string&>();
+                     if (!text.empty()) cell(std::move(text), line);
+                   });
+}
+
+// Calls value(json, line) with the text_column of every line whose value is not null.
+void read_jsonl_values(const InputFile& file, const std::string& text_column,
+                       const std::function<void(nlohmann::ordered_json&&, size_t)>& value_of_line) {
+  read_jsonl_records(file, {{text_column}},
+                     [&](std::vector<nlohmann::ordered_json>&& values, size_t line) {
+                       if (!values.front().is_null())
+                         value_of_line(std::move(values.front()), line);
+                     });
 }
 
 void read_csv(const InputFile& file, const std::string& text_column, const TextSink& sink) {
@@ -344,13 +387,33 @@ void read_documents(const InputFile& file, const std::string& text_column, const
   }
 }
 
+nlohmann::ordered_json conversation_of(nlohmann::ordered_json&& value, const std::string& where) {
+  if (value.is_string()) value = parse_conversation(value.get<std::string>(), where);
+  check_conversation(value, where);
+  return std::move(value);
+}
+
+void read_records(const InputFile& file, const std::vector<Column>& columns,
+                  const RecordSink& sink) {
+  AT_CHECK(!columns.empty(), "read_records: no columns asked for");
+  switch (file.format) {
+    case InputFormat::csv:
+      return read_csv_records(file, columns, sink);
+    case InputFormat::jsonl:
+      return read_jsonl_records(file, columns, sink);
+    case InputFormat::txt:
+      throw Error(cat(file.path.string(),
+                      ": a .txt file holds plain text; expected .csv or "
+                      ".jsonl rows with the columns ",
+                      columns.front().name, ", ..."));
+  }
+}
+
 void read_conversations(const InputFile& file, const std::string& text_column,
                         const ConversationSink& sink) {
   const auto deliver = [&](nlohmann::ordered_json&& messages, size_t line) {
     const std::string where = cat(file.path.string(), ":", line);
-    if (messages.is_string()) messages = parse_conversation(messages.get<std::string>(), where);
-    check_conversation(messages, where);
-    sink(std::move(messages), where);
+    sink(conversation_of(std::move(messages), where), where);
   };
   switch (file.format) {
     case InputFormat::csv:

@@ -159,10 +159,14 @@ std::optional<std::string> special_token_name(const Json& config, const char* ke
   return it->get<std::string>();
 }
 
-TokenId id_of(const std::string& spelling, const TokenizerParts& parts, const std::string& where) {
+std::optional<TokenId> find_id(const std::string& spelling, const TokenizerParts& parts) {
   for (const auto& token : parts.added_tokens)
     if (token.content == spelling) return token.id;
-  const auto id = parts.model->find(spelling);
+  return parts.model->find(spelling);
+}
+
+TokenId id_of(const std::string& spelling, const TokenizerParts& parts, const std::string& where) {
+  const auto id = find_id(spelling, parts);
   AT_CHECK(id.has_value(), where, ": '", spelling, "' is not a token of the vocabulary");
   return *id;
 }
@@ -212,6 +216,9 @@ void apply_configs(TokenizerParts& parts, const fs::path& folder) {
   const std::string config_where = config_file.string();
   if (auto eos = special_token_name(config, "eos_token", config_where))
     parts.eot = id_of(*eos, parts, cat(config_where, ": eos_token"));
+  // A pad_token the vocabulary lacks is left unset, as transformers leaves its id None.
+  if (auto pad = special_token_name(config, "pad_token", config_where))
+    parts.pad = find_id(*pad, parts);
   const auto bos = special_token_name(config, "bos_token", config_where);
   parts.chat.bos_token = bos.value_or("");
   if (auto eos = special_token_name(config, "eos_token", config_where)) parts.chat.eos_token = *eos;

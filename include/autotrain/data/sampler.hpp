@@ -22,10 +22,15 @@
 // whole global batch, so each micro-batch weighs by its share of them
 // (loss_targets_in_step), again the same for any world size with the same G.
 //
+// Items: over_items() orders N items (preference pairs) instead of windows, with the same
+// permutations, global batches and positions; block_size is not used, and a global batch of G
+// items gives each rank whole items.
+//
 // Position: (epoch, sample_in_epoch), both saved in checkpoints. Restoring it with another
 // world size is exact as long as G is unchanged.
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace autotrain::data {
@@ -68,6 +73,10 @@ class Sampler {
   // Throws Error when the dataset has fewer windows than one global batch (saying how many it
   // has, how many a step needs, and what to change), or options are invalid.
   Sampler(uint64_t num_tokens, const SamplerOptions& options);
+  // The order of `num_items` items (`item_name`: "preference pairs", for the error when the
+  // split has fewer than G).
+  static Sampler over_items(uint64_t num_items, const SamplerOptions& options,
+                            std::string_view item_name);
 
   uint64_t num_windows() const { return num_windows_; }
   uint64_t global_batch_size() const { return global_batch_; }  // G
@@ -82,6 +91,9 @@ class Sampler {
 
   // Window index for (micro_step, row) of this rank in the current step.
   uint64_t window(uint64_t micro_step, uint64_t row) const;
+  // This rank's B items (windows) of micro-step `micro_step` in the current step, in row order.
+  // Allocates nothing.
+  void micro_batch_items(uint64_t micro_step, std::span<uint64_t> items) const;
   // The current step's G windows in position order (p = (m * W + r) * B + b).
   std::vector<uint64_t> global_batch() const;
   // Fills this rank's micro-batch [B, T] of the current step: inputs and targets (each of
@@ -92,6 +104,8 @@ class Sampler {
   uint64_t loss_targets_in_step(const TokenDataset& dataset) const;
 
  private:
+  struct Items {};
+  Sampler(Items, uint64_t num_items, const SamplerOptions& options, std::string_view item_name);
   void enter_epoch(uint64_t epoch);
 
   SamplerOptions options_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autotrain/data/loss_mask.hpp"
+#include "autotrain/data/mapped_file.hpp"
 
 namespace autotrain::data {
 
@@ -70,30 +71,21 @@ void write_shard(const std::filesystem::path& path, std::span<const uint32_t> to
 class ShardReader {
  public:
   explicit ShardReader(std::filesystem::path path);
-  ~ShardReader();
-  ShardReader(ShardReader&& other) noexcept;
-  ShardReader& operator=(ShardReader&& other) noexcept;
-  ShardReader(const ShardReader&) = delete;
-  ShardReader& operator=(const ShardReader&) = delete;
 
   uint64_t size() const { return count_; }
   int32_t version() const { return version_; }
   int32_t token(uint64_t index) const {
     return version_ == kShardVersion16
-               ? static_cast<const uint16_t*>(body_)[index]
-               : static_cast<int32_t>(static_cast<const uint32_t*>(body_)[index]);
+               ? reinterpret_cast<const uint16_t*>(body_)[index]
+               : static_cast<int32_t>(reinterpret_cast<const uint32_t*>(body_)[index]);
   }
   // out[i] = token(first + i); the range must lie inside the shard.
   void copy(uint64_t first, std::span<int32_t> out) const;
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return file_.path(); }
 
  private:
-  void unmap();
-
-  std::filesystem::path path_;
-  void* mapping_ = nullptr;
-  size_t mapping_bytes_ = 0;
-  const void* body_ = nullptr;
+  MappedFile file_;
+  const std::byte* body_ = nullptr;  // inside file_'s mapping, which a move keeps in place
   uint64_t count_ = 0;
   int32_t version_ = kShardVersion16;
 };

@@ -63,6 +63,25 @@ using ConversationSink =
 void read_conversations(const InputFile& file, const std::string& text_column,
                         const ConversationSink& sink);
 
+// A conversation from a column's value by read_conversations' rules: a list of messages, or a
+// string holding one as JSON (a CSV cell). An Error naming `where` ("file:line") otherwise.
+nlohmann::ordered_json conversation_of(nlohmann::ordered_json&& value, const std::string& where);
+
+// A column a reader needs, and the parameter that names it (for the hint in errors).
+struct Column {
+  std::string name;
+  std::string_view parameter = "text_column";
+  bool required = true;  // an optional column the file lacks reads as null
+};
+// Receives one row of a CSV or JSONL file: the values of the columns asked for, in their order
+// (CSV: strings; JSONL: the JSON values as written), and the line the row starts on.
+using RecordSink = std::function<void(std::vector<nlohmann::ordered_json>&& values, size_t line)>;
+// Reads the rows of a CSV or JSONL file (blank lines skipped). A required column missing from
+// the header, or from a JSONL line, is an Error naming the file (and line), the column, the
+// parameter that names it and the columns there are; a .txt file is an Error.
+void read_records(const InputFile& file, const std::vector<Column>& columns,
+                  const RecordSink& sink);
+
 // A position where text may be cut without changing its tokenization (for the tokenizers whose
 // cuts_at_newlines() says so): just after a newline that sits between two characters that are
 // not whitespace, in any script ("X\nY" -> "X\n" | "Y"); the last such position in

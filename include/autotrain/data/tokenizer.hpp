@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   // The end-of-text token: what prepare writes between documents with add_eos_token.
   virtual TokenId eot_token() const = 0;
+  // tokenizer_config.json's pad_token, when it sets one (gpt2 and byte: none).
+  virtual std::optional<TokenId> pad_token() const { return std::nullopt; }
   // Every id that ends generation (generation_config.json's eos_token_id list, or eot).
   virtual std::vector<TokenId> stop_tokens() const = 0;
   // The tokens prepare writes around each document. gpt2 and byte: the end-of-text token
