@@ -18,8 +18,6 @@ constexpr ForeignKey kForeignKeys[] = {
     {"username", true, "nothing is pushed to the Hugging Face Hub"},
     {"token", true, "Hub tokens are neither used nor stored"},
     {"backend", true, "autotrain runs where mpirun or srun starts it"},
-    {"model_ref", true, "the reference model of trainer dpo, which is not supported yet"},
-    {"dpo_beta", true, "beta of trainer dpo and orpo, which are not supported yet"},
     {"max_prompt_length", true,
      "the prompt bound of trainers dpo, orpo and reward, which are not supported yet"},
     {"max_completion_length", true,

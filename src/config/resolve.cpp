@@ -196,6 +196,15 @@ void validate_params(const ResolvedParams& resolved) {
                     " needs conversations: set chat_template (tokenizer, chatml or zephyr) and "
                     "give text_column as lists of messages"));
   }
+  if (params.trainer == "reward") {
+    throw Error(
+        cat(shown(resolved, "trainer"), ": the reward trainer is not built yet; dpo and orpo are"));
+  }
+  if (!params.model_ref.empty() && params.trainer == "dpo" && params.peft) {
+    throw Error(cat(shown(resolved, "model_ref"),
+                    " with peft: the reference of a LoRA run is the base model without its "
+                    "adapters (no second model is needed); leave model_ref empty, as TRL asks"));
+  }
   if (params.comm_backend == "nccl" && params.device == "cpu") {
     throw Error(cat(shown(resolved, "comm_backend"), " needs GPUs, but ", shown(resolved, "device"),
                     ": use comm_backend gloo or mpi on CPUs"));

@@ -241,6 +241,7 @@ class YamlReader {
         }
       });
     }
+    problems.check([&] { apply_task_trainer(); });
     problems.throw_if_any();
   }
 
@@ -259,14 +260,30 @@ class YamlReader {
       throw Error(where("task").message(cat("expected a string, got ", describe_yaml(value))));
     }
     const std::string task = substitute_env(value.Scalar(), where("task"));
-    // autotrain trains causal language models on plain text: AutoTrain's generic LLM task, and
-    // SFT on a text column, which is the same objective.
-    static const std::vector<std::string> kTasks = {"llm", "llm-generic", "llm-sft", "lm"};
+    // AutoTrain's LLM tasks: the generic one and sft are causal language modelling (one
+    // objective); llm-dpo, llm-orpo and llm-reward name their trainer.
+    static const std::vector<std::string> kTasks = {"llm",     "llm-generic", "llm-sft",   "lm",
+                                                    "llm-dpo", "llm-orpo",    "llm-reward"};
     if (std::find(kTasks.begin(), kTasks.end(), task) == kTasks.end()) {
       throw Error(where("task").message(cat("expected ", join(kTasks, "|"),
-                                            " (autotrain trains causal language models on "
-                                            "plain text), got '",
-                                            task, "'", did_you_mean(task, kTasks))));
+                                            " (AutoTrain's LLM tasks), got '", task, "'",
+                                            did_you_mean(task, kTasks))));
+    }
+    if (task == "llm-dpo" || task == "llm-orpo" || task == "llm-reward") {
+      task_trainer_ = task.substr(4);
+    }
+  }
+
+  // task llm-dpo, llm-orpo, llm-reward: the trainer, unless params.trainer gives it (then the
+  // two must agree).
+  void apply_task_trainer() {
+    if (task_trainer_.empty()) return;
+    if (seen_.count("trainer") == 0) {
+      set("trainer", YAML::Node(task_trainer_), "task");
+    } else if (into_.params.trainer != task_trainer_) {
+      throw Error(where(seen_.at("trainer"))
+                      .message(cat("trainer ", into_.params.trainer, " contradicts task llm-",
+                                   task_trainer_, "; give one of them")));
     }
   }
 
@@ -284,16 +301,18 @@ class YamlReader {
       } else if (key == "chat_template") {
         set("chat_template", entry.second, path);  // AutoTrain's data.chat_template
       } else if (key == "column_mapping") {
-        expect_map(entry.second, path, "text_column");
+        static const std::vector<std::string> kColumns = {"text_column", "prompt_text_column",
+                                                          "rejected_text_column"};
+        expect_map(entry.second, path, join(kColumns, ", "));
         for (const auto& column : entry.second) {
           const std::string name = column.first.as<std::string>();
-          if (name != "text_column") {
+          if (std::find(kColumns.begin(), kColumns.end(), name) == kColumns.end()) {
             throw Error(
                 where(path + "." + name)
-                    .message(cat("unknown column '", name, "'", did_you_mean(name, {"text_column"}),
-                                 "; autotrain reads one column: text_column")));
+                    .message(cat("unknown column '", name, "'", did_you_mean(name, kColumns),
+                                 "; expected ", join(kColumns, ", "))));
           }
-          set("text_column", column.second, path + "." + name);
+          set(name, column.second, path + "." + name);
         }
       } else {
         throw Error(where(path).message(cat("unknown key '", key, "'", did_you_mean(key, kDataKeys),
@@ -367,6 +386,7 @@ class YamlReader {
   ResolvedParams& into_;
   std::string file_;
   std::map<std::string, std::string> seen_;  // parameter -> YAML path that set it
+  std::string task_trainer_;                 // what task names: dpo, orpo, reward, or none
 };
 
 void expect_regular_file(const fs::path& path, std::string_view what) {

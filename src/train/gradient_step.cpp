@@ -12,6 +12,7 @@ AccumulatedGradients accumulate_gradients(Replica& replica, const Communicator& 
   zero::ModelState& engine = replica.state();
   PassSeconds passes;
   AccumulatedGradients gradients;
+  std::vector<float> weights;  // the weighed micro-batches' position weights
   engine.begin_step();
   for (long long micro = 0; micro < accumulation; ++micro) {
     const MicroBatch batch = micro_batch(micro);
@@ -20,6 +21,16 @@ AccumulatedGradients accumulate_gradients(Replica& replica, const Communicator& 
     replica.set_training_position(step, (micro * comm.size() + comm.rank()) * batch_size);
     replica.forward_async(batch.inputs, batch.targets);
     passes.forward += forward_timer.seconds();
+    if (batch.weigh) {  // the weights need the losses: the forward is waited for
+      const auto losses = replica.losses();
+      weights.resize(losses.size());
+      const double loss = batch.weigh(losses, weights);
+      const Timer backward_timer;
+      replica.backward_weighted(batch.gradient_scale, weights);
+      passes.backward += backward_timer.seconds();
+      gradients.loss_sum += loss * batch.loss_weight;
+      continue;
+    }
     const Timer backward_timer;
     replica.backward(batch.gradient_scale);
     passes.backward += backward_timer.seconds();

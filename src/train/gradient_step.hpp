@@ -6,6 +6,8 @@
 // clipping, the learning rate).
 #include <cstdint>
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/train/replica.hpp"
@@ -18,6 +20,11 @@ struct MicroBatch {
   const std::int32_t* targets = nullptr;
   float gradient_scale = 1;  // backward's: the loss scale times the micro-batch's weight
   double loss_weight = 1;    // its loss's weight in the step's loss sum
+  // Where set, the objective is the caller's function of the forward's per-position losses
+  // (the preference losses): given them, it fills the backward's weight of each position
+  // (Replica::backward_weighted, before gradient_scale) and returns the micro-batch's loss, which
+  // then counts instead of the mean token loss.
+  std::function<double(std::span<const float> losses, std::span<float> weights)> weigh = nullptr;
 };
 
 // Host time per pass, summed over the micro-batches (on a GPU, the time to queue the work; the

@@ -90,6 +90,10 @@ MemoryPlan memory_plan(const RunSetup& setup) {
   const auto one_sequence = model::make_causal_lm<float>(
       layout, 1, static_cast<int>(params.block_size), !params.disable_gradient_checkpointing);
   plan.sequence_bytes = static_cast<double>(one_sequence->activation_bytes());
+  // dpo and orpo: a sample is a pair, two sequences (dpo's reference costs no memory: its
+  // log-probabilities are computed once before training).
+  const bool pairs = params.trainer == "dpo" || params.trainer == "orpo";
+  if (pairs) plan.sequence_bytes *= 2;
   return plan;
 }
 
@@ -122,9 +126,14 @@ std::string describe_memory_fit(const RunSetup& setup) {
   const double device = gpu ? static_cast<double>(gpu_memory_bytes(setup.topology.device)) : host;
   MemoryPlan on_device = plan;
   on_device.host_bytes = on_device.nvme_bytes = 0;
-  std::string text = cat("  memory       per rank at batch ", B, ": ", on_device.describe(B),
-                         " of ", gpu ? "the GPU's " : "the host's ", human_bytes(device),
-                         plan.describe(B).substr(on_device.describe(B).size()), "\n");
+  const bool pairs = setup.params().trainer == "dpo" || setup.params().trainer == "orpo";
+  std::string text =
+      cat("  memory       per rank at batch ", B,
+          pairs ? " pairs (2 sequences each; "
+                  "dpo's reference: none held, its log-probabilities are computed once)"
+                : "",
+          ": ", on_device.describe(B), " of ", gpu ? "the GPU's " : "the host's ",
+          human_bytes(device), plan.describe(B).substr(on_device.describe(B).size()), "\n");
   const double left = device - plan.working_bytes - static_cast<double>(B) * plan.sequence_bytes;
   std::vector<std::string> settings = {
       cat(most_parameters(state_bytes_per_parameter(setup, "none", "none"), left, host),

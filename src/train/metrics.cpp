@@ -72,10 +72,12 @@ void MetricsLog::write(const StepMetrics& m) {
   line["step"] = m.step;
   line["epoch"] = std::round(m.epoch * 1e4) / 1e4;
   line["loss"] = m.loss;
+  for (const auto& [name, value] : m.metrics) line[name] = value;
   if (m.val_loss) {
     line["val_loss"] = *m.val_loss;
     line["val_perplexity"] = std::exp(*m.val_loss);
   }
+  for (const auto& [name, value] : m.val_metrics) line["val_" + name] = value;
   line["lr"] = m.lr;
   line["grad_norm"] = m.grad_norm;
   line["tokens_per_s"] = std::round(m.tokens_per_s * 10) / 10;
@@ -148,6 +150,14 @@ std::string describe(const StepMetrics& m) {
                 m.total_steps, m.loss, m.lr, m.grad_norm, m.tokens_per_s,
                 format_duration(remaining).c_str());
   std::string line = text;
+  // The preference trainers' two figures that say most: how often the chosen completion wins, and
+  // by how much.
+  for (const auto& [name, value] : m.metrics) {
+    if (name == "rewards/accuracies" || name == "rewards/margins") {
+      std::snprintf(text, sizeof text, "  %s %.3f", name.c_str() + 8, value);
+      line += text;
+    }
+  }
   if (m.val_loss) {
     std::snprintf(text, sizeof text, "  val_loss %.4f (ppl %.2f)", *m.val_loss,
                   std::exp(*m.val_loss));

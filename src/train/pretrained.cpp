@@ -223,6 +223,24 @@ std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
   return source;
 }
 
+std::unique_ptr<model::ParamSource> open_reference_weights(const RunSetup& setup,
+                                                           const model::ParamLayout& layout) {
+  const auto& params = setup.params();
+  std::unique_ptr<model::ParamSource> source;
+  std::string failure;
+  try {
+    const config::BaseModel ref =
+        config::locate_base_model(params.model_ref, params.revision, false);
+    AT_CHECK(!ref.folder.empty(), ref.missing_message());
+    source = std::make_unique<PretrainedWeights>(ref.folder, layout);
+  } catch (const Error& error) {
+    failure = cat("model_ref ", params.model_ref, ": ", error.what(),
+                  " (the reference must have the base model's architecture and shape)");
+  }
+  agree_or_throw(failure.empty(), failure, setup.comm, "the reference model's weights");
+  return source;
+}
+
 std::string base_weights_hash(const config::BaseModel& base, MPI_Comm comm) {
   if (base.from_scratch || base.folder.empty()) return {};
   return weights_hash(base.folder, comm);

@@ -54,6 +54,9 @@ class CpuReplica final : public Replica {
   }
   float last_loss() override { return last_loss_; }
   void backward(float loss_scale) override { model_->backward(access_, loss_scale); }
+  void backward_weighted(float loss_scale, std::span<const float> weights) override {
+    model_->backward_weighted(access_, loss_scale, weights);
+  }
   std::span<const float> losses() override { return model_->losses(); }
   std::size_t activation_bytes() const override { return model_->activation_bytes(); }
   std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }

@@ -128,7 +128,9 @@ void TensorBoardLog::write(const StepMetrics& metrics) {
     put_scalar(summary, "train/grad_norm", metrics.grad_norm);
     put_scalar(summary, "train/tokens_per_s", metrics.tokens_per_s);
   }
+  for (const auto& [name, value] : metrics.metrics) put_scalar(summary, "train/" + name, value);
   if (metrics.val_loss) put_scalar(summary, "eval/loss", *metrics.val_loss);
+  for (const auto& [name, value] : metrics.val_metrics) put_scalar(summary, "eval/" + name, value);
   if (summary.empty()) return;
   std::string event = event_header(wall_time());
   put_tag(event, 2, 0);

@@ -37,47 +37,10 @@
 #include "autotrain/train/tensorboard.hpp"
 #include "autotrain/zero/engine.hpp"
 #include "gradient_step.hpp"
+#include "training_data.hpp"
 
 namespace autotrain::train {
 namespace {
-
-// Evaluation reads at most this many batches of W x B windows, from the start of the valid
-// split, so an evaluation costs a bounded, predictable time on large validation sets.
-constexpr long long kMaxEvalBatches = 64;
-
-struct Datasets {
-  data::TokenDataset train;
-  std::optional<data::TokenDataset> valid;
-};
-
-Datasets prepare_data(const RunSetup& setup) {
-  const auto& params = setup.params();
-  const data::PrepareOptions options = prepare_options(setup);
-  const auto prepared = data::prepare_if_needed_collective(options, setup.comm);
-  if (data::is_prepared_folder(options.data_path)) {
-    log::info("data: the prepared shards in ", options.data_path.string());
-  } else if (prepared.reused) {
-    log::info("data: reusing the prepared shards in ", options.output_dir.string());
-  }
-  AT_CHECK(prepared.vocab_size <= params.vocab_size, "vocab_size: ", params.vocab_size,
-           " is smaller than the ", params.tokenizer, " tokenizer's ", prepared.vocab_size,
-           " tokens; raise vocab_size or leave it at -1");
-  const auto* train_split = prepared.find(params.train_split);
-  AT_CHECK(train_split != nullptr, "data: no '", params.train_split, "' split was prepared from ",
-           options.data_path.string());
-  Datasets datasets{data::TokenDataset(train_split->shards), std::nullopt};
-  datasets.train.check_ids_below(params.vocab_size);
-  if (!params.valid_split.empty() && params.eval_strategy != "no") {
-    const auto* valid_split = prepared.find(params.valid_split);
-    AT_CHECK(valid_split != nullptr, "valid_split: no '", params.valid_split,
-             "' split was found or carved from ", options.data_path.string(), " (add a ",
-             params.valid_split, ".csv/.jsonl/.txt file, or set valid_split to empty)");
-    datasets.valid.emplace(valid_split->shards);
-    datasets.valid->check_ids_below(params.vocab_size);
-  }
-  stop_here_if_asked("prepared");
-  return datasets;
-}
 
 long long resolve_logging_steps(const config::TrainingParams& params, long long steps_per_epoch) {
   if (params.logging_steps > 0) return params.logging_steps;
@@ -85,67 +48,12 @@ long long resolve_logging_steps(const config::TrainingParams& params, long long 
   return std::clamp<long long>(static_cast<long long>(0.2 * double(steps_per_epoch)), 1, 25);
 }
 
-// Targets that carry loss (not kIgnoreTarget).
-size_t loss_targets(std::span<const int32_t> targets) {
-  return static_cast<size_t>(
-      std::count_if(targets.begin(), targets.end(), [](int32_t t) { return t != kIgnoreTarget; }));
-}
-
-// Mean loss over the first windows of the valid split, every rank taking its rows of each
-// batch. All ranks run the same number of forwards (ZeRO-3 gathers are collective).
-double evaluate(Replica& replica, long long B, long long T, Communicator& comm,
-                const data::TokenDataset& valid, std::vector<int32_t>& inputs,
-                std::vector<int32_t>& targets) {
-  const long long W = comm.size();
-  const long long windows = (static_cast<long long>(valid.num_tokens()) - 1) / T;
-  AT_CHECK(windows >= 1, "valid split: ", valid.num_tokens(),
-           " tokens are fewer than one window of ", T + 1,
-           " tokens; provide more validation data or set eval_strategy no");
-  const long long batches = std::min(kMaxEvalBatches, (windows + W * B - 1) / (W * B));
-  double loss_sum = 0;
-  double count = 0;
-  for (long long batch = 0; batch < batches; ++batch) {
-    long long valid_rows = 0;
-    for (long long b = 0; b < B; ++b) {
-      const long long window = batch * W * B + comm.rank() * B + b;
-      const bool real = window < windows;
-      valid_rows += real ? 1 : 0;
-      data::load_window(
-          valid, static_cast<uint64_t>(T), static_cast<uint64_t>(real ? window : 0),
-          std::span<int32_t>(inputs).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)),
-          std::span<int32_t>(targets).subspan(static_cast<size_t>(b * T), static_cast<size_t>(T)));
-    }
-    replica.forward(inputs.data(), targets.data());
-    const auto losses = replica.losses();
-    for (long long i = 0; i < valid_rows * T; ++i) loss_sum += losses[static_cast<size_t>(i)];
-    count += double(
-        loss_targets(std::span<const int32_t>(targets).first(static_cast<size_t>(valid_rows * T))));
-  }
-  float totals[2] = {static_cast<float>(loss_sum), static_cast<float>(count)};
-  comm.allreduce(std::span<float>(totals, 2), ReduceOp::sum);
-  AT_CHECK(totals[1] > 0, "valid split: none of the ", batches * W * B,
-           " windows evaluated holds a token that carries loss (train_on_completions_only: no "
-           "assistant turn in them); provide validation conversations with assistant turns");
-  return double(totals[0]) / double(totals[1]);
-}
-
-data::SamplerOptions sampler_options(const RunSetup& setup) {
-  const auto& params = setup.params();
-  data::SamplerOptions options;
-  options.block_size = static_cast<uint64_t>(params.block_size);
-  options.batch_size = static_cast<uint64_t>(params.batch_size);
-  options.gradient_accumulation = static_cast<uint64_t>(params.gradient_accumulation);
-  options.world_size = static_cast<uint64_t>(setup.topology.world_size);
-  options.rank = static_cast<uint64_t>(setup.topology.rank);
-  options.seed = static_cast<uint64_t>(params.seed);
-  return options;
-}
-
 // What one optimizer step measured.
 struct StepResult {
   float loss = 0;  // mean over the accumulation and the ranks
   double lr = 0;
   double grad_norm = 0;
+  std::vector<std::pair<std::string, double>> metrics;  // the data's (the preference trainers')
 };
 
 // One run of the training loop: what run_training sets up (data, sampler, communicators, the
@@ -179,14 +87,12 @@ class TrainingRun {
   // (the engine then holds unverified values: load another or initialise); Error otherwise.
   bool resume_from(const ResumeDecision& resume);
   void evaluate_initial();
-  // Micro-batch `micro` of the step into inputs_ and targets_, with its weight (with loss masks,
-  // its share of the step's `step_targets` loss-carrying targets).
-  MicroBatch load_micro_batch(long long micro, float loss_scale, double step_targets);
   ckpt::CheckpointContent content_at(long long steps_done);
   void save_at(long long steps_done);
-  double evaluate() {
-    return train::evaluate(*replica_, B_, T_, *scalars_, *datasets_.valid, inputs_, targets_);
-  }
+  DataLoss evaluate() { return data_->evaluate(*replica_, *scalars_); }
+  // dpo: the reference's log-probabilities, from the parameters of the reference (the base
+  // model's: a fresh start's first parameters, or model_ref's) before training.
+  void compute_reference();
 
   const RunSetup& setup_;
   const LoraModel* const lora_;  // null unless peft
@@ -195,12 +101,10 @@ class TrainingRun {
   const config::TrainingParams& params_;
   const bool talker_;
   const std::filesystem::path project_;
-  Datasets datasets_;
+  const std::unique_ptr<TrainingData> data_;
+  data::Sampler& sampler_;
   const model::ModelConfig config_;
-  const int B_;
-  const int T_;
   const long long accumulation_;
-  data::Sampler sampler_;
   const long long steps_per_epoch_;
   const long long total_steps_;
   const long long logging_steps_;
@@ -217,8 +121,6 @@ class TrainingRun {
   const ckpt::CheckpointDir checkpoint_dir_;
   const LrSchedule schedule_;
   const double tokens_per_step_;
-  std::vector<int32_t> inputs_;
-  std::vector<int32_t> targets_;
   long long start_step_ = 0;
   TrainSummary summary_;
   std::optional<CheckpointSaver> saver_;
@@ -240,12 +142,10 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       params_(setup.params()),
       talker_(setup.topology.rank == 0),
       project_(setup.project_dir),
-      datasets_(prepare_data(setup)),
+      data_(open_training_data(setup)),
+      sampler_(data_->sampler()),
       config_(model_config(setup.resolved)),
-      B_(static_cast<int>(params_.batch_size)),
-      T_(static_cast<int>(params_.block_size)),
       accumulation_(params_.gradient_accumulation),
-      sampler_(datasets_.train.num_tokens(), sampler_options(setup)),
       steps_per_epoch_(static_cast<long long>(sampler_.steps_per_epoch())),
       total_steps_(params_.max_steps > 0 ? params_.max_steps : params_.epochs * steps_per_epoch_),
       logging_steps_(resolve_logging_steps(params_, steps_per_epoch_)),
@@ -259,14 +159,13 @@ TrainingRun::TrainingRun(const RunSetup& setup, const model::ParamSource& source
       scalars_(host_comm_ ? host_comm_.get() : comm_.get()),
       layout_(trainable_layout(setup, lora)),
       optimizer_kind_(engine_options(setup).optimizer.kind),
-      replica_(make_replica(setup, layout_, *comm_, B_, T_, lora)),
+      replica_(make_replica(setup, layout_, *comm_, data_->rows(),
+                            static_cast<int>(params_.block_size), lora)),
       engine_(&replica_->state()),
       scaler_(setup.device == Device::cuda && setup.precision == Precision::fp16),
       checkpoint_dir_(project_ / "checkpoints"),
       schedule_(lr_schedule(params_, total_steps_)),
-      tokens_per_step_(double(sampler_.global_batch_size()) * double(T_)),
-      inputs_(static_cast<size_t>(B_) * static_cast<size_t>(T_)),
-      targets_(inputs_.size()),
+      tokens_per_step_(data_->tokens_per_step()),
       progress_(talker_ && setup.model < 0 && Progress::want_bar()) {
   log_plan();
   stop_here_if_asked("model");
@@ -294,9 +193,7 @@ void TrainingRun::log_plan() const {
                 : std::string(),
             zero::describe_offloaded(memory));
   if (lora_) log_lora_plan(*lora_, replica_->frozen_bytes());
-  log::info("data: ", datasets_.train.num_tokens(), " training tokens, ", sampler_.num_windows(),
-            " windows of ", T_, " tokens, ", steps_per_epoch_, " steps per epoch of ",
-            sampler_.global_batch_size(), " sequences; training for ", total_steps_, " steps");
+  log::info("data: ", data_->describe(total_steps_));
 }
 
 void TrainingRun::resume_and_begin() {
@@ -304,9 +201,20 @@ void TrainingRun::resume_and_begin() {
   // world size and stage (docs/training.md, "Resuming").
   // The tensors are verified as they load (each rank checks what it reads); under `auto` a
   // checkpoint that fails there is refused and the plan is made again without it.
+  // dpo first: the reference is the base model (or model_ref), whatever a checkpoint holds.
+  bool reference_is_current = false;  // the parameters are still the first ones (source_'s)
+  if (data_->needs_reference() && !params_.model_ref.empty()) {
+    engine_->init_parameters(*open_reference_weights(setup_, layout_));
+    compute_reference();
+  } else if (data_->needs_reference()) {
+    initialize_parameters();
+    compute_reference();
+    reference_is_current = true;
+  }
   std::vector<std::filesystem::path> refused;
   std::optional<ResumeDecision> resume =
       plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused, base_weights_);
+  if (resume) reference_is_current = false;  // a resume's load replaces the parameters
   while (resume && !resume_from(*resume)) {
     refused.push_back(resume->path);
     resume = plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused, base_weights_);
@@ -318,7 +226,7 @@ void TrainingRun::resume_and_begin() {
     }
   }
   stop_here_if_asked("begin");
-  if (!resume) initialize_parameters();
+  if (!resume && !reference_is_current) initialize_parameters();
   // After the resume checks: a refused resume leaves the description of the earlier run as it
   // was; an accepted one records its changes in param_changes.jsonl (resume_from).
   if (talker_) {
@@ -341,7 +249,7 @@ void TrainingRun::resume_and_begin() {
     metrics_log_->write_run_start(start_step_, total_steps_);
     if (params_.log == "tensorboard") tensorboard_.emplace(project_ / "runs");
   }
-  if (datasets_.valid && start_step_ == 0) evaluate_initial();
+  if (data_->has_valid() && start_step_ == 0) evaluate_initial();
   run_timer_.reset();
   interval_timer_.reset();
   if (start_step_ >= total_steps_) {
@@ -401,14 +309,26 @@ bool TrainingRun::resume_from(const ResumeDecision& resume) {
   return true;
 }
 
+void TrainingRun::compute_reference() {
+  const Timer timer;
+  data_->compute_reference(*replica_);
+  const std::string reference = !params_.model_ref.empty() ? "model_ref " + params_.model_ref
+                                : params_.peft             ? "the base model without the adapters"
+                                                           : "the base model";
+  log::info(params_.trainer, ": the reference's log-probabilities of every pair in ",
+            timer.seconds(), " s (", reference, "; computed once, no second model is held)");
+}
+
 // The starting point, so the curve shows how far training moved the validation loss.
 void TrainingRun::evaluate_initial() {
-  const double initial = evaluate();
-  log::info("step 0/", total_steps_, "  val_loss ", initial, " (ppl ", std::exp(initial), ")");
+  const DataLoss initial = evaluate();
+  log::info("step 0/", total_steps_, "  val_loss ", initial.loss, " (ppl ", std::exp(initial.loss),
+            ")");
   if (talker_) {
     StepMetrics metrics;
     metrics.total_steps = total_steps_;
-    metrics.val_loss = initial;
+    metrics.val_loss = initial.loss;
+    metrics.val_metrics = initial.metrics;
     metrics.lr = schedule_.lr(0);
     metrics.loss = std::nan("");
     metrics_log_->write(metrics);
@@ -416,30 +336,12 @@ void TrainingRun::evaluate_initial() {
   }
 }
 
-MicroBatch TrainingRun::load_micro_batch(long long micro, float loss_scale, double step_targets) {
-  sampler_.load_micro_batch(datasets_.train, static_cast<uint64_t>(micro), inputs_, targets_);
-  MicroBatch batch{inputs_.data(), targets_.data()};
-  // With loss masks a micro-batch weighs by its share of the step's loss-carrying targets
-  // (times the world size: the ranks' gradients and losses are averaged); without, 1/accumulation.
-  if (datasets_.train.has_loss_mask()) {
-    const double weight =
-        step_targets == 0 ? 0.0
-                          : double(loss_targets(targets_)) * double(comm_->size()) / step_targets;
-    batch.gradient_scale = loss_scale * static_cast<float>(weight);
-    batch.loss_weight = weight;
-  } else {
-    batch.gradient_scale = loss_scale / static_cast<float>(accumulation_);
-  }
-  return batch;
-}
-
 StepResult TrainingRun::train_step(long long step) {
   const float loss_scale = scaler_.scale();
-  const bool masked = datasets_.train.has_loss_mask();
-  const double step_targets = double(sampler_.loss_targets_in_step(datasets_.train));
+  data_->begin_step();
   const AccumulatedGradients gradients = accumulate_gradients(
-      *replica_, *comm_, step, accumulation_, B_,
-      [&](long long micro) { return load_micro_batch(micro, loss_scale, step_targets); });
+      *replica_, *comm_, step, accumulation_, static_cast<int>(params_.batch_size),
+      [&](long long micro) { return data_->micro_batch(micro, loss_scale); });
   StepResult result;
   const double scaled_norm = gradients.grad_norm;
   result.grad_norm = scaled_norm / double(loss_scale);
@@ -455,9 +357,9 @@ StepResult TrainingRun::train_step(long long step) {
   sampler_.advance();
   comm_wait_ += engine_->take_comm_wait_seconds();
 
-  result.loss =
-      static_cast<float>(masked ? gradients.loss_sum : gradients.loss_sum / double(accumulation_));
-  scalars_->allreduce(std::span<float>(&result.loss, 1), ReduceOp::avg);
+  DataLoss loss = data_->end_step(gradients.loss_sum, *scalars_);
+  result.loss = static_cast<float>(loss.loss);
+  result.metrics = std::move(loss.metrics);
   // The loss is the same on every rank (averaged above): one message, not one per rank.
   if (!std::isfinite(result.loss)) {
     throw CollectiveError(cat("training diverged: the loss of step ", step + 1, " is ", result.loss,
@@ -476,10 +378,13 @@ void TrainingRun::evaluate_and_log(long long step, const StepResult& result) {
   metrics.loss = result.loss;
   metrics.lr = result.lr;
   metrics.grad_norm = result.grad_norm;
+  metrics.metrics = result.metrics;
   metrics.elapsed_s = run_timer_.seconds();
   const bool last = step + 1 == total_steps_;
-  if (datasets_.valid && ((step + 1) % eval_every_ == 0 || last)) {
-    metrics.val_loss = evaluate();
+  if (data_->has_valid() && ((step + 1) % eval_every_ == 0 || last)) {
+    DataLoss valid = evaluate();
+    metrics.val_loss = valid.loss;
+    metrics.val_metrics = std::move(valid.metrics);
     summary_.final_val_loss = metrics.val_loss;
   }
   const double seconds = std::max(interval_timer_.seconds(), 1e-9);

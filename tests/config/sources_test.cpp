@@ -96,9 +96,9 @@ TEST(YamlConfig, RejectsUnknownTopLevelAndDataKeys) {
   write_file(dir / "a.yaml", "paramz:\n  lr: 1\n");
   EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "a.yaml"); }),
                        "paramz: unknown key 'paramz' (did you mean 'params'?)"));
-  write_file(dir / "b.yaml", "data:\n  column_mapping:\n    prompt_text_column: q\n");
+  write_file(dir / "b.yaml", "data:\n  column_mapping:\n    question_column: q\n");
   EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "b.yaml"); }),
-                       "data.column_mapping.prompt_text_column: unknown column"));
+                       "data.column_mapping.question_column: unknown column"));
 }
 
 TEST(YamlConfig, RejectsWrongTypeNamingKeyAndFile) {
@@ -111,11 +111,26 @@ TEST(YamlConfig, RejectsWrongTypeNamingKeyAndFile) {
                        "params.epochs: expected an integer, got a list"));
 }
 
-TEST(YamlConfig, RejectsTasksOtherThanCausalLanguageModelling) {
+TEST(YamlConfig, RejectsTasksOtherThanAutoTrainsLlmTasks) {
   TempDir dir;
-  write_file(dir / "x.yaml", "task: llm-dpo\n");
+  write_file(dir / "x.yaml", "task: text-classification\n");
   EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
-                       "task: expected llm|llm-generic|llm-sft|lm"));
+                       "task: expected llm|llm-generic|llm-sft|lm|llm-dpo|llm-orpo|llm-reward"));
+}
+
+// AutoTrain's llm-dpo and llm-orpo name their trainer; params.trainer may repeat it, not
+// contradict it.
+TEST(YamlConfig, PreferenceTasksSetTheirTrainer) {
+  TempDir dir;
+  write_file(dir / "x.yaml", "task: llm-orpo\n");
+  const ResolvedParams resolved = load_yaml(dir / "x.yaml");
+  EXPECT_EQ(resolved.params.trainer, "orpo");
+  EXPECT_TRUE(contains(resolved.provenance.at("trainer"), "task"));
+  write_file(dir / "y.yaml", "task: llm-dpo\nparams:\n  trainer: dpo\n  dpo_beta: 0.2\n");
+  EXPECT_EQ(load_yaml(dir / "y.yaml").params.dpo_beta, 0.2);
+  write_file(dir / "z.yaml", "task: llm-dpo\nparams:\n  trainer: sft\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "z.yaml"); }),
+                       "params.trainer: trainer sft contradicts task llm-dpo"));
 }
 
 TEST(YamlConfig, RejectsUnsupportedAutoTrainFeatureSayingWhy) {
@@ -150,8 +165,9 @@ TEST(YamlConfig, ReadsChatTemplateFromDataOrParamsOnce) {
   write_file(dir / "w.yaml", "params:\n  chat_template: jinja\n");
   EXPECT_TRUE(
       contains(error_message([&] { load_yaml(dir / "w.yaml"); }), "none|tokenizer|chatml|zephyr"));
-  write_file(dir / "t.yaml", "params:\n  trainer: dpo\n");
-  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "t.yaml"); }), "default|sft"));
+  write_file(dir / "t.yaml", "params:\n  trainer: ppo\n");
+  EXPECT_TRUE(
+      contains(error_message([&] { load_yaml(dir / "t.yaml"); }), "default|sft|dpo|orpo|reward"));
 }
 
 TEST(YamlConfig, SuggestsOurNameForTransformersAndAutoTrainNames) {

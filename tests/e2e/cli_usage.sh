@@ -63,10 +63,10 @@ out=$("$AUTOTRAIN_BIN" --config at.yaml --tokenizer byte --data-path train.csv -
 grep -qE "output +.*from-yaml/" <<< "$out" || { echo "--config did not train the yaml: $out"; exit 1; }
 out=$("$AUTOTRAIN_BIN" llm --train --model tiny --from_scratch true --tokenizer byte --data-path train.csv \
   --text_column content --project-name at-llm --backend local --push-to-hub false --username u \
-  --token t --unsloth false --use-flash-attention-2 false --dpo-beta 0.1 --num-gpus 0 --dry-run 2>&1) \
+  --token t --unsloth false --use-flash-attention-2 false --num-gpus 0 --dry-run 2>&1) \
   || { echo "autotrain llm failed: $out"; exit 1; }
 for want in "output +.*at-llm/" "note .*--backend: ignored" "note .*--token: ignored" \
-  "note .*--unsloth: ignored" "note .*--dpo-beta: ignored" "device +cpu +--device"; do
+  "note .*--unsloth: ignored" "device +cpu +--device"; do
   grep -qE -- "$want" <<< "$out" || { echo "autotrain llm: no '$want' in: $out"; exit 1; }
 done
 # The switches AutoTrain passes with distributed_backend deepspeed.

@@ -25,7 +25,7 @@ struct MemoryPlan {
   double host_bytes = 0;      // offloaded to host memory per rank
   double nvme_bytes = 0;      // offloaded to NVMe per rank
   double working_bytes = 0;   // a reduce bucket, and on the GPU the 16-bit copies and cuBLAS
-  double sequence_bytes = 0;  // activations of one sequence of block_size tokens
+  double sequence_bytes = 0;  // activations of one sample: a sequence of block_size tokens (a pair: two)
 
   // Per rank at micro-batch `batch_size`, on the device.
   double bytes(int64_t batch_size) const {

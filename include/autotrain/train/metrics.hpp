@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace autotrain::train {
 
@@ -21,6 +23,9 @@ struct StepMetrics {
   double tokens_per_s = 0;  // over the steps since the previous report
   double elapsed_s = 0;
   double comm_wait_fraction = 0;
+  // What else the trainer logs, by TRL's names (dpo, orpo: rewards/chosen, ...), of the step and
+  // of the evaluation (written with val_ before the name).
+  std::vector<std::pair<std::string, double>> metrics, val_metrics;
 };
 
 // Appends one line per logged step to metrics.jsonl (flushed, so `autotrain status` and

@@ -64,6 +64,12 @@ std::string sampled_weights_hash(const std::filesystem::path& folder);
 std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
                                                       const model::ParamLayout& layout);
 
+// dpo's model_ref (a folder or Hub id, at the run's revision): its weights matched against
+// `layout`, the policy's, on every rank. Collective, as open_base_weights; the message names
+// model_ref.
+std::unique_ptr<model::ParamSource> open_reference_weights(const RunSetup& setup,
+                                                           const model::ParamLayout& layout);
+
 // Where the trained layout's first values come from: with peft the adapters' initialisation
 // from the seed (the base weights are the LoRA model's, train/lora.hpp), else open_base_weights.
 std::unique_ptr<model::ParamSource> open_param_source(const RunSetup& setup,

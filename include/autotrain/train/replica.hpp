@@ -44,6 +44,9 @@ class Replica {
   virtual void set_training_position(long long /*step*/, long long /*first_sample*/) {}
   // Adds d(loss_scale · mean loss)/d(params) into the engine's gradients.
   virtual void backward(float loss_scale) = 0;
+  // Adds d(loss_scale · Σ weights[i] · losses()[i])/d(params), weights [B, T]: after forward()
+  // and losses(), an objective the caller weighs per position (the preference losses).
+  virtual void backward_weighted(float loss_scale, std::span<const float> weights) = 0;
   // Per-position losses [B, T] of the last forward, in host memory.
   virtual std::span<const float> losses() = 0;
 

@@ -85,6 +85,9 @@ class GpuReplica final : public Replica {
   }
   float last_loss() override { return model_->loss(); }
   void backward(float loss_scale) override { model_->backward(access_, loss_scale); }
+  void backward_weighted(float loss_scale, std::span<const float> weights) override {
+    model_->backward_weighted(access_, loss_scale, weights);
+  }
   std::span<const float> losses() override { return model_->losses(); }
   std::size_t activation_bytes() const override { return model_->activation_bytes(); }
   // LoRA: the frozen base (whole, or the shard and gather slots) and the access's scratch.
