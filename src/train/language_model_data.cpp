@@ -182,8 +182,9 @@ std::unique_ptr<TrainingData> open_language_model_data(const RunSetup& setup) {
 
 std::unique_ptr<TrainingData> open_training_data(const RunSetup& setup) {
   const std::string& trainer = setup.params().trainer;
-  if (trainer == "dpo" || trainer == "orpo") return open_preference_data(setup);
-  AT_CHECK(trainer != "reward", "trainer reward: not built yet");
+  if (trainer == "dpo" || trainer == "orpo" || trainer == "reward") {
+    return open_preference_data(setup);
+  }
   return open_language_model_data(setup);
 }
 

@@ -92,7 +92,8 @@ MemoryPlan memory_plan(const RunSetup& setup) {
   plan.sequence_bytes = static_cast<double>(one_sequence->activation_bytes());
   // dpo and orpo: a sample is a pair, two sequences (dpo's reference costs no memory: its
   // log-probabilities are computed once before training).
-  const bool pairs = params.trainer == "dpo" || params.trainer == "orpo";
+  const bool pairs =
+      params.trainer == "dpo" || params.trainer == "orpo" || params.trainer == "reward";
   if (pairs) plan.sequence_bytes *= 2;
   return plan;
 }
@@ -126,7 +127,8 @@ std::string describe_memory_fit(const RunSetup& setup) {
   const double device = gpu ? static_cast<double>(gpu_memory_bytes(setup.topology.device)) : host;
   MemoryPlan on_device = plan;
   on_device.host_bytes = on_device.nvme_bytes = 0;
-  const bool pairs = setup.params().trainer == "dpo" || setup.params().trainer == "orpo";
+  const bool pairs = setup.params().trainer == "dpo" || setup.params().trainer == "orpo" ||
+                     setup.params().trainer == "reward";
   std::string text =
       cat("  memory       per rank at batch ", B,
           pairs ? " pairs (2 sequences each; "

@@ -50,6 +50,9 @@ class PreferenceData final : public TrainingData {
   // Rows of `pairs` of `split` into inputs_ and targets_ (missing pairs: the split's first,
   // weighed 0), and their reference log-probabilities into reference_rows_.
   void load(const PairSplitData& split, std::span<const std::uint64_t> pairs);
+  // The reward model reads each row at its last token (transformers' last non-padding token):
+  // that position alone carries a target (its value unused).
+  void mark_last_tokens();
   // The pairs' sums over the ranks, as the loss and TRL's metrics.
   DataLoss reduce(const PreferenceSums& sums) const;
 
@@ -78,6 +81,12 @@ data::PreferenceOptions preference_options(const RunSetup& setup) {
   return options;
 }
 
+PreferenceKind preference_kind(const std::string& trainer) {
+  return trainer == "orpo"     ? PreferenceKind::orpo
+         : trainer == "reward" ? PreferenceKind::reward
+                               : PreferenceKind::dpo;
+}
+
 data::PreparedPairs prepare_pairs(const RunSetup& setup) {
   const data::PreferenceOptions options = preference_options(setup);
   data::PreparedPairs prepared = data::prepare_pairs_if_needed_collective(options, setup.comm);
@@ -103,7 +112,7 @@ PairSplitData open_split(const data::PreparedPairs& prepared, const std::string&
 
 PreferenceData::PreferenceData(const RunSetup& setup)
     : setup_(setup),
-      kind_(setup.params().trainer == "orpo" ? PreferenceKind::orpo : PreferenceKind::dpo),
+      kind_(preference_kind(setup.params().trainer)),
       beta_(setup.params().dpo_beta),
       B_(static_cast<int>(setup.params().batch_size)),
       T_(static_cast<int>(setup.params().block_size)),
@@ -134,10 +143,18 @@ std::string PreferenceData::describe(long long total_steps) const {
 
 void PreferenceData::load(const PairSplitData& split, std::span<const std::uint64_t> pairs) {
   data::load_pair_rows(split.pairs, pairs, T_, inputs_, targets_, lengths_);
+  if (kind_ == PreferenceKind::reward) mark_last_tokens();
   if (split.reference.empty()) return;
   for (std::size_t b = 0; b < pairs.size(); ++b) {
     reference_rows_[b] = split.reference[2 * pairs[b]];
     reference_rows_[std::size_t(B_) + b] = split.reference[2 * pairs[b] + 1];
+  }
+}
+
+void PreferenceData::mark_last_tokens() {
+  std::fill(targets_.begin(), targets_.end(), kIgnoreTarget);
+  for (std::size_t row = 0; row < lengths_.size(); ++row) {
+    targets_[row * std::size_t(T_) + std::size_t(lengths_[row] - 1)] = 0;
   }
 }
 

@@ -56,6 +56,16 @@ PairTerm orpo_term(double beta, CompletionLogp chosen, CompletionLogp rejected) 
   return term;
 }
 
+PairTerm reward_term(double chosen, double rejected) {
+  PairTerm term;
+  term.reward_chosen = chosen;
+  term.reward_rejected = rejected;
+  term.loss = -log_sigmoid(chosen - rejected);
+  term.d_chosen = -sigmoid(rejected - chosen);
+  term.d_rejected = sigmoid(rejected - chosen);
+  return term;
+}
+
 std::array<double, PreferenceSums::kCount> PreferenceSums::pack() const {
   return {pairs,   terms,  nll,         chosen_tokens, reward_chosen, reward_rejected,
           correct, margin, logp_chosen, logp_rejected, log_odds,      log_sigmoid_odds};
@@ -85,10 +95,13 @@ double PreferenceSums::loss() const {
 
 std::vector<std::pair<std::string, double>> PreferenceSums::metrics(PreferenceKind kind) const {
   const double n = std::max(pairs, 1.0);
-  std::vector<std::pair<std::string, double>> rows = {
-      {"rewards/chosen", reward_chosen / n}, {"rewards/rejected", reward_rejected / n},
-      {"rewards/accuracies", correct / n},   {"rewards/margins", margin / n},
-      {"logps/chosen", logp_chosen / n},     {"logps/rejected", logp_rejected / n}};
+  std::vector<std::pair<std::string, double>> rows = {{"rewards/chosen", reward_chosen / n},
+                                                      {"rewards/rejected", reward_rejected / n},
+                                                      {"rewards/accuracies", correct / n},
+                                                      {"rewards/margins", margin / n}};
+  if (kind == PreferenceKind::reward) return rows;
+  rows.emplace_back("logps/chosen", logp_chosen / n);
+  rows.emplace_back("logps/rejected", logp_rejected / n);
   if (kind == PreferenceKind::orpo) {
     rows.emplace_back("nll_loss", chosen_tokens > 0 ? nll / chosen_tokens : 0.0);
     rows.emplace_back("log_odds_ratio", log_sigmoid_odds / n);
@@ -126,20 +139,23 @@ void weigh_preference_batch(PreferenceKind kind, double beta, const PreferenceBa
            "dpo: ", batch.reference.size(), " reference log-probabilities for ", 2 * B, " rows");
   std::fill(weights.begin(), weights.end(), 0.0f);
   // The weight of each completion position of `row`: minus d(objective)/dΣ log p (a position's
-  // loss is −log p), plus orpo's NLL on the chosen rows.
+  // loss is −log p; the reward model's is its reward: plus), plus orpo's NLL on the chosen rows.
+  const double sign = kind == PreferenceKind::reward ? 1.0 : -1.0;
   auto weigh_row = [&](int row, double d_logp, double nll_weight) {
     for (int t = 0; t < T; ++t) {
       const std::size_t at = std::size_t(row) * std::size_t(T) + std::size_t(t);
-      if (batch.targets[at] != kIgnoreTarget) weights[at] = float(-d_logp + nll_weight);
+      if (batch.targets[at] != kIgnoreTarget) weights[at] = float(sign * d_logp + nll_weight);
     }
   };
   for (int b = 0; b < std::min(B, batch.real_pairs); ++b) {
     const CompletionLogp& chosen = logps[std::size_t(b)];
     const CompletionLogp& rejected = logps[std::size_t(B + b)];
+    // The reward model's rows: Σ losses is the reward, −sum.
     const PairTerm term = kind == PreferenceKind::dpo
                               ? dpo_term(beta, chosen, rejected, batch.reference[std::size_t(b)],
                                          batch.reference[std::size_t(B + b)])
-                              : orpo_term(beta, chosen, rejected);
+                          : kind == PreferenceKind::orpo ? orpo_term(beta, chosen, rejected)
+                                                         : reward_term(-chosen.sum, -rejected.sum);
     const bool orpo = kind == PreferenceKind::orpo;
     weigh_row(b, pair_scale * term.d_chosen, orpo ? token_scale : 0.0);
     weigh_row(B + b, pair_scale * term.d_rejected, 0.0);

@@ -22,7 +22,9 @@
 
 namespace autotrain::train {
 
-enum class PreferenceKind { dpo, orpo };
+// reward (TRL's RewardTrainer): the model is a reward model (a score head, ModelConfig::score_head)
+// whose per-position "losses" are its scores at each row's last token, r; loss −log σ(r_c − r_r).
+enum class PreferenceKind { dpo, orpo, reward };
 
 // A completion under the policy: Σ log p over its tokens, and how many there are.
 struct CompletionLogp {
@@ -43,6 +45,8 @@ struct PairTerm {
 PairTerm dpo_term(double beta, CompletionLogp chosen, CompletionLogp rejected, double ref_chosen,
                   double ref_rejected);
 PairTerm orpo_term(double beta, CompletionLogp chosen, CompletionLogp rejected);
+// The reward model's term from the two rewards; its derivatives are by the rewards.
+PairTerm reward_term(double chosen, double rejected);
 
 // What a step's pairs add up to on one rank, summed (the means TRL logs are sums over pairs
 // divided by the pairs; the ranks' sums are added first).
@@ -66,7 +70,8 @@ struct PreferenceSums {
 };
 
 // One micro-batch of B pairs in rows [2B, T] (row b: prompt + chosen of pair b, row B + b: prompt +
-// rejected) from its forward: `losses` and `targets` [2B, T] (only completion targets carry loss),
+// rejected) from its forward: `losses` and `targets` [2B, T] (only completion targets carry loss;
+// reward: only each row's last token, its loss the row's reward),
 // `reference` [2B] the reference's Σ log p of each row (dpo; empty for orpo). Fills `weights`
 // [2B, T] with d(this rank's share of the objective)/d(each position's loss): a pair's term weighs
 // `pair_scale` (world size / pairs in the step: the ranks' gradients are averaged), an orpo chosen
