@@ -146,6 +146,12 @@ void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shap
                                  " is ignored: quantization applies to peft's frozen weights, "
                                  "and peft is false"));
   }
+  // The preference trainers' chosen completion is text_column; not given, TRL's column name
+  // (AutoTrain's dpo examples set text_column: chosen).
+  if (is_preference_trainer(params.trainer) && source_of(resolved, "text_column") == "default") {
+    params.text_column = "chosen";
+    resolved.provenance["text_column"] = cat("derived from trainer (", params.trainer, ")");
+  }
   // DeepSpeed's stage3_gather_16bit_weights_on_model_save: the export in the training's 16 bits.
   if (params.zero3_save_16bit_model && source_of(resolved, "export_dtype") == "default") {
     params.export_dtype = params.mixed_precision == "fp16" ? "fp16" : "bf16";
@@ -155,6 +161,29 @@ void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shap
   validate_params(resolved);
 }
 
+namespace {
+
+// The preference trainers read three different columns (or two for reward).
+void check_pair_columns(const ResolvedParams& resolved) {
+  const TrainingParams& params = resolved.params;
+  if (!is_preference_trainer(params.trainer)) return;
+  const std::string prompt =
+      params.prompt_text_column.empty() ? "prompt" : params.prompt_text_column;
+  const std::string rejected =
+      params.rejected_text_column.empty() ? "rejected" : params.rejected_text_column;
+  if (rejected == params.text_column) {
+    throw Error(
+        cat(shown(resolved, "rejected_text_column"), " is text_column's column too: ",
+            "text_column holds the chosen completion, rejected_text_column the rejected one"));
+  }
+  if (params.trainer != "reward" && (prompt == params.text_column || prompt == rejected)) {
+    throw Error(cat(shown(resolved, "prompt_text_column"),
+                    " is the column of a completion too: give the prompt its own column"));
+  }
+}
+
+}  // namespace
+
 void validate_params(const ResolvedParams& resolved) {
   const TrainingParams& params = resolved.params;
   // Derived values must be resolved before the combinations can be judged.
@@ -162,6 +191,9 @@ void validate_params(const ResolvedParams& resolved) {
     if (!spec.constraint.sentinel || spec.name == "logging_steps" || spec.name == "eval_steps" ||
         spec.name == "max_steps" || spec.name == "global_batch_size") {
       continue;  // resolved by the trainer from the data, or by the job (derive_for_world)
+    }
+    if (spec.name == "max_prompt_length" || spec.name == "max_completion_length") {
+      continue;  // -1 = no bound
     }
     AT_CHECK(std::get<int64_t>(get_value(params, spec)) != *spec.constraint.sentinel,
              "internal: ", spec.name, " was not resolved (call resolve_params first)");
@@ -205,6 +237,7 @@ void validate_params(const ResolvedParams& resolved) {
                     " with peft: the reference of a LoRA run is the base model without its "
                     "adapters (no second model is needed); leave model_ref empty, as TRL asks"));
   }
+  check_pair_columns(resolved);
   if (params.comm_backend == "nccl" && params.device == "cpu") {
     throw Error(cat(shown(resolved, "comm_backend"), " needs GPUs, but ", shown(resolved, "device"),
                     ": use comm_backend gloo or mpi on CPUs"));

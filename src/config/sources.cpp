@@ -115,6 +115,8 @@ ParamValue from_json(const ParamSpec& spec, const json& value, const Where& wher
   };
   switch (spec.type()) {
     case ParamType::integer:
+      // AutoTrain writes None as null (max_completion_length): the parameter's "not given".
+      if (value.is_null() && spec.constraint.sentinel) return *spec.constraint.sentinel;
       if (value.is_number_integer() &&
           !(value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX})) {
         return check_value(spec, value.get<int64_t>(), where);
@@ -367,7 +369,9 @@ class YamlReader {
     }
     seen_.emplace(name, path);
     ParamValue parsed;
-    if (value.IsNull()) {
+    if (value.IsNull() && spec.type() == ParamType::integer && spec.constraint.sentinel) {
+      parsed = *spec.constraint.sentinel;
+    } else if (value.IsNull()) {
       if (spec.type() != ParamType::string) {
         throw Error(at.message(cat("expected ", expected_type(spec.type()), ", got null")));
       }

@@ -1,5 +1,7 @@
 #include "autotrain/train/dry_run.hpp"
 
+#include <utility>
+
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -14,11 +16,18 @@ namespace {
 
 std::string check_data(const RunSetup& setup) {
   const auto& params = setup.params();
-  const data::InputsCheck inputs = data::check_inputs(prepare_options(setup));
-  AT_CHECK(inputs.vocab_size <= params.vocab_size, "vocab_size: ", params.vocab_size,
-           " is smaller than the ", params.tokenizer, " tokenizer's ", inputs.vocab_size,
+  const auto [summary, vocab_size] = [&] {
+    if (config::is_preference_trainer(params.trainer)) {
+      const data::PairsCheck pairs = data::check_pair_inputs(preference_options(setup));
+      return std::pair(pairs.summary, pairs.vocab_size);
+    }
+    const data::InputsCheck inputs = data::check_inputs(prepare_options(setup));
+    return std::pair(inputs.summary, inputs.vocab_size);
+  }();
+  AT_CHECK(vocab_size <= params.vocab_size, "vocab_size: ", params.vocab_size,
+           " is smaller than the ", params.tokenizer, " tokenizer's ", vocab_size,
            " tokens; raise vocab_size or leave it at -1");
-  return inputs.summary;
+  return summary;
 }
 
 // Where the first weights come from; pretrained weights are matched against the model tensor by

@@ -71,16 +71,6 @@ class PreferenceData final : public TrainingData {
   double step_chosen_tokens_ = 0;  // orpo: the chosen completions' tokens of the step
 };
 
-// TEMPORARY until the pair parameters land (prefdata's config commit).
-data::PreferenceOptions preference_options(const RunSetup& setup) {
-  data::PreferenceOptions options;
-  options.prepare = prepare_options(setup);
-  options.prepare.text_column = "chosen";
-  options.max_prompt_length = 128;
-  options.max_length = static_cast<int>(setup.params().block_size);
-  return options;
-}
-
 PreferenceKind preference_kind(const std::string& trainer) {
   return trainer == "orpo"     ? PreferenceKind::orpo
          : trainer == "reward" ? PreferenceKind::reward

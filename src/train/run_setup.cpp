@@ -447,6 +447,21 @@ data::PrepareOptions prepare_options(const RunSetup& setup) {
   return options;
 }
 
+data::PreferenceOptions preference_options(const RunSetup& setup) {
+  const auto& params = setup.params();
+  const auto bound = [](int64_t length) { return length > 0 ? static_cast<int>(length) : 0; };
+  data::PreferenceOptions options;
+  options.prepare = prepare_options(setup);
+  options.prompt_column = params.prompt_text_column.empty() ? "prompt" : params.prompt_text_column;
+  options.rejected_column =
+      params.rejected_text_column.empty() ? "rejected" : params.rejected_text_column;
+  options.reward = params.trainer == "reward";
+  options.max_prompt_length = bound(params.max_prompt_length);
+  options.max_completion_length = bound(params.max_completion_length);
+  options.max_length = bound(params.block_size);
+  return options;
+}
+
 zero::EngineOptions engine_options(const RunSetup& setup) {
   const auto& params = setup.params();
   zero::EngineOptions options;

@@ -101,6 +101,38 @@ TEST(YamlConfig, RejectsUnknownTopLevelAndDataKeys) {
                        "data.column_mapping.question_column: unknown column"));
 }
 
+TEST(YamlConfig, ReadsThePreferenceColumnsAndNullBoundsAsAutoTrainWritesThem) {
+  TempDir dir;
+  write_file(dir / "x.yaml",
+             "data:\n  column_mapping:\n    prompt_text_column: question\n"
+             "    text_column: better\n    rejected_text_column: worse\n"
+             "params:\n  max_prompt_length: 256\n  max_completion_length: null\n");
+  const ResolvedParams resolved = load_yaml(dir / "x.yaml");
+  EXPECT_EQ(resolved.params.prompt_text_column, "question");
+  EXPECT_EQ(resolved.params.text_column, "better");
+  EXPECT_EQ(resolved.params.rejected_text_column, "worse");
+  EXPECT_EQ(resolved.params.max_prompt_length, 256);
+  EXPECT_EQ(resolved.params.max_completion_length, -1);
+  write_file(dir / "p.json", R"({"max_completion_length": null, "max_prompt_length": 0})");
+  EXPECT_TRUE(contains(error_message([&] {
+                         load_params({{}, dir / "p.json", {}}, model::folder_shape);
+                       }),
+                       "max_prompt_length: expected -1 or"));
+}
+
+TEST(YamlConfig, PreferenceTrainersReadChosenFromTextColumnAndTellColumnsApart) {
+  TempDir dir;
+  write_file(dir / "dpo.yaml", "params:\n  trainer: dpo\n");
+  const ResolvedParams dpo = load_yaml(dir / "dpo.yaml");
+  EXPECT_EQ(dpo.params.text_column, "chosen");
+  EXPECT_EQ(dpo.provenance.at("text_column"), "derived from trainer (dpo)");
+  write_file(dir / "same.yaml",
+             "data:\n  column_mapping:\n    text_column: answer\n    rejected_text_column: answer\n"
+             "params:\n  trainer: orpo\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "same.yaml"); }),
+                       "rejected_text_column answer (from"));
+}
+
 TEST(YamlConfig, RejectsWrongTypeNamingKeyAndFile) {
   TempDir dir;
   write_file(dir / "x.yaml", "params:\n  lr: fast\n");
@@ -246,7 +278,11 @@ TEST(JsonConfig, LoadsAnAutoTrainTrainingParamsJsonInOneRun) {
   const ResolvedParams resolved = load_params({{}, dir / "p.json", {}}, model::folder_shape);
   EXPECT_EQ(resolved.params.optimizer, "adamw");
   EXPECT_EQ(resolved.params.log, "none");
-  EXPECT_GE(resolved.notes.size(), 10u);
+  // model_max_length, padding, use_flash_attention_2, unsloth, push_to_hub, username, token,
+  // quantization, ...: noted; the preference keys are parameters (null bounds = -1, none).
+  EXPECT_GE(resolved.notes.size(), 8u);
+  EXPECT_EQ(resolved.params.max_completion_length, -1);
+  EXPECT_EQ(resolved.params.prompt_text_column, "");
 }
 
 TEST(JsonConfig, ReportsEveryProblemOfEverySourceAtOnce) {

@@ -74,7 +74,11 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt; empty = the embedded demo corpus. YAML: data.path.") \
   X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
   X(std::string, valid_split, "", any_value(), "Name of the validation split; empty or none = no validation (then eval_strategy resolves to no). YAML: data.valid_split.") \
-  X(std::string, text_column, "text", any_value(), "Column holding the text, or with chat_template the conversations. YAML: data.column_mapping.text_column.") \
+  X(std::string, text_column, "text", any_value(), "Column holding the text, or with chat_template the conversations; for trainers dpo, orpo and reward the chosen completion (not given: chosen). YAML: data.column_mapping.text_column.") \
+  X(std::string, prompt_text_column, "prompt", any_value(), "Column holding the prompt of each preference pair (trainers dpo and orpo; with chat_template the prompt is chosen's conversation but its last message, as AutoTrain renders it, after a prompt column of messages when there is one); empty or null = prompt. YAML: data.column_mapping.prompt_text_column.") \
+  X(std::string, rejected_text_column, "rejected", any_value(), "Column holding the rejected completion of each preference pair (trainers dpo, orpo and reward; text_column holds the chosen one); empty or null = rejected. YAML: data.column_mapping.rejected_text_column.") \
+  X(int64_t, max_prompt_length, 128, derived_or(-1, between(1, kMaxDimension)), "Preference pairs: tokens kept of each prompt, from its end (TRL's max_prompt_length); -1 = no bound.") \
+  X(int64_t, max_completion_length, -1, derived_or(-1, between(1, kMaxDimension)), "Preference pairs: tokens kept of each completion (its EOS included), from its start (TRL's max_completion_length); -1 or null = no bound but block_size, which bounds prompt + completion.") \
   X(std::string, trainer, "default", one_of({"default", "sft", "dpo", "orpo", "reward"}, {{"generic", "default"}}), "AutoTrain's LLM trainer: default or sft, both causal language modelling on text_column (sft is the usual choice with chat_template); dpo and orpo, preference tuning on pairs of completions (prompt_text_column, text_column = chosen, rejected_text_column; docs/training.md, Preference tuning); reward, a reward model scoring them.") \
   X(double, dpo_beta, 0.1, greater_than(0), "Trainers dpo and orpo: beta, how far the policy may move from the reference (dpo) or the weight of the odds-ratio term (orpo).") \
   X(std::string, model_ref, "", any_value(), "Trainer dpo: the reference model (a folder or Hub id of the base model's architecture and shape); empty = the base model itself (with peft: the base without its adapters).") \
@@ -149,6 +153,11 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(std::string, log, "none", one_of({"none", "tensorboard"}, {{"", "none"}, {"None", "none"}, {"null", "none"}}), "Metrics beside metrics.jsonl: tensorboard = TensorBoard event files in <project_name>/runs/ (train/loss, train/learning_rate, train/grad_norm, train/tokens_per_s, eval/loss at metrics.jsonl's steps); none = metrics.jsonl only. AutoTrain's wandb is not offered (it needs its Python client and the network). YAML: log.") \
   X(std::string, log_level, "info", one_of({"debug", "info", "warning", "error"}, {{"warn", "warning"}}), "Logging threshold (AUTOTRAIN_LOG_LEVEL applies when this is not given).")
 // clang-format on
+
+// AutoTrain's trainers that learn from preference pairs (data/preference.hpp).
+inline bool is_preference_trainer(std::string_view trainer) {
+  return trainer == "dpo" || trainer == "orpo" || trainer == "reward";
+}
 
 struct TrainingParams {
 #define AUTOTRAIN_DECLARE_FIELD(type, name, default_value, constraint, doc) \

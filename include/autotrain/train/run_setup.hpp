@@ -12,6 +12,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/config/command_line.hpp"
 #include "autotrain/config/load.hpp"
+#include "autotrain/data/preference.hpp"
 #include "autotrain/data/prepare.hpp"
 #include "autotrain/launch/topology.hpp"
 #include "autotrain/model/config.hpp"
@@ -80,6 +81,10 @@ zero::EngineOptions engine_options(const RunSetup& setup);
 LrSchedule lr_schedule(const config::TrainingParams& params, long long total_steps);
 // How the run turns data_path into token shards in the project folder.
 data::PrepareOptions prepare_options(const RunSetup& setup);
+// The preference pairs' options (trainers dpo, orpo and reward): prepare_options with AutoTrain's
+// prompt_text_column, text_column (chosen) and rejected_text_column, max_prompt_length,
+// max_completion_length and max_length = block_size; reward mode with trainer reward.
+data::PreferenceOptions preference_options(const RunSetup& setup);
 
 // The plan as rank 0 prints it: job shape, communicator, ZeRO stage, batch arithmetic, then
 // every parameter with its value and source. `checks`: lines of what was checked (dry_run.hpp),
