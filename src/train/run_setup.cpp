@@ -492,6 +492,10 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
   const auto& topology = setup.topology;
   const long long world = topology.world_size;
   const long long global_batch = params.batch_size * params.gradient_accumulation * world;
+  // The preference trainers' samples are pairs: two sequences each.
+  const bool pairs = config::is_preference_trainer(params.trainer);
+  const long long rows = pairs ? 2 : 1;
+  const char* unit = pairs ? " pairs (2 sequences each)" : " sequences";
   std::ostringstream out;
   out << "autotrain training plan\n"
       << "  job          " << world << " rank" << (world == 1 ? "" : "s") << " on "
@@ -509,10 +513,10 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << ")\n"
       << "  model        " << params.model << ", " << model::summary(model_config(setup.resolved))
       << "\n"
-      << "  batch        " << params.batch_size << " sequences x " << params.block_size
+      << "  batch        " << params.batch_size << unit << " x " << params.block_size
       << " tokens per rank and micro-step; x " << params.gradient_accumulation << " accumulation x "
-      << world << " ranks = " << global_batch << " sequences (" << global_batch * params.block_size
-      << " tokens) per optimizer step"
+      << world << " ranks = " << global_batch << (pairs ? " pairs" : " sequences") << " ("
+      << global_batch * params.block_size * rows << " tokens) per optimizer step"
       << (params.auto_find_batch_size ? "; batch_size from auto_find_batch_size (the largest that "
                                         "fits the memory plan)\n"
                                       : "\n")
