@@ -1,7 +1,8 @@
 #pragma once
 // The models' check of the token ids they are given (CPU and device model alike): each input
 // must be a row of the embedding table, [0, vocab_size); a target may also be kIgnoreTarget (a
-// position that carries no loss). And the loss the models report over the targets that do.
+// position that carries no loss). And the loss the models report over the targets that do, and
+// what a score head refuses.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +53,16 @@ double mean_loss(const F* losses, std::size_t count, std::size_t carrying) {
   for (std::size_t i = 0; i < count; ++i) sum += losses[i];
   return carrying == 0 ? 0.0 : sum / static_cast<double>(carrying);
 }
+
+// What a model with the score head (ModelConfig::score_head) does not do, on either device.
+// Its losses are scores, whose mean nobody minimises: the objective is the caller's (the pairwise
+// reward loss), through backward_weighted.
+inline constexpr const char* kScoreBackward =
+    "model: backward() minimises the mean loss, which for a score head (a reward model) is the "
+    "mean score: weigh the scores with backward_weighted() instead";
+inline constexpr const char* kScoreGeneration =
+    "generation: the model has a score head (a reward model: *ForSequenceClassification), not a "
+    "language-model head; it scores texts (autotrain score) and does not generate";
 
 // d(loss_scale · mean loss)/d(the loss of one position that carries loss).
 template <typename F>

@@ -117,7 +117,8 @@ nlohmann::json to_json(const ModelConfig& c) {
   if (!c.sliding_layers.empty()) json["sliding_layers"] = c.sliding_layers;
   for (const auto& [key, on] : {std::pair{"norm_offset", c.norm_offset},
                                 {"embed_scale", c.embed_scale},
-                                {"sandwich_norms", c.sandwich_norms}}) {
+                                {"sandwich_norms", c.sandwich_norms},
+                                {"score_head", c.score_head}}) {
     if (on) json[key] = true;
   }
   for (const auto& [key, value] : {std::pair{"query_pre_attn_scalar", c.query_pre_attn_scalar},
@@ -179,6 +180,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
   c.norm_offset = j.value("norm_offset", false);
   c.embed_scale = j.value("embed_scale", false);
   c.sandwich_norms = j.value("sandwich_norms", false);
+  c.score_head = j.value("score_head", false);
   c.query_pre_attn_scalar = j.value("query_pre_attn_scalar", 0.0);
   c.attn_softcap = j.value("attn_softcap", 0.0);
   c.final_softcap = j.value("final_softcap", 0.0);

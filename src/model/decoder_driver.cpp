@@ -5,6 +5,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/kernels/crossentropy.hpp"
 #include "autotrain/kernels/matmul.hpp"
+#include "autotrain/kernels/score.hpp"
 #include "autotrain/model/hook_order.hpp"
 #include "check_tokens.hpp"
 #include "kernel_clock.hpp"
@@ -24,7 +25,7 @@ BasicDecoderDriver<F>::BasicDecoderDriver(const ModelConfig& config, int B, int 
   const auto Vp = static_cast<std::size_t>(config_.padded_vocab_size);
   inputs_.assign(bt, 0);
   targets_.assign(bt, 0);
-  logits_.assign(bt * Vp, F(0));
+  logits_.assign(bt * static_cast<std::size_t>(config_.head_outputs()), F(0));
   lse_.assign(bt, F(0));
   losses_.assign(bt, F(0));
   context_logits_.assign(Vp, F(0));
@@ -48,11 +49,13 @@ std::pair<const F*, const F*> BasicDecoderDriver<F>::forward_to_final_norm(
 template <typename F>
 void BasicDecoderDriver<F>::head_forward(const F* normed, const F* p, F* logits,
                                          std::size_t rows) const {
-  const int C = config_.n_embd, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  // logits[rows, Vp] = normed[rows, C] · head[Vp, C]ᵀ
-  gemm<F>(Transpose::no, Transpose::yes, rows, Vp, C, F(1), normed, C, p + head_offset(), C, F(0),
-          logits, Vp);
-  if (config_.final_softcap > 0) logit_softcap(logits, rows, V, Vp, config_.final_softcap);
+  const int C = config_.n_embd, V = config_.vocab_size, N = config_.head_outputs();
+  // logits[rows, N] = normed[rows, C] · head[N, C]ᵀ (N = Vp, or the score head's 1)
+  gemm<F>(Transpose::no, Transpose::yes, rows, N, C, F(1), normed, C, p + head_offset(), C, F(0),
+          logits, N);
+  if (config_.final_softcap > 0 && !config_.score_head) {
+    logit_softcap(logits, rows, V, N, config_.final_softcap);
+  }
 }
 
 template <typename F>
@@ -69,8 +72,12 @@ F BasicDecoderDriver<F>::forward(BasicUnitAccess<F>& access, const std::int32_t*
   clock.lap(kLmHead);
   access.release(config_.head_unit());
   clock.restart();
-  crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), bt,
-                       config_.vocab_size, config_.padded_vocab_size);
+  if (config_.score_head) {
+    score_forward(losses_.data(), logits_.data(), targets_.data(), bt);
+  } else {
+    crossentropy_forward(losses_.data(), lse_.data(), logits_.data(), targets_.data(), bt,
+                         config_.vocab_size, config_.padded_vocab_size);
+  }
   clock.lap(kCrossEntropy);
   ready_for_backward_ = true;
   return static_cast<F>(mean_loss(losses_.data(), bt, loss_positions_));
@@ -78,22 +85,23 @@ F BasicDecoderDriver<F>::forward(BasicUnitAccess<F>& access, const std::int32_t*
 
 template <typename F>
 void BasicDecoderDriver<F>::head_backward(const F* p, F* g, KernelClock& clock) {
-  const int C = config_.n_embd, Vp = config_.padded_vocab_size;
+  const int C = config_.n_embd, N = config_.head_outputs();
   const std::size_t bt = inputs_.size();
   clock.restart();
   const SharedBf16Operand dlogits(logits_.data(), logits_.size());  // read by both products
-  // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · normed[BT, C];  dnormed[BT, C] = dlogits · head[Vp, C]
+  // dhead[N, C] += dlogits[BT, N]ᵀ · normed[BT, C];  dnormed[BT, C] = dlogits · head[N, C]
   if (g != nullptr) {
-    gemm<F>(Transpose::yes, Transpose::no, Vp, C, bt, F(1), logits_.data(), Vp, normed_, C, F(1),
+    gemm<F>(Transpose::yes, Transpose::no, N, C, bt, F(1), logits_.data(), N, normed_, C, F(1),
             g + head_offset(), C);
   }
-  gemm<F>(Transpose::no, Transpose::no, bt, C, Vp, F(1), logits_.data(), Vp, p + head_offset(), C,
+  gemm<F>(Transpose::no, Transpose::no, bt, C, N, F(1), logits_.data(), N, p + head_offset(), C,
           F(0), dnormed(), C);
   clock.lap(kLmHead);
 }
 
 template <typename F>
 void BasicDecoderDriver<F>::backward(BasicUnitAccess<F>& access, F loss_scale) {
+  AT_CHECK(!config_.score_head, kScoreBackward);
   // d(mean loss · scale)/d(loss of one position)
   backward_rows(access, position_dloss(loss_scale, loss_positions_), nullptr);
 }
@@ -107,14 +115,17 @@ void BasicDecoderDriver<F>::backward_weighted(BasicUnitAccess<F>& access, F loss
 }
 
 template <typename F>
-void BasicDecoderDriver<F>::backward_rows(BasicUnitAccess<F>& access, F dloss,
-                                          const F* row_scale) {
+void BasicDecoderDriver<F>::backward_rows(BasicUnitAccess<F>& access, F dloss, const F* row_scale) {
   AT_CHECK(ready_for_backward_, "model: backward() needs a forward() with targets before it");
   ready_for_backward_ = false;  // the logits buffer becomes dlogits
   KernelClock clock(this->profiling_, this->profile_, Pass::backward);
-  crossentropy_backward(logits_.data(), logits_.data(), lse_.data(), targets_.data(), dloss,
-                        inputs_.size(), config_.vocab_size, config_.padded_vocab_size,
-                        config_.final_softcap, row_scale);
+  if (config_.score_head) {
+    score_backward(logits_.data(), targets_.data(), dloss, row_scale, inputs_.size());
+  } else {
+    crossentropy_backward(logits_.data(), logits_.data(), lse_.data(), targets_.data(), dloss,
+                          inputs_.size(), config_.vocab_size, config_.padded_vocab_size,
+                          config_.final_softcap, row_scale);
+  }
   clock.lap(kCrossEntropy);
   backward_in_hook_order(
       access, config_.n_layer, config_.head_unit(), recompute_, clock,
@@ -132,6 +143,7 @@ void BasicDecoderDriver<F>::backward_rows(BasicUnitAccess<F>& access, F dloss,
 template <typename F>
 std::span<const F> BasicDecoderDriver<F>::next_token_logits(BasicUnitAccess<F>& access,
                                                             std::span<const std::int32_t> tokens) {
+  AT_CHECK(!config_.score_head, kScoreGeneration);
   const int n = static_cast<int>(tokens.size());
   AT_CHECK(n >= 1 && n <= config_.block_size, "generation: the context has ", tokens.size(),
            " tokens; it must hold 1 to ", config_.block_size, " (the model's positions)");
@@ -147,6 +159,7 @@ std::span<const F> BasicDecoderDriver<F>::next_token_logits(BasicUnitAccess<F>& 
 
 template <typename F>
 void BasicDecoderDriver<F>::reset_cache() {
+  AT_CHECK(!config_.score_head, kScoreGeneration);
   cache_capacity_ = open_cache();
   cache_logits_.resize(static_cast<std::size_t>(config_.padded_vocab_size));
   cache_length_ = 0;

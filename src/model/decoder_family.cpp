@@ -12,11 +12,12 @@
 //                .down_proj.bias [C]; sandwich_norms (Gemma): .post_attention_layernorm.weight is
 //                the attention output's norm, .pre_feedforward_layernorm.weight the MLP's input's,
 //                .post_feedforward_layernorm.weight the MLP output's
-//   unit L + 1   model.norm.weight [C], lm_head.weight [Vp, C] (untied only)
+//   unit L + 1   model.norm.weight [C], lm_head.weight [Vp, C] (untied only), or with
+//                score_head score.weight [1, C] (tied or not)
 // From scratch: weights normal(0, 0.02) (transformers' initializer_range), biases 0, norms 1
 // (norm_offset: 0, which is 1).
 // Hook order: forward 0, 1..L, L+1 (and 0 again for a tied LM head); backward L+1 (or 0 then L+1
-// when tied), L..1; unit 0's embedding gradient needs no parameters.
+// when the LM head is tied), L..1; unit 0's embedding gradient needs no parameters.
 #include "decoder_family.hpp"
 
 #include <cmath>
@@ -184,7 +185,9 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
     units.push_back(std::move(unit));
   }
   UnitSpec last{"norm", {{"model.norm.weight", {C}, norm, false, -1, Role::final_norm}}};
-  if (!c.tie_word_embeddings) {
+  if (c.score_head) {
+    last.tensors.push_back(score_tensor(c));
+  } else if (!c.tie_word_embeddings) {
     last.tensors.push_back(
         {"lm_head.weight", {c.padded_vocab_size, C}, kNormal, true, c.vocab_size, Role::head});
   }
@@ -195,26 +198,27 @@ std::vector<UnitSpec> DecoderFamily::units(const ModelConfig& c) const {
 HookOrder DecoderFamily::hook_order(const ModelConfig& c) const {
   HookOrder order;
   const int last = c.n_layer + 1;
+  const bool tied_head = c.head_unit() == 0;
   for (int u = 0; u <= last; ++u) order.inference.push_back(u);
-  if (c.tie_word_embeddings) order.inference.push_back(0);
+  if (tied_head) order.inference.push_back(0);
   order.training = order.inference;
-  if (c.tie_word_embeddings) order.training.push_back(0);  // backward through the LM head
+  if (tied_head) order.training.push_back(0);  // backward through the LM head
   for (int u = last; u >= 1; --u) order.training.push_back(u);
   return order;
 }
 
-// 6N' + 6·L·(NH·D)·T: N' leaves out untied embeddings (a lookup, not a matmul).
+// 6N' + 6·L·(NH·D)·T: N' leaves out embeddings that are not a head (a lookup, not a matmul).
 double DecoderFamily::flops_per_token(const ModelConfig& c, std::size_t parameters, int T) const {
   double matmul_parameters = static_cast<double>(parameters);
-  if (!c.tie_word_embeddings) matmul_parameters -= double(c.vocab_size) * c.n_embd;
+  if (c.head_unit() != 0) matmul_parameters -= double(c.vocab_size) * c.n_embd;
   return 6.0 * matmul_parameters + 6.0 * c.n_layer * c.q_size() * double(T);
 }
 
 bool DecoderFamily::ignored_file_tensor(const ModelConfig& c, std::string_view name) const {
   // Old Llama checkpoints keep the rotary tables as buffers; some tied models save the LM head
-  // anyway.
+  // anyway; a score head replaces the base model's.
   return name.ends_with(".self_attn.rotary_emb.inv_freq") ||
-         (c.tie_word_embeddings && name == "lm_head.weight");
+         ((c.tie_word_embeddings || c.score_head) && name == "lm_head.weight");
 }
 
 ModelConfig DecoderFamily::read_common(const HfConfig& config, std::string_view architecture,

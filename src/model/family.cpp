@@ -29,7 +29,12 @@ std::string ModelFamily::shape_summary(const ModelConfig& c) const {
 
 std::string summary(const ModelConfig& c) {
   const ModelFamily& family = family_of(c);
-  return cat(family.describe(c), ": ", c.n_layer, " layers, ", family.shape_summary(c));
+  return cat(family.describe(c), ": ", c.n_layer, " layers, ", family.shape_summary(c),
+             c.score_head ? cat(", score head (", classifier_architecture(c), ")") : "");
+}
+
+TensorSpec score_tensor(const ModelConfig& c) {
+  return {"score.weight", {1, c.n_embd}, {InitRule::normal, 0.02}, true, -1, Role::score};
 }
 
 double flops_per_token(const ModelConfig& config, int T) {

@@ -22,11 +22,14 @@ namespace {
 struct Version {
   const char* model_type;
   const char* name;
-  double rope_theta;  // the default when config.json has none
-  int pattern;        // the default layer pattern: every pattern-th layer is global
+  const char* classifier;  // the name with a score head
+  double rope_theta;       // the default when config.json has none
+  int pattern;             // the default layer pattern: every pattern-th layer is global
 };
-constexpr Version kGemma2{"gemma2", "Gemma2ForCausalLM", 10000, 2};
-constexpr Version kGemma3{"gemma3_text", "Gemma3ForCausalLM", 1000000, 6};
+constexpr Version kGemma2{"gemma2", "Gemma2ForCausalLM", "Gemma2ForSequenceClassification", 10000,
+                          2};
+constexpr Version kGemma3{"gemma3_text", "Gemma3ForCausalLM", "Gemma3TextForSequenceClassification",
+                          1000000, 6};
 
 // Which layers are sliding: layer_types when given, else the version's pattern.
 std::vector<bool> sliding_layers(const HfConfig& config, const Version& v, int layers) {
@@ -52,7 +55,8 @@ std::vector<bool> sliding_layers(const HfConfig& config, const Version& v, int l
 class GemmaFamily final : public DecoderFamily {
  public:
   std::vector<HfArchitecture> architectures() const override {
-    return {{kGemma2.model_type, kGemma2.name}, {kGemma3.model_type, kGemma3.name}};
+    return {{kGemma2.model_type, kGemma2.name, kGemma2.classifier},
+            {kGemma3.model_type, kGemma3.name, kGemma3.classifier}};
   }
   std::string describe(const ModelConfig& c) const override {
     return cat(c.qk_norm ? "Gemma 3 (" : "Gemma 2 (", c.architecture, ")");

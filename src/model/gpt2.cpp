@@ -329,6 +329,7 @@ TensorOffsets::TensorOffsets(const ParamLayout& layout) {
   fcprojb = rel("transformer.h.0.mlp.c_proj.bias");
   lnfw = rel("transformer.ln_f.weight");
   lnfb = rel("transformer.ln_f.bias");
+  head = layout.config().score_head ? rel("score.weight") : wte;
 }
 
 template class BasicGpt2<float>;

@@ -8,11 +8,13 @@
 //                 .attn.c_attn.bias [3C], .attn.c_proj.weight [C, C], .attn.c_proj.bias [C],
 //                 .ln_2.weight/bias [C], .mlp.c_fc.weight [C, 4C], .mlp.c_fc.bias [4C],
 //                 .mlp.c_proj.weight [4C, C], .mlp.c_proj.bias [C]
-//   unit L + 1    transformer.ln_f.weight/bias [C]
+//   unit L + 1    transformer.ln_f.weight/bias [C]; with score_head score.weight [1, C]
+//                 (GPT2ForSequenceClassification's, no "transformer." prefix)
 // From scratch: weights normal(0, 0.02), the residual projections (c_proj) normal(0, 0.02 /
 // sqrt(2L)), biases 0, LayerNorm weights 1.
 // Hook order: forward 0, 1..L, L+1, then 0 again for the tied LM head; backward 0 (LM head),
-// L+1, L..1 (unit 0's encoder gradient needs no parameters). The model: gpt2.cpp.
+// L+1, L..1 (unit 0's encoder gradient needs no parameters); with the score head, in unit L+1,
+// unit 0 is not asked for again. The model: gpt2.cpp.
 // Weight files may name the tensors without "transformer."; they may hold the attention mask
 // buffers of old checkpoints and an lm_head.weight (the tied wte), which are not trained.
 #include <cmath>
@@ -30,7 +32,7 @@ class Gpt2Family final : public ModelFamily {
  public:
   Family family() const override { return Family::gpt2; }
   std::vector<HfArchitecture> architectures() const override {
-    return {{"gpt2", "GPT2LMHeadModel"}};
+    return {{"gpt2", "GPT2LMHeadModel", "GPT2ForSequenceClassification"}};
   }
   std::string shape_summary(const ModelConfig& c) const override {
     return cat("n_embd ", c.n_embd, ", ", c.n_head, " heads, ", c.block_size,
@@ -66,6 +68,7 @@ class Gpt2Family final : public ModelFamily {
     }
     units.push_back(
         {"ln_f", {{"transformer.ln_f.weight", {C}, one}, {"transformer.ln_f.bias", {C}, zero}}});
+    if (c.score_head) units.back().tensors.push_back(score_tensor(c));
     return units;
   }
 
@@ -73,16 +76,18 @@ class Gpt2Family final : public ModelFamily {
     HookOrder order;
     const int last = c.n_layer + 1;
     for (int u = 0; u <= last; ++u) order.inference.push_back(u);
-    order.inference.push_back(0);  // the tied LM head
+    if (!c.score_head) order.inference.push_back(0);  // the tied LM head
     order.training = order.inference;
-    order.training.push_back(0);  // backward: LM head, then ln_f and the blocks downwards
+    if (!c.score_head) order.training.push_back(0);  // backward: LM head, then ln_f, the blocks
     for (int u = last; u >= 1; --u) order.training.push_back(u);
     return order;
   }
 
-  // 6N + 6·L·C·T, as llm.c counts MFU.
+  // 6N + 6·L·C·T, as llm.c counts MFU (with the score head, wte is a lookup only).
   double flops_per_token(const ModelConfig& c, std::size_t parameters, int T) const override {
-    return 6.0 * static_cast<double>(parameters) + 6.0 * c.n_layer * c.n_embd * double(T);
+    const double lookup = c.score_head ? double(c.vocab_size) * c.n_embd : 0.0;
+    return 6.0 * (static_cast<double>(parameters) - lookup) +
+           6.0 * c.n_layer * c.n_embd * double(T);
   }
 
   ModelConfig from_hf_config(const nlohmann::json& json, const std::string& file) const override {

@@ -54,24 +54,30 @@ void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float>
   AT_CHECK(end <= layout.padded_size(), "init_params: range [", begin, ", ", end,
            ") exceeds the parameter buffer of ", layout.padded_size(), " elements");
   std::fill(out.begin(), out.end(), 0.0f);  // padding and zero-initialised tensors
-  for (const ParamTensor& t : layout.tensors()) {
-    const std::size_t lo = std::max(begin, t.offset);
-    const std::size_t hi = std::min(end, t.offset + t.numel);
-    if (lo >= hi) continue;
-    const InitRule rule = t.init;
-    if (rule.kind == InitRule::one) {
-      std::fill(out.begin() + static_cast<std::ptrdiff_t>(lo - begin),
-                out.begin() + static_cast<std::ptrdiff_t>(hi - begin), 1.0f);
-    } else if (rule.kind == InitRule::normal || rule.kind == InitRule::uniform) {
-      const std::uint64_t key = name_key(t.name);
-      const std::size_t stop = std::min(hi, t.offset + t.file_numel());  // padded rows stay 0
-      const bool normal = rule.kind == InitRule::normal;
+  for (const ParamTensor& t : layout.tensors()) init_tensor(t, t.init, seed, out, begin);
+}
+
+void init_tensor(const ParamTensor& t, const InitRule& rule, std::uint64_t seed,
+                 std::span<float> out, std::size_t begin) {
+  const std::size_t end = begin + out.size();
+  const std::size_t lo = std::max(begin, t.offset);
+  const std::size_t hi = std::min(end, t.offset + t.numel);
+  if (lo >= hi) return;
+  if (rule.kind == InitRule::zero) {
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(lo - begin),
+              out.begin() + static_cast<std::ptrdiff_t>(hi - begin), 0.0f);
+  } else if (rule.kind == InitRule::one) {
+    std::fill(out.begin() + static_cast<std::ptrdiff_t>(lo - begin),
+              out.begin() + static_cast<std::ptrdiff_t>(hi - begin), 1.0f);
+  } else {
+    const std::uint64_t key = name_key(t.name);
+    const std::size_t stop = std::min(hi, t.offset + t.file_numel());  // padded rows stay 0
+    const bool normal = rule.kind == InitRule::normal;
 #pragma omp parallel for schedule(static)
-      for (std::size_t i = lo; i < stop; ++i) {
-        const std::uint64_t element = i - t.offset;
-        out[i - begin] = static_cast<float>(normal ? rule.std * init_normal(seed, key, element)
-                                                   : rule.bound * init_uniform(seed, key, element));
-      }
+    for (std::size_t i = lo; i < stop; ++i) {
+      const std::uint64_t element = i - t.offset;
+      out[i - begin] = static_cast<float>(normal ? rule.std * init_normal(seed, key, element)
+                                                 : rule.bound * init_uniform(seed, key, element));
     }
   }
 }

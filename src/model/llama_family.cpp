@@ -19,15 +19,16 @@ namespace {
 struct Architecture {
   const char* model_type;
   const char* name;
-  bool qkv_bias;         // Qwen2's, always
-  double rope_theta;     // the default when config.json has none
-  bool sliding_by_flag;  // Qwen: sliding_window applies only with use_sliding_window
+  const char* classifier;  // the name with a score head
+  bool qkv_bias;           // Qwen2's, always
+  double rope_theta;       // the default when config.json has none
+  bool sliding_by_flag;    // Qwen: sliding_window applies only with use_sliding_window
 };
 constexpr Architecture kArchitectures[] = {
-    {"llama", "LlamaForCausalLM", false, 10000, false},
-    {"mistral", "MistralForCausalLM", false, 10000, false},
-    {"qwen2", "Qwen2ForCausalLM", true, 10000, true},
-    {"qwen3", "Qwen3ForCausalLM", false, 10000, true},
+    {"llama", "LlamaForCausalLM", "LlamaForSequenceClassification", false, 10000, false},
+    {"mistral", "MistralForCausalLM", "MistralForSequenceClassification", false, 10000, false},
+    {"qwen2", "Qwen2ForCausalLM", "Qwen2ForSequenceClassification", true, 10000, true},
+    {"qwen3", "Qwen3ForCausalLM", "Qwen3ForSequenceClassification", false, 10000, true},
 };
 
 const Architecture& architecture(std::string_view key, bool by_name) {
@@ -41,7 +42,7 @@ class LlamaFamily final : public DecoderFamily {
  public:
   std::vector<HfArchitecture> architectures() const override {
     std::vector<HfArchitecture> names;
-    for (const auto& a : kArchitectures) names.push_back({a.model_type, a.name});
+    for (const auto& a : kArchitectures) names.push_back({a.model_type, a.name, a.classifier});
     return names;
   }
   std::string describe(const ModelConfig& c) const override {

@@ -14,7 +14,8 @@ struct LlamaOffsets {
   static constexpr std::size_t kNone = ParamLayout::kNoTensor;  // a tensor the model lacks
   std::size_t embed, ln1w, qkvw, qkvb, qnorm, knorm, ow, ob, ln2w, guw, gub, downw, downb;
   std::size_t attn_post, mlp_post;  // sandwich_norms: the norms of the two branches' outputs
-  std::size_t normw, head;          // head: in unit 0 (embed) when tied, else in unit L + 1
+  // head: in unit 0 (embed) for a tied LM head, else in unit L + 1 (lm_head, or score).
+  std::size_t normw, head;
 
   explicit LlamaOffsets(const ParamLayout& layout) {
     const int block = ParamLayout::block_unit(0), last = layout.final_norm_unit();
@@ -42,7 +43,9 @@ struct LlamaOffsets {
     attn_post = at(block, Role::post_attn_norm, c.sandwich_norms);
     mlp_post = at(block, Role::post_mlp_norm, c.sandwich_norms);
     normw = at(last, Role::final_norm, true);
-    head = c.tie_word_embeddings ? embed : at(last, Role::head, true);
+    head = c.score_head            ? at(last, Role::score, true)
+           : c.tie_word_embeddings ? embed
+                                   : at(last, Role::head, true);
   }
 };
 

@@ -16,11 +16,12 @@ namespace {
 
 constexpr std::string_view kModelType = "phi3";
 constexpr std::string_view kArchitecture = "Phi3ForCausalLM";
+constexpr std::string_view kClassifier = "Phi3ForSequenceClassification";
 
 class Phi3Family final : public DecoderFamily {
  public:
   std::vector<HfArchitecture> architectures() const override {
-    return {{kModelType, kArchitecture}};
+    return {{kModelType, kArchitecture, kClassifier}};
   }
   std::string describe(const ModelConfig& c) const override {
     return cat("Phi-3 (", c.architecture, ")");

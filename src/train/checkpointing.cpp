@@ -154,10 +154,20 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
   const auto text = [](const json& value) {
     return value.is_string() ? value.get<std::string>() : value.dump();
   };
-  for (const auto& [field, value] : in_checkpoint.items()) {
-    if (value != in_run.at(field)) {
+  // An option is written only where it is set (score_head, Gemma's): absent reads as unset, 0 or
+  // false.
+  const auto value_in = [](const json& fields_of, const json& other, const std::string& field) {
+    return fields_of.contains(field) ? fields_of.at(field)
+                                     : (other.at(field).is_number() ? json(0) : json(false));
+  };
+  json fields = in_checkpoint;
+  fields.update(in_run);
+  for (const auto& [field, unused] : fields.items()) {
+    const json saved_value = value_in(in_checkpoint, in_run, field);
+    const json run_value = value_in(in_run, in_checkpoint, field);
+    if (saved_value != run_value) {
       problems.push_back(cat(field == "block_size" ? "block_size (n_positions)" : field, ": ",
-                             text(value), " in the checkpoint, ", text(in_run.at(field)),
+                             text(saved_value), " in the checkpoint, ", text(run_value),
                              " in this run"));
     }
   }

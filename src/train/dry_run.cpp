@@ -42,7 +42,8 @@ std::string check_weights(const RunSetup& setup) {
   } else if (base.folder.empty()) {
     from = cat("MISSING: ", base.missing_message());
   } else {
-    from = PretrainedWeights(base.folder, layout).describe();
+    from = PretrainedWeights(base.folder, layout, static_cast<uint64_t>(setup.params().seed))
+               .describe();
   }
   const auto lora = lora_options(setup.params());
   if (!lora) return cat(layout.num_parameters(), " parameters; ", from);

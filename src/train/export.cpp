@@ -14,6 +14,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/data/tokenizer.hpp"
+#include "autotrain/model/family.hpp"
 #include "autotrain/model/folder.hpp"
 #include "autotrain/train/adapter_folder.hpp"
 
@@ -70,13 +71,16 @@ void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelC
 }
 
 // The base model's config.json with this model's fields (its shape and options, the dtype,
-// autotrain's own keys) over it; the base's token ids and dropout rates are kept.
+// autotrain's own keys) over it; the base's token ids (a pad_token_id when it is not null) and
+// dropout rates are kept.
 std::string merged_config_json(const std::filesystem::path& base_folder, const std::string& ours) {
   auto merged = nlohmann::ordered_json::parse(model::read_config_json(base_folder).dump());
   const auto own = nlohmann::ordered_json::parse(ours);
   for (const auto& [key, value] : own.items()) {
-    const bool base_owns = key == "bos_token_id" || key == "eos_token_id" ||
-                           key.ends_with("_pdrop") || key.ends_with("dropout");
+    const bool base_owns =
+        key == "bos_token_id" || key == "eos_token_id" || key.ends_with("_pdrop") ||
+        key.ends_with("dropout") ||
+        (key == "pad_token_id" && !merged.value(key, nlohmann::json()).is_null());
     if (!base_owns || !merged.contains(key)) merged[key] = value;
   }
   return merged.dump(2) + "\n";
@@ -171,10 +175,11 @@ class WeightFiles {
 }  // namespace
 
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
-                           int eos_token_id, DType dtype) {
-  nlohmann::ordered_json json = model::family_of(config).hf_config(config);
+                           int eos_token_id, int pad_token_id, DType dtype) {
+  nlohmann::ordered_json json = model::hf_config(config);
   json["bos_token_id"] = eos_token_id;
   json["eos_token_id"] = eos_token_id;
+  if (config.score_head) json["pad_token_id"] = pad_token_id;
   json["torch_dtype"] = dtype == DType::bf16   ? "bfloat16"
                         : dtype == DType::fp16 ? "float16"
                                                : "float32";
@@ -224,7 +229,9 @@ void write_model_files(const model::ModelConfig& config, const config::TrainingP
                        const std::filesystem::path& dir, const std::filesystem::path& base_folder,
                        DType dtype) {
   const auto tokenizer = data::make_tokenizer(params.tokenizer);
-  const std::string ours = hf_config_json(config, params.tokenizer, tokenizer->eot_token(), dtype);
+  const std::string ours =
+      hf_config_json(config, params.tokenizer, tokenizer->eot_token(),
+                     tokenizer->pad_token().value_or(tokenizer->eot_token()), dtype);
   write_text(dir / "config.json",
              base_folder.empty() ? ours : merged_config_json(base_folder, ours));
   write_tokenizer_files(dir, config, params.tokenizer);

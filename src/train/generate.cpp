@@ -120,10 +120,23 @@ LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
 
 }  // namespace
 
-LoadedModel load_model_folder(const std::filesystem::path& dir) {
+LoadedModel load_model_folder(const std::filesystem::path& dir, FolderHead head) {
+  AT_CHECK(head == FolderHead::language_model || !is_adapter_folder(dir), dir.string(),
+           " is a PEFT adapter folder; autotrain score needs a reward model's folder "
+           "(*ForSequenceClassification, as trainer: reward exports it)");
   if (is_adapter_folder(dir)) return load_adapter_folder(dir);
   const ModelFolderConfig folder = read_model_config(dir);
   const model::ModelConfig& shape = folder.shape;
+  const std::string config_file = (dir / "config.json").string();
+  AT_CHECK(!shape.score_head || head == FolderHead::score, config_file, ": ",
+           model::classifier_architecture(shape),
+           " is a reward model (a score head, no language-model head): it scores texts "
+           "(autotrain score --model ",
+           dir.string(), ") and does not generate");
+  AT_CHECK(shape.score_head || head == FolderHead::language_model, config_file, ": ",
+           shape.architecture,
+           " is a language model; autotrain score needs a reward model (a "
+           "*ForSequenceClassification folder with one label, as trainer: reward exports it)");
   LoadedModel loaded;
   loaded.layout = std::make_unique<model::ParamLayout>(shape, 1);
   loaded.params.assign(loaded.layout->padded_size(), 0.0f);

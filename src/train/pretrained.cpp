@@ -13,6 +13,9 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/model/family.hpp"
+#include "autotrain/model/folder.hpp"
+#include "autotrain/model/init.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -110,8 +113,9 @@ std::string listed(const std::vector<std::string>& names, size_t limit = 12) {
 
 }  // namespace
 
-PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& layout)
-    : folder_(std::move(folder)) {
+PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& layout,
+                                     std::uint64_t seed)
+    : folder_(std::move(folder)), seed_(seed) {
   std::error_code error;
   const fs::path index_path = folder_ / kIndex;
   if (fs::is_regular_file(index_path, error)) {
@@ -143,7 +147,7 @@ PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& 
       found = by_name.find(std::string_view(tensor.name).substr(prefix.size()));
     }
     if (found == by_name.end()) {
-      missing.push_back(tensor.name);
+      if (!draws_new_head(tensor)) missing.push_back(tensor.name);
       continue;
     }
     const auto expected = tensor.file_shape();
@@ -166,6 +170,16 @@ PretrainedWeights::PretrainedWeights(fs::path folder, const model::ParamLayout& 
   throw Error(cat(folder_.string(), ": the weights do not fit config.json's model", problems));
 }
 
+bool PretrainedWeights::draws_new_head(const model::ParamTensor& tensor) {
+  if (tensor.role != model::Role::score) return false;
+  const nlohmann::json config = model::read_config_json(folder_);
+  if (model::read_hf_config(config, (folder_ / "config.json").string()).score_head) return false;
+  const auto range = config.find("initializer_range");
+  const bool given = range != config.end() && range->is_number() && range->get<double>() > 0;
+  new_head_ = model::InitRule{model::InitRule::normal, given ? range->get<double>() : 0.02};
+  return true;
+}
+
 void PretrainedWeights::fill(const model::ParamLayout& layout, std::span<float> out,
                              std::size_t begin) const {
   const std::size_t end = begin + out.size();
@@ -175,6 +189,10 @@ void PretrainedWeights::fill(const model::ParamLayout& layout, std::span<float> 
   for (size_t t = 0; t < layout.tensors().size(); ++t) {
     const auto& tensor = layout.tensors()[t];
     const Match& match = matches_[t];
+    if (match.file < 0) {
+      model::init_tensor(tensor, *new_head_, seed_, out, begin);
+      continue;
+    }
     // The file's elements are a prefix of the tensor (wte's padded rows are not in it).
     const std::size_t stored = match.entry->elements();
     const std::size_t lo = std::max(begin, tensor.offset);
@@ -186,8 +204,10 @@ void PretrainedWeights::fill(const model::ParamLayout& layout, std::span<float> 
 }
 
 std::string PretrainedWeights::describe() const {
-  return cat("weights from ", folder_.string(), " (", files_.size(), " file",
-             files_.size() == 1 ? "" : "s", ")");
+  return cat(
+      "weights from ", folder_.string(), " (", files_.size(), " file",
+      files_.size() == 1 ? "" : "s", ")",
+      new_head_ ? cat("; a new score head: normal(0, ", new_head_->std, "), seed ", seed_) : "");
 }
 
 std::vector<fs::path> PretrainedWeights::files() const {
@@ -214,7 +234,8 @@ std::unique_ptr<model::ParamSource> open_base_weights(const RunSetup& setup,
       source = std::make_unique<model::RandomInit>(static_cast<uint64_t>(setup.params().seed));
     } else {
       AT_CHECK(!base.folder.empty(), base.missing_message());
-      source = std::make_unique<PretrainedWeights>(base.folder, layout);
+      source = std::make_unique<PretrainedWeights>(base.folder, layout,
+                                                   static_cast<uint64_t>(setup.params().seed));
     }
   } catch (const Error& error) {
     failure = error.what();

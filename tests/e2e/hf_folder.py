@@ -142,3 +142,71 @@ def check_logits_and_loss(probe, logits, targets):
     if abs(our_loss - loss.item()) > 1e-4:
         fail("losses differ")
     return loss
+
+
+# Reward models (a score head: transformers' *ForSequenceClassification with one label).
+
+def read_pairs(path):
+    """The sequences of a pairs file (one line of ids each: a chosen one, then its rejected)."""
+    sequences = [torch.tensor([int(t) for t in line.split()], dtype=torch.long)
+                 for line in open(path) if line.strip()]
+    if not sequences or len(sequences) % 2:
+        fail(f"{path}: expected pairs of lines (chosen, rejected), got {len(sequences)}")
+    return sequences
+
+
+def last_real_token(tokens, pad_token_id):
+    """transformers' sequence classifiers pool the last token that is not pad_token_id (the last
+    one when there is no pad token)."""
+    if pad_token_id is None:
+        return tokens.shape[0] - 1
+    real = (tokens != pad_token_id).long()
+    return int((torch.arange(tokens.shape[0]) * real).argmax())
+
+
+def check_reward_probe(probe, rewards, weights, rename=lambda name: name):
+    """reward_probe's rewards, pairwise loss −log σ(r_chosen − r_rejected) (mean over pairs) and
+    its gradient of every tensor of layout.json (renamed to `weights`' names; rows past the
+    reference's, the padded vocabulary, must be 0) against the reference's: rewards [2P] float64,
+    computed from `weights` (float64, requires_grad)."""
+    ours = torch.tensor(np.loadtxt(os.path.join(probe, "rewards.txt"), ndmin=1), dtype=torch.float64)
+    if ours.shape != rewards.shape:
+        fail(f"rewards.txt holds {ours.shape[0]} rewards, expected {rewards.shape[0]}")
+    diff = (rewards.detach() - ours).abs().max().item()
+    scale = rewards.detach().abs().max().item()
+    print(f"rewards: max |ours - torch| = {diff:.3g} over {rewards.shape[0]} sequences (scale {scale:.3g}); "
+          f"torch {[round(r, 4) for r in rewards.tolist()[:4]]}...")
+    if diff > 1e-4 * max(scale, 1.0):
+        fail("rewards differ by more than 1e-4 of their scale")
+    loss = -torch.nn.functional.logsigmoid(rewards[0::2] - rewards[1::2]).mean()
+    our_loss = float(open(os.path.join(probe, "loss.txt")).read())
+    print(f"pairwise loss: ours {our_loss:.6f}, torch {loss.item():.6f}")
+    if abs(our_loss - loss.item()) > 1e-5 * max(1.0, loss.item()):
+        fail("pairwise losses differ")
+    loss.backward()
+    grads = np.fromfile(os.path.join(probe, "grads.f32"), dtype=np.float32)
+    worst, worst_name, seen = 0.0, "", set()
+    for tensor in json.load(open(os.path.join(probe, "layout.json"))):
+        name, shape, offset = rename(tensor["name"]), list(tensor["shape"]), tensor["offset"]
+        if name not in weights:
+            fail(f"layout.json has {tensor['name']}, which the reference model has not")
+        seen.add(name)
+        ref = weights[name].grad
+        if ref is None:
+            ref = torch.zeros_like(weights[name])
+        n, stored = ref.numel(), int(np.prod(shape))
+        if shape[1:] != list(ref.shape[1:]) or shape[0] < ref.shape[0]:
+            fail(f"layout.json: {name} {shape}, expected {list(ref.shape)}")
+        extra = np.abs(grads[offset + n:offset + stored]).max() if stored > n else 0.0
+        if extra != 0:
+            fail(f"gradient of {name}: rows past {ref.shape[0]} have |gradient| up to {extra:.3g}, not 0")
+        got = torch.from_numpy(grads[offset:offset + n].copy()).reshape(ref.shape).to(ref.dtype)
+        err = (got - ref).abs().max().item() / max(ref.abs().max().item(), 1e-3)
+        if err >= worst:
+            worst, worst_name = err, name
+        if err > 1e-4:
+            fail(f"gradient of {name}: max relative difference {err:.3g}")
+    if seen != set(weights):
+        fail(f"layout.json lacks {sorted(set(weights) - seen)}")
+    print(f"gradients of the pairwise loss: every tensor within {worst:.3g} (relative to its largest "
+          f"element; worst {worst_name})")

@@ -5,6 +5,14 @@
            [--drop NAME] [--shape N_LAYER,N_HEAD,N_EMBD,N_POSITIONS]
       A tiny random GPT-2 as a Hugging Face folder: config.json, model.safetensors (or N shards
       with model.safetensors.index.json). With --hub, also as Hub id ID in the cache CACHE.
+  make ... --classifier
+      As GPT2ForSequenceClassification of one label (a reward model): score.weight [1, n_embd],
+      pad_token_id 50256.
+  reward-check FOLDER PROBE PAIRS
+      The rewards of the sequences of PAIRS (a line of ids each: chosen, then rejected) as
+      transformers defines them (the score of ln_f's output at the last token that is not
+      pad_token_id), the pairwise loss −log σ(r_chosen − r_rejected) and its gradients, against
+      what reward_probe wrote into PROBE.
   check FOLDER PROBE TOKENS
       Runs this reference on FOLDER and TOKENS and compares with what hf_probe wrote into PROBE:
       logits (1e-4), loss, gradients of every tensor (autograd) and 20 greedy tokens.
@@ -28,8 +36,8 @@ import torch
 # The safetensors I/O and the folder layout (shards, Hub cache) live in hf_folder.py, next to this
 # file, shared with torch_llama.py.
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from hf_folder import (check_logits_and_loss, fail, folder_for, read_tensors, read_tokens,  # noqa: E402
-                       same_weights, write_weights)
+from hf_folder import (check_logits_and_loss, check_reward_probe, fail, folder_for,  # noqa: E402
+                       last_real_token, read_pairs, read_tensors, read_tokens, same_weights, write_weights)
 
 SHAPE = dict(n_layer=2, n_head=2, n_embd=32, n_positions=64, vocab_size=50257)
 
@@ -56,9 +64,15 @@ def shape_of(name, c):
     return [C]
 
 
+def classifier(config):
+    return "GPT2ForSequenceClassification" in (config.get("architectures") or [])
+
+
 def random_weights(c, seed):
     g = torch.Generator().manual_seed(seed)
     w = {}
+    if classifier(c):  # GPT2ForSequenceClassification's head (no "transformer." prefix)
+        w["score.weight"] = torch.randn([1, c["n_embd"]], generator=g) / math.sqrt(c["n_embd"])
     for name in names(c["n_layer"]):
         shape = shape_of(name, c)
         if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
@@ -83,6 +97,7 @@ def read_folder(folder):
 
 
 def forward(config, w, tokens):
+    """Logits [T, V] at every position; a classifier's scores [T, 1]."""
     C, NH = config["n_embd"], config["n_head"]
     hd = C // NH
     eps = config.get("layer_norm_epsilon", 1e-5)
@@ -105,12 +120,12 @@ def forward(config, w, tokens):
         h = ln(x, p + "ln_2") @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]
         h = torch.nn.functional.gelu(h, approximate="tanh")
         x = x + h @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
-    return ln(x, "ln_f") @ w["wte.weight"].T
+    return ln(x, "ln_f") @ (w["score.weight"] if classifier(config) else w["wte.weight"]).T
 
 
 def cmd_make(args):
     out = args[0]
-    dtype, shards, prefix, seed, hub, drop = "F32", 1, "transformer.", 1, None, None
+    dtype, shards, prefix, seed, hub, drop, head = "F32", 1, "transformer.", 1, None, None, False
     i = 1
     while i < len(args):
         if args[i] == "--dtype":
@@ -126,6 +141,8 @@ def cmd_make(args):
             i += 2
         elif args[i] == "--drop":
             drop = args[i + 1]; i += 2
+        elif args[i] == "--classifier":
+            head = True; i += 1
         elif args[i] == "--hub":
             hub = (args[i + 1], args[i + 2]); i += 3
         else:
@@ -133,7 +150,11 @@ def cmd_make(args):
     config = dict(SHAPE, model_type="gpt2", architectures=["GPT2LMHeadModel"], n_ctx=SHAPE["n_positions"],
                   activation_function="gelu_new", layer_norm_epsilon=1e-5, tie_word_embeddings=True,
                   bos_token_id=50256, eos_token_id=50256, torch_dtype="float32")
-    weights = {prefix + k: v for k, v in random_weights(config, seed).items() if k != drop}
+    if head:  # as save_pretrained writes a sequence classifier of one label
+        config.update(architectures=["GPT2ForSequenceClassification"], id2label={"0": "LABEL_0"},
+                      label2id={"LABEL_0": 0}, pad_token_id=50256)
+    weights = {(k if k == "score.weight" else prefix + k): v
+               for k, v in random_weights(config, seed).items() if k != drop}
     folder = folder_for(out, hub)
     os.makedirs(folder, exist_ok=True)
     json.dump(config, open(os.path.join(folder, "config.json"), "w"), indent=2)
@@ -175,6 +196,19 @@ def cmd_check(args):
     print("check: ok")
 
 
+def cmd_reward_check(args):
+    folder, probe, pairs_path = args
+    config, w32 = read_folder(folder)
+    if not classifier(config):
+        fail(f"{folder} is not a GPT2ForSequenceClassification folder")
+    w = {k: v.to(torch.float64).requires_grad_(True) for k, v in w32.items()}
+    pad = config.get("pad_token_id")
+    rewards = torch.stack([forward(config, w, t)[last_real_token(t, pad), 0] for t in read_pairs(pairs_path)])
+    check_reward_probe(probe, rewards, w,
+                       lambda name: name[len("transformer."):] if name.startswith("transformer.") else name)
+    print("reward-check: ok")
+
+
 def cmd_same_weights(args):
     a, b, tolerance = args[0], args[1], float(args[2])
     _, wa = read_folder(a)
@@ -191,7 +225,8 @@ def cmd_logits(args):
 
 
 if __name__ == "__main__":
-    commands = {"make": cmd_make, "check": cmd_check, "same-weights": cmd_same_weights, "logits": cmd_logits}
+    commands = {"make": cmd_make, "check": cmd_check, "same-weights": cmd_same_weights, "logits": cmd_logits,
+                "reward-check": cmd_reward_check}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     commands[sys.argv[1]](sys.argv[2:])

@@ -19,6 +19,15 @@ Gemma3ForCausalLM), for checking autotrain against.
       (attention) and 10 (logits) on gemma2, query_pre_attn_scalar 24; gemma2 layers alternate
       sliding and global from layer 0 (its default pattern), gemma3_text writes layer_types with
       every third layer global and rope_local_base_freq 100, --rope-scaling linear (factor 4).
+  make ... --classifier
+      The same model as a reward model: architectures [LlamaForSequenceClassification] (the
+      model_type's *ForSequenceClassification), id2label of one label, pad_token_id (vocab - 1
+      unless the architecture sets one), score.weight [1, hidden] instead of lm_head.weight.
+  reward-check FOLDER PROBE PAIRS
+      Runs this reference's reward model on FOLDER and the sequences of PAIRS (a line of ids each:
+      chosen, then rejected) and compares with what reward_probe wrote into PROBE: the rewards
+      (transformers' definition: the score of the final norm's output at the last token that is
+      not pad_token_id), the pairwise loss −log σ(r_chosen − r_rejected) and its gradients.
   check FOLDER PROBE TOKENS
       Runs this reference on FOLDER and TOKENS and compares with what hf_probe wrote into PROBE:
       logits (1e-4), loss (1e-4), the gradient of every tensor (autograd, 1e-4 of its largest
@@ -67,8 +76,8 @@ import numpy as np
 import torch
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from hf_folder import (check_logits_and_loss, fail, folder_for, read_tensors, read_tokens,  # noqa: E402
-                       same_weights, write_weights)
+from hf_folder import (check_logits_and_loss, check_reward_probe, fail, folder_for,  # noqa: E402
+                       last_real_token, read_pairs, read_tensors, read_tokens, same_weights, write_weights)
 
 F64 = torch.float64
 ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
@@ -81,6 +90,12 @@ ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
     "gemma3_text": ("Gemma3ForCausalLM", 1e-6, 1000000.0),
 }
 GEMMA = ("gemma2", "gemma3_text")
+CLASSIFIERS = {  # model_type: the architecture with a score head (a reward model)
+    "llama": "LlamaForSequenceClassification", "mistral": "MistralForSequenceClassification",
+    "qwen2": "Qwen2ForSequenceClassification", "qwen3": "Qwen3ForSequenceClassification",
+    "phi3": "Phi3ForSequenceClassification", "gemma2": "Gemma2ForSequenceClassification",
+    "gemma3_text": "Gemma3TextForSequenceClassification",
+}
 TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 TRANSFORMERS_VERSION = "4.51.3"
 
@@ -93,6 +108,8 @@ class Shape:
         if self.arch not in ARCHS:
             sys.exit(f"torch_llama: model_type {self.arch!r} is not one of {sorted(ARCHS)}")
         self.gemma = self.arch in GEMMA
+        self.classifier = CLASSIFIERS[self.arch] in (c.get("architectures") or [])
+        self.pad = c.get("pad_token_id")
         self.act = c.get("hidden_activation") or c.get("hidden_act") or ("gelu_pytorch_tanh" if self.gemma else "silu")
         if self.act not in ("silu", "gelu_pytorch_tanh"):
             sys.exit(f"torch_llama: hidden_act {self.act!r}: only silu and gelu_pytorch_tanh")
@@ -166,12 +183,14 @@ def names(s):
             if s.mlp_bias:
                 out[p + f"mlp.{proj}_proj.bias"] = shape[:1]
     out["model.norm.weight"] = [C]
-    if not s.tied:
+    if s.classifier:
+        out["score.weight"] = [1, C]
+    elif not s.tied:
         out["lm_head.weight"] = [V, C]
     return out
 
 
-GAIN = {"embed_tokens": 4.0, "lm_head": 5.0, "q_proj": 1.5, "k_proj": 1.5, "v_proj": 1.0,
+GAIN = {"score": 1.0, "embed_tokens": 4.0, "lm_head": 5.0, "q_proj": 1.5, "k_proj": 1.5, "v_proj": 1.0,
         "o_proj": 2.0, "gate_proj": 1.0, "up_proj": 1.0, "down_proj": 2.0, "qkv_proj": 1.5,
         "gate_up_proj": 1.0}
 
@@ -279,7 +298,7 @@ def cmd_make(args):
     out = args[0]
     arch, dtype, shards, seed, hub, drop = "llama", "F32", 1, 1, None, None
     L, NH, NKV, C, I, V, P = 2, 4, 2, 32, 48, 500, 128
-    head_dim, tied, rope_scaling, window, partial = None, False, None, None, None
+    head_dim, tied, rope_scaling, window, partial, classifier = None, False, None, None, None, False
     i = 1
     while i < len(args):
         option, value = args[i], args[i + 1] if i + 1 < len(args) else None
@@ -309,6 +328,8 @@ def cmd_make(args):
             partial = float(value)
         elif option == "--drop":
             drop = value
+        elif option == "--classifier":
+            classifier = True; i -= 1
         elif option == "--hub" and i + 2 < len(args):
             hub = (args[i + 1], args[i + 2]); i += 1
         else:
@@ -322,6 +343,9 @@ def cmd_make(args):
         sys.exit("make: --partial-rotary is Phi-3's")
     config = make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, window, dtype, partial,
                          seed)
+    if classifier:  # as save_pretrained writes a sequence classifier of one label
+        config.update(architectures=[CLASSIFIERS[arch]], id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+        config.setdefault("pad_token_id", V - 1)
     weights = random_weights(Shape(config), seed)
     if drop is not None:
         if drop not in weights:
@@ -342,7 +366,8 @@ def read_folder(folder, strict=True):
     """config, Shape and the weights; strict: exactly the tensors (and shapes) the config asks for."""
     config, tensors = read_tensors(folder)
     s = Shape(config)
-    w = {k: v for k, v in tensors.items() if not ignored(k) and not (s.tied and k == "lm_head.weight")}
+    w = {k: v for k, v in tensors.items()
+         if not ignored(k) and not ((s.tied or s.classifier) and k == "lm_head.weight")}
     if strict:
         expected = names(s)
         missing = [k for k in expected if k not in w]
@@ -472,6 +497,8 @@ def embed(s, w, tokens):
 
 def head(s, w, x):
     x = rms_norm(x, w["model.norm.weight"], s.eps, s.offset)
+    if s.classifier:  # *ForSequenceClassification: a score per position, no soft cap
+        return x @ w["score.weight"].T
     logits = x @ (w["model.embed_tokens.weight"] if s.tied else w["lm_head.weight"]).T
     return s.final_cap * torch.tanh(logits / s.final_cap) if s.final_cap else logits
 
@@ -501,6 +528,12 @@ def forward(s, w, tokens, attend=attention):
     for l in range(s.L):
         x = layer(s, w, l, x, positions, attend=attend)
     return head(s, w, x)
+
+
+def reward(s, w, tokens):
+    """The reward of tokens [T] as transformers' *ForSequenceClassification computes it: the score of
+    the final norm's output at the last token that is not pad_token_id."""
+    return forward(s, w, tokens)[last_real_token(tokens, s.pad), 0]
 
 
 def as_f64(w, grad=False):
@@ -571,6 +604,18 @@ def cmd_check(args):
     print("check: ok")
 
 
+def cmd_reward_check(args):
+    folder, probe, pairs_path = args
+    _, s, w32 = read_folder(folder)
+    if not s.classifier:
+        fail(f"{folder} is not a sequence classifier ({CLASSIFIERS[s.arch]})")
+    w = as_f64(w32, grad=True)
+    sequences = read_pairs(pairs_path)
+    rewards = torch.stack([reward(s, w, tokens) for tokens in sequences])
+    check_reward_probe(probe, rewards, w)
+    print("reward-check: ok")
+
+
 def cmd_same_weights(args):
     a, b, tolerance = args[0], args[1], float(args[2])
     _, _, wa = read_folder(a, strict=False)
@@ -598,7 +643,7 @@ def cmd_generate(args):
 if __name__ == "__main__":
     from torch_llama_selftest import cmd_selftest  # noqa: E402  (it imports this file)
     commands = {"make": cmd_make, "check": cmd_check, "same-weights": cmd_same_weights, "logits": cmd_logits,
-                "generate": cmd_generate, "selftest": cmd_selftest}
+                "generate": cmd_generate, "reward-check": cmd_reward_check, "selftest": cmd_selftest}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         sys.exit(__doc__)
     commands[sys.argv[1]](sys.argv[2:])

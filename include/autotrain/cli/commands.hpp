@@ -22,5 +22,6 @@ int run_status(const std::vector<std::string>& args);    // no MPI: reads a proj
 int run_plot(const std::vector<std::string>& args);      // no MPI: reads a project folder
 int run_tokenize(const std::vector<std::string>& args);  // no MPI: one process
 int run_tools(const std::vector<std::string>& args);     // no MPI: one process
+int run_score(const std::vector<std::string>& args);     // no MPI: one process, on the CPU
 
 }  // namespace autotrain::cli

@@ -61,7 +61,10 @@ class BasicCausalLM {
   virtual std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token) = 0;
   virtual int cached_tokens() const = 0;
 
-  // Per-position losses [B, T] of the last forward.
+  // Per-position losses [B, T] of the last forward. With a score head (ModelConfig::score_head,
+  // a reward model) the score of each position whose target is not kIgnoreTarget (the target's
+  // value is not read otherwise), 0 elsewhere; forward returns their mean, backward_weighted adds
+  // d(loss_scale · Σ weights[i] · score[i])/d(params), and backward() and generation throw.
   virtual std::span<const F> losses() const = 0;
   // Bytes of activation and activation-gradient memory held for training.
   virtual std::size_t activation_bytes() const = 0;

@@ -82,13 +82,23 @@ struct ModelConfig {
   // rope_local_base_freq); 0: rope_theta, as every layer.
   double rope_local_theta = 0;
 
+  // A sequence-classification head (a reward model: transformers' *ForSequenceClassification
+  // with num_labels 1) instead of the LM head: score.weight [1, C], no bias, in the last unit
+  // beside the final norm whether or not the embeddings are tied (they stay the input's). The
+  // model's per-position losses are then the scores of the positions whose target is not
+  // kIgnoreTarget (model/causal_lm.hpp).
+  bool score_head = false;
+
   // A GPT-2 config with padded_vocab_size = vocab_size rounded up to a multiple of 128.
   static ModelConfig gpt2(int n_layer, int n_head, int n_embd, int block_size, int vocab_size);
   static ModelConfig gpt2_124m() { return gpt2(12, 12, 768, 1024, 50257); }
 
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
-  int head_unit() const { return tie_word_embeddings ? 0 : n_layer + 1; }  // the LM head's
+  // The head's unit: the embeddings' (0) for a tied LM head, else the last (n_layer + 1).
+  int head_unit() const { return tie_word_embeddings && !score_head ? 0 : n_layer + 1; }
+  // The head's outputs per position: the padded vocabulary's logits, or the one score.
+  int head_outputs() const { return score_head ? 1 : padded_vocab_size; }
   int mlp_size() const { return intermediate_size > 0 ? intermediate_size : 4 * n_embd; }
   int rotary_size() const { return rotary_dim > 0 ? rotary_dim : head_size(); }
   int q_size() const { return n_head * head_size(); }       // query width

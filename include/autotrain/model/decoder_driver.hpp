@@ -3,7 +3,8 @@
 // family does around its blocks, written once: the unit hook order of forward, backward and
 // inference (model/unit_access.hpp), activation checkpointing's recompute of a block before its
 // backward, the LM head (the embeddings when tied) and its final soft cap, the cross-entropy and
-// its gradient, the losses and their mean, the key/value cache's length and checks, and the
+// its gradient (or a score head and its scores: model/config.hpp's score_head), the losses and
+// their mean, the key/value cache's length and checks, and the
 // profile's clock. A family supplies its buffers and its parts: the embedding, a block and the
 // final norm, forward and backward, for a micro-batch, a context and one cached row.
 // The hook order: model/hook_order.hpp.
@@ -93,7 +94,8 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   // parameters of the head's unit, acquired (its release is the caller's).
   std::pair<const F*, const F*> forward_to_final_norm(BasicUnitAccess<F>& access, Run run,
                                                       const std::int32_t* tokens, int B, int T);
-  // logits[rows, Vp] = normed[rows, C] · head[Vp, C]ᵀ, then the final soft cap.
+  // logits[rows, Vp] = normed[rows, C] · head[Vp, C]ᵀ, then the final soft cap (the score head:
+  // scores[rows] = normed · score.weightᵀ).
   void head_forward(const F* normed, const F* p, F* logits, std::size_t rows) const;
   // dnormed = dlogits · head; dhead += dlogitsᵀ · normed unless g is null (frozen).
   void head_backward(const F* p, F* g, KernelClock& clock);
@@ -104,7 +106,7 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
   bool ready_for_backward_ = false;
   const F* normed_ = nullptr;      // the last training forward's final norm output
-  std::vector<F> logits_;          // [B, T, Vp]; dlogits once backward starts
+  std::vector<F> logits_;          // [B, T, Vp] ([B, T] scores); dlogits once backward starts
   std::vector<F> lse_, losses_;    // [B, T]
   std::vector<F> context_logits_;  // [Vp] next_token_logits'
   std::vector<F> cache_logits_;    // [Vp] feed_token's

@@ -59,6 +59,7 @@ enum class Role {
   head,            // an untied LM head [Vp, C]
   post_attn_norm,  // Gemma's norms of the attention's and the MLP's outputs (sandwich_norms)
   post_mlp_norm,
+  score,  // the score head [1, C] (ModelConfig::score_head), in unit L + 1
 };
 
 struct TensorSpec {
@@ -85,10 +86,12 @@ struct HookOrder {
   std::vector<int> training;
 };
 
-// A config.json's model_type and the architectures[0] that goes with it.
+// A config.json's model_type and the architectures[0] that goes with it, and the one of the same
+// model with a score head (ModelConfig::score_head).
 struct HfArchitecture {
   std::string_view model_type;    // "qwen3"
   std::string_view architecture;  // "Qwen3ForCausalLM"
+  std::string_view classifier;    // "Qwen3ForSequenceClassification"
 };
 
 class ModelFamily {
@@ -127,6 +130,10 @@ class ModelFamily {
   virtual bool conv1d_weights() const { return false; }
 };
 
+// score.weight [1, C] of ModelConfig::score_head: no bias, weight decay, normal(0, 0.02) from
+// scratch (a base model's initializer_range: train/pretrained.hpp).
+TensorSpec score_tensor(const ModelConfig& config);
+
 // The registered family of config.architecture (src/model/registry.cpp).
 const ModelFamily& family_of(const ModelConfig& config);
 
@@ -142,6 +149,17 @@ double flops_per_token(const ModelConfig& config, int T);
 // llama, mistral, qwen2, qwen3, phi3). Another model_type, an `architectures` entry the
 // family does not have, or an option it does not support is an Error naming `file`, the key and
 // the value.
+// A folder whose architectures lists the family's classifier (LlamaForSequenceClassification,
+// GPT2ForSequenceClassification, ...) is the model with score_head, and must have one label
+// (id2label of one entry, or num_labels 1).
 ModelConfig read_hf_config(const nlohmann::json& json, const std::string& file);
+
+// The config.json of a folder of the model: the family's hf_config, and with score_head the
+// family's classifier as transformers writes it for one label (architectures, id2label,
+// label2id; the caller adds pad_token_id, which transformers needs to find each row's last token).
+nlohmann::ordered_json hf_config(const ModelConfig& config);
+
+// "LlamaForSequenceClassification" for a model of LlamaForCausalLM.
+std::string_view classifier_architecture(const ModelConfig& config);
 
 }  // namespace autotrain::model

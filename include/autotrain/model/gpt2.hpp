@@ -50,7 +50,7 @@ class BasicGpt2 final : public BasicDecoderDriver<F> {
                       KernelClock& clock) override;
   void embed_backward(F* g) override;
   F* dnormed() override { return dsmall_.data(); }
-  std::size_t head_offset() const override { return offsets_->wte; }
+  std::size_t head_offset() const override { return offsets_->head; }
   std::size_t family_activation_bytes() const override;
   void prepare_context(int n) override;
   int open_cache() override;

@@ -12,6 +12,7 @@ struct TensorOffsets {
   std::size_t wte, wpe;
   std::size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
   std::size_t lnfw, lnfb;
+  std::size_t head;  // the head's: wte (unit 0), or score.weight (unit L + 1) with the score head
 };
 
 }  // namespace autotrain::model

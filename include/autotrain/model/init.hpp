@@ -16,6 +16,12 @@ namespace autotrain::model {
 void init_params(const ParamLayout& layout, std::uint64_t seed, std::span<float> out,
                  std::size_t begin = 0);
 
+// The part of `tensor` inside out = flat[begin, begin + out.size()), drawn by `rule` (the
+// tensor's own, or another: a base model's initializer_range for a head it lacks); the rest of
+// out is left as it is.
+void init_tensor(const ParamTensor& tensor, const InitRule& rule, std::uint64_t seed,
+                 std::span<float> out, std::size_t begin);
+
 // The standard normal value the initialiser draws for (seed, tensor, element): counter-based, so
 // any element can be computed alone.
 double init_normal(std::uint64_t seed, std::uint64_t tensor_key, std::uint64_t element);

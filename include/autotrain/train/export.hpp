@@ -53,10 +53,12 @@ void export_lora(zero::ModelState& engine, const LoraModel& lora,
 // `merge_adapter` the merged model's files then the adapter folder's.
 std::string describe_export(const std::filesystem::path& dir, bool peft, bool merge_adapter);
 
-// config.json for the model's family with this shape (model::ModelFamily::hf_config);
-// `eos_token_id` is the tokenizer's end-of-text token (also written as bos_token_id, as GPT-2's
-// own config does).
+// config.json for the model's family with this shape (model::hf_config: a score head's model is
+// the family's *ForSequenceClassification with one label); `eos_token_id` is the tokenizer's
+// end-of-text token (also written as bos_token_id, as GPT-2's own config does). With a score
+// head, pad_token_id too (by which transformers finds each row's last token): the tokenizer's
+// pad token, else its end-of-text token; a base model's own non-null pad_token_id is kept.
 std::string hf_config_json(const model::ModelConfig& config, const std::string& tokenizer,
-                           int eos_token_id, DType dtype);
+                           int eos_token_id, int pad_token_id, DType dtype);
 
 }  // namespace autotrain::train

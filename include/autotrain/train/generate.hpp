@@ -21,9 +21,15 @@ struct LoadedModel {
   std::unique_ptr<data::Tokenizer> tokenizer;
 };
 
+// The head a folder's model must have: a language model's (generate, and an adapter folder's
+// base), or a score head (a reward model: *ForSequenceClassification, autotrain score).
+enum class FolderHead { language_model, score };
+
 // Reads config.json, the weights (PretrainedWeights: model.safetensors or a
-// sharded set, fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key.
-LoadedModel load_model_folder(const std::filesystem::path& dir);
+// sharded set, fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key,
+// and a folder whose model has the other head than `head` says what it is for.
+LoadedModel load_model_folder(const std::filesystem::path& dir,
+                              FolderHead head = FolderHead::language_model);
 
 struct GenerateOptions {
   std::string prompt;

@@ -7,9 +7,14 @@
 // that is not trained); missing, unexpected and mis-shaped
 // tensors are listed by name in one Error. fill() copies only the requested range through a
 // read-only memory map, so a ZeRO-3 rank reads its shard of each tensor and nothing else.
+// A reward model (ModelConfig::score_head) started from a causal LM's folder takes everything but
+// its lm_head.weight, and draws the score head the folder lacks as transformers does: normal(0,
+// config.json's initializer_range, 0.02 when absent), from `seed`. A sequence classifier's folder
+// must hold its score.weight.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +27,8 @@ namespace autotrain::train {
 
 class PretrainedWeights final : public model::ParamSource {
  public:
-  PretrainedWeights(std::filesystem::path folder, const model::ParamLayout& layout);
+  PretrainedWeights(std::filesystem::path folder, const model::ParamLayout& layout,
+                    std::uint64_t seed = 0);
 
   void fill(const model::ParamLayout& layout, std::span<float> out,
             std::size_t begin) const override;
@@ -34,11 +40,17 @@ class PretrainedWeights final : public model::ParamSource {
 
  private:
   struct Match {
-    int file = -1;  // into files_
+    int file = -1;  // into files_; -1: a new score head, drawn from seed_
     const ckpt::SafetensorsEntry* entry = nullptr;
   };
 
+  // Whether the layout's tensor `tensor`, which the files lack, is a score head to draw (the
+  // folder is a causal LM's); sets new_head_.
+  bool draws_new_head(const model::ParamTensor& tensor);
+
   std::filesystem::path folder_;
+  std::uint64_t seed_;
+  std::optional<model::InitRule> new_head_;  // the rule of a score head the folder lacks
   std::vector<ckpt::SafetensorsFile> files_;
   std::vector<Match> matches_;  // one per layout tensor
 };

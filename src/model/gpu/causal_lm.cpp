@@ -2,6 +2,8 @@
 // on the device path that names the families, as make_causal_lm is on the CPU's.
 #include "autotrain/model/gpu/causal_lm.hpp"
 
+#include "../check_tokens.hpp"
+#include "autotrain/core/error.hpp"
 #include "autotrain/model/gpu/decoder.hpp"
 #include "autotrain/model/gpu/gpt2.hpp"
 #include "autotrain/model/gpu/llama.hpp"
@@ -24,6 +26,7 @@ template <typename F>
 std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout, int positions,
                                                       cudaStream_t stream,
                                                       const kernels::gpu::BlasHandle& blas) {
+  AT_CHECK(!layout.config().score_head, kScoreGeneration);
   if (layout.config().family == Family::llama) {
     return std::make_unique<DeviceLlamaDecoder<F>>(layout, positions, stream, blas);
   }

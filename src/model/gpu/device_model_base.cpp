@@ -10,6 +10,7 @@
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
+#include "autotrain/kernels/gpu/score.hpp"
 #include "autotrain/model/hook_order.hpp"
 #include "event_clock.hpp"
 
@@ -34,9 +35,9 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
   AT_CHECK(T >= 1 && T <= config.block_size, "model: sequence length ", T, " must be in [1, ",
            positions_key, " = ", config.block_size, "]");
   const std::size_t bt = host_losses_.size();
-  const auto Vp = static_cast<std::size_t>(config.padded_vocab_size);
+  const auto outputs = static_cast<std::size_t>(config.head_outputs());
   auto carve = [&](autotrain::gpu::SubBuffers parts) {
-    parts.take(driver_.logits, bt * Vp);
+    parts.take(driver_.logits, bt * outputs);
     parts.take(driver_.lse, bt);
     parts.take(driver_.losses, bt);
     parts.take(driver_.weights, bt);
@@ -86,6 +87,7 @@ void DeviceModelBase<F>::forward_async(BasicUnitAccess<F>& access, const std::in
 
 template <typename F>
 void DeviceModelBase<F>::backward(BasicUnitAccess<F>& access, float loss_scale) {
+  AT_CHECK(!config_.score_head, kScoreBackward);
   // d(mean loss · scale)/d(loss of one position)
   backward_rows(access, position_dloss(loss_scale, loss_positions_), nullptr);
 }
@@ -110,10 +112,14 @@ void DeviceModelBase<F>::backward_rows(BasicUnitAccess<F>& access, float dloss,
   ready_for_backward_ = false;  // the logits buffer becomes dlogits
   const DriverBuffers& d = driver_;
   EventClock clock(profiler_.get(), stream_, Pass::backward);
-  kernels::gpu::crossentropy_backward(d.logits, d.logits, d.lse, d.targets, dloss,
-                                      host_losses_.size(), config_.vocab_size,
-                                      config_.padded_vocab_size, stream_,
-                                      static_cast<float>(config_.final_softcap), row_scale);
+  if (config_.score_head) {
+    kernels::gpu::score_backward(d.logits, d.targets, dloss, row_scale, host_losses_.size(),
+                                 stream_);
+  } else {
+    kernels::gpu::crossentropy_backward(
+        d.logits, d.logits, d.lse, d.targets, dloss, host_losses_.size(), config_.vocab_size,
+        config_.padded_vocab_size, stream_, static_cast<float>(config_.final_softcap), row_scale);
+  }
   clock.lap(kCrossEntropy);
   backward_in_hook_order(
       access, config_.n_layer, config_.head_unit(), recompute_, clock,
@@ -132,12 +138,12 @@ template <typename F>
 void DeviceModelBase<F>::head_forward(const F* p, EventClock& clock) {
   const DriverBuffers& d = driver_;
   const std::size_t bt = host_losses_.size(), C = static_cast<std::size_t>(config_.n_embd);
-  const std::size_t Vp = static_cast<std::size_t>(config_.padded_vocab_size);
+  const auto N = static_cast<std::size_t>(config_.head_outputs());
   clock.restart();
-  // logits[BT, Vp] = normed[BT, C] · head[Vp, C]ᵀ
-  kernels::gpu::gemm(blas_, Transpose::no, Transpose::yes, bt, Vp, C, 1.0f, family_.normed, C,
-                     p + family_.head, C, 0.0f, d.logits, Vp, stream_);
-  if (config_.final_softcap > 0) {
+  // logits[BT, N] = normed[BT, C] · head[N, C]ᵀ (N = Vp, or the score head's 1)
+  kernels::gpu::gemm(blas_, Transpose::no, Transpose::yes, bt, N, C, 1.0f, family_.normed, C,
+                     p + family_.head, C, 0.0f, d.logits, N, stream_);
+  if (config_.final_softcap > 0 && !config_.score_head) {
     kernels::gpu::logit_softcap(d.logits, bt, config_.vocab_size, config_.padded_vocab_size,
                                 static_cast<float>(config_.final_softcap), stream_);
   }
@@ -148,14 +154,14 @@ template <typename F>
 void DeviceModelBase<F>::head_backward(const F* p, F* g, EventClock& clock) {
   const DriverBuffers& d = driver_;
   const std::size_t bt = host_losses_.size(), C = static_cast<std::size_t>(config_.n_embd);
-  const std::size_t Vp = static_cast<std::size_t>(config_.padded_vocab_size);
+  const auto N = static_cast<std::size_t>(config_.head_outputs());
   clock.restart();
-  // dhead[Vp, C] += dlogits[BT, Vp]ᵀ · normed[BT, C];  dnormed[BT, C] = dlogits · head[Vp, C]
+  // dhead[N, C] += dlogits[BT, N]ᵀ · normed[BT, C];  dnormed[BT, C] = dlogits · head[N, C]
   if (g != nullptr) {
-    kernels::gpu::gemm(blas_, Transpose::yes, Transpose::no, Vp, C, bt, 1.0f, d.logits, Vp,
+    kernels::gpu::gemm(blas_, Transpose::yes, Transpose::no, N, C, bt, 1.0f, d.logits, N,
                        family_.normed, C, 1.0f, g + family_.head, C, stream_);
   }
-  kernels::gpu::gemm(blas_, Transpose::no, Transpose::no, bt, C, Vp, 1.0f, d.logits, Vp,
+  kernels::gpu::gemm(blas_, Transpose::no, Transpose::no, bt, C, N, 1.0f, d.logits, N,
                      p + family_.head, C, 0.0f, family_.dnormed, C, stream_);
   clock.lap(kLmHead);
 }
@@ -165,8 +171,12 @@ void DeviceModelBase<F>::loss_forward(EventClock& clock) {
   const DriverBuffers& d = driver_;
   const std::size_t bt = host_losses_.size();
   clock.restart();
-  kernels::gpu::crossentropy_forward(d.losses, d.lse, d.logits, d.targets, bt, config_.vocab_size,
-                                     config_.padded_vocab_size, stream_);
+  if (config_.score_head) {
+    kernels::gpu::score_forward(d.losses, d.logits, d.targets, bt, stream_);
+  } else {
+    kernels::gpu::crossentropy_forward(d.losses, d.lse, d.logits, d.targets, bt, config_.vocab_size,
+                                       config_.padded_vocab_size, stream_);
+  }
   clock.lap(kCrossEntropy);
   AT_CUDA_CHECK(cudaMemcpyAsync(host_losses_.data(), d.losses, bt * sizeof(float),
                                 cudaMemcpyDeviceToHost, stream_));

@@ -195,7 +195,7 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
   this->choose_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head), c.head_size());
   buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute);
   const Buffers& b = *buffers_;
-  this->family_ = {b.lnf, b.dsmall, b.wte, b.memory.bytes()};
+  this->family_ = {b.lnf, b.dsmall, b.head, b.memory.bytes()};
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
 }
 

@@ -32,6 +32,7 @@ TEST(GpuGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/core/ignore_target.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/gpt2.hpp"
 #include "autotrain/model/gpu/decoder.hpp"
@@ -204,6 +205,47 @@ TYPED_TEST(GpuGpt2Test, LossAndEveryGradientMatchTheCpuModelInDouble) {
     if (!real[i]) {
       ASSERT_EQ(grads[i], 0.0) << "padding element " << i << " of the flat gradient was written";
     }
+  }
+}
+
+// The score head (a reward model) on GPT-2's device model: the marked positions' scores and the
+// gradient of their weighted sum (a pair's chosen and rejected), as the CPU's in double.
+TYPED_TEST(GpuGpt2Test, ScoreHeadMatchesTheCpuModelInDouble) {
+  using F = TypeParam;
+  ModelConfig config = tiny_config();
+  config.score_head = true;
+  const ParamLayout layout(config);
+  const Vec params = rounded_params<F>(layout);
+  std::vector<std::int32_t> marks(kBT, kIgnoreTarget);
+  std::vector<float> weights(kBT, 0.0f);
+  marks[kT - 3] = 4;  // row 0's last real token, padding after it
+  weights[kT - 3] = 0.7f;
+  marks[kBT - 1] = 0;
+  weights[kBT - 1] = -0.4f;
+
+  Vec cpu_params = params, cpu_grads(layout.padded_size(), 0.0);
+  BasicFlatUnitAccess<double> cpu_access(layout, cpu_params.data(), cpu_grads.data());
+  BasicGpt2<double> cpu(layout, kB, kT);
+  cpu.forward(cpu_access, this->inputs_.data(), marks.data());
+  cpu.backward_weighted(cpu_access, kLossScale,
+                        std::vector<double>(weights.begin(), weights.end()));
+
+  testing::DeviceState<F> device(layout, params);
+  auto access = device.access();
+  gpu::DeviceGpt2<F> model(layout, kB, kT, device.stream(), device.blas());
+  model.forward(access, this->inputs_.data(), marks.data());
+  model.backward_weighted(access, kLossScale, weights);
+  const Vec grads = device.grads();
+
+  // Scores of either sign: their error is a share of the largest.
+  double scale = 0;
+  for (const double score : cpu.losses()) scale = std::max(scale, std::abs(score));
+  for (std::size_t i = 0; i < kBT; ++i) {
+    EXPECT_NEAR(model.losses()[i], cpu.losses()[i], Precision<F>::loss_rtol * scale + 1e-7)
+        << "score of position " << i;
+  }
+  for (const auto& t : layout.tensors()) {
+    this->expect_close_tensor(grads, cpu_grads, t.offset, real_elements(t), t.name);
   }
 }
 

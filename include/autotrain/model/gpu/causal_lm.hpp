@@ -57,7 +57,9 @@ class DeviceCausalLM {
   virtual void backward_weighted(BasicUnitAccess<F>& access, float loss_scale,
                                  std::span<const float> weights) = 0;
 
-  // Per-position losses [B, T] of the last forward (waits for it, as loss()).
+  // Per-position losses [B, T] of the last forward (waits for it, as loss()); with a score head
+  // the marked positions' scores (CausalLM::losses; backward() throws, so does
+  // make_device_decoder).
   virtual std::span<const float> losses() const = 0;
 
   // Bytes of device memory held for activations, their gradients and scratch.

@@ -2,11 +2,11 @@
 // The device models' driver (model/gpu/gpt2.hpp, llama.hpp are its families): forward and
 // backward of every decoder-only family written once, in the unit hook order of
 // model/hook_order.hpp (the CPU driver's), with activation checkpointing's recompute of a block
-// before its backward. It owns the head, the cross-entropy and its gradient, the losses copied
-// back to pinned memory and their mean, the micro-batch shape and its checks, the tokens on
-// their way to the device, the choice of attention path and the per-kernel profile; a family
-// supplies its buffers (FamilyBuffers) and its parts: the embedding, a block, the final norm,
-// forward and backward.
+// before its backward. It owns the head (the LM head, or a score head: model/config.hpp), the
+// cross-entropy (or the scores) and its gradient, the losses copied back to pinned memory and
+// their mean, the micro-batch shape and its checks, the tokens on their way to the device, the
+// choice of attention path and the per-kernel profile; a family supplies its buffers
+// (FamilyBuffers) and its parts: the embedding, a block, the final norm, forward and backward.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <memory>
@@ -48,7 +48,7 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   struct DriverBuffers {
     std::int32_t *inputs, *targets;  // [B, T] copied from the host every forward
     std::int32_t* token_runs;        // [3·B·T + 1] the inputs' positions grouped by token
-    F* logits;                       // [B, T, Vp]; holds dlogits once backward starts
+    F* logits;                       // [B, T, Vp] ([B, T] scores); dlogits once backward starts
     float *lse, *losses;             // [B, T]
     float* weights;                  // [B, T] backward_weighted's
   };
@@ -93,8 +93,8 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   cudaStream_t stream_;
   const kernels::gpu::BlasHandle& blas_;
   TokenUpload tokens_;  // inputs, targets and token runs on their way to the device
-  autotrain::gpu::PinnedArray<float> host_losses_;  // [B, T]
-  autotrain::gpu::Event losses_copied_;             // host_losses_ holds the last forward's
+  autotrain::gpu::PinnedArray<float> host_losses_;   // [B, T]
+  autotrain::gpu::Event losses_copied_;              // host_losses_ holds the last forward's
   autotrain::gpu::PinnedArray<float> host_weights_;  // [B, T] backward_weighted's, on their way
   autotrain::gpu::Event weights_copied_;             // host_weights_ may be written again
   bool ready_for_backward_ = false;
@@ -107,15 +107,16 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   FamilyBuffers family_{};
 
  private:
-  // logits = normed · head^T (then the final soft cap), from the head's unit's parameters.
+  // logits = normed · head^T (then the final soft cap; the score head: the scores), from the
+  // head's unit's parameters.
   void head_forward(const F* p, EventClock& clock);
   // d normed = dlogits · head; d head += dlogits^T · normed unless g is null (frozen).
   void head_backward(const F* p, F* g, EventClock& clock);
   // Backward with dloss the derivative of the objective by each position's loss, times
   // row_scale[position] (device memory) where given.
   void backward_rows(BasicUnitAccess<F>& access, float dloss, const float* row_scale);
-  // The cross-entropy of every position into losses and lse, the losses copied to the host as
-  // they complete; backward may follow.
+  // The cross-entropy of every position into losses and lse (the score head: the marked
+  // positions' scores), the losses copied to the host as they complete; backward may follow.
   void loss_forward(EventClock& clock);
 };
 
