@@ -77,10 +77,14 @@ int run_score(const std::vector<std::string>& args) {
                  "token, as transformers' sequence classifiers score it.\n";
     return 0;
   }
-  AT_CHECK(!model_dir.empty(), "score: --model FOLDER is required; see autotrain score --help");
-  AT_CHECK(texts.empty() != pairs_file.empty(),
-           "score: give --text TEXT ... or --pairs FILE.jsonl (one of them); see autotrain score "
-           "--help");
+  if (model_dir.empty()) {
+    throw UsageError("score: --model FOLDER is required; see autotrain score --help");
+  }
+  if (texts.empty() == pairs_file.empty()) {
+    throw UsageError(
+        "score: give --text TEXT ... or --pairs FILE.jsonl (one of them); see autotrain score "
+        "--help");
+  }
   const train::RewardScorer scorer(model_dir);
   std::cerr << "score: " << model_dir << " on the CPU\n" << std::flush;
   if (!pairs_file.empty()) {

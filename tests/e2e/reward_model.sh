@@ -128,7 +128,11 @@ printf '{"chosen": "a", "rejected": "b"}\n{"good": "a", "rejected": "b"}\n' > ba
 refused_score "bad.jsonl:2: no column 'chosen' (the row has good, rejected)" --model gpt2-rm --pairs bad.jsonl
 refused_score "bad.jsonl:1: no column 'better'" --model gpt2-rm --pairs bad.jsonl --chosen-column better
 refused_score "LlamaForCausalLM is a language model; autotrain score needs a reward model" --model base --text hi
-echo "score: refuses a missing column and a language model by name"
+status=0
+"$AUTOTRAIN_BIN" score --model gpt2-rm > refused.out 2>&1 || status=$?
+[ "$status" -eq 2 ] && grep -qF -- "give --text TEXT ... or --pairs FILE.jsonl" refused.out ||
+  { cat refused.out; fail "score without texts: exit $status, expected 2 (usage)"; }
+echo "score: refuses a missing column and a language model by name; no texts is a usage error"
 
 # generate refuses a reward model.
 status=0
