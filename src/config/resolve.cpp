@@ -228,9 +228,10 @@ void validate_params(const ResolvedParams& resolved) {
                     " needs conversations: set chat_template (tokenizer, chatml or zephyr) and "
                     "give text_column as lists of messages"));
   }
-  if (params.trainer == "reward") {
-    throw Error(
-        cat(shown(resolved, "trainer"), ": the reward trainer is not built yet; dpo and orpo are"));
+  if (params.trainer == "reward" && params.peft) {
+    throw Error(cat(shown(resolved, "trainer"),
+                    " with peft: the reward model's new score head must train in full (PEFT's "
+                    "modules_to_save), which autotrain's LoRA does not do yet; set peft false"));
   }
   if (!params.model_ref.empty() && params.trainer == "dpo" && params.peft) {
     throw Error(cat(shown(resolved, "model_ref"),

@@ -75,7 +75,8 @@ void MetricsLog::write(const StepMetrics& m) {
   for (const auto& [name, value] : m.metrics) line[name] = value;
   if (m.val_loss) {
     line["val_loss"] = *m.val_loss;
-    line["val_perplexity"] = std::exp(*m.val_loss);
+    // A perplexity is a language model's; the preference losses have none.
+    if (m.val_metrics.empty()) line["val_perplexity"] = std::exp(*m.val_loss);
   }
   for (const auto& [name, value] : m.val_metrics) line["val_" + name] = value;
   line["lr"] = m.lr;
@@ -158,9 +159,12 @@ std::string describe(const StepMetrics& m) {
       line += text;
     }
   }
-  if (m.val_loss) {
+  if (m.val_loss && m.val_metrics.empty()) {
     std::snprintf(text, sizeof text, "  val_loss %.4f (ppl %.2f)", *m.val_loss,
                   std::exp(*m.val_loss));
+    line += text;
+  } else if (m.val_loss) {
+    std::snprintf(text, sizeof text, "  val_loss %.4f", *m.val_loss);
     line += text;
   }
   return line;

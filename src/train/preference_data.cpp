@@ -143,8 +143,14 @@ void PreferenceData::load(const PairSplitData& split, std::span<const std::uint6
 
 void PreferenceData::mark_last_tokens() {
   std::fill(targets_.begin(), targets_.end(), kIgnoreTarget);
+  const std::int32_t pad = train_.pairs.pad_token();
   for (std::size_t row = 0; row < lengths_.size(); ++row) {
-    targets_[row * std::size_t(T_) + std::size_t(lengths_[row] - 1)] = 0;
+    const std::size_t first = row * std::size_t(T_);
+    // transformers' last non-padding token: a text that ends with the pad token (EOS as pad)
+    // is read before it.
+    std::size_t last = first + std::size_t(lengths_[row]) - 1;
+    while (last > first && inputs_[last] == pad) --last;
+    targets_[last] = 0;
   }
 }
 

@@ -417,6 +417,13 @@ model::ModelConfig model_config(const config::ResolvedParams& resolved) {
   config.block_size = static_cast<int>(params.n_positions);
   config.vocab_size = static_cast<int>(params.vocab_size);
   config.padded_vocab_size = model::round_up_vocab(config.vocab_size);
+  // trainer reward trains a reward model: the score head instead of the LM head, from a causal
+  // LM's folder (a new head) or a reward model's.
+  const bool reward = params.trainer == "reward";
+  AT_CHECK(reward || !config.score_head, (dir / "config.json").string(),
+           ": a reward model (*ForSequenceClassification) trains with trainer reward, not ",
+           params.trainer);
+  config.score_head = reward;
   config.validate();
   return config;
 }

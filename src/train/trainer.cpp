@@ -322,8 +322,8 @@ void TrainingRun::compute_reference() {
 // The starting point, so the curve shows how far training moved the validation loss.
 void TrainingRun::evaluate_initial() {
   const DataLoss initial = evaluate();
-  log::info("step 0/", total_steps_, "  val_loss ", initial.loss, " (ppl ", std::exp(initial.loss),
-            ")");
+  log::info("step 0/", total_steps_, "  val_loss ", initial.loss,
+            initial.metrics.empty() ? cat(" (ppl ", std::exp(initial.loss), ")") : std::string());
   if (talker_) {
     StepMetrics metrics;
     metrics.total_steps = total_steps_;

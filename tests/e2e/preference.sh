@@ -7,7 +7,9 @@
 #      is the base), accuracies and margins rise on a separable toy preference set, and 1 rank with
 #      twice the accumulation gives the same curve; a checkpoint resumes to the same curve;
 #   3. LoRA dpo (no second model: the reference is the base without adapters) and orpo train;
-#      model_ref and peft together are refused.
+#      model_ref and peft together are refused;
+#   4. a reward model trained at ZeRO-3 from the Llama folder exports a classifier folder whose
+#      rewards (autotrain score) put chosen above rejected on held-out pairs.
 set -euo pipefail
 : "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 # shellcheck source=tests/e2e/lib.bash
@@ -103,3 +105,32 @@ PY
 out=$("$AUTOTRAIN_BIN" train --trainer dpo --model-ref reference --peft "${common[@]}" --dry-run 2>&1) &&
   fail "model_ref with peft was accepted"
 grep -q "model_ref .* with peft" <<< "$out" || fail "model_ref with peft: $out"
+
+# 4. A reward model on texts whose chosen ending says "yes", rejected "no".
+mkdir reward-data
+"$python" - <<'PY'
+import json, random
+random.seed(8)
+for split, n in (("train", 48), ("valid", 16)):
+    with open(f"reward-data/{split}.jsonl", "w") as out:
+        for _ in range(n):
+            a, b = random.randint(1, 99), random.randint(1, 99)
+            out.write(json.dumps({"chosen": f"is {a}+{b} even? yes, it is",
+                                  "rejected": f"is {a}+{b} even? no way"}) + "\n")
+PY
+timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --trainer reward --project-name reward \
+  --zero-stage 3 --max-steps 12 --gradient-accumulation 1 --model policy --tokenizer byte \
+  --data-path reward-data --valid-split valid --block-size 32 --batch-size 2 --lr 1e-3 \
+  --warmup-ratio 0 --scheduler constant --logging-steps 1 --threads 1 --comm-backend mpi \
+  --eval-strategy no > reward.log 2>&1 || { tail -20 reward.log; fail "reward"; }
+grep -q '"LlamaForSequenceClassification"' reward/config.json || fail "the reward export's architecture"
+"$AUTOTRAIN_BIN" score --model reward --pairs reward-data/valid.jsonl > score.out 2>&1 ||
+  { cat score.out; fail "score"; }
+grep -q "accuracy 1.0000 (16 of 16 pairs" score.out || { tail -3 score.out; fail "held-out accuracy"; }
+"$python" - reward/metrics.jsonl <<'PY' || fail "the reward model did not learn"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l and json.loads(l).get("step", 0) > 0]
+assert rows[-1]["loss"] < rows[0]["loss"] and rows[-1]["rewards/margins"] > 0.5, rows
+print(f"reward: loss {rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f}")
+PY
+echo "reward, held-out pairs: $(tail -1 score.out)"
