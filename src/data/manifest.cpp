@@ -7,6 +7,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
+#include "autotrain/core/strings.hpp"
 #include "autotrain/data/loss_mask.hpp"
 #include "autotrain/data/shard.hpp"
 #include "autotrain/data/tokenizer.hpp"
@@ -72,6 +73,15 @@ std::string hash_files(const std::vector<fs::path>& files) {
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
   return hex;
+}
+
+std::string describe_split(const SplitInput& split) {
+  uintmax_t bytes = 0;
+  for (const auto& file : split.files) bytes += fs::file_size(file.path);
+  return cat(
+      split.split, " ",
+      split.files.size() == 1 ? split.files[0].path.string() : cat(split.files.size(), " files"),
+      " (", human_bytes(double(bytes)), ")");
 }
 
 ResolvedInputs resolve_inputs(const PrepareOptions& options) {

@@ -16,6 +16,8 @@ struct ResolvedInputs {
 class Tokenizer;
 
 ResolvedInputs resolve_inputs(const PrepareOptions& options);
+// "train data/train.csv (1.1 MiB)", or "train 3 files (...)": the dry runs' description.
+std::string describe_split(const SplitInput& split);
 nlohmann::json manifest_key(const PrepareOptions& options, const ResolvedInputs& inputs,
                             const Tokenizer& tokenizer);
 void write_manifest(const PrepareOptions& options, const nlohmann::json& key,

@@ -260,15 +260,6 @@ void check_first_row(const InputFile& file, const PreferenceOptions& options,
   }
 }
 
-std::string describe_files(const SplitInput& split) {
-  uintmax_t bytes = 0;
-  for (const auto& file : split.files) bytes += fs::file_size(file.path);
-  return cat(
-      split.split, " ",
-      split.files.size() == 1 ? split.files[0].path.string() : cat(split.files.size(), " files"),
-      " (", human_bytes(double(bytes)), ")");
-}
-
 }  // namespace
 
 PairsCheck check_pair_inputs(const PreferenceOptions& options) {
@@ -282,7 +273,7 @@ PairsCheck check_pair_inputs(const PreferenceOptions& options) {
   std::string valid = "no valid split";
   if (inputs.valid) {
     for (const auto& file : inputs.valid->files) check_first_row(file, options, formatter);
-    valid = describe_files(*inputs.valid);
+    valid = describe_split(*inputs.valid);
   } else if (inputs.valid_fraction > 0) {
     valid = cat(prepare.valid_split, " carved from the last ", inputs.valid_fraction * 100, "% of ",
                 prepare.train_split, "'s pairs");
@@ -292,7 +283,7 @@ PairsCheck check_pair_inputs(const PreferenceOptions& options) {
   return {
       cat(options.reward ? "reward pairs (chosen '" : "preference pairs (prompt '",
           options.reward ? "" : cat(options.prompt_column, "', chosen '"), prepare.text_column,
-          "', rejected '", options.rejected_column, "'): ", describe_files(inputs.train), "; ",
+          "', rejected '", options.rejected_column, "'): ", describe_split(inputs.train), "; ",
           valid, "; ",
           chat ? cat("conversations rendered by ", chat->origin(), "; ") : std::string(),
           reused ? "reusing the pairs in " : "to be tokenized into ", prepare.output_dir.string()),

@@ -405,15 +405,6 @@ void check_first_document(const InputFile& file, const PrepareOptions& options) 
   }
 }
 
-std::string describe_split(const SplitInput& split) {
-  uintmax_t bytes = 0;
-  for (const auto& file : split.files) bytes += fs::file_size(file.path);
-  return cat(
-      split.split, " ",
-      split.files.size() == 1 ? split.files[0].path.string() : cat(split.files.size(), " files"),
-      " (", human_bytes(double(bytes)), ")");
-}
-
 }  // namespace
 
 InputsCheck check_inputs(const PrepareOptions& options) {

@@ -20,12 +20,13 @@ struct StateBytes {
 };
 
 struct MemoryPlan {
-  double parameters = 0;      // the model's parameters (the base model's with peft)
-  double state_bytes = 0;     // parameters, gradients and optimizer state per rank, on the device
-  double host_bytes = 0;      // offloaded to host memory per rank
-  double nvme_bytes = 0;      // offloaded to NVMe per rank
-  double working_bytes = 0;   // a reduce bucket, and on the GPU the 16-bit copies and cuBLAS
-  double sequence_bytes = 0;  // activations of one sample: a sequence of block_size tokens (a pair: two)
+  double parameters = 0;     // the model's parameters (the base model's with peft)
+  double state_bytes = 0;    // parameters, gradients and optimizer state per rank, on the device
+  double host_bytes = 0;     // offloaded to host memory per rank
+  double nvme_bytes = 0;     // offloaded to NVMe per rank
+  double working_bytes = 0;  // a reduce bucket, and on the GPU the 16-bit copies and cuBLAS
+  double sequence_bytes =
+      0;  // activations of one sample: a sequence of block_size tokens (a pair: two)
 
   // Per rank at micro-batch `batch_size`, on the device.
   double bytes(int64_t batch_size) const {

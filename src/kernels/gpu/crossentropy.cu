@@ -155,9 +155,8 @@ void crossentropy_backward(F* dlogits, const F* logits, const float* lse,
   AT_CHECK(N <= 0x7fffffffu, "crossentropy: ", N, " rows exceed one grid");
   const auto rows = static_cast<unsigned>(N);
   if (rows_packable<F>(static_cast<std::size_t>(Vp), logits, dlogits)) {
-    crossentropy_backward_kernel<kPack<F>>
-        <<<rows, kBlockThreads, 0, stream>>>(dlogits, logits, lse, targets, dloss, row_scale, V, Vp,
-                                             softcap);
+    crossentropy_backward_kernel<kPack<F>><<<rows, kBlockThreads, 0, stream>>>(
+        dlogits, logits, lse, targets, dloss, row_scale, V, Vp, softcap);
   } else {
     crossentropy_backward_kernel<1><<<rows, kBlockThreads, 0, stream>>>(
         dlogits, logits, lse, targets, dloss, row_scale, V, Vp, softcap);
