@@ -91,8 +91,9 @@ class TrainingRun {
   void save_at(long long steps_done);
   DataLoss evaluate() { return data_->evaluate(*replica_, *scalars_); }
   // dpo: the reference's log-probabilities, from the parameters of the reference (the base
-  // model's: a fresh start's first parameters, or model_ref's) before training.
-  void compute_reference();
+  // model's: a fresh start's first parameters, or model_ref's) before training. True when the
+  // engine is left holding the first parameters (source_'s).
+  bool compute_reference();
 
   const RunSetup& setup_;
   const LoraModel* const lora_;  // null unless peft
@@ -197,20 +198,12 @@ void TrainingRun::log_plan() const {
 }
 
 void TrainingRun::resume_and_begin() {
+  // dpo first: the reference is the base model (or model_ref), whatever a checkpoint holds.
+  bool reference_is_current = data_->needs_reference() && compute_reference();
   // Resume: the parameters, the optimizer state and the data position of a checkpoint of any
   // world size and stage (docs/training.md, "Resuming").
   // The tensors are verified as they load (each rank checks what it reads); under `auto` a
   // checkpoint that fails there is refused and the plan is made again without it.
-  // dpo first: the reference is the base model (or model_ref), whatever a checkpoint holds.
-  bool reference_is_current = false;  // the parameters are still the first ones (source_'s)
-  if (data_->needs_reference() && !params_.model_ref.empty()) {
-    engine_->init_parameters(*open_reference_weights(setup_, layout_));
-    compute_reference();
-  } else if (data_->needs_reference()) {
-    initialize_parameters();
-    compute_reference();
-    reference_is_current = true;
-  }
   std::vector<std::filesystem::path> refused;
   std::optional<ResumeDecision> resume =
       plan_resume(setup_, checkpoint_dir_, TensorCheck::at_load, refused, base_weights_);
@@ -309,7 +302,13 @@ bool TrainingRun::resume_from(const ResumeDecision& resume) {
   return true;
 }
 
-void TrainingRun::compute_reference() {
+bool TrainingRun::compute_reference() {
+  const bool model_ref = !params_.model_ref.empty();
+  if (model_ref) {
+    engine_->init_parameters(*open_reference_weights(setup_, layout_));
+  } else {
+    initialize_parameters();
+  }
   const Timer timer;
   data_->compute_reference(*replica_);
   const std::string reference = !params_.model_ref.empty() ? "model_ref " + params_.model_ref
@@ -317,6 +316,7 @@ void TrainingRun::compute_reference() {
                                                            : "the base model";
   log::info(params_.trainer, ": the reference's log-probabilities of every pair in ",
             timer.seconds(), " s (", reference, "; computed once, no second model is held)");
+  return !model_ref;
 }
 
 // The starting point, so the curve shows how far training moved the validation loss.
