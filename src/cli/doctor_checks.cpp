@@ -331,8 +331,9 @@ DoctorRow check_allreduce(const DoctorContext& context) {
 
 std::vector<DoctorRow> check_links(const DoctorContext& context) {
   // Node 0's first rank exchanges 4 MiB with each other node's first rank in turn (one link at a
-  // time, so each figure is that link's alone). Each link's figure is its fastest of 8 rounds a
-  // few milliseconds apart: a rank descheduled on a busy node slows some rounds, not the link.
+  // time, so each figure is that link's alone). Each link's figure is its fastest of 12 rounds;
+  // a round visits every link, and the rounds are 10 ms apart, so a rank descheduled on a busy
+  // node for a while slows every link's same round, not one link's figure.
   std::vector<double> rates;
   if (is_leader(context)) {
     int leader = 0;
@@ -340,13 +341,13 @@ std::vector<DoctorRow> check_links(const DoctorContext& context) {
     AT_MPI_CHECK(MPI_Comm_rank(context.leaders, &leader));
     AT_MPI_CHECK(MPI_Comm_size(context.leaders, &leaders));
     std::vector<char> buffer(std::size_t{4} << 20);
-    constexpr int kRounds = 8;
+    constexpr int kRounds = 12;
     const int count = static_cast<int>(buffer.size());
-    for (int peer = 1; peer < leaders; ++peer) {
-      if (leader != 0 && leader != peer) continue;
-      const int other = leader == 0 ? peer : 0;
-      double fastest = 0;
-      for (int i = 0; i < kRounds; ++i) {
+    std::vector<double> fastest(static_cast<std::size_t>(leaders), 0.0);
+    for (int i = 0; i < kRounds; ++i) {
+      for (int peer = 1; peer < leaders; ++peer) {
+        if (leader != 0 && leader != peer) continue;
+        const int other = leader == 0 ? peer : 0;
         const Timer timer;
         if (leader == 0) {
           AT_MPI_CHECK(MPI_Send(buffer.data(), count, MPI_CHAR, other, kTag, context.leaders));
@@ -358,10 +359,13 @@ std::vector<DoctorRow> check_links(const DoctorContext& context) {
           AT_MPI_CHECK(MPI_Send(buffer.data(), count, MPI_CHAR, other, kTag, context.leaders));
         }
         const double seconds = timer.seconds();
-        if (i == 0 || seconds < fastest) fastest = seconds;
-        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+        double& best = fastest[static_cast<std::size_t>(peer)];
+        if (i == 0 || seconds < best) best = seconds;
       }
-      if (leader == 0) rates.push_back(2.0 * double(buffer.size()) / fastest);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (int peer = 1; leader == 0 && peer < leaders; ++peer) {
+      rates.push_back(2.0 * double(buffer.size()) / fastest[static_cast<std::size_t>(peer)]);
     }
   }
   AT_MPI_CHECK(MPI_Barrier(context.world));
