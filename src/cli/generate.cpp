@@ -24,6 +24,8 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
   std::string mixed_precision = "no";
   bool chat = false;
   std::string system;
+  std::string quantization = "none";
+  bool double_quant = false;
   po::options_description description("autotrain generate --model FOLDER [options]");
   description.add_options()  //
       ("model", po::value(&model_dir)->value_name("FOLDER"),
@@ -50,6 +52,12 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
        "the template's end-of-turn token")  //
       ("system", po::value(&system)->value_name("TEXT"),
        "with --chat: a system message before the user's")  //
+      ("quantization", po::value(&quantization)->value_name("none|int4|int8"),
+       "the (base) model's block weights quantized and dequantized as a QLoRA run holds them "
+       "(int4: NF4), so that a QLoRA adapter runs on the weights it was trained against "
+       "(default none)")  //
+      ("double-quant", po::bool_switch(&double_quant),
+       "with --quantization int4: the absmax values in 8 bits too (bnb_4bit_use_double_quant)")  //
       ("help,h", "show this help");
   const auto values = parse_command_options("generate", description, args);
   if (values.count("help")) {
@@ -62,13 +70,23 @@ int run_generate(const std::vector<std::string>& args, MpiSession& mpi) {
     throw CollectiveError("generate: --system needs --chat (a system message of a chat)");
   options.top_k = top_k;
   options.seed = static_cast<uint64_t>(seed);
+  std::optional<model::QuantOptions> quantized;
+  if (quantization != "none") {
+    try {
+      quantized = model::QuantOptions{kernels::parse_quant_kind(quantization, "--quantization"),
+                                      double_quant};
+    } catch (const Error& error) {
+      throw CollectiveError(cat("generate: ", error.what(), " (or none)"));
+    }
+  }
   // Generation is a single-process job: under a launcher, rank 0 does it and the others wait.
   if (mpi.rank() == 0) {
     const auto where = train::choose_generate_device(device, mixed_precision);
     options.device = where.device;
     options.precision = where.precision;
     std::cerr << where.summary << "\n" << std::flush;
-    const auto loaded = train::load_model_folder(model_dir);
+    const auto loaded =
+        train::load_model_folder(model_dir, train::FolderHead::language_model, quantized);
     const std::string user = options.prompt;
     if (chat) {
       data::ChatPrompt prompt;

@@ -217,11 +217,11 @@ void validate_params(const ResolvedParams& resolved) {
                     " tokenizer's ", tokenizer_vocab, " tokens: expected at least ",
                     tokenizer_vocab));
   }
-  if (params.peft && params.quantization != "none") {
-    throw Error(cat(shown(resolved, "quantization"),
-                    " with peft: quantized base weights (QLoRA through bitsandbytes' int4/int8) "
-                    "are not supported yet; set quantization none (the frozen weights then stay "
-                    "in the compute dtype)"));
+  if (params.peft && params.quantization != "none" && params.offload_param_device != "none") {
+    throw Error(cat(shown(resolved, "quantization"), " with ",
+                    shown(resolved, "offload_param_device"),
+                    ": quantized frozen weights stay on the device (4 bits a weight); set one "
+                    "of the two to none"));
   }
   if (params.train_on_completions_only && params.chat_template == "none") {
     throw Error(cat(shown(resolved, "train_on_completions_only"),

@@ -94,7 +94,8 @@ class TokenSampler {
 // offline Hub cache) with the adapters merged into the weights; the adapter folder's tokenizer
 // when it has one (a tokenizer.json, or autotrain's gpt2 or byte named by
 // autotrain_tokenizer.json).
-LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
+LoadedModel load_adapter_folder(const std::filesystem::path& dir,
+                                std::optional<model::QuantOptions> quantization) {
   const AdapterConfig adapter = read_adapter_config(dir);
   AT_CHECK(!adapter.base_model.empty(), (dir / kAdapterConfig).string(),
            ": base_model_name_or_path is null; the adapters need the model they were trained on");
@@ -104,7 +105,7 @@ LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
   AT_CHECK(!is_adapter_folder(base.folder), (dir / kAdapterConfig).string(),
            ": base_model_name_or_path ", adapter.base_model,
            " is an adapter folder too; expected the model the adapters were trained on");
-  LoadedModel loaded = load_model_folder(base.folder);
+  LoadedModel loaded = load_model_folder(base.folder, FolderHead::language_model, quantization);
   const LoraModel lora(loaded.layout->config(), adapter.options, 1);
   const std::vector<float> values = read_adapter_weights(dir, lora.adapters);
   merge_adapters(lora, values, loaded.params);
@@ -120,11 +121,12 @@ LoadedModel load_adapter_folder(const std::filesystem::path& dir) {
 
 }  // namespace
 
-LoadedModel load_model_folder(const std::filesystem::path& dir, FolderHead head) {
+LoadedModel load_model_folder(const std::filesystem::path& dir, FolderHead head,
+                              std::optional<model::QuantOptions> quantization) {
   AT_CHECK(head == FolderHead::language_model || !is_adapter_folder(dir), dir.string(),
            " is a PEFT adapter folder; autotrain score needs a reward model's folder "
            "(*ForSequenceClassification, as trainer: reward exports it)");
-  if (is_adapter_folder(dir)) return load_adapter_folder(dir);
+  if (is_adapter_folder(dir)) return load_adapter_folder(dir, quantization);
   const ModelFolderConfig folder = read_model_config(dir);
   const model::ModelConfig& shape = folder.shape;
   const std::string config_file = (dir / "config.json").string();
@@ -142,6 +144,7 @@ LoadedModel load_model_folder(const std::filesystem::path& dir, FolderHead head)
   loaded.params.assign(loaded.layout->padded_size(), 0.0f);
   const PretrainedWeights weights(dir, *loaded.layout);
   weights.fill(*loaded.layout, loaded.params, 0);
+  if (quantization) model::quantize_round_trip(*loaded.layout, *quantization, loaded.params);
   // A folder with a tokenizer.json uses it; autotrain's own exports of gpt2 and byte say so.
   const std::string tokenizer =
       std::filesystem::exists(dir / "tokenizer.json") ? dir.string() : folder.tokenizer;

@@ -21,6 +21,12 @@ std::optional<model::LoraOptions> lora_options(const config::TrainingParams& par
   return options;
 }
 
+std::optional<model::QuantOptions> quant_options(const config::TrainingParams& params) {
+  if (!params.peft || params.quantization == "none") return std::nullopt;
+  return model::QuantOptions{kernels::parse_quant_kind(params.quantization, "quantization"),
+                             params.bnb_4bit_use_double_quant};
+}
+
 LoraModel::LoraModel(const model::ModelConfig& config, const model::LoraOptions& lora_options,
                      int world_size)
     : options(lora_options),
@@ -46,6 +52,7 @@ std::unique_ptr<LoraModel> open_lora_model(const RunSetup& setup) {
   }
   lora->weights = open_base_weights(setup, lora->base);
   lora->base_model_name = setup.resolved.base_model.peft_base_name();
+  lora->quantization = quant_options(setup.params());
   return lora;
 }
 
@@ -56,12 +63,18 @@ void log_lora_plan(const LoraModel& lora, std::size_t frozen_bytes) {
     if (target.unit == lora.lora.targets().front().unit) kinds.push_back(kind);
   }
   const double trainable = double(lora.adapters.num_parameters());
+  std::string quantized;
+  if (lora.quantization) {
+    const bool nf4 = lora.quantization->kind == kernels::QuantKind::nf4;
+    quantized = cat("; block weights in ", nf4 ? "int4 (NF4" : "int8 (per-row absmax",
+                    lora.quantization->double_quant ? ", double quantization)" : ")");
+  }
   log::info(
       "lora: rank ", lora.options.r, ", alpha ", lora.options.alpha, " (scale ",
       lora.options.scale(), "), dropout ", lora.options.dropout, " on ", lora.lora.targets().size(),
       " weights (", join(kinds, ", "), " of each block); ", lora.adapters.num_parameters(),
       " trainable parameters, ", 100.0 * trainable / double(lora.base.num_parameters()),
-      "% of the model's ", lora.base.num_parameters(), "; the frozen base weights take ",
+      "% of the model's ", lora.base.num_parameters(), quantized, "; the frozen base weights take ",
       human_bytes(double(frozen_bytes)),
       " per rank (whole: ", human_bytes(double(lora.base.padded_size() * sizeof(float))), ")");
 }

@@ -10,6 +10,8 @@
 #include "autotrain/launch/device.hpp"
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/quantized_layout.hpp"
+#include "autotrain/train/lora.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -32,9 +34,9 @@ double working_bytes(const RunSetup& setup, double parameters) {
 // bytes: 4, or 2 in 16 bits on a GPU) whole or 1/N at stage 3; the fp32 master weights (a
 // 16-bit GPU model's only) and AdamW's m and v whole at stage 0, else 1/N; the fp32 gradients
 // whole at stages 0-1 (stage 1 plus the reduced 1/N), 1/N at 2-3. With peft the parameters are
-// frozen weights only (as stage 3 shards them). offload_optimizer moves master, m and v to the
-// host (nvme: to NVMe; on a CPU run only m and v, the parameters being the master weights);
-// offload_param the stage-3 compute shard to the host.
+// frozen weights only (as stage 3 shards them; with quantization their 4- or 8-bit payload).
+// offload_optimizer moves master, m and v to the host (nvme: to NVMe; on a CPU run only m and v,
+// the parameters being the master weights); offload_param the stage-3 compute shard to the host.
 StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& offload_optimizer,
                                      const std::string& offload_param) {
   const int stage = std::clamp(setup.zero_stage, 0, 3);
@@ -45,6 +47,13 @@ StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& o
   StateBytes bytes;
   if (setup.params().peft) {
     bytes.device = params;
+    if (const auto quantization = quant_options(setup.params())) {  // QLoRA: the payload's bytes
+      const model::ParamLayout base(model_config(setup.resolved), 1);
+      const model::QuantizedLayout quantized(base, *quantization,
+                                             c == 2 ? DType::bf16 : DType::fp32);
+      bytes.device = static_cast<double>(quantized.payload_bytes()) /
+                     static_cast<double>(base.num_parameters()) * (stage == 3 ? 1 / N : 1);
+    }
     return bytes;
   }
   const double master = (c == kFloat ? 0 : kFloat) * (stage == 0 ? 1 : 1 / N);

@@ -19,6 +19,7 @@
 #include "frozen_params.hpp"
 #include "gradients.hpp"
 #include "param_gatherer.hpp"
+#include "quantized_frozen.hpp"
 #include "state_runs.hpp"
 #include "wait_clock.hpp"
 
@@ -68,13 +69,22 @@ class EngineCore : public Interface {
 
   // --- frozen weights ------------------------------------------------------------------------
   model::BasicUnitAccess<F>& hold_frozen(const model::ParamLayout& layout,
-                                         const model::ParamSource& source) override {
+                                         const model::ParamSource& source,
+                                         std::optional<model::QuantOptions> quantization) override {
     AT_CHECK(frozen_ == nullptr, "internal: hold_frozen called twice");
     AT_CHECK(layout.world_size() == comm_.size() && layout.num_units() == layout_.num_units(),
              "internal: the frozen layout has ", layout.num_units(), " units for world size ",
              layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
-    frozen_ = std::make_unique<BasicFrozenParams<Memory>>(layout, comm_, clock_, stage_, prefetch_,
-                                                          source, memory_, params_on_host_);
+    if (quantization) {
+      AT_CHECK(!params_on_host_,
+               "offload_param_device cpu with quantization: the quantized "
+               "frozen weights stay on the device (set one of the two)");
+      frozen_ = std::make_unique<BasicQuantizedFrozen<Memory>>(layout, *quantization, comm_, clock_,
+                                                               stage_, prefetch_, source, memory_);
+    } else {
+      frozen_ = std::make_unique<BasicFrozenParams<Memory>>(
+          layout, comm_, clock_, stage_, prefetch_, source, memory_, params_on_host_);
+    }
     return *frozen_;
   }
   std::size_t frozen_bytes() const override { return frozen_ ? frozen_->bytes() : 0; }
@@ -121,7 +131,7 @@ class EngineCore : public Interface {
   // outlive the derived class's).
   std::unique_ptr<BasicGradientReducer<F, float>> gradients_;
   std::unique_ptr<ParamGatherer<Memory>> gatherer_;
-  std::unique_ptr<BasicFrozenParams<Memory>> frozen_;  // hold_frozen's
+  std::unique_ptr<BasicFrozenWeights<F>> frozen_;  // hold_frozen's
 };
 
 }  // namespace autotrain::zero

@@ -30,8 +30,21 @@
 
 namespace autotrain::zero {
 
+// What an engine holds its frozen weights through: the weights in the compute type
+// (BasicFrozenParams, below) or quantized (quantized_frozen.hpp).
+template <typename F>
+class BasicFrozenWeights : public model::BasicUnitAccess<F> {
+ public:
+  // A training micro-step starts: prefetch along the forward-then-backward sequence.
+  virtual void begin_training_micro_step() = 0;
+  // What this rank holds (whole, or the shard) and the buffers where the model reads a unit.
+  virtual std::size_t bytes() const = 0;
+  // The shard in host memory (ZeRO-Infinity's offload_param); 0 otherwise.
+  virtual std::size_t host_bytes() const { return 0; }
+};
+
 template <typename Memory>
-class BasicFrozenParams final : public model::BasicUnitAccess<typename Memory::Element> {
+class BasicFrozenParams final : public BasicFrozenWeights<typename Memory::Element> {
  public:
   using F = typename Memory::Element;
   // `layout` is built for comm.size() ranks; it, `comm` and `clock` must outlive this. Fills the
@@ -49,12 +62,11 @@ class BasicFrozenParams final : public model::BasicUnitAccess<typename Memory::E
   F* grads(int unit) override;
   bool frozen(int /*unit*/) const override { return true; }
 
-  // A training micro-step starts: prefetch along the forward-then-backward sequence.
-  void begin_training_micro_step();
+  void begin_training_micro_step() override;
   // The weights held (whole, or the shard) and the gather slots, where the model runs; the
   // shard in host memory.
-  std::size_t bytes() const;
-  std::size_t host_bytes() const { return Memory::host_bytes(host_values_); }
+  std::size_t bytes() const override;
+  std::size_t host_bytes() const override { return Memory::host_bytes(host_values_); }
 
  private:
   const model::ParamLayout& layout_;

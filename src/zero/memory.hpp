@@ -16,17 +16,27 @@
 //   HostBuffer, allocate_host(n),     elements in (pinned) host memory (ZeRO-Infinity's
 //   host_data(b), host_bytes(b),      offload_param), and n host floats converted into them;
 //   upload_host(p, floats, n)
+//   upload_bytes(p, bytes, n)         n bytes from the host into p (p of any type); done when it
+//                                     returns;
+//   copy_bytes(p, q, n)               p[0, n) = the n elements whose bits are at q, which this
+//                                     memory holds (ordered like the device's work);
+//   dequantize(record, q, tables, p)  p = the quantized tensor whose record is at q, which this
+//                                     memory holds (kernels/quantize.hpp; `tables`: the NF4
+//                                     levels then the dynamic map, 272 floats where this memory
+//                                     reads them);
 //   before_collective(comm)           a collective issued next sees the work queued so far;
 //   before_use(handle, clock)         work queued next sees the collective's result;
 //   consumer_stream()                 the CUDA stream of the model's kernels (nullptr: the host).
 // HostMemory is the CPU's; gpu/memory.hpp has DeviceMemory<F>.
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/zeroed_floats.hpp"
+#include "autotrain/kernels/quantize.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
@@ -55,6 +65,16 @@ struct HostMemory {
   static std::size_t host_bytes(const HostBuffer& buffer) { return bytes(buffer); }
   static void upload_host(float* into, const float* values, std::size_t count) {
     std::copy_n(values, count, into);
+  }
+  static void upload_bytes(void* into, const void* bytes, std::size_t count) {
+    std::memcpy(into, bytes, count);
+  }
+  static void copy_bytes(float* into, const std::byte* bits, std::size_t count) {
+    std::memcpy(into, bits, count * sizeof(float));
+  }
+  static void dequantize(const kernels::QuantizedTensor& record, const std::byte* bytes,
+                         const float* /*tables*/, float* into) {
+    kernels::dequantize(record, bytes, into);
   }
   static void before_collective(Communicator& /*comm*/) {}
   static void before_use(CommHandle& handle, WaitClock& clock) { clock.wait(handle); }

@@ -165,11 +165,14 @@ TEST(YamlConfig, PreferenceTasksSetTheirTrainer) {
                        "params.trainer: trainer sft contradicts task llm-dpo"));
 }
 
-TEST(YamlConfig, RejectsUnsupportedAutoTrainFeatureSayingWhy) {
+TEST(YamlConfig, QuantizationWithPeftIsQloraAndRefusesParameterOffload) {
   TempDir dir;
   write_file(dir / "x.yaml", "params:\n  peft: true\n  quantization: int4\n");
-  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "x.yaml"); }),
-                       "with peft: quantized base weights (QLoRA"));
+  EXPECT_EQ(load_yaml(dir / "x.yaml").params.quantization, "int4");
+  write_file(dir / "y.yaml",
+             "params:\n  peft: true\n  quantization: int8\n  offload_param_device: cpu\n");
+  EXPECT_TRUE(contains(error_message([&] { load_yaml(dir / "y.yaml"); }),
+                       "quantized frozen weights stay on the device"));
 }
 
 TEST(YamlConfig, AcceptsValuesThatLeaveAnAutoTrainFeatureOff) {

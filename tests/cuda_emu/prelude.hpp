@@ -189,3 +189,17 @@ inline float __expf(float x) {
 inline float __fdividef(float x, float y) {
   return x / y;
 }
+// The correctly rounded intrinsics: one rounding each, never contracted into a fused multiply-add
+// with a neighbour (the volatile store forces the rounding wherever the compiler would fuse).
+inline float __fmul_rn(float x, float y) {
+  volatile float product = x * y;
+  return product;
+}
+inline float __fadd_rn(float x, float y) {
+  volatile float sum = x + y;
+  return sum;
+}
+inline float __fdiv_rn(float x, float y) {
+  volatile float quotient = x / y;
+  return quotient;
+}

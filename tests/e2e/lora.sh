@@ -17,7 +17,8 @@
 #   3. adapters resumed on another world size and stage end where the uninterrupted run ends
 #      (the dropout masks included); a resume with other LoRA settings, or on a base whose
 #      middle bytes changed, is refused; the end-of-run summary names the files each export wrote;
-#   4. bad switches are named: target_modules that match nothing, quantization; an adapter
+#   4. bad switches are named: target_modules that match nothing, quantization with parameter
+#      offload; an adapter
 #      folder that names an adapter folder as its base.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -280,7 +281,7 @@ refused() {
 }
 sed 's/quantization: null/quantization: int4/' sft.yaml > int4.yaml
 refused targets sft.yaml "target_modules: 'c_attn' names no linear layer" --target-modules q_proj,c_attn
-refused quantization int4.yaml "params.quantization) with peft: quantized base weights (QLoRA"
+refused quantization int4.yaml "quantized frozen weights stay on the device" --offload-param-device cpu
 cp -r one/adapter self && cp qwen3/config.json self/  # an adapter folder that also looks like a model folder
 "$python" - self/adapter_config.json <<'PY'
 import json, os, sys

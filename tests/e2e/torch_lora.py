@@ -7,10 +7,12 @@ torch_llama.py and torch_gpt2.py, for checking autotrain's adapters against.
       base_model_name_or_path BASE, fan_in_fan_out for GPT-2's Conv1D) and
       adapter_model.safetensors with PEFT's names, base_model.model.<module>.lora_A.weight
       [r, in] and .lora_B.weight [out, r]; both nonzero, so every gradient is.
-  check ADAPTER PROBE TOKENS
+  check ADAPTER PROBE TOKENS [int4|int4-dq|int8]
       The adapted model against what hf_probe wrote into PROBE for the adapter folder: logits and
       loss (1e-4), the gradient of every lora_A and lora_B (autograd, 1e-4 of its largest element)
-      and 20 greedy tokens.
+      and 20 greedy tokens. With a quantization (QLoRA), the base's block weights first go through
+      bitsandbytes' NF4 (int4-dq: with double quantization) or a per-row int8, quantized and
+      dequantized by tests/kernels/torch_quantize.py (written from bitsandbytes' definition).
   merged ADAPTER MERGED TOLERANCE
       The model folder MERGED holds the base model with each adapted weight W replaced by PEFT's
       merge, W + lora_alpha / r · (B @ A) (transposed for fan_in_fan_out), and every other tensor
@@ -30,6 +32,8 @@ import torch
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import torch_gpt2  # noqa: E402
 import torch_llama  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels"))
+import torch_quantize  # noqa: E402
 from hf_folder import (check_logits_and_loss, fail, read_safetensors, read_tensors,  # noqa: E402
                        read_tokens, write_safetensors)
 
@@ -130,20 +134,31 @@ def adapted_forward(base_config, base_w, adapter_config, scale, lora):
     return lambda tokens: torch_llama.forward(s, base_w, tokens)
 
 
-def load(adapter):
+def quantized(name, w, quantization):
+    """A block's linear weight as a QLoRA base holds it (the others as they are)."""
+    if quantization is None or ".layers." not in name or w.dim() != 2:
+        return w
+    w = w.detach().to(torch.float32)
+    if quantization == "int8":
+        return torch_quantize.quantize_int8(w)[1].view(w.shape)
+    return torch_quantize.quantize_nf4(w, quantization == "int4-dq")[1].view(w.shape)
+
+
+def load(adapter, quantization=None):
     adapter_config, scale, lora32 = read_adapter(adapter)
     base = adapter_config["base_model_name_or_path"]
     if is_gpt2(json.load(open(os.path.join(base, "config.json")))):
         base_config, w = torch_gpt2.read_folder(base)
     else:
         base_config, _, w = torch_llama.read_folder(base)
-    base_w = {k: v.detach().to(F64) for k, v in w.items()}
+    base_w = {k: quantized(k, v, quantization).detach().to(F64) for k, v in w.items()}
     return base_config, base_w, adapter_config, scale, lora32
 
 
 def cmd_check(args):
-    adapter, probe, tokens_path = args
-    base_config, base_w, adapter_config, scale, lora32 = load(adapter)
+    adapter, probe, tokens_path = args[:3]
+    quantization = args[3] if len(args) > 3 else None
+    base_config, base_w, adapter_config, scale, lora32 = load(adapter, quantization)
     lora = {k: v.to(F64).requires_grad_(True) for k, v in lora32.items()}
     forward = adapted_forward(base_config, base_w, adapter_config, scale, lora)
     tokens = read_tokens(tokens_path)

@@ -9,6 +9,8 @@
 //   grads.f32    the flat gradient buffer of that loss (of the adapters for an adapter folder);
 //                layout.json says where each tensor is
 //   greedy.txt   20 tokens decoded greedily after tokens (key/value cache, as generate runs)
+// A fifth argument int4, int4-dq (double quantization) or int8 runs the (base) model with its
+// block weights quantized and dequantized as a QLoRA run holds them (model::quantize_round_trip).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -37,11 +39,18 @@ void write_floats(const std::string& path, const float* data, std::size_t count)
 
 int main(int argc, char** argv) {
   using namespace autotrain;
-  if (argc != 4) {
-    std::cerr << "usage: hf_probe FOLDER TOKENS OUT\n";
+  if (argc != 4 && argc != 5) {
+    std::cerr << "usage: hf_probe FOLDER TOKENS OUT [int4|int4-dq|int8]\n";
     return 2;
   }
   try {
+    std::optional<model::QuantOptions> quantization;
+    if (argc == 5) {
+      const std::string name = argv[4];
+      quantization = model::QuantOptions{
+          kernels::parse_quant_kind(name == "int4-dq" ? "int4" : name, "quantization"),
+          name == "int4-dq"};
+    }
     const bool adapter = train::is_adapter_folder(argv[1]);
     std::unique_ptr<train::LoraModel> lora;
     std::vector<float> adapter_values;
@@ -49,11 +58,12 @@ int main(int argc, char** argv) {
     if (adapter) {
       const train::AdapterConfig config = train::read_adapter_config(argv[1]);
       loaded = train::load_model_folder(
-          config::locate_base_model(config.base_model, "main", false).folder);
+          config::locate_base_model(config.base_model, "main", false).folder,
+          train::FolderHead::language_model, quantization);
       lora = std::make_unique<train::LoraModel>(loaded.layout->config(), config.options, 1);
       adapter_values = train::read_adapter_weights(argv[1], lora->adapters);
     } else {
-      loaded = train::load_model_folder(argv[1]);
+      loaded = train::load_model_folder(argv[1], train::FolderHead::language_model, quantization);
     }
     const model::ParamLayout& layout = *loaded.layout;
     const model::ParamLayout& trained = adapter ? lora->adapters : layout;

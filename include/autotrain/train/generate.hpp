@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autotrain/data/tokenizer.hpp"
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/model/quantized_layout.hpp"
 #include "autotrain/train/model_folder_config.hpp"
 #include "autotrain/train/run_setup.hpp"
 
@@ -27,9 +29,12 @@ enum class FolderHead { language_model, score };
 
 // Reads config.json, the weights (PretrainedWeights: model.safetensors or a
 // sharded set, fp32, bf16 or fp16) and the tokenizer. Errors name the file and the tensor or key,
-// and a folder whose model has the other head than `head` says what it is for.
+// and a folder whose model has the other head than `head` says what it is for. With
+// `quantization` the (base) model's block weights are quantized and dequantized as a QLoRA run
+// holds them, before an adapter folder's adapters are merged.
 LoadedModel load_model_folder(const std::filesystem::path& dir,
-                              FolderHead head = FolderHead::language_model);
+                              FolderHead head = FolderHead::language_model,
+                              std::optional<model::QuantOptions> quantization = std::nullopt);
 
 struct GenerateOptions {
   std::string prompt;

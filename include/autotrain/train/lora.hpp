@@ -11,6 +11,7 @@
 #include "autotrain/model/lora.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/param_source.hpp"
+#include "autotrain/model/quantized_layout.hpp"
 #include "autotrain/train/run_setup.hpp"
 
 namespace autotrain::train {
@@ -18,6 +19,9 @@ namespace autotrain::train {
 // The LoRA options of `params` (lora_r, lora_alpha, target_modules: null or empty =
 // all-linear); nullopt without peft.
 std::optional<model::LoraOptions> lora_options(const config::TrainingParams& params);
+// The frozen weights' quantization of `params` (quantization int4|int8 with peft,
+// bnb_4bit_use_double_quant); nullopt for none or without peft.
+std::optional<model::QuantOptions> quant_options(const config::TrainingParams& params);
 
 struct LoraModel {
   model::LoraOptions options;
@@ -27,6 +31,8 @@ struct LoraModel {
   model::ParamLayout adapters;  // the trainable layout, padded for the world
   model::LoraAdapters lora;
   std::unique_ptr<model::ParamSource> weights;  // the base's: pretrained, or from the seed
+  // QLoRA (`quantization: int4|int8`): the frozen blocks' weights in 4 or 8 bits.
+  std::optional<model::QuantOptions> quantization;
   // adapter_config.json's base_model_name_or_path (config::peft_base_name): the Hub id when the
   // base came by Hub id; "" = the folder export_adapter is given.
   std::string base_model_name;

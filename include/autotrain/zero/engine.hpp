@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/param_source.hpp"
+#include "autotrain/model/quantized_layout.hpp"
 #include "autotrain/model/unit_access.hpp"
 #include "autotrain/optim/optimizer.hpp"
 
@@ -158,8 +160,15 @@ class Engine : public ModelState, public model::UnitAccess {
   // comm.size() ranks with the engine layout's units and must outlive the engine; the weights
   // are filled from `source` now, by owned range. The hooks returned (params and release: no
   // gradients, no optimizer state, not in checkpoints) live as long as the engine. Once.
+  // With `quantization` (QLoRA) the blocks' weights are held in 4 or 8 bits and each unit is
+  // dequantized at each use (zero/quantized_frozen.hpp; model/quantized_layout.hpp).
   virtual model::UnitAccess& hold_frozen(const model::ParamLayout& layout,
-                                         const model::ParamSource& source) = 0;
+                                         const model::ParamSource& source,
+                                         std::optional<model::QuantOptions> quantization) = 0;
+  model::UnitAccess& hold_frozen(const model::ParamLayout& layout,
+                                 const model::ParamSource& source) {
+    return hold_frozen(layout, source, std::nullopt);
+  }
   // Bytes of those weights on this rank (under stage 3 the shard and the gather slots); 0
   // without.
   virtual std::size_t frozen_bytes() const = 0;

@@ -60,7 +60,8 @@ class GpuReplica final : public Replica {
         engine_(
             zero::gpu::DeviceEngine<F>::create(layout, comm, engine_options(setup), stream_.get())),
         lora_(lora ? std::make_unique<model::gpu::DeviceLoraAccess<F>>(
-                         lora->base, engine_->hold_frozen(lora->frozen, lora->base_weights()),
+                         lora->base, engine_->hold_frozen(lora->frozen, lora->base_weights(),
+                                              lora->quantization),
                          lora->lora, lora->adapters, *engine_, stream_.get(), blas_)
                    : nullptr),
         model_(model::gpu::make_device_causal_lm<F>(

@@ -9,8 +9,10 @@
 
 #include "../frozen_params_impl.hpp"
 #include "../gradients_impl.hpp"
+#include "../quantized_frozen_impl.hpp"
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/gpu/check.hpp"
+#include "autotrain/kernels/gpu/quantize.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
 
 namespace autotrain::zero {
@@ -55,6 +57,18 @@ void DeviceMemory<F>::upload(F* into, const float* values, std::size_t count) co
 }
 
 template <typename F>
+void DeviceMemory<F>::upload_bytes(void* into, const void* bytes, std::size_t count) const {
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  AT_CUDA_CHECK(cudaMemcpy(into, bytes, count, cudaMemcpyHostToDevice));
+}
+
+template <typename F>
+void DeviceMemory<F>::dequantize(const kernels::QuantizedTensor& record, const std::byte* bytes,
+                                 const float* tables, F* into) const {
+  kernels::gpu::dequantize(record, bytes, tables, into, stream);
+}
+
+template <typename F>
 void DeviceMemory<F>::upload_host(F* into, const float* values, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     if constexpr (std::is_same_v<F, float>) {
@@ -86,5 +100,8 @@ template class PartitionedGradients<gpu::DeviceMemory<__half>>;
 template class BasicFrozenParams<gpu::DeviceMemory<float>>;
 template class BasicFrozenParams<gpu::DeviceMemory<__nv_bfloat16>>;
 template class BasicFrozenParams<gpu::DeviceMemory<__half>>;
+template class BasicQuantizedFrozen<gpu::DeviceMemory<float>>;
+template class BasicQuantizedFrozen<gpu::DeviceMemory<__nv_bfloat16>>;
+template class BasicQuantizedFrozen<gpu::DeviceMemory<__half>>;
 
 }  // namespace autotrain::zero

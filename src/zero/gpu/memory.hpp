@@ -23,6 +23,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/quantize.hpp"
 
 namespace autotrain::zero::gpu {
 
@@ -66,6 +67,13 @@ struct DeviceMemory {
   void copy_from_host(F* into, const F* values, std::size_t count) const {
     AT_CUDA_CHECK(cudaMemcpyAsync(into, values, count * sizeof(F), cudaMemcpyHostToDevice, stream));
   }
+  // Synchronous: the stream drained, then the copy.
+  void upload_bytes(void* into, const void* bytes, std::size_t count) const;
+  void copy_bytes(F* into, const std::byte* bits, std::size_t count) const {
+    AT_CUDA_CHECK(cudaMemcpyAsync(into, bits, count * sizeof(F), cudaMemcpyDeviceToDevice, stream));
+  }
+  void dequantize(const kernels::QuantizedTensor& record, const std::byte* bytes,
+                  const float* tables, F* into) const;
   void before_collective(Communicator& comm) const { comm.wait_for_stream(stream); }
   void before_use(CommHandle& handle, WaitClock& /*clock*/) const { handle.order_before(stream); }
   void* consumer_stream() const { return stream; }

@@ -3,7 +3,9 @@
 # ZeRO-3 in fp32 follow the CPU's run (the frozen base sharded and gathered on both), the merged
 # model and the adapter folder are exported, and generate on the GPU gives the same greedy text
 # from the adapter folder (base + adapters) as from the merged folder. Adapter dropout (0.1) draws
-# the same masks on both devices, so the losses still agree. ctest runs it as
+# the same masks on both devices, so the losses still agree. QLoRA (quantization int4 with double
+# quantization, int8) dequantizes on the device to the CPU's values: its runs agree too, and a bf16
+# QLoRA run trains. ctest runs it as
 # cuda_emu.lora_on_the_device (tests/cuda_emu/CMakeLists.txt).
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -32,4 +34,19 @@ for folder in on-cuda on-cuda/adapter; do
 done
 cmp gen-on-cuda.txt gen-on-cuda-adapter.txt ||
   { echo "generate differs between the merged and the adapter folder"; exit 1; }
-echo "LoRA on the device follows the CPU; generated '$(cat gen-on-cuda.txt)'"
+for quantization in "int4 --bnb-4bit-use-double-quant true" int8; do
+  read -ra q <<< "$quantization"
+  for device in cuda cpu; do
+    "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${lora[@]}" --quantization "${q[@]}" \
+      --project-name "q${q[0]}-$device" --device "$device" --comm-backend auto --mixed-precision no \
+      > "q${q[0]}-$device.log" 2>&1 || { tail -20 "q${q[0]}-$device.log"; exit 1; }
+  done
+  grep -E "lora: .*block weights in ${q[0]}" "q${q[0]}-cuda.log" || { grep lora: "q${q[0]}-cuda.log"; exit 1; }
+  /usr/bin/python3 "$AUTOTRAIN_SOURCE_DIR/tests/e2e/metrics_check.py" same "q${q[0]}-cpu/metrics.jsonl" \
+    "q${q[0]}-cuda/metrics.jsonl" 1e-4
+done
+"${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${lora[@]}" --quantization int4 \
+  --project-name q-bf16 --device cuda --comm-backend auto --mixed-precision bf16 > q-bf16.log 2>&1 ||
+  { tail -20 q-bf16.log; exit 1; }
+grep -E "on cuda:[0-9]+ .* in bf16" q-bf16.log || { tail -20 q-bf16.log; exit 1; }
+echo "LoRA and QLoRA on the device follow the CPU; generated '$(cat gen-on-cuda.txt)'"

@@ -36,6 +36,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
@@ -62,8 +63,10 @@ class DeviceEngine : public ModelState, public model::BasicUnitAccess<F> {
   // stage 3 (gathered on the communicator's stream, prefetched along the hook order). `layout`
   // is the base model's, padded for comm.size(). Once per engine; the access serves params and
   // release, and lives as long as the engine.
-  virtual model::BasicUnitAccess<F>& hold_frozen(const model::ParamLayout& layout,
-                                                 const model::ParamSource& source) = 0;
+  // With `quantization`, in 4 or 8 bits, dequantized on the stream at each use.
+  virtual model::BasicUnitAccess<F>& hold_frozen(
+      const model::ParamLayout& layout, const model::ParamSource& source,
+      std::optional<model::QuantOptions> quantization) = 0;
   // Bytes of device memory the frozen weights take (0 before hold_frozen).
   virtual std::size_t frozen_bytes() const = 0;
 };
