@@ -499,6 +499,11 @@ std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayou
                                                          const EngineOptions& options,
                                                          cudaStream_t stream) {
   validate_engine_options(layout, comm, options);
+  if (options.optimizer.kind == OptimizerKind::adamw_8bit) {
+    throw CollectiveError(
+        "optimizer adamw_8bit: the 8-bit AdamW runs on the CPU only for now; use optimizer adamw "
+        "on the GPU, or device cpu");
+  }
   if (options.optimizer.kind != OptimizerKind::adamw) {
     throw CollectiveError(
         "device cuda has the AdamW optimizer only; use optimizer adamw, or "
