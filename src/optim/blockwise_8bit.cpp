@@ -1,5 +1,7 @@
 // Blockwise 8-bit storage (optim/blockwise_8bit.hpp): the dynamic maps and the block's quantize and
-// dequantize loops.
+// dequantize loops. The quantize loop is the 8-bit AdamW's costliest part (a binary search of 8
+// dependent look-ups an element): with AVX-512 it searches 16 elements at once with gathers, the
+// same comparisons as quantize_nearest, so every path gives the same codes.
 #include "autotrain/optim/blockwise_8bit.hpp"
 
 #include <algorithm>
@@ -8,7 +10,101 @@
 
 #include "autotrain/core/error.hpp"
 
+#if defined(__AVX512F__)
+// GCC 12's false -Wmaybe-uninitialized in its own AVX-512 headers (see adamw_kernel.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
 namespace autotrain {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr std::size_t kLanes = 16;
+
+// quantize_nearest on 16 lanes, without gathers (this CPU's gathers cost more than the rest of the
+// step): the binary search's probe at step s (128, 64, ..., 1) is entry (2j + 1)s for j = low /
+// 2s, one of 128 / s pivots, which permutes pick from registers. The search keeps the values of
+// the entries either side (below: the last probe not above x; above: the last one above it), so
+// the nearest needs no look-up at the end. The same probes, comparisons (a NaN compares false)
+// and tie rule as quantize_nearest.
+class NearestSearch16 {
+ public:
+  explicit NearestSearch16(const DynamicMap& map) : first_(map[255]), lowest_(map[0]) {
+    float* at = pivots_;
+    for (int s = 64; s >= 1; s >>= 1) {  // step 128's one pivot is broadcast
+      const int count = 128 / s;
+      for (int j = 0; j < std::max(count, 16); ++j) *at++ = j < count ? map[(2 * j + 1) * s] : 0;
+    }
+    pivot128_ = map[128];
+  }
+
+  __m128i codes(__m512 x) const {
+    __m512i low = _mm512_setzero_si512();
+    __m512 below = _mm512_set1_ps(lowest_), above = _mm512_set1_ps(first_);
+    probe(x, 128, _mm512_set1_ps(pivot128_), low, below, above);
+    const float* table = pivots_;
+    for (int s = 64; s >= 8; s >>= 1, table += 16) {
+      const __m512i j = _mm512_srli_epi32(low, log2(2 * s));
+      probe(x, s, _mm512_permutexvar_ps(j, _mm512_loadu_ps(table)), low, below, above);
+    }
+    // s = 4: 32 pivots; 2: 64; 1: 128 (permutex2var picks from 32, a lane's bit 5 and 6 pick
+    // the 32).
+    for (int s = 4; s >= 1; s >>= 1) {
+      const __m512i j = _mm512_srli_epi32(low, log2(2 * s));
+      __m512 pivot = pick32(table, j);
+      if (s <= 2) {
+        pivot = _mm512_mask_mov_ps(pivot, _mm512_test_epi32_mask(j, _mm512_set1_epi32(32)),
+                                   pick32(table + 32, j));
+      }
+      if (s == 1) {
+        const __m512 upper = _mm512_mask_mov_ps(pick32(table + 64, j),
+                                                _mm512_test_epi32_mask(j, _mm512_set1_epi32(32)),
+                                                pick32(table + 96, j));
+        pivot = _mm512_mask_mov_ps(pivot, _mm512_test_epi32_mask(j, _mm512_set1_epi32(64)), upper);
+      }
+      probe(x, s, pivot, low, below, above);
+      table += 128 / s;
+    }
+    const __m512i high =
+        _mm512_min_epi32(_mm512_add_epi32(low, _mm512_set1_epi32(1)), _mm512_set1_epi32(255));
+    const __mmask16 nearer_above =
+        _mm512_cmp_ps_mask(_mm512_sub_ps(above, x), _mm512_sub_ps(x, below), _CMP_LT_OQ);
+    return _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(low, nearer_above, high));
+  }
+
+ private:
+  static constexpr int log2(int value) { return value <= 1 ? 0 : 1 + log2(value / 2); }
+
+  // Entry j (the low 5 bits) of the 32 at `table`.
+  static __m512 pick32(const float* table, __m512i j) {
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(table), j, _mm512_loadu_ps(table + 16));
+  }
+
+  // One step: where the pivot is not above x, low moves up by s and below takes the pivot; else
+  // above does.
+  static void probe(__m512 x, int s, __m512 pivot, __m512i& low, __m512& below, __m512& above) {
+    const __mmask16 up = _mm512_cmp_ps_mask(pivot, x, _CMP_LE_OQ);
+    low = _mm512_mask_add_epi32(low, up, low, _mm512_set1_epi32(s));
+    below = _mm512_mask_mov_ps(below, up, pivot);
+    above = _mm512_mask_mov_ps(above, static_cast<__mmask16>(~up), pivot);
+  }
+
+  // Steps 64, 32, 16, 8 (16 each, padded), 4 (32), 2 (64), 1 (128).
+  float pivots_[4 * 16 + 32 + 64 + 128];
+  float pivot128_;
+  float first_;   // map[255]: above, when no probe is above x
+  float lowest_;  // map[0]: below, when every probe is above x
+};
+#endif
+
+}  // namespace
 
 DynamicMap create_dynamic_map(bool is_signed) {
   constexpr int kExponentBits = 7;
@@ -51,8 +147,16 @@ float quantize_block(const float* values, std::size_t count, const DynamicMap& m
   for (std::size_t i = 0; i < count; ++i) absmax = std::max(absmax, std::fabs(values[i]));
   // A block of zeros keeps absmax 0: every code then reads back as 0, whichever it is.
   const float divisor = absmax > 0.0f ? absmax : 1.0f;
-#pragma omp simd
-  for (std::size_t i = 0; i < count; ++i) codes[i] = quantize_nearest(map, values[i] / divisor);
+  std::size_t i = 0;
+#if defined(__AVX512F__)
+  const NearestSearch16 search(map);
+  const __m512 by = _mm512_set1_ps(divisor);
+  for (; i + kLanes <= count; i += kLanes) {
+    const __m512 x = _mm512_div_ps(_mm512_loadu_ps(values + i), by);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), search.codes(x));
+  }
+#endif
+  for (; i < count; ++i) codes[i] = quantize_nearest(map, values[i] / divisor);
   return absmax;
 }
 

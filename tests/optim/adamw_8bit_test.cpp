@@ -72,6 +72,36 @@ TEST(DynamicMap, QuantizeNearestPicksTheNearestEntryAndTheLowerOnATie) {
   }
 }
 
+// quantize_block's vector path (AVX-512 builds) gives quantize_nearest's codes: random values of
+// every magnitude, exact entries, midpoints, values past either end, zeros and a NaN.
+TEST(Blockwise8bit, EveryPathGivesTheScalarSearchsCodes) {
+  for (const bool is_signed : {true, false}) {
+    const DynamicMap& map = is_signed ? signed_dynamic_map() : unsigned_dynamic_map();
+    std::vector<float> values;
+    for (float x : random_floats(3000, 1.0f, 9)) {
+      values.push_back(std::ldexp(x, -static_cast<int>(values.size() % 30)));
+    }
+    for (std::size_t k = 0; k < 256; ++k) {
+      values.push_back(map[k]);
+      if (k < 255) values.push_back((map[k] + map[k + 1]) / 2);
+    }
+    values.insert(values.end(), {-1.0f, 1.0f, 0.0f, -0.0f, std::nanf(""), 0.5f});
+    for (auto& value : values) value = is_signed ? value : std::fabs(value);
+    values.resize(2 * kQuantBlock);  // zeros after
+    std::vector<std::uint8_t> codes(values.size());
+    std::vector<float> absmax(2);
+    // One block whose absmax is 1 (the map's own values), one of the rest.
+    std::copy(values.begin() + 3000, values.begin() + 3000 + 517, values.begin() + kQuantBlock);
+    values[kQuantBlock + 600] = 1.0f;
+    quantize_blockwise(values.data(), values.size(), map, codes.data(), absmax.data());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const float divisor = absmax[i / kQuantBlock] > 0 ? absmax[i / kQuantBlock] : 1.0f;
+      ASSERT_EQ(codes[i], quantize_nearest(map, values[i] / divisor))
+          << (is_signed ? "signed " : "unsigned ") << i << " " << values[i];
+    }
+  }
+}
+
 // Each value comes back within half the largest gap of the map, times its block's absmax; the
 // block's largest |value| exactly where it is positive (map entry 1.0).
 TEST(Blockwise8bit, RoundTripErrorIsWithinHalfTheMapsLargestGapTimesTheBlocksAbsmax) {
