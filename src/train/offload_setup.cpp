@@ -57,6 +57,13 @@ void check_offload(const RunSetup& setup) {
     }
     return;
   }
+  if (optimizer == "cpu" &&
+      parse_optimizer(params.optimizer, "optimizer") == OptimizerKind::adamw_8bit) {
+    throw Error(cat("offload_optimizer_device cpu with optimizer ", params.optimizer,
+                    ": the offloaded step on the host is AdamW's 32-bit one; use "
+                    "offload_optimizer_device none (the 8-bit state is a quarter of AdamW's), or "
+                    "optimizer adamw"));
+  }
   if (param != "none" && optimizer == "none") {
     throw Error(cat("offload_param_device ", param,
                     " keeps the parameters the optimizer updates in host memory: set "

@@ -143,18 +143,11 @@ void check_model_fits(const RunSetup& setup, const RankResources& resources) {
 
 // device: auto = the rank's GPU when the build has CUDA and the topology bound one, else the
 // CPU. The GPU path reduces gradients in device memory, so it needs the NCCL communicator.
-// The optimizer on the device: the 8-bit AdamW's step is the CPU's (optim/adamw_8bit.hpp).
 // "paged" (bitsandbytes' optimizer state in CUDA unified memory, paged to the host under memory
 // pressure) has nothing to page here: said once, and the optimizer is the unpaged one.
 void check_optimizer(const RunSetup& setup) {
   const auto& params = setup.params();
   const OptimizerKind kind = parse_optimizer(params.optimizer, "optimizer");
-  if (kind == OptimizerKind::adamw_8bit && setup.device == Device::cuda) {
-    throw Error(cat("optimizer ", params.optimizer,
-                    ": the 8-bit AdamW runs on the CPU only for now, and this run's device is a "
-                    "GPU (device ",
-                    params.device, "); use optimizer adamw on the GPU, or device cpu"));
-  }
   if (paged_optimizer(params.optimizer) && setup.topology.rank == 0) {
     log::info("paged: optimizer ", params.optimizer,
               " pages bitsandbytes' optimizer state through CUDA unified memory; autotrain has "
