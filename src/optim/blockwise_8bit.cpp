@@ -140,13 +140,11 @@ const DynamicMap& unsigned_dynamic_map() {
   return map;
 }
 
-float quantize_block(const float* values, std::size_t count, const DynamicMap& map,
-                     std::uint8_t* codes) {
-  float absmax = 0.0f;
-#pragma omp simd reduction(max : absmax)
-  for (std::size_t i = 0; i < count; ++i) absmax = std::max(absmax, std::fabs(values[i]));
-  // A block of zeros keeps absmax 0: every code then reads back as 0, whichever it is.
-  const float divisor = absmax > 0.0f ? absmax : 1.0f;
+namespace {
+
+// codes[0, count) of values[0, count) against `divisor` (the block's absmax, or 1 for zeros).
+void encode_block(const float* values, std::size_t count, const DynamicMap& map,
+                  std::uint8_t* codes, float divisor) {
   std::size_t i = 0;
 #if defined(__AVX512F__)
   const NearestSearch16 search(map);
@@ -157,7 +155,53 @@ float quantize_block(const float* values, std::size_t count, const DynamicMap& m
   }
 #endif
   for (; i < count; ++i) codes[i] = quantize_nearest(map, values[i] / divisor);
+}
+
+// Whether codes against `absmax` read back as exactly `values`.
+bool reads_back(const float* values, std::size_t count, const DynamicMap& map,
+                const std::uint8_t* codes, float absmax) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (map[codes[i]] * absmax != values[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+float quantize_block(const float* values, std::size_t count, const DynamicMap& map,
+                     std::uint8_t* codes) {
+  float absmax = 0.0f;
+#pragma omp simd reduction(max : absmax)
+  for (std::size_t i = 0; i < count; ++i) absmax = std::max(absmax, std::fabs(values[i]));
+  // A block of zeros keeps absmax 0: every code then reads back as 0, whichever it is.
+  encode_block(values, count, map, codes, absmax > 0.0f ? absmax : 1.0f);
   return absmax;
+}
+
+float requantize_block(const float* values, std::size_t count, const DynamicMap& map,
+                       std::uint8_t* codes) {
+  const float absmax = quantize_block(values, count, map, codes);
+  if (map[0] >= 0.0f || absmax == 0.0f || reads_back(values, count, map, codes, absmax)) {
+    return absmax;
+  }
+  // The block's largest magnitude, if negative, was map[0] (about -0.993) times the absmax it was
+  // stored with: that absmax, or a float next to the quotient, reads every value back.
+  float largest = 0.0f;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::fabs(values[i]) == absmax) {
+      largest = values[i];
+      break;
+    }
+  }
+  if (largest < 0.0f) {
+    const float quotient = largest / map[0];
+    for (const float candidate :
+         {quotient, std::nextafter(quotient, 0.0f), std::nextafter(quotient, 2.0f * quotient)}) {
+      encode_block(values, count, map, codes, candidate);
+      if (reads_back(values, count, map, codes, candidate)) return candidate;
+    }
+  }
+  return quantize_block(values, count, map, codes);  // not dequantized 8-bit state
 }
 
 void quantize_blockwise(const float* values, std::size_t n, const DynamicMap& map,
@@ -168,6 +212,17 @@ void quantize_blockwise(const float* values, std::size_t n, const DynamicMap& ma
     const std::size_t begin = static_cast<std::size_t>(b) * kQuantBlock;
     const std::size_t count = std::min(kQuantBlock, n - begin);
     absmax[b] = quantize_block(values + begin, count, map, codes + begin);
+  }
+}
+
+void requantize_blockwise(const float* values, std::size_t n, const DynamicMap& map,
+                          std::uint8_t* codes, float* absmax) {
+  const auto blocks = static_cast<long long>(quant_blocks(n));
+#pragma omp parallel for schedule(static) if (blocks > 8)
+  for (long long b = 0; b < blocks; ++b) {
+    const std::size_t begin = static_cast<std::size_t>(b) * kQuantBlock;
+    const std::size_t count = std::min(kQuantBlock, n - begin);
+    absmax[b] = requantize_block(values + begin, count, map, codes + begin);
   }
 }
 

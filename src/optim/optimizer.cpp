@@ -92,10 +92,10 @@ void Optimizer::stage_moments() {
 void Optimizer::load_staged_moments() {
   if (settings_.kind != OptimizerKind::adamw_8bit || first_moment_.empty()) return;
   allocate_quantized();
-  quantize_blockwise(first_moment_.data(), elements_, signed_dynamic_map(), m_codes_.data(),
-                     m_absmax_.data());
-  quantize_blockwise(second_moment_.data(), elements_, unsigned_dynamic_map(), v_codes_.data(),
-                     v_absmax_.data());
+  requantize_blockwise(first_moment_.data(), elements_, signed_dynamic_map(), m_codes_.data(),
+                       m_absmax_.data());
+  requantize_blockwise(second_moment_.data(), elements_, unsigned_dynamic_map(), v_codes_.data(),
+                       v_absmax_.data());
   first_moment_ = ZeroedFloats();
   second_moment_ = ZeroedFloats();
 }

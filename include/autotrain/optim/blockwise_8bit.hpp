@@ -56,6 +56,15 @@ float quantize_block(const float* values, std::size_t count, const DynamicMap& m
 // over blocks (OpenMP).
 void quantize_blockwise(const float* values, std::size_t n, const DynamicMap& map,
                         std::uint8_t* codes, float* absmax);
+// Quantizes again what dequantize_blockwise gave (a checkpoint's moments), so that it reads back
+// unchanged: quantize_blockwise's codes and absmax, except in a block whose largest magnitude is
+// negative (the signed map stops at map[0], about -0.993, so that value was map[0] times the
+// block's absmax, not the absmax): there the absmax that reads every value back, where one does
+// (values that are not a dequantized block keep quantize_blockwise's result).
+float requantize_block(const float* values, std::size_t count, const DynamicMap& map,
+                       std::uint8_t* codes);
+void requantize_blockwise(const float* values, std::size_t n, const DynamicMap& map,
+                          std::uint8_t* codes, float* absmax);
 // The inverse: values[i] = map[codes[i]] * absmax[i / kQuantBlock].
 void dequantize_blockwise(const std::uint8_t* codes, const float* absmax, std::size_t n,
                           const DynamicMap& map, float* values);

@@ -526,11 +526,11 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     for (int u = 0; u < layout_.num_units(); ++u) {
       const std::size_t at = owned_at(u), block = block_offsets_[static_cast<std::size_t>(u)];
       const std::size_t count = owned(u).size;
-      quantize_blockwise(host_m_.get() + at, count, signed_dynamic_map(), host_codes_.data() + at,
-                         host_absmax_.data() + block);
-      quantize_blockwise(host_v_.get() + at, count, unsigned_dynamic_map(),
-                         host_codes_.data() + owned_total_ + at,
-                         host_absmax_.data() + blocks + block);
+      requantize_blockwise(host_m_.get() + at, count, signed_dynamic_map(), host_codes_.data() + at,
+                           host_absmax_.data() + block);
+      requantize_blockwise(host_v_.get() + at, count, unsigned_dynamic_map(),
+                           host_codes_.data() + owned_total_ + at,
+                           host_absmax_.data() + blocks + block);
     }
     staging_.to_device(m_.data(), host_codes_.data(), owned_total_, stream_);
     staging_.to_device(v_.data(), host_codes_.data() + owned_total_, owned_total_, stream_);
