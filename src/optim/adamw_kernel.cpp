@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "adamw_math.hpp"
 #include "autotrain/core/dtype.hpp"
 
 #if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
@@ -38,46 +39,6 @@ namespace {
 
 enum class CopyKind { none, bf16, fp16 };
 
-// The step's scalars. The bias corrections are computed in double (at step 1e6 beta^t
-// underflows float's useful range) and divide in float, as Optimizer::step always did.
-struct AdamWConstants {
-  float beta1, one_minus_beta1, beta2, one_minus_beta2, grad_scale;
-  float correction1, correction2;  // 1 - beta1^t, 1 - beta2^t
-  float eps, weight_decay;
-  float minus_lr;
-
-  explicit AdamWConstants(const AdamWStepArgs& a)
-      : beta1(a.beta1),
-        one_minus_beta1(1.0f - a.beta1),
-        beta2(a.beta2),
-        one_minus_beta2(1.0f - a.beta2),
-        grad_scale(a.grad_scale),
-        correction1(static_cast<float>(1.0 - std::pow(double{a.beta1}, double(a.step)))),
-        correction2(static_cast<float>(1.0 - std::pow(double{a.beta2}, double(a.step)))),
-        eps(a.eps),
-        weight_decay(a.weight_decay),
-        minus_lr(-a.lr) {}
-};
-
-// Fused multiply-adds in hardware: glibc's FP_FAST_FMAF under GCC, the target's FMA under clang
-// (which does not define it).
-#if defined(FP_FAST_FMAF) || defined(__FMA__)
-#define AUTOTRAIN_FAST_FMAF 1
-#endif
-
-#if (defined(__AVX512F__) || defined(__AVX2__)) && !defined(AUTOTRAIN_FAST_FMAF)
-#error "the vector paths fuse their multiply-adds: the scalar path must too (FP_FAST_FMAF)"
-#endif
-
-// a * b + c, one rounding where the build has fused multiply-adds (as the vector paths do).
-inline float multiply_add(float a, float b, float c) {
-#if defined(AUTOTRAIN_FAST_FMAF)
-  return std::fma(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-
 // fp16 rounding of one float: the F16C instruction where there is one, so that the tail's NaNs
 // keep the payload the vector conversion keeps; core's conversion otherwise.
 inline std::uint16_t round_to_fp16(float value) {
@@ -97,12 +58,8 @@ void update_portable(const AdamWConstants& k, float* p, const float* g, float* m
                      std::uint16_t* copy, std::size_t begin, std::size_t end) {
 #pragma omp simd
   for (std::size_t i = begin; i < end; ++i) {
-    const float grad = g[i] * k.grad_scale;
-    const float m_new = multiply_add(k.beta1, m[i], k.one_minus_beta1 * grad);
-    const float v_new = multiply_add(k.beta2, v[i], (k.one_minus_beta2 * grad) * grad);
-    const float step = (m_new / k.correction1) / (std::sqrt(v_new / k.correction2) + k.eps);
-    // Decoupled weight decay (Loshchilov & Hutter), applied to the pre-update weight.
-    const float p_new = multiply_add(k.minus_lr, multiply_add(k.weight_decay, p[i], step), p[i]);
+    float m_new = m[i], v_new = v[i];
+    const float p_new = adamw_element(k, p[i], g[i], m_new, v_new);
     m[i] = m_new;
     v[i] = v_new;
     p[i] = p_new;

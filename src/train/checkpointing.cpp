@@ -25,12 +25,9 @@ using nlohmann::json;
 // Kinds of state per parameter, in checkpoint order.
 enum Kind { kParams = 0, kExpAvg = 1, kExpAvgSq = 2 };
 
+// AdamW, 32-bit or 8-bit: params, m, v (the 8-bit moments dequantized); SGD: params, momentum.
 int kinds_for(OptimizerKind optimizer) {
-  return optimizer == OptimizerKind::adamw ? 3 : 2;
-}
-
-const char* optimizer_name(OptimizerKind optimizer) {
-  return optimizer == OptimizerKind::adamw ? "adamw" : "sgd";
+  return optimizer == OptimizerKind::sgd ? 2 : 3;
 }
 
 // The tensor of the layout that holds flat index `begin` (runs never cross a tensor).
@@ -171,8 +168,13 @@ std::vector<std::string> compatibility_problems(const ResumePoint& saved,
                              " in this run"));
     }
   }
-  compare("optimizer", std::string(optimizer_name(saved.optimizer)),
-          std::string(optimizer_name(optimizer)));
+  // AdamW's 32-bit and 8-bit moments are the same tensors (the 8-bit ones dequantized): either
+  // loads into the other (plan_resume says so; the parameter change needs
+  // --allow-changed-params, param_changes.cpp).
+  if (!same_optimizer_state(saved.optimizer, optimizer)) {
+    compare("optimizer", std::string(optimizer_name(saved.optimizer)),
+            std::string(optimizer_name(optimizer)));
+  }
   compare("peft (LoRA adapters)", lora_text(saved.lora), lora_text(lora));
   return problems;
 }

@@ -12,6 +12,7 @@
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/quantized_layout.hpp"
 #include "autotrain/train/lora.hpp"
+#include "autotrain/optim/optimizer.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -32,7 +33,8 @@ double working_bytes(const RunSetup& setup, double parameters) {
 
 // Per parameter over N ranks (zero/engine.cpp, zero/gpu/engine.cpp): the compute parameters (c
 // bytes: 4, or 2 in 16 bits on a GPU) whole or 1/N at stage 3; the fp32 master weights (a
-// 16-bit GPU model's only) and AdamW's m and v whole at stage 0, else 1/N; the fp32 gradients
+// 16-bit GPU model's only) and the optimizer state (AdamW's m and v, 8 bytes; adamw_8bit's 2 and
+// 1/256; SGD's momentum, 4) whole at stage 0, else 1/N; the fp32 gradients
 // whole at stages 0-1 (stage 1 plus the reduced 1/N), 1/N at 2-3. With peft the parameters are
 // frozen weights only (as stage 3 shards them; with quantization their 4- or 8-bit payload).
 // offload_optimizer moves master, m and v to the host (nvme: to NVMe; on a CPU run only m and v,
@@ -57,7 +59,10 @@ StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& o
     return bytes;
   }
   const double master = (c == kFloat ? 0 : kFloat) * (stage == 0 ? 1 : 1 / N);
-  const double moments = 2 * kFloat * (stage == 0 ? 1 : 1 / N);
+  // AdamW's m and v: 8 bytes; 8-bit: 2 plus the absmaxes (optim/adamw_8bit.hpp).
+  const double moments =
+      optimizer_state_bytes_per_element(parse_optimizer(setup.params().optimizer, "optimizer")) *
+      (stage == 0 ? 1 : 1 / N);
   const double grads = stage <= 1 ? kFloat + (stage == 1 ? kFloat / N : 0) : kFloat / N;
   bytes.device = params + grads;
   double* optimizer_place = offload_optimizer == "cpu" && gpu ? &bytes.host

@@ -10,6 +10,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/model/param_layout.hpp"
+#include "autotrain/optim/optimizer.hpp"
 #include "autotrain/train/memory_plan.hpp"
 #include "autotrain/zero/nvme_folder.hpp"
 
@@ -33,9 +34,15 @@ void check_offload(const RunSetup& setup) {
   if ((optimizer == "nvme" || param == "nvme") && params.nvme_path.empty()) {
     throw Error("offload to nvme needs nvme_path, a node-local folder for the scratch files");
   }
-  if (optimizer == "nvme" && params.optimizer != "adamw") {
-    throw Error(cat("offload_optimizer_device nvme keeps AdamW's moments; optimizer is ",
-                    params.optimizer));
+  if (optimizer == "nvme" &&
+      parse_optimizer(params.optimizer, "optimizer") != OptimizerKind::adamw) {
+    throw Error(cat("offload_optimizer_device nvme keeps AdamW's 32-bit moments; optimizer is ",
+                    params.optimizer,
+                    parse_optimizer(params.optimizer, "optimizer") == OptimizerKind::adamw_8bit
+                        ? " (8-bit moments, not built with nvme offload: its state is a quarter "
+                          "of AdamW's already; use offload_optimizer_device none, or optimizer "
+                          "adamw)"
+                        : ""));
   }
   if (setup.device == Device::cpu) {
     if (param != "none") {
@@ -49,6 +56,13 @@ void check_offload(const RunSetup& setup) {
           "already; nothing moves");
     }
     return;
+  }
+  if (optimizer == "cpu" &&
+      parse_optimizer(params.optimizer, "optimizer") == OptimizerKind::adamw_8bit) {
+    throw Error(cat("offload_optimizer_device cpu with optimizer ", params.optimizer,
+                    ": the offloaded step on the host is AdamW's 32-bit one; use "
+                    "offload_optimizer_device none (the 8-bit state is a quarter of AdamW's), or "
+                    "optimizer adamw"));
   }
   if (param != "none" && optimizer == "none") {
     throw Error(cat("offload_param_device ", param,

@@ -8,6 +8,7 @@
 #include "autotrain/config/load.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/optim/optimizer.hpp"
 
 namespace autotrain::train {
 namespace {
@@ -15,13 +16,14 @@ namespace {
 using json = nlohmann::json;
 
 // What the saved state depends on: changing it would continue another run than the saved one.
+// (The optimizer: see optimizer_change.)
 constexpr std::string_view kRefused[] = {
     "seed",          "data_path",     "train_split",
     "text_column",   "chat_template", "train_on_completions_only",
     "add_eos_token", "tokenizer",     "parse_special_tokens",
     "block_size",    "model",         "from_scratch",
     "n_layer",       "n_head",        "n_embd",
-    "n_positions",   "vocab_size",    "optimizer"};
+    "n_positions",   "vocab_size"};
 
 // The optimisation itself (and what a QLoRA run's adapters train against): allowed, but only
 // when asked for.
@@ -33,6 +35,25 @@ constexpr std::string_view kNeedsFlag[] = {
 
 bool listed(std::string_view name, std::span<const std::string_view> list) {
   return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// A change of optimizer between names of one optimizer (paged_adamw_8bit -> adamw_8bit) is no
+// change to the run; between AdamW's 32-bit and 8-bit moments (the same logical state: the
+// checkpoint's fp32 m and v are requantized, or the 8-bit ones loaded as fp32) it changes how the
+// run optimises; to or from SGD the saved state is another optimizer's.
+enum class OptimizerChange { same, optimisation, refused };
+
+OptimizerChange optimizer_change(const json& before, const json& after) {
+  if (!before.is_string() || !after.is_string()) return OptimizerChange::refused;
+  try {
+    const OptimizerKind saved = parse_optimizer(before.get<std::string>(), "optimizer");
+    const OptimizerKind now = parse_optimizer(after.get<std::string>(), "optimizer");
+    if (saved == now) return OptimizerChange::same;
+    return same_optimizer_state(saved, now) ? OptimizerChange::optimisation
+                                            : OptimizerChange::refused;
+  } catch (const Error&) {
+    return OptimizerChange::refused;
+  }
 }
 
 std::string describe(const std::vector<ParamChange>& changes) {
@@ -64,6 +85,11 @@ std::vector<ParamChange> check_resume_changes(const std::string& saved_json,
     ParamChange change{name, saved[name], value};
     if (listed(name, kRefused)) refused.push_back(change);
     if (listed(name, kNeedsFlag)) flagged.push_back(change);
+    if (name == "optimizer") {
+      const OptimizerChange kind = optimizer_change(change.before, change.after);
+      if (kind == OptimizerChange::refused) refused.push_back(change);
+      if (kind == OptimizerChange::optimisation) flagged.push_back(change);
+    }
     changes.push_back(std::move(change));
   }
   if (!refused.empty()) {

@@ -85,6 +85,13 @@ std::optional<ResumeDecision> plan_resume(const RunSetup& setup, const ckpt::Che
   // After the model and batch checks, which say more about those two.
   decision.changes = check_resume_changes(decision.saved.training_params_json, params,
                                           setup.allow_changed_params, name);
+  if (const OptimizerKind now = engine_options(setup).optimizer.kind;
+      now != decision.saved.optimizer) {
+    log::info("resume: ", name, " holds ", optimizer_name(decision.saved.optimizer),
+              "'s moments as fp32 tensors; ", optimizer_name(now),
+              now == OptimizerKind::adamw_8bit ? " requantizes them to 8 bits, block by block"
+                                               : " continues from them (dequantized 8-bit values)");
+  }
   return decision;
 }
 

@@ -143,6 +143,21 @@ void check_model_fits(const RunSetup& setup, const RankResources& resources) {
 
 // device: auto = the rank's GPU when the build has CUDA and the topology bound one, else the
 // CPU. The GPU path reduces gradients in device memory, so it needs the NCCL communicator.
+// "paged" (bitsandbytes' optimizer state in CUDA unified memory, paged to the host under memory
+// pressure) has nothing to page here: said once, and the optimizer is the unpaged one.
+void check_optimizer(const RunSetup& setup) {
+  const auto& params = setup.params();
+  const OptimizerKind kind = parse_optimizer(params.optimizer, "optimizer");
+  if (paged_optimizer(params.optimizer) && setup.topology.rank == 0) {
+    log::info("paged: optimizer ", params.optimizer,
+              " pages bitsandbytes' optimizer state through CUDA unified memory; autotrain has "
+              "no unified memory; the optimizer state is ",
+              kind == OptimizerKind::adamw_8bit ? "adamw_8bit's" : "adamw's",
+              " in ordinary memory (", setup.device == Device::cuda ? "the GPU's" : "the host's",
+              ")");
+  }
+}
+
 void choose_device_and_precision(RunSetup& setup) {
   const auto& params = setup.params();
   const bool gpu = setup.topology.device >= 0;
@@ -305,6 +320,7 @@ void resolve_for_world(RunSetup& setup, const RunRanks& ranks) {
     setup.comm_backend = resolve_comm_backend(
         parse_comm_backend(params.comm_backend, "comm_backend"), setup.topology);
     choose_device_and_precision(setup);
+    check_optimizer(setup);
     check_offload(setup);
   } catch (const Error& error) {
     failure = error.what();

@@ -197,7 +197,7 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
     report.param_bytes = params_.size() * sizeof(float);
     report.grad_bytes = gradients_->persistent_bytes();
     for (const auto& optimizer : optimizers_) {
-      if (!nvme_) report.optimizer_bytes += optimizer.state_elements() * sizeof(float);
+      if (!nvme_) report.optimizer_bytes += optimizer.state_bytes();
     }
     report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
     if (nvme_) {
@@ -213,6 +213,7 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
   void after_load() override {
     if (gatherer_) gatherer_->invalidate();
     if (nvme_) nvme_->store();
+    for (auto& optimizer : optimizers_) optimizer.load_staged_moments();
   }
   long long optimizer_steps() const override {
     return nvme_ ? nvme_->steps() : optimizers_.front().steps_taken();
@@ -279,6 +280,10 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
   // Every tensor cut at the rank-part boundaries of its unit, so each piece lies in one rank's
   // shard and one optimizer segment. only_shard: just the pieces of this rank's shard.
   std::vector<StateRun> runs(bool only_shard) {
+    // The 8-bit AdamW's moments as fp32 copies, until the next step or after_load().
+    if (!nvme_) {
+      for (auto& optimizer : optimizers_) optimizer.stage_moments();
+    }
     std::vector<StateRun> result;
     for (const TensorPiece& piece : tensor_pieces(layout_, only_shard ? rank_ : -1)) {
       StateRun run;

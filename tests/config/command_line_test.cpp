@@ -99,7 +99,9 @@ TEST(TrainCommandLine, HelpListsEveryParameterWithItsDefault) {
     EXPECT_TRUE(contains(help, "--" + to_kebab_case(spec.name) + " <")) << spec.name;
   }
   EXPECT_TRUE(contains(help, "--lr <number>  (default 3e-05; > 0)"));
-  EXPECT_TRUE(contains(help, "--optimizer <string>  (default adamw; adamw|sgd)"));
+  EXPECT_TRUE(contains(help,
+                       "--optimizer <string>  (default adamw; "
+                       "adamw|adamw_8bit|paged_adamw_8bit|paged_adamw_32bit|sgd)"));
 }
 
 TEST(ConfigurationDocs, CommittedDocsContainTheGeneratedParameterTable) {

@@ -115,7 +115,9 @@ TEST(TrainingParams, RejectsUnknownChoiceWithSuggestionAndTheList) {
   const std::string message = error_message([] {
     parse_text(*find_param("optimizer"), "adamww", Where{"--optimizer", ""});
   });
-  EXPECT_EQ(message, "--optimizer: expected adamw|sgd, got 'adamww' (did you mean 'adamw'?)");
+  EXPECT_EQ(message,
+            "--optimizer: expected adamw|adamw_8bit|paged_adamw_8bit|paged_adamw_32bit|sgd, got "
+            "'adamww' (did you mean 'adamw'?)");
   EXPECT_TRUE(contains(error_message([] {
                          parse_text(*find_param("scheduler"), "step", Where{"--scheduler", ""});
                        }),

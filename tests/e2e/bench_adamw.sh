@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `autotrain bench adamw` on a small parameter count: its JSON carries the figures
 # docs/benchmarks.md quotes (timings, so only their presence and sanity are checked), the table
-# prints its rows, and a bad flag value fails with a message. (Each run starts MPI, a few seconds
+# prints its rows (with --8bit the 8-bit AdamW's too), and a bad flag value fails with a message. (Each run starts MPI, a few seconds
 # here: one JSON run with a copy, one table without.)
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}"
@@ -33,8 +33,11 @@ PY
 done
 
 # By default each triad array holds at least 2^26 floats (256 MiB), past most last-level caches.
-timeout 120 "$AUTOTRAIN_BIN" bench adamw --params 1000 --threads 1 --repeat 1 > table.txt
+# --8bit adds the 8-bit AdamW's step (16 bytes an element and the absmaxes) and its ratio.
+timeout 120 "$AUTOTRAIN_BIN" bench adamw --params 1000 --threads 1 --repeat 1 --8bit > table.txt
 grep -q "bench adamw: 1000 parameters" table.txt && grep -q "^adamw_update  *1000  *28 " table.txt &&
+  grep -q "^adamw_8bit_update  *1000  *16 " table.txt &&
+  grep -q "adamw_8bit_update's median: [0-9.]*x adamw_update's time, with 2.00 bytes" table.txt &&
   grep -q "^triad, streaming stores *67108864 " table.txt &&
   grep -q "adamw_update.s median: [0-9]*% of the memory bandwidth" table.txt || { cat table.txt; exit 1; }
 

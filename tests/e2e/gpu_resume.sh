@@ -3,8 +3,8 @@
 # and one trained on the GPU resumes on the CPU, each continuing to the loss curve of the run it
 # left within 1e-2 relative (fp32 on both; kernels sum in other orders and the difference grows
 # with the steps: 20 here, resumed from step 10). Also `autotrain train --device cuda` end to
-# end, `autotrain generate` on the GPU (greedy: the CPU's text), and a CPU bf16 checkpoint
-# resumed on the GPU in bf16.
+# end, `autotrain generate` on the GPU (greedy: the CPU's text), a CPU bf16 checkpoint
+# resumed on the GPU in bf16, and optimizer adamw_8bit on the GPU against the CPU's.
 # Skipped (77) where this build or machine has no GPU.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -78,4 +78,23 @@ timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${common[@]}" --device 
 grep -q "resume: cpu-bf16/checkpoints/checkpoint-10.h5 at step 10" cpu-bf16-to-cuda.log ||
   fail "cpu bf16 -> cuda bf16 did not resume at step 10"
 $check tail cpu-bf16/metrics.jsonl cpu-bf16-to-cuda/metrics.jsonl 11 5e-2
+# optimizer adamw_8bit on the GPU (kernels::gpu::adamw_8bit_update; in bf16 its pass writes the
+# compute copy too): the CPU's 8-bit curve, and a CPU 8-bit checkpoint (its moments dequantized)
+# resumes on the GPU, requantized.
+for run in "cpu fp32" "cuda fp32" "cuda bf16"; do
+  read -r device precision <<< "$run"
+  timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${common[@]}" --device "$device" \
+    --optimizer adamw_8bit --mixed-precision "$([ $precision = bf16 ] && echo bf16 || echo no)" \
+    --project-name "q8-$device-$precision" > "q8-$device-$precision.log" 2>&1 ||
+    fail "adamw_8bit on $device in $precision"
+done
+grep -q "optimizer 67.91 KiB" q8-cuda-fp32.log || fail "the GPU's 8-bit state is not 2.004 bytes a parameter"
+$check tail q8-cpu-fp32/metrics.jsonl q8-cuda-fp32/metrics.jsonl 1 1e-2
+$check tail q8-cpu-fp32/metrics.jsonl q8-cuda-bf16/metrics.jsonl 1 5e-2
+mkdir q8-cpu-to-cuda
+timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${common[@]}" --device cuda \
+  --optimizer adamw_8bit --project-name q8-cpu-to-cuda \
+  --resume-from-checkpoint q8-cpu-fp32/checkpoints/checkpoint-10.h5 > q8-cpu-to-cuda.log 2>&1 ||
+  fail "resume of a cpu adamw_8bit checkpoint on cuda"
+$check tail q8-cpu-fp32/metrics.jsonl q8-cpu-to-cuda/metrics.jsonl 11 1e-2
 echo "gpu_resume: ok"

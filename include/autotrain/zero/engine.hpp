@@ -128,7 +128,9 @@ class ModelState {
   // Checkpoints: the rank's shard of every unit (what it writes; every element of the model is
   // in exactly one rank's runs), and everything it holds (what it must read back on resume:
   // the shard for params under stage 3, the whole model for params under stages 0-2, etc.).
-  // A kind the engine keeps in full is listed in `held` with the full range.
+  // A kind the engine keeps in full is listed in `held` with the full range. State the engine
+  // keeps in another form (the 8-bit AdamW's moments) is listed as fp32 copies made by the call,
+  // valid until the next step() or after_load(), which reads them back.
   virtual std::vector<StateRun> shard_runs() = 0;
   virtual std::vector<StateRun> held_runs() = 0;
   // After loading parameters into held_runs(): make derived copies consistent (nothing to do

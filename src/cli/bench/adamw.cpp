@@ -5,7 +5,10 @@
 // them all alike. The table gives each one's median, fastest and slowest time and the bandwidth
 // it reached, counting 28 bytes an element for AdamW (read p, g, m, v; write p, m, v; 30 with the
 // 16-bit copy) and 12 for a triad, and the step's median bandwidth as a share of the fastest
-// triad's best (STREAM reports a triad's best time).
+// triad's best (STREAM reports a triad's best time). With --8bit, each repeat also times the
+// 8-bit AdamW's step (optim/adamw_8bit.hpp, through Optimizer::step as training runs it) on the
+// same number of parameters: 16 bytes an element (read p, g and the two codes; write them) plus the
+// blocks' absmaxes.
 #include <omp.h>
 
 #include <algorithm>
@@ -25,6 +28,8 @@
 #include "autotrain/core/timer.hpp"
 #include "autotrain/kernels/threads.hpp"
 #include "autotrain/optim/adamw_kernel.hpp"
+#include "autotrain/optim/blockwise_8bit.hpp"
+#include "autotrain/optim/optimizer.hpp"
 #include "kinds.hpp"
 #include "memory_bandwidth.hpp"
 
@@ -40,6 +45,7 @@ struct AdamWBenchOptions {
   int repeat = 10;
   std::string copy = "none";
   double triad_mib = 0;  // 0: the larger of 256 MiB and the parameters' fp32 array
+  bool eight_bit = false;
   bool json = false;
   bool help = false;
 };
@@ -58,7 +64,9 @@ po::options_description adamw_bench_options(AdamWBenchOptions& o) {
       ("triad-mib", po::value(&o.triad_mib)->value_name("M"),
        "size of each of the triad's three arrays in MiB (default: the larger of 256 and the "
        "parameters' fp32 array): past the last-level cache, or the triad measures the cache")  //
-      ("json", po::bool_switch(&o.json), "print one JSON document instead of the table")       //
+      ("8bit", po::bool_switch(&o.eight_bit),
+       "also time the 8-bit AdamW's step (optimizer adamw_8bit) on the same parameters")  //
+      ("json", po::bool_switch(&o.json), "print one JSON document instead of the table")  //
       ("help,h", po::bool_switch(&o.help), "show this help");
   return description;
 }
@@ -130,15 +138,17 @@ struct AdamWBenchResult {
   int repeat = 0;
   std::string copy;
   std::string cpu;
-  std::vector<KernelRow> rows;  // the triads (TriadArrays::kKinds), then adamw_update
-  const KernelRow& adamw() const { return rows.back(); }
+  // The triads (TriadArrays::kKinds), adamw_update, then with --8bit adamw_8bit_update.
+  std::vector<KernelRow> rows;
+  static constexpr std::size_t kTriads = std::size(TriadArrays::kKinds);
+  const KernelRow& adamw() const { return rows[kTriads]; }
   // The best triad at its best, the rate STREAM reports: what the memory gives a kernel that
   // streams. The step's median is held against it, so noise counts against the step.
   const KernelRow& bound() const {
     const auto faster = [](const KernelRow& a, const KernelRow& b) {
       return a.gbps(a.times.min_s) < b.gbps(b.times.min_s);
     };
-    return *std::max_element(rows.begin(), rows.end() - 1, faster);
+    return *std::max_element(rows.begin(), rows.begin() + kTriads, faster);
   }
   double bound_gbps() const { return bound().gbps(bound().times.min_s); }
   double fraction() const { return adamw().gbps(adamw().times.median_s) / bound_gbps(); }
@@ -177,14 +187,31 @@ AdamWBenchResult run_adamw_bench(const AdamWBenchOptions& o) {
   TriadArrays triad(o.triad_mib > 0 ? std::max<std::size_t>(chosen, 1)
                                     : std::max(n, kMinTriadElements));
   AdamWArrays arrays = make_arrays(n, with_copy);
-  constexpr std::size_t kTriads = std::size(TriadArrays::kKinds);
-  std::vector<std::vector<double>> seconds(kTriads + 1);  // each triad, then the step
-  for (int r = 0; r <= o.repeat; ++r) {                   // repeat 0 is the untimed one
+  constexpr std::size_t kTriads = AdamWBenchResult::kTriads;
+  // --8bit: its own weights (the same values), the same gradients; its state is allocated by the
+  // untimed first step.
+  std::vector<float> eight_bit_params;
+  std::unique_ptr<Optimizer> eight_bit;
+  if (o.eight_bit) {
+    eight_bit_params.assign(arrays.p.get(), arrays.p.get() + n);
+    OptimizerSettings settings;
+    settings.kind = OptimizerKind::adamw_8bit;
+    settings.weight_decay = 0.01f;
+    eight_bit = std::make_unique<Optimizer>(settings, std::vector<ParamSegment>{{0, n, true}});
+  }
+  // Each triad, the step, then the 8-bit step.
+  std::vector<std::vector<double>> seconds(kTriads + (o.eight_bit ? 2 : 1));
+  for (int r = 0; r <= o.repeat; ++r) {  // repeat 0 is the untimed one
     std::vector<double> once;
     for (TriadArrays::Kind kind : TriadArrays::kKinds) once.push_back(triad.time_once(kind));
     const Timer timer;
     adamw_step(arrays, n, o.copy, r + 1);
     once.push_back(timer.seconds());
+    if (eight_bit) {
+      const Timer eight_bit_timer;
+      eight_bit->step(eight_bit_params, std::span<const float>(arrays.g.get(), n), 0, 1e-4f, 1.0f);
+      once.push_back(eight_bit_timer.seconds());
+    }
     for (std::size_t k = 0; r > 0 && k < once.size(); ++k) seconds[k].push_back(once[k]);
   }
   AdamWBenchResult result{n, kernels::num_threads(), o.repeat, o.copy, cpu_model_name(), {}};
@@ -192,7 +219,11 @@ AdamWBenchResult run_adamw_bench(const AdamWBenchOptions& o) {
     result.rows.push_back({TriadArrays::name(TriadArrays::kKinds[k]), triad.elements(),
                            TriadArrays::kBytesPerElement, summarise(seconds[k])});
   }
-  result.rows.push_back({"adamw_update", n, with_copy ? 30.0 : 28.0, summarise(seconds.back())});
+  result.rows.push_back({"adamw_update", n, with_copy ? 30.0 : 28.0, summarise(seconds[kTriads])});
+  if (o.eight_bit) {
+    result.rows.push_back(
+        {"adamw_8bit_update", n, 16.0 + 16.0 / kQuantBlock, summarise(seconds[kTriads + 1])});
+  }
   return result;
 }
 
@@ -213,6 +244,14 @@ void print_adamw_bench(const AdamWBenchResult& r) {
   }
   std::printf("adamw_update's median: %.0f%% of the memory bandwidth (the best %s, %.1f GB/s)\n",
               100.0 * r.fraction(), r.bound().name.c_str(), r.bound_gbps());
+  if (r.rows.size() > AdamWBenchResult::kTriads + 1) {
+    const KernelRow& eight_bit = r.rows.back();
+    std::printf(
+        "adamw_8bit_update's median: %.2fx adamw_update's time, with %.2f bytes of optimizer "
+        "state a parameter against 8\n",
+        eight_bit.times.median_s / r.adamw().times.median_s,
+        optimizer_state_bytes_per_element(OptimizerKind::adamw_8bit));
+  }
   if (state_bytes < 256.0 * (1 << 20))
     std::printf(
         "note: %s of state may sit in the caches; the step's figures then measure them, "

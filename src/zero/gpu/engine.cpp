@@ -14,6 +14,12 @@
 // pinned host memory and HostAdamW (host_adamw.hpp) runs the step on the CPU; ZeRO-Infinity's
 // offload_param cpu (stage 3) keeps the compute shard in pinned host memory too, and the gatherer
 // copies a unit's part to the device just before its all-gather.
+//
+// The 8-bit AdamW (optimizer adamw_8bit, no offload): m and v are byte codes over the owned space
+// with an fp32 absmax per moment per block of 2048 of each unit's owned range (blocks restart at
+// every unit, as the CPU optimizer's, one per unit, do), updated by kernels::gpu::adamw_8bit_update
+// a unit at a time. Checkpoints see them as fp32: download() dequantizes into the host copies,
+// upload() requantizes them (optim/blockwise_8bit.hpp, on the host).
 #include "autotrain/zero/gpu/engine.hpp"
 
 #include <cuda_bf16.h>
@@ -34,6 +40,7 @@
 #include "autotrain/core/strings.hpp"
 #include "autotrain/kernels/gpu/adamw.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
+#include "autotrain/optim/blockwise_8bit.hpp"
 #include "autotrain/zero/partition.hpp"
 #include "host_adamw.hpp"
 #include "memory.hpp"
@@ -84,6 +91,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
                    const EngineOptions& options, cudaStream_t stream)
       : Core(layout, comm, options, DeviceMemory<F>{stream}),
         settings_(options.optimizer),
+        eight_bit_(options.optimizer.kind == OptimizerKind::adamw_8bit),
         stream_(stream),
         offload_(options.offload_optimizer != Offload::none),
         nvme_(options.offload_optimizer == Offload::nvme),
@@ -93,8 +101,8 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
                                 : (stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
         host_params_(params_on_host_ ? owned_total_ : 0),
         master_(kMasterIsCompute || offload_ ? 0 : owned_total_ * sizeof(float)),
-        m_(offload_ ? 0 : owned_total_ * sizeof(float)),
-        v_(offload_ ? 0 : owned_total_ * sizeof(float)),
+        m_(offload_ ? 0 : owned_total_ * (eight_bit_ ? 1 : sizeof(float))),
+        v_(offload_ ? 0 : owned_total_ * (eight_bit_ ? 1 : sizeof(float))),
         norm_total_(sizeof(double)),
         norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
         norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
@@ -139,6 +147,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
           stream_, file_.get());
     }
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
+    if (eight_bit_) set_up_eight_bit();
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -172,6 +181,10 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     }
     m_.zero(stream_);
     v_.zero(stream_);
+    if (eight_bit_) {  // absmax 0: every moment 0, whatever the codes
+      m_absmax_.zero(stream_);
+      v_absmax_.zero(stream_);
+    }
     rebuild_compute_params();
   }
 
@@ -220,6 +233,11 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       if (stage_ == 1 || stage_ == 2) gather_compute_params();
       return;
     }
+    if (eight_bit_) {
+      step_eight_bit(lr, grad_scale);
+      if (stage_ == 1 || stage_ == 2) gather_compute_params();
+      return;
+    }
     for (int u = 0; u < layout_.num_units(); ++u) {
       for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
         kernels::gpu::AdamWSettings settings;
@@ -245,7 +263,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     MemoryReport report;
     report.param_bytes = params_.bytes() + master_.bytes();
     report.grad_bytes = gradients_->persistent_bytes();
-    report.optimizer_bytes = m_.bytes() + v_.bytes();
+    report.optimizer_bytes = m_.bytes() + v_.bytes() + m_absmax_.bytes() + v_absmax_.bytes();
     report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
     if (offload_) {
       report.host_bytes = host_master_.pinned_bytes() + host_m_.pinned_bytes() +
@@ -395,6 +413,10 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       staging_.to_host(host_master_.get() + owned_at(u), master_at(u, range.offset),
                        range.size * sizeof(float), stream_);
     }
+    if (eight_bit_) {
+      download_eight_bit();
+      return;
+    }
     staging_.to_host(host_m_.get(), m_.data(), m_.bytes(), stream_);
     staging_.to_host(host_v_.get(), v_.data(), v_.bytes(), stream_);
   }
@@ -412,9 +434,109 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       staging_.to_device(master_at(u, range.offset), host_master_.get() + owned_at(u),
                          range.size * sizeof(float), stream_);
     }
-    staging_.to_device(m_.data(), host_m_.get(), m_.bytes(), stream_);
-    staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
+    if (eight_bit_) {
+      upload_eight_bit();
+    } else {
+      staging_.to_device(m_.data(), host_m_.get(), m_.bytes(), stream_);
+      staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
+    }
     rebuild_compute_params();
+  }
+
+  // --- the 8-bit AdamW ------------------------------------------------------------------------
+  // Per unit: its blocks' place in the absmax buffers, its runs (the segments, as offsets from the
+  // owned range) in one device array; the two maps on the device.
+  void set_up_eight_bit() {
+    AT_CHECK(!offload_, "internal: the 8-bit AdamW has no offloaded step");
+    std::vector<kernels::gpu::AdamW8bitRun> runs;
+    block_offsets_.assign(1, 0);
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const model::Range range = owned(u);
+      block_offsets_.push_back(block_offsets_.back() + quant_blocks(range.size));
+      run_offsets_.push_back(runs.size());
+      for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
+        runs.push_back(
+            {segment.begin - range.offset, segment.end - range.offset, segment.decay ? 1 : 0});
+      }
+    }
+    run_offsets_.push_back(runs.size());
+    m_absmax_ = DeviceBuffer(std::max<std::size_t>(block_offsets_.back(), 1) * sizeof(float));
+    v_absmax_ = DeviceBuffer(std::max<std::size_t>(block_offsets_.back(), 1) * sizeof(float));
+    m_absmax_.zero(stream_);
+    v_absmax_.zero(stream_);
+    m_.zero(stream_);
+    v_.zero(stream_);
+    runs_ = DeviceBuffer(std::max<std::size_t>(runs.size(), 1) * sizeof(runs.front()));
+    if (!runs.empty()) runs_.copy_from_host(runs.data(), runs.size() * sizeof(runs.front()));
+    std::vector<float> maps(signed_dynamic_map().begin(), signed_dynamic_map().end());
+    maps.insert(maps.end(), unsigned_dynamic_map().begin(), unsigned_dynamic_map().end());
+    maps_ = DeviceBuffer(maps.size() * sizeof(float));
+    maps_.copy_from_host(maps.data(), maps.size() * sizeof(float));
+  }
+
+  void step_eight_bit(float lr, float grad_scale) {
+    kernels::gpu::AdamWSettings settings;
+    settings.lr = lr;
+    settings.beta1 = settings_.beta1;
+    settings.beta2 = settings_.beta2;
+    settings.eps = settings_.eps;
+    settings.weight_decay = settings_.weight_decay;
+    settings.grad_scale = grad_scale;
+    settings.step = steps_;
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const auto unit = static_cast<std::size_t>(u);
+      const model::Range range = owned(u);
+      kernels::gpu::adamw_8bit_update(
+          master_at(u, range.offset), compute_copy_at(u, range.offset),
+          gradients_->reduced(u, range), m_.as<std::uint8_t>() + owned_at(u),
+          v_.as<std::uint8_t>() + owned_at(u), m_absmax_.as<float>() + block_offsets_[unit],
+          v_absmax_.as<float>() + block_offsets_[unit], range.size,
+          runs_.as<kernels::gpu::AdamW8bitRun>() + run_offsets_[unit],
+          static_cast<int>(run_offsets_[unit + 1] - run_offsets_[unit]), maps_.as<float>(),
+          settings, stream_);
+    }
+  }
+
+  // The codes and absmaxes -> the host, dequantized into the checkpoint copies of m and v.
+  void download_eight_bit() {
+    host_codes_.resize(2 * owned_total_);
+    host_absmax_.resize(2 * block_offsets_.back());
+    staging_.to_host(host_codes_.data(), m_.data(), owned_total_, stream_);
+    staging_.to_host(host_codes_.data() + owned_total_, v_.data(), owned_total_, stream_);
+    const std::size_t blocks = block_offsets_.back();
+    staging_.to_host(host_absmax_.data(), m_absmax_.data(), blocks * sizeof(float), stream_);
+    staging_.to_host(host_absmax_.data() + blocks, v_absmax_.data(), blocks * sizeof(float),
+                     stream_);
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const std::size_t at = owned_at(u), block = block_offsets_[static_cast<std::size_t>(u)];
+      const std::size_t count = owned(u).size;
+      dequantize_blockwise(host_codes_.data() + at, host_absmax_.data() + block, count,
+                           signed_dynamic_map(), host_m_.get() + at);
+      dequantize_blockwise(host_codes_.data() + owned_total_ + at,
+                           host_absmax_.data() + blocks + block, count, unsigned_dynamic_map(),
+                           host_v_.get() + at);
+    }
+  }
+
+  // The host copies of m and v, requantized a unit's blocks at a time -> the device.
+  void upload_eight_bit() {
+    host_codes_.resize(2 * owned_total_);
+    host_absmax_.resize(2 * block_offsets_.back());
+    const std::size_t blocks = block_offsets_.back();
+    for (int u = 0; u < layout_.num_units(); ++u) {
+      const std::size_t at = owned_at(u), block = block_offsets_[static_cast<std::size_t>(u)];
+      const std::size_t count = owned(u).size;
+      requantize_blockwise(host_m_.get() + at, count, signed_dynamic_map(), host_codes_.data() + at,
+                           host_absmax_.data() + block);
+      requantize_blockwise(host_v_.get() + at, count, unsigned_dynamic_map(),
+                           host_codes_.data() + owned_total_ + at,
+                           host_absmax_.data() + blocks + block);
+    }
+    staging_.to_device(m_.data(), host_codes_.data(), owned_total_, stream_);
+    staging_.to_device(v_.data(), host_codes_.data() + owned_total_, owned_total_, stream_);
+    staging_.to_device(m_absmax_.data(), host_absmax_.data(), blocks * sizeof(float), stream_);
+    staging_.to_device(v_absmax_.data(), host_absmax_.data() + blocks, blocks * sizeof(float),
+                       stream_);
   }
 
   // offload nvme: the checkpoint's host copies from the file, or into it.
@@ -461,6 +583,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   }
 
   OptimizerSettings settings_;
+  bool eight_bit_;  // optimizer adamw_8bit: m_ and v_ are codes (the 8-bit AdamW above)
   cudaStream_t stream_;
   bool offload_;  // offload_optimizer: master, m, v on the host, the step on the CPU
   bool nvme_;     // offload_optimizer nvme: master, m, v in file_
@@ -487,7 +610,16 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   std::unique_ptr<HostAdamW<F>> host_adamw_;  // offload
   PinnedFloats host_norm_parts_;
   std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
-  std::vector<CommHandle> gathers_;                  // stage 1/2 parameter all-gathers
+  // adamw_8bit: m_ and v_ hold codes; the blocks' absmaxes; per unit its first block and run.
+  DeviceBuffer m_absmax_;
+  DeviceBuffer v_absmax_;
+  DeviceBuffer runs_;  // kernels::gpu::AdamW8bitRun, every unit's
+  DeviceBuffer maps_;  // the signed map, then the unsigned one
+  std::vector<std::size_t> block_offsets_;
+  std::vector<std::size_t> run_offsets_;
+  std::vector<std::uint8_t> host_codes_;  // checkpoints: m's codes, then v's
+  std::vector<float> host_absmax_;
+  std::vector<CommHandle> gathers_;  // stage 1/2 parameter all-gathers
   long long steps_ = 0;
 };
 
@@ -499,7 +631,16 @@ std::unique_ptr<DeviceEngine<F>> DeviceEngine<F>::create(const model::ParamLayou
                                                          const EngineOptions& options,
                                                          cudaStream_t stream) {
   validate_engine_options(layout, comm, options);
-  if (options.optimizer.kind != OptimizerKind::adamw) {
+  if (options.optimizer.kind == OptimizerKind::adamw_8bit &&
+      options.offload_optimizer != Offload::none) {
+    throw CollectiveError(cat(
+        "optimizer adamw_8bit with offload_optimizer_device ",
+        offload_name(options.offload_optimizer),
+        ": the offloaded step on the host is AdamW's 32-bit one; use offload_optimizer_device none "
+        "(the 8-bit state is a quarter of AdamW's), or optimizer adamw"));
+  }
+  if (options.optimizer.kind != OptimizerKind::adamw &&
+      options.optimizer.kind != OptimizerKind::adamw_8bit) {
     throw CollectiveError(
         "device cuda has the AdamW optimizer only; use optimizer adamw, or "
         "device cpu");

@@ -694,6 +694,117 @@ TYPED_TEST(GpuKernelsTest, AdamWMatchesTheCpuUpdateAndWritesTheComputeCopy) {
   }
 }
 
+// bitsandbytes' dynamic map (optim/blockwise_8bit.hpp, written again here: the kernels layer is
+// below optim): signed for m, unsigned for v.
+std::vector<float> dynamic_map(bool is_signed) {
+  std::vector<double> entries{0.0, 1.0};
+  for (int i = 0; i < 7; ++i) {
+    const int k = is_signed ? 1 << i : 1 << (i + 1);
+    const auto boundary = [&](int j) { return j == k ? 1.0 : 0.1 + j * ((1.0 - 0.1) / k); };
+    for (int j = 0; j < k; ++j) {
+      const double mean = std::pow(10.0, i - 6) * ((boundary(j) + boundary(j + 1)) / 2.0);
+      entries.push_back(mean);
+      if (is_signed) entries.push_back(-mean);
+    }
+  }
+  std::sort(entries.begin(), entries.end());
+  return {entries.begin(), entries.end()};
+}
+
+std::uint8_t nearest_code(const float* map, float x) {
+  unsigned low = 0;
+  for (unsigned step = 128; step > 0; step >>= 1) low += map[low + step] <= x ? step : 0;
+  const unsigned high = low < 255 ? low + 1 : 255;
+  return static_cast<std::uint8_t>(map[high] - x < x - map[low] ? high : low);
+}
+
+// Two whole state blocks and a short one; runs with and without decay and padding after them.
+// Against the CPU's 8-bit step written in float with the same operations: the same bits.
+TYPED_TEST(GpuKernelsTest, AdamW8bitMatchesTheCpuStepBitForBit) {
+  using G = TypeParam;
+  constexpr std::size_t n = 2 * gpu::kAdamW8bitBlock + 300, blocks = 3;
+  const std::vector<gpu::AdamW8bitRun> runs = {{0, 3000, 1}, {3000, 4200, 0}};  // 4200..: padding
+  std::vector<float> maps = dynamic_map(true);
+  const std::vector<float> unsigned_map = dynamic_map(false);
+  maps.insert(maps.end(), unsigned_map.begin(), unsigned_map.end());
+  ASSERT_EQ(maps.size(), 512u);
+  Vec params = random_vec(n, 81);
+  Vec grads = random_vec(n, 82);
+  Vec copy(n, 0.0);
+  std::mt19937 generator(83);
+  std::vector<std::uint8_t> m(n), v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    m[i] = static_cast<std::uint8_t>(generator() % 256);
+    v[i] = static_cast<std::uint8_t>(generator() % 256);
+  }
+  std::vector<float> m_absmax = {0.01f, 0.02f, 0.0f}, v_absmax = {1e-4f, 3e-4f, 0.0f};
+  DeviceTensor<float> d_params(params), d_grads(grads);
+  DeviceTensor<G> d_copy(copy);
+  autotrain::gpu::DeviceBuffer d_m(n), d_v(n), d_m_absmax(blocks * sizeof(float)),
+      d_v_absmax(blocks * sizeof(float)), d_maps(512 * sizeof(float)),
+      d_runs(runs.size() * sizeof(gpu::AdamW8bitRun));
+  d_m.copy_from_host(m.data(), n);
+  d_v.copy_from_host(v.data(), n);
+  d_m_absmax.copy_from_host(m_absmax.data(), blocks * sizeof(float));
+  d_v_absmax.copy_from_host(v_absmax.data(), blocks * sizeof(float));
+  d_maps.copy_from_host(maps.data(), maps.size() * sizeof(float));
+  d_runs.copy_from_host(runs.data(), runs.size() * sizeof(gpu::AdamW8bitRun));
+  gpu::AdamWSettings settings;
+  settings.lr = 1e-2f;
+  settings.weight_decay = 0.1f;
+  settings.grad_scale = 0.5f;
+  settings.step = 3;
+  gpu::adamw_8bit_update(d_params.get(), d_copy.get(), d_grads.get(), d_m.as<std::uint8_t>(),
+                         d_v.as<std::uint8_t>(), d_m_absmax.as<float>(), d_v_absmax.as<float>(), n,
+                         d_runs.as<gpu::AdamW8bitRun>(), static_cast<int>(runs.size()),
+                         d_maps.as<float>(), settings, this->stream());
+  this->sync();
+
+  // The CPU's step (optim/adamw_8bit.cpp, adamw_math.hpp) in float.
+  const auto correction = [](float beta) {
+    return static_cast<float>(1.0 - std::pow(double{beta}, 3.0));
+  };
+  const float c1 = correction(settings.beta1), c2 = correction(settings.beta2);
+  std::vector<float> p(params.begin(), params.end()), m_new(n, 0.0f), v_new(n, 0.0f);
+  for (std::size_t i = 0; i < 4200; ++i) {
+    const std::size_t b = i / gpu::kAdamW8bitBlock;
+    const float decay = i < 3000 ? settings.weight_decay : 0.0f;
+    const float grad = static_cast<float>(grads[i]) * settings.grad_scale;
+    m_new[i] = std::fma(settings.beta1, maps[m[i]] * m_absmax[b], (1.0f - settings.beta1) * grad);
+    v_new[i] = std::fma(settings.beta2, maps[256 + v[i]] * v_absmax[b],
+                        ((1.0f - settings.beta2) * grad) * grad);
+    const float step = (m_new[i] / c1) / (std::sqrt(v_new[i] / c2) + settings.eps);
+    p[i] = std::fma(-settings.lr, std::fma(decay, p[i], step), p[i]);
+  }
+  std::vector<std::uint8_t> gpu_m(n), gpu_v(n);
+  std::vector<float> gpu_m_absmax(blocks), gpu_v_absmax(blocks);
+  d_m.copy_to_host(gpu_m.data(), n);
+  d_v.copy_to_host(gpu_v.data(), n);
+  d_m_absmax.copy_to_host(gpu_m_absmax.data(), blocks * sizeof(float));
+  d_v_absmax.copy_to_host(gpu_v_absmax.data(), blocks * sizeof(float));
+  const Vec gpu_params = d_params.download();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = b * gpu::kAdamW8bitBlock;
+    const std::size_t end = std::min(n, begin + gpu::kAdamW8bitBlock);
+    float m_max = 0, v_max = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+      m_max = std::max(m_max, std::fabs(m_new[i]));
+      v_max = std::max(v_max, std::fabs(v_new[i]));
+    }
+    ASSERT_EQ(gpu_m_absmax[b], m_max) << "block " << b;
+    ASSERT_EQ(gpu_v_absmax[b], v_max) << "block " << b;
+    for (std::size_t i = begin; i < end; ++i) {
+      ASSERT_EQ(gpu_params[i], static_cast<double>(p[i])) << i;
+      ASSERT_EQ(gpu_m[i], nearest_code(maps.data(), m_new[i] / (m_max > 0 ? m_max : 1.0f))) << i;
+      ASSERT_EQ(gpu_v[i], nearest_code(maps.data() + 256, v_new[i] / (v_max > 0 ? v_max : 1.0f)))
+          << i;
+    }
+  }
+  Vec expected_copy(p.begin(), p.end());
+  for (std::size_t i = 4200; i < n; ++i) expected_copy[i] = 0.0;  // padding: never written
+  this->expect_close(d_copy.download(), expected_copy, "adamw_8bit compute copy");
+}
+
 // Real GPU only: copies from pinned memory that overlap the host (emulated streams run lazily, one
 // at a time).
 TEST(GpuStagedCopy, RoundTripsAnySizeThroughTwoSmallChunksInBothDirections) {

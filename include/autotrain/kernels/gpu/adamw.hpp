@@ -6,6 +6,7 @@
 // null: the compute copy mixed precision reads in the next forward.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
+#include <cstdint>
 
 #include "autotrain/core/gpu/device.hpp"
 
@@ -24,6 +25,31 @@ struct AdamWSettings {
 template <typename G>
 void adamw_update(float* params, G* params_copy, const float* grads, float* m, float* v,
                   std::size_t count, const AdamWSettings& settings, cudaStream_t stream);
+
+// The 8-bit AdamW (optim/adamw_8bit.hpp) on the device: one CUDA block per block of
+// kAdamW8bitBlock state elements. It dequantizes the block's m and v (map[code] * absmax), updates
+// every element in fp32 with the CPU kernel's operations (fmaf where it fuses, IEEE division and
+// square root: the same bits), reduces the block's new absmaxes in shared memory and requantizes
+// (the nearest entry of the map in shared memory, a tie to the lower one).
+inline constexpr std::size_t kAdamW8bitBlock = 2048;
+
+// A run [begin, end) of the range (offsets from its first element) that the optimizer updates,
+// with or without weight decay. Elements in no run (padding) keep their weight and zero moments.
+struct AdamW8bitRun {
+  unsigned long long begin = 0;
+  unsigned long long end = 0;
+  int decay = 0;
+};
+
+// params, grads [count] fp32, params_copy [count] G or null; m, v [count] codes; m_absmax,
+// v_absmax [ceil(count / 2048)]; runs [run_count] (device memory, sorted); maps [512] (device:
+// the signed map for m, then the unsigned one for v). settings.weight_decay applies to the runs
+// with decay.
+template <typename G>
+void adamw_8bit_update(float* params, G* params_copy, const float* grads, std::uint8_t* m,
+                       std::uint8_t* v, float* m_absmax, float* v_absmax, std::size_t count,
+                       const AdamW8bitRun* runs, int run_count, const float* maps,
+                       const AdamWSettings& settings, cudaStream_t stream);
 
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA
