@@ -83,6 +83,8 @@ class TrainingRun {
  private:
   void log_plan() const;
   void initialize_parameters();  // from source_, for a run that does not resume
+  // After checkpoints were refused and none is left: zero optimizer state and steps.
+  void forget_refused_state();
   // False when the checkpoint's tensors fail verification under resume_from_checkpoint: auto
   // (the engine then holds unverified values: load another or initialise); Error otherwise.
   bool resume_from(const ResumeDecision& resume);
@@ -219,6 +221,7 @@ void TrainingRun::resume_and_begin() {
     }
   }
   stop_here_if_asked("begin");
+  if (!resume && !refused.empty()) forget_refused_state();
   if (!resume && !reference_is_current) initialize_parameters();
   // After the resume checks: a refused resume leaves the description of the earlier run as it
   // was; an accepted one records its changes in param_changes.jsonl (resume_from).
@@ -263,6 +266,19 @@ void TrainingRun::initialize_parameters() {
   log::info("model: read the base weights in ", timer.seconds(), " s; peak resident memory per ",
             "rank at most ", human_bytes(double(growth[1])),
             ", of which the reading added at most ", human_bytes(double(growth[0])));
+}
+
+void TrainingRun::forget_refused_state() {
+  // A refused checkpoint's tensors load before its checksums fail: the optimizer state may hold
+  // some of them (the parameters are initialised next). A run that starts from step 0 starts from
+  // zero moments, as a fresh one does.
+  for (const zero::StateRun& run : engine_->held_runs()) {
+    for (float* state : {run.exp_avg, run.exp_avg_sq}) {
+      if (state != nullptr) std::fill(state, state + (run.end - run.begin), 0.0f);
+    }
+  }
+  engine_->after_load();
+  engine_->set_optimizer_steps(0);
 }
 
 bool TrainingRun::resume_from(const ResumeDecision& resume) {
