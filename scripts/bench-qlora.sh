@@ -20,7 +20,7 @@ cd "$work"
 common=(--model model --tokenizer byte --block-size 256 --batch-size 4 --gradient-accumulation 1
   --peft --lora-r 16 --lora-alpha 32 --target-modules all-linear --steps "$steps" --no-profile
   --threads "$(nproc)" --json)
-echo "quantization repeat step_ms frozen_bytes"
+echo "quantization repeat step_ms frozen_weight_bytes frozen_bytes_with_scratch"
 for repeat in $(seq "$repeats"); do
   for quantization in none int4 int4-dq int8; do
     q=(--quantization "${quantization%-dq}")
@@ -30,7 +30,8 @@ for repeat in $(seq "$repeats"); do
     /usr/bin/python3 - "$quantization" "$repeat" "$quantization.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[3]))
-print(sys.argv[1], sys.argv[2], f"{r['step_mean_s'] * 1e3:.1f}", r["frozen_bytes"])
+print(sys.argv[1], sys.argv[2], f"{r['step_mean_s'] * 1e3:.1f}", r["frozen_weight_bytes"],
+      r["frozen_bytes"])
 PY
   done
 done

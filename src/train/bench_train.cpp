@@ -276,6 +276,7 @@ TrainBenchResult run_train_bench(const RunSetup& setup, const TrainBenchOptions&
   const long long total = options.warmup_steps + options.steps + (options.profile ? 1 : 0);
   BenchSteps steps(setup, *replica, *comm, config.vocab_size, total);
   TrainBenchResult r;
+  r.frozen_weight_bytes = replica->frozen_bytes();  // before any step: the weights alone
   float final_loss = 0;
   const std::vector<PhaseSeconds> timed =
       run_steps(steps, *replica, options, final_loss, r.profile);

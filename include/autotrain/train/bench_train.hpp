@@ -54,6 +54,9 @@ struct TrainBenchResult {
   std::size_t activation_bytes = 0;
   // With peft: the frozen base weights and LoRA's scratch per rank (model::LoraAccess); else 0.
   std::size_t frozen_bytes = 0;
+  // LoRA's frozen base weights alone (whole, its shard, or its 4- or 8-bit payload), before the
+  // first step allocated the units' scratch.
+  std::size_t frozen_weight_bytes = 0;
   std::string device;                        // rank 0's: "cpu" or "cuda:0 (NVIDIA H200)"
   std::string precision;                     // compute precision: "fp32", "bf16", "fp16"
   std::size_t device_memory_bytes = 0;       // GPU memory per rank (largest over ranks); 0 on CPUs
