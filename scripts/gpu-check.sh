@@ -334,6 +334,15 @@ bench_train_lora() {
   $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
     --comm-backend auto --device cuda --mixed-precision bf16 --batch-size 16 --block-size 1024 \
     --gradient-accumulation 1 --steps 10 --no-profile --peft true --lora-dropout 0
+  # QLoRA on the same Llama-family shape: the frozen block weights in NF4 (with double
+  # quantization) and in int8, dequantized by a kernel per weight at each use (the step against
+  # the bf16 LoRA step just above; the frozen bytes in the memory line).
+  for quantization in "int4 --bnb-4bit-use-double-quant true" int8; do
+    $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
+      --comm-backend auto --device cuda --mixed-precision bf16 --batch-size 16 --block-size 1024 \
+      --gradient-accumulation 1 --steps 10 --no-profile --peft true --lora-dropout 0 \
+      --quantization $quantization
+  done
 }
 
 train_124m() {

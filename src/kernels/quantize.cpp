@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "autotrain/core/dynamic_map.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 
@@ -67,7 +68,7 @@ std::vector<float> nf4_absmax(const QuantizedTensor& t, const std::byte* record)
   const auto* codes = reinterpret_cast<const std::uint8_t*>(record + t.scales);
   const float* absmax2 = floats_at(record, t.scales2);
   const float offset = absmax2[t.absmax_blocks()];
-  const auto& map = dynamic_map_signed();
+  const auto& map = signed_dynamic_map();
   for (std::size_t b = 0; b < absmax.size(); ++b) {
     const float scaled = map[codes[b]] * absmax2[b / kAbsmaxBlock];
     absmax[b] = scaled + offset;
@@ -100,7 +101,7 @@ void quantize_nf4(const QuantizedTensor& t, const float* x, std::byte* record) {
   const auto offset = static_cast<float>(sum / static_cast<double>(absmax.size()));
   auto* codes = reinterpret_cast<std::uint8_t*>(record + t.scales);
   float* absmax2 = floats_at(record, t.scales2);
-  const auto& map = dynamic_map_signed();
+  const auto& map = signed_dynamic_map();
   for (std::size_t c = 0; c < t.absmax_blocks(); ++c) {
     const std::size_t begin = c * kAbsmaxBlock, end = std::min(absmax.size(), begin + kAbsmaxBlock);
     for (std::size_t b = begin; b < end; ++b) absmax[b] = absmax[b] - offset;
@@ -154,59 +155,7 @@ void dequantize_int8(const QuantizedTensor& t, const std::byte* record, float* o
   }
 }
 
-// torch.linspace(start, end, n) in fp32 as PyTorch's CPU kernel computes it, which is where
-// bitsandbytes' map comes from: the first half from the start, the second from the end, each as
-// one fused multiply-add from the step; in runs of 16 (two AVX2 vectors of 8), each vector's
-// first value so and the others that value plus lane · step, rounded twice. (Read off torch 1.13
-// on x86: its values, compared bit for bit by tests/kernels/torch_quantize.py. Another build of
-// torch may differ in the last bit of a few map entries, and so does bitsandbytes' map there.)
-std::vector<float> linspace_as_torch(float start, float end, int n) {
-  const float step = (end - start) / static_cast<float>(n - 1);
-  const auto value = [&](int i) {
-    return i < n / 2 ? std::fma(step, static_cast<float>(i), start)
-                     : std::fma(-step, static_cast<float>(n - i - 1), end);
-  };
-  constexpr int kLanes = 8;
-  std::vector<float> out;
-  int i = 0;
-  for (; n - i >= 2 * kLanes; i += 2 * kLanes) {
-    for (int vector = i; vector < i + 2 * kLanes; vector += kLanes) {
-      const float base = value(vector);
-      for (int lane = 0; lane < kLanes; ++lane) {
-        out.push_back(base + static_cast<float>(lane) * step);
-      }
-    }
-  }
-  for (; i < n; ++i) out.push_back(value(i));
-  return out;
-}
-
 }  // namespace
-
-const std::array<float, 256>& dynamic_map_signed() {
-  static const std::array<float, 256> map = [] {
-    std::vector<float> values;
-    for (int i = 0; i < 7; ++i) {
-      const std::vector<float> point = linspace_as_torch(0.1f, 1.0f, (1 << i) + 1);
-      const int points = static_cast<int>(point.size());
-      const auto power = static_cast<float>(std::pow(10.0, i - 6));
-      for (int k = 0; k + 1 < points; ++k) {
-        const float mean =
-            (point[static_cast<std::size_t>(k)] + point[static_cast<std::size_t>(k) + 1]) / 2.0f;
-        values.push_back(power * mean);
-        values.push_back(-power * mean);
-      }
-    }
-    values.push_back(0.0f);
-    values.push_back(1.0f);
-    AT_CHECK(values.size() == 256, "internal: the dynamic map has ", values.size(), " values");
-    std::sort(values.begin(), values.end());
-    std::array<float, 256> out{};
-    std::copy(values.begin(), values.end(), out.begin());
-    return out;
-  }();
-  return map;
-}
 
 QuantizedTensor quantized_tensor(QuantKind kind, bool double_quant, std::size_t rows,
                                  std::size_t cols) {

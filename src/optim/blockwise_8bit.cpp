@@ -106,40 +106,6 @@ class NearestSearch16 {
 
 }  // namespace
 
-DynamicMap create_dynamic_map(bool is_signed) {
-  constexpr int kExponentBits = 7;
-  std::vector<double> entries;
-  for (int i = 0; i < kExponentBits; ++i) {
-    // k midpoints of linspace(0.1, 1, k + 1) (numpy's: start + j * step, the last point exact).
-    const int k = is_signed ? 1 << i : 1 << (i + 1);
-    const double step = (1.0 - 0.1) / k;
-    const auto boundary = [&](int j) { return j == k ? 1.0 : 0.1 + j * step; };
-    const double scale = std::pow(10.0, i - (kExponentBits - 1));
-    for (int j = 0; j < k; ++j) {
-      const double mean = (boundary(j) + boundary(j + 1)) / 2.0;
-      entries.push_back(scale * mean);
-      if (is_signed) entries.push_back(-scale * mean);
-    }
-  }
-  entries.push_back(0.0);
-  entries.push_back(1.0);
-  AT_CHECK(entries.size() == 256, "the dynamic map has ", entries.size(), " entries, not 256");
-  std::sort(entries.begin(), entries.end());
-  DynamicMap map{};
-  for (std::size_t i = 0; i < map.size(); ++i) map[i] = static_cast<float>(entries[i]);
-  return map;
-}
-
-const DynamicMap& signed_dynamic_map() {
-  static const DynamicMap map = create_dynamic_map(true);
-  return map;
-}
-
-const DynamicMap& unsigned_dynamic_map() {
-  static const DynamicMap map = create_dynamic_map(false);
-  return map;
-}
-
 namespace {
 
 // codes[0, count) of values[0, count) against `divisor` (the block's absmax, or 1 for zeros).

@@ -5,6 +5,7 @@
 #include <array>
 #include <vector>
 
+#include "autotrain/core/dynamic_map.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/zero/partition.hpp"
 #include "quantized_frozen.hpp"
@@ -41,7 +42,7 @@ BasicQuantizedFrozen<Memory>::BasicQuantizedFrozen(const model::ParamLayout& lay
   }
   std::array<float, 16 + 256> tables{};
   std::copy(kernels::kNf4Levels.begin(), kernels::kNf4Levels.end(), tables.begin());
-  const auto& map = kernels::dynamic_map_signed();
+  const auto& map = signed_dynamic_map();
   std::copy(map.begin(), map.end(), tables.begin() + 16);
   tables_ = memory_.allocate(elements(tables.size()));
   memory_.upload_bytes(Memory::data(tables_), tables.data(), sizeof tables);

@@ -6,7 +6,8 @@
 #   2. dpo under mpirun -np 2 at ZeRO-3 from a Llama folder: the first loss is ln 2 (the reference
 #      is the base), accuracies and margins rise on a separable toy preference set, and 1 rank with
 #      twice the accumulation gives the same curve; a checkpoint resumes to the same curve;
-#   3. LoRA dpo (no second model: the reference is the base without adapters) and orpo train;
+#   3. QLoRA dpo (int4; no second model: the reference is the quantized base without adapters, so
+#      the first loss is log 2 exactly) and orpo train;
 #      model_ref and peft together are refused;
 #   4. a reward model trained at ZeRO-3 from the Llama folder exports a classifier folder whose
 #      rewards (autotrain score) put chosen above rejected on held-out pairs.
@@ -85,8 +86,8 @@ assert a and a.keys() == b.keys(), (a, b)
 assert all(abs(a[s] - b[s]) <= 1e-6 * max(1, abs(a[s])) for s in a), (a, b)
 PY
 
-# 3. LoRA dpo at ZeRO-3 and orpo.
-dpo lora 2 1 --zero-stage 3 --max-steps 6 --peft --lora-r 4
+# 3. QLoRA dpo at ZeRO-3 and orpo.
+dpo lora 2 1 --zero-stage 3 --max-steps 6 --peft --lora-r 4 --quantization int4
 grep -q "(the base model without the adapters; computed once, no second model is held)" lora.log ||
   { head -20 lora.log; fail "LoRA dpo: no line on the reference"; }
 "$python" - lora/metrics.jsonl <<'PY' || fail "LoRA dpo"

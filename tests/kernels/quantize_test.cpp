@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/core/dynamic_map.hpp"
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
@@ -36,7 +37,7 @@ std::vector<float> round_trip(const QuantizedTensor& t, const std::vector<float>
 }
 
 TEST(Quantize, TheDynamicMapIsBitsandbytesSigned) {
-  const auto& map = dynamic_map_signed();
+  const auto& map = signed_dynamic_map();
   EXPECT_TRUE(std::is_sorted(map.begin(), map.end()));
   EXPECT_EQ(std::adjacent_find(map.begin(), map.end()), map.end()) << "a value twice";
   EXPECT_EQ(map.back(), 1.0f);
@@ -155,7 +156,7 @@ TEST(Quantize, RecordsAndValuesMatchPyTorchBitForBit) {
             ", \"scales\": " + std::to_string(t.scales) +
             ", \"scales2\": " + std::to_string(t.scales2) + "}";
   }
-  const auto& map = dynamic_map_signed();
+  const auto& map = signed_dynamic_map();
   write_bytes(dir / "dynamic_map", map.data(), sizeof map);
   testing::write_file(dir / "cases.json", "[" + list + "]");
   const std::string command = python + " " +

@@ -34,19 +34,20 @@ BLOCK = 2048
 
 
 def dynamic_map(signed):
-    """bitsandbytes' create_dynamic_map(signed, max_exponent_bits=7, total_bits=8), in float64."""
+    """bitsandbytes' create_dynamic_map(signed, max_exponent_bits=7, total_bits=8), as it builds it:
+    torch.linspace in fp32, the means and the scaling in fp32."""
     data = []
     for i in range(7):
         items = 2**i if signed else 2 ** (i + 1)
-        boundaries = np.linspace(0.1, 1.0, items + 1)
+        boundaries = torch.linspace(0.1, 1, items + 1)
         means = (boundaries[:-1] + boundaries[1:]) / 2.0
-        scale = 10.0 ** (i - 6)
-        data += list(scale * means)
+        data += (10 ** (-6 + i) * means).tolist()
         if signed:
-            data += list(-scale * means)
+            data += (-10 ** (-6 + i) * means).tolist()
     data += [0.0, 1.0]
     assert len(data) == 256
-    return torch.tensor(sorted(data), dtype=torch.float64).to(F32)
+    data.sort()
+    return torch.tensor(data, dtype=F32)
 
 
 def fma(a, b, c):

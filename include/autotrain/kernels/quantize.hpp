@@ -8,7 +8,7 @@
 //   nf4 with double quantization (bnb_4bit_use_double_quant): the absmax values themselves in 8
 //         bits: offset = their mean; (absmax − offset) in blocks of 256, one fp32 absmax2 per
 //         block, each the index of the nearest entry of the signed dynamic map
-//         (dynamic_map_signed()) to (absmax − offset) · (1 / absmax2). Dequantized: map · absmax2
+//         (core/dynamic_map.hpp) to (absmax − offset) · (1 / absmax2). Dequantized: map · absmax2
 //         + offset, two roundings.
 //   int8  per row (the tensor's first dimension as stored): absmax of the row; each element
 //         rint(x · (127 / absmax)). Dequantized: q · (absmax / 127). bitsandbytes' LLM.int8()
@@ -50,11 +50,6 @@ inline constexpr std::array<float, 16> kNf4Levels = {-1.0f,
                                                      0.5626170039176941f,
                                                      0.7229568362236023f,
                                                      1.0f};
-
-// bitsandbytes' signed dynamic map (create_dynamic_map(signed=True)): for i = 0..6, the means of
-// consecutive points of linspace(0.1, 1, 2^i + 1) times 10^(i − 6), with both signs; then 0 and
-// 1; 256 values, ascending.
-const std::array<float, 256>& dynamic_map_signed();
 
 // Where the parts of one tensor's record lie, in bytes from its start.
 struct QuantizedTensor {

@@ -6,15 +6,8 @@
 // 256-entry dynamic map nearest to value / absmax:
 //   value ≈ map[code] * absmax       (a block of zeros: absmax 0, every value 0)
 //
-// The dynamic map is bitsandbytes' create_dynamic_map(signed, max_exponent_bits 7, total_bits 8):
-// for each exponent i = 0..6, the midpoints of the k_i + 1 points linspace(0.1, 1, k_i + 1),
-// times 10^(i - 6), with k_i = 2^i for the signed map (each midpoint also negated) and 2^(i + 1)
-// for the unsigned one (which spends the sign bit on twice the fraction); then 0 and 1.0; sorted.
-// Both have 256 entries:
-//   signed   (AdamW's first moment m):  127 negatives, 0, 127 positives, 1.0; map[k] = -map[254 -
-//   k] unsigned (the second moment v):     0, 254 positives, 1.0
-// We compute each entry in double and round it to float once (bitsandbytes builds it in float32
-// with torch.linspace; an entry may differ from its in the last bit).
+// The maps are bitsandbytes' dynamic maps (core/dynamic_map.hpp): the signed one for AdamW's first
+// moment m, the unsigned one for its second moment v.
 //
 // Nearest: the entry at the least distance |x - map[k]| in float; a tie goes to the lower entry;
 // a value below map[0] (the signed map stops at about -0.993) takes code 0.
@@ -22,18 +15,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "autotrain/core/dynamic_map.hpp"
+
 namespace autotrain {
 
 // Elements per block, bitsandbytes' block size for its 8-bit optimizers.
 constexpr std::size_t kQuantBlock = 2048;
-
-using DynamicMap = std::array<float, 256>;
-
-// The map from its definition above.
-DynamicMap create_dynamic_map(bool is_signed);
-// The two maps the 8-bit optimizers use, built once.
-const DynamicMap& signed_dynamic_map();
-const DynamicMap& unsigned_dynamic_map();
 
 inline std::size_t quant_blocks(std::size_t n) {
   return (n + kQuantBlock - 1) / kQuantBlock;
