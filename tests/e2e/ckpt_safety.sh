@@ -95,6 +95,18 @@ for path in glob.glob(os.path.join(sys.argv[1], "checkpoint-*.h5")):
         for at in range(size // 4, size - 4096, size // 16):
             f.seek(at); block = f.read(64); f.seek(at); f.write(bytes(b ^ 0xFF for b in block))
 PY
+# Whatever the flips hit, NaN bytes in every checkpoint's second moments: a refused checkpoint's
+# load puts them in the optimizer state before its checksums fail, and a run that starts from
+# step 0 must not keep them (it diverged at step 2 when it did).
+/usr/bin/python3 - nothing/checkpoints <<'PY'
+import glob, os, sys, h5py
+for path in glob.glob(os.path.join(sys.argv[1], "checkpoint-*.h5")):
+    with h5py.File(path, "r") as f:
+        offset = f["optimizer/exp_avg_sq/transformer.wte.weight"].id.get_offset()
+    with open(path, "r+b") as out:
+        out.seek(offset)
+        out.write(b"\xff" * 64)
+PY
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train "${common[@]}" --project-name nothing --max-steps 150 \
   --checkpoint-every 50 > nothing.log 2>&1 || fail "run with every checkpoint corrupted"
 grep -qE "no checkpoint saved before it (verifies; the run starts from step 0|is left)" nothing.log ||
