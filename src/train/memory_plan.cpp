@@ -11,8 +11,8 @@
 #include "autotrain/model/causal_lm.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/quantized_layout.hpp"
-#include "autotrain/train/lora.hpp"
 #include "autotrain/optim/optimizer.hpp"
+#include "autotrain/train/lora.hpp"
 
 namespace autotrain::train {
 namespace {

@@ -27,11 +27,13 @@ constexpr std::string_view kRefused[] = {
 
 // The optimisation itself (and what a QLoRA run's adapters train against): allowed, but only
 // when asked for.
-constexpr std::string_view kNeedsFlag[] = {
-    "lr",           "scheduler",    "min_lr_rate",  "lr_scheduler_kwargs",
-    "warmup_ratio", "warmup_steps", "warmup_type",  "weight_decay",
-    "adam_beta1",   "adam_beta2",   "adam_epsilon", "max_grad_norm",
-    "quantization", "bnb_4bit_use_double_quant"};
+constexpr std::string_view kNeedsFlag[] = {"lr",           "scheduler",
+                                           "min_lr_rate",  "lr_scheduler_kwargs",
+                                           "warmup_ratio", "warmup_steps",
+                                           "warmup_type",  "weight_decay",
+                                           "adam_beta1",   "adam_beta2",
+                                           "adam_epsilon", "max_grad_norm",
+                                           "quantization", "bnb_4bit_use_double_quant"};
 
 bool listed(std::string_view name, std::span<const std::string_view> list) {
   return std::find(list.begin(), list.end(), name) != list.end();

@@ -15,8 +15,8 @@ class FrozenBase {
  public:
   FrozenBase(const LoraModel& lora, zero::Engine& engine)
       : engine_(engine),
-        access_(lora.base, engine.hold_frozen(lora.frozen, lora.base_weights(), lora.quantization), lora.lora,
-                lora.adapters, engine) {}
+        access_(lora.base, engine.hold_frozen(lora.frozen, lora.base_weights(), lora.quantization),
+                lora.lora, lora.adapters, engine) {}
   model::LoraAccess& access() { return access_; }
   std::size_t bytes() const { return engine_.frozen_bytes() + access_.scratch_bytes(); }
 

@@ -59,11 +59,12 @@ class GpuReplica final : public Replica {
         precision_(setup.precision),
         engine_(
             zero::gpu::DeviceEngine<F>::create(layout, comm, engine_options(setup), stream_.get())),
-        lora_(lora ? std::make_unique<model::gpu::DeviceLoraAccess<F>>(
-                         lora->base, engine_->hold_frozen(lora->frozen, lora->base_weights(),
-                                              lora->quantization),
-                         lora->lora, lora->adapters, *engine_, stream_.get(), blas_)
-                   : nullptr),
+        lora_(
+            lora ? std::make_unique<model::gpu::DeviceLoraAccess<F>>(
+                       lora->base,
+                       engine_->hold_frozen(lora->frozen, lora->base_weights(), lora->quantization),
+                       lora->lora, lora->adapters, *engine_, stream_.get(), blas_)
+                 : nullptr),
         model_(model::gpu::make_device_causal_lm<F>(
             lora ? lora->base : layout, B, T, stream_.get(), blas_,
             !setup.params().disable_gradient_checkpointing)),
