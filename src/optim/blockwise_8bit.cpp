@@ -9,18 +9,7 @@
 #include <vector>
 
 #include "autotrain/core/error.hpp"
-
-#if defined(__AVX512F__)
-// GCC 12's false -Wmaybe-uninitialized in its own AVX-512 headers (see adamw_kernel.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
+#include "intrinsics.hpp"
 
 namespace autotrain {
 namespace {
