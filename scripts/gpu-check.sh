@@ -294,6 +294,14 @@ bench_offload() {
       --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 5 --no-profile \
       --zero-stage 1 --offload-optimizer-device "$setting" --nvme-path "$nvme"
   done
+  # ZeRO-Infinity at stage 3: the parameter shard in pinned host memory, then on NVMe.
+  for setting in cpu nvme; do
+    echo "--- stage 3, offload_optimizer_device $setting, offload_param_device $setting"
+    $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
+      --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 5 --no-profile \
+      --zero-stage 3 --offload-optimizer-device "$setting" --offload-param-device "$setting" \
+      --nvme-path "$nvme"
+  done
 }
 
 bench_train_fast() {
@@ -423,7 +431,7 @@ run_part kernel-tests 120 kernel_tests tests
 run_part llama-tests 90 llama_tests tests
 run_part bench-train 120 bench_train bench
 run_part bench-train-fast 100 bench_train_fast bench
-run_part bench-offload 90 bench_offload bench
+run_part bench-offload 150 bench_offload bench
 run_part bench-train-llama 90 bench_train_llama bench
 run_part bench-train-lora 90 bench_train_lora bench
 run_part train-124m 120 train_124m train

@@ -38,7 +38,8 @@ double working_bytes(const RunSetup& setup, double parameters) {
 // whole at stages 0-1 (stage 1 plus the reduced 1/N), 1/N at 2-3. With peft the parameters are
 // frozen weights only (as stage 3 shards them; with quantization their 4- or 8-bit payload).
 // offload_optimizer moves master, m and v to the host (nvme: to NVMe; on a CPU run only m and v,
-// the parameters being the master weights); offload_param the stage-3 compute shard to the host.
+// the parameters being the master weights); offload_param the stage-3 compute shard (LoRA: the
+// frozen base's) to the host or NVMe.
 StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& offload_optimizer,
                                      const std::string& offload_param) {
   const int stage = std::clamp(setup.zero_stage, 0, 3);
@@ -55,6 +56,9 @@ StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& o
                                              c == 2 ? DType::bf16 : DType::fp32);
       bytes.device = static_cast<double>(quantized.payload_bytes()) /
                      static_cast<double>(base.num_parameters()) * (stage == 3 ? 1 / N : 1);
+    } else if (offload_param != "none" && gpu && stage == 3) {  // the frozen base's shard
+      bytes.device = 0;
+      (offload_param == "nvme" ? bytes.nvme : bytes.host) = params;
     }
     return bytes;
   }
@@ -71,6 +75,8 @@ StateBytes state_bytes_per_parameter(const RunSetup& setup, const std::string& o
   // Offloaded, a GPU's fp32 model keeps its master weights apart from the compute copy.
   const double offloaded_master = gpu && c == kFloat ? kFloat / N : master;
   *optimizer_place += moments + (optimizer_place == &bytes.device ? master : offloaded_master);
+  // ZeRO-Offload copies the shard's fp32 gradients to pinned host memory during backward.
+  if (optimizer_place == &bytes.host) bytes.host += kFloat / N;
   if (offload_param != "none" && gpu && stage == 3) {
     bytes.device -= params;
     (offload_param == "nvme" ? bytes.nvme : bytes.host) += params;
@@ -163,6 +169,9 @@ std::string describe_memory_fit(const RunSetup& setup) {
     settings.push_back(
         cat(most_parameters(state_bytes_per_parameter(setup, "cpu", "cpu"), left, host),
             " with offload_param_device cpu too"));
+    settings.push_back(
+        cat(most_parameters(state_bytes_per_parameter(setup, "nvme", "nvme"), left, host),
+            " with both on nvme (and room under nvme_path)"));
   }
   return text + cat("  fits         the most parameters at ZeRO stage ", setup.zero_stage, " over ",
                     setup.topology.world_size, " rank(s), with this model's activations and ",

@@ -69,9 +69,6 @@ void check_offload(const RunSetup& setup) {
                     " keeps the parameters the optimizer updates in host memory: set "
                     "offload_optimizer_device cpu too"));
   }
-  if (param == "nvme") {
-    throw Error("offload_param_device nvme is not implemented yet; use cpu");
-  }
 }
 
 void check_nvme_folder(const RunSetup& setup) {

@@ -38,7 +38,7 @@ class EngineCore : public Interface {
         stage_(options.stage),
         prefetch_(options.prefetch),
         rank_(comm.rank()),
-        params_on_host_(options.offload_param != Offload::none) {}
+        params_offloaded_(options.offload_param != Offload::none) {}
 
   int stage() const override { return stage_; }
   int rank() const override { return rank_; }
@@ -76,14 +76,15 @@ class EngineCore : public Interface {
              "internal: the frozen layout has ", layout.num_units(), " units for world size ",
              layout.world_size(), "; the engine's ", layout_.num_units(), " for ", comm_.size());
     if (quantization) {
-      AT_CHECK(!params_on_host_,
-               "offload_param_device cpu with quantization: the quantized "
+      AT_CHECK(!params_offloaded_,
+               "offload_param_device with quantization: the quantized "
                "frozen weights stay on the device (set one of the two)");
       frozen_ = std::make_unique<BasicQuantizedFrozen<Memory>>(layout, *quantization, comm_, clock_,
                                                                stage_, prefetch_, source, memory_);
     } else {
       frozen_ = std::make_unique<BasicFrozenParams<Memory>>(
-          layout, comm_, clock_, stage_, prefetch_, source, memory_, params_on_host_);
+          layout, comm_, clock_, stage_, prefetch_, source, memory_,
+          params_offloaded_ ? &offload_shard_ : nullptr);
     }
     return *frozen_;
   }
@@ -124,7 +125,10 @@ class EngineCore : public Interface {
   int stage_;
   int prefetch_;
   int rank_;
-  bool params_on_host_;  // offload_param: the stage-3 shards (trained and frozen) in host memory
+  // offload_param: the stage-3 shards (trained and frozen) in host memory or on NVMe, made by
+  // offload_shard_ (set by the engine that offloads).
+  bool params_offloaded_;
+  ShardMaker<F> offload_shard_;
   WaitClock clock_;
   // Built by the engine: fp32 reduced gradients; the stage-3 gatherer of the compute parameters
   // (which reads the engine's shard: an engine's destructor resets it first, since base members

@@ -39,8 +39,9 @@ class BasicFrozenWeights : public model::BasicUnitAccess<F> {
   virtual void begin_training_micro_step() = 0;
   // What this rank holds (whole, or the shard) and the buffers where the model reads a unit.
   virtual std::size_t bytes() const = 0;
-  // The shard in host memory (ZeRO-Infinity's offload_param); 0 otherwise.
+  // The shard offloaded (ZeRO-Infinity's offload_param) to host memory or NVMe; 0 otherwise.
   virtual std::size_t host_bytes() const { return 0; }
+  virtual std::size_t nvme_bytes() const { return 0; }
 };
 
 template <typename Memory>
@@ -50,11 +51,11 @@ class BasicFrozenParams final : public BasicFrozenWeights<typename Memory::Eleme
   // `layout` is built for comm.size() ranks; it, `comm` and `clock` must outlive this. Fills the
   // weights this rank holds from `source` (stage 3: its shard, the values a single rank has), a
   // unit at a time through a host buffer of fp32.
-  // `shard_on_host` (stage 3, ZeRO-Infinity's offload_param): the shard in (pinned) host memory,
-  // each unit's part copied to its slot before the gather.
+  // `offload` (stage 3, ZeRO-Infinity's offload_param): the shard made by it, in host memory or
+  // on NVMe, each unit's part copied to its slot before the gather.
   BasicFrozenParams(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
                     int stage, int prefetch, const model::ParamSource& source, Memory memory = {},
-                    bool shard_on_host = false);
+                    const ShardMaker<F>* offload = nullptr);
 
   const F* params(int unit) override;
   void release(int unit) override;
@@ -66,13 +67,14 @@ class BasicFrozenParams final : public BasicFrozenWeights<typename Memory::Eleme
   // The weights held (whole, or the shard) and the gather slots, where the model runs; the
   // shard in host memory.
   std::size_t bytes() const override;
-  std::size_t host_bytes() const override { return Memory::host_bytes(host_values_); }
+  std::size_t host_bytes() const override { return offloaded_ ? offloaded_->host_bytes() : 0; }
+  std::size_t nvme_bytes() const override { return offloaded_ ? offloaded_->nvme_bytes() : 0; }
 
  private:
   const model::ParamLayout& layout_;
   Memory memory_;
   typename Memory::Buffer values_;  // the whole flat buffer, or the shard in shard space (stage 3)
-  typename Memory::HostBuffer host_values_;  // the shard, with shard_on_host (values_ empty)
+  std::unique_ptr<OffloadedShard<F>> offloaded_;     // the shard, with offload (values_ empty)
   std::unique_ptr<ParamGatherer<Memory>> gatherer_;  // stage 3
 };
 

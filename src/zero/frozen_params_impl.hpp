@@ -14,16 +14,17 @@ template <typename Memory>
 BasicFrozenParams<Memory>::BasicFrozenParams(const model::ParamLayout& layout, Communicator& comm,
                                              WaitClock& clock, int stage, int prefetch,
                                              const model::ParamSource& source, Memory memory,
-                                             bool shard_on_host)
+                                             const ShardMaker<F>* offload)
     : layout_(layout), memory_(std::move(memory)) {
-  AT_CHECK(!shard_on_host || stage == 3, "internal: frozen weights on the host need stage 3");
+  AT_CHECK(offload == nullptr || stage == 3, "internal: frozen weights offloaded need stage 3");
   const std::vector<std::size_t> offsets = shard_offsets(layout);
-  if (shard_on_host) {
-    host_values_ = memory_.allocate_host(offsets.back());
+  if (offload != nullptr) {
+    offloaded_ = (*offload)(offsets.back(), "frozen");
   } else {
     values_ = memory_.allocate(stage < 3 ? layout.padded_size() : offsets.back());
   }
   std::vector<float> unit_values;
+  std::vector<F> rounded;  // offloaded: the unit's values in F, then stored
   for (int u = 0; u < layout.num_units(); ++u) {
     const auto& info = layout.units()[static_cast<std::size_t>(u)];
     // The whole unit, or the rank's shard of it (stage 3), at its place in values_.
@@ -32,16 +33,17 @@ BasicFrozenParams<Memory>::BasicFrozenParams(const model::ParamLayout& layout, C
     const std::size_t at = stage < 3 ? info.offset : offsets[static_cast<std::size_t>(u)];
     unit_values.assign(range.size, 0.0f);
     source.fill(layout, unit_values, (stage < 3 ? info.offset : 0) + range.offset);
-    if (shard_on_host) {
-      memory_.upload_host(Memory::host_data(host_values_) + at, unit_values.data(), range.size);
+    if (offloaded_) {
+      rounded.resize(range.size);
+      Memory::upload_host(rounded.data(), unit_values.data(), range.size);
+      offloaded_->store(at, rounded.data(), range.size);
     } else {
       memory_.upload(Memory::data(values_) + at, unit_values.data(), range.size);
     }
   }
   if (stage == 3) {
-    const F* shard = shard_on_host ? Memory::host_data(host_values_) : Memory::data(values_);
-    gatherer_ = std::make_unique<ParamGatherer<Memory>>(layout, comm, clock, shard, prefetch,
-                                                        memory_, shard_on_host);
+    gatherer_ = std::make_unique<ParamGatherer<Memory>>(layout, comm, clock, Memory::data(values_),
+                                                        prefetch, memory_, offloaded_.get());
   }
 }
 

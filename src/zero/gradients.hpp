@@ -42,12 +42,20 @@
 // The reductions therefore move fp32: twice the bytes of reducing F, for sums that lose nothing to
 // the ranks' count.
 //
+// A unit's reduced gradient is final (the last micro-step's reduction in it) at a point the
+// reducer tells whoever asked (on_final, ZeRO-Offload's copy of the gradients to the host during
+// backward): stage 1 when it launches the unit's reduce-scatter (the handle given: the result is
+// there once the collective is), stages 2 and 3 when drain() has queued the add of the unit's
+// part into the shard (work queued next on the device sees it). Each unit once a step, on the
+// micro-step flagged last.
+//
 // Ordering, through the policy: every collective is issued after memory.before_collective(comm)
 // (on a device: after the backward kernels that wrote the bucket, the kernels that widened it
 // and the add kernels that last read its received part), and a received part is used only after
 // memory.before_use(handle) (the host waits; on a device the stream waits and the host goes on).
 // finish() waits for every reduction on the host, so no handle stays pending past a step.
 #include <cstddef>
+#include <functional>
 #include <type_traits>
 #include <vector>
 
@@ -79,6 +87,19 @@ class BasicGradientReducer {
   virtual R* reduced(int unit, model::Range range) = 0;
   virtual std::size_t persistent_bytes() const = 0;
   virtual std::size_t working_bytes() const = 0;
+
+  // Called when `unit`'s reduced gradient is final for this step: with the collective that
+  // writes it (stage 1), or null where it is there for the work queued next (stages 2, 3).
+  using FinalHook = std::function<void(int unit, CommHandle* writing)>;
+  void on_final(FinalHook hook) { on_final_ = std::move(hook); }
+
+ protected:
+  void finalized(int unit, CommHandle* writing) {
+    if (on_final_) on_final_(unit, writing);
+  }
+
+ private:
+  FinalHook on_final_;
 };
 
 // A Memory policy's gradients: backward writes GradientOf (F, the policy's element); they are
@@ -142,6 +163,7 @@ class PartitionedGradients final : public ReducerOf<Memory> {
                        std::size_t bucket_elements, Memory memory = {});
   GradientOf<Memory>* grads(int unit) override;
   void grads_ready(int unit) override;
+  void begin_micro_step(bool last_micro_step) override { last_micro_step_ = last_micro_step; }
   void finish() override;
   void zero() override;
   ReducedOf<Memory>* reduced(int unit, model::Range range) override;
@@ -159,6 +181,7 @@ class PartitionedGradients final : public ReducerOf<Memory> {
     typename Wide::Buffer received;   // [capacity / world]: this rank's part of each unit
     std::vector<CommHandle> handles;  // per unit of the layout
     int pending_bucket = -1;
+    bool last_micro_step = false;  // the pending bucket's
   };
   void drain(InFlight& flight);
 
@@ -171,6 +194,7 @@ class PartitionedGradients final : public ReducerOf<Memory> {
   typename Wide::Buffer shard_;  // shard space: the rank's part of every unit, accumulated
   WorkingBuckets<Memory> buckets_;
   std::vector<InFlight> in_flight_;  // per working slot
+  bool last_micro_step_ = true;
 };
 
 using GradientReducer = BasicGradientReducer<float>;

@@ -91,9 +91,11 @@ void ReplicatedGradients<Memory>::launch(std::size_t b) {
     const auto world = static_cast<std::size_t>(comm_.size());
     for (int u = bucket.first_unit; u <= bucket.last_unit; ++u) {
       const auto& unit = layout_.units()[static_cast<std::size_t>(u)];
-      handles_[static_cast<std::size_t>(u)] = comm_.reduce_scatter_async(
+      auto& handle = handles_[static_cast<std::size_t>(u)];
+      handle = comm_.reduce_scatter_async(
           grads + unit.offset, Wide::data(shard_) + shard_offsets_[static_cast<std::size_t>(u)],
           unit.padded_numel / world, Wide::kDType, ReduceOp::avg);
+      this->finalized(u, &handle);
     }
   } else {
     handles_[static_cast<std::size_t>(bucket.first_unit)] =
@@ -188,6 +190,7 @@ void PartitionedGradients<Memory>::grads_ready(int unit) {
         info.padded_numel / world, Wide::kDType, ReduceOp::avg);
   }
   flight.pending_bucket = static_cast<int>(b);
+  flight.last_micro_step = last_micro_step_;
 }
 
 template <typename Memory>
@@ -201,6 +204,7 @@ void PartitionedGradients<Memory>::drain(InFlight& flight) {
     const R* part = Wide::data(flight.received) + (info.offset - bucket.offset) / world;
     R* shard = Wide::data(shard_) + shard_offsets_[static_cast<std::size_t>(u)];
     memory_.wide().add_into(shard, part, info.padded_numel / world);
+    if (flight.last_micro_step) this->finalized(u, nullptr);
   }
   flight.pending_bucket = -1;
 }
@@ -224,6 +228,7 @@ template <typename Memory>
 void PartitionedGradients<Memory>::zero() {
   finish();
   memory_.wide().zero(Wide::data(shard_), shard_offsets_.back());
+  last_micro_step_ = true;
 }
 
 template <typename Memory>

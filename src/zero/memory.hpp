@@ -11,11 +11,8 @@
 //   allocate(n), data(b), bytes(b)    a zeroed buffer of n elements, its elements, its bytes;
 //   zero(p, n), add_into(p, q, n)     p[0, n) = 0; p[i] += q[i] (ordered like the device's work);
 //   upload(p, floats, n)              p[0, n) = n host floats, converted; done when it returns;
-//   copy_from_host(p, q, n)           p[0, n) = q[0, n) from (pinned) host memory, ordered like
-//                                     the device's work;
-//   HostBuffer, allocate_host(n),     elements in (pinned) host memory (ZeRO-Infinity's
-//   host_data(b), host_bytes(b),      offload_param), and n host floats converted into them;
-//   upload_host(p, floats, n)
+//   upload_host(p, floats, n)         p[0, n) = n host floats rounded to Element, p in host
+//                                     memory (an offloaded shard's values, offloaded_shard.hpp);
 //   upload_bytes(p, bytes, n)         n bytes from the host into p (p of any type); done when it
 //                                     returns;
 //   copy_bytes(p, q, n)               p[0, n) = the n elements whose bits are at q, which this
@@ -56,13 +53,6 @@ struct HostMemory {
   static void upload(float* into, const float* values, std::size_t count) {
     std::copy_n(values, count, into);
   }
-  static void copy_from_host(float* into, const float* values, std::size_t count) {
-    std::copy_n(values, count, into);
-  }
-  using HostBuffer = ZeroedFloats;
-  static HostBuffer allocate_host(std::size_t elements) { return HostBuffer(elements); }
-  static float* host_data(HostBuffer& buffer) { return buffer.data(); }
-  static std::size_t host_bytes(const HostBuffer& buffer) { return bytes(buffer); }
   static void upload_host(float* into, const float* values, std::size_t count) {
     std::copy_n(values, count, into);
   }

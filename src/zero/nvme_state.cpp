@@ -52,7 +52,8 @@ NvmeState::NvmeState(const std::filesystem::path& folder, std::string file_name,
       elements_(elements),
       block_elements_(block_elements),
       num_blocks_(block_elements == 0 ? 0 : ceil_div(elements, block_elements)),
-      arrays_(arrays) {
+      arrays_(arrays),
+      contents_(io.contents) {
   AT_CHECK(arrays >= 1, "NvmeState: at least one array, not ", arrays);
   AT_CHECK(block_elements >= 1, "NvmeState: blocks of at least one element");
   AT_CHECK(!file_name.empty() && file_name.find('/') == std::string::npos,
@@ -140,7 +141,7 @@ void NvmeState::check_free_space() const {
   if (::statvfs(folder_.c_str(), &fs) != 0) return;  // the fill will tell
   const auto free = static_cast<std::size_t>(fs.f_bavail) * fs.f_frsize;
   if (free >= file_bytes_) return;
-  throw Error(cat("nvme_path ", folder_.string(), ": the optimizer state of this rank needs ",
+  throw Error(cat("nvme_path ", folder_.string(), ": ", contents_, " of this rank needs ",
                   file_bytes_, " bytes (", human_bytes(static_cast<double>(file_bytes_)),
                   ") but the file system has ", free, " bytes (",
                   human_bytes(static_cast<double>(free)), ") free"));
@@ -204,8 +205,8 @@ void NvmeState::check(const Transfer& transfer, const char* what) const {
   if (transfer.error == ENOSPC || transfer.error == EDQUOT) {
     throw Error(cat(where,
                     transfer.error == ENOSPC ? "no space left on device" : "disk quota exceeded",
-                    " after ", reached, " of ", file_bytes_,
-                    " bytes; the optimizer state of this rank needs ", file_bytes_, " bytes (",
+                    " after ", reached, " of ", file_bytes_, " bytes; ", contents_,
+                    " of this rank needs ", file_bytes_, " bytes (",
                     human_bytes(static_cast<double>(file_bytes_)), ") in ", path_.string()));
   }
   if (transfer.error != 0) {
@@ -292,6 +293,36 @@ void NvmeState::write(int array, std::size_t begin, std::span<const float> in) {
                  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(done), count, slice + first);
                  check(io_->wait(io_->write(bytes, slice_offset(array, b))), "writing");
                });
+}
+
+bool NvmeState::contiguous() const {
+  return arrays_ == 1 && block_elements_ * sizeof(float) % kAlignment == 0;
+}
+
+namespace {
+
+void check_pages(std::uint64_t offset, std::size_t size, const void* buffer, std::size_t file) {
+  constexpr std::size_t kPage = NvmeState::kAlignment;
+  AT_CHECK(offset % kPage == 0 && size % kPage == 0 &&
+               reinterpret_cast<std::uintptr_t>(buffer) % kPage == 0,
+           "internal: NvmeState page access at ", offset, " of ", size,
+           " bytes is not 4096-byte aligned");
+  AT_CHECK(offset <= file && size <= file - offset, "internal: NvmeState bytes [", offset, ", ",
+           offset + size, ") lie outside the file's ", file);
+}
+
+}  // namespace
+
+void NvmeState::read_pages(std::uint64_t offset, std::span<std::byte> bytes) {
+  AT_CHECK(contiguous(), "internal: NvmeState page access to a file of ", arrays_, " arrays");
+  check_pages(offset, bytes.size(), bytes.data(), file_bytes_);
+  check(io_->wait(io_->read(bytes, offset)), "reading");
+}
+
+void NvmeState::write_pages(std::uint64_t offset, std::span<const std::byte> bytes) {
+  AT_CHECK(contiguous(), "internal: NvmeState page access to a file of ", arrays_, " arrays");
+  check_pages(offset, bytes.size(), bytes.data(), file_bytes_);
+  check(io_->wait(io_->write(bytes, offset)), "writing");
 }
 
 std::vector<std::span<std::byte>> NvmeState::buffers() {

@@ -38,6 +38,7 @@ struct NvmeIo {
   IoEngine engine = IoEngine::automatic;  // io_uring where the kernel allows it, else threads
   bool direct = true;                     // O_DIRECT where the file system allows it
   bool check_free_space = true;  // statvfs first (tests turn it off to meet ENOSPC in the fill)
+  std::string contents = "the optimizer state";  // what the file holds, for the messages
 };
 
 class NvmeState {
@@ -68,6 +69,14 @@ class NvmeState {
   // use the pipeline's buffers: not from inside a visitor.
   void read(int array, std::size_t begin, std::span<float> out);
   void write(int array, std::size_t begin, std::span<const float> in);
+
+  // Byte access to a file of one array whose blocks are whole pages, so that its bytes follow
+  // each other as the array's do: bytes [offset, offset + size) into or from `bytes`, offset,
+  // size and buffer 4096-byte aligned (O_DIRECT's rule). The caller's buffer, not the
+  // pipeline's.
+  bool contiguous() const;
+  void read_pages(std::uint64_t offset, std::span<std::byte> bytes);
+  void write_pages(std::uint64_t offset, std::span<const std::byte> bytes);
 
   // The host buffers of the pipeline (a GPU engine pins them with cudaHostRegister).
   std::vector<std::span<std::byte>> buffers();
@@ -111,6 +120,7 @@ class NvmeState {
   std::size_t file_bytes_ = 0, buffer_bytes_ = 0;  // buffer: a block of every array
   bool direct_ = false;
   std::string buffered_reason_;  // why O_DIRECT is not used
+  std::string contents_;         // NvmeIo::contents
   ScratchFile file_;
   std::vector<float*> views_;                   // for_each_block's data: one per array
   std::unique_ptr<std::byte, FreeBytes> host_;  // kBuffers buffers of buffer_bytes_

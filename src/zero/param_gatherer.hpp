@@ -18,6 +18,7 @@
 #include "autotrain/zero/partition.hpp"
 #include "gather_schedule.hpp"
 #include "memory.hpp"
+#include "offloaded_shard.hpp"
 #include "wait_clock.hpp"
 
 namespace autotrain::zero {
@@ -26,16 +27,17 @@ template <typename Memory>
 class ParamGatherer {
  public:
   using F = typename Memory::Element;
-  // `shard` is the rank's shard of the parameters in shard space, where Memory keeps its buffers
-  // or, with `shard_on_host` (ZeRO-Infinity's offload_param), in pinned host memory, from where
-  // each gather first copies the rank's part into the slot (it must outlive this object).
+  // `shard` is the rank's shard of the parameters in shard space, where Memory keeps its buffers;
+  // or, with `offloaded` (ZeRO-Infinity's offload_param: host memory or NVMe, `shard` unused),
+  // each gather first copies the rank's part from there into the slot. Either must outlive this.
   ParamGatherer(const model::ParamLayout& layout, Communicator& comm, WaitClock& clock,
-                const F* shard, int prefetch, Memory memory = {}, bool shard_on_host = false)
+                const F* shard, int prefetch, Memory memory = {},
+                OffloadedShard<F>* offloaded = nullptr)
       : layout_(layout),
         comm_(comm),
         memory_(std::move(memory)),
         shard_(shard),
-        shard_on_host_(shard_on_host),
+        offloaded_(offloaded),
         shard_offsets_(shard_offsets(layout)),
         slots_(plan_gather_slots(layout, prefetch)),
         schedule_(
@@ -68,12 +70,13 @@ class ParamGatherer {
 
  private:
   CommHandle start_gather(std::size_t slot, int unit) {
-    const F* part = shard_ + shard_offsets_[static_cast<std::size_t>(unit)];
+    const std::size_t offset = shard_offsets_[static_cast<std::size_t>(unit)];
+    const F* part = shard_ + offset;
     F* whole = Memory::data(buffers_[slot]);
     const std::size_t size = layout_.shard(unit, 0).size;
-    if (shard_on_host_) {  // into the slot, then gathered in place
+    if (offloaded_ != nullptr) {  // into the slot, then gathered in place
       F* mine = whole + static_cast<std::size_t>(comm_.rank()) * size;
-      memory_.copy_from_host(mine, part, size);
+      offloaded_->copy_into(mine, offset, size);
       part = mine;
     }
     memory_.before_collective(comm_);
@@ -84,7 +87,7 @@ class ParamGatherer {
   Communicator& comm_;
   Memory memory_;
   const F* shard_;
-  bool shard_on_host_;
+  OffloadedShard<F>* offloaded_;
   std::vector<std::size_t> shard_offsets_;
   // Declared before the schedule, so a gather still in flight is finished (its handle dropped)
   // before its buffer is freed. Per slot: one whole unit of those it may hold, padding included.

@@ -137,6 +137,35 @@ TEST(NvmeState, RandomAccessMatchesTheBlocks) {
   });
 }
 
+// A file of one array in blocks of whole pages (offload_param's shard): its bytes follow each
+// other, so pages read and written directly land where the array's elements are.
+TEST(NvmeState, PageAccessOfAContiguousFileMatchesTheArray) {
+  TempDir dir;
+  NvmeState state(dir.path(), "params", 5000, 1, 2048);  // blocks of 8 KiB, a partial last one
+  ASSERT_TRUE(state.contiguous());
+  EXPECT_FALSE(NvmeState(dir.path(), "three", 5000, 3, 2048).contiguous());
+  EXPECT_FALSE(NvmeState(dir.path(), "odd", 5000, 1, 1000).contiguous());
+  overwrite(state, 0);
+  auto* page = static_cast<float*>(std::aligned_alloc(NvmeState::kAlignment, 3 * 4096));
+  ASSERT_NE(page, nullptr);
+  const std::span<std::byte> bytes(reinterpret_cast<std::byte*>(page), 3 * 4096);
+  state.read_pages(4096, bytes);  // elements [1024, 4096): across blocks 0 and 1
+  for (std::size_t i = 0; i < 3 * 1024; ++i) ASSERT_EQ(page[i], value(0, 1024 + i, 0)) << i;
+  for (std::size_t i = 0; i < 1024; ++i) page[i] = -1.0f - static_cast<float>(i);
+  state.write_pages(3 * 4096, bytes.first(4096));  // elements [3072, 4096)
+  std::vector<float> read(5000);
+  state.read(0, 0, read);
+  for (std::size_t e = 0; e < read.size(); ++e) {
+    const bool written = e >= 3072 && e < 4096;
+    ASSERT_EQ(read[e], written ? -1.0f - static_cast<float>(e - 3072) : value(0, e, 0)) << e;
+  }
+  EXPECT_NE(error_of([&] { state.read_pages(100, bytes.first(4096)); }).find("not 4096-byte"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { state.read_pages(16384, bytes.first(8192)); }).find("outside the file"),
+            std::string::npos);
+  std::free(page);
+}
+
 TEST(NvmeState, RefusesRangesOutsideTheArrays) {
   TempDir dir;
   NvmeState state(dir.path(), "state", 100, 2, 64);

@@ -11,15 +11,14 @@
 // in fp32 (zero/gradients.hpp).
 //
 // ZeRO-Offload (offload_optimizer cpu, stages 1-3): master, m and v of the owned ranges live in
-// pinned host memory and HostAdamW (host_adamw.hpp) runs the step on the CPU; ZeRO-Infinity's
-// offload_param cpu (stage 3) keeps the compute shard in pinned host memory too, and the gatherer
-// copies a unit's part to the device just before its all-gather.
+// pinned host memory and HostAdamW (host_adamw.hpp) runs the step on the CPU, over the gradients
+// HostGradients (host_gradients.hpp) copied to the host unit by unit during backward;
+// ZeRO-Infinity's offload_param (stage 3) keeps the compute shard in pinned host memory (cpu) or in
+// a file under nvme_path (nvme) too (offloaded_shard.hpp), and the gatherer copies a unit's part to
+// the device just before its all-gather.
 //
-// The 8-bit AdamW (optimizer adamw_8bit, no offload): m and v are byte codes over the owned space
-// with an fp32 absmax per moment per block of 2048 of each unit's owned range (blocks restart at
-// every unit, as the CPU optimizer's, one per unit, do), updated by kernels::gpu::adamw_8bit_update
-// a unit at a time. Checkpoints see them as fp32: download() dequantizes into the host copies,
-// upload() requantizes them (optim/blockwise_8bit.hpp, on the host).
+// The 8-bit AdamW (optimizer adamw_8bit, no offload): its byte-coded moments are a
+// DeviceAdamW8bit's (device_adamw_8bit.hpp), which checkpoints see as fp32 host copies.
 #include "autotrain/zero/gpu/engine.hpp"
 
 #include <cuda_bf16.h>
@@ -40,15 +39,15 @@
 #include "autotrain/core/strings.hpp"
 #include "autotrain/kernels/gpu/adamw.hpp"
 #include "autotrain/kernels/gpu/vector.hpp"
-#include "autotrain/optim/blockwise_8bit.hpp"
 #include "autotrain/zero/partition.hpp"
+#include "device_adamw_8bit.hpp"
 #include "host_adamw.hpp"
+#include "host_gradients.hpp"
 #include "memory.hpp"
+#include "offloaded_shard.hpp"
 
 namespace autotrain::zero::gpu {
 namespace {
-
-using autotrain::gpu::DeviceBuffer;
 
 using PinnedFloats = autotrain::gpu::PinnedArray<float>;
 
@@ -81,8 +80,9 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   using Core::gatherer_;
   using Core::gradients_;
   using Core::layout_;
+  using Core::offload_shard_;
   using Core::owned;
-  using Core::params_on_host_;
+  using Core::params_offloaded_;
   using Core::rank_;
   using Core::stage_;
 
@@ -97,12 +97,12 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
         nvme_(options.offload_optimizer == Offload::nvme),
         owned_offsets_(owned_offsets()),
         owned_total_(owned_offsets_.back()),
-        params_(params_on_host_ ? 0
-                                : (stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
-        host_params_(params_on_host_ ? owned_total_ : 0),
+        params_(params_offloaded_
+                    ? 0
+                    : (stage_ == 3 ? owned_total_ : layout.padded_size()) * sizeof(F)),
         master_(kMasterIsCompute || offload_ ? 0 : owned_total_ * sizeof(float)),
-        m_(offload_ ? 0 : owned_total_ * (eight_bit_ ? 1 : sizeof(float))),
-        v_(offload_ ? 0 : owned_total_ * (eight_bit_ ? 1 : sizeof(float))),
+        m_(offload_ || eight_bit_ ? 0 : owned_total_ * sizeof(float)),
+        v_(offload_ || eight_bit_ ? 0 : owned_total_ * sizeof(float)),
         norm_total_(sizeof(double)),
         norm_scratch_(kernels::gpu::kSumOfSquaresScratch * sizeof(float)),
         norm_parts_(2 * static_cast<std::size_t>(comm.size()) * sizeof(float)),
@@ -121,33 +121,51 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       gradients_ = std::make_unique<PartitionedGradients<DeviceMemory<F>>>(
           layout, comm, clock_, options.reduce_bucket_size, DeviceMemory<F>{stream_});
     }
+    AT_CHECK(!params_offloaded_ || (offload_ && stage_ == 3),
+             "internal: offload_param needs stage 3 and offload_optimizer");
+    if (params_offloaded_) {
+      offload_shard_ = shard_maker<F>(stream_,
+                                      options.offload_param == Offload::nvme
+                                          ? nvme_rank_folder(options.nvme_path.string(), rank_)
+                                          : std::filesystem::path(),
+                                      rank_);
+      param_shard_ = offload_shard_(owned_total_, "params");
+    }
     if (stage_ == 3) {
       gatherer_ = std::make_unique<ParamGatherer<DeviceMemory<F>>>(
-          layout, comm, clock_, compute_base(), options.prefetch, DeviceMemory<F>{stream_},
-          params_on_host_);
+          layout, comm, clock_, params_.as<F>(), options.prefetch, DeviceMemory<F>{stream_},
+          param_shard_.get());
     }
     std::vector<model::Range> ranges;
     for (int u = 0; u < layout.num_units(); ++u) {
       ranges.push_back(owned(u));
       segments_.push_back(owned_segments(layout, owned(u)));
     }
-    AT_CHECK(!params_on_host_ || (offload_ && stage_ == 3),
-             "internal: offload_param needs stage 3 and offload_optimizer");
     if (nvme_) {  // the folder was checked node-local with room for this (run set-up)
       file_ = std::make_unique<NvmeState>(
           nvme_rank_folder(options.nvme_path.string(), rank_),
           cat("autotrain-rank", rank_, ".state"), owned_total_, 3,
           std::clamp<std::size_t>(owned_total_, 1, HostAdamW<F>::kPiece));
     }
+    if (offload_ && !nvme_) {  // the gradients go to the host during backward
+      host_grads_ = std::make_unique<HostGradients>(
+          owned_offsets_, [this](int unit) { return gradients_->reduced(unit, owned(unit)); },
+          stream_);
+      gradients_->on_final(
+          [this](int unit, CommHandle* writing) { host_grads_->send(unit, writing); });
+    }
     if (offload_) {
       const std::size_t block = file_ ? file_->block_elements() : HostAdamW<F>::kPiece;
       host_adamw_ = std::make_unique<HostAdamW<F>>(
           owned_pieces(ranges, block), segments_, file_ ? nullptr : host_master_.get(),
-          file_ ? nullptr : host_m_.get(), file_ ? nullptr : host_v_.get(), params_on_host_,
-          stream_, file_.get());
+          file_ ? nullptr : host_m_.get(), file_ ? nullptr : host_v_.get(), param_shard_.get(),
+          stream_, file_.get(), host_grads_.get());
     }
     gathers_.resize(static_cast<std::size_t>(layout.num_units()));
-    if (eight_bit_) set_up_eight_bit();
+    if (eight_bit_) {
+      AT_CHECK(!offload_, "internal: the 8-bit AdamW has no offloaded step");
+      eight_bit_state_ = std::make_unique<DeviceAdamW8bit>(ranges, segments_, stream_);
+    }
     AT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -181,10 +199,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     }
     m_.zero(stream_);
     v_.zero(stream_);
-    if (eight_bit_) {  // absmax 0: every moment 0, whatever the codes
-      m_absmax_.zero(stream_);
-      v_absmax_.zero(stream_);
-    }
+    if (eight_bit_state_) eight_bit_state_->zero();
     rebuild_compute_params();
   }
 
@@ -195,6 +210,11 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   }
 
   // --- the step -------------------------------------------------------------------------------
+  void begin_step() override {
+    if (host_grads_) host_grads_->end_step();  // the zeroing below comes after their copies
+    Core::begin_step();
+  }
+
   double grad_norm() override {
     // Each rank sums the squares of its shard, in double, on the device.
     auto* total = norm_total_.as<double>();
@@ -233,21 +253,23 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       if (stage_ == 1 || stage_ == 2) gather_compute_params();
       return;
     }
-    if (eight_bit_) {
-      step_eight_bit(lr, grad_scale);
-      if (stage_ == 1 || stage_ == 2) gather_compute_params();
-      return;
-    }
+    kernels::gpu::AdamWSettings settings;
+    settings.lr = lr;
+    settings.beta1 = settings_.beta1;
+    settings.beta2 = settings_.beta2;
+    settings.eps = settings_.eps;
+    settings.weight_decay = settings_.weight_decay;
+    settings.grad_scale = grad_scale;
+    settings.step = steps_;
     for (int u = 0; u < layout_.num_units(); ++u) {
+      if (eight_bit_state_) {
+        const model::Range range = owned(u);
+        eight_bit_state_->step(u, master_at(u, range.offset), compute_copy_at(u, range.offset),
+                               gradients_->reduced(u, range), settings);
+        continue;
+      }
       for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
-        kernels::gpu::AdamWSettings settings;
-        settings.lr = lr;
-        settings.beta1 = settings_.beta1;
-        settings.beta2 = settings_.beta2;
-        settings.eps = settings_.eps;
         settings.weight_decay = segment.decay ? settings_.weight_decay : 0.0f;
-        settings.grad_scale = grad_scale;
-        settings.step = steps_;
         const std::size_t at = state_index(u, segment.begin);
         kernels::gpu::adamw_update(
             master_at(u, segment.begin), compute_copy_at(u, segment.begin),
@@ -263,14 +285,18 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     MemoryReport report;
     report.param_bytes = params_.bytes() + master_.bytes();
     report.grad_bytes = gradients_->persistent_bytes();
-    report.optimizer_bytes = m_.bytes() + v_.bytes() + m_absmax_.bytes() + v_absmax_.bytes();
+    report.optimizer_bytes =
+        m_.bytes() + v_.bytes() + (eight_bit_state_ ? eight_bit_state_->bytes() : 0);
     report.working_bytes = gradients_->working_bytes() + (gatherer_ ? gatherer_->bytes() : 0);
     if (offload_) {
-      report.host_bytes = host_master_.pinned_bytes() + host_m_.pinned_bytes() +
-                          host_v_.pinned_bytes() + host_params_.size() * sizeof(F) +
-                          host_adamw_->pinned_bytes() + (file_ ? file_->host_bytes() : 0) +
-                          (frozen_ ? frozen_->host_bytes() : 0);
-      report.nvme_bytes = file_ ? file_->file_bytes() : 0;
+      report.host_bytes =
+          host_master_.pinned_bytes() + host_m_.pinned_bytes() + host_v_.pinned_bytes() +
+          host_adamw_->pinned_bytes() + (file_ ? file_->host_bytes() : 0) +
+          (host_grads_ ? host_grads_->pinned_bytes() : 0) +
+          (param_shard_ ? param_shard_->host_bytes() : 0) + (frozen_ ? frozen_->host_bytes() : 0);
+      report.nvme_bytes = (file_ ? file_->file_bytes() : 0) +
+                          (param_shard_ ? param_shard_->nvme_bytes() : 0) +
+                          (frozen_ ? frozen_->nvme_bytes() : 0);
     }
     return report;
   }
@@ -372,9 +398,9 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     }
   }
 
-  // The compute parameters: the flat buffer (or the shard in shard space under stage 3) on the
-  // device, or the stage-3 shard in pinned host memory (offload_param).
-  F* compute_base() const { return params_on_host_ ? host_params_.data() : params_.as<F>(); }
+  // The compute parameters on the device: the flat buffer, or the shard in shard space under
+  // stage 3 (null with offload_param: param_shard_ holds them).
+  F* compute_base() const { return params_.as<F>(); }
 
   // Offload: where a piece's reduced gradient is (device), and where its compute parameters go.
   const float* grads_at(const OwnedPiece& piece) {
@@ -413,8 +439,8 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       staging_.to_host(host_master_.get() + owned_at(u), master_at(u, range.offset),
                        range.size * sizeof(float), stream_);
     }
-    if (eight_bit_) {
-      download_eight_bit();
+    if (eight_bit_state_) {
+      eight_bit_state_->download(host_m_.get(), host_v_.get(), staging_);
       return;
     }
     staging_.to_host(host_m_.get(), m_.data(), m_.bytes(), stream_);
@@ -434,109 +460,13 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       staging_.to_device(master_at(u, range.offset), host_master_.get() + owned_at(u),
                          range.size * sizeof(float), stream_);
     }
-    if (eight_bit_) {
-      upload_eight_bit();
+    if (eight_bit_state_) {
+      eight_bit_state_->upload(host_m_.get(), host_v_.get(), staging_);
     } else {
       staging_.to_device(m_.data(), host_m_.get(), m_.bytes(), stream_);
       staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
     }
     rebuild_compute_params();
-  }
-
-  // --- the 8-bit AdamW ------------------------------------------------------------------------
-  // Per unit: its blocks' place in the absmax buffers, its runs (the segments, as offsets from the
-  // owned range) in one device array; the two maps on the device.
-  void set_up_eight_bit() {
-    AT_CHECK(!offload_, "internal: the 8-bit AdamW has no offloaded step");
-    std::vector<kernels::gpu::AdamW8bitRun> runs;
-    block_offsets_.assign(1, 0);
-    for (int u = 0; u < layout_.num_units(); ++u) {
-      const model::Range range = owned(u);
-      block_offsets_.push_back(block_offsets_.back() + quant_blocks(range.size));
-      run_offsets_.push_back(runs.size());
-      for (const auto& segment : segments_[static_cast<std::size_t>(u)]) {
-        runs.push_back(
-            {segment.begin - range.offset, segment.end - range.offset, segment.decay ? 1 : 0});
-      }
-    }
-    run_offsets_.push_back(runs.size());
-    m_absmax_ = DeviceBuffer(std::max<std::size_t>(block_offsets_.back(), 1) * sizeof(float));
-    v_absmax_ = DeviceBuffer(std::max<std::size_t>(block_offsets_.back(), 1) * sizeof(float));
-    m_absmax_.zero(stream_);
-    v_absmax_.zero(stream_);
-    m_.zero(stream_);
-    v_.zero(stream_);
-    runs_ = DeviceBuffer(std::max<std::size_t>(runs.size(), 1) * sizeof(runs.front()));
-    if (!runs.empty()) runs_.copy_from_host(runs.data(), runs.size() * sizeof(runs.front()));
-    std::vector<float> maps(signed_dynamic_map().begin(), signed_dynamic_map().end());
-    maps.insert(maps.end(), unsigned_dynamic_map().begin(), unsigned_dynamic_map().end());
-    maps_ = DeviceBuffer(maps.size() * sizeof(float));
-    maps_.copy_from_host(maps.data(), maps.size() * sizeof(float));
-  }
-
-  void step_eight_bit(float lr, float grad_scale) {
-    kernels::gpu::AdamWSettings settings;
-    settings.lr = lr;
-    settings.beta1 = settings_.beta1;
-    settings.beta2 = settings_.beta2;
-    settings.eps = settings_.eps;
-    settings.weight_decay = settings_.weight_decay;
-    settings.grad_scale = grad_scale;
-    settings.step = steps_;
-    for (int u = 0; u < layout_.num_units(); ++u) {
-      const auto unit = static_cast<std::size_t>(u);
-      const model::Range range = owned(u);
-      kernels::gpu::adamw_8bit_update(
-          master_at(u, range.offset), compute_copy_at(u, range.offset),
-          gradients_->reduced(u, range), m_.as<std::uint8_t>() + owned_at(u),
-          v_.as<std::uint8_t>() + owned_at(u), m_absmax_.as<float>() + block_offsets_[unit],
-          v_absmax_.as<float>() + block_offsets_[unit], range.size,
-          runs_.as<kernels::gpu::AdamW8bitRun>() + run_offsets_[unit],
-          static_cast<int>(run_offsets_[unit + 1] - run_offsets_[unit]), maps_.as<float>(),
-          settings, stream_);
-    }
-  }
-
-  // The codes and absmaxes -> the host, dequantized into the checkpoint copies of m and v.
-  void download_eight_bit() {
-    host_codes_.resize(2 * owned_total_);
-    host_absmax_.resize(2 * block_offsets_.back());
-    staging_.to_host(host_codes_.data(), m_.data(), owned_total_, stream_);
-    staging_.to_host(host_codes_.data() + owned_total_, v_.data(), owned_total_, stream_);
-    const std::size_t blocks = block_offsets_.back();
-    staging_.to_host(host_absmax_.data(), m_absmax_.data(), blocks * sizeof(float), stream_);
-    staging_.to_host(host_absmax_.data() + blocks, v_absmax_.data(), blocks * sizeof(float),
-                     stream_);
-    for (int u = 0; u < layout_.num_units(); ++u) {
-      const std::size_t at = owned_at(u), block = block_offsets_[static_cast<std::size_t>(u)];
-      const std::size_t count = owned(u).size;
-      dequantize_blockwise(host_codes_.data() + at, host_absmax_.data() + block, count,
-                           signed_dynamic_map(), host_m_.get() + at);
-      dequantize_blockwise(host_codes_.data() + owned_total_ + at,
-                           host_absmax_.data() + blocks + block, count, unsigned_dynamic_map(),
-                           host_v_.get() + at);
-    }
-  }
-
-  // The host copies of m and v, requantized a unit's blocks at a time -> the device.
-  void upload_eight_bit() {
-    host_codes_.resize(2 * owned_total_);
-    host_absmax_.resize(2 * block_offsets_.back());
-    const std::size_t blocks = block_offsets_.back();
-    for (int u = 0; u < layout_.num_units(); ++u) {
-      const std::size_t at = owned_at(u), block = block_offsets_[static_cast<std::size_t>(u)];
-      const std::size_t count = owned(u).size;
-      requantize_blockwise(host_m_.get() + at, count, signed_dynamic_map(), host_codes_.data() + at,
-                           host_absmax_.data() + block);
-      requantize_blockwise(host_v_.get() + at, count, unsigned_dynamic_map(),
-                           host_codes_.data() + owned_total_ + at,
-                           host_absmax_.data() + blocks + block);
-    }
-    staging_.to_device(m_.data(), host_codes_.data(), owned_total_, stream_);
-    staging_.to_device(v_.data(), host_codes_.data() + owned_total_, owned_total_, stream_);
-    staging_.to_device(m_absmax_.data(), host_absmax_.data(), blocks * sizeof(float), stream_);
-    staging_.to_device(v_absmax_.data(), host_absmax_.data() + blocks, blocks * sizeof(float),
-                       stream_);
   }
 
   // offload nvme: the checkpoint's host copies from the file, or into it.
@@ -583,7 +513,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   }
 
   OptimizerSettings settings_;
-  bool eight_bit_;  // optimizer adamw_8bit: m_ and v_ are codes (the 8-bit AdamW above)
+  bool eight_bit_;  // optimizer adamw_8bit: eight_bit_state_ holds the moments, m_ and v_ none
   cudaStream_t stream_;
   bool offload_;  // offload_optimizer: master, m, v on the host, the step on the CPU
   bool nvme_;     // offload_optimizer nvme: master, m, v in file_
@@ -591,10 +521,10 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   std::size_t owned_total_;
   autotrain::gpu::DeviceBuffer
       params_;  // [padded_size] F (stage 3: [owned_total] F in shard space); empty on the host
-  autotrain::gpu::PinnedArray<F> host_params_;  // offload_param: [owned_total] F, shard space
-  autotrain::gpu::DeviceBuffer master_;         // [owned_total] fp32, unless F is float
-  autotrain::gpu::DeviceBuffer m_;              // [owned_total] fp32
-  autotrain::gpu::DeviceBuffer v_;              // [owned_total] fp32
+  std::unique_ptr<OffloadedShard<F>> param_shard_;  // offload_param: [owned_total] F, shard space
+  autotrain::gpu::DeviceBuffer master_;             // [owned_total] fp32, unless F is float
+  autotrain::gpu::DeviceBuffer m_;                  // [owned_total] fp32
+  autotrain::gpu::DeviceBuffer v_;                  // [owned_total] fp32
   autotrain::gpu::DeviceBuffer norm_total_;
   autotrain::gpu::DeviceBuffer norm_scratch_;
   autotrain::gpu::DeviceBuffer norm_parts_;  // [2 · world] fp32
@@ -606,20 +536,13 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   HostFloats host_master_;
   HostFloats host_m_;
   HostFloats host_v_;
-  std::unique_ptr<NvmeState> file_;           // offload nvme
-  std::unique_ptr<HostAdamW<F>> host_adamw_;  // offload
+  std::unique_ptr<NvmeState> file_;            // offload nvme
+  std::unique_ptr<HostGradients> host_grads_;  // offload cpu: the gradients sent in backward
+  std::unique_ptr<HostAdamW<F>> host_adamw_;   // offload
   PinnedFloats host_norm_parts_;
-  std::vector<std::vector<ParamSegment>> segments_;  // per unit, of owned(unit)
-  // adamw_8bit: m_ and v_ hold codes; the blocks' absmaxes; per unit its first block and run.
-  DeviceBuffer m_absmax_;
-  DeviceBuffer v_absmax_;
-  DeviceBuffer runs_;  // kernels::gpu::AdamW8bitRun, every unit's
-  DeviceBuffer maps_;  // the signed map, then the unsigned one
-  std::vector<std::size_t> block_offsets_;
-  std::vector<std::size_t> run_offsets_;
-  std::vector<std::uint8_t> host_codes_;  // checkpoints: m's codes, then v's
-  std::vector<float> host_absmax_;
-  std::vector<CommHandle> gathers_;  // stage 1/2 parameter all-gathers
+  std::vector<std::vector<ParamSegment>> segments_;   // per unit, of owned(unit)
+  std::unique_ptr<DeviceAdamW8bit> eight_bit_state_;  // optimizer adamw_8bit
+  std::vector<CommHandle> gathers_;                   // stage 1/2 parameter all-gathers
   long long steps_ = 0;
 };
 

@@ -63,18 +63,22 @@ std::vector<OwnedPiece> owned_pieces(const std::vector<model::Range>& owned, std
 template <typename F>
 HostAdamW<F>::HostAdamW(std::vector<OwnedPiece> pieces,
                         std::vector<std::vector<ParamSegment>> segments, float* master, float* m,
-                        float* v, bool compute_on_host, cudaStream_t stream, NvmeState* file)
+                        float* v, OffloadedShard<F>* compute_shard, cudaStream_t stream,
+                        NvmeState* file, HostGradients* host_grads)
     : pieces_(std::move(pieces)),
       segments_(std::move(segments)),
       master_(master),
       m_(m),
       v_(v),
-      compute_on_host_(compute_on_host),
+      compute_shard_(compute_shard),
+      compute_host_(compute_shard ? compute_shard->host_data() : nullptr),
       file_(file),
+      host_grads_(host_grads),
       stream_(stream),
       half_(largest_piece(pieces_)),
-      grads_(2 * half_),
-      out_(kFloat<F> || compute_on_host ? 0 : 2 * half_) {
+      grads_(host_grads ? 0 : 2 * half_),
+      // Rounded into out_ on the way to the device (F is not float) or to the file.
+      out_(compute_host_ == nullptr && (compute_shard_ != nullptr || !kFloat<F>) ? 2 * half_ : 0) {
   for (const auto& piece : pieces_) {
     AT_CHECK(piece.count <= kPiece, "internal: an offload piece of ", piece.count, " elements");
   }
@@ -112,8 +116,12 @@ void HostAdamW<F>::update(const OwnedPiece& piece, StateAt state, const float* g
 template <typename F>
 void HostAdamW<F>::send(std::size_t i, std::size_t slot, const float* master,
                         const ComputeAt& compute) {
-  if (compute_on_host_) return;  // written in place
   const OwnedPiece& piece = pieces_[i];
+  if (compute_host_ != nullptr) return;  // written in place
+  if (compute_shard_ != nullptr) {       // into the file
+    compute_shard_->store(piece.state, out_.data() + slot * half_, piece.count);
+    return;
+  }
   const void* from = kFloat<F> ? static_cast<const void*>(master)
                                : static_cast<const void*>(out_.data() + slot * half_);
   AT_CUDA_CHECK(cudaMemcpyAsync(compute(piece), from, piece.count * sizeof(F),
@@ -132,23 +140,30 @@ void HostAdamW<F>::run(std::size_t first, std::size_t last,
                                   down_.get()));
     grads_in_[part].record(down_.get());
   };
-  if (step.grads != nullptr && first < last) fetch(first);
+  const bool fetching = step.grads != nullptr && host_grads_ == nullptr;
+  if (fetching && first < last) fetch(first);
   for (std::size_t i = first; i < last; ++i) {
     const std::size_t slot = i % 2;
     const StateAt state = at(pieces_[i]);
     F* out = nullptr;
-    if (compute_on_host_) {
-      out = compute(pieces_[i]);
-    } else if constexpr (!kFloat<F>) {
+    if (compute_host_ != nullptr) {
+      out = compute_host_ + pieces_[i].state;
+    } else if (out_.size() > 0) {
       out_sent_[slot].synchronize();  // piece i - 2's weights have left this half
       out = out_.data() + slot * half_;
     }
     if (step.grads == nullptr) {
       if (out != nullptr) cast(state.master, out, pieces_[i].count);
     } else {
-      if (i + 1 < last) fetch(i + 1);  // its half was read by update(i - 1)
-      grads_in_[slot].synchronize();
-      update(pieces_[i], state, grads_.data() + slot * half_, out, step);
+      const float* grads = nullptr;
+      if (fetching) {
+        if (i + 1 < last) fetch(i + 1);  // its half was read by update(i - 1)
+        grads_in_[slot].synchronize();
+        grads = grads_.data() + slot * half_;
+      } else {
+        grads = host_grads_->wait(pieces_[i].unit) + pieces_[i].state;
+      }
+      update(pieces_[i], state, grads, out, step);
     }
     send(i, slot, state.master, compute);
   }

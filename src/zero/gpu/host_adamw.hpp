@@ -11,10 +11,13 @@
 // The copy stream starts after the work queued on the model's stream (the gradient adds of the
 // reduction) and the model's stream waits for the last weights before anything queued after the
 // step (the next forward, the stage 1-2 parameter all-gather) runs. Where the compute parameters
-// themselves live in host memory (offload_param: cpu) the step writes them in place instead.
+// themselves are offloaded (offload_param) the step writes them in place in host memory (cpu),
+// or stores each piece into their file (nvme), instead.
 // With offload_optimizer nvme the master weights and moments live in an NvmeState (three arrays
 // over owned space) instead: the step walks its blocks (read i+1 and write i-1 while the pieces
 // of block i run through the pipeline above); pieces never cross a block.
+// With HostGradients (offload_optimizer cpu) the gradients reached the host during backward:
+// the step waits for each piece's unit instead of fetching it (no D2H in the pipeline).
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -23,9 +26,11 @@
 #include <vector>
 
 #include "../nvme_state.hpp"
+#include "../offloaded_shard.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/optim/optimizer.hpp"
+#include "host_gradients.hpp"
 
 namespace autotrain::zero::gpu {
 
@@ -43,7 +48,7 @@ class HostAdamW {
   static constexpr std::size_t kPiece = std::size_t{1} << 22;  // elements (16 MiB of fp32)
 
   // Where a piece's reduced fp32 gradient is (device), and where its compute parameters go
-  // (device memory, or host memory when `compute_on_host`).
+  // (device memory; unused with `compute_shard`).
   using GradsAt = std::function<const float*(const OwnedPiece&)>;
   using ComputeAt = std::function<F*(const OwnedPiece&)>;
 
@@ -57,11 +62,12 @@ class HostAdamW {
 
   // `pieces` cover owned space in order, none longer than kPiece (nor crossing a block of
   // `file`); `segments` per unit (its owned range's weight-decay runs); master, m and v: pinned
-  // host arrays over owned space, or null with `file` (its arrays 0, 1, 2), which must outlive
-  // this.
+  // host arrays over owned space, or null with `file` (its arrays 0, 1, 2); `compute_shard`:
+  // the compute parameters offloaded (stage 3, shard space = owned space), or null. Both must
+  // outlive this.
   HostAdamW(std::vector<OwnedPiece> pieces, std::vector<std::vector<ParamSegment>> segments,
-            float* master, float* m, float* v, bool compute_on_host, cudaStream_t stream,
-            NvmeState* file = nullptr);
+            float* master, float* m, float* v, OffloadedShard<F>* compute_shard,
+            cudaStream_t stream, NvmeState* file = nullptr, HostGradients* host_grads = nullptr);
 
   // Every piece's state in order (from the file, a block at a time; written back if asked):
   // initialisation, checkpoints.
@@ -99,14 +105,16 @@ class HostAdamW {
   float* master_;
   float* m_;
   float* v_;
-  bool compute_on_host_;
+  OffloadedShard<F>* compute_shard_;
+  F* compute_host_;  // compute_shard_'s host memory, written in place; null: stored
   NvmeState* file_;
+  HostGradients* host_grads_;
   cudaStream_t stream_;                       // the model's
   autotrain::gpu::Stream down_;               // gradients to the host
   autotrain::gpu::Stream up_;                 // weights to the device
   std::size_t half_;                          // the largest piece
-  autotrain::gpu::PinnedArray<float> grads_;  // [2 · half_]
-  autotrain::gpu::PinnedArray<F> out_;        // [2 · half_] unless F is float or on host
+  autotrain::gpu::PinnedArray<float> grads_;  // [2 · half_], unless host_grads_
+  autotrain::gpu::PinnedArray<F> out_;        // [2 · half_] where the step rounds into it
   autotrain::gpu::Event grads_in_[2];         // a piece's gradient arrived in half k
   autotrain::gpu::Event out_sent_[2];         // half k's weights left (free again)
   autotrain::gpu::Event started_;             // the model stream's work before the step

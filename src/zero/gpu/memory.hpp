@@ -53,20 +53,8 @@ struct DeviceMemory {
   // Through a device buffer of fp32, cast on the stream as the engine casts its master weights;
   // returns with the stream drained.
   void upload(F* into, const float* values, std::size_t count) const;
-  // Pinned host memory of F (ZeRO-Infinity's offload_param), and host floats rounded into it.
-  using HostBuffer = std::unique_ptr<autotrain::gpu::PinnedArray<F>>;
-  static HostBuffer allocate_host(std::size_t elements) {
-    return std::make_unique<autotrain::gpu::PinnedArray<F>>(elements);
-  }
-  static F* host_data(HostBuffer& buffer) { return buffer ? buffer->data() : nullptr; }
-  static std::size_t host_bytes(const HostBuffer& buffer) {
-    return buffer ? buffer->size() * sizeof(F) : 0;
-  }
+  // Host floats rounded into host memory of F (an offloaded shard's values).
   static void upload_host(F* into, const float* values, std::size_t count);
-  // From pinned host memory, queued on the stream.
-  void copy_from_host(F* into, const F* values, std::size_t count) const {
-    AT_CUDA_CHECK(cudaMemcpyAsync(into, values, count * sizeof(F), cudaMemcpyHostToDevice, stream));
-  }
   // Synchronous: the stream drained, then the copy.
   void upload_bytes(void* into, const void* bytes, std::size_t count) const;
   void copy_bytes(F* into, const std::byte* bits, std::size_t count) const {

@@ -2,7 +2,8 @@
 # ZeRO-Offload and ZeRO-Infinity on two emulated GPUs (docs/zero.md): `autotrain train` at ZeRO-3
 # in bf16 with the optimizer state (and the parameters) in pinned host memory, set by the flags and
 # as a DeepSpeed JSON says, follows the run without offload; a checkpoint of the plain run resumes
-# with the state on NVMe, one of the offloaded run without offload, each continuing its curve; the start-up line says what went to the host; the settings that
+# with the optimizer state and the parameters on NVMe, one of the offloaded run without offload,
+# each continuing its curve; the start-up line says what went to the host; the settings that
 # cannot work are refused by name. ctest runs it as cuda_emu.offload.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
@@ -36,11 +37,15 @@ grep -qE "memory .* of the GPU's [0-9.]+ [KMG]iB; offloaded: host [0-9.]+ [KMG]i
   fail "the dry run does not show the offloaded memory"
 grep -qE "fits .*B without offload; [0-9.]+B with offload_optimizer_device cpu" ds.log ||
   fail "the dry run does not show what each offload setting fits"
+"$AUTOTRAIN_BIN" "${common[@]}" --zero-stage 3 --dry-run > ds3.log 2>&1 || fail "stage 3 dry run"
+grep -qE "with offload_param_device cpu too; [0-9.]+B with both on nvme" ds3.log ||
+  fail "the stage 3 dry run does not show what parameters on nvme fit"
 
 # Checkpoints are the same logical tensors: each resumes into the other setting.
 mkdir plain-to-offload offload-to-plain
 mkdir nvme
-train_np2 plain-to-offload --zero-stage 3 --offload-optimizer-device nvme --nvme-path "$work/nvme" \
+train_np2 plain-to-offload --zero-stage 3 --offload-optimizer-device nvme \
+  --offload-param-device nvme --nvme-path "$work/nvme" \
   --resume-from-checkpoint plain/checkpoints/checkpoint-3.h5
 train_np2 offload-to-plain --zero-stage 3 --resume-from-checkpoint offload/checkpoints/checkpoint-3.h5
 grep -q "at step 3" plain-to-offload.log || fail "plain -> nvme did not resume at step 3"

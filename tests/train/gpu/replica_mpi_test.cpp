@@ -302,9 +302,8 @@ RunSetup offloaded(RunSetup setup, bool params_too = false) {
   return setup;
 }
 
-// offload_optimizer nvme: master, m and v in a scratch file per rank under a folder the ranks of
-// this one host share.
-RunSetup on_nvme(RunSetup setup) {
+// The folder the ranks of this one host share for the NVMe scratch files.
+const std::string& nvme_folder() {
   static const std::string folder = [] {
     int id = static_cast<int>(getpid());
     MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -313,8 +312,15 @@ RunSetup on_nvme(RunSetup setup) {
     std::filesystem::create_directories(path);
     return path.string();
   }();
+  return folder;
+}
+
+// offload_optimizer nvme: master, m and v in a scratch file per rank; with `params_too` (stage 3)
+// the compute shard in another file.
+RunSetup on_nvme(RunSetup setup, bool params_too = false) {
   setup.resolved.params.offload_optimizer_device = "nvme";
-  setup.resolved.params.nvme_path = folder;
+  if (params_too) setup.resolved.params.offload_param_device = "nvme";
+  setup.resolved.params.nvme_path = nvme_folder();
   return setup;
 }
 
@@ -334,6 +340,15 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   const auto three32 = tiny_setup(Device::cuda, Precision::fp32, 3);
   expect_losses_near(train_steps(three32, 2), train_steps(on_nvme(three32), 2), 1e-6,
                      "fp32 nvme, stage 3, accumulation 2");
+  // ZeRO-Infinity on NVMe: the compute shard in a file too, each unit read before its gather.
+  expect_losses_near(train_steps(three32, 2), train_steps(on_nvme(three32, true), 2), 1e-6,
+                     "fp32 nvme parameters, stage 3, accumulation 2");
+  auto params_only = offloaded(tiny_setup(Device::cuda, Precision::bf16, 3));
+  params_only.resolved.params.offload_param_device = "nvme";
+  params_only.resolved.params.nvme_path = nvme_folder();
+  expect_losses_near(train_steps(tiny_setup(Device::cuda, Precision::bf16, 3), llama_layout()),
+                     train_steps(params_only, llama_layout()), kStageRtol,
+                     "Llama family, bf16 offload_optimizer cpu, offload_param nvme");
   // LoRA: the adapters' optimizer and, with offload_param, the frozen base's shard on the host.
   const auto layout = llama_layout();
   const auto lora = tiny_lora(layout.config(), 0.0);
@@ -341,6 +356,9 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   expect_losses_near(train_steps(lora_three, lora->adapters, 1, lora.get()),
                      train_steps(offloaded(lora_three, true), lora->adapters, 1, lora.get()),
                      kStageRtol, "LoRA, bf16 offload_param cpu");
+  expect_losses_near(train_steps(lora_three, lora->adapters, 1, lora.get()),
+                     train_steps(on_nvme(lora_three, true), lora->adapters, 1, lora.get()),
+                     kStageRtol, "LoRA, bf16 offload_param nvme");
   for (const auto precision : {Precision::fp32, Precision::fp16}) {
     const auto three = tiny_setup(Device::cuda, precision, 3);
     expect_losses_near(
@@ -375,7 +393,7 @@ TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
     const auto cpu_setup = tiny_setup(Device::cpu, Precision::fp32, stage);
     auto gpu_setup = tiny_setup(Device::cuda, Precision::bf16, stage);
     if (setting > 3) gpu_setup = offloaded(gpu_setup, stage == 3);
-    if (setting == 7) gpu_setup = on_nvme(tiny_setup(Device::cuda, Precision::bf16, 3));
+    if (setting == 7) gpu_setup = on_nvme(tiny_setup(Device::cuda, Precision::bf16, 3), true);
     const auto layout = layout_of(cpu_setup);
     auto cpu_comm = make_communicator(CommBackend::mpi, MPI_COMM_WORLD, CommOptions{});
     CommOptions options;
