@@ -71,13 +71,15 @@ class ParamGatherer {
  private:
   CommHandle start_gather(std::size_t slot, int unit) {
     const std::size_t offset = shard_offsets_[static_cast<std::size_t>(unit)];
-    const F* part = shard_ + offset;
     F* whole = Memory::data(buffers_[slot]);
     const std::size_t size = layout_.shard(unit, 0).size;
+    const F* part = nullptr;
     if (offloaded_ != nullptr) {  // into the slot, then gathered in place
       F* mine = whole + static_cast<std::size_t>(comm_.rank()) * size;
       offloaded_->copy_into(mine, offset, size);
       part = mine;
+    } else {
+      part = shard_ + offset;
     }
     memory_.before_collective(comm_);
     return comm_.allgather_async(part, whole, size, Memory::kDType);
