@@ -2,7 +2,8 @@
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
 # autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests and the Llama
 # family's device tests, `bench train` on GPT-2 124M in bf16 (flash and fast attention, with and
-# without activation checkpointing, with LoRA) and on a small Llama, trains GPT-2 124M with the
+# without activation checkpointing, with LoRA), the three recompute modes on GPT-2 124M and
+# Llama-3.2-1B's shape, and on a small Llama, trains GPT-2 124M with the
 # documented command, times
 # `generate`, benchmarks NCCL at np=1, runs the other GPU tests, runs the kernel tests under
 # compute-sanitizer, and profiles flash attention with ncu. About 6 minutes with a prebuilt
@@ -14,9 +15,9 @@
 # part's limit shrinks to the time left, and a part with under 20 s left is skipped, so the
 # summary is always printed. Parts run in the order that gets the figures of docs/benchmarks.md
 # early: machine, build, the tests only a real GPU confirms, the kernel tests, the Llama tests,
-# the three bench-train parts, the 124M training run, NCCL, then the wider tests, the sanitizer
-# and the profile. Ends
-# with the summary table and exits non-zero if any part failed.
+# the bench-train parts (recompute's modes among them), the 124M training run, NCCL, then the
+# wider tests, the sanitizer and the profile. Ends with the summary table and exits non-zero if
+# any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
 #   SKIP_BUILD=1 scripts/gpu-check.sh    (with gpu-bundle.tar.gz from scripts/gpu-prebuild.sh in
@@ -282,6 +283,28 @@ bench_train() {
     --mixed-precision no --batch-size 8 --gradient-accumulation 1 --steps 5 --no-profile
 }
 
+bench_recompute() {
+  # Activation checkpointing's three modes (docs/training.md#activation-checkpointing): full
+  # (each block rerun in backward), selective (the default: the norms and the activation function
+  # recomputed) and none, bf16: GPT-2 124M at B=16, T=1024, then Llama-3.2-1B's shape (random
+  # weights, data/models/meta-llama--Llama-3.2-1B) at B=8, T=1024. Compare tokens/s, MFU, the
+  # activations and the GPU memory per rank of each mode.
+  local mode
+  for mode in full selective none; do
+    echo "--- GPT-2 124M, recompute $mode"
+    $mpirun -np 1 "$bin" bench train --config "$config" $config_flags --device cuda \
+      --mixed-precision bf16 --batch-size 16 --gradient-accumulation 1 --steps 10 --no-profile \
+      --recompute "$mode"
+  done
+  for mode in full selective none; do
+    echo "--- Llama-3.2-1B shape, recompute $mode"
+    $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
+      --model meta-llama/Llama-3.2-1B --comm-backend auto --device cuda --mixed-precision bf16 \
+      --batch-size 8 --block-size 1024 --gradient-accumulation 1 --steps 5 --no-profile \
+      --recompute "$mode"
+  done
+}
+
 bench_offload() {
   # ZeRO-Offload on the GPU (docs/zero.md#offload): the same bf16 step at stage 1 with the
   # optimizer state on the device, in pinned host memory (the CPU AdamW) and on NVMe (a scratch
@@ -430,6 +453,7 @@ run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
 run_part llama-tests 90 llama_tests tests
 run_part bench-train 120 bench_train bench
+run_part bench-recompute 150 bench_recompute bench
 run_part bench-train-fast 100 bench_train_fast bench
 run_part bench-offload 150 bench_offload bench
 run_part bench-train-llama 90 bench_train_llama bench

@@ -36,6 +36,13 @@ std::string shown(const ResolvedParams& resolved, std::string_view name) {
              source, ")");
 }
 
+// Sources by precedence: defaults < training_params.json < YAML < flags.
+int precedence(const std::string& source) {
+  if (source == "default") return 0;
+  if (source.starts_with("--")) return 3;
+  return source.ends_with(".json") ? 1 : 2;
+}
+
 void derive(ResolvedParams& resolved, int64_t& field, std::string_view name, int64_t value,
             const std::string& source) {
   if (field != -1) return;
@@ -104,6 +111,53 @@ void derive_folder_shape(ResolvedParams& resolved, const fs::path& dir,
                           : "derived from n_positions");
 }
 
+// recompute auto follows AutoTrain's disable_gradient_checkpointing (false -> selective, true ->
+// none). Where both are given and disagree (true with full or selective, false with none), the
+// one from the weaker source yields with a note, a training_params.json (what a run wrote) being
+// the weakest, as gradient_accumulation yields to global_batch_size; from sources as strong they
+// contradict each other. The two then agree, and so does the training_params.json written.
+void resolve_recompute(ResolvedParams& resolved) {
+  TrainingParams& params = resolved.params;
+  const std::string switch_value = params.disable_gradient_checkpointing ? "true" : "false";
+  const auto follow_switch = [&] {
+    params.recompute = params.disable_gradient_checkpointing ? "none" : "selective";
+    resolved.provenance["recompute"] =
+        cat("derived from disable_gradient_checkpointing (", switch_value, ")");
+  };
+  if (params.recompute == "auto") return follow_switch();
+  const bool recomputes = params.recompute != "none";
+  if (recomputes != params.disable_gradient_checkpointing) return;  // they agree
+  // A run's own training_params.json yields to anything given beside it.
+  const auto strength = [&](std::string_view name) {
+    const std::string& source = source_of(resolved, name);
+    return source.ends_with(".json") ? 1 : 2 * precedence(source);
+  };
+  const int switch_strength = strength("disable_gradient_checkpointing");
+  const int recompute_strength = strength("recompute");
+  if (switch_strength == recompute_strength) {
+    throw Error(cat(shown(resolved, "recompute"), " contradicts ",
+                    shown(resolved, "disable_gradient_checkpointing"),
+                    ": disable_gradient_checkpointing true means recompute none, false means "
+                    "selective or full; give only one of them"));
+  }
+  if (switch_strength > recompute_strength) {
+    const std::string replaced = shown(resolved, "recompute");
+    follow_switch();
+    resolved.notes.push_back(cat(replaced, " is replaced by ", params.recompute,
+                                 ", derived from disable_gradient_checkpointing (", switch_value,
+                                 ")"));
+    return;
+  }
+  if (switch_strength > 0) {
+    resolved.notes.push_back(cat(shown(resolved, "disable_gradient_checkpointing"),
+                                 " is replaced by ", recomputes ? "false" : "true",
+                                 ", derived from recompute (", params.recompute, ")"));
+  }
+  params.disable_gradient_checkpointing = !recomputes;
+  resolved.provenance["disable_gradient_checkpointing"] =
+      cat("derived from recompute (", params.recompute, ")");
+}
+
 }  // namespace
 
 void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shape) {
@@ -117,6 +171,7 @@ void resolve_params(ResolvedParams& resolved, const FolderShapeReader& read_shap
   } else {
     derive_preset_shape(resolved);
   }
+  resolve_recompute(resolved);
   derive(resolved, params.zero_stage, "zero_stage",
          params.distributed_backend == "deepspeed" ? 3 : 0,
          params.distributed_backend.empty()
@@ -308,12 +363,6 @@ void derive_for_world(ResolvedParams& resolved, int world_size) {
                                     : cat("batch_size ", join(batches, ", "), " would")));
   }
   const int64_t accumulation = global / per_step;
-  // Sources by precedence: defaults < training_params.json < YAML < flags.
-  const auto precedence = [](const std::string& source) {
-    if (source == "default") return 0;
-    if (source.starts_with("--")) return 3;
-    return source.ends_with(".json") ? 1 : 2;
-  };
   const std::string& source = source_of(resolved, "gradient_accumulation");
   if (accumulation != params.gradient_accumulation && source != "default") {
     // One from a training_params.json (what a run on another job size wrote: its derived value)

@@ -15,8 +15,8 @@ namespace autotrain::model {
 using namespace autotrain::kernels;
 
 template <typename F>
-BasicDecoderDriver<F>::BasicDecoderDriver(const ModelConfig& config, int B, int T, bool recompute,
-                                          const char* positions_key)
+BasicDecoderDriver<F>::BasicDecoderDriver(const ModelConfig& config, int B, int T,
+                                          Recompute recompute, const char* positions_key)
     : config_(config), B_(B), T_(T), recompute_(recompute) {
   AT_CHECK(B >= 1, "model: batch_size must be >= 1, got ", B);
   AT_CHECK(T >= 1 && T <= config_.block_size, "model: sequence length ", T, " must be in [1, ",
@@ -128,11 +128,15 @@ void BasicDecoderDriver<F>::backward_rows(BasicUnitAccess<F>& access, F dloss, c
   }
   clock.lap(kCrossEntropy);
   backward_in_hook_order(
-      access, config_.n_layer, config_.head_unit(), recompute_, clock,
+      access, config_.n_layer, config_.head_unit(), recompute_ != Recompute::none, clock,
       [&](const F* p, F* g) { head_backward(p, g, clock); },
       [&](const F* p, F* g) { final_norm_backward(p, g); },
       [&](int l, const F* p, BasicLinearAdapter<F>* adapter) {
-        block_forward(Run::training, l, p, adapter, B_, T_, clock);
+        if (recompute_ == Recompute::full) {
+          block_forward(Run::training, l, p, adapter, B_, T_, clock);
+        } else {
+          block_recompute(l, p, clock);
+        }
       },
       [&](int l, const F* p, F* g, BasicLinearAdapter<F>* adapter) {
         block_backward(l, p, g, adapter, clock);

@@ -44,15 +44,17 @@ double flops_per_token(const ModelConfig& config, int T) {
 
 template <typename F>
 std::unique_ptr<BasicCausalLM<F>> make_causal_lm(const ParamLayout& layout, int B, int T,
-                                                 bool recompute) {
+                                                 Recompute recompute) {
   if (layout.config().family == Family::gpt2) {
     return std::make_unique<BasicGpt2<F>>(layout, B, T, recompute);
   }
   return std::make_unique<BasicLlama<F>>(layout, B, T, recompute);
 }
 
-template std::unique_ptr<BasicCausalLM<float>> make_causal_lm(const ParamLayout&, int, int, bool);
-template std::unique_ptr<BasicCausalLM<double>> make_causal_lm(const ParamLayout&, int, int, bool);
+template std::unique_ptr<BasicCausalLM<float>> make_causal_lm(const ParamLayout&, int, int,
+                                                              Recompute);
+template std::unique_ptr<BasicCausalLM<double>> make_causal_lm(const ParamLayout&, int, int,
+                                                               Recompute);
 
 // --- HfConfig ---
 

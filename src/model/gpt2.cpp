@@ -29,9 +29,11 @@ using namespace autotrain::kernels;
 
 // Activations kept for backward, carved from one allocation. Per-layer tensors are laid out
 // [L, ...] with strides of the capacity (B, T); a shorter sequence uses the front of each slot.
-// With `one_slot` (activation checkpointing, and inference) only each block's output
-// (residual3) keeps L slots: every other per-layer tensor has one slot that every block
-// overwrites, and backward recomputes a block's into it from the block's input.
+// Under activation checkpointing (model/recompute.hpp; inference runs as `full`) some have one
+// slot that every block overwrites, and backward recomputes a block's into it: the stream
+// (residual3) always keeps L slots; the cheap tensors (ln1 and ln2 with their statistics, the
+// GELU's output fch_gelu) have one unless `none`; the costly ones (qkv, atty, att, residual2,
+// fch) have one under `full` only.
 template <typename F>
 struct BasicGpt2<F>::Activations {
   std::vector<F> storage;
@@ -57,36 +59,38 @@ struct BasicGpt2<F>::Activations {
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
-    const std::size_t s = one_slot ? 0 : i;  // the slot of the recomputable tensors
-    return {ln1 + s * btc,      ln1_mean + s * bt,    ln1_rstd + s * bt,   qkv + s * 3 * btc,
-            atty + s * btc,     att + s * att_stride, residual2 + s * btc, ln2 + s * btc,
-            ln2_mean + s * bt,  ln2_rstd + s * bt,    fch + s * 4 * btc,   fch_gelu + s * 4 * btc,
+    const std::size_t s = slot_of(Kept::cheap, mode, l);   // ln1, ln2, fch_gelu
+    const std::size_t k = slot_of(Kept::costly, mode, l);  // qkv, atty, att, residual2, fch
+    return {ln1 + s * btc,      ln1_mean + s * bt,    ln1_rstd + s * bt,   qkv + k * 3 * btc,
+            atty + k * btc,     att + k * att_stride, residual2 + k * btc, ln2 + s * btc,
+            ln2_mean + s * bt,  ln2_rstd + s * bt,    fch + k * 4 * btc,   fch_gelu + s * 4 * btc,
             residual3 + i * btc};
   }
 
-  bool one_slot = false;
+  Recompute mode;
 
-  Activations(const ModelConfig& c, int B, int T, bool one_slot_) : one_slot(one_slot_) {
+  Activations(const ModelConfig& c, int B, int T, Recompute mode_) : mode(mode_) {
     const std::size_t layers = static_cast<std::size_t>(c.n_layer);
-    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
+    const std::size_t S = slots_of(Kept::cheap, mode, layers);   // slots of the cheap tensors
+    const std::size_t L = slots_of(Kept::costly, mode, layers);  // of the costly ones
     const std::size_t C = static_cast<std::size_t>(c.n_embd);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     btc = bt * C;
     att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
     // (pointer, elements) in allocation order; pointers are fixed up after the one allocation.
     std::vector<std::pair<F**, std::size_t>> parts = {{&encoded, btc},
-                                                      {&ln1, L * btc},
-                                                      {&ln1_mean, L * bt},
-                                                      {&ln1_rstd, L * bt},
+                                                      {&ln1, S * btc},
+                                                      {&ln1_mean, S * bt},
+                                                      {&ln1_rstd, S * bt},
                                                       {&qkv, L * 3 * btc},
                                                       {&atty, L * btc},
                                                       {&att, L * att_stride},
                                                       {&residual2, L * btc},
-                                                      {&ln2, L * btc},
-                                                      {&ln2_mean, L * bt},
-                                                      {&ln2_rstd, L * bt},
+                                                      {&ln2, S * btc},
+                                                      {&ln2_mean, S * bt},
+                                                      {&ln2_rstd, S * bt},
                                                       {&fch, L * 4 * btc},
-                                                      {&fch_gelu, L * 4 * btc},
+                                                      {&fch_gelu, S * 4 * btc},
                                                       {&residual3, layers * btc},
                                                       {&lnf, btc},
                                                       {&lnf_mean, bt},
@@ -97,7 +101,7 @@ struct BasicGpt2<F>::Activations {
 };
 
 template <typename F>
-BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T, bool recompute)
+BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T, Recompute recompute)
     : BasicDecoderDriver<F>(layout.config(), B, T, recompute, "block_size") {
   offsets_ = std::make_unique<TensorOffsets>(layout);
   const std::size_t bt = static_cast<std::size_t>(B) * T;
@@ -157,6 +161,23 @@ void BasicGpt2<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter<
   clock.lap(kMatmul);
   residual_forward(x.residual3, x.residual2, a.proj, bt * C);
   clock.lap(kResidual);
+}
+
+// Selective recompute: block l's norms from its kept input and residual2, the GELU from its kept
+// fch (its adapters' terms are in fch already).
+template <typename F>
+void BasicGpt2<F>::block_recompute(int l, const F* p, KernelClock& clock) {
+  const Activations& a = *acts_;
+  const int C = config_.n_embd;
+  const std::size_t bt = inputs_.size();
+  const TensorOffsets& o = *offsets_;
+  const auto x = a.layer(l);
+  const F* residual = l == 0 ? a.encoded : a.layer(l - 1).residual3;
+  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + o.ln1w, p + o.ln1b, bt, C);
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + o.ln2w, p + o.ln2b, bt, C);
+  clock.lap(kNorm);
+  gelu_forward(x.fch_gelu, x.fch, bt * 4 * C);
+  clock.lap(kActivation);
 }
 
 template <typename F>
@@ -243,7 +264,9 @@ std::size_t BasicGpt2<F>::family_activation_bytes() const {
 
 template <typename F>
 void BasicGpt2<F>::prepare_context(int /*n*/) {
-  if (!inference_) inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, true);
+  if (!inference_) {
+    inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, Recompute::full);
+  }
 }
 
 // The key/value cache of incremental generation: every layer's qkv rows of the positions fed so

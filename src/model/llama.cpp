@@ -32,7 +32,7 @@ namespace autotrain::model {
 using namespace autotrain::kernels;
 
 template <typename F>
-BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, bool recompute)
+BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, Recompute recompute)
     : BasicDecoderDriver<F>(layout.config(), B, T, recompute, "max_position_embeddings") {
   AT_CHECK(config_.family == Family::llama,
            "internal: BasicLlama needs a layout of a family on the Llama-style decoder");
@@ -119,16 +119,16 @@ void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   const double eps = c.norm_eps, w0 = norm_offset();
   const LlamaOffsets& o = *offsets_;
-  const std::size_t li = a.slot(l);
+  const std::size_t li = a.slot(l), ci = a.cheap(l);
   const F* x = a.stream(l);
-  F* ln1 = a.ln1 + li * bt * uC;
+  F* ln1 = a.ln1 + ci * bt * uC;
   F* qkv = a.qkv + li * bt * uQKV;
   F* att = a.att + li * a.att_stride;
   F* atty = a.atty + li * bt * a.Q;
   F* mid = a.mid + li * bt * uC;
-  F* ln2 = a.ln2 + li * bt * uC;
+  F* ln2 = a.ln2 + ci * bt * uC;
   F* gate_up = a.gate_up + li * bt * 2 * a.I;
-  F* act = a.act + li * bt * a.I;
+  F* act = a.act + ci * bt * a.I;
   // y += the adapter's term of the linear at `weight` (LoRA's dropout in training), if any.
   const auto adapt = [&](std::size_t weight, const F* in, F* y, int IC, int OC) {
     if (adapter) adapter->forward(ParamLayout::block_unit(l), weight, in, y, bt, IC, OC);
@@ -148,7 +148,7 @@ void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter
     residual_forward(out, from, a.proj, bt * uC);
     clock.lap(kResidual);
   };
-  rmsnorm_forward(ln1, a.rstd1 + li * bt, x, p + o.ln1w, bt, 1, C, uC, eps, w0);
+  rmsnorm_forward(ln1, a.rstd1 + ci * bt, x, p + o.ln1w, bt, 1, C, uC, eps, w0);
   clock.lap(kNorm);
   if (c.qk_norm) {
     F* pre = a.qkv_pre + li * bt * uQKV;
@@ -172,7 +172,7 @@ void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter
   attention_forward(atty, att, qkv, B, T, NH, NKV, D, attention_options(l));
   clock.lap(kAttention);
   join(mid, x, o.ow, o.ob, atty, Q, a.attn_out, a.rstd_attn, o.attn_post);
-  rmsnorm_forward(ln2, a.rstd2 + li * bt, mid, p + o.ln2w, bt, 1, C, uC, eps, w0);
+  rmsnorm_forward(ln2, a.rstd2 + ci * bt, mid, p + o.ln2w, bt, 1, C, uC, eps, w0);
   clock.lap(kNorm);
   linear_forward(gate_up, ln2, p + o.guw, tensor_at(p, o.gub), bt, C, 2 * I);
   adapt(o.guw, ln2, gate_up, C, 2 * I);
@@ -180,6 +180,25 @@ void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter
   gated_forward(c.gate, act, gate_up, bt, I);
   clock.lap(kActivation);
   join(a.stream(l + 1), mid, o.downw, o.downb, act, I, a.mlp_out, a.rstd_mlp, o.mlp_post);
+}
+
+// Selective recompute: block l's two norms from its kept input and mid, the gated unit from its
+// kept gate_up (the adapters' terms are in gate_up already).
+template <typename F>
+void BasicLlama<F>::block_recompute(int l, const F* p, KernelClock& clock) {
+  Activations& a = *acts_;
+  const ModelConfig& c = config_;
+  const int C = c.n_embd;
+  const auto bt = inputs_.size(), uC = std::size_t(C);
+  const double eps = c.norm_eps, w0 = norm_offset();
+  const std::size_t li = a.slot(l), ci = a.cheap(l);
+  rmsnorm_forward(a.ln1 + ci * bt * uC, a.rstd1 + ci * bt, a.stream(l), p + offsets_->ln1w, bt, 1,
+                  C, uC, eps, w0);
+  rmsnorm_forward(a.ln2 + ci * bt * uC, a.rstd2 + ci * bt, a.mid + li * bt * uC, p + offsets_->ln2w,
+                  bt, 1, C, uC, eps, w0);
+  clock.lap(kNorm);
+  gated_forward(c.gate, a.act + ci * bt * a.I, a.gate_up + li * bt * 2 * a.I, bt, c.mlp_size());
+  clock.lap(kActivation);
 }
 
 template <typename F>
@@ -231,7 +250,7 @@ void BasicLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F
   const auto uC = std::size_t(C), uQKV = std::size_t(QKV);
   const double w0 = norm_offset();
   const Activations& a = *acts_;
-  const std::size_t li = a.slot(l);
+  const std::size_t li = a.slot(l), ci = a.cheap(l);
   const LlamaOffsets& o = *offsets_;
   F* dres = dresidual_.data();
   F* dsmall = dsmall_.data();
@@ -254,12 +273,12 @@ void BasicLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F
     return dy;
   };
   const F* qkv = a.qkv + li * bt * uQKV;
-  const F* ln1 = a.ln1 + li * bt * uC;
-  const F* ln2 = a.ln2 + li * bt * uC;
+  const F* ln1 = a.ln1 + ci * bt * uC;
+  const F* ln2 = a.ln2 + ci * bt * uC;
   const F* gate_up = a.gate_up + li * bt * 2 * a.I;
 
   // MLP: out = mid + [norm](down(gate(gate_up(rmsnorm(mid))))), dres = d out
-  const F* act = a.act + li * bt * a.I;
+  const F* act = a.act + ci * bt * a.I;
   const F* dy = branch_grad(a.mlp_out, a.rstd_mlp, o.mlp_post);
   linear_backward(dmid, g + o.downw, tensor_at(g, o.downb), dy, act, p + o.downw, bt, I, C);
   adapt(o.downw, act, dy, dmid, I, C);
@@ -269,7 +288,7 @@ void BasicLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F
   linear_backward(dsmall, g + o.guw, tensor_at(g, o.gub), dwide, ln2, p + o.guw, bt, C, 2 * I);
   adapt(o.guw, ln2, dwide, dsmall, C, 2 * I);
   clock.lap(kMatmul);
-  rmsnorm_backward(dres, g + o.ln2w, dsmall, a.mid + li * bt * uC, p + o.ln2w, a.rstd2 + li * bt,
+  rmsnorm_backward(dres, g + o.ln2w, dsmall, a.mid + li * bt * uC, p + o.ln2w, a.rstd2 + ci * bt,
                    bt, 1, C, uC, w0);
   clock.lap(kNorm);
   // Attention: mid = x + [norm](o_proj(attention(rope(norm_qk(qkv(rmsnorm(x))))))), dres = d mid
@@ -302,7 +321,7 @@ void BasicLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F
   linear_backward(dsmall, g + o.qkvw, tensor_at(g, o.qkvb), dqkv, ln1, p + o.qkvw, bt, C, QKV);
   adapt(o.qkvw, ln1, dqkv, dsmall, C, QKV);
   clock.lap(kMatmul);
-  rmsnorm_backward(dres, g + o.ln1w, dsmall, a.stream(l), p + o.ln1w, a.rstd1 + li * bt, bt, 1, C,
+  rmsnorm_backward(dres, g + o.ln1w, dsmall, a.stream(l), p + o.ln1w, a.rstd1 + ci * bt, bt, 1, C,
                    uC, w0);
   clock.lap(kNorm);
 }

@@ -2,9 +2,11 @@
 // The activations the Llama-style decoder keeps for backward (llama.cpp), and its key/value cache
 // (llama_generate.cpp). The activations are carved from one allocation; per-layer tensors are [L,
 // ...] with strides of the capacity (B, T), and a shorter sequence uses the front of each slot.
-// With `one_slot` (activation checkpointing, and inference) only the stream keeps a slot per layer;
-// every other per-layer tensor has one slot that every block overwrites (slot(l) = 0), and
-// backward recomputes a block's into it.
+// Under activation checkpointing (model/recompute.hpp; inference runs as `full`) some have one
+// slot that every block overwrites, and backward recomputes a block's into it: the stream always
+// keeps a slot per layer; the cheap tensors (ln1, ln2 and their rstd, the gated unit's output act)
+// have one unless `none` (cheap(l)); the costly ones (the rest) have one under `full` only
+// (slot(l)).
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -37,11 +39,12 @@ struct BasicLlama<F>::Activations {
   F *lnf, *rstdf;  // [BT, C], [BT]
   F* proj;         // [BT, C] a branch's output as it joins the stream
 
-  bool one_slot = false;
+  Recompute mode;
 
-  Activations(const ModelConfig& c, int B, int T, bool one_slot_) : one_slot(one_slot_) {
+  Activations(const ModelConfig& c, int B, int T, Recompute mode_) : mode(mode_) {
     const auto layers = static_cast<std::size_t>(c.n_layer);
-    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
+    const std::size_t S = slots_of(Kept::cheap, mode, layers);   // slots of the cheap tensors
+    const std::size_t L = slots_of(Kept::costly, mode, layers);  // of the costly ones
     const std::size_t sandwich = c.sandwich_norms ? L : 0;
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     C = std::size_t(c.n_embd), QKV = std::size_t(c.qkv_size()), Q = std::size_t(c.q_size());
@@ -49,8 +52,8 @@ struct BasicLlama<F>::Activations {
     H = c.qk_norm ? std::size_t(c.n_head + c.kv_heads()) : 0;
     att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
     std::vector<std::pair<F**, std::size_t>> parts = {{&residual, (layers + 1) * bt * C},
-                                                      {&ln1, L * bt * C},
-                                                      {&rstd1, L * bt},
+                                                      {&ln1, S * bt * C},
+                                                      {&rstd1, S * bt},
                                                       {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
                                                       {&qk_rstd, L * bt * H},
                                                       {&qkv, L * bt * QKV},
@@ -59,10 +62,10 @@ struct BasicLlama<F>::Activations {
                                                       {&attn_out, sandwich * bt * C},
                                                       {&rstd_attn, sandwich * bt},
                                                       {&mid, L * bt * C},
-                                                      {&ln2, L * bt * C},
-                                                      {&rstd2, L * bt},
+                                                      {&ln2, S * bt * C},
+                                                      {&rstd2, S * bt},
                                                       {&gate_up, L * bt * 2 * I},
-                                                      {&act, L * bt * I},
+                                                      {&act, S * bt * I},
                                                       {&mlp_out, sandwich * bt * C},
                                                       {&rstd_mlp, sandwich * bt},
                                                       {&lnf, bt * C},
@@ -71,8 +74,9 @@ struct BasicLlama<F>::Activations {
     carve(storage, parts);
   }
   F* stream(int l) const { return residual + std::size_t(l) * bt * C; }
-  // The slot of layer l's recomputable tensors.
-  std::size_t slot(int l) const { return one_slot ? 0 : std::size_t(l); }
+  // The slot of layer l's costly tensors, and of its cheap ones.
+  std::size_t slot(int l) const { return slot_of(Kept::costly, mode, l); }
+  std::size_t cheap(int l) const { return slot_of(Kept::cheap, mode, l); }
 };
 
 // The key/value cache of incremental generation: every layer's attention input rows (q|k|v,

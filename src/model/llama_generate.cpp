@@ -22,7 +22,7 @@ template <typename F>
 void BasicLlama<F>::prepare_context(int n) {
   // The activations' strides are their capacity's: a shorter context uses the front.
   if (!inference_ || inference_->bt < std::size_t(n)) {
-    inference_ = std::make_unique<Activations>(config_, 1, n, true);
+    inference_ = std::make_unique<Activations>(config_, 1, n, Recompute::full);
   }
   ensure_rope(n);
 }

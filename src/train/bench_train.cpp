@@ -235,6 +235,7 @@ void describe_run(TrainBenchResult& r, const RunSetup& setup, const TrainBenchOp
   r.warmup_steps = options.warmup_steps;
   r.num_parameters = layout.num_parameters();
   r.flops_per_token = model::flops_per_token(config, r.seq_len);
+  r.recompute = model::recompute_name(recompute_mode(params));
 }
 
 // The memory each rank holds, and where the model ran.

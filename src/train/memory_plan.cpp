@@ -106,9 +106,10 @@ MemoryPlan memory_plan(const RunSetup& setup) {
   plan.host_bytes = plan.parameters * per_parameter.host;
   plan.nvme_bytes = plan.parameters * per_parameter.nvme;
   plan.working_bytes = working_bytes(setup, plan.parameters);
-  // The model allocates its activations at construction and none after: one sequence's worth.
+  // The model allocates its activations at construction and none after: one sequence's worth, of
+  // what its recompute mode keeps.
   const auto one_sequence = model::make_causal_lm<float>(
-      layout, 1, static_cast<int>(params.block_size), !params.disable_gradient_checkpointing);
+      layout, 1, static_cast<int>(params.block_size), recompute_mode(params));
   plan.sequence_bytes = static_cast<double>(one_sequence->activation_bytes());
   // dpo and orpo: a sample is a pair, two sequences (dpo's reference costs no memory: its
   // log-probabilities are computed once before training).

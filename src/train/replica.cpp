@@ -28,7 +28,7 @@ class FrozenBase {
 class CpuReplica final : public Replica {
  public:
   CpuReplica(const model::ParamLayout& layout, Communicator& comm,
-             const zero::EngineOptions& options, int B, int T, bool recompute,
+             const zero::EngineOptions& options, int B, int T, model::Recompute recompute,
              const LoraModel* lora, bool bf16, std::uint64_t seed)
       : precision_(bf16 ? kernels::GemmPrecision::bf16 : kernels::GemmPrecision::fp32),
         bf16_(bf16),
@@ -92,8 +92,8 @@ std::unique_ptr<Replica> make_replica(const RunSetup& setup, const model::ParamL
 #endif
   } else {
     replica = std::make_unique<CpuReplica>(
-        layout, comm, engine_options(setup), B, T, !setup.params().disable_gradient_checkpointing,
-        lora, setup.precision == Precision::bf16, static_cast<std::uint64_t>(setup.params().seed));
+        layout, comm, engine_options(setup), B, T, recompute_mode(setup.params()), lora,
+        setup.precision == Precision::bf16, static_cast<std::uint64_t>(setup.params().seed));
   }
   return replica;
 }

@@ -416,6 +416,14 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
   return setup;
 }
 
+model::Recompute recompute_mode(const config::TrainingParams& params) {
+  if (params.recompute == "auto") {
+    return params.disable_gradient_checkpointing ? model::Recompute::none
+                                                 : model::Recompute::selective;
+  }
+  return model::parse_recompute(params.recompute);
+}
+
 model::ModelConfig model_config(const config::ResolvedParams& resolved) {
   const auto& params = resolved.params;
   const std::filesystem::path dir = resolved.base_model.config_dir();
@@ -510,6 +518,31 @@ LrSchedule lr_schedule(const config::TrainingParams& params, long long total_ste
       parse_scheduler_kwargs(kind, params.lr_scheduler_kwargs, "lr_scheduler_kwargs"));
 }
 
+namespace {
+
+// The plan's line on activation checkpointing, with where its mode came from.
+std::string recompute_summary(const config::ResolvedParams& resolved) {
+  const auto found = resolved.provenance.find("recompute");
+  const std::string source = found == resolved.provenance.end() ? "default" : found->second;
+  const char* what = "";
+  switch (recompute_mode(resolved.params)) {
+    case model::Recompute::none:
+      what = "every block's kept for backward";
+      break;
+    case model::Recompute::selective:
+      what = "the costly kept, the norms and the activation function recomputed in backward";
+      break;
+    case model::Recompute::full:
+      what = "each block's input kept, the block recomputed in backward";
+      break;
+  }
+  const bool plain = source == "default" || source.starts_with("derived");
+  return cat(what, " (recompute ", model::recompute_name(recompute_mode(resolved.params)), ", ",
+             plain ? "" : "from ", source, ")\n");
+}
+
+}  // namespace
+
 std::string render_plan(const RunSetup& setup, const std::string& checks) {
   const auto& params = setup.params();
   const auto& topology = setup.topology;
@@ -543,12 +576,8 @@ std::string render_plan(const RunSetup& setup, const std::string& checks) {
       << (params.auto_find_batch_size ? "; batch_size from auto_find_batch_size (the largest that "
                                         "fits the memory plan)\n"
                                       : "\n")
-      << "  activations  "
-      << (params.disable_gradient_checkpointing
-              ? "every block's kept for backward (disable_gradient_checkpointing true)\n"
-              : "recomputed per block in backward (activation checkpointing; "
-                "disable_gradient_checkpointing false)\n")
-      << "  output       " << setup.project_dir.string() << "/\n"
+      << "  activations  " << recompute_summary(setup.resolved) << "  output       "
+      << setup.project_dir.string() << "/\n"
       << checks;
   for (const auto& note : setup.resolved.notes) out << "  note         " << note << "\n";
   out << "\nparameters (value, and where it came from):\n"

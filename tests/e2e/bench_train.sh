@@ -9,14 +9,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
+# Stage 0 in the default activation checkpointing (selective), stage 3 with recompute full.
 for stage in 0 3; do
+  recompute=()
+  [ "$stage" = 3 ] && recompute=(--recompute full)
   timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" bench train \
     --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --zero-stage "$stage" \
-    --steps 2 --warmup-steps 1 --sgemm-size 128 --json > "bench$stage.json"
+    --steps 2 --warmup-steps 1 --sgemm-size 128 "${recompute[@]}" --json > "bench$stage.json"
   python3 - "bench$stage.json" "$stage" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 stage = int(sys.argv[2])
+assert doc["recompute"] == ("full" if stage == 3 else "selective"), doc["recompute"]
 numbers = ["tokens_per_s", "step_mean_s", "step_min_s", "forward_s", "backward_s", "optimizer_s",
            "comm_wait_s", "comm_wait_fraction", "reduce_tail_s", "grad_norm_s", "gflops_per_s", "peak_gflops_per_s", "mfu",
            "flops_per_token", "final_loss"]
@@ -55,6 +59,7 @@ timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" bench train \
   --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --steps 1 --sgemm-size 128 > table.txt
 grep -q "bench train: 2 rank(s) x 1 thread(s), ZeRO stage 0" table.txt || { cat table.txt; exit 1; }
 grep -q "tokens/s" table.txt && grep -q "^lm_head" table.txt || { cat table.txt; exit 1; }
+grep -qE "; activations .* \(recompute selective\)" table.txt || { cat table.txt; exit 1; }
 
 if timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" bench train \
   --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml" --steps 0 > bad.out 2>&1; then

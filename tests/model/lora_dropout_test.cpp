@@ -190,7 +190,7 @@ class LoraFixture {
     values = random_values<F>(adapters_.padded_size(), 9, 0.2);
   }
 
-  LoraRun<F> run(bool recompute, Mode mode, bool backward) const {
+  LoraRun<F> run(Recompute recompute, Mode mode, bool backward) const {
     LoraRun<F> result;
     result.grads.assign(adapters_.padded_size(), F(0));
     BasicFlatUnitAccess<F> inner(adapters_, values.data(), result.grads.data());
@@ -220,8 +220,9 @@ class LoraDropoutModel : public ::testing::TestWithParam<ModelConfig> {};
 // differences check every correction, dx included (it reaches the earlier blocks' adapters).
 TEST_P(LoraDropoutModel, GivesTheAdaptersTheGradientsOfCentralDifferences) {
   LoraFixture<double> lora(GetParam(), 0.3);
-  const LoraRun<double> run = lora.run(true, Mode::train, true);
-  EXPECT_NE(run.loss, lora.run(true, Mode::evaluate, false).loss) << "nothing was dropped";
+  const LoraRun<double> run = lora.run(Recompute::selective, Mode::train, true);
+  EXPECT_NE(run.loss, lora.run(Recompute::selective, Mode::evaluate, false).loss)
+      << "nothing was dropped";
   std::mt19937 gen(13);
   int checked = 0;
   for (const ParamTensor& tensor : lora.adapters().tensors()) {
@@ -229,9 +230,9 @@ TEST_P(LoraDropoutModel, GivesTheAdaptersTheGradientsOfCentralDifferences) {
       const std::size_t at = tensor.offset + gen() % tensor.numel;
       const double h = 1e-5, kept = lora.values[at];
       lora.values[at] = kept + h;
-      const double up = lora.run(true, Mode::train, false).loss;
+      const double up = lora.run(Recompute::selective, Mode::train, false).loss;
       lora.values[at] = kept - h;
-      const double down = lora.run(true, Mode::train, false).loss;
+      const double down = lora.run(Recompute::selective, Mode::train, false).loss;
       lora.values[at] = kept;
       const double numeric = (up - down) / (2 * h);
       ASSERT_NEAR(run.grads[at], numeric, 1e-7 + 1e-5 * std::fabs(numeric))
@@ -241,23 +242,27 @@ TEST_P(LoraDropoutModel, GivesTheAdaptersTheGradientsOfCentralDifferences) {
   EXPECT_GT(checked, 8);
 }
 
+// Under selective the adapters' backward sees the recomputed norms as their input: the same bits
+// as the forward's, so the same masks' products.
 TEST_P(LoraDropoutModel, IsTheSameBitsWithAndWithoutActivationCheckpointing) {
   const LoraFixture<float> lora(GetParam(), 0.2);
-  const LoraRun<float> stored = lora.run(false, Mode::train, true);
-  const LoraRun<float> recomputed = lora.run(true, Mode::train, true);
-  EXPECT_EQ(stored.loss, recomputed.loss);
-  EXPECT_EQ(stored.grads, recomputed.grads);
+  const LoraRun<float> stored = lora.run(Recompute::none, Mode::train, true);
+  for (const Recompute mode : {Recompute::selective, Recompute::full}) {
+    const LoraRun<float> recomputed = lora.run(mode, Mode::train, true);
+    EXPECT_EQ(stored.loss, recomputed.loss) << recompute_name(mode);
+    EXPECT_EQ(stored.grads, recomputed.grads) << recompute_name(mode);
+  }
 }
 
 TEST_P(LoraDropoutModel, ZeroOrEvaluationIsLoraWithoutDropoutToTheBit) {
   const LoraFixture<float> none(GetParam(), 0.0);
-  const LoraRun<float> plain = none.run(true, Mode::evaluate, true);
-  const LoraRun<float> zero = none.run(true, Mode::train, true);
+  const LoraRun<float> plain = none.run(Recompute::selective, Mode::evaluate, true);
+  const LoraRun<float> zero = none.run(Recompute::selective, Mode::train, true);
   EXPECT_EQ(plain.loss, zero.loss);
   EXPECT_EQ(plain.grads, zero.grads);
   const LoraFixture<float> dropping(GetParam(), 0.2);
-  EXPECT_EQ(dropping.run(true, Mode::evaluate, false).loss, plain.loss);
-  const LoraRun<float> trained = dropping.run(true, Mode::train, true);
+  EXPECT_EQ(dropping.run(Recompute::selective, Mode::evaluate, false).loss, plain.loss);
+  const LoraRun<float> trained = dropping.run(Recompute::selective, Mode::train, true);
   EXPECT_NE(trained.loss, plain.loss);
   EXPECT_NE(trained.grads, plain.grads);
 }

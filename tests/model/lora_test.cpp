@@ -142,7 +142,7 @@ LoraRun run_lora(const ParamLayout& base, const std::vector<double>& base_values
   BasicFlatUnitAccess<double> inner(adapters, adapter_values.data(), run.grads.data());
   BasicFlatUnitAccess<double> frozen(base, base_values.data(), nullptr);
   BasicLoraAccess<double> access(base, frozen, lora, adapters, inner);
-  const auto model = make_causal_lm<double>(base, B, T, /*recompute=*/true);
+  const auto model = make_causal_lm<double>(base, B, T, Recompute::full);
   run.loss = model->forward(access, inputs.data(), targets.data());
   if (backward) model->backward(access, 1.0);
   return run;
@@ -260,7 +260,7 @@ TEST_P(LoraModel, ModelsSkipTheGradientsOfFrozenUnitsAndGiveTheBlocksTheSameBits
   for (const bool freeze : {false, true}) {
     grads.emplace_back(layout.padded_size(), 0.0f);
     FreezingAccess access(layout, params.data(), grads.back().data(), freeze);
-    const auto model = make_causal_lm<float>(layout, B, T, /*recompute=*/true);
+    const auto model = make_causal_lm<float>(layout, B, T, Recompute::selective);
     model->forward(access, inputs.data(), targets.data());
     model->backward(access, 1.0f);
     asked.push_back(access.asked);

@@ -18,6 +18,7 @@
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
+#include "autotrain/model/recompute.hpp"
 #include "autotrain/model/unit_access.hpp"
 
 namespace autotrain::model {
@@ -91,11 +92,11 @@ class BasicCausalLM {
 using CausalLM = BasicCausalLM<float>;
 
 // The layout's family's model for micro-batches [B, T] (T <= block_size). `recompute`:
-// activation checkpointing: forward keeps only each block's input (and output), and backward
-// recomputes a block's activations from it before differentiating it; about one more forward
-// of compute for most of the activation memory, with bit-identical results.
+// activation checkpointing (model/recompute.hpp): what forward keeps of each block and what
+// backward recomputes before differentiating it (full: everything from the block's input;
+// selective: the norms and the activation function), with bit-identical results.
 template <typename F>
 std::unique_ptr<BasicCausalLM<F>> make_causal_lm(const ParamLayout& layout, int B, int T,
-                                                 bool recompute = false);
+                                                 Recompute recompute = Recompute::none);
 
 }  // namespace autotrain::model

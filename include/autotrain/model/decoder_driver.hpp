@@ -2,12 +2,12 @@
 // The CPU models' driver (model/gpt2.hpp and llama.hpp are its families): what every decoder-only
 // family does around its blocks, written once: the unit hook order of forward, backward and
 // inference (model/unit_access.hpp), activation checkpointing's recompute of a block before its
-// backward, the LM head (the embeddings when tied) and its final soft cap, the cross-entropy and
-// its gradient (or a score head and its scores: model/config.hpp's score_head), the losses and
-// their mean, the key/value cache's length and checks, and the
-// profile's clock. A family supplies its buffers and its parts: the embedding, a block and the
-// final norm, forward and backward, for a micro-batch, a context and one cached row.
-// The hook order: model/hook_order.hpp.
+// backward (model/recompute.hpp: the whole block, or its cheap tensors), the LM head (the
+// embeddings when tied) and its final soft cap, the cross-entropy and its gradient (or a score head
+// and its scores: model/config.hpp's score_head), the losses and their mean, the key/value cache's
+// length and checks, and the profile's clock. A family supplies its buffers and its parts: the
+// embedding, a block and the final norm, forward and backward, for a micro-batch, a context and one
+// cached row. The hook order: model/hook_order.hpp.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -41,7 +41,7 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
 
  protected:
   // Checks B >= 1 and 1 <= T <= block_size (`positions_key`: config.json's name for it).
-  BasicDecoderDriver(const ModelConfig& config, int B, int T, bool recompute,
+  BasicDecoderDriver(const ModelConfig& config, int B, int T, Recompute recompute,
                      const char* positions_key);
 
   // Which activations a part runs on: the micro-batch's (kept for backward) or a context's.
@@ -56,6 +56,9 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   // (model/linear_adapter.hpp) after each linear when there is one.
   virtual void block_forward(Run run, int l, const F* p, BasicLinearAdapter<F>* adapter, int B,
                              int T, KernelClock& clock) = 0;
+  // Selective recompute: block l's cheap tensors (model/recompute.hpp: the norms' outputs and the
+  // activation function's) from the tensors it kept, with the kernels its forward ran them with.
+  virtual void block_recompute(int l, const F* p, KernelClock& clock) = 0;
   // The final norm of the last block's output; returns it, [B, T, C]: the head's input.
   virtual const F* final_norm_forward(Run run, const F* p, int B, int T) = 0;
   // dnormed() -> d(the last block's output), the residual stream's gradient, which it zeroes
@@ -86,7 +89,7 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   ModelConfig config_;
   int B_;
   int T_;
-  bool recompute_;
+  Recompute recompute_;
   std::vector<std::int32_t> inputs_, targets_;  // [B, T] the last forward's
 
  private:

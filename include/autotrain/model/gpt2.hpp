@@ -28,8 +28,8 @@ template <typename F>
 class BasicGpt2 final : public BasicDecoderDriver<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= block_size). `recompute`:
-  // activation checkpointing (causal_lm.hpp).
-  BasicGpt2(const ParamLayout& layout, int B, int T, bool recompute = false);
+  // activation checkpointing (model/recompute.hpp).
+  BasicGpt2(const ParamLayout& layout, int B, int T, Recompute recompute = Recompute::none);
   ~BasicGpt2() override;
   BasicGpt2(const BasicGpt2&) = delete;
   BasicGpt2& operator=(const BasicGpt2&) = delete;
@@ -44,6 +44,7 @@ class BasicGpt2 final : public BasicDecoderDriver<F> {
   void embed_forward(Run run, const F* p, const std::int32_t* tokens, int B, int T) override;
   void block_forward(Run run, int l, const F* p, BasicLinearAdapter<F>* adapter, int B, int T,
                      KernelClock& clock) override;
+  void block_recompute(int l, const F* p, KernelClock& clock) override;
   const F* final_norm_forward(Run run, const F* p, int B, int T) override;
   void final_norm_backward(const F* p, F* g) override;
   void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,

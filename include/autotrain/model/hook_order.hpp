@@ -58,7 +58,8 @@ const F* forward_in_hook_order(BasicUnitAccess<F>& access, int L, int head_unit,
 
 // What backward runs, in order, after the loss's gradient: head(p, g) (g null when frozen),
 // final_norm(p, g), then for each block from the last: recompute(l, p, adapter) where the
-// activations were not kept (activation checkpointing, all but the last block) and
+// activations were not all kept (activation checkpointing, model/recompute.hpp: the driver
+// reruns the block or its cheap part; all but the last block) and
 // block(l, p, g, adapter); then embed(g) unless unit 0 is frozen.
 template <typename F, typename Clock, typename Head, typename FinalNorm, typename Recompute,
           typename Block, typename Embed>

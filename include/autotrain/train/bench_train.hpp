@@ -52,6 +52,7 @@ struct TrainBenchResult {
 
   zero::MemoryReport model_state;  // per rank, the largest of each kind over ranks
   std::size_t activation_bytes = 0;
+  std::string recompute;  // activation checkpointing's mode: "full", "selective" or "none"
   // With peft: the frozen base weights and LoRA's scratch per rank (model::LoraAccess); else 0.
   std::size_t frozen_bytes = 0;
   // LoRA's frozen base weights alone (whole, its shard, or its 4- or 8-bit payload), before the

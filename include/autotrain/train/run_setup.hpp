@@ -16,6 +16,7 @@
 #include "autotrain/data/prepare.hpp"
 #include "autotrain/launch/topology.hpp"
 #include "autotrain/model/config.hpp"
+#include "autotrain/model/recompute.hpp"
 #include "autotrain/optim/schedule.hpp"
 #include "autotrain/zero/engine.hpp"
 
@@ -75,6 +76,9 @@ RunSetup setup_run(const config::TrainCommandLine& command_line, const RunRanks&
 // shape keys of the parameters; GPT-2 for a preset), the communicator's options, the engine's
 // options.
 model::ModelConfig model_config(const config::ResolvedParams& resolved);
+// The model's activation checkpointing: recompute, or where it is still auto (parameters not
+// resolved) what disable_gradient_checkpointing makes of it.
+model::Recompute recompute_mode(const config::TrainingParams& params);
 CommOptions comm_options(const RunSetup& setup);
 zero::EngineOptions engine_options(const RunSetup& setup);
 // The learning-rate schedule of `params` over `total_steps` optimizer steps.

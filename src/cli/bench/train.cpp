@@ -156,6 +156,7 @@ json train_bench_json(const train::TrainBenchResult& r) {
             {"offloaded_host", r.model_state.host_bytes},
             {"offloaded_nvme", r.model_state.nvme_bytes}}},
           {"activation_bytes", r.activation_bytes},
+          {"recompute", r.recompute},
           {"frozen_bytes", r.frozen_bytes},
           {"frozen_weight_bytes", r.frozen_weight_bytes},
           {"device", r.device},
@@ -181,8 +182,9 @@ void print_step_figures(const train::TrainBenchResult& r) {
 }
 
 void print_memory(const train::TrainBenchResult& r) {
-  std::printf("model state per rank: %s; activations %s", zero::describe(r.model_state).c_str(),
-              human_bytes(static_cast<double>(r.activation_bytes)).c_str());
+  std::printf("model state per rank: %s; activations %s (recompute %s)",
+              zero::describe(r.model_state).c_str(),
+              human_bytes(static_cast<double>(r.activation_bytes)).c_str(), r.recompute.c_str());
   if (r.frozen_bytes > 0)
     std::printf("; LoRA's frozen base weights %s (with the units' scratch %s)",
                 human_bytes(static_cast<double>(r.frozen_weight_bytes)).c_str(),

@@ -352,6 +352,11 @@ void matmul_gelu_forward(const BlasHandle& blas, F* out, F* pre, const F* inp, c
 }
 
 template <typename F>
+bool matmul_gelu_may_fuse(int OC) {
+  return gelu_fusion_allowed<F>(OC);
+}
+
+template <typename F>
 void matmul_backward(const BlasHandle& blas, F* dinp, F* dweight, F* dbias, const F* dout,
                      const F* inp, const F* weight, float* scratch, std::size_t N, int IC, int OC,
                      cudaStream_t stream, const F* gelu_pre) {
@@ -428,6 +433,7 @@ void gemm(const BlasHandle& blas, Transpose ta, Transpose tb, std::size_t M, std
                                   std::size_t, int, int, cudaStream_t);                          \
   template void matmul_gelu_forward<F>(const BlasHandle&, F*, F*, const F*, const F*, const F*,  \
                                        std::size_t, int, int, cudaStream_t);                     \
+  template bool matmul_gelu_may_fuse<F>(int);                                                    \
   template void matmul_backward<F>(const BlasHandle&, F*, F*, F*, const F*, const F*, const F*,  \
                                    float*, std::size_t, int, int, cudaStream_t, const F*);       \
   template void linear_forward<F>(const BlasHandle&, F*, const F*, const F*, const F*,           \

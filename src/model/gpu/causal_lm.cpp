@@ -15,7 +15,7 @@ template <typename F>
 std::unique_ptr<DeviceCausalLM<F>> make_device_causal_lm(const ParamLayout& layout, int B, int T,
                                                          cudaStream_t stream,
                                                          const kernels::gpu::BlasHandle& blas,
-                                                         bool recompute) {
+                                                         Recompute recompute) {
   if (layout.config().family == Family::llama) {
     return std::make_unique<DeviceLlama<F>>(layout, B, T, stream, blas, recompute);
   }
@@ -34,16 +34,16 @@ std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout,
 }
 
 template std::unique_ptr<DeviceCausalLM<float>> make_device_causal_lm(
-    const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, bool);
+    const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
 template std::unique_ptr<DeviceDecoder<float>> make_device_decoder(const ParamLayout&, int,
                                                                    cudaStream_t,
                                                                    const kernels::gpu::BlasHandle&);
 template std::unique_ptr<DeviceCausalLM<__nv_bfloat16>> make_device_causal_lm(
-    const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, bool);
+    const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
 template std::unique_ptr<DeviceDecoder<__nv_bfloat16>> make_device_decoder(
     const ParamLayout&, int, cudaStream_t, const kernels::gpu::BlasHandle&);
 template std::unique_ptr<DeviceCausalLM<__half>> make_device_causal_lm(
-    const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, bool);
+    const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
 template std::unique_ptr<DeviceDecoder<__half>> make_device_decoder(
     const ParamLayout&, int, cudaStream_t, const kernels::gpu::BlasHandle&);
 

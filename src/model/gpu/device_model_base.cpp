@@ -20,7 +20,7 @@ using autotrain::kernels::Transpose;
 
 template <typename F>
 DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cudaStream_t stream,
-                                    const kernels::gpu::BlasHandle& blas, bool recompute,
+                                    const kernels::gpu::BlasHandle& blas, Recompute recompute,
                                     const char* positions_key)
     : B_(B),
       T_(T),
@@ -122,11 +122,15 @@ void DeviceModelBase<F>::backward_rows(BasicUnitAccess<F>& access, float dloss,
   }
   clock.lap(kCrossEntropy);
   backward_in_hook_order(
-      access, config_.n_layer, config_.head_unit(), recompute_, clock,
+      access, config_.n_layer, config_.head_unit(), recompute_ != Recompute::none, clock,
       [&](const F* p, F* g) { head_backward(p, g, clock); },
       [&](const F* p, F* g) { final_norm_backward(p, g); },
       [&](int l, const F* p, BasicLinearAdapter<F>* adapter) {
-        block_forward(l, p, adapter, clock);
+        if (recompute_ == Recompute::full) {
+          block_forward(l, p, adapter, clock);
+        } else {
+          block_recompute(l, p, clock);
+        }
       },
       [&](int l, const F* p, F* g, BasicLinearAdapter<F>* adapter) {
         block_backward(l, p, g, adapter, clock);

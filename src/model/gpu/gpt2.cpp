@@ -5,10 +5,14 @@
 // Invariants: all device memory is one allocation made at construction; parameter gradients
 // accumulate (+=); activation gradients are overwritten, except the residual stream, whose single
 // gradient buffer [B, T, C] is zeroed before ln_f backward and collects every block's
-// contribution (LayerNorm backward adds into it). With activation checkpointing (`recompute`)
-// only the block outputs (residual3) keep a slot per layer; every other per-layer activation has
-// one slot, which backward refills by re-running block l's forward from its input (except the
-// last block's, still there), with the same kernels on the same inputs: the same bits.
+// contribution (LayerNorm backward adds into it). With activation checkpointing (`recompute`,
+// model/recompute.hpp) the block outputs (residual3) keep a slot per layer and the tensors that
+// backward recomputes have one, which backward refills before block l's backward (except the
+// last block's, still there), with the same kernels on the same inputs: the same bits. Under
+// full, by re-running block l's forward from its input; under selective, its two LayerNorms and
+// the GELU from the kept residual2 and fch. Where cuBLASLt's epilogue may compute the GELU
+// (bf16/fp16: matmul_gelu_may_fuse) selective keeps fch_gelu too, for the epilogue's GELU reads
+// the product before it is rounded to fch and no kernel can repeat it from fch.
 // A family's parts are written once per device (the hook order once for both,
 // model/hook_order.hpp): the device kernels take a stream, the cuBLASLt handle and fused
 // epilogues, and keep fp32 statistics, so one body for both would be a macro layer over two
@@ -42,8 +46,8 @@ using namespace autotrain::kernels::gpu;
 using autotrain::kernels::Transpose;
 
 // The model's shape, the tensor offsets inside a unit, and every device buffer, carved from one
-// allocation. Per-layer activations are [L, ...] with a stride of one layer's tensor; with
-// `one_slot` (activation checkpointing) [1, ...] but for residual3, which keeps L slots.
+// allocation. Per-layer activations are [L, ...] with a stride of one layer's tensor, or [1, ...]
+// for those `mode` recomputes (model/recompute.hpp: Kept); residual3 keeps L slots.
 // LayerNorm statistics and losses are fp32 whatever F is (the kernels' contract).
 template <typename F>
 struct DeviceGpt2<F>::Buffers : TensorOffsets {
@@ -52,7 +56,8 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
   std::size_t bt;          // B·T: stride of per-layer [B, T] statistics
   std::size_t btc;         // B·T·C: stride of per-layer [B, T, C] tensors
   std::size_t att_stride;  // B·NH·T·T
-  bool one_slot;           // layer(l) of the recomputable tensors is slot 0
+  Recompute mode;
+  Kept gelu_kind;  // fch_gelu's: costly where the GELU may ride in cuBLASLt's epilogue
 
   autotrain::gpu::DeviceBuffer memory;
   F* encoded;                  // [B, T, C]
@@ -91,20 +96,27 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
-    const std::size_t s = one_slot ? 0 : i;  // the slot of the recomputable tensors
+    const std::size_t s = slot_of(Kept::cheap, mode, l);   // the norms
+    const std::size_t k = slot_of(Kept::costly, mode, l);  // qkv, attention, residual2, fch
+    const std::size_t g = slot_of(gelu_kind, mode, l);
     return {ln1 + s * btc,       ln1_mean + s * bt,
-            ln1_rstd + s * bt,   qkv + s * 3 * btc,
-            atty + s * btc,      att + s * att_stride,
-            residual2 + s * btc, ln2 + s * btc,
+            ln1_rstd + s * bt,   qkv + k * 3 * btc,
+            atty + k * btc,      att + k * att_stride,
+            residual2 + k * btc, ln2 + s * btc,
             ln2_mean + s * bt,   ln2_rstd + s * bt,
-            fch + s * 4 * btc,   fch_gelu + s * 4 * btc,
-            residual3 + i * btc, flash_lse + s * rows_stride};
+            fch + k * 4 * btc,   fch_gelu + g * 4 * btc,
+            residual3 + i * btc, flash_lse + k * rows_stride};
   }
 
-  Buffers(const ParamLayout& layout, int B, int T, bool flash, bool one_slot_)
-      : TensorOffsets(layout), config(layout.config()), one_slot(one_slot_) {
+  Buffers(const ParamLayout& layout, int B, int T, bool flash, Recompute mode_)
+      : TensorOffsets(layout),
+        config(layout.config()),
+        mode(mode_),
+        gelu_kind(matmul_gelu_may_fuse<F>(4 * config.n_embd) ? Kept::costly : Kept::cheap) {
     const std::size_t layers = static_cast<std::size_t>(config.n_layer);
-    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
+    const std::size_t S = slots_of(Kept::cheap, mode, layers);   // slots of the cheap tensors
+    const std::size_t L = slots_of(Kept::costly, mode, layers);  // of the costly ones
+    const std::size_t G = slots_of(gelu_kind, mode, layers);     // of fch_gelu
     const std::size_t C = static_cast<std::size_t>(config.n_embd);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     btc = bt * C;
@@ -118,18 +130,18 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
 
     auto carve = [&](autotrain::gpu::SubBuffers parts) {
       parts.take(encoded, btc);
-      parts.take(ln1, L * btc);
-      parts.take(ln1_mean, L * bt);
-      parts.take(ln1_rstd, L * bt);
+      parts.take(ln1, S * btc);
+      parts.take(ln1_mean, S * bt);
+      parts.take(ln1_rstd, S * bt);
       parts.take(qkv, L * 3 * btc);
       parts.take(atty, L * btc);
       parts.take(att, L * att_stride);
       parts.take(residual2, L * btc);
-      parts.take(ln2, L * btc);
-      parts.take(ln2_mean, L * bt);
-      parts.take(ln2_rstd, L * bt);
+      parts.take(ln2, S * btc);
+      parts.take(ln2_mean, S * bt);
+      parts.take(ln2_rstd, S * bt);
       parts.take(fch, L * 4 * btc);
-      parts.take(fch_gelu, L * 4 * btc);
+      parts.take(fch_gelu, G * 4 * btc);
       parts.take(residual3, layers * btc);
       parts.take(lnf, btc);
       parts.take(lnf_mean, bt);
@@ -183,7 +195,7 @@ void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const 
 
 template <typename F>
 DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
-                          const BlasHandle& blas, bool recompute)
+                          const BlasHandle& blas, Recompute recompute)
     : DeviceModelBase<F>(layout.config(), B, T, stream, blas, recompute, "block_size") {
   const ModelConfig& c = layout.config();
   AT_CHECK(c.n_head >= 1 && c.n_embd % c.n_head == 0 && c.head_size() <= kMaxAttentionHeadSize,
@@ -257,6 +269,25 @@ void DeviceGpt2<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* adap
   clock.lap(kMatmul);
   residual_forward(x.residual3, x.residual2, b.proj, btc, stream_);
   clock.lap(kResidual);
+}
+
+// Selective recompute: block l's LayerNorms from its input and its kept residual2, and the GELU
+// from its kept fch where the forward's GELU kernel computed it (Buffers::gelu_kind).
+template <typename F>
+void DeviceGpt2<F>::block_recompute(int l, const F* p, EventClock& clock) {
+  const Buffers& b = *buffers_;
+  const F* residual = l == 0 ? b.encoded : b.layer(l - 1).residual3;
+  const int C = b.config.n_embd;
+  const auto x = b.layer(l);
+  layernorm_forward(x.ln1, x.ln1_mean, x.ln1_rstd, residual, p + b.ln1w, p + b.ln1b, b.bt, C,
+                    stream_);
+  layernorm_forward(x.ln2, x.ln2_mean, x.ln2_rstd, x.residual2, p + b.ln2w, p + b.ln2b, b.bt, C,
+                    stream_);
+  clock.lap(kNorm);
+  if (b.gelu_kind == Kept::cheap) {
+    gelu_forward(x.fch_gelu, x.fch, 4 * b.btc, stream_);
+    clock.lap(kActivation);
+  }
 }
 
 template <typename F>

@@ -6,10 +6,11 @@
 // Invariants: all device memory is one allocation made at construction (llama_buffers.hpp);
 // parameter gradients accumulate (+=); activation gradients are overwritten, except the residual
 // stream's single gradient buffer [B, T, C], zeroed before the final norm's backward, which every
-// RMSNorm backward adds into. With activation checkpointing (`recompute`) only the stream keeps
-// a slot per layer; backward refills the one slot of everything else by re-running block l's
-// forward from its input (except the last block's, still there): the same kernels on the same
-// inputs, so the same bits.
+// RMSNorm backward adds into. With activation checkpointing (`recompute`, model/recompute.hpp)
+// the stream keeps a slot per layer and the tensors backward recomputes have one, which it refills
+// before block l's backward (except the last block's, still there): under full by re-running the
+// block's forward from its input, under selective its two RMSNorms and the gated unit from the
+// kept mid and gate_up; the same kernels on the same inputs, so the same bits.
 // Written once per device, for the reason src/model/gpu/gpt2.cpp gives;
 // tests/model/gpu/llama_test.cpp keeps the two in step (loss, every gradient, the hook order, the
 // profile rows, the decoder). Host code only (it launches no kernel of its own).
@@ -73,7 +74,7 @@ void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const 
 
 template <typename F>
 DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_t stream,
-                            const BlasHandle& blas, bool recompute)
+                            const BlasHandle& blas, Recompute recompute)
     : DeviceModelBase<F>(layout.config(), B, T, stream, blas, recompute,
                          "max_position_embeddings") {
   const ModelConfig& c = layout.config();
@@ -172,6 +173,22 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
   gated_forward(c.gate, x.act, x.gate_up, bt, I, stream_);
   clock.lap(kActivation);
   join(x.out, x.mid, b.downw, b.downb, x.act, I, x.mlp_out, x.rstd_mlp, b.mlp_post);
+}
+
+// Selective recompute: block l's two RMSNorms from its input and kept mid, the gated unit from its
+// kept gate_up (the adapters' terms are in gate_up already).
+template <typename F>
+void DeviceLlama<F>::block_recompute(int l, const F* p, EventClock& clock) {
+  const Buffers& b = *buffers_;
+  const ModelConfig& c = b.config;
+  const auto eps = static_cast<float>(c.norm_eps);
+  const float w0 = c.norm_offset ? 1.0f : 0.0f;
+  const auto x = b.layer(l);
+  rmsnorm_forward(x.ln1, x.rstd1, x.in, p + b.ln1w, b.bt, 1, c.n_embd, b.C, eps, stream_, w0);
+  rmsnorm_forward(x.ln2, x.rstd2, x.mid, p + b.ln2w, b.bt, 1, c.n_embd, b.C, eps, stream_, w0);
+  clock.lap(kNorm);
+  gated_forward(c.gate, x.act, x.gate_up, b.bt, c.mlp_size(), stream_);
+  clock.lap(kActivation);
 }
 
 template <typename F>

@@ -4,8 +4,9 @@
 // code; included by src/model/gpu/llama.cpp only.
 // Shapes: B batch, T positions, C hidden, NH heads, NKV key/value heads, D head_dim, Q = NH·D,
 // KV = NKV·D, QKV = Q + 2·KV, I intermediate, L layers, Vp padded vocabulary. Per-layer
-// activations are [L, ...] with a stride of one layer's tensor; with `one_slot` (activation
-// checkpointing) [1, ...] but the residual stream, which keeps L + 1 slots. RMSNorm statistics,
+// activations are [L, ...] with a stride of one layer's tensor, or [1, ...] for those `mode`
+// recomputes (model/recompute.hpp: the cheap ln1, ln2, their rstd and act under selective, every
+// one but the stream under full); the residual stream keeps L + 1 slots. RMSNorm statistics,
 // the losses, the rotary tables and flash attention's row statistics are fp32 whatever F is
 // (the kernels' contract).
 #ifdef AUTOTRAIN_HAVE_CUDA
@@ -24,7 +25,7 @@ namespace autotrain::model::gpu {
 template <typename F>
 struct DeviceLlama<F>::Buffers : LlamaOffsets {
   ModelConfig config;
-  bool one_slot;
+  Recompute mode;
   std::size_t bt;                   // B·T: stride of per-layer [B, T] statistics
   std::size_t att_stride;           // B·NH·T·T (0 with flash attention)
   std::size_t rows;                 // B·NH·T (flash attention's row statistics; 0 without)
@@ -88,11 +89,12 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
-    const std::size_t s = one_slot ? 0 : i;  // the slot of the recomputable tensors
+    const std::size_t s = slot_of(Kept::costly, mode, l);
+    const std::size_t n = slot_of(Kept::cheap, mode, l);  // the norms and the gated unit
     return {residual + i * bt * C,
             residual + (i + 1) * bt * C,
-            ln1 + s * bt * C,
-            rstd1 + s * bt,
+            ln1 + n * bt * C,
+            rstd1 + n * bt,
             qkv_pre == nullptr ? nullptr : qkv_pre + s * bt * QKV,
             qk_rstd == nullptr ? nullptr : qk_rstd + s * bt * H,
             qkv + s * bt * QKV,
@@ -100,10 +102,10 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
             flash_lse == nullptr ? nullptr : flash_lse + s * rows,
             atty + s * bt * Q,
             mid + s * bt * C,
-            ln2 + s * bt * C,
-            rstd2 + s * bt,
+            ln2 + n * bt * C,
+            rstd2 + n * bt,
             gate_up + s * bt * 2 * I,
-            act + s * bt * I,
+            act + n * bt * I,
             attn_out == nullptr ? nullptr : attn_out + s * bt * C,
             rstd_attn == nullptr ? nullptr : rstd_attn + s * bt,
             mlp_out == nullptr ? nullptr : mlp_out + s * bt * C,
@@ -111,11 +113,12 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   }
 
   // Fills the zeros and the rotary tables on `stream` and waits for it.
-  Buffers(const ParamLayout& layout, int B, int T, bool flash, bool one_slot_, cudaStream_t stream)
-      : LlamaOffsets(layout), config(layout.config()), one_slot(one_slot_) {
+  Buffers(const ParamLayout& layout, int B, int T, bool flash, Recompute mode_, cudaStream_t stream)
+      : LlamaOffsets(layout), config(layout.config()), mode(mode_) {
     const ModelConfig& c = config;
     const auto layers = static_cast<std::size_t>(c.n_layer);
-    const std::size_t L = one_slot ? 1 : layers;  // slots of the recomputable tensors
+    const std::size_t S = slots_of(Kept::cheap, mode, layers);   // slots of the cheap tensors
+    const std::size_t L = slots_of(Kept::costly, mode, layers);  // of the costly ones
     const auto uT = static_cast<std::size_t>(T);
     const auto D = static_cast<std::size_t>(c.head_size());
     const auto R = static_cast<std::size_t>(c.rotary_size());
@@ -141,8 +144,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
 
     auto carve = [&](autotrain::gpu::SubBuffers parts) {
       parts.take(residual, (layers + 1) * bt * C);
-      parts.take(ln1, L * bt * C);
-      parts.take(rstd1, L * bt);
+      parts.take(ln1, S * bt * C);
+      parts.take(rstd1, S * bt);
       parts.take(qkv_pre, qk * L * bt * QKV);
       parts.take(qk_rstd, qk * L * bt * H);
       parts.take(qkv, L * bt * QKV);
@@ -152,10 +155,10 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(attn_out, sandwich * L * bt * C);
       parts.take(rstd_attn, sandwich * L * bt);
       parts.take(mid, L * bt * C);
-      parts.take(ln2, L * bt * C);
-      parts.take(rstd2, L * bt);
+      parts.take(ln2, S * bt * C);
+      parts.take(rstd2, S * bt);
       parts.take(gate_up, L * bt * 2 * I);
-      parts.take(act, L * bt * I);
+      parts.take(act, S * bt * I);
       parts.take(mlp_out, sandwich * L * bt * C);
       parts.take(rstd_mlp, sandwich * L * bt);
       parts.take(lnf, bt * C);

@@ -65,9 +65,8 @@ class GpuReplica final : public Replica {
                        engine_->hold_frozen(lora->frozen, lora->base_weights(), lora->quantization),
                        lora->lora, lora->adapters, *engine_, stream_.get(), blas_)
                  : nullptr),
-        model_(model::gpu::make_device_causal_lm<F>(
-            lora ? lora->base : layout, B, T, stream_.get(), blas_,
-            !setup.params().disable_gradient_checkpointing)),
+        model_(model::gpu::make_device_causal_lm<F>(lora ? lora->base : layout, B, T, stream_.get(),
+                                                    blas_, recompute_mode(setup.params()))),
         access_(lora_ ? static_cast<model::BasicUnitAccess<F>&>(*lora_) : *engine_),
         T_(T) {
     dropout_rows_.seed = static_cast<std::uint64_t>(setup.params().seed);

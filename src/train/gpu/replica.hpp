@@ -1,8 +1,8 @@
 #pragma once
 // The CUDA replica (src/train/gpu/replica.cpp): the layout's family's device model
 // (model::gpu::DeviceGpt2 or DeviceLlama, model/gpu/causal_lm.hpp) over the device engine of
-// zero/gpu/, in the precision setup.precision names, with activation checkpointing unless
-// disable_gradient_checkpointing; with LoRA (lora not null) the model is the base's, over
+// zero/gpu/, in the precision setup.precision names, with the activation checkpointing of
+// `recompute` (train::recompute_mode); with LoRA (lora not null) the model is the base's, over
 // model::gpu::DeviceLoraAccess between it and the engine, which then trains the adapters and
 // holds the frozen base in the compute type. Builds with CUDA only.
 #ifdef AUTOTRAIN_HAVE_CUDA

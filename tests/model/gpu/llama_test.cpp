@@ -324,9 +324,10 @@ TYPED_TEST(GpuLlamaTest, RunsFlashAttentionWhereItWasAskedForAndApplies) {
   EXPECT_EQ(model.uses_flash_attention(), flash_or_auto && sizeof(F) == 2);
 }
 
-// Activation checkpointing: two micro-steps (the second forward overwrites what the first
-// backward's recomputation left in the slots) give the same losses and gradients to the bit as
-// keeping every activation, in less activation memory; make_device_causal_lm builds the same.
+// Activation checkpointing, selective and full: two micro-steps (the second forward overwrites what
+// the first backward's recomputation left in the slots) give the same losses and gradients to the
+// bit as keeping every activation, in less activation memory (full the least);
+// make_device_causal_lm builds the same.
 // Real GPU only: that cuBLASLt and cuBLAS give the same bits from one call of a shape to the next
 // (the emulator computes every product one way).
 TYPED_TEST(GpuLlamaTest, RecomputeGivesTheSameBitsAsKeepingEveryActivation) {
@@ -337,7 +338,7 @@ TYPED_TEST(GpuLlamaTest, RecomputeGivesTheSameBitsAsKeepingEveryActivation) {
     std::vector<typename Precision<F>::Bits> grads;
     std::size_t activation_bytes = 0;
   };
-  const auto train = [&](bool recompute) {
+  const auto train = [&](Recompute recompute) {
     m.device.zero_grads();
     auto access = m.device.access();
     const auto model = gpu::make_device_causal_lm<F>(m.layout, kB, kT, m.device.stream(),
@@ -354,11 +355,16 @@ TYPED_TEST(GpuLlamaTest, RecomputeGivesTheSameBitsAsKeepingEveryActivation) {
     run.activation_bytes = model->activation_bytes();
     return run;
   };
-  const Outcome kept = train(false);
-  const Outcome recomputed = train(true);
-  EXPECT_TRUE(same_bits(kept.losses, recomputed.losses));
-  EXPECT_TRUE(same_bits(kept.grads, recomputed.grads));
-  EXPECT_LT(recomputed.activation_bytes, kept.activation_bytes);
+  const Outcome kept = train(Recompute::none);
+  std::size_t previous_bytes = kept.activation_bytes;
+  for (const Recompute mode : {Recompute::selective, Recompute::full}) {
+    SCOPED_TRACE(recompute_name(mode));
+    const Outcome recomputed = train(mode);
+    EXPECT_TRUE(same_bits(kept.losses, recomputed.losses));
+    EXPECT_TRUE(same_bits(kept.grads, recomputed.grads));
+    EXPECT_LT(recomputed.activation_bytes, previous_bytes);
+    previous_bytes = recomputed.activation_bytes;
+  }
 }
 
 // The hooks a ZeRO engine sees (stage 3 gathers by them): the CPU model's order, tied and untied,
@@ -372,14 +378,15 @@ TYPED_TEST(GpuLlamaTest, CallsTheUnitHooksInTheCpuModelsOrder) {
     BasicFlatUnitAccess<double> cpu_flat(m.layout, cpu_params.data(), cpu_grads.data());
     std::vector<std::string> cpu_events;
     RecordingAccess<double> cpu_access(cpu_flat, cpu_events);
-    BasicLlama<double> cpu(m.layout, kB, kT, true);
+    BasicLlama<double> cpu(m.layout, kB, kT, Recompute::selective);
     cpu.forward(cpu_access, this->inputs_.data(), this->targets_.data());
     cpu.backward(cpu_access, 1.0);
 
     auto flat = m.device.access();
     std::vector<std::string> events;
     RecordingAccess<F> access(flat, events);
-    gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas(), true);
+    gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas(),
+                              Recompute::selective);
     model.forward(access, this->inputs_.data(), this->targets_.data());
     model.backward(access, 1.0f);
     m.device.sync();

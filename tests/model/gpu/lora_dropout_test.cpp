@@ -138,14 +138,14 @@ class GpuLoraDropoutTest : public ::testing::Test {
     BasicFlatUnitAccess<double> inner(c.adapters, values.data(), step.grads.data());
     BasicLoraAccess<double> access(c.base, frozen, c.lora, c.adapters, inner);
     if (mode == Mode::train) access.train_on(kRows);
-    const auto model = make_causal_lm<double>(c.base, kB, kT, true);
+    const auto model = make_causal_lm<double>(c.base, kB, kT, Recompute::selective);
     step.loss = model->forward(access, inputs_.data(), targets_.data());
     model->backward(access, kLossScale);
     return step;
   }
 
   // The device's step; its adapter gradients' bits into `bits` if given.
-  Step device_step(const LoraCase<F>& c, Mode mode, bool recompute,
+  Step device_step(const LoraCase<F>& c, Mode mode, Recompute recompute,
                    std::vector<typename Precision<F>::Bits>* bits = nullptr) const {
     DeviceState<F> base(c.base, c.base_values);
     DeviceState<F> adapters(c.adapters, c.adapter_values);
@@ -188,31 +188,37 @@ std::string family_name(const ModelConfig& config) {
 TYPED_TEST(GpuLoraDropoutTest, LossAndAdapterGradientsMatchTheCpuWithTheSameMasks) {
   for (const ModelConfig& config : this->families_) {
     const LoraCase<TypeParam> c(config, 0.3);
-    this->expect_close(this->device_step(c, Mode::train, true), this->cpu_step(c, Mode::train),
-                       c.adapters, family_name(config) + ", training");
+    this->expect_close(this->device_step(c, Mode::train, Recompute::selective),
+                       this->cpu_step(c, Mode::train), c.adapters,
+                       family_name(config) + ", training");
   }
 }
 
 TYPED_TEST(GpuLoraDropoutTest, EvaluationDropsNothingAndTrainingDrops) {
   for (const ModelConfig& config : this->families_) {
     const LoraCase<TypeParam> c(config, 0.3);
-    const Step evaluated = this->device_step(c, Mode::evaluate, true);
+    const Step evaluated = this->device_step(c, Mode::evaluate, Recompute::selective);
     this->expect_close(evaluated, this->cpu_step(LoraCase<TypeParam>(config, 0.0), Mode::train),
                        c.adapters, family_name(config) + ", evaluation against dropout 0");
-    EXPECT_NE(this->device_step(c, Mode::train, true).loss, evaluated.loss)
+    EXPECT_NE(this->device_step(c, Mode::train, Recompute::selective).loss, evaluated.loss)
         << family_name(config) << ": training dropped nothing";
   }
 }
 
-// The recomputation draws the forward's masks (they are a function of the rows, not stored).
+// The recomputation draws the forward's masks (they are a function of the rows, not stored);
+// under selective the adapters' backward reads the recomputed norms, the forward's bits.
 TYPED_TEST(GpuLoraDropoutTest, IsTheSameBitsWithAndWithoutActivationCheckpointing) {
   for (const ModelConfig& config : this->families_) {
     const LoraCase<TypeParam> c(config, 0.3);
-    std::vector<typename Precision<TypeParam>::Bits> stored, recomputed;
-    EXPECT_EQ(this->device_step(c, Mode::train, false, &stored).loss,
-              this->device_step(c, Mode::train, true, &recomputed).loss)
-        << family_name(config);
-    EXPECT_TRUE(same_bits(stored, recomputed)) << family_name(config);
+    std::vector<typename Precision<TypeParam>::Bits> stored;
+    const double kept = this->device_step(c, Mode::train, Recompute::none, &stored).loss;
+    for (const Recompute mode : {Recompute::selective, Recompute::full}) {
+      std::vector<typename Precision<TypeParam>::Bits> recomputed;
+      EXPECT_EQ(kept, this->device_step(c, Mode::train, mode, &recomputed).loss)
+          << family_name(config) << ", " << recompute_name(mode);
+      EXPECT_TRUE(same_bits(stored, recomputed))
+          << family_name(config) << ", " << recompute_name(mode);
+    }
   }
 }
 

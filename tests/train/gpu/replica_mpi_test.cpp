@@ -367,21 +367,25 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   }
 }
 
-// disable_gradient_checkpointing reaches the device model: with and without activation
-// checkpointing the same training, to the bit (the kernels are deterministic), at stage 3, whose
-// backward gathers each unit again for the recomputation; the same for LoRA with dropout.
+// recompute reaches the device model: none, selective and full train the same, to the bit (the
+// kernels are deterministic), at stage 3, whose backward gathers each unit again for the
+// recomputation; the same for LoRA with dropout.
 // Real GPU only: that cuBLASLt and cuBLAS pick the same algorithms, and so give the same bits,
 // from one call of a shape to the next (the emulator computes every product one way).
 TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
   auto kept = tiny_setup(Device::cuda, Precision::bf16, 3);
-  kept.resolved.params.disable_gradient_checkpointing = true;
-  const auto recomputed = tiny_setup(Device::cuda, Precision::bf16, 3);
+  kept.resolved.params.recompute = "none";
   const auto layout = llama_layout();
-  EXPECT_EQ(train_steps(kept, layout), train_steps(recomputed, layout));
-  // LoRA with adapter dropout: the recomputation applies the same masks as the forward.
   const auto lora = tiny_lora(layout.config(), 0.1);
-  EXPECT_EQ(train_steps(kept, lora->adapters, 1, lora.get()),
-            train_steps(recomputed, lora->adapters, 1, lora.get()));
+  const auto trained = train_steps(kept, layout);
+  const auto lora_trained = train_steps(kept, lora->adapters, 1, lora.get());
+  for (const char* mode : {"selective", "full"}) {
+    auto recomputed = tiny_setup(Device::cuda, Precision::bf16, 3);
+    recomputed.resolved.params.recompute = mode;
+    EXPECT_EQ(trained, train_steps(recomputed, layout)) << mode;
+    // LoRA with adapter dropout: the recomputation applies the same masks as the forward.
+    EXPECT_EQ(lora_trained, train_steps(recomputed, lora->adapters, 1, lora.get())) << mode;
+  }
 }
 
 // What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,

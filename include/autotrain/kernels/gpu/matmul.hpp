@@ -52,6 +52,13 @@ template <typename F>
 void matmul_gelu_forward(const BlasHandle& blas, F* out, F* pre, const F* inp, const F* weight,
                          const F* bias, std::size_t N, int IC, int OC, cudaStream_t stream);
 
+// Whether matmul_gelu_forward may run the GELU in cuBLASLt's epilogue for OC outputs (bf16/fp16,
+// AUTOTRAIN_CUDA_GELU_FUSION not off, OC a multiple of 8). Its `out` then has bits that the GELU
+// kernel need not reproduce from `pre`, since the epilogue reads the product before rounding:
+// what keeps it rather than recomputing it (model/recompute.hpp) asks this.
+template <typename F>
+bool matmul_gelu_may_fuse(int OC);
+
 // Floats of scratch matmul_backward needs for the bias gradient (0 is enough without a bias).
 std::size_t matmul_backward_scratch_floats(std::size_t N, int OC);
 

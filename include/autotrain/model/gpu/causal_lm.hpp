@@ -20,6 +20,7 @@
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/model/profile.hpp"
+#include "autotrain/model/recompute.hpp"
 #include "autotrain/model/unit_access.hpp"
 
 namespace autotrain::model::gpu {
@@ -95,14 +96,14 @@ class DeviceDecoder {
 };
 
 // The layout's family's device model for micro-batches [B, T] (T <= block_size) on the current
-// device. `recompute`: activation checkpointing, as make_causal_lm's (model/causal_lm.hpp):
-// forward keeps each block's output only, backward recomputes a block's activations from its
-// input before differentiating it; the same bits either way.
+// device. `recompute`: activation checkpointing, as make_causal_lm's (model/causal_lm.hpp,
+// model/recompute.hpp): what forward keeps of each block, and what backward recomputes before
+// differentiating it; the same bits in every mode.
 template <typename F>
 std::unique_ptr<DeviceCausalLM<F>> make_device_causal_lm(const ParamLayout& layout, int B, int T,
                                                          cudaStream_t stream,
                                                          const kernels::gpu::BlasHandle& blas,
-                                                         bool recompute = false);
+                                                         Recompute recompute = Recompute::none);
 
 // The layout's family's decoder with a cache of `positions` (1..block_size) positions.
 template <typename F>

@@ -2,11 +2,12 @@
 // The device models' driver (model/gpu/gpt2.hpp, llama.hpp are its families): forward and
 // backward of every decoder-only family written once, in the unit hook order of
 // model/hook_order.hpp (the CPU driver's), with activation checkpointing's recompute of a block
-// before its backward. It owns the head (the LM head, or a score head: model/config.hpp), the
-// cross-entropy (or the scores) and its gradient, the losses copied back to pinned memory and
-// their mean, the micro-batch shape and its checks, the tokens on their way to the device, the
-// choice of attention path and the per-kernel profile; a family supplies its buffers
-// (FamilyBuffers) and its parts: the embedding, a block, the final norm, forward and backward.
+// before its backward (model/recompute.hpp: the whole block, or its cheap tensors). It owns the
+// head (the LM head, or a score head: model/config.hpp), the cross-entropy (or the scores) and its
+// gradient, the losses copied back to pinned memory and their mean, the micro-batch shape and its
+// checks, the tokens on their way to the device, the choice of attention path and the per-kernel
+// profile; a family supplies its buffers (FamilyBuffers) and its parts: the embedding, a block, the
+// final norm, forward and backward.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "autotrain/model/gpu/causal_lm.hpp"
 #include "autotrain/model/gpu/token_upload.hpp"
 #include "autotrain/model/profile.hpp"
+#include "autotrain/model/recompute.hpp"
 
 namespace autotrain::model::gpu {
 
@@ -69,6 +71,9 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   // adapter (model/linear_adapter.hpp) after each linear when there is one.
   virtual void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter,
                              EventClock& clock) = 0;
+  // Selective recompute: block l's cheap tensors (model/recompute.hpp: the norms' outputs and the
+  // activation function's) from the tensors it kept, with the kernels its forward ran them with.
+  virtual void block_recompute(int l, const F* p, EventClock& clock) = 0;
   // The last block's output -> DriverBuffers::normed.
   virtual void final_norm_forward(const F* p) = 0;
   // dnormed -> d(the last block's output), the residual stream's gradient, which it zeroes
@@ -82,14 +87,15 @@ class DeviceModelBase : public DeviceCausalLM<F> {
 
   // Checks B >= 1 and 1 <= T <= block_size (`positions_key`: config.json's name for it).
   DeviceModelBase(const ModelConfig& config, int B, int T, cudaStream_t stream,
-                  const kernels::gpu::BlasHandle& blas, bool recompute, const char* positions_key);
+                  const kernels::gpu::BlasHandle& blas, Recompute recompute,
+                  const char* positions_key);
   // flash_: flash attention where it applies (`supported`) unless the fast path was asked for;
   // a line says so where flash was asked for and does not apply.
   void choose_attention(bool supported, int head_size);
 
   int B_;
   int T_;
-  bool recompute_;
+  Recompute recompute_;
   cudaStream_t stream_;
   const kernels::gpu::BlasHandle& blas_;
   TokenUpload tokens_;  // inputs, targets and token runs on their way to the device

@@ -30,10 +30,10 @@ template <typename F>
 class DeviceGpt2 final : public DeviceModelBase<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= block_size) on the current device.
-  // `recompute`: activation checkpointing (gpu/causal_lm.hpp); every per-layer activation but
-  // the block outputs then has one slot.
+  // `recompute`: activation checkpointing (model/recompute.hpp); the per-layer activations it
+  // recomputes then have one slot.
   DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t stream,
-             const kernels::gpu::BlasHandle& blas, bool recompute = false);
+             const kernels::gpu::BlasHandle& blas, Recompute recompute = Recompute::none);
   ~DeviceGpt2() override;
   DeviceGpt2(const DeviceGpt2&) = delete;
   DeviceGpt2& operator=(const DeviceGpt2&) = delete;
@@ -45,6 +45,7 @@ class DeviceGpt2 final : public DeviceModelBase<F> {
   // The driver's parts (gpu/device_model_base.hpp).
   void embed_forward(const F* p) override;
   void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, EventClock& clock) override;
+  void block_recompute(int l, const F* p, EventClock& clock) override;
   void final_norm_forward(const F* p) override;
   void final_norm_backward(const F* p, F* g) override;
   void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,

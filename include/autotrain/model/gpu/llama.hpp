@@ -31,10 +31,10 @@ class DeviceLlama final : public DeviceModelBase<F> {
  public:
   // Allocates everything one micro-batch [B, T] needs (T <= max_position_embeddings; a model
   // with a sliding_window refuses T beyond it, as the CPU model does) on the current device.
-  // `recompute`: activation checkpointing (gpu/causal_lm.hpp); every per-layer activation but
-  // the residual stream then has one slot.
+  // `recompute`: activation checkpointing (model/recompute.hpp); the per-layer activations it
+  // recomputes then have one slot.
   DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_t stream,
-              const kernels::gpu::BlasHandle& blas, bool recompute = false);
+              const kernels::gpu::BlasHandle& blas, Recompute recompute = Recompute::none);
   ~DeviceLlama() override;
   DeviceLlama(const DeviceLlama&) = delete;
   DeviceLlama& operator=(const DeviceLlama&) = delete;
@@ -47,6 +47,7 @@ class DeviceLlama final : public DeviceModelBase<F> {
   // The driver's parts (gpu/device_model_base.hpp).
   void embed_forward(const F* p) override;
   void block_forward(int l, const F* p, BasicLinearAdapter<F>* adapter, EventClock& clock) override;
+  void block_recompute(int l, const F* p, EventClock& clock) override;
   void final_norm_forward(const F* p) override;
   void final_norm_backward(const F* p, F* g) override;
   void block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>* adapter,
