@@ -10,6 +10,7 @@
 //           dK = dSᵀ·Q; dQ = dS·K into an fp32 accumulator, then to F.
 // With GQA (NKV < NH) the products read key/value head h / (NH / NKV) by broadcasting the head
 // dim, and dK, dV reduce the full-head products over each group.
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -160,8 +161,9 @@ Tensor masked(Graph& g, const SdpaShape& s, const Tensor& x, const Scalars& c) {
   return select(g, y, inside, c);
 }
 
-Plan build_forward(cudnnHandle_t handle, const SdpaShape& s) {
-  Graph g(handle);
+Plan build_forward(cudnnHandle_t handle, const SdpaShape& s,
+                   const cudnn::Descriptor* device = nullptr) {
+  Graph g(handle, device);
   const cudnnDataType_t io = io_type(s);
   const Tensor q = g.tensor(kQ, sdpa_q_layout(s), io);
   const Tensor kt = g.tensor(kK, sdpa_transposed(sdpa_k_layout(s)), io);
@@ -203,8 +205,9 @@ Tensor transposed_scores(Graph& g, const SdpaShape& s, const Tensor& x) {
   return y;
 }
 
-Plan build_backward(cudnnHandle_t handle, const SdpaShape& s) {
-  Graph g(handle);
+Plan build_backward(cudnnHandle_t handle, const SdpaShape& s,
+                    const cudnn::Descriptor* device = nullptr) {
+  Graph g(handle, device);
   const cudnnDataType_t io = io_type(s);
   const Tensor q = g.tensor(kQ, sdpa_q_layout(s), io);
   const Tensor kt = g.tensor(kK, sdpa_transposed(sdpa_k_layout(s)), io);
@@ -390,6 +393,38 @@ std::string cudnn_attention_prepare(const SdpaShape& shape, cudaStream_t stream)
   }
 }
 
+namespace {
+
+// One graph's deviceless build: the engine that built or compiled it, or why not.
+CudnnPlanCheck::Result check_build(const std::function<Plan()>& build) {
+  try {
+    return {true, build().engine()};
+  } catch (const cudnn::CompiledWithoutDriver& e) {
+    return {true, e.what()};
+  } catch (const Error& e) {
+    return {false, e.what()};
+  }
+}
+
+}  // namespace
+
+CudnnPlanCheck cudnn_attention_plan_check(const SdpaShape& shape, const std::string& device_json) {
+  CudnnPlanCheck check;
+  const std::string refusal = sdpa_shape_refusal(shape);
+  if (!refusal.empty()) {
+    check.forward = check.backward = {false, refusal};
+    return check;
+  }
+  try {
+    const cudnn::Descriptor device = cudnn::device_properties(device_json);
+    check.forward = check_build([&] { return build_forward(nullptr, shape, &device); });
+    check.backward = check_build([&] { return build_backward(nullptr, shape, &device); });
+  } catch (const Error& e) {  // the device description itself
+    check.forward = check.backward = {false, e.what()};
+  }
+  return check;
+}
+
 std::string cudnn_attention_engines(const SdpaShape& shape) {
   const ShapePlans& p = ready_plans(shape);
   return cat("forward ", p.forward->engine(), ", backward ", p.backward->engine());
@@ -465,6 +500,11 @@ std::string cudnn_attention_prepare(const SdpaShape&, cudaStream_t) {
 
 std::string cudnn_attention_engines(const SdpaShape&) {
   throw Error("cuDNN attention: " + cudnn_attention_version());
+}
+
+CudnnPlanCheck cudnn_attention_plan_check(const SdpaShape&, const std::string&) {
+  const std::string why = "this build has no cuDNN: " + cudnn_attention_version();
+  return {{false, why}, {false, why}};
 }
 
 template <typename F>

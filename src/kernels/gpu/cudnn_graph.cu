@@ -11,12 +11,23 @@
 
 namespace autotrain::kernels::gpu::cudnn {
 
-void check(cudnnStatus_t status, const std::string& what) {
-  if (status == CUDNN_STATUS_SUCCESS) return;
+std::string status_message(cudnnStatus_t status, const std::string& what) {
   char last[1024] = {};
   cudnnGetLastErrorString(last, sizeof(last));
-  throw Error(cat("cuDNN: ", what, ": ", cudnnGetErrorString(status), " (",
-                  last[0] != '\0' ? last : "no further message", ")"));
+  return cat("cuDNN: ", what, ": ", cudnnGetErrorString(status), " (",
+             last[0] != '\0' ? last : "no further message", ")");
+}
+
+void check(cudnnStatus_t status, const std::string& what) {
+  if (status != CUDNN_STATUS_SUCCESS) throw Error(status_message(status, what));
+}
+
+Descriptor device_properties(const std::string& json) {
+  Descriptor device(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, "device properties");
+  device.set(CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, "CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION",
+             CUDNN_TYPE_CHAR, static_cast<std::int64_t>(json.size()), json.data());
+  device.finalize();
+  return device;
 }
 
 Descriptor::Descriptor(cudnnBackendDescriptorType_t type, const char* name) : name_(name) {
@@ -93,8 +104,8 @@ std::int64_t plan_workspace(const Descriptor& plan) {
 
 // The engine configurations heuristics recommend for `graph` in `mode`, best first (none where
 // the mode has none for it).
-std::vector<Descriptor> recommended_configs(const Descriptor& graph, cudnnBackendHeurMode_t mode,
-                                            std::string& reasons) {
+std::vector<Descriptor> recommended_configs(const Descriptor& graph, const Descriptor* device,
+                                            cudnnBackendHeurMode_t mode, std::string& reasons) {
   std::vector<Descriptor> configs;
   try {
     Descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristics");
@@ -102,6 +113,9 @@ std::vector<Descriptor> recommended_configs(const Descriptor& graph, cudnnBacken
                    graph);
     heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, "CUDNN_ATTR_ENGINEHEUR_MODE", CUDNN_TYPE_HEUR_MODE,
                    1, &mode);
+    if (device != nullptr) {
+      heuristics.set(CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, "CUDNN_ATTR_ENGINEHEUR_DEVICEPROP", *device);
+    }
     heuristics.finalize();
     std::int64_t available = 0;
     check(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
@@ -305,8 +319,10 @@ void Graph::reshape(const Tensor& x, const Tensor& y) {
 
 Plan Graph::build(const std::string& name) {
   Descriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, "CUDNN_ATTR_OPERATIONGRAPH_HANDLE", CUDNN_TYPE_HANDLE,
-            1, &handle_);
+  if (handle_ != nullptr) {
+    graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, "CUDNN_ATTR_OPERATIONGRAPH_HANDLE",
+              CUDNN_TYPE_HANDLE, 1, &handle_);
+  }
   std::vector<cudnnBackendDescriptor_t> ops;
   for (const Descriptor* op : operations_) ops.push_back(op->get());
   graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, "CUDNN_ATTR_OPERATIONGRAPH_OPS",
@@ -315,19 +331,34 @@ Plan Graph::build(const std::string& name) {
 
   std::string reasons;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    std::vector<Descriptor> configs = recommended_configs(graph, mode, reasons);
+    std::vector<Descriptor> configs = recommended_configs(graph, device_, mode, reasons);
     for (std::size_t i = 0; i < configs.size(); ++i) {
+      const std::string where =
+          cat("configuration ", i, " of heuristics mode ", static_cast<int>(mode));
       try {
         Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-        plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, "CUDNN_ATTR_EXECUTION_PLAN_HANDLE",
-                 CUDNN_TYPE_HANDLE, 1, &handle_);
+        if (handle_ != nullptr) {
+          plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, "CUDNN_ATTR_EXECUTION_PLAN_HANDLE",
+                   CUDNN_TYPE_HANDLE, 1, &handle_);
+        }
         plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, "CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG",
                  configs[i]);
-        plan.finalize();
-        return Plan(std::move(plan), describe_engine(configs[i]));
+        const cudnnStatus_t status = cudnnBackendFinalize(plan.get());
+        if (status == CUDNN_STATUS_SUCCESS)
+          return Plan(std::move(plan), describe_engine(configs[i]));
+        // Deviceless, a runtime-compiled engine compiles its kernels and then fails to load them
+        // into a driver that is not there: the graph was taken.
+        if (handle_ == nullptr && status == CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER) {
+          throw CompiledWithoutDriver(cat("cuDNN: ", name, " graph compiled by ",
+                                          describe_engine(configs[i]), " (", where,
+                                          "), not loaded: no CUDA driver here"));
+        }
+        reasons += cat(" [", where, ": ",
+                       status_message(status, "finalizing the execution plan descriptor"), "]");
+      } catch (const CompiledWithoutDriver&) {
+        throw;
       } catch (const Error& e) {
-        reasons += cat(" [configuration ", i, " of heuristics mode ", static_cast<int>(mode), ": ",
-                       e.what(), "]");
+        reasons += cat(" [", where, ": ", e.what(), "]");
       }
     }
   }

@@ -14,12 +14,25 @@
 #include <string>
 #include <vector>
 
+#include "autotrain/core/error.hpp"
 #include "autotrain/kernels/attention_choice.hpp"  // SdpaLayout
 
 namespace autotrain::kernels::gpu::cudnn {
 
 // Throws Error "cuDNN: <what>: <status string> (<cuDNN's last error message>)" unless SUCCESS.
 void check(cudnnStatus_t status, const std::string& what);
+
+// What Graph::build throws without a GPU (deviceless) where an engine took the graph and compiled
+// its kernels, and only loading them failed: this machine has no CUDA driver (or its stub).
+class CompiledWithoutDriver : public Error {
+ public:
+  using Error::Error;
+};
+
+class Descriptor;
+// A device-properties descriptor from its JSON (CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, cuDNN
+// 9.8 and later): a GPU's description for building plans where there is none.
+Descriptor device_properties(const std::string& json);
 
 // One backend descriptor, destroyed with its owner.
 class Descriptor {
@@ -75,7 +88,10 @@ class Plan {
 // The operations of one graph, then its plan.
 class Graph {
  public:
-  explicit Graph(cudnnHandle_t handle) : handle_(handle) {}
+  // For the GPU of `handle`, or (handle null) for the GPU `device` describes: cuDNN from 9.8
+  // builds plans without a GPU for a device-properties descriptor (deviceless compilation).
+  explicit Graph(cudnnHandle_t handle, const Descriptor* device = nullptr)
+      : handle_(handle), device_(device) {}
 
   // A tensor in memory that the variant pack binds to `uid`.
   Tensor tensor(std::int64_t uid, const SdpaLayout& layout, cudnnDataType_t type);
@@ -104,13 +120,15 @@ class Graph {
   void reshape(const Tensor& x, const Tensor& y);
 
   // The finalized operation graph, heuristics (mode A, then the fallback list where A has
-  // none) and the first engine configuration whose plan finalizes. Error with every reason.
+  // none) and the first engine configuration whose plan finalizes. Error with every reason. A
+  // plan built without a handle (deviceless) serves only to check that cuDNN takes the graph.
   Plan build(const std::string& name);
 
  private:
   const Descriptor& keep(Descriptor descriptor);
 
   cudnnHandle_t handle_;
+  const Descriptor* device_;
   std::deque<Descriptor> descriptors_;  // tensors and op settings: stable addresses
   std::vector<const Descriptor*> operations_;
   std::int64_t next_intermediate_uid_ = 1000;

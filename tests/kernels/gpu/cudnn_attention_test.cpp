@@ -57,7 +57,7 @@ class CudnnAttentionTest : public KernelFixture<F> {
  protected:
   void SetUp() override {
     KernelFixture<F>::SetUp();
-    if (IsSkipped()) return;
+    if (this->IsSkipped()) return;
     if (!gpu::cudnn_attention_built()) {
       GTEST_SKIP() << "no cuDNN in this build: " << gpu::cudnn_attention_version();
     }

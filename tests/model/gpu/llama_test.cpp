@@ -334,7 +334,9 @@ TYPED_TEST(GpuLlamaTest, RunsTheFusedAttentionWhereItWasAskedForAndApplies) {
     } else if (kind != AttentionKind::fast && kind != AttentionKind::reference) {
       expected = AttentionPath::flash;
     }
-    if (!kernels::gpu::cudnn_attention_built()) EXPECT_FALSE(cudnn_builds);
+    if (!kernels::gpu::cudnn_attention_built()) {
+      EXPECT_FALSE(cudnn_builds);
+    }
   }
   EXPECT_EQ(model.attention_path(), expected);
 }

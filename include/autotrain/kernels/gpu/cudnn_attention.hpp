@@ -37,6 +37,22 @@ std::string cudnn_attention_version();
 // for an unsupported shape: the caller falls back to our kernels.
 std::string cudnn_attention_prepare(const SdpaShape& shape, cudaStream_t stream);
 
+// Whether cuDNN takes the forward and backward graphs of `shape` for the GPU that `device_json`
+// describes (cuDNN's device properties as JSON, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION; cuDNN
+// 9.8 or later), on a machine without a GPU: each graph is built, heuristics asked and execution
+// plans finalized until one builds. Runtime-compiled engines compile their kernels and then need
+// a CUDA driver to load them; with the toolkit's stub driver that last step fails, and a graph
+// that got that far counts as taken. What CI checks of our graphs without a GPU
+// (tests/kernels/gpu/cudnn_plans.cpp); the plans are dropped.
+struct CudnnPlanCheck {
+  struct Result {
+    bool taken = false;
+    std::string detail;  // the engine, or why not
+  };
+  Result forward, backward;
+};
+CudnnPlanCheck cudnn_attention_plan_check(const SdpaShape& shape, const std::string& device_json);
+
 // "forward engine 7, backward engine 8 (nondeterministic)": the engines a prepared shape runs,
 // for the log. Error where its plans did not build.
 std::string cudnn_attention_engines(const SdpaShape& shape);
