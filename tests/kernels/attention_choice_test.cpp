@@ -33,6 +33,23 @@ TEST(AttentionChoice, ParsesEveryKindAndRejectsOthersNamingTheValue) {
   }
 }
 
+TEST(AttentionChoice, ParsesTheCudnnBackwardsDeterminism) {
+  EXPECT_TRUE(parse_cudnn_deterministic(nullptr));
+  EXPECT_TRUE(parse_cudnn_deterministic(""));
+  EXPECT_TRUE(parse_cudnn_deterministic("1"));
+  EXPECT_TRUE(parse_cudnn_deterministic("true"));
+  EXPECT_FALSE(parse_cudnn_deterministic("0"));
+  EXPECT_FALSE(parse_cudnn_deterministic("false"));
+  try {
+    parse_cudnn_deterministic("yes");
+    FAIL() << "an unknown value was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("AUTOTRAIN_CUDNN_DETERMINISTIC = 'yes'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(AttentionChoice, AutomaticPrefersCudnnThenFlashThenTheFastPath) {
   EXPECT_EQ(choose_attention(AttentionKind::automatic, true, "").path, AttentionPath::cudnn);
   EXPECT_EQ(choose_attention(AttentionKind::automatic, false, "").path, AttentionPath::cudnn);
@@ -66,6 +83,7 @@ TEST(AttentionChoice, ShapeResolvesTheScaleAndKeysOnEveryField) {
   EXPECT_FLOAT_EQ(gpt2.scale, 0.125f);
   EXPECT_EQ(gpt2.softcap, 0.0f);
   EXPECT_EQ(gpt2.window, 0);
+  EXPECT_TRUE(gpt2.deterministic) << "the same bits on every run unless asked otherwise";
   AttentionOptions gemma;
   gemma.scale = 1 / std::sqrt(256.0);
   gemma.softcap = 50;
@@ -87,18 +105,23 @@ TEST(AttentionChoice, ShapeResolvesTheScaleAndKeysOnEveryField) {
     return s;
   };
   const SdpaShape others[] = {
-      changed([](SdpaShape& s) { s.B = 8; }),        changed([](SdpaShape& s) { s.T = 512; }),
-      changed([](SdpaShape& s) { s.NH = 16; }),      changed([](SdpaShape& s) { s.NKV = 4; }),
-      changed([](SdpaShape& s) { s.HS = 128; }),     changed([](SdpaShape& s) { s.bf16 = false; }),
-      changed([](SdpaShape& s) { s.scale = 1; }),    changed([](SdpaShape& s) { s.softcap = 30; }),
+      changed([](SdpaShape& s) { s.B = 8; }),
+      changed([](SdpaShape& s) { s.T = 512; }),
+      changed([](SdpaShape& s) { s.NH = 16; }),
+      changed([](SdpaShape& s) { s.NKV = 4; }),
+      changed([](SdpaShape& s) { s.HS = 128; }),
+      changed([](SdpaShape& s) { s.bf16 = false; }),
+      changed([](SdpaShape& s) { s.scale = 1; }),
+      changed([](SdpaShape& s) { s.softcap = 30; }),
       changed([](SdpaShape& s) { s.window = 128; }),
+      changed([](SdpaShape& s) { s.deterministic = false; }),
   };
   for (const SdpaShape& other : others) {
     EXPECT_FALSE(other == gpt2) << other.describe();
     EXPECT_TRUE(other < gpt2 || gpt2 < other) << other.describe();
     plans[other] = 1;
   }
-  EXPECT_EQ(plans.size(), 10u);
+  EXPECT_EQ(plans.size(), 11u);
   EXPECT_TRUE(sdpa_shape(true, 16, 1024, 12, 12, 64, {}) == gpt2);
 }
 

@@ -20,6 +20,11 @@
 
 namespace autotrain::kernels {
 
+// AUTOTRAIN_CUDNN_DETERMINISTIC (null: unset): whether cuDNN's attention backward must give the
+// same bits on every run: unset, empty, "1" or "true" (the default), "0" or "false"; Error naming
+// the value otherwise.
+bool parse_cudnn_deterministic(const char* value);
+
 // AUTOTRAIN_CUDA_ATTENTION: automatic (unset, empty or "auto"), or the path asked for.
 enum class AttentionKind { automatic, fast, reference, flash, cudnn };
 
@@ -55,6 +60,9 @@ struct SdpaShape {
   float scale = 0;
   float softcap = 0;  // 0: none
   int window = 0;     // 0: plain causal
+  // cuDNN's backward: deterministic (dQ from a dP workspace [B, NH, T, T] in F, the same bits on
+  // every run) or with dQ accumulated by atomics in fp32 (AUTOTRAIN_CUDNN_DETERMINISTIC=0).
+  bool deterministic = true;
   bool operator==(const SdpaShape& other) const;
   bool operator<(const SdpaShape& other) const;
   // "bf16 B=16 T=1024 NH=12 NKV=12 HS=64 causal" (and the options that are set).
@@ -91,6 +99,15 @@ SdpaLayout sdpa_transposed(const SdpaLayout& layout);
 // Inline: the CUDA kernels (attention.cu, cudnn_attention.cu) call these, and their libraries
 // link before this layer's host objects.
 
+inline bool parse_cudnn_deterministic(const char* value) {
+  const std::string choice = value == nullptr ? "" : value;
+  if (choice.empty() || choice == "1" || choice == "true") return true;
+  if (choice == "0" || choice == "false") return false;
+  throw Error(cat("AUTOTRAIN_CUDNN_DETERMINISTIC = '", choice,
+                  "': expected '1' or 'true' (cuDNN's attention backward gives the same bits on "
+                  "every run; also when unset) or '0' or 'false' (dQ accumulated by atomics)"));
+}
+
 inline AttentionKind parse_attention_kind(const char* value) {
   const std::string choice = value == nullptr ? "" : value;
   if (choice.empty() || choice == "auto") return AttentionKind::automatic;
@@ -110,9 +127,9 @@ inline bool SdpaShape::operator==(const SdpaShape& other) const {
 }
 
 inline bool SdpaShape::operator<(const SdpaShape& other) const {
-  return std::tie(B, T, NH, NKV, HS, bf16, scale, softcap, window) <
+  return std::tie(B, T, NH, NKV, HS, bf16, scale, softcap, window, deterministic) <
          std::tie(other.B, other.T, other.NH, other.NKV, other.HS, other.bf16, other.scale,
-                  other.softcap, other.window);
+                  other.softcap, other.window, other.deterministic);
 }
 
 inline std::string SdpaShape::describe() const {
@@ -120,7 +137,7 @@ inline std::string SdpaShape::describe() const {
                          " HS=", HS, " causal");
   if (window > 0) text += cat(" window=", window);
   if (softcap > 0) text += cat(" softcap=", softcap);
-  return text + cat(" scale=", scale);
+  return text + cat(" scale=", scale, deterministic ? "" : " (atomic dQ)");
 }
 
 inline SdpaShape sdpa_shape(bool bf16, int B, int T, int NH, int NKV, int HS,

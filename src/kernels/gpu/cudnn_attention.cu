@@ -219,10 +219,6 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s,
   const Tensor dk = g.tensor(kDK, sdpa_k_layout(s), io);
   const Tensor dv = g.tensor(kDV, sdpa_v_layout(s), io);
   const Tensor softmax_sum = g.tensor(kSoftmaxSum, sdpa_stats_layout(s), CUDNN_DATA_FLOAT);
-  SdpaLayout accumulator;
-  accumulator.dims = head_dims(s);
-  accumulator.strides = head_strides(s);
-  const Tensor dq_accumulator = g.tensor(kDQAccum, accumulator, CUDNN_DATA_FLOAT);
   const Scalars c = make_scalars(g, s);
   const Tensor one = g.scalar(kOne);
 
@@ -256,12 +252,21 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s,
   ds = g.binary(CUDNN_POINTWISE_MUL, ds, c.scale);
   product_into_heads(g, s, transposed_scores(g, s, ds), q, dk);
 
-  // dQ = dS·K: K read back through Kᵀ's memory, accumulated in fp32, then rounded to F.
+  // dQ = dS·K, K read back through Kᵀ's memory: deterministic, straight into dQ (the engine
+  // keeps dP in its workspace); else accumulated by atomics in fp32, then rounded to F.
   const SdpaLayout k_layout = sdpa_k_layout(s);
   const Tensor k = g.intermediate(k_layout.dims, k_layout.strides, io);
   g.reshape(kt, k);
-  g.matmul(ds, k, dq_accumulator);
-  g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accumulator, nullptr, nullptr, dq);
+  if (s.deterministic) {
+    g.matmul(ds, k, dq);
+  } else {
+    SdpaLayout accumulator;
+    accumulator.dims = head_dims(s);
+    accumulator.strides = head_strides(s);
+    const Tensor dq_accumulator = g.tensor(kDQAccum, accumulator, CUDNN_DATA_FLOAT);
+    g.matmul(ds, k, dq_accumulator);
+    g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accumulator, nullptr, nullptr, dq);
+  }
   return g.build("backward");
 }
 
@@ -269,11 +274,13 @@ Plan build_backward(cudnnHandle_t handle, const SdpaShape& s,
 struct ShapePlans {
   std::string refusal;
   std::unique_ptr<Plan> forward, backward;
-  // Device bytes the backward needs: its plan's workspace, then dQ's fp32 accumulator.
+  // Device bytes the backward needs: its plan's workspace, then (not deterministic) dQ's fp32
+  // accumulator.
   std::size_t backward_plan_bytes() const { return aligned(backward->workspace_bytes()); }
   std::size_t backward_bytes(const SdpaShape& s) const {
-    return backward_plan_bytes() +
-           sizeof(float) * static_cast<std::size_t>(s.B) * s.NH * s.T * s.HS;
+    const std::size_t accumulator =
+        s.deterministic ? 0 : sizeof(float) * static_cast<std::size_t>(s.B) * s.NH * s.T * s.HS;
+    return backward_plan_bytes() + accumulator;
   }
 };
 
@@ -348,11 +355,24 @@ const ShapePlans& ready_plans(const SdpaShape& s) {
   return p;
 }
 
+// AUTOTRAIN_CUDNN_DETERMINISTIC, read once per process.
+bool deterministic_backward() {
+  static const bool deterministic =
+      parse_cudnn_deterministic(std::getenv("AUTOTRAIN_CUDNN_DETERMINISTIC"));
+  return deterministic;
+}
+
+// `shape` with the process's choice of backward: the key its plans are cached under.
+SdpaShape keyed(SdpaShape shape) {
+  shape.deterministic = deterministic_backward();
+  return shape;
+}
+
 template <typename F>
 SdpaShape shape_of(int B, int T, int NH, int NKV, int HS, const AttentionOptions& options) {
   static_assert(std::is_same_v<F, __nv_bfloat16> || std::is_same_v<F, __half>,
                 "cuDNN's fused attention takes bf16 or fp16");
-  return sdpa_shape(std::is_same_v<F, __nv_bfloat16>, B, T, NH, NKV, HS, options);
+  return keyed(sdpa_shape(std::is_same_v<F, __nv_bfloat16>, B, T, NH, NKV, HS, options));
 }
 
 // The scalars' ids and host addresses for a graph of shape `s` (the soft cap and the window
@@ -387,7 +407,7 @@ std::string cudnn_attention_prepare(const SdpaShape& shape, cudaStream_t stream)
   try {
     CudnnState& st = state();
     st.on(stream);
-    return st.plans(shape).refusal;
+    return st.plans(keyed(shape)).refusal;
   } catch (const Error& e) {  // no handle: no GPU, a driver too old, a sublibrary missing
     return e.what();
   }
@@ -426,8 +446,10 @@ CudnnPlanCheck cudnn_attention_plan_check(const SdpaShape& shape, const std::str
 }
 
 std::string cudnn_attention_engines(const SdpaShape& shape) {
-  const ShapePlans& p = ready_plans(shape);
-  return cat("forward ", p.forward->engine(), ", backward ", p.backward->engine());
+  const SdpaShape s = keyed(shape);
+  const ShapePlans& p = ready_plans(s);
+  return cat("forward ", p.forward->engine(), ", backward ", p.backward->engine(),
+             s.deterministic ? " (deterministic)" : " (atomic dQ)");
 }
 
 template <typename F>
@@ -458,12 +480,11 @@ void cudnn_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv
   void* accumulator = workspace + p.backward_plan_bytes();
   const std::size_t accumulator_bytes = p.backward_bytes(s) - p.backward_plan_bytes();
   // cuDNN from 9.6 initialises dQ's accumulator itself; before, its caller zeroes it.
-  if (cudnnGetVersion() < 90600) {
+  if (!s.deterministic && cudnnGetVersion() < 90600) {
     AT_CUDA_CHECK(cudaMemsetAsync(accumulator, 0, accumulator_bytes, stream));
   }
   F* base = const_cast<F*>(qkv);  // read only: the variant pack takes void*
-  std::vector<std::int64_t> uids{kQ,  kK,  kV,  kO,   kDO,         kStats,
-                                 kDQ, kDK, kDV, kOne, kSoftmaxSum, kDQAccum};
+  std::vector<std::int64_t> uids{kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kOne, kSoftmaxSum};
   std::vector<void*> pointers{base + sdpa_q_layout(s).offset,
                               base + sdpa_k_layout(s).offset,
                               base + sdpa_v_layout(s).offset,
@@ -474,8 +495,11 @@ void cudnn_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv
                               dqkv + sdpa_k_layout(s).offset,
                               dqkv + sdpa_v_layout(s).offset,
                               &h.one,
-                              delta,
-                              accumulator};
+                              delta};
+  if (!s.deterministic) {
+    uids.push_back(kDQAccum);
+    pointers.push_back(accumulator);
+  }
   add_scalars(s, h, uids, pointers);
   p.backward->execute(st.on(stream), uids, pointers, workspace);
 }

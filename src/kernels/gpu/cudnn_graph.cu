@@ -82,6 +82,11 @@ std::string describe_engine(const Descriptor& config) {
   cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
                            &count, &index);
   std::string text = cat("engine ", index);
+  std::int64_t workspace = 0;
+  if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                               1, &count, &workspace) == CUDNN_STATUS_SUCCESS) {
+    text += cat(", workspace ", (workspace + (1 << 20) - 1) >> 20, " MiB");
+  }
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   std::int64_t notes_count = 0;
   if (cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,

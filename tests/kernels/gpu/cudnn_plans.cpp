@@ -50,6 +50,12 @@ SdpaShape shape(bool bf16, int B, int T, int NH, int NKV, int HS,
   return autotrain::kernels::sdpa_shape(bf16, B, T, NH, NKV, HS, options);
 }
 
+// The backward that accumulates dQ by atomics (AUTOTRAIN_CUDNN_DETERMINISTIC=0).
+SdpaShape atomic(SdpaShape s) {
+  s.deterministic = false;
+  return s;
+}
+
 std::vector<Check> checks() {
   AttentionOptions scale, window, softcap, gemma2;
   scale.scale = 1 / 16.0;
@@ -60,10 +66,12 @@ std::vector<Check> checks() {
   gemma2.window = 512;
   return {
       {shape(true, 16, 1024, 12, 12, 64), true, "GPT-2 124M"},
+      {atomic(shape(true, 16, 1024, 12, 12, 64)), true, "GPT-2 124M, dQ by atomics"},
       {shape(false, 16, 1024, 12, 12, 64), true, "GPT-2 124M in fp16"},
       {shape(true, 2, 37, 4, 2, 64), true, "a ragged T with grouped heads"},
       {shape(true, 16, 1024, 32, 8, 64), true, "Llama 3.2 1B"},
       {shape(true, 1, 4096, 32, 8, 128), true, "Llama 3 8B"},
+      {atomic(shape(true, 1, 4096, 32, 8, 128)), true, "Llama 3 8B, dQ by atomics"},
       {shape(true, 4, 2048, 16, 8, 128, scale), false, "a query scale of its own"},
       {shape(true, 4, 2048, 16, 8, 128, window), false, "a sliding window"},
       {shape(true, 4, 2048, 16, 8, 128, softcap), false, "the logit soft cap"},
