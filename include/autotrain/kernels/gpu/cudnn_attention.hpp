@@ -64,8 +64,9 @@ void cudnn_attention_forward(F* out, float* lse, const F* qkv, int B, int T, int
                              int HS, cudaStream_t stream, const AttentionOptions& options = {});
 
 // dqkv [B, T, (NH + 2·NKV)·HS] overwritten; out and lse are the forward's; delta [B, NH, T]
-// fp32 is scratch (Σ dout·out per row). cuDNN's backward accumulates dQ with atomics in an fp32
-// workspace: not bit-reproducible from run to run, unlike our flash kernels.
+// fp32 is scratch (Σ dout·out per row). Deterministic unless AUTOTRAIN_CUDNN_DETERMINISTIC=0 (read
+// once per process; SdpaShape::deterministic): then dQ is accumulated by atomics in fp32 in the
+// workspace, not bit-reproducible from run to run, with far less workspace.
 template <typename F>
 void cudnn_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv, const F* out,
                               const float* lse, int B, int T, int NH, int NKV, int HS,
