@@ -66,6 +66,14 @@ if(AUTOTRAIN_CUDA_REAL_TOO)
   target_link_libraries(autotrain_cublas INTERFACE $<${real}:CUDA::cublasLt> $<${real}:CUDA::cublas>
                                                    $<$<NOT:${real}>:autotrain_cuda_emu>)
   target_link_libraries(autotrain_nccl INTERFACE $<${real}:${AUTOTRAIN_NCCL_LIB}>)
+  # cuDNN for the real-CUDA targets only: the emulated kernels run our own attention.
+  autotrain_find_cudnn()
+  if(AUTOTRAIN_CUDNN_FOUND)
+    target_include_directories(autotrain_cudnn SYSTEM INTERFACE
+                               $<${real}:${AUTOTRAIN_CUDNN_INCLUDE}>)
+    target_link_libraries(autotrain_cudnn INTERFACE $<${real}:${AUTOTRAIN_CUDNN_LIB}>)
+    target_compile_definitions(autotrain_cudnn INTERFACE $<${real}:AUTOTRAIN_HAVE_CUDNN=1>)
+  endif()
 else()
   target_link_libraries(autotrain_cuda_runtime INTERFACE autotrain_cuda_emu)
   target_link_libraries(autotrain_cublas INTERFACE autotrain_cuda_emu)

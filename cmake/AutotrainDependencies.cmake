@@ -102,12 +102,53 @@ macro(autotrain_find_cuda_toolkit)
   endif()
 endmacro()
 
+# cuDNN 9 (cudnn_graph.h and libcudnn, under CUDNN_ROOT or the CUDA toolkit's folders), where
+# found: AUTOTRAIN_CUDNN_FOUND, AUTOTRAIN_CUDNN_INCLUDE, AUTOTRAIN_CUDNN_LIB and
+# AUTOTRAIN_CUDNN_VERSION. Its fused attention (src/kernels/gpu/cudnn_attention.cu) is compiled in
+# for the real-CUDA builds only (AUTOTRAIN_HAVE_CUDNN on the target autotrain_cudnn): the CUDA
+# emulator cannot run it. The binary links libcudnn.so.9 alone, a small library that loads
+# cuDNN's engine libraries (libcudnn_graph, _engines_*, _heuristic, ...) from its own folder.
+function(autotrain_find_cudnn)
+  set(AUTOTRAIN_CUDNN_FOUND OFF PARENT_SCOPE)
+  if(NOT DEFINED CUDNN_ROOT AND DEFINED ENV{CUDNN_ROOT})
+    set(CUDNN_ROOT $ENV{CUDNN_ROOT})
+  endif()
+  find_path(AUTOTRAIN_CUDNN_INCLUDE cudnn_graph.h
+    HINTS ${CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  find_library(AUTOTRAIN_CUDNN_LIB cudnn
+    HINTS ${CUDNN_ROOT}/lib64 ${CUDNN_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  if(NOT AUTOTRAIN_CUDNN_INCLUDE OR NOT AUTOTRAIN_CUDNN_LIB OR
+     NOT EXISTS ${AUTOTRAIN_CUDNN_INCLUDE}/cudnn_version.h)
+    message(STATUS "cuDNN: not found (cudnn_graph.h and libcudnn; set CUDNN_ROOT): attention runs "
+                   "our own kernels")
+    return()
+  endif()
+  file(STRINGS ${AUTOTRAIN_CUDNN_INCLUDE}/cudnn_version.h version_lines
+       REGEX "^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) [0-9]+")
+  set(version "")
+  foreach(part MAJOR MINOR PATCHLEVEL)
+    string(REGEX MATCH "CUDNN_${part} ([0-9]+)" match "${version_lines}")
+    list(APPEND version ${CMAKE_MATCH_1})
+  endforeach()
+  list(JOIN version "." version)
+  if(version VERSION_LESS 9.0)
+    message(STATUS "cuDNN: ${version} at ${AUTOTRAIN_CUDNN_LIB} is older than 9: attention runs "
+                   "our own kernels")
+    return()
+  endif()
+  message(STATUS "cuDNN: ${version} (${AUTOTRAIN_CUDNN_LIB}): fused attention in the real-CUDA "
+                 "build")
+  set(AUTOTRAIN_CUDNN_FOUND ON PARENT_SCOPE)
+  set(AUTOTRAIN_CUDNN_VERSION ${version} PARENT_SCOPE)
+endfunction()
+
 # CUDA and NCCL are optional: AUTOTRAIN_CUDA=auto builds them when found.
 set(AUTOTRAIN_HAVE_CUDA OFF)
 set(AUTOTRAIN_HAVE_NCCL OFF)
 add_library(autotrain_cuda_runtime INTERFACE)
 add_library(autotrain_nccl INTERFACE)
 add_library(autotrain_cublas INTERFACE)
+add_library(autotrain_cudnn INTERFACE)
 if(AUTOTRAIN_CUDA MATCHES "^emulate")
   # The GPU path compiled with g++ against the CUDA emulator (tests/cuda_emu): tests only.
   include(AutotrainCudaEmulation)
@@ -118,6 +159,12 @@ elseif(NOT AUTOTRAIN_CUDA STREQUAL "off")
     target_link_libraries(autotrain_cuda_runtime INTERFACE CUDA::cudart)
     target_link_libraries(autotrain_cublas INTERFACE CUDA::cublasLt CUDA::cublas)
     target_compile_definitions(autotrain_cuda_runtime INTERFACE AUTOTRAIN_HAVE_CUDA=1)
+    autotrain_find_cudnn()
+    if(AUTOTRAIN_CUDNN_FOUND)
+      target_include_directories(autotrain_cudnn SYSTEM INTERFACE ${AUTOTRAIN_CUDNN_INCLUDE})
+      target_link_libraries(autotrain_cudnn INTERFACE ${AUTOTRAIN_CUDNN_LIB})
+      target_compile_definitions(autotrain_cudnn INTERFACE AUTOTRAIN_HAVE_CUDNN=1)
+    endif()
     if(AUTOTRAIN_NCCL_LIB AND AUTOTRAIN_NCCL_INCLUDE)
       set(AUTOTRAIN_HAVE_NCCL ON)
       target_include_directories(autotrain_nccl SYSTEM INTERFACE ${AUTOTRAIN_NCCL_INCLUDE})

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
-# autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests and the Llama
-# family's device tests, `bench train` on GPT-2 124M in bf16 (flash and fast attention, with and
-# without activation checkpointing, with LoRA), the three recompute modes on GPT-2 124M and
-# Llama-3.2-1B's shape, and on a small Llama, trains GPT-2 124M with the
+# autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests (cuDNN's fused
+# attention against our kernels among them) and the Llama family's device tests on every attention
+# path, times attention alone (cuDNN against our flash kernels), `bench train` on GPT-2 124M in
+# bf16 (the default attention, flash and fast, with and without activation checkpointing, with
+# LoRA), the three recompute modes on GPT-2 124M and Llama-3.2-1B's shape, and on a small Llama,
+# trains GPT-2 124M with the
 # documented command, times
 # `generate`, benchmarks NCCL at np=1, runs the other GPU tests, runs the kernel tests under
 # compute-sanitizer, and profiles flash attention with ncu. About 6 minutes with a prebuilt
@@ -15,9 +17,9 @@
 # part's limit shrinks to the time left, and a part with under 20 s left is skipped, so the
 # summary is always printed. Parts run in the order that gets the figures of docs/benchmarks.md
 # early: machine, build, the tests only a real GPU confirms, the kernel tests, the Llama tests,
-# the bench-train parts (recompute's modes among them), the 124M training run, NCCL, then the
-# wider tests, the sanitizer and the profile. Ends with the summary table and exits non-zero if
-# any part failed.
+# attention alone (cuDNN against flash), the bench-train parts (recompute's modes among them),
+# the 124M training run, NCCL, then the wider tests, the sanitizer and the profile. Ends with the
+# summary table and exits non-zero if any part failed.
 #   scripts/gpu-check.sh
 #   BUILD_DIR=build-gpu JOBS=16 SKIP_BUILD=1 scripts/gpu-check.sh   (reuse an existing build)
 #   SKIP_BUILD=1 scripts/gpu-check.sh    (with gpu-bundle.tar.gz from scripts/gpu-prebuild.sh in
@@ -104,7 +106,7 @@ machine() {
   "$nvcc_path" --version | tail -1
   # What the machine brings of what the build needs (the build part adds what is missing).
   grep -E '^(PRETTY_NAME|VERSION)=' /etc/os-release || true
-  ldconfig -p | grep -E 'lib(cudart|cublas|cublasLt|nccl|mpi|hdf5_openmpi)\.so' || true
+  ldconfig -p | grep -E 'lib(cudart|cublas|cublasLt|nccl|cudnn|mpi|hdf5_openmpi)\.so' || true
   command -v mpirun python3 ctest || true
 }
 
@@ -163,7 +165,7 @@ build() {
   # Only what the check runs: the binary, the kernel and model tests, generate's tests
   # (test_train), the MPI tests of the communicator, the device engine and the trainer's replicas.
   cmake --build "$build" -j "$jobs" --target autotrain test_kernels test_model test_train \
-    mpitest_comm mpitest_zero mpitest_train
+    mpitest_comm mpitest_zero mpitest_train bench_attention
 }
 
 # The tests marked "// Real GPU only:" (scripts/real-gpu-tests.py --list says what each confirms):
@@ -217,11 +219,11 @@ kernel_tests() {
 
 llama_tests() {
   # The Llama family on the device (model/gpu/llama.hpp): the device model and its decoder
-  # against the CPU model on each attention path (fast, the reference, flash), and the replica
+  # against the CPU model on each attention path (fast, the reference, flash, cuDNN), and the replica
   # on a Llama-family layout (against the CPU, ZeRO-3 against stage 0, activation checkpointing
   # on and off the same bits).
   local kind out status=0
-  for kind in fast reference flash; do
+  for kind in fast reference flash cudnn; do
     echo "--- test_model GpuLlama*, AUTOTRAIN_CUDA_ATTENTION=$kind"
     out=$(AUTOTRAIN_CUDA_ATTENTION=$kind "$build/tests/test_model" --gtest_filter='GpuLlama*' \
       --gtest_brief=1 2>&1) || status=1
@@ -262,6 +264,17 @@ ctest_gpu() {
     return 1
   fi
   return "$status"
+}
+
+bench_attention() {
+  # Attention alone, forward and backward, bf16, causal: cuDNN's fused attention against our flash
+  # kernels at GPT-2 124M's shape (B=16 T=1024 NH=12 HS=64) and Llama 3.2 1B's (NH=32 over NKV=8
+  # of 64): milliseconds and TFLOP/s (lines starting "sdpa "); which cuDNN engines ran.
+  if [ ! -x "$build/tests/bench_attention" ]; then
+    echo "no $build/tests/bench_attention in this build"
+    return 1
+  fi
+  "$build/tests/bench_attention"
 }
 
 bench_comm() {
@@ -328,8 +341,12 @@ bench_offload() {
 }
 
 bench_train_fast() {
-  # The same bf16 run on the fast (cuBLAS, materialised scores) attention path: compare
-  # tokens/s, MFU, the attention rows of the profile and the GPU memory with flash's above.
+  # The same bf16 run on cuDNN's fused attention (opt-in until this check passes) and on the
+  # fast (cuBLAS, materialised scores) attention path: compare tokens/s, MFU, the attention rows
+  # of the profile and the GPU memory with the default's (our flash kernels) above.
+  AUTOTRAIN_CUDA_ATTENTION=cudnn $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
+    --config "$config" $config_flags --device cuda --mixed-precision bf16 \
+    --batch-size 16 --gradient-accumulation 1 --steps 10 --no-profile
   AUTOTRAIN_CUDA_ATTENTION=fast $mpirun -np 1 -x AUTOTRAIN_CUDA_ATTENTION "$bin" bench train \
     --config "$config" $config_flags --device cuda --mixed-precision bf16 \
     --batch-size 16 --gradient-accumulation 1 --steps 10
@@ -451,7 +468,8 @@ run_part machine 30 machine build
 run_part build 330 build build
 run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
-run_part llama-tests 90 llama_tests tests
+run_part llama-tests 110 llama_tests tests
+run_part bench-attention 60 bench_attention bench
 run_part bench-train 120 bench_train bench
 run_part bench-recompute 150 bench_recompute bench
 run_part bench-train-fast 100 bench_train_fast bench
@@ -472,7 +490,7 @@ for log in "$logs/bench.log" "$logs/train.log"; do
   [ -f "$log" ] || continue
   # Part headers, bench train's figures (header line and values), memory, the profile's big rows,
   # the training summary and generate's timings, in the order they came.
-  awk '/^=== / || /GPU memory per rank/ || /^(attention|matmul|lm_head) / || /^(summary|generate)/ {
+  awk '/^=== / || /GPU memory per rank/ || /^(attention|matmul|lm_head|sdpa) / || /^(summary|generate)/ || /^cuDNN / {
          print }
        /^ *tokens\/s / { print; if ((getline line) > 0) print line }' "$log"
 done

@@ -5,7 +5,9 @@
 # files and static libraries, records the sources' checksums, adds the shared libraries and the
 # Open MPI runtime that a machine with only CUDA lacks (scripts/gpu-runtime.sh pack), and packs
 # the folder into gpu-bundle.tar.gz (about 42 MB), small enough for the device tool's `carry`
-# (64 MiB in all). Then, on the device machine, with gpu-bundle.tar.gz carried:
+# (64 MiB in all). cuDNN is not packed (its engine libraries are about 500 MB): the binary links
+# libcudnn.so.9 and gpu-runtime.sh install finds it on the device machine (PyTorch's
+# nvidia-cudnn-cu13 package there). Then, on the device machine, with gpu-bundle.tar.gz carried:
 #   SKIP_BUILD=1 scripts/gpu-check.sh
 # gpu-check.sh unpacks it, installs the missing libraries (as root), and reuses the build if its
 # binary runs there; a build from other sources is used but reported stale.
@@ -17,7 +19,7 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
   -DAUTOTRAIN_WERROR=ON -DAUTOTRAIN_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
-  test_train mpitest_comm mpitest_zero mpitest_train
+  test_train mpitest_comm mpitest_zero mpitest_train bench_attention
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
 # The checksums of what is compiled into the build (not the scripts and end-to-end tests that
 # run from the tree): the device machine gets no .git, and gpu-check.sh compares these.

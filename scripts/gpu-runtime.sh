@@ -12,7 +12,7 @@
 # load (except the C library's own and CUDA's, which the GPU machine has) into runtime/lib, and
 # Open MPI's launcher, plugins, help and configuration files, at their absolute paths, into
 # runtime/root. install adds only what is missing there: the libraries the dynamic loader cannot
-# find go to /usr/local/lib/autotrain-runtime; CUDA's libraries (cuBLAS, NCCL) are looked up on
+# find go to /usr/local/lib/autotrain-runtime; CUDA's libraries (cuBLAS, NCCL, cuDNN) are looked up on
 # the machine (the toolkit's folders, then anywhere, e.g. PyTorch's nvidia packages); Open MPI's
 # tree is copied to / only where /usr/bin/mpirun does not exist, never over an existing file.
 set -euo pipefail
@@ -24,7 +24,7 @@ if [ -z "$mode" ] || [ -z "$build" ] || [ ! -x "$build/autotrain" ]; then
 fi
 runtime=$build/runtime
 binaries=("$build/autotrain")
-for test in test_kernels test_model test_train mpitest_comm mpitest_train; do
+for test in test_kernels test_model test_train mpitest_comm mpitest_train bench_attention; do
   [ -x "$build/tests/$test" ] && binaries+=("$build/tests/$test")
 done
 
@@ -37,10 +37,14 @@ system_library() {
   return 1
 }
 
-# CUDA's libraries: the GPU machine has its own toolkit (and PyTorch's nvidia packages).
+# CUDA's libraries: the GPU machine has its own toolkit (and PyTorch's nvidia packages). cuDNN
+# among them: the binary links libcudnn.so.9 only, which loads cuDNN's engine libraries
+# (libcudnn_graph, _engines_precompiled, _engines_runtime_compiled, _heuristic, ...; about 500 MB,
+# far over what the device tool carries) from its own folder at run time, so its folder on the
+# machine is the one to find.
 cuda_library() {
   case $(basename "$1") in
-    libcudart.so.* | libcublas.so.* | libcublasLt.so.* | libnccl.so.*) return 0 ;;
+    libcudart.so.* | libcublas.so.* | libcublasLt.so.* | libnccl.so.* | libcudnn*.so.*) return 0 ;;
   esac
   return 1
 }

@@ -198,31 +198,13 @@ Geometry with_options(Geometry g, const AttentionOptions& options) {
 }
 
 AttentionKind kind_from_environment() {
-  const char* value = std::getenv("AUTOTRAIN_CUDA_ATTENTION");
-  const std::string choice = value == nullptr ? "" : value;
-  AT_CHECK(choice.empty() || choice == "auto" || choice == "fast" || choice == "reference" ||
-               choice == "flash",
-           "AUTOTRAIN_CUDA_ATTENTION = '", choice,
-           "': expected 'auto' (flash attention where it applies, else the fast path; also when "
-           "unset), 'fast' (the cuBLAS path), 'flash' (flash attention in bf16/fp16) or "
-           "'reference' (the slow reference kernels)");
-  if (choice == "reference") {
+  const AttentionKind kind = parse_attention_kind(std::getenv("AUTOTRAIN_CUDA_ATTENTION"));
+  if (kind == AttentionKind::reference) {
     log::info(
         "attention: AUTOTRAIN_CUDA_ATTENTION=reference, using the slow reference CUDA "
         "attention kernels");
-    return AttentionKind::reference;
   }
-  if (choice == "flash") {
-    log::info(
-        "attention: AUTOTRAIN_CUDA_ATTENTION=flash, using flash attention where the precision "
-        "is bf16/fp16 and the head size 16, 32, 48, 64 or 128 (the fast path elsewhere)");
-    return AttentionKind::flash;
-  }
-  if (choice == "fast") {
-    log::info("attention: AUTOTRAIN_CUDA_ATTENTION=fast, using the cuBLAS attention path");
-    return AttentionKind::fast;
-  }
-  return AttentionKind::automatic;
+  return kind;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/kernels/gpu/cudnn_attention.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/kernels/gpu/score.hpp"
 #include "autotrain/model/hook_order.hpp"
@@ -53,15 +54,60 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
 template <typename F>
 DeviceModelBase<F>::~DeviceModelBase() = default;
 
+namespace {
+
+// The log line's words for a path.
+std::string attention_name(kernels::AttentionPath path) {
+  switch (path) {
+    case kernels::AttentionPath::cudnn:
+      return "cuDNN fused (sdpa)";
+    case kernels::AttentionPath::flash:
+      return "own flash kernels";
+    case kernels::AttentionPath::unfused:
+      break;
+  }
+  return kernels::gpu::attention_uses_reference() ? "reference kernels" : "cuBLAS fast path";
+}
+
+// "" where cuDNN's plans build for every shape (building them now), else the first refusal.
+std::string cudnn_refusal(const std::vector<kernels::SdpaShape>& shapes, cudaStream_t stream) {
+  if (shapes.empty()) return "fp32 (cuDNN's fused attention takes bf16 or fp16)";
+  for (const kernels::SdpaShape& shape : shapes) {
+    const std::string refusal = kernels::gpu::cudnn_attention_prepare(shape, stream);
+    if (!refusal.empty()) return cat(shape.describe(), ": ", refusal);
+  }
+  return "";
+}
+
+}  // namespace
+
 template <typename F>
-void DeviceModelBase<F>::choose_attention(bool supported, int head_size) {
-  using kernels::gpu::AttentionKind;
-  flash_ = kernels::gpu::attention_takes_flash(supported);
-  if (kernels::gpu::attention_kind() == AttentionKind::flash && !flash_) {
-    log::warn(
-        "attention: flash attention needs bf16/fp16 and a head size of 16, 32, 48, 64 or 128 "
-        "(here ",
-        sizeof(F) == 4 ? "fp32" : "16-bit", ", head size ", head_size, "); using the fast path");
+void DeviceModelBase<F>::choose_attention(bool flash_applies,
+                                          const std::vector<kernels::SdpaShape>& shapes) {
+  const kernels::AttentionKind kind = kernels::gpu::attention_kind();
+  const std::string refusal = kernels::attention_tries_cudnn(kind)
+                                  ? cudnn_refusal(shapes, stream_)
+                                  : "not asked for (AUTOTRAIN_CUDA_ATTENTION)";
+  const kernels::AttentionChoice choice = kernels::choose_attention(kind, flash_applies, refusal);
+  attention_ = choice.path;
+  if (attention_ == kernels::AttentionPath::cudnn) {
+    std::string shapes_text;
+    for (const kernels::SdpaShape& shape : shapes) {
+      shapes_text += cat(shapes_text.empty() ? "" : "; ", shape.describe(), " [",
+                         kernels::gpu::cudnn_attention_engines(shape), "]");
+    }
+    log::info("attention: ", attention_name(attention_), " ", shapes_text, ", ",
+              kernels::gpu::cudnn_attention_version());
+    return;
+  }
+  const bool asked_in_vain =
+      (kind == kernels::AttentionKind::cudnn) ||
+      (kind == kernels::AttentionKind::flash && attention_ != kernels::AttentionPath::flash);
+  const std::string line = cat("attention: ", attention_name(attention_), " (", choice.why, ")");
+  if (asked_in_vain) {
+    log::warn(line);
+  } else {
+    log::info(line);
   }
 }
 

@@ -33,6 +33,7 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/kernels/gpu/cudnn_attention.hpp"
 #include "autotrain/kernels/gpu/encoder.hpp"
 #include "autotrain/kernels/gpu/flash_attention.hpp"
 #include "autotrain/kernels/gpu/gelu.hpp"
@@ -43,6 +44,7 @@
 namespace autotrain::model::gpu {
 
 using namespace autotrain::kernels::gpu;
+using autotrain::kernels::AttentionPath;
 using autotrain::kernels::Transpose;
 
 // The model's shape, the tensor offsets inside a unit, and every device buffer, carved from one
@@ -164,13 +166,17 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
 
 namespace {
 
-// One layer's attention: flash attention where the model chose it (16-bit types only), else the
-// path AUTOTRAIN_CUDA_ATTENTION selects.
+// One layer's attention on the path the model chose: cuDNN's fused attention or our flash
+// kernels (16-bit types only), else the path AUTOTRAIN_CUDA_ATTENTION selects.
 template <typename F>
-void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qkv, int B, int T,
-                             int C, int NH, cudaStream_t stream) {
+void layer_attention_forward(AttentionPath path, F* out, F* att, float* lse, const F* qkv, int B,
+                             int T, int C, int NH, cudaStream_t stream) {
   if constexpr (sizeof(F) == 2) {
-    if (flash) {
+    if (path == AttentionPath::cudnn) {
+      cudnn_attention_forward(out, lse, qkv, B, T, NH, NH, C / NH, stream);
+      return;
+    }
+    if (path == AttentionPath::flash) {
       flash_attention_forward(out, lse, qkv, B, T, C, NH, stream);
       return;
     }
@@ -179,11 +185,15 @@ void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qk
 }
 
 template <typename F>
-void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const F* dout,
+void layer_attention_backward(AttentionPath path, F* dqkv, F* datt, float* delta, const F* dout,
                               const F* qkv, const F* out, const F* att, const float* lse, int B,
                               int T, int C, int NH, cudaStream_t stream) {
   if constexpr (sizeof(F) == 2) {
-    if (flash) {
+    if (path == AttentionPath::cudnn) {
+      cudnn_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NH, C / NH, stream);
+      return;
+    }
+    if (path == AttentionPath::flash) {
       flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, C, NH, stream);
       return;
     }
@@ -204,8 +214,13 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
   AT_CHECK(c.n_embd <= kernels::gpu::kLayerNormMaxChannels, "model: n_embd = ", c.n_embd,
            " is wider than the ", kernels::gpu::kLayerNormMaxChannels,
            " channels the CUDA LayerNorm holds in one warp's registers (GPT-2 XL has 1600)");
-  this->choose_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head), c.head_size());
-  buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute);
+  std::vector<kernels::SdpaShape> shapes;
+  if constexpr (sizeof(F) == 2) {
+    shapes.push_back(kernels::sdpa_shape(std::is_same_v<F, __nv_bfloat16>, B, T, c.n_head, c.n_head,
+                                         c.head_size(), {}));
+  }
+  this->choose_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head), shapes);
+  buffers_ = std::make_unique<Buffers>(layout, B, T, this->fused_attention(), recompute);
   const Buffers& b = *buffers_;
   this->family_ = {b.lnf, b.dsmall, b.head, b.memory.bytes()};
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
@@ -241,7 +256,7 @@ void DeviceGpt2<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* adap
   matmul_forward(blas_, x.qkv, x.ln1, p + b.qkvw, p + b.qkvb, bt, C, 3 * C, stream_);
   adapt(b.qkvw, x.ln1, x.qkv, C, 3 * C);
   clock.lap(kMatmul);
-  layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, C, NH, stream_);
+  layer_attention_forward(attention_, x.atty, x.att, x.flash_lse, x.qkv, B, T, C, NH, stream_);
   clock.lap(kAttention);
   matmul_forward(blas_, b.proj, x.atty, p + b.attprojw, p + b.attprojb, bt, C, C, stream_);
   adapt(b.attprojw, x.atty, b.proj, C, C);
@@ -355,7 +370,7 @@ void DeviceGpt2<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F
                   b.scratch, bt, C, C, stream_);
   adapt(b.attprojw, x.atty, dres, dsmall, C, C);
   clock.lap(kMatmul);
-  layer_attention_backward(flash_, dlarge, b.datt, b.flash_delta, dsmall, x.qkv, x.atty, x.att,
+  layer_attention_backward(attention_, dlarge, b.datt, b.flash_delta, dsmall, x.qkv, x.atty, x.att,
                            x.flash_lse, B, T, C, NH, stream_);
   clock.lap(kAttention);
   matmul_backward(blas_, dsmall, g + b.qkvw, g + b.qkvb, dlarge, x.ln1, p + b.qkvw, b.scratch, bt,

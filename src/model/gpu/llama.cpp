@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "../check_tokens.hpp"
 #include "autotrain/core/error.hpp"
@@ -25,6 +27,7 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
 #include "autotrain/kernels/gpu/crossentropy.hpp"
+#include "autotrain/kernels/gpu/cudnn_attention.hpp"
 #include "autotrain/kernels/gpu/encoder.hpp"
 #include "autotrain/kernels/gpu/flash_attention.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
@@ -37,18 +40,24 @@
 namespace autotrain::model::gpu {
 
 using namespace autotrain::kernels::gpu;
+using autotrain::kernels::AttentionPath;
 using autotrain::kernels::Transpose;
 
 namespace {
 
-// One layer's attention with grouped key/value heads: flash attention where the model chose it
-// (16-bit types only), else the path AUTOTRAIN_CUDA_ATTENTION selects.
+// One layer's attention with grouped key/value heads on the path the model chose: cuDNN's fused
+// attention or our flash kernels (16-bit types only), else the path AUTOTRAIN_CUDA_ATTENTION
+// selects.
 template <typename F>
-void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qkv, int B, int T,
-                             int NH, int NKV, int D, cudaStream_t stream,
+void layer_attention_forward(AttentionPath path, F* out, F* att, float* lse, const F* qkv, int B,
+                             int T, int NH, int NKV, int D, cudaStream_t stream,
                              const kernels::AttentionOptions& options) {
   if constexpr (sizeof(F) == 2) {
-    if (flash) {
+    if (path == AttentionPath::cudnn) {
+      cudnn_attention_forward(out, lse, qkv, B, T, NH, NKV, D, stream, options);
+      return;
+    }
+    if (path == AttentionPath::flash) {
       flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, stream);
       return;
     }
@@ -57,17 +66,36 @@ void layer_attention_forward(bool flash, F* out, F* att, float* lse, const F* qk
 }
 
 template <typename F>
-void layer_attention_backward(bool flash, F* dqkv, F* datt, float* delta, const F* dout,
+void layer_attention_backward(AttentionPath path, F* dqkv, F* datt, float* delta, const F* dout,
                               const F* qkv, const F* out, const F* att, const float* lse, int B,
                               int T, int NH, int NKV, int D, cudaStream_t stream,
                               const kernels::AttentionOptions& options) {
   if constexpr (sizeof(F) == 2) {
-    if (flash) {
+    if (path == AttentionPath::cudnn) {
+      cudnn_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NKV, D, stream, options);
+      return;
+    }
+    if (path == AttentionPath::flash) {
       flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NKV, D, stream);
       return;
     }
   }
   attention_backward(dqkv, datt, dout, qkv, att, B, T, NH, NKV, D, stream, options);
+}
+
+// Each distinct set of layer options' cuDNN shape (none in fp32).
+template <typename F>
+std::vector<kernels::SdpaShape> attention_shapes(const ModelConfig& c, int B, int T) {
+  std::vector<kernels::SdpaShape> shapes;
+  if constexpr (sizeof(F) == 2) {
+    for (int l = 0; l < c.n_layer; ++l) {
+      const kernels::SdpaShape shape =
+          kernels::sdpa_shape(std::is_same_v<F, __nv_bfloat16>, B, T, c.n_head, c.kv_heads(),
+                              c.head_size(), attention_options(c, l, T));
+      if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) shapes.push_back(shape);
+    }
+  }
+  return shapes;
 }
 
 }  // namespace
@@ -88,8 +116,8 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   const int NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
   this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D) && plain_attention(c, T),
-                         D);
-  buffers_ = std::make_unique<Buffers>(layout, B, T, flash_, recompute, stream_);
+                         attention_shapes<F>(c, B, T));
+  buffers_ = std::make_unique<Buffers>(layout, B, T, this->fused_attention(), recompute, stream_);
   const Buffers& b = *buffers_;
   this->family_ = {b.lnf, b.dsmall, b.head, b.memory.bytes()};
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
@@ -161,7 +189,7 @@ void DeviceLlama<F>::block_forward(int l, const F* p, BasicLinearAdapter<F>* ada
   const float* sin = c.local_rope(l) ? b.local_sin : b.rope_sin;
   rope_forward(x.qkv, cos, sin, B, T, NH, D, R, b.QKV, 0, stream_);
   rope_forward(x.qkv + Q, cos, sin, B, T, NKV, D, R, b.QKV, 0, stream_);
-  layer_attention_forward(flash_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_,
+  layer_attention_forward(attention_, x.atty, x.att, x.flash_lse, x.qkv, B, T, NH, NKV, D, stream_,
                           attention_options(c, l, T));
   clock.lap(kAttention);
   join(x.mid, x.in, b.ow, b.ob, x.atty, Q, x.attn_out, x.rstd_attn, b.attn_post);
@@ -268,8 +296,9 @@ void DeviceLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<
                   bt, Q, C, stream_);
   adapt(b.ow, x.atty, dy, b.dsmall, Q, C);
   clock.lap(kMatmul);
-  layer_attention_backward(flash_, b.dwide, b.datt, b.flash_delta, b.dsmall, x.qkv, x.atty, x.att,
-                           x.flash_lse, B, T, NH, NKV, D, stream_, attention_options(c, l, T));
+  layer_attention_backward(attention_, b.dwide, b.datt, b.flash_delta, b.dsmall, x.qkv, x.atty,
+                           x.att, x.flash_lse, B, T, NH, NKV, D, stream_,
+                           attention_options(c, l, T));
   const float* cos = c.local_rope(l) ? b.local_cos : b.rope_cos;
   const float* sin = c.local_rope(l) ? b.local_sin : b.rope_sin;
   rope_backward(b.dwide, cos, sin, B, T, NH, D, R, b.QKV, 0, stream_);

@@ -27,8 +27,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   ModelConfig config;
   Recompute mode;
   std::size_t bt;                   // B·T: stride of per-layer [B, T] statistics
-  std::size_t att_stride;           // B·NH·T·T (0 with flash attention)
-  std::size_t rows;                 // B·NH·T (flash attention's row statistics; 0 without)
+  std::size_t att_stride;           // B·NH·T·T (0 with a fused attention: flash or cuDNN)
+  std::size_t rows;                 // B·NH·T (a fused attention's row statistics; 0 without)
   std::size_t C, Q, KV, QKV, I, H;  // H = NH + NKV: the q/k heads normed per row (qk_norm)
 
   autotrain::gpu::DeviceBuffer memory;
@@ -38,8 +38,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   F* qkv_pre;                  // [L, B, T, QKV] before the q/k norm (qk_norm only)
   float* qk_rstd;              // [L, B, T, H] q heads' then k heads' (qk_norm only)
   F* qkv;                      // [L, B, T, QKV] attention's input (normed, rotated)
-  F* att;                      // [L, B, NH, T, T] (not with flash attention)
-  float* flash_lse;            // [L, B, NH, T] (flash attention only)
+  F* att;                      // [L, B, NH, T, T] (not with a fused attention)
+  float* flash_lse;            // [L, B, NH, T] (a fused attention only)
   F* atty;                     // [L, B, T, Q]
   F* attn_out;                 // [L, B, T, C] o_proj's output (sandwich_norms only)
   float* rstd_attn;            // [L, B, T] (sandwich_norms only)
@@ -63,8 +63,8 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   F* dsmall;           // [B, T, max(C, Q)] d(norm output), d(attention output); the dwpe sink
   F* dwide;            // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
   F* dmid;             // [B, T, max(I, QKV)] d(swiglu output), d(qkv before the q/k norm)
-  F* datt;             // [B, NH, T, T] attention_backward's d(scores) (not with flash attention)
-  float* flash_delta;  // [B, NH, T] (flash attention only)
+  F* datt;             // [B, NH, T, T] attention_backward's d(scores) (not with a fused attention)
+  float* flash_delta;  // [B, NH, T] (a fused attention only)
   F* dpost;            // [B, T, C] d(a branch's output) under sandwich norms
   float* scratch;      // RMSNorm and bias-gradient partial sums; the q/k clearing's statistics
   F* norm_discard;     // [C] a frozen final norm's weight gradient (LoRA), never read

@@ -29,12 +29,14 @@ TEST(GpuLlama, SkippedBecauseTheBuildHasNoCuda) {
 #include <random>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/core/ignore_target.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
+#include "autotrain/kernels/gpu/cudnn_attention.hpp"
 #include "autotrain/kernels/gpu/flash_attention.hpp"
 #include "autotrain/model/gpu/causal_lm.hpp"
 #include "autotrain/model/gpu/llama.hpp"
@@ -309,19 +311,34 @@ TYPED_TEST(GpuLlamaTest, IgnoredTargetsGiveTheCpusMaskedLossAndGradients) {
   this->expect_step_matches_the_cpu(tiny_config(false), targets);
 }
 
-// The attention path is the one asked for where it applies: flash attention in bf16/fp16 (D = 16
-// is one of its head sizes) unless the fast or reference path was asked for, the fast or
+// The attention path is the one asked for where it applies: in bf16/fp16 cuDNN's fused attention
+// where its plans build for the model's shape (never under the emulator), else flash attention
+// (D = 16 is one of its head sizes), unless the fast or reference path was asked for; the fast or
 // reference path (attention_forward's choice) otherwise.
-TYPED_TEST(GpuLlamaTest, RunsFlashAttentionWhereItWasAskedForAndApplies) {
+TYPED_TEST(GpuLlamaTest, RunsTheFusedAttentionWhereItWasAskedForAndApplies) {
   using F = TypeParam;
   Model<F> m(true);
   gpu::DeviceLlama<F> model(m.layout, kB, kT, m.device.stream(), m.device.blas());
   const ModelConfig& c = m.layout.config();
   ASSERT_TRUE(kernels::gpu::flash_attention_supports(2, c.n_head, c.kv_heads(), c.head_size()));
   const auto kind = kernels::gpu::attention_kind();
-  const bool flash_or_auto =
-      kind == kernels::gpu::AttentionKind::flash || kind == kernels::gpu::AttentionKind::automatic;
-  EXPECT_EQ(model.uses_flash_attention(), flash_or_auto && sizeof(F) == 2);
+  using kernels::AttentionKind, kernels::AttentionPath;
+  AttentionPath expected = AttentionPath::unfused;
+  if constexpr (sizeof(F) == 2) {
+    const kernels::SdpaShape shape = kernels::sdpa_shape(std::is_same_v<F, __nv_bfloat16>, kB, kT,
+                                                         c.n_head, c.kv_heads(), c.head_size(), {});
+    const bool cudnn_builds =
+        kernels::gpu::cudnn_attention_prepare(shape, m.device.stream()).empty();
+    if (kernels::attention_tries_cudnn(kind) && cudnn_builds) {
+      expected = AttentionPath::cudnn;
+    } else if (kind != AttentionKind::fast && kind != AttentionKind::reference) {
+      expected = AttentionPath::flash;
+    }
+    if (!kernels::gpu::cudnn_attention_built()) {
+      EXPECT_FALSE(cudnn_builds);
+    }
+  }
+  EXPECT_EQ(model.attention_path(), expected);
 }
 
 // Activation checkpointing, selective and full: two micro-steps (the second forward overwrites what

@@ -17,13 +17,14 @@
 // - reference: one warp per (b, h, t) row, fp32 dot products from global memory. Slow; kept to
 //   check the fast path against and as a fallback.
 // attention_forward / attention_backward pick the path once per process from the environment:
-// AUTOTRAIN_CUDA_ATTENTION=reference selects the reference, unset, empty, "fast" or "flash" the
-// fast one (flash is the device model's choice, see attention_kind); any other value throws
-// Error. The fast path creates one cuBLAS handle per (thread, device) on
+// AUTOTRAIN_CUDA_ATTENTION=reference selects the reference, unset, empty, "fast", "flash" or
+// "cudnn" the fast one (the fused paths are the device model's choice, see attention_kind); any
+// other value throws Error. The fast path creates one cuBLAS handle per (thread, device) on
 // its first call there; later calls allocate nothing.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include "autotrain/core/gpu/device.hpp"
-#include "autotrain/kernels/attention.hpp"  // AttentionOptions
+#include "autotrain/kernels/attention.hpp"         // AttentionOptions
+#include "autotrain/kernels/attention_choice.hpp"  // AttentionKind
 
 namespace autotrain::kernels::gpu {
 
@@ -55,17 +56,13 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
                         int T, int C, int NH, cudaStream_t stream);
 
 // The path AUTOTRAIN_CUDA_ATTENTION selects (read on the first call, then fixed for the
-// process): automatic (unset, empty or "auto": flash attention where it applies, the fast path
-// elsewhere, silently), fast, reference, or flash (asked for: a model where it does not apply
-// says so). Flash attention (flash_attention.hpp) is called by the device model itself where it
-// applies; attention_forward/backward run the fast path.
-enum class AttentionKind { automatic, fast, reference, flash };
+// process; kernels/attention_choice.hpp parses it): automatic (unset, empty or "auto": cuDNN's
+// fused attention where its plans build, else flash attention where it applies, else the fast
+// path), cudnn, flash, fast or reference. The device model runs the fused paths itself
+// (cudnn_attention.hpp, flash_attention.hpp; kernels::choose_attention picks, and one log line
+// says which and why); attention_forward/backward run the fast or the reference path.
+using kernels::AttentionKind;
 AttentionKind attention_kind();
-// Whether a model whose flash attention `applies` (flash_attention_supports) runs it.
-inline bool attention_takes_flash(bool applies) {
-  const AttentionKind kind = attention_kind();
-  return applies && (kind == AttentionKind::automatic || kind == AttentionKind::flash);
-}
 // attention_kind() == AttentionKind::reference.
 bool attention_uses_reference();
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/kernels/attention_choice.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/gpu/causal_lm.hpp"
@@ -89,9 +90,14 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   DeviceModelBase(const ModelConfig& config, int B, int T, cudaStream_t stream,
                   const kernels::gpu::BlasHandle& blas, Recompute recompute,
                   const char* positions_key);
-  // flash_: flash attention where it applies (`supported`) unless the fast path was asked for;
-  // a line says so where flash was asked for and does not apply.
-  void choose_attention(bool supported, int head_size);
+  // attention_: the path every layer runs (kernels::choose_attention): cuDNN's fused attention
+  // where its plans build for every layer's shape (`shapes`: one per distinct set of layer
+  // options; none in fp32), else our flash kernels where `flash_applies`, else the unfused path
+  // (fast or reference), unless AUTOTRAIN_CUDA_ATTENTION asks for another; one log line says
+  // which and why. cuDNN's plans and workspace are built here, before the first step.
+  void choose_attention(bool flash_applies, const std::vector<kernels::SdpaShape>& shapes);
+  // Flash or cuDNN: row statistics instead of the [B, NH, T, T] probabilities.
+  bool fused_attention() const { return attention_ != kernels::AttentionPath::unfused; }
 
   int B_;
   int T_;
@@ -105,7 +111,7 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   autotrain::gpu::Event weights_copied_;             // host_weights_ may be written again
   bool ready_for_backward_ = false;
   std::size_t loss_positions_ = 0;  // targets of the last forward that carry loss
-  bool flash_ = false;
+  kernels::AttentionPath attention_ = kernels::AttentionPath::unfused;
   std::unique_ptr<EventProfiler> profiler_;  // null when not profiling
   autotrain::gpu::DeviceBuffer memory_;      // driver_'s
   ModelConfig config_;

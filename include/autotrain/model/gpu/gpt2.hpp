@@ -52,7 +52,7 @@ class DeviceGpt2 final : public DeviceModelBase<F> {
                       EventClock& clock) override;
   void embed_backward(F* g, const kernels::gpu::TokenRuns& runs) override;
   using Base = DeviceModelBase<F>;  // its state, by name in this template
-  using Base::B_, Base::T_, Base::stream_, Base::blas_, Base::flash_;
+  using Base::B_, Base::T_, Base::stream_, Base::blas_, Base::attention_;
   std::unique_ptr<Buffers> buffers_;
 };
 

@@ -39,8 +39,8 @@ class DeviceLlama final : public DeviceModelBase<F> {
   DeviceLlama(const DeviceLlama&) = delete;
   DeviceLlama& operator=(const DeviceLlama&) = delete;
 
-  // Whether the layers run flash attention (AUTOTRAIN_CUDA_ATTENTION=flash where it applies).
-  bool uses_flash_attention() const { return flash_; }
+  // The attention path the layers run (DeviceModelBase::choose_attention).
+  kernels::AttentionPath attention_path() const { return attention_; }
 
  private:
   struct Buffers;  // src/model/gpu/llama_buffers.hpp
@@ -55,7 +55,7 @@ class DeviceLlama final : public DeviceModelBase<F> {
   void embed_backward(F* g, const kernels::gpu::TokenRuns& runs) override;
 
   using Base = DeviceModelBase<F>;  // its state, by name in this template
-  using Base::B_, Base::T_, Base::stream_, Base::blas_, Base::flash_;
+  using Base::B_, Base::T_, Base::stream_, Base::blas_, Base::attention_;
   std::unique_ptr<Buffers> buffers_;
 };
 
