@@ -313,6 +313,9 @@ INSTANTIATE_TEST_SUITE_P(AllStages, ZeroEquivalence,
 // host), streamed block by block through the step: the same training and the same moments as in
 // memory, at stages 1-3; the files are gone after the engine.
 TEST(ZeroEngine, NvmeOffloadTrainsAsInMemoryAndKeepsTheSameMoments) {
+  // One thread, as the other tests here: at np 3-4 on 2 cores, idle OpenMP threads spinning
+  // beside a rank that waits on its file made this test 100 times slower (44 s at np 3).
+  kernels::set_num_threads(1);
   auto comm = communicator(CommBackend::mpi);
   int id = static_cast<int>(getpid());
   MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
