@@ -2,7 +2,8 @@
 # The device check for a machine with an NVIDIA GPU (written for one H200, 16 cores): builds
 # autotrain with CUDA (or reuses a prebuilt build-gpu), runs the kernel tests (cuDNN's fused
 # attention against our kernels among them) and the Llama family's device tests on every attention
-# path, times attention alone (cuDNN against our flash kernels), `bench train` on GPT-2 124M in
+# path, times attention alone (cuDNN against our flash kernels) and generation's decoding step
+# (kernel by kernel against a CUDA graph), `bench train` on GPT-2 124M in
 # bf16 (the default attention, flash and fast, with and without activation checkpointing, with
 # LoRA), the three recompute modes on GPT-2 124M and Llama-3.2-1B's shape, and on a small Llama,
 # trains GPT-2 124M with the
@@ -17,7 +18,7 @@
 # part's limit shrinks to the time left, and a part with under 20 s left is skipped, so the
 # summary is always printed. Parts run in the order that gets the figures of docs/benchmarks.md
 # early: machine, build, the tests only a real GPU confirms, the kernel tests, the Llama tests,
-# attention alone (cuDNN against flash), the bench-train parts (recompute's modes among them),
+# attention alone (cuDNN against flash), decoding, the bench-train parts (recompute's modes among them),
 # the 124M training run, NCCL, then the wider tests, the sanitizer and the profile. Ends with the
 # summary table and exits non-zero if any part failed.
 #   scripts/gpu-check.sh
@@ -165,7 +166,7 @@ build() {
   # Only what the check runs: the binary, the kernel and model tests, generate's tests
   # (test_train), the MPI tests of the communicator, the device engine and the trainer's replicas.
   cmake --build "$build" -j "$jobs" --target autotrain test_kernels test_model test_train \
-    mpitest_comm mpitest_zero mpitest_train bench_attention
+    mpitest_comm mpitest_zero mpitest_train bench_attention bench_decode
 }
 
 # The tests marked "// Real GPU only:" (scripts/real-gpu-tests.py --list says what each confirms):
@@ -275,6 +276,18 @@ bench_attention() {
     return 1
   fi
   "$build/tests/bench_attention"
+}
+
+bench_decode() {
+  # Generation's decoding step in bf16, kernel by kernel against one CUDA graph a token: GPT-2
+  # 124M and Llama-3.2-1B's shape (random weights), a 1024-position cache, 128 prompt tokens then
+  # 256 new ones: ms per token (lines starting "decode ").
+  if [ ! -x "$build/tests/bench_decode" ]; then
+    echo "no $build/tests/bench_decode in this build"
+    return 1
+  fi
+  "$build/tests/bench_decode" gpt2-124m
+  "$build/tests/bench_decode" "$root/data/models/meta-llama--Llama-3.2-1B"
 }
 
 bench_comm() {
@@ -470,6 +483,7 @@ run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
 run_part llama-tests 110 llama_tests tests
 run_part bench-attention 60 bench_attention bench
+run_part bench-decode 60 bench_decode bench
 run_part bench-train 120 bench_train bench
 run_part bench-recompute 150 bench_recompute bench
 run_part bench-train-fast 100 bench_train_fast bench
@@ -490,7 +504,7 @@ for log in "$logs/bench.log" "$logs/train.log"; do
   [ -f "$log" ] || continue
   # Part headers, bench train's figures (header line and values), memory, the profile's big rows,
   # the training summary and generate's timings, in the order they came.
-  awk '/^=== / || /GPU memory per rank/ || /^(attention|matmul|lm_head|sdpa) / || /^(summary|generate)/ || /^cuDNN / {
+  awk '/^=== / || /GPU memory per rank/ || /^(attention|matmul|lm_head|sdpa|decode) / || /^(summary|generate)/ || /^cuDNN / {
          print }
        /^ *tokens\/s / { print; if ((getline line) > 0) print line }' "$log"
 done

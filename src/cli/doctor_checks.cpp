@@ -85,6 +85,53 @@ double allreduce_busbw(MPI_Comm comm, std::size_t bytes) {
   return double(bytes) * kIterations / seconds * 2.0 * (size - 1) / size;
 }
 
+// Node 0's first rank exchanges 4 MiB with each other node's first rank in turn (one link at a
+// time, so each figure is that link's alone), and returns each link's fastest round trip in
+// seconds (index: the peer's leader rank) on node 0; nothing on the others. A round visits every
+// link; rounds go on, 20 ms apart, until each link has had 3 and a second has passed (at most 50),
+// so a rank descheduled on a busy node for a while slows a few rounds of every link, not one link's
+// figure. Rank 0 ends the others' loop with an empty message.
+std::vector<double> fastest_round_trips(MPI_Comm leaders_comm) {
+  int leader = 0;
+  int leaders = 1;
+  AT_MPI_CHECK(MPI_Comm_rank(leaders_comm, &leader));
+  AT_MPI_CHECK(MPI_Comm_size(leaders_comm, &leaders));
+  std::vector<char> buffer(std::size_t{4} << 20);
+  const int count = static_cast<int>(buffer.size());
+  if (leader != 0) {
+    for (;;) {
+      MPI_Status status;
+      AT_MPI_CHECK(MPI_Recv(buffer.data(), count, MPI_CHAR, 0, kTag, leaders_comm, &status));
+      int received = 0;
+      AT_MPI_CHECK(MPI_Get_count(&status, MPI_CHAR, &received));
+      if (received == 0) return {};
+      AT_MPI_CHECK(MPI_Send(buffer.data(), count, MPI_CHAR, 0, kTag, leaders_comm));
+    }
+  }
+  std::vector<double> fastest(static_cast<std::size_t>(leaders), 0.0);
+  constexpr int kMinRounds = 3;
+  constexpr int kMaxRounds = 50;
+  constexpr double kMinSeconds = 1.0;
+  const Timer total;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    if (round >= kMinRounds && total.seconds() >= kMinSeconds) break;
+    for (int peer = 1; peer < leaders; ++peer) {
+      const Timer timer;
+      AT_MPI_CHECK(MPI_Send(buffer.data(), count, MPI_CHAR, peer, kTag, leaders_comm));
+      AT_MPI_CHECK(
+          MPI_Recv(buffer.data(), count, MPI_CHAR, peer, kTag, leaders_comm, MPI_STATUS_IGNORE));
+      const double seconds = timer.seconds();
+      double& best = fastest[static_cast<std::size_t>(peer)];
+      if (round == 0 || seconds < best) best = seconds;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int peer = 1; peer < leaders; ++peer) {
+    AT_MPI_CHECK(MPI_Send(buffer.data(), 0, MPI_CHAR, peer, kTag, leaders_comm));
+  }
+  return fastest;
+}
+
 }  // namespace
 
 const char* verdict_name(Verdict verdict) {
@@ -330,42 +377,12 @@ DoctorRow check_allreduce(const DoctorContext& context) {
 }
 
 std::vector<DoctorRow> check_links(const DoctorContext& context) {
-  // Node 0's first rank exchanges 4 MiB with each other node's first rank in turn (one link at a
-  // time, so each figure is that link's alone). Each link's figure is its fastest of 12 rounds;
-  // a round visits every link, and the rounds are 10 ms apart, so a rank descheduled on a busy
-  // node for a while slows every link's same round, not one link's figure.
+  constexpr double kBytes = double(std::size_t{4} << 20);
   std::vector<double> rates;
   if (is_leader(context)) {
-    int leader = 0;
-    int leaders = 1;
-    AT_MPI_CHECK(MPI_Comm_rank(context.leaders, &leader));
-    AT_MPI_CHECK(MPI_Comm_size(context.leaders, &leaders));
-    std::vector<char> buffer(std::size_t{4} << 20);
-    constexpr int kRounds = 12;
-    const int count = static_cast<int>(buffer.size());
-    std::vector<double> fastest(static_cast<std::size_t>(leaders), 0.0);
-    for (int i = 0; i < kRounds; ++i) {
-      for (int peer = 1; peer < leaders; ++peer) {
-        if (leader != 0 && leader != peer) continue;
-        const int other = leader == 0 ? peer : 0;
-        const Timer timer;
-        if (leader == 0) {
-          AT_MPI_CHECK(MPI_Send(buffer.data(), count, MPI_CHAR, other, kTag, context.leaders));
-          AT_MPI_CHECK(MPI_Recv(buffer.data(), count, MPI_CHAR, other, kTag, context.leaders,
-                                MPI_STATUS_IGNORE));
-        } else {
-          AT_MPI_CHECK(MPI_Recv(buffer.data(), count, MPI_CHAR, other, kTag, context.leaders,
-                                MPI_STATUS_IGNORE));
-          AT_MPI_CHECK(MPI_Send(buffer.data(), count, MPI_CHAR, other, kTag, context.leaders));
-        }
-        const double seconds = timer.seconds();
-        double& best = fastest[static_cast<std::size_t>(peer)];
-        if (i == 0 || seconds < best) best = seconds;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    for (int peer = 1; leader == 0 && peer < leaders; ++peer) {
-      rates.push_back(2.0 * double(buffer.size()) / fastest[static_cast<std::size_t>(peer)]);
+    const std::vector<double> fastest = fastest_round_trips(context.leaders);
+    for (std::size_t peer = 1; peer < fastest.size(); ++peer) {
+      rates.push_back(2.0 * kBytes / fastest[peer]);
     }
   }
   AT_MPI_CHECK(MPI_Barrier(context.world));

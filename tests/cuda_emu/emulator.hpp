@@ -8,7 +8,9 @@
 // run lazily: work runs only when the host synchronizes with its stream, or when a stream that
 // must wait for it (an event) runs. A missing synchronization therefore shows up as stale data
 // instead of passing by luck, and misuse (a host pointer given to a kernel, a warp shuffle after
-// a lane exited) stops the process with a message that starts with "cuda-emu:".
+// a lane exited) stops the process with a message that starts with "cuda-emu:". A stream being
+// captured (cudaStreamBeginCapture) records its work into the graph instead of queueing it, and
+// each cudaGraphLaunch queues that work again.
 #include <cuda_runtime_api.h>
 #include <library_types.h>
 

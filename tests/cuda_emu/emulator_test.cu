@@ -169,6 +169,42 @@ TEST(CudaEmulator, AStreamSeesAnotherStreamsResultOnlyAfterWaitingOnItsEvent) {
   cudaFree(c);
 }
 
+// A capture records the stream's work without running it; each launch of the graph runs it again
+// with the arguments it was captured with, reading the device memory as it is then.
+TEST(CudaEmulator, ACapturedGraphRunsItsWorkAtEachLaunchNotAtCapture) {
+  constexpr int n = 16;
+  float* in = device_floats(n);
+  float* out = device_floats(n);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  ASSERT_EQ(cudaStreamIsCapturing(stream, &status), cudaSuccess);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  copy_kernel<<<1, n, 0, stream>>>(out, in, n);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  std::vector<float> host(n);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(host.data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::isnan(host[0])) << "the captured copy ran at capture";
+  for (const float value : {2.0f, 5.0f}) {
+    fill_kernel<<<1, n, 0, stream>>>(in, value, n);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(host.data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(host[0], value);
+    EXPECT_EQ(host[n - 1], value);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  cudaFree(in);
+  cudaFree(out);
+}
+
 TEST(CudaEmulator, ThreadOrderBetweenBarriersShowsAMissingSyncthreads) {
   float* d = device_floats(64);
   missing_barrier_kernel<<<1, 64>>>(d);
@@ -261,6 +297,17 @@ TEST_F(CudaEmulatorDeathTest, AHostPointerGivenToAKernelStopsTheRun) {
         cudaDeviceSynchronize();
       },
       "argument 0 is a pointer outside every device allocation");
+}
+
+TEST_F(CudaEmulatorDeathTest, WaitingForAStreamBeingCapturedStopsTheRun) {
+  EXPECT_DEATH(
+      {
+        cudaStream_t stream = nullptr;
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+        cudaStreamSynchronize(stream);
+      },
+      "the host waits for a stream that is being captured");
 }
 
 TEST_F(CudaEmulatorDeathTest, AShuffleNamingALaneThatExitedStopsTheRun) {

@@ -34,6 +34,17 @@ struct CUstream_st {
   std::uint64_t completed = 0;  // ops run
   bool blocking = false;        // synchronizes with the legacy stream
   bool destroyed = false;
+  CUgraph_st* capture = nullptr;  // between cudaStreamBeginCapture and EndCapture: what it records
+};
+
+// A captured graph, and an instantiated one: the captured ops in order (one stream: the emulator
+// models no fork or join through events during a capture). A launch queues copies of them; each
+// op holds its kernel's arguments as they were when it was captured, as a CUDA graph does.
+struct CUgraph_st {
+  std::vector<CUstream_st::Op> ops;
+};
+struct CUgraphExec_st {
+  std::vector<CUstream_st::Op> ops;
 };
 
 struct CUevent_st {
@@ -241,6 +252,13 @@ void check_copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind ki
   }
 }
 
+// Whether some stream is being captured.
+bool any_capture() {
+  for (const auto& stream : state().streams)
+    if (stream->capture != nullptr) return true;
+  return false;
+}
+
 }  // namespace
 
 std::recursive_mutex& api_lock() {
@@ -258,6 +276,14 @@ void enqueue(cudaStream_t stream, std::function<void()> op, std::string what) {
   std::lock_guard lock(api_lock());
   CUstream_st* target = resolve(stream);
   State& s = state();
+  if (target->capture != nullptr) {  // recorded, not run: a graph launch queues it
+    target->capture->ops.push_back({std::move(op), std::move(what)});
+    return;
+  }
+  if (target == &s.legacy && any_capture())
+    fail(what +
+         " on the legacy stream while a stream is being captured (CUDA invalidates the "
+         "capture: cudaErrorStreamCaptureImplicit)");
   // The legacy stream and blocking streams wait for each other (CUDA's implicit sync).
   if (target == &s.legacy) {
     for (auto& other : s.streams)
@@ -272,12 +298,20 @@ void enqueue(cudaStream_t stream, std::function<void()> op, std::string what) {
 void flush(cudaStream_t stream) {
   std::lock_guard lock(api_lock());
   CUstream_st* target = resolve(stream);
+  if (target->capture != nullptr)
+    fail(
+        "the host waits for a stream that is being captured (CUDA invalidates the capture: "
+        "cudaErrorStreamCaptureUnsupported)");
   flush_until(target, target->issued);
 }
 
 void flush_all() {
   std::lock_guard lock(api_lock());
   State& s = state();
+  if (any_capture())
+    fail(
+        "the host waits for every stream while one is being captured (CUDA invalidates the "
+        "capture: cudaErrorStreamCaptureUnsupported)");
   bool pending = true;
   while (pending) {  // an op may queue more work (a wait), so repeat until all are empty
     pending = false;
@@ -494,6 +528,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
   cuda_emu::check_copy(dst, src, bytes, kind, "cudaMemcpyAsync");
   const bool src_pageable = !cuda_emu::is_device(src, bytes) && !cuda_emu::is_pinned(src, bytes);
   const bool dst_pageable = !cuda_emu::is_device(dst, bytes) && !cuda_emu::is_pinned(dst, bytes);
+  if ((src_pageable || dst_pageable) && cuda_emu::resolve(stream)->capture != nullptr)
+    cuda_emu::fail(
+        "cudaMemcpyAsync of pageable host memory on a stream being captured (a graph "
+        "copies only device or pinned memory)");
   if (dst_pageable) {
     // Into pageable memory the copy is synchronous: the stream's earlier work, then the copy.
     cuda_emu::enqueue(
@@ -546,6 +584,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   std::lock_guard lock(cuda_emu::api_lock());
   CUstream_st* target = cuda_emu::resolve(stream);
   if (target == &state().legacy) return record(cudaErrorInvalidResourceHandle);
+  if (target->capture != nullptr) cuda_emu::fail("cudaStreamDestroy of a stream being captured");
   // Work already queued still completes; the stream object stays for waits that name it.
   cuda_emu::flush_until(target, target->issued);
   target->destroyed = true;
@@ -565,6 +604,10 @@ cudaError_t cudaDeviceSynchronize(void) {
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned /*flags*/) {
   std::lock_guard lock(cuda_emu::api_lock());
   if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
+  if (cuda_emu::resolve(stream)->capture != nullptr)
+    cuda_emu::fail(
+        "cudaStreamWaitEvent on a stream being captured (the emulator models captures "
+        "of one stream, without events)");
   if (event->stream == nullptr) return cudaSuccess;  // never recorded: nothing to wait for
   CUstream_st* other = event->stream;
   const std::uint64_t position = event->position;
@@ -595,6 +638,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard lock(cuda_emu::api_lock());
   if (event == nullptr) return record(cudaErrorInvalidResourceHandle);
   CUstream_st* target = cuda_emu::resolve(stream);
+  if (target->capture != nullptr)
+    cuda_emu::fail(
+        "cudaEventRecord on a stream being captured (the emulator models captures of "
+        "one stream, without events)");
   // The time stamp is taken when the stream runs up to here (emulator wall-clock time).
   cuda_emu::enqueue(
       stream, [event] { event->stamp = std::chrono::steady_clock::now(); }, "event record");
@@ -628,6 +675,60 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   // A query runs the work up to the event and reports it done: code that polls until an event
   // completes must not spin for ever on a stream that runs only when asked.
   if (event->stream != nullptr) cuda_emu::flush_until(event->stream, event->position);
+  return cudaSuccess;
+}
+
+// Stream capture: the ops queued on a capturing stream are recorded instead of run (enqueue);
+// the host may not wait for it meanwhile (flush). A graph launch queues the recorded ops again.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode /*mode*/) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  CUstream_st* target = cuda_emu::resolve(stream);
+  if (target == &state().legacy) return record(cudaErrorStreamCaptureUnsupported);
+  if (target->capture != nullptr) return record(cudaErrorIllegalState);
+  target->capture = new CUgraph_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  CUstream_st* target = cuda_emu::resolve(stream);
+  if (target->capture == nullptr) return record(cudaErrorIllegalState);
+  *graph = target->capture;
+  target->capture = nullptr;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  *status = cuda_emu::resolve(stream)->capture != nullptr ? cudaStreamCaptureStatusActive
+                                                          : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long /*flags*/) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (graph == nullptr) return record(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->ops};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  if (exec == nullptr) return record(cudaErrorInvalidValue);
+  for (const CUstream_st::Op& op : exec->ops) cuda_emu::enqueue(stream, op.run, op.what);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  std::lock_guard lock(cuda_emu::api_lock());
+  delete graph;
   return cudaSuccess;
 }
 

@@ -9,11 +9,13 @@
 namespace autotrain::kernels::gpu {
 namespace {
 
-// direction +1 rotates by θ (forward), -1 by -θ (backward: the transposed rotation).
+// direction +1 rotates by θ (forward), -1 by -θ (backward: the transposed rotation). With
+// `at_position` (device memory) the rows start at position *at_position instead of pos0.
 template <int W, typename F>
 __global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int heads, int HS,
-                            int half, std::size_t stride, int pos0, float direction,
-                            std::size_t count) {
+                            int half, std::size_t stride, int pos0, const std::int32_t* at_position,
+                            float direction, std::size_t count) {
+  if (at_position != nullptr) pos0 = *at_position;
   const int packs = half / W;
   for (std::size_t at = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; at < count;
        at += std::size_t{gridDim.x} * blockDim.x) {
@@ -42,7 +44,8 @@ __global__ void rope_kernel(F* x, const float* cos, const float* sin, int T, int
 
 template <typename F>
 void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS, int R,
-            std::size_t stride, int pos0, float direction, cudaStream_t stream) {
+            std::size_t stride, int pos0, float direction, cudaStream_t stream,
+            const std::int32_t* at_position = nullptr) {
   AT_CHECK(R > 0 && R % 2 == 0 && R <= HS,
            "rope: the rotary dimensions must be even, positive and at most the head size ", HS,
            ", got ", R);
@@ -56,12 +59,12 @@ void rotate(F* x, const float* cos, const float* sin, int B, int T, int heads, i
   constexpr int W = kPack<F>;
   if (half % W == 0 && HS % W == 0 && stride % W == 0 && all_aligned_16(x, cos, sin)) {
     const std::size_t count = head_rows * (half / W);
-    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, HS, half,
-                                                                  stride, pos0, direction, count);
+    rope_kernel<W><<<grid_for(count), kBlockThreads, 0, stream>>>(
+        x, cos, sin, T, heads, HS, half, stride, pos0, at_position, direction, count);
   } else {
     const std::size_t count = head_rows * half;
-    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(x, cos, sin, T, heads, HS, half,
-                                                                  stride, pos0, direction, count);
+    rope_kernel<1><<<grid_for(count), kBlockThreads, 0, stream>>>(
+        x, cos, sin, T, heads, HS, half, stride, pos0, at_position, direction, count);
   }
   AT_CUDA_CHECK_LAUNCH();
 }
@@ -80,11 +83,20 @@ void rope_backward(F* dx, const float* cos, const float* sin, int B, int T, int 
   rotate(dx, cos, sin, B, T, heads, HS, R, stride, pos0, -1.0f, stream);
 }
 
+template <typename F>
+void rope_forward_at(F* x, const float* cos, const float* sin, int heads, int HS, int R,
+                     const std::int32_t* position, cudaStream_t stream) {
+  rotate(x, cos, sin, 1, 1, heads, HS, R, static_cast<std::size_t>(heads) * HS, 0, 1.0f, stream,
+         position);
+}
+
 #define AT_ROPE(F)                                                                        \
   template void rope_forward<F>(F*, const float*, const float*, int, int, int, int, int,  \
                                 std::size_t, int, cudaStream_t);                          \
   template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, int, \
-                                 std::size_t, int, cudaStream_t);
+                                 std::size_t, int, cudaStream_t);                         \
+  template void rope_forward_at<F>(F*, const float*, const float*, int, int, int,         \
+                                   const std::int32_t*, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ROPE)
 
 }  // namespace autotrain::kernels::gpu

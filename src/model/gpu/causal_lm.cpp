@@ -25,26 +25,30 @@ std::unique_ptr<DeviceCausalLM<F>> make_device_causal_lm(const ParamLayout& layo
 template <typename F>
 std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout, int positions,
                                                       cudaStream_t stream,
-                                                      const kernels::gpu::BlasHandle& blas) {
+                                                      const kernels::gpu::BlasHandle& blas,
+                                                      DecodeLaunch launch) {
   AT_CHECK(!layout.config().score_head, kScoreGeneration);
   if (layout.config().family == Family::llama) {
-    return std::make_unique<DeviceLlamaDecoder<F>>(layout, positions, stream, blas);
+    return std::make_unique<DeviceLlamaDecoder<F>>(layout, positions, stream, blas, launch);
   }
-  return std::make_unique<DeviceGpt2Decoder<F>>(layout, positions, stream, blas);
+  return std::make_unique<DeviceGpt2Decoder<F>>(layout, positions, stream, blas, launch);
 }
 
 template std::unique_ptr<DeviceCausalLM<float>> make_device_causal_lm(
     const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
 template std::unique_ptr<DeviceDecoder<float>> make_device_decoder(const ParamLayout&, int,
                                                                    cudaStream_t,
-                                                                   const kernels::gpu::BlasHandle&);
+                                                                   const kernels::gpu::BlasHandle&,
+                                                                   DecodeLaunch);
 template std::unique_ptr<DeviceCausalLM<__nv_bfloat16>> make_device_causal_lm(
     const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
 template std::unique_ptr<DeviceDecoder<__nv_bfloat16>> make_device_decoder(
-    const ParamLayout&, int, cudaStream_t, const kernels::gpu::BlasHandle&);
+    const ParamLayout&, int, cudaStream_t, const kernels::gpu::BlasHandle&, DecodeLaunch);
 template std::unique_ptr<DeviceCausalLM<__half>> make_device_causal_lm(
     const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
-template std::unique_ptr<DeviceDecoder<__half>> make_device_decoder(
-    const ParamLayout&, int, cudaStream_t, const kernels::gpu::BlasHandle&);
+template std::unique_ptr<DeviceDecoder<__half>> make_device_decoder(const ParamLayout&, int,
+                                                                    cudaStream_t,
+                                                                    const kernels::gpu::BlasHandle&,
+                                                                    DecodeLaunch);
 
 }  // namespace autotrain::model::gpu

@@ -13,16 +13,20 @@ using autotrain::kernels::Transpose;
 
 template <typename F>
 DeviceDecoderBase<F>::DeviceDecoderBase(const ModelConfig& config, int positions,
-                                        cudaStream_t stream, const kernels::gpu::BlasHandle& blas)
+                                        cudaStream_t stream, const kernels::gpu::BlasHandle& blas,
+                                        DecodeLaunch launch)
     : positions_(positions),
       vocab_size_(config.vocab_size),
       stream_(stream),
       blas_(blas),
       config_(config),
       host_tokens_(static_cast<std::size_t>(positions)),
-      host_logits_(static_cast<std::size_t>(config.vocab_size)) {
+      host_positions_(static_cast<std::size_t>(positions)),
+      host_logits_(static_cast<std::size_t>(config.vocab_size)),
+      launch_(launch) {
   AT_CHECK(positions >= 1 && positions <= config.block_size, "model: a decoder of ", positions,
            " positions; expected 1..block_size = ", config.block_size);
+  for (int t = 0; t < positions; ++t) host_positions_.data()[t] = t;
 }
 
 template <typename F>
@@ -35,16 +39,27 @@ void DeviceDecoderBase<F>::reset() {
 template <typename F>
 void DeviceDecoderBase<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t token,
                                       std::span<float> logits) {
+  begin_token(token, logits);
+  const bool head = !logits.empty();
+  if (launch_ == DecodeLaunch::graph) {
+    graphs_[head ? 1 : 0].run(stream_, [&] { queue_step(access, head); });
+  } else {
+    queue_step(access, head);
+  }
+  ++length_;
+  if (head) download_logits(logits);
+}
+
+template <typename F>
+void DeviceDecoderBase<F>::queue_step(BasicUnitAccess<F>& access, bool with_head) {
   const DecodeBuffers& d = decode_;
-  const int t = begin_token(token, logits);  // this token's position
-  const int head = logits.empty() ? kNoHead : config_.head_unit();
+  const int head = with_head ? config_.head_unit() : kNoHead;
   NoClock clock;
   const F* p = forward_in_hook_order(
-      access, config_.n_layer, head, clock, [&](const F* q) { embed_row(q, t); },
-      [&](int l, const F* q, BasicLinearAdapter<F>*) { block_row(l, q, t); },
+      access, config_.n_layer, head, clock, [&](const F* q) { embed_row(q); },
+      [&](int l, const F* q, BasicLinearAdapter<F>*) { block_row(l, q); },
       [&](const F* q) { final_norm_row(q); });
-  ++length_;
-  if (logits.empty()) return;
+  if (!with_head) return;
   // logits[1, Vp] = normed[1, C] · head[Vp, C]ᵀ
   const auto C = static_cast<std::size_t>(config_.n_embd);
   const auto Vp = static_cast<std::size_t>(config_.padded_vocab_size);
@@ -55,11 +70,10 @@ void DeviceDecoderBase<F>::feed_token(BasicUnitAccess<F>& access, std::int32_t t
                                 static_cast<float>(config_.final_softcap), stream_);
   }
   access.release(head);
-  download_logits(logits);
 }
 
 template <typename F>
-int DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logits) {
+void DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logits) {
   AT_CHECK(length_ < positions_, "generation: the device cache holds its ", positions_,
            " positions already; reset it and feed the last window again");
   AT_CHECK(token >= 0 && token < vocab_size_, "model: token ", token,
@@ -70,7 +84,8 @@ int DeviceDecoderBase<F>::begin_token(std::int32_t token, std::span<float> logit
   host_tokens_.data()[t] = token;
   AT_CUDA_CHECK(cudaMemcpyAsync(decode_.tokens + t, host_tokens_.data() + t, sizeof(std::int32_t),
                                 cudaMemcpyHostToDevice, stream_));
-  return t;
+  AT_CUDA_CHECK(cudaMemcpyAsync(decode_.position, host_positions_.data() + t, sizeof(std::int32_t),
+                                cudaMemcpyHostToDevice, stream_));
 }
 
 template <typename F>

@@ -9,8 +9,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/kernels/gpu/attention.hpp"
-#include "autotrain/kernels/gpu/crossentropy.hpp"
-#include "autotrain/kernels/gpu/encoder.hpp"
+#include "autotrain/kernels/gpu/decode.hpp"
 #include "autotrain/kernels/gpu/residual.hpp"
 #include "autotrain/kernels/gpu/rmsnorm.hpp"
 #include "autotrain/kernels/gpu/rope.hpp"
@@ -31,16 +30,17 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
   F *x, *ln, *proj, *mid;        // [C]
   F* normed;                     // [C] a branch's output normed (sandwich_norms)
   F* pre;                        // [QKV] the qkv row before the q/k norm (qk_norm)
+  F* qkv;                        // [QKV] the new row's, before the cache takes it
   F* atty;                       // [Q]
   F* gate_up;                    // [2I]
   F* act;                        // [I]
-  F* att;                        // [NH, P] the new row's attention probabilities
+  float* scores;                 // decode_attention's scratch
   F* logits;                     // [Vp]
-  F* zeros;                      // [C] the embedding lookup's position row
   float* rstd;                   // [NH + NKV] RMSNorm statistics (not read)
   float *rope_cos, *rope_sin;    // [P, R/2]
   float *local_cos, *local_sin;  // the sliding layers' (rope_local_theta), or null
   std::int32_t* tokens;          // [P] the tokens fed
+  std::int32_t* position;        // [1] the new row's position
 
   Buffers(const ParamLayout& layout, int positions, cudaStream_t stream)
       : LlamaOffsets(layout), config(layout.config()) {
@@ -56,23 +56,23 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
       parts.take(cache, L * P * QKV);
       for (F** row : {&x, &ln, &proj, &mid, &normed}) parts.take(*row, C);
       parts.take(pre, QKV);
+      parts.take(qkv, QKV);
       parts.take(atty, static_cast<std::size_t>(c.q_size()));
       parts.take(gate_up, 2 * I);
       parts.take(act, I);
-      parts.take(att, static_cast<std::size_t>(c.n_head) * P);
+      parts.take(scores, decode_attention_scratch_floats(positions, c.n_head, c.head_size()));
       parts.take(logits, static_cast<std::size_t>(c.padded_vocab_size));
-      parts.take(zeros, C);
       parts.take(rstd, static_cast<std::size_t>(c.n_head + c.kv_heads()));
       parts.take(rope_cos, P * half);
       parts.take(rope_sin, P * half);
       parts.take(local_cos, local * P * half);
       parts.take(local_sin, local * P * half);
       parts.take(tokens, P);
+      parts.take(position, 1);
       return parts.bytes();
     };
     memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
     carve(autotrain::gpu::SubBuffers(memory.data()));
-    AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, C * sizeof(F), stream));
     upload_rope_tables(c, positions, rope_cos, rope_sin, stream);
     if (local) {
       upload_rope_tables(c, positions, local_cos, local_sin, stream, true);
@@ -84,8 +84,9 @@ struct DeviceLlamaDecoder<F>::Buffers : LlamaOffsets {
 
 template <typename F>
 DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positions,
-                                          cudaStream_t stream, const BlasHandle& blas)
-    : DeviceDecoderBase<F>(layout.config(), positions, stream, blas) {
+                                          cudaStream_t stream, const BlasHandle& blas,
+                                          DecodeLaunch launch)
+    : DeviceDecoderBase<F>(layout.config(), positions, stream, blas, launch) {
   const ModelConfig& c = layout.config();
   AT_CHECK(c.family == Family::llama,
            "internal: DeviceLlamaDecoder needs a layout of a family on "
@@ -97,21 +98,21 @@ DeviceLlamaDecoder<F>::DeviceLlamaDecoder(const ParamLayout& layout, int positio
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   buffers_ = std::make_unique<Buffers>(layout, positions, stream_);
   const Buffers& k = *buffers_;
-  this->decode_ = {k.tokens, k.ln, k.logits, k.head, k.memory.bytes()};
+  this->decode_ = {k.tokens, k.position, k.ln, k.logits, k.head, k.memory.bytes()};
 }
 
 template <typename F>
 DeviceLlamaDecoder<F>::~DeviceLlamaDecoder() = default;
 
 template <typename F>
-void DeviceLlamaDecoder<F>::embed_row(const F* p, int t) {
+void DeviceLlamaDecoder<F>::embed_row(const F* p) {
   const Buffers& k = *buffers_;
-  encoder_forward(k.x, k.tokens + t, p + k.embed, k.zeros, 1, 1, k.config.n_embd, stream_,
-                  embed_scale<F>(k.config));
+  decode_embed(k.x, k.tokens, k.position, p + k.embed, static_cast<const F*>(nullptr),
+               k.config.n_embd, embed_scale<F>(k.config), stream_);
 }
 
 template <typename F>
-void DeviceLlamaDecoder<F>::block_row(int l, const F* p, int t) {
+void DeviceLlamaDecoder<F>::block_row(int l, const F* p) {
   const Buffers& k = *buffers_;
   const ModelConfig& c = k.config;
   const int C = c.n_embd, NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
@@ -132,9 +133,10 @@ void DeviceLlamaDecoder<F>::block_row(int l, const F* p, int t) {
     }
     residual_forward(out, from, y, uC, stream_);
   };
-  // This layer's attention input rows of positions 0..t; row t is computed now.
+  // This layer's attention input rows of positions 0..t; row t is computed now (in k.qkv), then
+  // stored.
   F* rows = k.cache + static_cast<std::size_t>(l) * P * uQKV;
-  F* row = rows + static_cast<std::size_t>(t) * uQKV;
+  F* row = k.qkv;
   rmsnorm_forward(k.ln, k.rstd, k.x, p + k.ln1w, 1, 1, C, uC, eps, stream_, w0);
   if (c.qk_norm) {
     linear_forward(blas_, k.pre, k.ln, p + k.qkvw, tensor_at(p, k.qkvb), 1, C, QKV, stream_);
@@ -148,10 +150,12 @@ void DeviceLlamaDecoder<F>::block_row(int l, const F* p, int t) {
   }
   const float* cos = c.local_rope(l) ? k.local_cos : k.rope_cos;
   const float* sin = c.local_rope(l) ? k.local_sin : k.rope_sin;
-  rope_forward(row, cos, sin, 1, 1, NH, D, R, uQKV, t, stream_);
-  rope_forward(row + Q, cos, sin, 1, 1, NKV, D, R, uQKV, t, stream_);
-  attention_forward_rows(k.atty, k.att, rows, 1, t + 1, t, NH, NKV, D, stream_,
-                         attention_options(c, l, t + 1));
+  rope_forward_at(row, cos, sin, NH, D, R, k.position, stream_);
+  rope_forward_at(row + Q, cos, sin, NKV, D, R, k.position, stream_);
+  decode_store_row(rows, row, uQKV, k.position, stream_);
+  // The layer's window where it has one (a window wider than the cache never hides a key).
+  decode_attention(k.atty, k.scores, rows, k.position, this->positions_, NH, NKV, D,
+                   attention_options(c, l, this->positions_ + 1), stream_);
   join(k.mid, k.x, k.ow, k.ob, k.atty, Q, k.attn_post);
   rmsnorm_forward(k.ln, k.rstd, k.mid, p + k.ln2w, 1, 1, C, uC, eps, stream_, w0);
   linear_forward(blas_, k.gate_up, k.ln, p + k.guw, tensor_at(p, k.gub), 1, C, 2 * I, stream_);

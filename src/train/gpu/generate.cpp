@@ -1,7 +1,8 @@
 // Generation on the GPU (train/next_token_logits.hpp): the layout's family's device decoder
 // (model/gpu/causal_lm.hpp: DeviceGpt2Decoder or DeviceLlamaDecoder) over the exported
 // parameters in the compute precision, with a key/value cache as on the CPU: a restart
-// feeds the whole window, then each call one token. Host code (a .cpp: the headers need C++20).
+// feeds the whole window, then each call one token. The parameters stay put, so each step is a
+// CUDA graph's launch (DecodeLaunch::graph). Host code (a .cpp: the headers need C++20).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -56,7 +57,8 @@ class GpuNextTokenLogits final : public NextTokenLogits {
   GpuNextTokenLogits(const LoadedModel& loaded, int window)
       : params_(upload_params<F>(loaded.params)),
         access_(*loaded.layout, params_.as<F>(), nullptr),
-        decoder_(model::gpu::make_device_decoder<F>(*loaded.layout, window, stream_.get(), blas_)),
+        decoder_(model::gpu::make_device_decoder<F>(*loaded.layout, window, stream_.get(), blas_,
+                                                    model::gpu::DecodeLaunch::graph)),
         logits_(static_cast<std::size_t>(loaded.layout->config().vocab_size)) {}
 
   std::span<const float> logits(std::span<const std::int32_t> window, bool restart) override {

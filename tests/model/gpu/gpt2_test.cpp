@@ -130,6 +130,8 @@ class GpuGpt2Test : public ::testing::Test {
   BasicFlatUnitAccess<F> device_access() {
     return BasicFlatUnitAccess<F>(layout_, d_params_.as<F>(), d_grads_.as<F>());
   }
+  // DecoderMatchesTheCpuModelsKeyValueCacheTokenByToken with one way of launching.
+  void expect_decoder_matches_the_cpu(gpu::DecodeLaunch launch);
 
   void zero_grads() {
     d_grads_.zero(stream());
@@ -403,13 +405,22 @@ TYPED_TEST(GpuGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingTheProb
 // generate's path: the decoder's logits after each token of a sequence against the CPU model's
 // key/value cache in double, in two passes (the second after a reset); one token asks for no
 // logits, as a prompt's tokens before its last do. Then a full cache and a bad token are refused.
+// Launched kernel by kernel and as CUDA graphs (captured at the second step of each kind: with
+// logits in the first pass, without in the second).
 TYPED_TEST(GpuGpt2Test, DecoderMatchesTheCpuModelsKeyValueCacheTokenByToken) {
-  using F = TypeParam;
+  for (const auto launch : {gpu::DecodeLaunch::kernels, gpu::DecodeLaunch::graph}) {
+    SCOPED_TRACE(launch == gpu::DecodeLaunch::graph ? "graph" : "kernels");
+    this->expect_decoder_matches_the_cpu(launch);
+  }
+}
+
+template <typename F>
+void GpuGpt2Test<F>::expect_decoder_matches_the_cpu(gpu::DecodeLaunch launch) {
   std::vector<double> cpu_params = this->params_;
   BasicFlatUnitAccess<double> cpu_access(this->layout_, cpu_params.data(), nullptr);
   BasicGpt2<double> cpu(this->layout_, 1, 1);
   auto access = this->device_access();
-  gpu::DeviceGpt2Decoder<F> decoder(this->layout_, kT, this->stream(), this->blas());
+  gpu::DeviceGpt2Decoder<F> decoder(this->layout_, kT, this->stream(), this->blas(), launch);
   std::vector<float> row(kV);
   for (const int b : {0, 1}) {
     decoder.reset();

@@ -486,15 +486,18 @@ TYPED_TEST(GpuLlamaTest, DecoderGivesTheLogitsOfTheFullForwardAtEveryPosition) {
   }
 }
 
+// Launched kernel by kernel and as CUDA graphs (captured at the second step of each kind: with
+// logits in the first pass, without in the second).
 template <typename F>
 void GpuLlamaTest<F>::expect_decoder_matches_the_cpu(Model<F>& m, bool tied) {
-  {
+  for (const auto launch : {gpu::DecodeLaunch::kernels, gpu::DecodeLaunch::graph}) {
+    SCOPED_TRACE(launch == gpu::DecodeLaunch::graph ? "graph" : "kernels");
     Vec cpu_params = m.params;
     BasicFlatUnitAccess<double> cpu_access(m.layout, cpu_params.data(), nullptr);
     BasicLlama<double> cpu(m.layout, 1, 1);
     auto access = m.device.access();
     const auto decoder =
-        gpu::make_device_decoder<F>(m.layout, kT, m.device.stream(), m.device.blas());
+        gpu::make_device_decoder<F>(m.layout, kT, m.device.stream(), m.device.blas(), launch);
     std::vector<float> row(kV);
     for (const int b : {0, 1}) {
       decoder->reset();

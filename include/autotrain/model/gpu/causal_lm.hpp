@@ -72,6 +72,12 @@ class DeviceCausalLM {
   virtual std::vector<ProfileEntry> profile() const = 0;
 };
 
+// How a device decoder queues a token's step: kernel by kernel, or (graph) as a CUDA graph
+// captured at the second step of its kind (with logits, without) and replayed at every later one:
+// one launch instead of about ten a layer. With graph the parameters must stay where they are for
+// the decoder's life: every feed_token's `access` gives the same pointers (a flat access does).
+enum class DecodeLaunch { kernels, graph };
+
 // Inference one token at a time with a key/value cache (batch 1): the device counterpart of
 // CausalLM::reset_cache() / feed_token(), which `generate` runs.
 template <typename F>
@@ -109,7 +115,8 @@ std::unique_ptr<DeviceCausalLM<F>> make_device_causal_lm(const ParamLayout& layo
 template <typename F>
 std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout, int positions,
                                                       cudaStream_t stream,
-                                                      const kernels::gpu::BlasHandle& blas);
+                                                      const kernels::gpu::BlasHandle& blas,
+                                                      DecodeLaunch launch = DecodeLaunch::kernels);
 
 }  // namespace autotrain::model::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA

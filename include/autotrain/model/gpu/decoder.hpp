@@ -3,7 +3,7 @@
 // counterpart of BasicGpt2::reset_cache() / feed_token() (model/gpt2.hpp), which `generate` runs.
 // Each layer's qkv rows of the positions fed so far stay on the device ([L, positions, 3C]); a new
 // token runs the forward for its own row only, its attention reading the cached rows
-// (kernels::gpu::attention_forward_rows). Same units, hooks and tensor offsets as DeviceGpt2.
+// (kernels::gpu::decode_attention). Same units, hooks and tensor offsets as DeviceGpt2.
 // All device memory is allocated at construction; feed_token allocates nothing. The interface is
 // gpu/causal_lm.hpp's DeviceDecoder.
 #ifdef AUTOTRAIN_HAVE_CUDA
@@ -25,7 +25,8 @@ class DeviceGpt2Decoder final : public DeviceDecoderBase<F> {
   // A cache of `positions` (1..block_size) positions on the current device; work is queued on
   // `stream`.
   DeviceGpt2Decoder(const ParamLayout& layout, int positions, cudaStream_t stream,
-                    const kernels::gpu::BlasHandle& blas);
+                    const kernels::gpu::BlasHandle& blas,
+                    DecodeLaunch launch = DecodeLaunch::kernels);
   ~DeviceGpt2Decoder() override;
   DeviceGpt2Decoder(const DeviceGpt2Decoder&) = delete;
   DeviceGpt2Decoder& operator=(const DeviceGpt2Decoder&) = delete;
@@ -33,8 +34,8 @@ class DeviceGpt2Decoder final : public DeviceDecoderBase<F> {
  private:
   struct Buffers;
   // The driver's parts (gpu/decoder_base.hpp).
-  void embed_row(const F* p, int t) override;
-  void block_row(int l, const F* p, int t) override;
+  void embed_row(const F* p) override;
+  void block_row(int l, const F* p) override;
   void final_norm_row(const F* p) override;
   using DeviceDecoderBase<F>::stream_;
   using DeviceDecoderBase<F>::blas_;

@@ -1,16 +1,20 @@
 #pragma once
 // The device decoders' driver (model/gpu/decoder.hpp, llama_decoder.hpp are its families):
 // feed_token written once, in the unit hook order of inference (0, the blocks, L + 1, the head's
-// unit when it is 0): the checks, the token's copy to the device (each position has its own
-// pinned slot, so no queued copy reads a slot written after it), the head and the logits' copy
-// back. A family supplies its buffers (DecodeBuffers) and the forward of one row: its embedding,
-// a block (reading and extending its cache) and the final norm.
+// unit when it is 0): the checks, the token's and its position's copies to the device (each
+// position has its own pinned slots, so no queued copy reads a slot written after it), the head
+// and the logits' copy back. A family supplies its buffers (DecodeBuffers) and the forward of one
+// row: its embedding, a block (reading and extending its cache) and the final norm. The family's
+// kernels read the row's position from DecodeBuffers::position (kernels/gpu/decode.hpp), so the
+// step queues the same launches at every position: with DecodeLaunch::graph the step (one with
+// the head, one without) is captured into a CUDA graph once and replayed (core/gpu/graph.hpp).
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "autotrain/core/gpu/device.hpp"
+#include "autotrain/core/gpu/graph.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/config.hpp"
 #include "autotrain/model/gpu/causal_lm.hpp"
@@ -28,21 +32,22 @@ class DeviceDecoderBase : public DeviceDecoder<F> {
  protected:
   // A cache of `positions` (1..config.block_size) positions.
   DeviceDecoderBase(const ModelConfig& config, int positions, cudaStream_t stream,
-                    const kernels::gpu::BlasHandle& blas);
+                    const kernels::gpu::BlasHandle& blas, DecodeLaunch launch);
 
   // What the driver reads and writes of its family's buffers (the family's constructor sets it).
   struct DecodeBuffers {
-    std::int32_t* tokens;  // [positions] the tokens fed
-    F* normed;             // [C] the final norm's output: the head's input
-    F* logits;             // [Vp]
-    std::size_t head;      // the head's offset in its unit
-    std::size_t bytes;     // the family's device memory, the cache included
+    std::int32_t* tokens;    // [positions] the tokens fed
+    std::int32_t* position;  // [1] the position of the token being fed
+    F* normed;               // [C] the final norm's output: the head's input
+    F* logits;               // [Vp]
+    std::size_t head;        // the head's offset in its unit
+    std::size_t bytes;       // the family's device memory, the cache included
   };
-  // The family's forward of row t (its token at tokens[t]), each part from its unit's params:
-  // the embedding into the stream, block l (its cache rows 0..t - 1 read, row t written), the
-  // final norm of the stream into DecodeBuffers::normed.
-  virtual void embed_row(const F* p, int t) = 0;
-  virtual void block_row(int l, const F* p, int t) = 0;
+  // The family's forward of row t = *position (its token at tokens[t]), each part from its unit's
+  // params: the embedding into the stream, block l (its cache row t written, rows 0..t read), the
+  // final norm of the stream into DecodeBuffers::normed. Every launch reads t from the device.
+  virtual void embed_row(const F* p) = 0;
+  virtual void block_row(int l, const F* p) = 0;
   virtual void final_norm_row(const F* p) = 0;
 
   int positions_;
@@ -55,13 +60,18 @@ class DeviceDecoderBase : public DeviceDecoder<F> {
 
  private:
   // Checks that the cache has room, the token is an id and `logits` is empty or vocab_size
-  // long; queues the token's copy to decode_.tokens[t]. Returns t, the token's position.
-  int begin_token(std::int32_t token, std::span<float> logits);
+  // long; queues the copies of the token to decode_.tokens[t] and of t to decode_.position.
+  void begin_token(std::int32_t token, std::span<float> logits);
+  // Queues the step's forward (and with `head` the head into decode_.logits).
+  void queue_step(BasicUnitAccess<F>& access, bool head);
   // Copies the first logits.size() of decode_.logits into `logits` as fp32, waiting for them.
   void download_logits(std::span<float> logits);
 
-  autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;  // [positions] the tokens fed
-  autotrain::gpu::PinnedArray<F> host_logits_;             // [vocab_size]
+  autotrain::gpu::PinnedArray<std::int32_t> host_tokens_;     // [positions] the tokens fed
+  autotrain::gpu::PinnedArray<std::int32_t> host_positions_;  // [positions] 0, 1, ...
+  autotrain::gpu::PinnedArray<F> host_logits_;                // [vocab_size]
+  DecodeLaunch launch_;
+  autotrain::gpu::StreamGraph graphs_[2];  // the step without the head, and with it
 };
 
 }  // namespace autotrain::model::gpu

@@ -4,7 +4,7 @@
 // `generate` runs. Each layer's attention input rows (q|k|v, normed and rotated; only the NKV
 // key/value heads of grouped-query attention) of the positions fed so far stay on the device
 // ([L, positions, (NH + 2·NKV)·D]); a new token runs the forward for its own row only, its
-// attention reading the cached rows (kernels::gpu::attention_forward_rows). Same units, hooks and
+// attention reading the cached rows (kernels::gpu::decode_attention). Same units, hooks and
 // tensor offsets as DeviceLlama. All device memory (the cache, one row of every activation, the
 // rotary tables for `positions`) is allocated at construction; feed_token allocates nothing.
 // The interface is gpu/causal_lm.hpp's DeviceDecoder.
@@ -27,7 +27,8 @@ class DeviceLlamaDecoder final : public DeviceDecoderBase<F> {
   // A cache of `positions` (1..max_position_embeddings) positions on the current device; work is
   // queued on `stream`.
   DeviceLlamaDecoder(const ParamLayout& layout, int positions, cudaStream_t stream,
-                     const kernels::gpu::BlasHandle& blas);
+                     const kernels::gpu::BlasHandle& blas,
+                     DecodeLaunch launch = DecodeLaunch::kernels);
   ~DeviceLlamaDecoder() override;
   DeviceLlamaDecoder(const DeviceLlamaDecoder&) = delete;
   DeviceLlamaDecoder& operator=(const DeviceLlamaDecoder&) = delete;
@@ -35,8 +36,8 @@ class DeviceLlamaDecoder final : public DeviceDecoderBase<F> {
  private:
   struct Buffers;
   // The driver's parts (gpu/decoder_base.hpp).
-  void embed_row(const F* p, int t) override;
-  void block_row(int l, const F* p, int t) override;
+  void embed_row(const F* p) override;
+  void block_row(int l, const F* p) override;
   void final_norm_row(const F* p) override;
   using DeviceDecoderBase<F>::stream_;
   using DeviceDecoderBase<F>::blas_;
