@@ -39,7 +39,7 @@ __global__ void decode_store_row_kernel(F* rows, const F* row, std::size_t n,
   }
 }
 
-std::size_t partial_floats(int HS) {
+__host__ __device__ std::size_t partial_floats(int HS) {
   return static_cast<std::size_t>(HS) + 2;
 }
 
