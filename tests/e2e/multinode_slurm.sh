@@ -78,10 +78,12 @@ grep -q "on node\[1-2\]: 2 node(s), 4 rank(s)" multi.out || exit 1
 $check same reference/metrics.jsonl multi/metrics.jsonl 1e-5
 echo "multinode_slurm: train-multi-node.sbatch on 2 nodes x 2 GPUs: the one-rank losses"
 
-# Preemptible on 2 nodes x 1 rank: USR1 to the batch shell once it trains. Long enough (600
-# steps) that the signal lands mid-run on a fast machine; the reference is an uninterrupted run
-# of 2 ranks (a sum of two is the same in any order, so the curves agree to the bit).
-long=(--device cpu --eval-strategy no --logging-steps 10 --max-steps 600)
+# Preemptible on 2 nodes x 1 rank: USR1 to the batch shell once it trains. Long enough (1500
+# steps, about 2.5 s at the 300K tokens/s a 2-core machine gives this model; the poll below
+# signals within 0.2 s of the first logged step) that the signal lands mid-run: at 600 steps a
+# run once ended (1 s) before the signal reached it. The reference is an uninterrupted run of 2
+# ranks (a sum of two is the same in any order, so the curves agree to the bit).
+long=(--device cpu --eval-strategy no --logging-steps 10 --max-steps 1500)
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" "${long[@]}" --project-name straight \
   > straight.log 2>&1 || { cat straight.log; exit 1; }
 job=$(sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 --gpus-per-node=0 \
@@ -101,11 +103,11 @@ while [ "$SECONDS" -lt "$deadline" ]; do
   case "$state" in
     PENDING*BeginTime*)
       held=$((held + 1))
-      [ "$held" -ge 6 ] && scontrol update jobid="$job" StartTime=now && held=0
+      [ "$held" -ge 15 ] && scontrol update jobid="$job" StartTime=now && held=0
       ;;
     *) held=0 ;;
   esac
-  sleep 0.5
+  sleep 0.2
 done
 grep -q "checkpoint saved; requeueing" preempt.out || { echo "no requeue"; exit 1; }
 grep -Eq "resume: .* at step [0-9]+ \(written by 2 rank\(s\)" preempt.out || { echo "no resume"; exit 1; }

@@ -17,18 +17,11 @@ namespace {
 
 constexpr int kWarpsPerBlock = kBlockThreads / kWarp;
 
-// Rows t >= first of each (b, h): the rows att and out hold.
-__host__ __device__ __forceinline__ int held_rows(const Geometry& g) {
-  return g.T - g.first;
-}
-
-// The (b, h, t) of this warp's row among B·heads·rows rows (t counted from first), or false past
-// the last row.
-__device__ __forceinline__ bool warp_row(int B, int heads, int rows, int first, int& b, int& h,
-                                         int& t) {
+// The (b, h, t) of this warp's row among B·heads·rows rows, or false past the last row.
+__device__ __forceinline__ bool warp_row(int B, int heads, int rows, int& b, int& h, int& t) {
   const long long row = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarp;
   if (row >= static_cast<long long>(B) * heads * rows) return false;
-  t = first + static_cast<int>(row % rows);
+  t = static_cast<int>(row % rows);
   const long long bh = row / rows;
   h = static_cast<int>(bh % heads);
   b = static_cast<int>(bh / heads);
@@ -43,9 +36,9 @@ __device__ __forceinline__ std::size_t out_at(const Geometry& g, int b, int t, i
   return (static_cast<std::size_t>(b) * g.T + t) * g.out_row() + static_cast<std::size_t>(h) * g.HS;
 }
 
-// Offset of row (b, h, t) of att [B, NH, T - first, T].
+// Offset of row (b, h, t) of att [B, NH, T, T].
 __device__ __forceinline__ std::size_t att_at(const Geometry& g, int b, int h, int t) {
-  return ((static_cast<std::size_t>(b) * g.NH + h) * held_rows(g) + (t - g.first)) * g.T;
+  return ((static_cast<std::size_t>(b) * g.NH + h) * g.T + t) * g.T;
 }
 
 template <typename F>
@@ -62,7 +55,7 @@ template <typename F>
 __global__ void attention_forward_kernel(F* out, F* att, const F* qkv, int B, Geometry g) {
   extern __shared__ float staged_q[];
   int b = 0, h = 0, t = 0;
-  if (!warp_row(B, g.NH, held_rows(g), g.first, b, h, t)) return;
+  if (!warp_row(B, g.NH, g.T, b, h, t)) return;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const std::size_t key = g.key(h / g.group);
   const std::size_t value = g.value(h / g.group);
@@ -89,8 +82,7 @@ __global__ void attention_forward_kernel(F* out, F* att, const F* qkv, int B, Ge
   }
   __syncwarp();  // the row's probabilities, written by all lanes, are read by all lanes below
 
-  F* o = out + (static_cast<std::size_t>(b) * held_rows(g) + (t - g.first)) * g.out_row() +
-         static_cast<std::size_t>(h) * g.HS;
+  F* o = out + out_at(g, b, t, h);
   for (int i = lane; i < g.HS; i += kWarp) {
     float sum = 0.0f;
     for (int t2 = lo; t2 <= t; ++t2)
@@ -108,7 +100,7 @@ __global__ void attention_dpre_kernel(F* dpre, const F* dout, const F* qkv, cons
                                       Geometry g) {
   extern __shared__ float staged_dout[];
   int b = 0, h = 0, t = 0;
-  if (!warp_row(B, g.NH, g.T, 0, b, h, t)) return;
+  if (!warp_row(B, g.NH, g.T, b, h, t)) return;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const std::size_t value = g.value(h / g.group);
   float* d_o = staged_dout + (threadIdx.x / kWarp) * g.HS;
@@ -143,7 +135,7 @@ __global__ void attention_dpre_kernel(F* dpre, const F* dout, const F* qkv, cons
 template <typename F>
 __global__ void attention_dq_kernel(F* dqkv, const F* dpre, const F* qkv, int B, Geometry g) {
   int b = 0, h = 0, r = 0;
-  if (!warp_row(B, g.NH, g.T, 0, b, h, r)) return;
+  if (!warp_row(B, g.NH, g.T, b, h, r)) return;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const std::size_t key = g.key(h / g.group);
   const F* dpre_row = dpre + att_at(g, b, h, r);
@@ -163,7 +155,7 @@ template <typename F>
 __global__ void attention_dkv_kernel(F* dqkv, const F* dpre, const F* dout, const F* qkv,
                                      const F* att, int B, Geometry g) {
   int b = 0, kv = 0, r = 0;
-  if (!warp_row(B, g.NKV, g.T, 0, b, kv, r)) return;
+  if (!warp_row(B, g.NKV, g.T, b, kv, r)) return;
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   const std::size_t column = static_cast<std::size_t>(r);  // column r of dpre and att
   for (int i = lane; i < g.HS; i += kWarp) {
@@ -219,20 +211,12 @@ bool attention_uses_reference() {
 }
 
 template <typename F>
-void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int NH, int NKV,
-                            int HS, cudaStream_t stream, const AttentionOptions& options) {
-  Geometry g = with_options(checked_geometry(B, T, NH, NKV, HS), options);
-  AT_CHECK(first >= 0 && first < T, "attention: first row ", first, " is not a row of T = ", T);
-  g.first = first;
-  attention_forward_kernel<<<row_blocks(B, NH, held_rows(g)), kBlockThreads, staged_bytes(g),
-                             stream>>>(out, att, qkv, B, g);
-  AT_CUDA_CHECK_LAUNCH();
-}
-
-template <typename F>
 void attention_forward_reference(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV,
                                  int HS, cudaStream_t stream, const AttentionOptions& options) {
-  attention_forward_rows(out, att, qkv, B, T, 0, NH, NKV, HS, stream, options);
+  const Geometry g = with_options(checked_geometry(B, T, NH, NKV, HS), options);
+  attention_forward_kernel<<<row_blocks(B, NH, T), kBlockThreads, staged_bytes(g), stream>>>(
+      out, att, qkv, B, g);
+  AT_CUDA_CHECK_LAUNCH();
 }
 
 template <typename F>
@@ -273,13 +257,6 @@ void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const 
 }
 
 // GPT-2's (C, NH) overloads: NKV = NH, HS = C / NH.
-template <typename F>
-void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
-                            cudaStream_t stream) {
-  check_embedding(C, NH);
-  attention_forward_rows(out, att, qkv, B, T, first, NH, NH, C / NH, stream);
-}
-
 // Each path's forward and backward in GPT-2's (C, NH), SUFFIX naming the path (none, _fast,
 // _reference) as in AT_ATTENTION_PATH below.
 #define AT_GPT2_OVERLOADS(SUFFIX)                                                                 \
@@ -313,10 +290,7 @@ AT_GPT2_OVERLOADS(_reference)
   AT_ATTENTION_PATH(F, _reference)                                                              \
   template void attention_forward_fast<F>(F*, F*, const F*, int, int, int, int, cudaStream_t);  \
   template void attention_backward_fast<F>(F*, F*, const F*, const F*, const F*, int, int, int, \
-                                           int, cudaStream_t);                                  \
-  template void attention_forward_rows<F>(F*, F*, const F*, int, int, int, int, int, int,       \
-                                          cudaStream_t, const AttentionOptions&);               \
-  template void attention_forward_rows<F>(F*, F*, const F*, int, int, int, int, int, cudaStream_t);
+                                           int, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ATTENTION)
 
 }  // namespace autotrain::kernels::gpu

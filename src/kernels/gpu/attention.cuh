@@ -19,7 +19,6 @@ struct Geometry {
   int HS;
   int group;      // NH / NKV: query heads per key/value head
   float scale;    // 1 / sqrt(HS), or AttentionOptions' scale
-  int first = 0;  // the reference forward's first row (attention_forward_rows); 0 elsewhere
   float cap = 0;  // the reference path's AttentionOptions: soft cap, window (0: none)
   int window = 0;
 

@@ -102,15 +102,5 @@ template <typename F>
 void attention_backward_reference(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att,
                                   int B, int T, int C, int NH, cudaStream_t stream);
 
-// Rows t >= first (0 <= first < T) of the reference forward, for decoding with a key/value cache
-// (qkv holds the cached positions 0..T-1): out [B, T - first, NH·HS] and att
-// [B, NH, T - first, T] hold only those rows. first = 0 is attention_forward_reference.
-template <typename F>
-void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int NH, int NKV,
-                            int HS, cudaStream_t stream, const AttentionOptions& options = {});
-template <typename F>
-void attention_forward_rows(F* out, F* att, const F* qkv, int B, int T, int first, int C, int NH,
-                            cudaStream_t stream);
-
 }  // namespace autotrain::kernels::gpu
 #endif  // AUTOTRAIN_HAVE_CUDA
