@@ -28,6 +28,72 @@ usr1_when_training() {
   kill -USR1 "$pid"
 }
 
+# sbatch_wait SECONDS SBATCH-ARGS...: submits a job and waits for it to end, at most SECONDS;
+# succeeds if it completed (exit 0). As `sbatch --wait`, which polls the controller at 2, 4, 8 ...
+# second intervals: a job of 2 s took 10 s to be seen ending. This asks every 0.1 s.
+sbatch_wait() {
+  local seconds=$1 job state="" end
+  shift
+  job=$(sbatch --parsable "$@") || return 1
+  end=$((SECONDS + seconds))
+  while [ "$SECONDS" -lt "$end" ]; do
+    state=$(scontrol -o show job "$job" 2> /dev/null | grep -o 'JobState=[A-Z_]*' || true)
+    case ${state#JobState=} in
+      COMPLETED) return 0 ;;
+      FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
+        echo "sbatch_wait: job $job ended ${state#JobState=}" >&2
+        return 1
+        ;;
+    esac
+    sleep 0.1
+  done
+  echo "sbatch_wait: job $job still ${state#JobState=} after ${seconds}s; cancelled" >&2
+  scancel "$job" 2> /dev/null || true
+  return 1
+}
+
+# Preemption at a step of our choosing, however fast the steps are: a run started with
+# AUTOTRAIN_INJECT_STOP=0:step given to its ranks (mpirun -x, or sbatch's environment) has rank 0
+# stop itself (SIGSTOP) before its third step, the others waiting for it in the step's collective.
+# stopped_rank DIR: the pid of an autotrain process stopped so, working in DIR; nothing if none.
+stopped_rank() {
+  local p
+  for p in $(pgrep -x autotrain); do
+    if [ "$(readlink "/proc/$p/cwd" 2> /dev/null)" = "$1" ] &&
+      [ "$(cut -d' ' -f3 "/proc/$p/stat" 2> /dev/null)" = T ]; then
+      echo "$p"
+      return
+    fi
+  done
+}
+
+# continue_when_usr1_pending RANK: SIGCONT to the stopped RANK once a SIGUSR1 is pending there (bit
+# 9 of its pending set; waiting at most 10 s), so that it sees the preemption as it goes on.
+continue_when_usr1_pending() {
+  local pending
+  for _ in $(seq 200); do
+    pending=$(awk '/^ShdPnd:/ { print $2 }' "/proc/$1/status" 2> /dev/null || echo 0)
+    (((16#$pending >> 9) & 1)) && break
+    sleep 0.05
+  done
+  kill -CONT "$1"
+}
+
+# preempt_at_third_step PID DIR: once rank 0 of the run stopped (its folder DIR), SIGUSR1 to PID
+# (mpirun), then SIGCONT to the rank. Status 1 if PID ends first (or after 150 s).
+preempt_at_third_step() {
+  local pid=$1 dir=$2 rank=""
+  for _ in $(seq 3000); do
+    rank=$(stopped_rank "$dir")
+    [ -n "$rank" ] && break
+    kill -0 "$pid" 2> /dev/null || return 1
+    sleep 0.05
+  done
+  [ -n "$rank" ] || return 1
+  kill -USR1 "$pid"
+  continue_when_usr1_pending "$rank"
+}
+
 # The PyTorch-checked model tests (hf_llama.sh, hf_phi3.sh) start with
 #   reference_test NAME VOCAB
 # which sets mpirun, probe_bin (tests/hf_probe), python, torch_llama (the reference's command)

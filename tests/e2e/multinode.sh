@@ -15,6 +15,7 @@
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"
 sim=$AUTOTRAIN_SOURCE_DIR/scripts/sim-cluster.sh
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/metrics_check.py"
 config=$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml
@@ -72,18 +73,16 @@ read -ra cluster <<< "$("$sim" mpirun-args)"
 elastic=("${train[@]}" --max-steps 12 --global-batch-size 24 --batch-size 4)
 timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" "${elastic[@]}" --project-name elastic-reference \
   > elastic-reference.log 2>&1 || { cat elastic-reference.log; exit 1; }
-# run_until_preempted LOG STEP NODES: trains on NODES (node1,node2,...), one rank each, until
-# the log shows STEP, then signals it; the run must stop with status 3 (checkpoint saved).
+# run_until_preempted LOG NODES: trains on NODES (node1,node2,...), one rank each, preempted
+# before its third step (preempt_at_third_step, lib.bash); the run must stop with status 3
+# (checkpoint saved).
 run_until_preempted() {
-  local log=$1 step=$2 nodes=$3 pid status=0
+  local log=$1 nodes=$2 pid status=0
   "${mpirun[@]}" "${cluster[@]}" --host "$nodes" -np "$(tr ',' '\n' <<< "$nodes" | wc -l)" \
-    "$AUTOTRAIN_BIN" "${elastic[@]}" --project-name elastic > "$log" 2>&1 &
+    -x AUTOTRAIN_INJECT_STOP=0:step "$AUTOTRAIN_BIN" "${elastic[@]}" --project-name elastic \
+    > "$log" 2>&1 &
   pid=$!
-  for _ in $(seq 3000); do
-    grep -Eq "^step ([$step-9]|1[0-9])/" "$log" 2> /dev/null && break
-    sleep 0.05
-  done
-  kill -USR1 "$pid"
+  preempt_at_third_step "$pid" "$PWD" || true
   wait "$pid" || status=$?
   if [ "$status" -ne 3 ] || ! grep -q "stopped by SIGUSR1 after step" "$log"; then
     cat "$log"
@@ -91,8 +90,8 @@ run_until_preempted() {
     exit 1
   fi
 }
-run_until_preempted elastic-1.log 2 "node1,node2,node3"
-run_until_preempted elastic-2.log 6 "node1,node2"
+run_until_preempted elastic-1.log "node1,node2,node3"
+run_until_preempted elastic-2.log "node1,node2"
 grep -Eq "resume: .* \(written by 3 rank\(s\)" elastic-2.log || { cat elastic-2.log; exit 1; }
 timeout 300 "${mpirun[@]}" "${cluster[@]}" --host "node1,node2,node3" -np 3 "$AUTOTRAIN_BIN" \
   "${elastic[@]}" --project-name elastic > elastic-3.log 2>&1 || { cat elastic-3.log; exit 1; }

@@ -13,6 +13,7 @@ set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
 src=$AUTOTRAIN_SOURCE_DIR
+source "$src/tests/e2e/lib.bash"
 check="python3 $src/tests/e2e/metrics_check.py"
 config=$src/tests/e2e/configs/tiny.yaml
 export AUTOTRAIN_SIM_NAME=atsl$$ AUTOTRAIN_SIM_NET=10.205.$((RANDOM % 200))
@@ -43,6 +44,9 @@ cd "$work"
 "$src/scripts/sim-slurm.sh" start
 SLURM_CONF=$("$src/scripts/sim-slurm.sh" conf)
 export SLURM_CONF AUTOTRAIN=$AUTOTRAIN_BIN AUTOTRAIN_PROGRESS=lines
+# The jobs take this environment: ranks waiting in MPI yield the CPU, as the simulated cluster's
+# mpirun flags have them do (scripts/sim-cluster.sh mpirun-args says why).
+export OMPI_MCA_mpi_yield_when_idle=1
 
 timeout 60 srun -N2 -n4 --mpi=pmix "$AUTOTRAIN_BIN" env --json > env.json
 python3 - env.json << 'PY'
@@ -60,7 +64,7 @@ train=(--config "$config" --device cpu --eval-strategy no --logging-steps 1)
 timeout 300 "${mpirun[@]}" -np 1 "$AUTOTRAIN_BIN" train "${train[@]}" --project-name reference \
   --max-steps 30 --gradient-accumulation 4 > reference.log 2>&1 || { cat reference.log; exit 1; }
 
-sbatch --wait --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 -o cpu.out \
+sbatch_wait 300 --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 -o cpu.out \
   "$src/slurm/train-cpu.sbatch" "$config" --project-name cpu --comm-backend gloo \
   --eval-strategy no --max-steps 30 --gradient-accumulation 1 > /dev/null
 grep -q "summary: wall time" cpu.out || exit 1
@@ -70,7 +74,7 @@ echo "multinode_slurm: train-cpu.sbatch on 2 nodes x 2 ranks (gloo): the one-ran
 # The GPU job script as written, its counts lowered to the simulated nodes' 2 GPUs each. The
 # GPUs are device files of /dev/null, so device auto trains on the CPUs; Slurm still schedules
 # and binds them as on a GPU cluster.
-sbatch --wait --nodes=2 --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 -o multi.out \
+sbatch_wait 300 --nodes=2 --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 -o multi.out \
   "$src/slurm/train-multi-node.sbatch" "$config" --project-name multi --eval-strategy no \
   --max-steps 30 --gradient-accumulation 1 > /dev/null
 grep -q "summary: wall time" multi.out || exit 1
@@ -78,16 +82,17 @@ grep -q "on node\[1-2\]: 2 node(s), 4 rank(s)" multi.out || exit 1
 $check same reference/metrics.jsonl multi/metrics.jsonl 1e-5
 echo "multinode_slurm: train-multi-node.sbatch on 2 nodes x 2 GPUs: the one-rank losses"
 
-# Preemptible on 2 nodes x 1 rank: USR1 to the batch shell once it trains. Long enough (1500
-# steps, about 2.5 s at the 300K tokens/s a 2-core machine gives this model; the poll below
-# signals within 0.2 s of the first logged step) that the signal lands mid-run: at 600 steps a
-# run once ended (1 s) before the signal reached it. The reference is an uninterrupted run of 2
-# ranks (a sum of two is the same in any order, so the curves agree to the bit).
-long=(--device cpu --eval-strategy no --logging-steps 10 --max-steps 1500)
+# Preemptible on 2 nodes x 1 rank, its rank 0 stopped before its third step
+# (AUTOTRAIN_INJECT_STOP, lib.bash): USR1 to the batch shell then, and the rank goes on once the
+# signal reached it; the requeued run's rank 0 stops again at its third step and just goes on.
+# The reference is an uninterrupted run of 2 ranks (a sum of two is the same in any order, so the
+# curves agree to the bit).
+long=(--device cpu --eval-strategy no --logging-steps 10 --max-steps 100)
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" "${long[@]}" --project-name straight \
   > straight.log 2>&1 || { cat straight.log; exit 1; }
-job=$(sbatch --parsable --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 --gpus-per-node=0 \
-  -o preempt.out "$src/slurm/train-preemptible.sbatch" "$config" "${long[@]}" --project-name preempt)
+job=$(AUTOTRAIN_INJECT_STOP=0:step sbatch --parsable --nodes=2 --ntasks-per-node=1 \
+  --cpus-per-task=1 --gpus-per-node=0 -o preempt.out "$src/slurm/train-preemptible.sbatch" \
+  "$config" "${long[@]}" --project-name preempt)
 deadline=$((SECONDS + 240))
 signalled=0
 held=0
@@ -96,8 +101,12 @@ while [ "$SECONDS" -lt "$deadline" ]; do
     tail -n 1 || true)
   state=$(squeue -h -j "$job" -o '%T %r' 2> /dev/null || true)
   [[ "$last" == "training exited"* ]] && [ -z "$state" ] && break
-  if [ "$signalled" -eq 0 ] && grep -qs '"step":[1-9]' preempt/metrics.jsonl; then
+  rank=$(stopped_rank "$work")
+  if [ -n "$rank" ] && [ "$signalled" -eq 0 ]; then
     scancel --batch --signal=USR1 "$job" && signalled=1
+    continue_when_usr1_pending "$rank"
+  elif [ -n "$rank" ]; then
+    kill -CONT "$rank"
   fi
   # A requeued job is held about two minutes (BeginTime): let it start again after ~3 s.
   case "$state" in

@@ -35,24 +35,27 @@ expect_end() {
   echo "no_hang: $name: exit $status after ${elapsed}s"
 }
 
+# The stopped jobs run side by side: a stopped rank costs no CPU, and the other waits.
 stopped=("${mpirun[@]}" -np 2 -x AUTOTRAIN_INJECT_STOP)
+cases=()
 AUTOTRAIN_INJECT_STOP=1:setup expect_end stop-setup \
   "collective timeout: agreement on reading the configuration on rank 0" "rank 1 did not arrive" \
-  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name setup
+  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name setup & cases+=($!)
 AUTOTRAIN_INJECT_STOP=1:prepare expect_end stop-prepare-1 \
   "agreement on the prepared data on rank 0" "rank 1 did not arrive" \
-  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name prepare1
+  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name prepare1 & cases+=($!)
 AUTOTRAIN_INJECT_STOP=0:prepare expect_end stop-prepare-0 \
   "data preparation \(rank 0 tokenizes data_path\) on rank 1" "rank 0 did not arrive" \
-  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name prepare0
+  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name prepare0 & cases+=($!)
 AUTOTRAIN_INJECT_STOP=1:save expect_end stop-save \
   "agreement on a checkpoint write on rank 0" "rank 1 did not arrive" \
-  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name save --checkpoint-every 5
+  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name save --checkpoint-every 5 & cases+=($!)
 # Inside a training step's allreduce nobody knows who is missing: the probe asks every rank.
 AUTOTRAIN_INJECT_STOP=1:step expect_end stop-step \
   "collective timeout: mpi .* #[0-9]+ .* on rank 0 did not complete within comm_timeout = 3 s" \
   "rank 1 \(on [^)]+\) did not answer a probe within 1 s: stopped, crashed or cut off" \
-  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name step
+  -- "${stopped[@]}" "$AUTOTRAIN_BIN" "${train[@]}" --project-name step & cases+=($!)
+for case in "${cases[@]}"; do wait "$case" || exit 1; done
 
 # Different command lines and different builds are refused at once, by name.
 expect_end dry-run "--dry-run was given to some ranks and not to others" \

@@ -4,6 +4,7 @@
 # Skips (77) only when not root and no cluster is reachable; as root it starts the cluster.
 set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
+source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"
 check="python3 $AUTOTRAIN_SOURCE_DIR/tests/e2e/env_check.py"
 slurm_dir=${AUTOTRAIN_SLURM_DIR:-/var/tmp/autotrain-slurm}
 work=$(mktemp -d)
@@ -41,7 +42,7 @@ cat > "$work/job.sh" <<JOB
 #!/usr/bin/env bash
 exec mpirun --oversubscribe --allow-run-as-root -np 2 "$AUTOTRAIN_BIN" env --json
 JOB
-timeout 180 sbatch --wait -n 2 -t 5 -o "$work/batch.json" -e "$work/batch.err" "$work/job.sh" >/dev/null ||
+sbatch_wait 180 -n 2 -t 5 -o "$work/batch.json" -e "$work/batch.err" "$work/job.sh" >/dev/null ||
   { cat "$work/batch.err" "$work/batch.json" >&2; exit 1; }
 $check 2 "mpirun (Open MPI) in Slurm job" < "$work/batch.json"
 echo "slurm_env: ok"

@@ -43,7 +43,7 @@ assert pairs == [(0, 0), (1, 1)], pairs
 PY
 
 config=$src/tests/e2e/configs/tiny.yaml
-timeout 300 sbatch --wait --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 -t 5 \
+sbatch_wait 300 --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 -t 5 \
   -o gpu-%j.out "$src/slurm/train-single-node.sbatch" "$config" --project-name gpu \
   --checkpoint-every 10 --zero-stage 2 --mixed-precision bf16 --comm-backend auto > /dev/null ||
   fail "train-single-node.sbatch on GPUs failed"

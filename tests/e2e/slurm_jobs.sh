@@ -16,6 +16,7 @@ set -euo pipefail
 : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}" "${AUTOTRAIN_MPIRUN:?set by ctest}"
 read -ra mpirun <<< "$AUTOTRAIN_MPIRUN"
 src=$AUTOTRAIN_SOURCE_DIR
+source "$src/tests/e2e/lib.bash"
 check="python3 $src/tests/e2e/metrics_check.py"
 slurm_dir=${AUTOTRAIN_SLURM_DIR:-/var/tmp/autotrain-slurm}
 work=$(mktemp -d)
@@ -51,7 +52,7 @@ fail() { echo "slurm_jobs: $*" >&2; exit 1; }
 # --- launch --dry-run outside and inside an allocation.
 env -u SLURM_JOB_ID "$AUTOTRAIN_BIN" launch --dry-run -- train --config c.yaml > outside.txt
 grep -q "^mpirun -np 1 .*$AUTOTRAIN_BIN train --config c.yaml" outside.txt || fail "outside: $(cat outside.txt)"
-timeout 120 sbatch --wait -n 2 -t 2 -o inside.out \
+sbatch_wait 120 -n 2 -t 2 -o inside.out \
   --wrap "$AUTOTRAIN_BIN launch --dry-run -- train --config c.yaml" > /dev/null || fail "sbatch launch failed"
 grep -q "^srun --mpi=pmix --nodes=1 --ntasks-per-node=2 .*$AUTOTRAIN_BIN train --config c.yaml" inside.out ||
   fail "inside: $(cat inside.out)"
@@ -62,7 +63,7 @@ grep -q "needs a Slurm allocation" nodes.txt || fail "$(cat nodes.txt)"
 
 # --- the single-node script, 2 tasks.
 config=$src/tests/e2e/configs/tiny.yaml
-timeout 300 sbatch --wait --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o single-%j.out \
+sbatch_wait 300 --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o single-%j.out \
   train-single-node.sbatch "$config" --project-name single --checkpoint-every 10 > /dev/null ||
   fail "train-single-node.sbatch failed"
 for file in training_params.json metrics.jsonl model.safetensors config.json checkpoints/latest; do
@@ -80,13 +81,13 @@ env -u SLURM_JOB_ID "$AUTOTRAIN_BIN" launch --num-processes 2 --cpus-per-task 1 
   train --config "$config" --project-name gen --max-steps 10 > gen.txt || fail "launch --sbatch: $(cat gen.txt)"
 grep -q "^##SBATCH --partition=cpu" gen.sbatch && grep -q "^#SBATCH --signal=B:USR1@300" gen.sbatch ||
   fail "the written script: $(cat gen.sbatch)"
-timeout 300 sbatch --wait -t 5 -o gen-%j.out gen.sbatch > /dev/null || fail "the written script failed: $(cat gen-*.out)"
+sbatch_wait 300 -t 5 -o gen-%j.out gen.sbatch > /dev/null || fail "the written script failed: $(cat gen-*.out)"
 [ -s gen/model.safetensors ] || fail "the written script did not train: $(cat gen-*.out)"
 
 # --- the sweep script: 2 models of 1 rank in one allocation.
 cp "$config" sweep.yaml
 printf 'sweep:\n  lr: [1e-3, 3e-3]\n' >> sweep.yaml
-timeout 300 sbatch --wait --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o sweep-%j.out \
+sbatch_wait 300 --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o sweep-%j.out \
   train-sweep.sbatch sweep.yaml --project-name sweep --max-steps 20 > /dev/null ||
   fail "train-sweep.sbatch failed"
 grep -q "^  model 1  ranks 1-1  lr 3e-3" sweep-*.out || fail "the sweep job printed no table of models"
@@ -97,15 +98,16 @@ python3 -c "import json; assert [m['status'] for m in json.load(open('sweep/swee
   fail "status of the sweep: $("$AUTOTRAIN_BIN" status sweep)"
 
 # --- the preemptible script, submitted as a site would (a 2-minute limit, USR1 90 s before it).
-# How far a run gets before Slurm's own signal depends on how fast this machine trains (200 to
-# 700 tiny steps/s), so the test also sends the same signal itself, to the batch shell, as soon
-# as the first run is training: the preemption path is exercised on fast and slow machines alike.
-steps=8000
-flags=(--project-name preempt --max-steps "$steps" --eval-steps 500 --logging-steps 100)
+# The test preempts it itself, at a step of its choosing however fast this machine trains: rank 0
+# of each run stops before its third step (AUTOTRAIN_INJECT_STOP, lib.bash); at the first run's
+# stop the test sends USR1 to the batch shell, as Slurm would, and lets the rank go on once the
+# signal reached it; the requeued run's rank 0 just goes on.
+steps=300
+flags=(--project-name preempt --max-steps "$steps" --eval-steps 100 --logging-steps 20)
 timeout 300 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" train --config "$config" --project-name straight \
-  --max-steps "$steps" --eval-steps 500 --logging-steps 100 > straight.log 2>&1 || { cat straight.log; exit 1; }
-preempt_job=$(sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 -t 2 --signal=B:USR1@90 \
-  -o preempt.out train-preemptible.sbatch "$config" "${flags[@]}")
+  --max-steps "$steps" --eval-steps 100 --logging-steps 20 > straight.log 2>&1 || { cat straight.log; exit 1; }
+preempt_job=$(AUTOTRAIN_INJECT_STOP=0:step sbatch --parsable --ntasks-per-node=2 --cpus-per-task=1 \
+  -t 2 --signal=B:USR1@90 -o preempt.out train-preemptible.sbatch "$config" "${flags[@]}")
 deadline=$((SECONDS + 420))
 signalled=0
 held=0
@@ -125,8 +127,12 @@ while [ "$SECONDS" -lt "$deadline" ]; do
     continue
   fi
   [ -z "$state" ] && [ "$finished" -eq 1 ] && break
-  if [ "$signalled" -eq 0 ] && grep -qs '"step":[1-9]' preempt/metrics.jsonl; then
+  rank=$(stopped_rank "$PWD")
+  if [ -n "$rank" ] && [ "$signalled" -eq 0 ]; then
     scancel --batch --signal=USR1 "$preempt_job" && signalled=1
+    continue_when_usr1_pending "$rank"
+  elif [ -n "$rank" ]; then
+    kill -CONT "$rank"
   fi
   # Slurm holds a requeued job for about two minutes (BeginTime); the test does not wait that
   # long, but lets the previous run's clean-up finish first (a start within a second of the
