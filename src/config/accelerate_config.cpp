@@ -38,7 +38,7 @@ constexpr std::string_view kLauncherKeys[] = {
     "num_cpu_threads_per_process",
 };
 
-bool listed(std::string_view key, std::span<const std::string_view> list) {
+bool listed_key(std::string_view key, std::span<const std::string_view> list) {
   return std::find(list.begin(), list.end(), key) != list.end();
 }
 
@@ -96,7 +96,7 @@ class AccelerateReader {
       }
     } else if (key == "num_processes" || key == "num_machines") {
       // processes() reads both together.
-    } else if (listed(key, kLauncherKeys) || key.starts_with("tpu_")) {
+    } else if (listed_key(key, kLauncherKeys) || key.starts_with("tpu_")) {
       launcher_keys_.push_back(key);
     } else {
       out_.refuse(file_, key,

@@ -49,9 +49,9 @@ class Prepend final : public Normalizer {
 // Replace every non-overlapping occurrence, left to right, of a literal string or a regex.
 class Replace final : public Normalizer {
  public:
-  Replace(const Json& json, const std::string& where)
-      : content_(tokenizer_json::string_member(json, "content", where)) {
-    const Json& pattern = tokenizer_json::member(json, "pattern", where);
+  Replace(const Json& spec, const std::string& where)
+      : content_(tokenizer_json::string_member(spec, "content", where)) {
+    const Json& pattern = tokenizer_json::member(spec, "pattern", where);
     if (auto literal = tokenizer_json::optional_string(pattern, "String", path(where, "pattern"))) {
       literal_ = *literal;
       AT_CHECK(!literal_.empty(), path(where, "pattern.String"), ": must not be empty");
@@ -118,17 +118,17 @@ class Sequence final : public Normalizer {
 
 }  // namespace
 
-std::unique_ptr<Normalizer> make_normalizer(const Json& json, const std::string& where) {
-  if (json.is_null()) return nullptr;
-  const std::string type = tokenizer_json::type_of(json, where);
+std::unique_ptr<Normalizer> make_normalizer(const Json& spec, const std::string& where) {
+  if (spec.is_null()) return nullptr;
+  const std::string type = tokenizer_json::type_of(spec, where);
   if (type == "NFC") return std::make_unique<Nfc>();
   if (type == "Prepend") {
-    return std::make_unique<Prepend>(tokenizer_json::string_member(json, "prepend", where));
+    return std::make_unique<Prepend>(tokenizer_json::string_member(spec, "prepend", where));
   }
-  if (type == "Replace") return std::make_unique<Replace>(json, where);
+  if (type == "Replace") return std::make_unique<Replace>(spec, where);
   if (type == "Sequence") {
     return std::make_unique<Sequence>(
-        tokenizer_json::component_list<Normalizer>(json, "normalizers", where, make_normalizer));
+        tokenizer_json::component_list<Normalizer>(spec, "normalizers", where, make_normalizer));
   }
   tokenizer_json::unsupported(where, "normalizer", type, "NFC, Prepend, Replace, Sequence");
 }

@@ -10,7 +10,7 @@
 namespace autotrain::data {
 namespace {
 
-constexpr const char* kRemedy = "; delete it to prepare the pairs again";
+constexpr const char* kPairsRemedy = "; delete it to prepare the pairs again";
 
 const uint64_t* words(const MappedFile& file) {
   return reinterpret_cast<const uint64_t*>(file.data());
@@ -20,15 +20,15 @@ const uint64_t* words(const MappedFile& file) {
 void check_index(const MappedFile& index, uint64_t tokens) {
   const std::string name = index.path().string();
   AT_CHECK(index.size() >= pair_index_bytes(0), "pair index ", name, " is truncated (",
-           index.size(), " bytes)", kRemedy);
+           index.size(), " bytes)", kPairsRemedy);
   const uint64_t* header = words(index);
   AT_CHECK(header[0] == kPairIndexMagic && header[1] == kPairIndexVersion, "pair index ", name,
-           " is not an autotrain pair index of version ", kPairIndexVersion, kRemedy);
+           " is not an autotrain pair index of version ", kPairIndexVersion, kPairsRemedy);
   AT_CHECK(index.size() == pair_index_bytes(header[2]), "pair index ", name, " holds ",
            index.size(), " bytes; its header's ", header[2], " pairs need ",
-           pair_index_bytes(header[2]), kRemedy);
+           pair_index_bytes(header[2]), kPairsRemedy);
   AT_CHECK(header[3] == tokens, "pair index ", name, " counts ", header[3],
-           " tokens but its shards hold ", tokens, kRemedy);
+           " tokens but its shards hold ", tokens, kPairsRemedy);
 }
 
 }  // namespace
@@ -42,10 +42,10 @@ PairDataset::PairDataset(const PairSplit& split)
   reward_ = header[6] != 0;
   const uint64_t* offsets = header + kPairIndexHeaderWords;
   AT_CHECK(offsets[0] == 0 && offsets[3 * pairs_] == tokens_.num_tokens(), "pair index ",
-           split.index.string(), ": its offsets do not span the shards' tokens", kRemedy);
+           split.index.string(), ": its offsets do not span the shards' tokens", kPairsRemedy);
   for (uint64_t i = 1; i <= 3 * pairs_; ++i) {
     AT_CHECK(offsets[i - 1] <= offsets[i], "pair index ", split.index.string(), ": offset ", i,
-             " is out of order", kRemedy);
+             " is out of order", kPairsRemedy);
   }
 }
 

@@ -6,9 +6,9 @@
 namespace autotrain::data {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-bool blank(const Json& value) {
+bool blank(const OrderedJson& value) {
   return value.is_null() || (value.is_string() && value.get_ref<const std::string&>().empty());
 }
 
@@ -18,7 +18,7 @@ std::string column_at(const std::string& where, const std::string& column,
   return cat(where, ": column '", column, "' (", parameter, ")");
 }
 
-std::string plain_text(Json&& value, const std::string& at) {
+std::string plain_text(OrderedJson&& value, const std::string& at) {
   AT_CHECK(!value.is_array(), at,
            " holds a list (of messages?): set chat_template (tokenizer, chatml or zephyr) to "
            "render conversations, or give the text as a string");
@@ -28,13 +28,13 @@ std::string plain_text(Json&& value, const std::string& at) {
 }
 
 // AutoTrain inserts an empty system message before zephyr conversations that have none.
-void add_zephyr_system(Json& messages, const PreferenceOptions& options) {
+void add_zephyr_system(OrderedJson& messages, const PreferenceOptions& options) {
   if (options.prepare.chat_template != "zephyr") return;
   if (!messages.empty() && messages.front().value("role", "") == "system") return;
-  messages.insert(messages.begin(), Json{{"role", "system"}, {"content", ""}});
+  messages.insert(messages.begin(), OrderedJson{{"role", "system"}, {"content", ""}});
 }
 
-std::string render(const ChatFormatter& chat, const Json& messages, const std::string& at) {
+std::string render(const ChatFormatter& chat, const OrderedJson& messages, const std::string& at) {
   if (messages.empty()) return {};
   return chat.render(messages, false, at).front().text;
 }
@@ -43,8 +43,8 @@ PairText chat_pair(PairRow&& row, const ChatFormatter& chat, const PreferenceOpt
   const std::string chosen_at = column_at(row.where, options.prepare.text_column, "text_column");
   const std::string rejected_at =
       column_at(row.where, options.rejected_column, "rejected_text_column");
-  Json chosen = conversation_of(std::move(row.chosen), chosen_at);
-  Json rejected = conversation_of(std::move(row.rejected), rejected_at);
+  OrderedJson chosen = conversation_of(std::move(row.chosen), chosen_at);
+  OrderedJson rejected = conversation_of(std::move(row.rejected), rejected_at);
   if (options.reward) {
     add_zephyr_system(chosen, options);
     add_zephyr_system(rejected, options);
@@ -52,15 +52,15 @@ PairText chat_pair(PairRow&& row, const ChatFormatter& chat, const PreferenceOpt
   }
   // TRL's explicit-prompt layout (a prompt column of messages) comes before chosen's turns;
   // AutoTrain's own rule takes the prompt from chosen alone.
-  Json prompt =
+  OrderedJson prompt =
       row.prompt.is_array()
           ? conversation_of(std::move(row.prompt),
                             column_at(row.where, options.prompt_column, "prompt_text_column"))
-          : Json::array();
+          : OrderedJson::array();
   for (size_t i = 0; i + 1 < chosen.size(); ++i) prompt.push_back(chosen[i]);
   add_zephyr_system(prompt, options);
-  return {render(chat, prompt, row.where), render(chat, Json::array({chosen.back()}), chosen_at),
-          render(chat, Json::array({rejected.back()}), rejected_at)};
+  return {render(chat, prompt, row.where), render(chat, OrderedJson::array({chosen.back()}), chosen_at),
+          render(chat, OrderedJson::array({rejected.back()}), rejected_at)};
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ void read_pair_rows(const InputFile& file, const PreferenceOptions& options,
     columns.insert(columns.begin(), Column{options.prompt_column, "prompt_text_column",
                                            options.prepare.chat_template.empty()});
   }
-  read_records(file, columns, [&](std::vector<Json>&& values, size_t line) {
+  read_records(file, columns, [&](std::vector<OrderedJson>&& values, size_t line) {
     if (std::all_of(values.begin(), values.end(), blank)) return;
     PairRow row;
     row.where = cat(file.path.string(), ":", line);

@@ -22,8 +22,8 @@ namespace autotrain::train {
 namespace {
 
 // Selects the device for this thread before any other CUDA object of the replica exists.
-struct DeviceBinding {
-  explicit DeviceBinding(int device) : index(device) {
+struct ReplicaDevice {
+  explicit ReplicaDevice(int device) : index(device) {
     AT_CHECK(device >= 0, "device cuda: this rank has no GPU bound");
     AT_CUDA_CHECK(cudaSetDevice(device));
     AT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
@@ -108,7 +108,7 @@ class GpuReplica final : public Replica {
   double peak_flops_per_s() const override { return peak_flops(binding_.properties, precision_); }
 
  private:
-  DeviceBinding binding_;  // first: every member below lives on this device
+  ReplicaDevice binding_;  // first: every member below lives on this device
   Precision precision_;
   autotrain::gpu::Stream stream_;
   kernels::gpu::BlasHandle blas_;
