@@ -58,6 +58,15 @@ class SharedBf16Operand {
 template <typename F>
 void gemm(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K, F alpha,
           const F* a, std::size_t lda, const F* b, std::size_t ldb, F beta, F* c, std::size_t ldc);
+// Its two definitions, declared before any use (src/kernels/matmul.cpp).
+template <>
+void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
+                 float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                 float beta, float* c, std::size_t ldc);
+template <>
+void gemm<double>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
+                  double alpha, const double* a, std::size_t lda, const double* b,
+                  std::size_t ldb, double beta, double* c, std::size_t ldc);
 
 // out[N, OC] = inp[N, IC] · weight[IC, OC] + bias[OC]   (bias may be null)
 template <typename F>
