@@ -59,7 +59,8 @@ PairText chat_pair(PairRow&& row, const ChatFormatter& chat, const PreferenceOpt
           : OrderedJson::array();
   for (size_t i = 0; i + 1 < chosen.size(); ++i) prompt.push_back(chosen[i]);
   add_zephyr_system(prompt, options);
-  return {render(chat, prompt, row.where), render(chat, OrderedJson::array({chosen.back()}), chosen_at),
+  return {render(chat, prompt, row.where),
+          render(chat, OrderedJson::array({chosen.back()}), chosen_at),
           render(chat, OrderedJson::array({rejected.back()}), rejected_at)};
 }
 

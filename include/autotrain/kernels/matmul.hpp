@@ -65,8 +65,8 @@ void gemm<float>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::
                  float beta, float* c, std::size_t ldc);
 template <>
 void gemm<double>(Transpose ta, Transpose tb, std::size_t M, std::size_t N, std::size_t K,
-                  double alpha, const double* a, std::size_t lda, const double* b,
-                  std::size_t ldb, double beta, double* c, std::size_t ldc);
+                  double alpha, const double* a, std::size_t lda, const double* b, std::size_t ldb,
+                  double beta, double* c, std::size_t ldc);
 
 // out[N, OC] = inp[N, IC] · weight[IC, OC] + bias[OC]   (bias may be null)
 template <typename F>
