@@ -13,6 +13,12 @@
 #include "autotrain/model/quantized_layout.hpp"
 #include "autotrain/optim/optimizer.hpp"
 #include "autotrain/train/lora.hpp"
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "autotrain/model/gpu/causal_lm.hpp"
+#endif
 
 namespace autotrain::train {
 namespace {
@@ -27,6 +33,41 @@ double working_bytes(const RunSetup& setup, double parameters) {
   double bytes = 2 * kFloat * std::min(bucket, parameters);
   if (setup.device == Device::cuda) bytes += 64 * kMiB;  // cuBLAS's and cuBLASLt's workspaces
   return bytes;
+}
+
+// What the model of `setup` allocates for its activations at T positions: per sequence, and what
+// does not grow with the batch (the GPU model's rotary tables and scratch).
+struct Activations {
+  double per_sequence = 0;
+  double fixed = 0;
+};
+
+Activations activations(const RunSetup& setup, const model::ParamLayout& layout, int T) {
+  const model::Recompute mode = recompute_mode(setup.params());
+#ifdef AUTOTRAIN_HAVE_CUDA
+  // On a GPU the device model's, in its compute precision, computed on the host.
+  const auto device_bytes = [&](int B) -> double {
+    switch (setup.precision) {
+      case Precision::bf16:
+        return static_cast<double>(
+            model::gpu::planned_activation_bytes<__nv_bfloat16>(layout, B, T, mode));
+      case Precision::fp16:
+        return static_cast<double>(
+            model::gpu::planned_activation_bytes<__half>(layout, B, T, mode));
+      case Precision::fp32:
+        break;
+    }
+    return static_cast<double>(model::gpu::planned_activation_bytes<float>(layout, B, T, mode));
+  };
+  if (setup.device == Device::cuda) {
+    const double one = device_bytes(1);
+    const double per_sequence = device_bytes(2) - one;
+    return {per_sequence, std::max(0.0, one - per_sequence)};
+  }
+#endif
+  // On the CPU measured on the model itself (fp32), exactly proportional to B.
+  return {static_cast<double>(model::make_causal_lm<float>(layout, 1, T, mode)->activation_bytes()),
+          0};
 }
 
 }  // namespace
@@ -106,11 +147,11 @@ MemoryPlan memory_plan(const RunSetup& setup) {
   plan.host_bytes = plan.parameters * per_parameter.host;
   plan.nvme_bytes = plan.parameters * per_parameter.nvme;
   plan.working_bytes = working_bytes(setup, plan.parameters);
-  // The model allocates its activations at construction and none after: one sequence's worth, of
-  // what its recompute mode keeps.
-  const auto one_sequence = model::make_causal_lm<float>(
-      layout, 1, static_cast<int>(params.block_size), recompute_mode(params));
-  plan.sequence_bytes = static_cast<double>(one_sequence->activation_bytes());
+  // The model allocates its activations at construction and none after, of what its recompute
+  // mode keeps.
+  const Activations kept = activations(setup, layout, static_cast<int>(params.block_size));
+  plan.sequence_bytes = kept.per_sequence;
+  plan.working_bytes += kept.fixed;
   // dpo and orpo: a sample is a pair, two sequences (dpo's reference costs no memory: its
   // log-probabilities are computed once before training).
   const bool pairs =

@@ -1,5 +1,6 @@
 // The memory plan (--dry-run, auto_find_batch_size) counts the activations that the run's
-// recompute mode keeps: none more than selective, selective more than full.
+// recompute mode keeps: none more than selective, selective more than full; on a GPU those of the
+// device model.
 #include "autotrain/train/memory_plan.hpp"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,12 @@
 #include <string>
 
 #include "autotrain/config/load.hpp"
+#include "autotrain/model/param_layout.hpp"
+#ifdef AUTOTRAIN_HAVE_CUDA
+#include <cuda_bf16.h>
+
+#include "autotrain/model/gpu/causal_lm.hpp"
+#endif
 
 namespace autotrain::train {
 namespace {
@@ -37,6 +44,33 @@ TEST(MemoryPlan, CountsTheActivationsOfTheRecomputeMode) {
   EXPECT_EQ(memory_plan(tiny_setup("auto")).sequence_bytes, selective);
   EXPECT_EQ(memory_plan(tiny_setup("auto", true)).sequence_bytes, none);
 }
+
+#ifdef AUTOTRAIN_HAVE_CUDA
+// On a GPU in bf16 the plan counts what the device model allocates (no device needed): per
+// sequence what a second one adds, and what does not grow with the batch (rotary tables, scratch)
+// with the working bytes. Flash attention keeps no [T, T] probabilities, and 16-bit activations
+// take half the CPU model's fp32 bytes: far less than the CPU's plan.
+TEST(MemoryPlan, CountsTheDeviceModelsActivationsOnAGpu) {
+  const RunSetup cpu = tiny_setup("selective");
+  RunSetup gpu = cpu;
+  gpu.device = Device::cuda;
+  gpu.precision = Precision::bf16;
+  const MemoryPlan on_cpu = memory_plan(cpu);
+  const MemoryPlan on_gpu = memory_plan(gpu);
+  const model::ParamLayout layout(model_config(gpu.resolved), 1);
+  const auto planned = [&](int B) {
+    return static_cast<double>(model::gpu::planned_activation_bytes<__nv_bfloat16>(
+        layout, B, 64, model::Recompute::selective));
+  };
+  EXPECT_EQ(on_gpu.sequence_bytes, planned(2) - planned(1));
+  EXPECT_LT(on_gpu.sequence_bytes, on_cpu.sequence_bytes / 2);
+  EXPECT_EQ(on_gpu.working_bytes,
+            on_cpu.working_bytes + 64 * 1024 * 1024 + (2 * planned(1) - planned(2)));
+  EXPECT_NEAR(on_gpu.bytes(3) - on_gpu.state_bytes,
+              planned(3) + 64 * 1024 * 1024 + on_cpu.working_bytes, 65536)
+      << "linear in B up to the allocations' alignment";
+}
+#endif
 
 }  // namespace
 }  // namespace autotrain::train

@@ -41,11 +41,11 @@ struct AttentionChoice {
 };
 
 // The path for a model: `flash_applies` where our flash kernels take its precision, heads and
-// options (flash_attention_supports and plain options); `cudnn_refusal` is empty where cuDNN's
-// plans built for every layer's shape, else why not (cudnn_attention_prepare). Automatic takes
-// flash, then the fast path: cuDNN's fused attention stays opt-in (`cudnn`) until a GPU has
-// checked it (docs/gpu.md); a kind asked for runs where it applies and falls back to flash, then
-// the unfused path, otherwise; fast and reference never run a fused path.
+// head size (flash_attention_supports; they take every AttentionOptions); `cudnn_refusal` is empty
+// where cuDNN's plans built for every layer's shape, else why not (cudnn_attention_prepare).
+// Automatic takes flash, then the fast path: cuDNN's fused attention stays opt-in (`cudnn`) until a
+// GPU has checked it (docs/gpu.md); a kind asked for runs where it applies and falls back to flash,
+// then the unfused path, otherwise; fast and reference never run a fused path.
 AttentionChoice choose_attention(AttentionKind kind, bool flash_applies,
                                  const std::string& cudnn_refusal);
 

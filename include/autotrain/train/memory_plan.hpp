@@ -24,7 +24,7 @@ struct MemoryPlan {
   double state_bytes = 0;    // parameters, gradients and optimizer state per rank, on the device
   double host_bytes = 0;     // offloaded to host memory per rank
   double nvme_bytes = 0;     // offloaded to NVMe per rank
-  double working_bytes = 0;  // a reduce bucket, and on the GPU the 16-bit copies and cuBLAS
+  double working_bytes = 0;  // a reduce bucket; on the GPU also cuBLAS and the model's fixed part
   double sequence_bytes =
       0;  // activations of one sample: a sequence of block_size tokens (a pair: two)
 
@@ -38,8 +38,10 @@ struct MemoryPlan {
 };
 
 // The plan of `setup`'s model on its device, ZeRO stage, offload and world size. The activations
-// per sequence are those of the family's CPU model at B = 1 (fp32; the GPU models keep no more),
-// which are exactly proportional to B.
+// per sequence are those of the family's CPU model at B = 1 (fp32, exactly proportional to B), or
+// on a GPU those its device model allocates in the run's precision on the attention path it will
+// take (computed on the host, no device needed: model::gpu::planned_activation_bytes), the part
+// that does not grow with B counted in working_bytes.
 MemoryPlan memory_plan(const RunSetup& setup);
 
 // The state bytes per parameter of `setup` with its offload settings replaced by these.

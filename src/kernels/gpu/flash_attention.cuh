@@ -20,13 +20,23 @@ namespace {
 
 constexpr int kHeadStep = 16;                   // head sizes are multiples of mma's K
 constexpr int kMaxSharedHead = 64;              // above, a warp's own rows are not staged
-constexpr int kMaxHead = 128;                   // the largest head size (Qwen3's, Llama's)
+constexpr int kMaxHeldHead = 128;               // above, the forward's Q fragments are not held
+constexpr int kMaxHead = 256;                   // the largest head size (Gemma's)
 constexpr int kWarps = 4;                       // warps per block
 constexpr int kWarpRows = 16;                   // mma's M: the rows (queries or keys) a warp owns
 constexpr int kBlockRows = kWarps * kWarpRows;  // rows a block owns
-constexpr int kForwardKeys = 64;                // keys per forward tile
-constexpr int kBackwardCols = 32;               // queries (dK dV) or keys (dQ) per backward tile
 constexpr float kLog2e = 1.4426950408889634f;
+
+// Keys per forward tile, and queries (dK dV) or keys (dQ) per backward tile: half as many above
+// head size 128, so that a block's static shared memory stays within 48 KB.
+template <int H>
+inline constexpr int kForwardKeys = H > kMaxHeldHead ? 32 : 64;
+template <int H>
+inline constexpr int kBackwardCols = H > kMaxHeldHead ? 16 : 32;
+// The parts dK and dV's columns are split into (one block each): above head size 128 a warp's
+// whole dK and dV rows would not fit in its registers. Each part recomputes the scores.
+template <int H>
+inline constexpr int kColumnParts = H > kMaxHeldHead ? 2 : 1;
 
 // Row stride of a shared tile of `cols` elements per row (see the top of this file).
 __host__ __device__ constexpr int padded(int cols) {
@@ -34,7 +44,9 @@ __host__ __device__ constexpr int padded(int cols) {
 }
 
 // The grouped-query layout of attention.hpp: qkv rows of NH query heads, then NKV key heads,
-// then NKV value heads; query head h reads key/value head h / group.
+// then NKV value heads; query head h reads key/value head h / group. The scores are
+// AttentionOptions': q·k times `scale`, soft-capped where cap > 0, and a query sees only the
+// `window` last keys up to itself where window > 0.
 struct Shape {
   int T;
   int NH;
@@ -42,11 +54,40 @@ struct Shape {
   int HS;
   int group;  // NH / NKV
   float scale;
+  float cap;   // 0: none
+  int window;  // 0: none
 
   __host__ __device__ std::size_t row() const {
     return static_cast<std::size_t>(NH + 2 * NKV) * HS;
   }
   __host__ __device__ std::size_t out_row() const { return static_cast<std::size_t>(NH) * HS; }
+
+  // The first key query t sees, and whether key k is in query t's window (k <= t is the mask's).
+  __device__ int first_visible(int t) const {
+    return window > 0 && t >= window ? t - window + 1 : 0;
+  }
+  __device__ bool in_window(int t, int k) const { return window == 0 || k > t - window; }
+  // The end (exclusive, at most T) of the queries that see some key before `key_end`.
+  __device__ int queries_seeing(int key_end) const {
+    return window > 0 && key_end - 1 + window < T ? key_end - 1 + window : T;
+  }
+
+  // Score q·k as the softmax sees it, in log2 units (exp2 of it is the unnormalised probability):
+  // scaled, then capped. d_capped is the derivative of the cap (1 without one), which the
+  // backward multiplies into dS.
+  __device__ float logit2(float qk) const {
+    if (cap == 0.0f) return qk * (scale * kLog2e);
+    return cap * tanhf(qk * scale / cap) * kLog2e;
+  }
+  __device__ float logit2(float qk, float& d_capped) const {
+    if (cap == 0.0f) {
+      d_capped = 1.0f;
+      return qk * (scale * kLog2e);
+    }
+    const float t = tanhf(qk * scale / cap);
+    d_capped = 1.0f - t * t;
+    return cap * t * kLog2e;
+  }
 };
 
 // Row t of query head h, key head kv or value head kv in qkv [B, T, (NH + 2·NKV)·HS] (or dqkv).
@@ -70,18 +111,21 @@ __device__ __forceinline__ std::size_t out_at(const Shape& s, int b, int t, int 
 }
 
 // Copies rows [first, first + Rows) of a [T, H] operand into `tile` (row-major, ld padded(H))
-// and/or `cols` (transposed: cols[d][r], ld padded(Rows)); either may be null. Rows past T are
-// zero. Global reads move 16 bytes: H is a multiple of 16 elements and the launchers check the
-// operands' alignment, so every row starts on a 16-byte boundary. Without `cols`, neighbouring
-// threads read neighbouring packs of a row (coalesced); with it, neighbouring rows, so that the
-// lanes' 2-byte stores into a row of `cols` fall in 16 different banks instead of 2.
-template <int H, int Rows, typename F, typename Row>
-__device__ __forceinline__ void load_rows(F* tile, F* cols, int first, int T, Row row) {
+// and/or columns [c0, c0 + ColsH) of them into `cols` (transposed: cols[d - c0][r], ld
+// padded(Rows)); either may be null. Rows past T are zero. Global reads move 16 bytes: H is a
+// multiple of 16 elements and the launchers check the operands' alignment, so every row starts on
+// a 16-byte boundary. Without `cols`, neighbouring threads read neighbouring packs of a row
+// (coalesced); with it, neighbouring rows, so that the lanes' 2-byte stores into a row of `cols`
+// fall in 16 different banks instead of 2.
+template <int H, int Rows, int ColsH = H, typename F, typename Row>
+__device__ __forceinline__ void load_rows(F* tile, F* cols, int first, int T, Row row, int c0 = 0) {
   constexpr int W = kPack<F>;
   constexpr int packs = H / W;
   for (int i = static_cast<int>(threadIdx.x); i < Rows * packs; i += static_cast<int>(blockDim.x)) {
     const int r = cols == nullptr ? i / packs : i % Rows;
     const int d = (cols == nullptr ? i % packs : i / Rows) * W;
+    const bool to_cols = cols != nullptr && d >= c0 && d < c0 + ColsH;
+    if (tile == nullptr && !to_cols) continue;
     Packed<F, W> values;
     if (first + r < T) {
       values = load_packed<W>(row(first + r) + d);
@@ -89,8 +133,8 @@ __device__ __forceinline__ void load_rows(F* tile, F* cols, int first, int T, Ro
       for (int j = 0; j < W; ++j) values.set(j, 0.0f);
     }
     if (tile != nullptr) store_packed(tile + r * padded(H) + d, values);
-    if (cols != nullptr) {
-      for (int j = 0; j < W; ++j) cols[(d + j) * padded(Rows) + r] = values.values[j];
+    if (to_cols) {
+      for (int j = 0; j < W; ++j) cols[(d - c0 + j) * padded(Rows) + r] = values.values[j];
     }
   }
 }
@@ -158,7 +202,7 @@ __device__ __forceinline__ int fragment_col(int lane, int e) {
 }
 
 // Sets the scores x of a warp's rows and the Cols columns from col0 to -inf (P = 0) where
-// hidden(row, col) says so (a key after a query, a row or column past T).
+// hidden(row, col) says so (a key after a query or outside its window, a row or column past T).
 template <int Cols, typename Hidden>
 __device__ __forceinline__ void mask_scores(float (&x)[Cols / 8][4], int col0, const WarpRows& w,
                                             const Hidden& hidden) {
@@ -167,6 +211,22 @@ __device__ __forceinline__ void mask_scores(float (&x)[Cols / 8][4], int col0, c
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       if (hidden(w.rows[e / 2], col0 + 8 * j + fragment_col(w.lane, e))) x[j][e] = -INFINITY;
+    }
+  }
+}
+
+// The backward's mask: P and dS are 0 where hidden(row, col) says so.
+template <int Cols, typename Hidden>
+__device__ __forceinline__ void clear_hidden(float (&p)[Cols / 8][4], float (&ds)[Cols / 8][4],
+                                             int col0, const WarpRows& w, const Hidden& hidden) {
+#pragma unroll
+  for (int j = 0; j < Cols / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (hidden(w.rows[e / 2], col0 + 8 * j + fragment_col(w.lane, e))) {
+        p[j][e] = 0.0f;
+        ds[j][e] = 0.0f;
+      }
     }
   }
 }
@@ -208,22 +268,21 @@ __device__ __forceinline__ void accumulate_product(float (&acc)[H / 8][4],
 }
 
 // The backward's two score-shaped products for a warp, over the head dimension: x = a·bᵀ and
-// y = c·dᵀ, with a and c the warp's 16 rows and b and d the tile's kBackwardCols rows (row-major,
-// ld padded(H)). a_fragment(k, f) and c_fragment(k, f) fill f with the A fragment of columns
+// y = c·dᵀ, with a and c the warp's 16 rows and b and d the tile's Cols rows (row-major, ld
+// padded(H)). a_fragment(k, f) and c_fragment(k, f) fill f with the A fragment of columns
 // [16k, 16k + 16) of a and c: from a shared tile, or from global memory (load_a_fragment_rows).
-template <typename F, int H, typename AFragment, typename CFragment>
-__device__ __forceinline__ void two_products(float (&x)[kBackwardCols / 8][4],
-                                             const AFragment& a_fragment, const F* b,
-                                             float (&y)[kBackwardCols / 8][4],
+template <typename F, int H, int Cols, typename AFragment, typename CFragment>
+__device__ __forceinline__ void two_products(float (&x)[Cols / 8][4], const AFragment& a_fragment,
+                                             const F* b, float (&y)[Cols / 8][4],
                                              const CFragment& c_fragment, const F* d, int lane) {
-#pragma unroll
+#pragma unroll(H > kMaxHeldHead ? 2 : H / 16)
   for (int k = 0; k < H / 16; ++k) {
     std::uint32_t fa[4];
     std::uint32_t fc[4];
     a_fragment(k, fa);
     c_fragment(k, fc);
 #pragma unroll
-    for (int j = 0; j < kBackwardCols / 8; ++j) {
+    for (int j = 0; j < Cols / 8; ++j) {
       std::uint32_t fb[2];
       std::uint32_t fd[2];
       load_b_fragment(fb, b + 8 * j * padded(H) + 16 * k, padded(H), lane);
@@ -235,7 +294,8 @@ __device__ __forceinline__ void two_products(float (&x)[kBackwardCols / 8][4],
 }
 
 inline bool supported_head_size(int HS) {
-  return HS % kHeadStep == 0 && HS >= kHeadStep && (HS <= kMaxSharedHead || HS == kMaxHead);
+  return HS % kHeadStep == 0 && HS >= kHeadStep &&
+         (HS <= kMaxSharedHead || HS == 96 || HS == kMaxHeldHead || HS == kMaxHead);
 }
 
 // Calls body(std::integral_constant<int, HS>) for a supported head size (checked_shape ran).
@@ -250,17 +310,32 @@ void with_head_size(int HS, const Body& body) {
       return body(std::integral_constant<int, 48>{});
     case 64:
       return body(std::integral_constant<int, 64>{});
+    case 96:
+      return body(std::integral_constant<int, 96>{});
+    case kMaxHeldHead:
+      return body(std::integral_constant<int, kMaxHeldHead>{});
     default:
       return body(std::integral_constant<int, kMaxHead>{});
   }
 }
 
-inline Shape checked_shape(std::size_t element_bytes, int B, int T, int NH, int NKV, int HS) {
+inline Shape checked_shape(std::size_t element_bytes, int B, int T, int NH, int NKV, int HS,
+                           const AttentionOptions& options) {
   AT_CHECK(B >= 1 && T >= 1 && flash_attention_supports(element_bytes, NH, NKV, HS),
            "flash attention: needs bf16 or fp16, NH a positive multiple of NKV and a head size of "
-           "16, 32, 48, 64 or 128; got ",
+           "16, 32, 48, 64, 96, 128 or 256; got ",
            element_bytes, "-byte elements, NH = ", NH, ", NKV = ", NKV, ", head size ", HS);
-  return Shape{T, NH, NKV, HS, NH / NKV, 1.0f / std::sqrt(static_cast<float>(HS))};
+  AT_CHECK(options.softcap >= 0 && options.window >= 0, "flash attention: soft cap ",
+           options.softcap, " and window ", options.window, " must not be negative");
+  return Shape{T,
+               NH,
+               NKV,
+               HS,
+               NH / NKV,
+               options.scale > 0 ? static_cast<float>(options.scale)
+                                 : 1.0f / std::sqrt(static_cast<float>(HS)),
+               static_cast<float>(options.softcap),
+               options.window};
 }
 
 // GPT-2's (C, NH): the heads of C / NH, NKV = NH.

@@ -60,104 +60,118 @@ struct RowStats {
   float delta;
 };
 
-// For a warp's 16 x kBackwardCols scores: P = 2^(S·scale - lse), rounded to F, in place of S in p,
-// and dS = P∘(dP - delta) in place of dP in dp. stats(i, col) gives the statistics of the query
-// row of element (rows[i], col).
-template <typename F, typename Stats>
-__device__ __forceinline__ void probabilities_and_gradients(float (&p)[kBackwardCols / 8][4],
-                                                            float (&dp)[kBackwardCols / 8][4],
-                                                            float scale, int lane,
+// For a warp's 16 x Cols scores S: P = 2^(logit2(S) - lse), rounded to F, in place of S in p, and
+// dS = P∘(dP - delta), times the soft cap's derivative where there is one, in place of dP in dp.
+// stats(i, col) gives the statistics of the query row of element (rows[i], col). Hidden elements
+// are cleared afterwards (clear_hidden).
+template <typename F, int Cols, typename Stats>
+__device__ __forceinline__ void probabilities_and_gradients(float (&p)[Cols / 8][4],
+                                                            float (&dp)[Cols / 8][4],
+                                                            const Shape& s, int lane,
                                                             const Stats& stats) {
 #pragma unroll
-  for (int j = 0; j < kBackwardCols / 8; ++j) {
+  for (int j = 0; j < Cols / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const RowStats row = stats(e / 2, 8 * j + fragment_col(lane, e));
-      p[j][e] = rounded<F>(exp2f(p[j][e] * scale - row.lse));
+      float d_capped;
+      const float logit = s.logit2(p[j][e], d_capped);
+      p[j][e] = rounded<F>(exp2f(logit - row.lse));
       dp[j][e] = p[j][e] * (dp[j][e] - row.delta);
+      if (s.cap != 0.0f) dp[j][e] *= d_capped;
     }
   }
 }
 
-// Block (key tile, b·NKV + kv), 4 warps; warp w owns keys k0 + 16w .. + 15 (warp_rows). For each
-// query head h of the group and each of its query tiles of 32 at or below the diagonal:
-// Sᵀ = K_w·Qᵀ, Pᵀ, dV_w += Pᵀ·dO, dPᵀ = V_w·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ - delta), dK_w += dSᵀ·Q; dK is
-// scaled once at the end. The first key tiles see the most queries and start first.
+// Block (key tile, b·NKV + kv, column part), 4 warps; warp w owns keys k0 + 16w .. + 15
+// (warp_rows). For each query head h of the group and each of its query tiles of Cols that see
+// some of the block's keys (at or below the diagonal, within the window): Sᵀ = K_w·Qᵀ, Pᵀ,
+// dV_w += Pᵀ·dO, dPᵀ = V_w·dOᵀ, dSᵀ = Pᵀ∘(dPᵀ - delta), dK_w += dSᵀ·Q, for the block's part of
+// dK's and dV's columns (all of them up to head size 128); dK is scaled once at the end. The first
+// key tiles see the most queries and start first.
 template <typename F, int H>
 __global__ void __launch_bounds__(kWarps* kWarp)
     flash_dkdv_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse, const float* delta,
                       Shape s) {
+  constexpr int Cols = kBackwardCols<H>;
+  constexpr int Part = H / kColumnParts<H>;  // the columns of dK and dV this block writes
   __shared__ __align__(16) F k_tile[kOwnRowsTile<H>];
   __shared__ __align__(16) F v_tile[kOwnRowsTile<H>];
-  __shared__ __align__(16) F q_tile[kBackwardCols * padded(H)];
-  __shared__ __align__(16) F q_cols[H * padded(kBackwardCols)];
-  __shared__ __align__(16) F do_tile[kBackwardCols * padded(H)];
-  __shared__ __align__(16) F do_cols[H * padded(kBackwardCols)];
-  __shared__ RowStats stats_tile[kBackwardCols];  // the tile's query rows
+  __shared__ __align__(16) F q_tile[Cols * padded(H)];
+  __shared__ __align__(16) F q_cols[Part * padded(Cols)];
+  __shared__ __align__(16) F do_tile[Cols * padded(H)];
+  __shared__ __align__(16) F do_cols[Part * padded(Cols)];
+  __shared__ RowStats stats_tile[Cols];  // the tile's query rows
   const int b = static_cast<int>(blockIdx.y) / s.NKV;
   const int kv = static_cast<int>(blockIdx.y) % s.NKV;
   const int k0 = static_cast<int>(blockIdx.x) * kBlockRows;
+  const int c0 = static_cast<int>(blockIdx.z) * Part;
   const WarpRows w = warp_rows(k0);  // rows are keys here
-  const float scale = s.scale * kLog2e;
   const auto k_row = [&](int r) { return key_row(qkv, s, b, r, kv); };
   const auto v_row = [&](int r) { return value_row(qkv, s, b, r, kv); };
   const auto k_fragment = own_fragments<H>(k_tile, k0, s.T, w, k_row);
   const auto v_fragment = own_fragments<H>(v_tile, k0, s.T, w, v_row);
-  float dk[H / 8][4] = {};
-  float dv[H / 8][4] = {};
+  const int q_end = s.queries_seeing(k0 + kBlockRows);
+  float dk[Part / 8][4] = {};
+  float dv[Part / 8][4] = {};
   for (int h = kv * s.group; h < (kv + 1) * s.group; ++h) {
     const std::size_t head_rows = (static_cast<std::size_t>(b) * s.NH + h) * s.T;
-    for (int q0 = k0; q0 < s.T; q0 += kBackwardCols) {
+    for (int q0 = k0; q0 < q_end; q0 += Cols) {
       __syncthreads();  // the previous tiles are no longer read (and k, v are loaded)
-      load_rows<H, kBackwardCols>(q_tile, q_cols, q0, s.T,
-                                  [&](int r) { return query_row(qkv, s, b, r, h); });
-      load_rows<H, kBackwardCols>(do_tile, do_cols, q0, s.T,
-                                  [&](int r) { return dout + out_at(s, b, r, h); });
-      for (int j = static_cast<int>(threadIdx.x); j < kBackwardCols;
-           j += static_cast<int>(blockDim.x)) {
+      load_rows<H, Cols, Part>(
+          q_tile, q_cols, q0, s.T, [&](int r) { return query_row(qkv, s, b, r, h); }, c0);
+      load_rows<H, Cols, Part>(
+          do_tile, do_cols, q0, s.T, [&](int r) { return dout + out_at(s, b, r, h); }, c0);
+      for (int j = static_cast<int>(threadIdx.x); j < Cols; j += static_cast<int>(blockDim.x)) {
         const bool real = q0 + j < s.T;
         stats_tile[j] = RowStats{real ? lse[head_rows + q0 + j] * kLog2e : 0.0f,
                                  real ? delta[head_rows + q0 + j] : 0.0f};
       }
       __syncthreads();
-      if (q0 + kBackwardCols - 1 < w.first) continue;  // every query of the tile is before the keys
-      float p[kBackwardCols / 8][4] = {};   // Sᵀ = K_w·Qᵀ, then Pᵀ: keys x queries
-      float dp[kBackwardCols / 8][4] = {};  // dPᵀ = V_w·dOᵀ, then dSᵀ
-      two_products<F, H>(p, k_fragment, q_tile, dp, v_fragment, do_tile, w.lane);
-      // Queries before a key, or past T, are masked (-inf: P = 0) on the tiles that have them.
-      if (q0 < w.last() || q0 + kBackwardCols > s.T) {
-        mask_scores<kBackwardCols>(p, q0, w,
-                                   [&](int key, int query) { return query < key || query >= s.T; });
+      // Every query of the tile is before the warp's keys, or after their windows.
+      if (q0 + Cols - 1 < w.first || !s.in_window(q0, w.last())) continue;
+      float p[Cols / 8][4] = {};   // Sᵀ = K_w·Qᵀ, then Pᵀ: keys x queries
+      float dp[Cols / 8][4] = {};  // dPᵀ = V_w·dOᵀ, then dSᵀ
+      two_products<F, H, Cols>(p, k_fragment, q_tile, dp, v_fragment, do_tile, w.lane);
+      probabilities_and_gradients<F, Cols>(p, dp, s, w.lane,
+                                           [&](int, int col) { return stats_tile[col]; });
+      // Queries before a key or past T, or after its window, are cleared on the tiles that have
+      // them.
+      if (q0 < w.last() || q0 + Cols > s.T) {
+        clear_hidden<Cols>(p, dp, q0, w,
+                           [&](int key, int query) { return query < key || query >= s.T; });
       }
-      probabilities_and_gradients<F>(p, dp, scale, w.lane,
-                                     [&](int, int col) { return stats_tile[col]; });
+      if (!s.in_window(q0 + Cols - 1, w.first)) {
+        clear_hidden<Cols>(p, dp, q0, w,
+                           [&](int key, int query) { return !s.in_window(query, key); });
+      }
       // dV += Pᵀ·dO and dK += dSᵀ·Q, B fragments from the transposed tiles.
-      accumulate_product<F, H, kBackwardCols>(dv, p, do_cols, w.lane);
-      accumulate_product<F, H, kBackwardCols>(dk, dp, q_cols, w.lane);
+      accumulate_product<F, Part, Cols>(dv, p, do_cols, w.lane);
+      accumulate_product<F, Part, Cols>(dk, dp, q_cols, w.lane);
     }
   }
-  store_rows<F, H>(dk, w.rows, s.T, s.scale, s.scale, w.lane,
-                   [&](int row) { return key_row(dqkv, s, b, row, kv); });
-  store_rows<F, H>(dv, w.rows, s.T, 1.0f, 1.0f, w.lane,
-                   [&](int row) { return value_row(dqkv, s, b, row, kv); });
+  store_rows<F, Part>(dk, w.rows, s.T, s.scale, s.scale, w.lane,
+                      [&](int row) { return key_row(dqkv, s, b, row, kv) + c0; });
+  store_rows<F, Part>(dv, w.rows, s.T, 1.0f, 1.0f, w.lane,
+                      [&](int row) { return value_row(dqkv, s, b, row, kv) + c0; });
 }
 
 // Block (query tile, b·NH + h), 4 warps; warp w owns queries q0 + 16w .. + 15 (query_block,
-// warp_rows). For each key tile of 32 of the key/value head up to the diagonal: S = Q_w·Kᵀ, P,
-// dP = dO_w·Vᵀ, dS = P∘(dP - delta), dQ_w += dS·K.
+// warp_rows). For each key tile of Cols of the key/value head from the first the block's first
+// row sees up to the diagonal: S = Q_w·Kᵀ, P, dP = dO_w·Vᵀ, dS = P∘(dP - delta), dQ_w += dS·K.
 template <typename F, int H>
 __global__ void __launch_bounds__(kWarps* kWarp)
     flash_dq_kernel(F* dqkv, const F* dout, const F* qkv, const float* lse, const float* delta,
                     Shape s) {
+  constexpr int Cols = kBackwardCols<H>;
   __shared__ __align__(16) F q_tile[kOwnRowsTile<H>];
   __shared__ __align__(16) F do_tile[kOwnRowsTile<H>];
-  __shared__ __align__(16) F k_tile[kBackwardCols * padded(H)];
-  __shared__ __align__(16) F k_cols[H * padded(kBackwardCols)];
-  __shared__ __align__(16) F v_tile[kBackwardCols * padded(H)];
+  __shared__ __align__(16) F k_tile[Cols * padded(H)];
+  __shared__ __align__(16) F k_cols[H * padded(Cols)];
+  __shared__ __align__(16) F v_tile[Cols * padded(H)];
   const QueryBlock q = query_block(s);
   const WarpRows w = warp_rows(q.first);
   const std::size_t head_rows = (static_cast<std::size_t>(q.b) * s.NH + q.h) * s.T;
-  const float scale = s.scale * kLog2e;
   RowStats row_stats[2];
   for (int i = 0; i < 2; ++i) {
     const bool real = w.rows[i] < s.T;
@@ -168,25 +182,32 @@ __global__ void __launch_bounds__(kWarps* kWarp)
   const auto do_row = [&](int r) { return dout + out_at(s, q.b, r, q.h); };
   const auto q_fragment = own_fragments<H>(q_tile, q.first, s.T, w, q_row);
   const auto do_fragment = own_fragments<H>(do_tile, q.first, s.T, w, do_row);
+  const int first_seen = s.first_visible(w.first);  // by the warp's first row; its last row's:
+  const int last_first_seen = s.first_visible(w.last());
   float dq[H / 8][4] = {};
-  for (int k0 = 0; k0 <= q.last; k0 += kBackwardCols) {
+  for (int k0 = s.first_visible(q.first) / Cols * Cols; k0 <= q.last; k0 += Cols) {
     __syncthreads();  // the previous tiles are no longer read (and q, dout are loaded)
-    load_rows<H, kBackwardCols>(k_tile, k_cols, k0, s.T,
-                                [&](int r) { return key_row(qkv, s, q.b, r, q.kv); });
-    load_rows<H, kBackwardCols>(v_tile, static_cast<F*>(nullptr), k0, s.T,
-                                [&](int r) { return value_row(qkv, s, q.b, r, q.kv); });
+    load_rows<H, Cols>(k_tile, k_cols, k0, s.T,
+                       [&](int r) { return key_row(qkv, s, q.b, r, q.kv); });
+    load_rows<H, Cols>(v_tile, static_cast<F*>(nullptr), k0, s.T,
+                       [&](int r) { return value_row(qkv, s, q.b, r, q.kv); });
     __syncthreads();
-    if (k0 > w.last()) continue;          // every key of the tile is after this warp's rows
-    float p[kBackwardCols / 8][4] = {};   // S = Q_w·Kᵀ, then P
-    float ds[kBackwardCols / 8][4] = {};  // dP = dO_w·Vᵀ, then dS
-    two_products<F, H>(p, q_fragment, k_tile, ds, do_fragment, v_tile, w.lane);
-    // Keys after a row, and rows past T, are masked (-inf: P = 0) on the tiles that have them.
-    if (k0 + kBackwardCols - 1 > w.first || w.first + kWarpRows > s.T) {
-      mask_scores<kBackwardCols>(p, k0, w,
-                                 [&](int row, int key) { return key > row || row >= s.T; });
+    // Every key of the tile is after this warp's rows, or before their windows.
+    if (k0 > w.last() || k0 + Cols - 1 < first_seen) continue;
+    float p[Cols / 8][4] = {};   // S = Q_w·Kᵀ, then P
+    float ds[Cols / 8][4] = {};  // dP = dO_w·Vᵀ, then dS
+    two_products<F, H, Cols>(p, q_fragment, k_tile, ds, do_fragment, v_tile, w.lane);
+    probabilities_and_gradients<F, Cols>(p, ds, s, w.lane,
+                                         [&](int i, int) { return row_stats[i]; });
+    // Keys after a row, rows past T, and keys before a row's window are cleared on the tiles
+    // that have them.
+    if (k0 + Cols - 1 > w.first || w.first + kWarpRows > s.T) {
+      clear_hidden<Cols>(p, ds, k0, w, [&](int row, int key) { return key > row || row >= s.T; });
     }
-    probabilities_and_gradients<F>(p, ds, scale, w.lane, [&](int i, int) { return row_stats[i]; });
-    accumulate_product<F, H, kBackwardCols>(dq, ds, k_cols, w.lane);  // dQ += dS·K
+    if (k0 < last_first_seen) {
+      clear_hidden<Cols>(p, ds, k0, w, [&](int row, int key) { return !s.in_window(row, key); });
+    }
+    accumulate_product<F, H, Cols>(dq, ds, k_cols, w.lane);  // dQ += dS·K
   }
   store_rows<F, H>(dq, w.rows, s.T, s.scale, s.scale, w.lane,
                    [&](int row) { return query_row(dqkv, s, q.b, row, q.h); });
@@ -197,8 +218,8 @@ __global__ void __launch_bounds__(kWarps* kWarp)
 template <typename F>
 void flash_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv, const F* out,
                               const float* lse, int B, int T, int NH, int NKV, int HS,
-                              cudaStream_t stream) {
-  const Shape s = checked_shape(sizeof(F), B, T, NH, NKV, HS);
+                              cudaStream_t stream, const AttentionOptions& options) {
+  const Shape s = checked_shape(sizeof(F), B, T, NH, NKV, HS, options);
   check_aligned(dqkv, dout, qkv, out);
   const std::size_t rows = static_cast<std::size_t>(B) * NH * T;
   flash_delta_kernel<<<ceil_div(rows, kBlockThreads / kWarp), kBlockThreads, 0, stream>>>(
@@ -206,9 +227,9 @@ void flash_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv
   AT_CUDA_CHECK_LAUNCH();
   const unsigned tiles = ceil_div(static_cast<std::size_t>(T), kBlockRows);
   with_head_size(HS, [&](auto head) {
-    flash_dkdv_kernel<F, decltype(head)::value>
-        <<<dim3(tiles, static_cast<unsigned>(B * NKV)), kWarps * kWarp, 0, stream>>>(
-            dqkv, dout, qkv, lse, delta, s);
+    constexpr int H = decltype(head)::value;
+    flash_dkdv_kernel<F, H><<<dim3(tiles, static_cast<unsigned>(B * NKV), kColumnParts<H>),
+                              kWarps * kWarp, 0, stream>>>(dqkv, dout, qkv, lse, delta, s);
   });
   AT_CUDA_CHECK_LAUNCH();
   with_head_size(HS, [&](auto head) {
@@ -223,13 +244,14 @@ template <typename F>
 void flash_attention_backward(F* dqkv, float* delta, const F* dout, const F* qkv, const F* out,
                               const float* lse, int B, int T, int C, int NH, cudaStream_t stream) {
   check_embedding(C, NH);
-  flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NH, C / NH, stream);
+  flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NH, C / NH, stream, {});
 }
 
-#define AT_FLASH_BACKWARD(F)                                                                      \
-  template void flash_attention_backward<F>(F*, float*, const F*, const F*, const F*,             \
-                                            const float*, int, int, int, int, int, cudaStream_t); \
-  template void flash_attention_backward<F>(F*, float*, const F*, const F*, const F*,             \
+#define AT_FLASH_BACKWARD(F)                                                                     \
+  template void flash_attention_backward<F>(F*, float*, const F*, const F*, const F*,            \
+                                            const float*, int, int, int, int, int, cudaStream_t, \
+                                            const AttentionOptions&);                            \
+  template void flash_attention_backward<F>(F*, float*, const F*, const F*, const F*,            \
                                             const float*, int, int, int, int, cudaStream_t);
 AT_FLASH_BACKWARD(__nv_bfloat16)
 AT_FLASH_BACKWARD(__half)

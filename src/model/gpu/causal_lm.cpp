@@ -23,6 +23,14 @@ std::unique_ptr<DeviceCausalLM<F>> make_device_causal_lm(const ParamLayout& layo
 }
 
 template <typename F>
+std::size_t planned_activation_bytes(const ParamLayout& layout, int B, int T, Recompute recompute) {
+  if (layout.config().family == Family::llama) {
+    return DeviceLlama<F>::planned_activation_bytes(layout, B, T, recompute);
+  }
+  return DeviceGpt2<F>::planned_activation_bytes(layout, B, T, recompute);
+}
+
+template <typename F>
 std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout, int positions,
                                                       cudaStream_t stream,
                                                       const kernels::gpu::BlasHandle& blas,
@@ -34,6 +42,10 @@ std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout,
   return std::make_unique<DeviceGpt2Decoder<F>>(layout, positions, stream, blas, launch);
 }
 
+template std::size_t planned_activation_bytes<float>(const ParamLayout&, int, int, Recompute);
+template std::size_t planned_activation_bytes<__nv_bfloat16>(const ParamLayout&, int, int,
+                                                             Recompute);
+template std::size_t planned_activation_bytes<__half>(const ParamLayout&, int, int, Recompute);
 template std::unique_ptr<DeviceCausalLM<float>> make_device_causal_lm(
     const ParamLayout&, int, int, cudaStream_t, const kernels::gpu::BlasHandle&, Recompute);
 template std::unique_ptr<DeviceDecoder<float>> make_device_decoder(const ParamLayout&, int,

@@ -37,18 +37,37 @@ DeviceModelBase<F>::DeviceModelBase(const ModelConfig& config, int B, int T, cud
            positions_key, " = ", config.block_size, "]");
   const std::size_t bt = host_losses_.size();
   const auto outputs = static_cast<std::size_t>(config.head_outputs());
-  auto carve = [&](autotrain::gpu::SubBuffers parts) {
-    parts.take(driver_.logits, bt * outputs);
-    parts.take(driver_.lse, bt);
-    parts.take(driver_.losses, bt);
-    parts.take(driver_.weights, bt);
-    parts.take(driver_.inputs, bt);
-    parts.take(driver_.targets, bt);
-    parts.take(driver_.token_runs, 3 * bt + 1);
-    return parts.bytes();
-  };
-  memory_ = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
-  carve(autotrain::gpu::SubBuffers(memory_.data()));
+  memory_ = autotrain::gpu::DeviceBuffer(
+      carve(driver_, autotrain::gpu::SubBuffers(nullptr), bt, outputs));
+  carve(driver_, autotrain::gpu::SubBuffers(memory_.data()), bt, outputs);
+}
+
+template <typename F>
+std::size_t DeviceModelBase<F>::carve(DriverBuffers& driver, autotrain::gpu::SubBuffers parts,
+                                      std::size_t bt, std::size_t outputs) {
+  parts.take(driver.logits, bt * outputs);
+  parts.take(driver.lse, bt);
+  parts.take(driver.losses, bt);
+  parts.take(driver.weights, bt);
+  parts.take(driver.inputs, bt);
+  parts.take(driver.targets, bt);
+  parts.take(driver.token_runs, 3 * bt + 1);
+  return parts.bytes();
+}
+
+template <typename F>
+std::size_t DeviceModelBase<F>::driver_bytes(const ModelConfig& config, int B, int T) {
+  DriverBuffers sized{};
+  return carve(sized, autotrain::gpu::SubBuffers(nullptr),
+               static_cast<std::size_t>(B) * static_cast<std::size_t>(T),
+               static_cast<std::size_t>(config.head_outputs()));
+}
+
+template <typename F>
+bool DeviceModelBase<F>::plans_fused_attention(bool flash_applies) {
+  const kernels::AttentionChoice choice = kernels::choose_attention(
+      kernels::gpu::attention_kind(), flash_applies, "not built when planning");
+  return choice.path != kernels::AttentionPath::unfused;
 }
 
 template <typename F>

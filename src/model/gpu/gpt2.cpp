@@ -61,6 +61,7 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
   Recompute mode;
   Kept gelu_kind;  // fch_gelu's: costly where the GELU may ride in cuBLASLt's epilogue
 
+  std::size_t bytes;  // of the one allocation
   autotrain::gpu::DeviceBuffer memory;
   F* encoded;                  // [B, T, C]
   F* ln1;                      // [L, B, T, C]
@@ -110,7 +111,9 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
             residual3 + i * btc, flash_lse + k * rows_stride};
   }
 
-  Buffers(const ParamLayout& layout, int B, int T, bool flash, Recompute mode_)
+  // Sizes the buffers (bytes) and, where `allocate`, allocates them (else nothing is: the memory
+  // plan's figure).
+  Buffers(const ParamLayout& layout, int B, int T, bool flash, Recompute mode_, bool allocate)
       : TensorOffsets(layout),
         config(layout.config()),
         mode(mode_),
@@ -159,7 +162,9 @@ struct DeviceGpt2<F>::Buffers : TensorOffsets {
       parts.take(norm_discard, 2 * C);
       return parts.bytes();
     };
-    memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
+    bytes = carve(autotrain::gpu::SubBuffers(nullptr));
+    if (!allocate) return;
+    memory = autotrain::gpu::DeviceBuffer(bytes);
     carve(autotrain::gpu::SubBuffers(memory.data()));
   }
 };
@@ -220,7 +225,7 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
                                          c.head_size(), {}));
   }
   this->choose_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head), shapes);
-  buffers_ = std::make_unique<Buffers>(layout, B, T, this->fused_attention(), recompute);
+  buffers_ = std::make_unique<Buffers>(layout, B, T, this->fused_attention(), recompute, true);
   const Buffers& b = *buffers_;
   this->family_ = {b.lnf, b.dsmall, b.head, b.memory.bytes()};
   attention_prepare(stream_);  // the attention's cuBLAS workspace, now rather than in step 1
@@ -228,6 +233,15 @@ DeviceGpt2<F>::DeviceGpt2(const ParamLayout& layout, int B, int T, cudaStream_t 
 
 template <typename F>
 DeviceGpt2<F>::~DeviceGpt2() = default;
+
+template <typename F>
+std::size_t DeviceGpt2<F>::planned_activation_bytes(const ParamLayout& layout, int B, int T,
+                                                    Recompute recompute) {
+  const ModelConfig& c = layout.config();
+  const bool fused =
+      Base::plans_fused_attention(flash_attention_supports(sizeof(F), c.n_embd, c.n_head));
+  return Base::driver_bytes(c, B, T) + Buffers(layout, B, T, fused, recompute, false).bytes;
+}
 
 template <typename F>
 void DeviceGpt2<F>::embed_forward(const F* p) {

@@ -58,7 +58,7 @@ void layer_attention_forward(AttentionPath path, F* out, F* att, float* lse, con
       return;
     }
     if (path == AttentionPath::flash) {
-      flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, stream);
+      flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, stream, options);
       return;
     }
   }
@@ -76,7 +76,7 @@ void layer_attention_backward(AttentionPath path, F* dqkv, F* datt, float* delta
       return;
     }
     if (path == AttentionPath::flash) {
-      flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NKV, D, stream);
+      flash_attention_backward(dqkv, delta, dout, qkv, out, lse, B, T, NH, NKV, D, stream, options);
       return;
     }
   }
@@ -115,7 +115,7 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
   AT_CHECK(c.n_embd <= kRmsNormMaxChannels, "model: hidden_size = ", c.n_embd,
            " is wider than the ", kRmsNormMaxChannels, " channels the CUDA RMSNorm takes");
   const int NH = c.n_head, NKV = c.kv_heads(), D = c.head_size();
-  this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D) && plain_attention(c, T),
+  this->choose_attention(flash_attention_supports(sizeof(F), NH, NKV, D),
                          attention_shapes<F>(c, B, T));
   buffers_ = std::make_unique<Buffers>(layout, B, T, this->fused_attention(), recompute, stream_);
   const Buffers& b = *buffers_;
@@ -125,6 +125,15 @@ DeviceLlama<F>::DeviceLlama(const ParamLayout& layout, int B, int T, cudaStream_
 
 template <typename F>
 DeviceLlama<F>::~DeviceLlama() = default;
+
+template <typename F>
+std::size_t DeviceLlama<F>::planned_activation_bytes(const ParamLayout& layout, int B, int T,
+                                                     Recompute recompute) {
+  const ModelConfig& c = layout.config();
+  const bool fused = Base::plans_fused_attention(
+      flash_attention_supports(sizeof(F), c.n_head, c.kv_heads(), c.head_size()));
+  return Base::driver_bytes(c, B, T) + Buffers(layout, B, T, fused, recompute, std::nullopt).bytes;
+}
 
 template <typename F>
 void DeviceLlama<F>::embed_forward(const F* p) {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "autotrain/core/gpu/device.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
@@ -31,6 +32,7 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
   std::size_t rows;                 // B·NH·T (a fused attention's row statistics; 0 without)
   std::size_t C, Q, KV, QKV, I, H;  // H = NH + NKV: the q/k heads normed per row (qk_norm)
 
+  std::size_t bytes;  // of the one allocation
   autotrain::gpu::DeviceBuffer memory;
   F* residual;                 // [L + 1, B, T, C] the stream into each block, then the last output
   F* ln1;                      // [L, B, T, C]
@@ -112,8 +114,10 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
             rstd_mlp == nullptr ? nullptr : rstd_mlp + s * bt};
   }
 
-  // Fills the zeros and the rotary tables on `stream` and waits for it.
-  Buffers(const ParamLayout& layout, int B, int T, bool flash, Recompute mode_, cudaStream_t stream)
+  // Sizes the buffers (bytes); with a stream, allocates them, fills the zeros and the rotary
+  // tables on it and waits for it (without one nothing is allocated: the memory plan's figure).
+  Buffers(const ParamLayout& layout, int B, int T, bool flash, Recompute mode_,
+          std::optional<cudaStream_t> stream)
       : LlamaOffsets(layout), config(layout.config()), mode(mode_) {
     const ModelConfig& c = config;
     const auto layers = static_cast<std::size_t>(c.n_layer);
@@ -180,7 +184,9 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       parts.take(norm_discard, C);
       return parts.bytes();
     };
-    memory = autotrain::gpu::DeviceBuffer(carve(autotrain::gpu::SubBuffers(nullptr)));
+    bytes = carve(autotrain::gpu::SubBuffers(nullptr));
+    if (!stream) return;
+    memory = autotrain::gpu::DeviceBuffer(bytes);
     carve(autotrain::gpu::SubBuffers(memory.data()));
     // Tensors this model does not have point nowhere (a stray use faults, on the emulator too).
     if (!c.qk_norm) {
@@ -198,10 +204,10 @@ struct DeviceLlama<F>::Buffers : LlamaOffsets {
       flash_lse = nullptr;
       flash_delta = nullptr;
     }
-    AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, std::max(uT * C, D) * sizeof(F), stream));
-    upload_rope_tables(c, T, rope_cos, rope_sin, stream);
+    AT_CUDA_CHECK(cudaMemsetAsync(zeros, 0, std::max(uT * C, D) * sizeof(F), *stream));
+    upload_rope_tables(c, T, rope_cos, rope_sin, *stream);
     if (local) {
-      upload_rope_tables(c, T, local_cos, local_sin, stream, true);
+      upload_rope_tables(c, T, local_cos, local_sin, *stream, true);
     } else {
       local_cos = local_sin = nullptr;
     }

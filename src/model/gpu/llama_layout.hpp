@@ -28,14 +28,6 @@ inline kernels::AttentionOptions attention_options(const ModelConfig& c, int l, 
   return {scalar > 0 ? 1 / std::sqrt(scalar) : 0.0, c.attn_softcap, window};
 }
 
-// Whether every layer's attention is plain at `positions` (flash attention takes only that).
-inline bool plain_attention(const ModelConfig& c, int positions) {
-  for (int l = 0; l < c.n_layer; ++l) {
-    if (!attention_options(c, l, positions).plain()) return false;
-  }
-  return true;
-}
-
 // The embeddings' scale as the model computes it: sqrt(hidden_size) in F (Gemma's normalizer is
 // a tensor of the model's dtype), or 1.
 template <typename F>

@@ -286,12 +286,13 @@ AttentionResult gpu_attention(Path path, const GqaShape& s, Vec& qkv, Vec& dout,
   return AttentionResult{d_att.download(), d_out.download(), d_dqkv.download()};
 }
 
-AttentionResult cpu_attention(const GqaShape& s, const Vec& qkv, const Vec& dout) {
+AttentionResult cpu_attention(const GqaShape& s, const Vec& qkv, const Vec& dout,
+                              const AttentionOptions& options = {}) {
   AttentionResult r{Vec(s.att_size()), Vec(s.out_size()), Vec(qkv.size())};
-  Vec scratch(s.att_size());
-  attention_forward(r.out.data(), r.att.data(), qkv.data(), s.B, s.T, s.NH, s.NKV, s.HS);
+  Vec scratch(s.att_size() * (options.softcap > 0 ? 2 : 1));
+  attention_forward(r.out.data(), r.att.data(), qkv.data(), s.B, s.T, s.NH, s.NKV, s.HS, options);
   attention_backward(r.dqkv.data(), scratch.data(), dout.data(), qkv.data(), r.att.data(), s.B, s.T,
-                     s.NH, s.NKV, s.HS);
+                     s.NH, s.NKV, s.HS, options);
   return r;
 }
 
@@ -330,15 +331,19 @@ TYPED_TEST(GpuLlamaKernelsTest, Gpt2AttentionSignaturesEqualTheMultiHeadOverload
   }
 }
 
-TEST(GpuFlashAttentionGqa, SupportsSixteenBitHeadSizesUpTo64And128WithWholeGroups) {
+TEST(GpuFlashAttentionGqa, SupportsSixteenBitHeadSizesUpTo64And96And128And256WithWholeGroups) {
   EXPECT_TRUE(gpu::flash_attention_supports(2, 32, 8, 128)) << "Llama 3 8B";
   EXPECT_TRUE(gpu::flash_attention_supports(2, 16, 8, 128)) << "Qwen3";
   EXPECT_TRUE(gpu::flash_attention_supports(2, 12, 2, 64));
+  EXPECT_TRUE(gpu::flash_attention_supports(2, 32, 32, 96)) << "Phi-3-mini";
+  EXPECT_TRUE(gpu::flash_attention_supports(2, 8, 4, 256)) << "Gemma 2 2B";
+  EXPECT_TRUE(gpu::flash_attention_supports(2, 4, 1, 256)) << "Gemma 3 1B";
   EXPECT_TRUE(gpu::flash_attention_supports(2, 768, 12)) << "GPT-2's (C, NH)";
   EXPECT_FALSE(gpu::flash_attention_supports(4, 32, 8, 128)) << "fp32";
   EXPECT_FALSE(gpu::flash_attention_supports(2, 12, 5, 64)) << "NH not a multiple of NKV";
-  EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 96)) << "head size 96";
-  EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 256)) << "head size 256";
+  EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 80)) << "head size 80";
+  EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 192)) << "head size 192";
+  EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 512)) << "head size 512";
   EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 0)) << "head size 0";
 }
 
@@ -380,6 +385,69 @@ TYPED_TEST(GpuLlamaKernelsTest, FlashAttentionWithGqaMatchesCpuForwardAndBackwar
       this->expect_close(gpu_dqkv, cpu.dqkv, what + "dqkv");
       EXPECT_EQ(d_again.download(), gpu_dqkv) << what << "a second backward";
     }
+  }
+}
+
+// One flash attention forward and backward (twice: the second must repeat the first's bits) on
+// `options`, against the CPU in double. Outputs start as garbage.
+template <typename F>
+void expect_flash_matches_cpu(const GqaShape& s, const AttentionOptions& options,
+                              const std::string& what, cudaStream_t stream) {
+  ASSERT_TRUE(gpu::flash_attention_supports(sizeof(F), s.NH, s.NKV, s.HS)) << s.name();
+  Vec qkv = random_vec(s.qkv_size(), 181);
+  Vec dout = random_vec(s.out_size(), 182);
+  const std::size_t rows = static_cast<std::size_t>(s.B) * s.NH * s.T;
+  Vec garbage = random_vec(qkv.size(), 183);
+  Vec out = random_vec(s.out_size(), 185);
+  Vec stats = random_vec(rows, 184);
+  DeviceTensor<F> d_qkv(qkv), d_dout(dout), d_out(out), d_dqkv(garbage), d_again(garbage);
+  DeviceTensor<float> d_lse(stats), d_delta(stats);
+  gpu::flash_attention_forward(d_out.get(), d_lse.get(), d_qkv.get(), s.B, s.T, s.NH, s.NKV, s.HS,
+                               stream, options);
+  for (F* dqkv : {d_dqkv.get(), d_again.get()}) {
+    gpu::flash_attention_backward(dqkv, d_delta.get(), d_dout.get(), d_qkv.get(), d_out.get(),
+                                  d_lse.get(), s.B, s.T, s.NH, s.NKV, s.HS, stream, options);
+  }
+  AT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const AttentionResult cpu = cpu_attention(s, qkv, dout, options);
+  const std::string label = "flash attention " + s.name() + " " + what + " ";
+  expect_close(d_out.download(), cpu.out, Precision<F>::rtol, Precision<F>::atol, label + "out");
+  const Vec gpu_dqkv = d_dqkv.download();
+  expect_close(gpu_dqkv, cpu.dqkv, Precision<F>::rtol, Precision<F>::atol, label + "dqkv");
+  EXPECT_EQ(d_again.download(), gpu_dqkv) << label << "a second backward";
+}
+
+// Gemma's options on the flash kernels: a query scale of its own; a soft cap that bites (scores
+// scaled by 1, cap 2); sliding windows, short against T = 150 so that whole key and query tiles
+// fall outside every row's window and are skipped (and one of 1: each row sees itself); all at
+// once. Then Phi-3-mini's head size 96, and Gemma's 256 (its forward reads Q from global memory
+// at each tile, tiles of 32 keys forward and 16 backward, dK and dV in two column parts), plain
+// and with Gemma 2's options at T = 70 (a window of 20: skipped tiles there too).
+// Real GPU only: mma.sync fragment layouts (the emulator follows our reading of the PTX ISA).
+TYPED_TEST(GpuLlamaKernelsTest, FlashAttentionTakesGemmasOptionsAndHeadSizes96And256) {
+  using F = TypeParam;
+  if constexpr (sizeof(F) == 2) {
+    AttentionOptions scale, capped, window, self, gemma;
+    scale.scale = 1 / std::sqrt(24.0);
+    capped.scale = 1;
+    capped.softcap = 2;
+    window.window = 20;
+    self.window = 1;
+    gemma.scale = 0.3;
+    gemma.softcap = 1.5;
+    gemma.window = 20;
+    const GqaShape s{1, 150, 4, 2, 16};
+    for (const auto& [options, what] : {std::pair{scale, "query scale"},
+                                        {capped, "soft cap"},
+                                        {window, "window 20"},
+                                        {self, "window 1"},
+                                        {gemma, "scale, cap and window"}}) {
+      expect_flash_matches_cpu<F>(s, options, what, this->stream());
+    }
+    expect_flash_matches_cpu<F>(GqaShape{1, 40, 2, 1, 96}, gemma, "head size 96", this->stream());
+    expect_flash_matches_cpu<F>(GqaShape{1, 37, 2, 1, 256}, {}, "head size 256", this->stream());
+    expect_flash_matches_cpu<F>(GqaShape{1, 70, 2, 1, 256}, gemma, "head size 256, Gemma 2's",
+                                this->stream());
   }
 }
 

@@ -35,6 +35,7 @@ TEST(GpuGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "autotrain/core/ignore_target.hpp"
 #include "autotrain/kernels/gpu/matmul.hpp"
 #include "autotrain/model/gpt2.hpp"
+#include "autotrain/model/gpu/causal_lm.hpp"
 #include "autotrain/model/gpu/decoder.hpp"
 #include "autotrain/model/gpu/gpt2.hpp"
 #include "autotrain/model/init.hpp"
@@ -291,6 +292,20 @@ TYPED_TEST(GpuGpt2Test, CallsTheUnitHooksInTheCpuModelsOrder) {
 
   ASSERT_FALSE(cpu_events.empty());
   EXPECT_EQ(events, cpu_events);
+}
+
+// What the memory plan counts on a GPU (planned_activation_bytes, computed on the host) is what the
+// model allocates, in every recompute mode, for one sequence and three.
+TYPED_TEST(GpuGpt2Test, PlannedActivationBytesAreWhatTheModelAllocates) {
+  using F = TypeParam;
+  for (const Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    for (const int B : {1, 3}) {
+      gpu::DeviceGpt2<F> model(this->layout_, B, kT, this->stream(), this->blas(), mode);
+      EXPECT_EQ(gpu::planned_activation_bytes<F>(this->layout_, B, kT, mode),
+                model.activation_bytes())
+          << recompute_name(mode) << " B=" << B;
+    }
+  }
 }
 
 // Activation checkpointing, selective and full: two micro-steps (the second forward overwrites

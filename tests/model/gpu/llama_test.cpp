@@ -295,8 +295,8 @@ TYPED_TEST(GpuLlamaTest, Phi3LossAndEveryGradientMatchTheCpuModelInDouble) {
   }
 }
 
-// Gemma 2 and 3 run the same device model, their attention on the reference path (the only one
-// with a query scale, soft caps and windows).
+// Gemma 2 and 3 run the same device model: their attention (a query scale, soft caps and a window)
+// on the flash kernels in bf16 and fp16, on the reference path in fp32.
 TYPED_TEST(GpuLlamaTest, GemmaLossAndEveryGradientMatchTheCpuModelInDouble) {
   for (const bool gemma3 : {false, true}) {
     this->expect_step_matches_the_cpu(tiny_gemma_config(gemma3), this->targets_);
@@ -314,7 +314,7 @@ TYPED_TEST(GpuLlamaTest, IgnoredTargetsGiveTheCpusMaskedLossAndGradients) {
 // The attention path is the one asked for where it applies: in bf16/fp16 cuDNN's fused attention
 // where its plans build for the model's shape (never under the emulator), else flash attention
 // (D = 16 is one of its head sizes), unless the fast or reference path was asked for; the fast or
-// reference path (attention_forward's choice) otherwise.
+// reference path (attention_forward's choice) otherwise. Gemma's models choose as Qwen3's.
 TYPED_TEST(GpuLlamaTest, RunsTheFusedAttentionWhereItWasAskedForAndApplies) {
   using F = TypeParam;
   Model<F> m(true);
@@ -339,6 +339,33 @@ TYPED_TEST(GpuLlamaTest, RunsTheFusedAttentionWhereItWasAskedForAndApplies) {
     }
   }
   EXPECT_EQ(model.attention_path(), expected);
+  // Gemma's options (a query scale, soft caps, a window) take the flash kernels as well.
+  if (kind == AttentionKind::cudnn) return;  // whether its plans build for them, a GPU says
+  for (const bool gemma3 : {false, true}) {
+    Model<F> gemma(tiny_gemma_config(gemma3));
+    gpu::DeviceLlama<F> device(gemma.layout, kB, kT, gemma.device.stream(), gemma.device.blas());
+    EXPECT_EQ(device.attention_path(), expected) << (gemma3 ? "Gemma 3" : "Gemma 2");
+  }
+}
+
+// What the memory plan counts on a GPU (planned_activation_bytes, computed on the host) is what the
+// model allocates, for both heads, Phi-3's fused projections and Gemma 2's and 3's options
+// (sandwich norms, q/k norms, a local rope table), every recompute mode, one sequence and three.
+TYPED_TEST(GpuLlamaTest, PlannedActivationBytesAreWhatTheModelAllocates) {
+  using F = TypeParam;
+  for (const ModelConfig& config : {tiny_config(true), tiny_config(false), tiny_phi3_config(true),
+                                    tiny_gemma_config(false), tiny_gemma_config(true)}) {
+    Model<F> m(config);
+    for (const Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+      for (const int B : {1, 3}) {
+        const auto model = gpu::make_device_causal_lm<F>(m.layout, B, kT, m.device.stream(),
+                                                         m.device.blas(), mode);
+        EXPECT_EQ(gpu::planned_activation_bytes<F>(m.layout, B, kT, mode),
+                  model->activation_bytes())
+            << config.architecture << " " << recompute_name(mode) << " B=" << B;
+      }
+    }
+  }
 }
 
 // Activation checkpointing, selective and full: two micro-steps (the second forward overwrites what

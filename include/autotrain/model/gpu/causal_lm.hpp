@@ -111,6 +111,12 @@ std::unique_ptr<DeviceCausalLM<F>> make_device_causal_lm(const ParamLayout& layo
                                                          const kernels::gpu::BlasHandle& blas,
                                                          Recompute recompute = Recompute::none);
 
+// The device memory make_device_causal_lm's model allocates for B sequences of T positions (its
+// activation_bytes()), computed on the host: no device is needed. The attention path is the one
+// the model would choose without building cuDNN's plans (DeviceModelBase::plans_fused_attention).
+template <typename F>
+std::size_t planned_activation_bytes(const ParamLayout& layout, int B, int T, Recompute recompute);
+
 // The layout's family's decoder with a cache of `positions` (1..block_size) positions.
 template <typename F>
 std::unique_ptr<DeviceDecoder<F>> make_device_decoder(const ParamLayout& layout, int positions,

@@ -46,6 +46,9 @@ class DeviceModelBase : public DeviceCausalLM<F> {
                          std::span<const float> weights) final;
   std::size_t activation_bytes() const final { return memory_.bytes() + family_.bytes; }
 
+  // The driver's device memory for B sequences of T positions, computed on the host.
+  static std::size_t driver_bytes(const ModelConfig& config, int B, int T);
+
  protected:
   // The driver's own buffers, carved from one allocation made at construction.
   struct DriverBuffers {
@@ -98,6 +101,9 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   void choose_attention(bool flash_applies, const std::vector<kernels::SdpaShape>& shapes);
   // Flash or cuDNN: row statistics instead of the [B, NH, T, T] probabilities.
   bool fused_attention() const { return attention_ != kernels::AttentionPath::unfused; }
+  // Whether choose_attention would take a fused path, decided without building cuDNN's plans:
+  // where cuDNN is asked for and flash does not apply, the unfused path (the larger buffers).
+  static bool plans_fused_attention(bool flash_applies);
 
   int B_;
   int T_;
@@ -119,6 +125,10 @@ class DeviceModelBase : public DeviceCausalLM<F> {
   FamilyBuffers family_{};
 
  private:
+  // Carves the driver's buffers for `bt` tokens of `outputs` head outputs from `parts`; returns
+  // the bytes taken.
+  static std::size_t carve(DriverBuffers& driver, autotrain::gpu::SubBuffers parts, std::size_t bt,
+                           std::size_t outputs);
   // logits = normed · head^T (then the final soft cap; the score head: the scores), from the
   // head's unit's parameters.
   void head_forward(const F* p, EventClock& clock);

@@ -40,6 +40,11 @@ class DeviceGpt2 final : public DeviceModelBase<F> {
 
   cudaStream_t stream() const { return stream_; }
 
+  // The device memory a model of these B and T allocates (activation_bytes()), computed on the
+  // host without allocating: the memory plan's activations on a GPU.
+  static std::size_t planned_activation_bytes(const ParamLayout& layout, int B, int T,
+                                              Recompute recompute);
+
  private:
   struct Buffers;
   // The driver's parts (gpu/device_model_base.hpp).

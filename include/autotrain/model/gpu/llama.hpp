@@ -39,6 +39,11 @@ class DeviceLlama final : public DeviceModelBase<F> {
   DeviceLlama(const DeviceLlama&) = delete;
   DeviceLlama& operator=(const DeviceLlama&) = delete;
 
+  // The device memory a model of these B and T allocates (activation_bytes()), computed on the
+  // host without allocating: the memory plan's activations on a GPU.
+  static std::size_t planned_activation_bytes(const ParamLayout& layout, int B, int T,
+                                              Recompute recompute);
+
   // The attention path the layers run (DeviceModelBase::choose_attention).
   kernels::AttentionPath attention_path() const { return attention_; }
 
