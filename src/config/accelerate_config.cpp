@@ -3,8 +3,6 @@
 // docs/configuration.md's "DeepSpeed and accelerate configs" lists every key.
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-#include <span>
 
 #include "file_settings.hpp"
 #include "foreign_keys.hpp"
@@ -37,10 +35,6 @@ constexpr std::string_view kLauncherKeys[] = {
     "dynamo_config",
     "num_cpu_threads_per_process",
 };
-
-bool listed_key(std::string_view key, std::span<const std::string_view> list) {
-  return std::find(list.begin(), list.end(), key) != list.end();
-}
 
 std::string scalar(const YAML::Node& node) {
   return node.IsScalar() ? node.Scalar() : node.IsNull() ? std::string() : "(a collection)";
@@ -96,7 +90,7 @@ class AccelerateReader {
       }
     } else if (key == "num_processes" || key == "num_machines") {
       // processes() reads both together.
-    } else if (listed_key(key, kLauncherKeys) || key.starts_with("tpu_")) {
+    } else if (listed(key, kLauncherKeys) || key.starts_with("tpu_")) {
       launcher_keys_.push_back(key);
     } else {
       out_.refuse(file_, key,

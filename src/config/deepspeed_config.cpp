@@ -76,10 +76,6 @@ constexpr std::pair<std::string_view, std::string_view> kRefusedFeatures[] = {
     {"csv_monitor", "DeepSpeed's CSV monitor is not written: metrics go to metrics.jsonl"},
 };
 
-bool listed(std::string_view key, std::span<const std::string_view> list) {
-  return std::find(list.begin(), list.end(), key) != list.end();
-}
-
 bool is_auto(const json& value) {
   return value.is_string() && value.get<std::string>() == "auto";
 }

@@ -3,8 +3,11 @@
 // --accelerate-config default_config.yaml): each key becomes a parameter's value, a note (it
 // changes nothing here) or an error (it would change training in a way autotrain does not do).
 // Their values sit beneath the YAML and the flags and above training_params.json (load.hpp).
+#include <algorithm>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autotrain/config/load.hpp"
@@ -38,6 +41,11 @@ struct FileSettings {
   }
   void append(FileSettings&& other);
 };
+
+// Whether `key` is one of `list` (the keys a reader handles alike).
+inline bool listed(std::string_view key, std::span<const std::string_view> list) {
+  return std::find(list.begin(), list.end(), key) != list.end();
+}
 
 // A DeepSpeed JSON config. Its "auto" values are left to the other sources, as transformers'
 // DeepSpeed integration fills them from the trainer's arguments.
