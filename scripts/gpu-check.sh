@@ -372,7 +372,9 @@ bench_train_fast() {
 bench_train_llama() {
   # The Llama family's training step: configs/bench-cpu-llama.yaml's model (4 layers of 256,
   # 4 heads of 64 over 2 key/value heads, SwiGLU 688, an untied 32000-token head) at block 1024
-  # in bf16, the default attention (flash, with the profile) then the fast path.
+  # in bf16, the default attention (flash, with the profile) then the fast path. Then Gemma 3 1B's
+  # shape (random weights, data/models/google--gemma-3-1b-pt: heads of 256, sliding windows of
+  # 512 in five layers of six, a query scale) at B=4, T=1024 on flash attention, with the profile.
   $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
     --comm-backend auto --device cuda --mixed-precision bf16 --batch-size 16 --block-size 1024 \
     --gradient-accumulation 1 --steps 10
@@ -380,6 +382,10 @@ bench_train_llama() {
     --config "$root/configs/bench-cpu-llama.yaml" --comm-backend auto --device cuda \
     --mixed-precision bf16 --batch-size 16 --block-size 1024 --gradient-accumulation 1 \
     --steps 10 --no-profile
+  echo "--- Gemma 3 1B shape"
+  $mpirun -np 1 "$bin" bench train --config "$root/configs/bench-cpu-llama.yaml" \
+    --model google/gemma-3-1b-pt --comm-backend auto --device cuda --mixed-precision bf16 \
+    --batch-size 4 --block-size 1024 --gradient-accumulation 1 --steps 5
 }
 
 bench_train_lora() {
@@ -488,7 +494,7 @@ run_part bench-train 120 bench_train bench
 run_part bench-recompute 150 bench_recompute bench
 run_part bench-train-fast 100 bench_train_fast bench
 run_part bench-offload 150 bench_offload bench
-run_part bench-train-llama 90 bench_train_llama bench
+run_part bench-train-llama 150 bench_train_llama bench
 run_part bench-train-lora 90 bench_train_lora bench
 run_part train-124m 120 train_124m train
 run_part bench-comm-nccl 90 bench_comm bench

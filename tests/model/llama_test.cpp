@@ -252,6 +252,7 @@ TEST(LlamaFamily, CountsTheParametersOfTheRealModels) {
   };
   EXPECT_EQ(count("meta-llama--Llama-3.2-1B"), 1235814400u);  // as transformers counts it
   EXPECT_EQ(count("Qwen--Qwen3-0.6B"), 596049920u);
+  EXPECT_EQ(count("google--gemma-3-1b-pt"), 999885952u);
 }
 
 TEST(LlamaFamily, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
