@@ -33,7 +33,8 @@ BasicDecoderDriver<F>::BasicDecoderDriver(const ModelConfig& config, int B, int 
 
 template <typename F>
 std::pair<const F*, const F*> BasicDecoderDriver<F>::forward_to_final_norm(
-    BasicUnitAccess<F>& access, Run run, const std::int32_t* tokens, int B, int T) {
+    BasicUnitAccess<F>& access, Run run, const std::int32_t* tokens, int B, int T,
+    const std::function<void(int)>& after_block) {
   KernelClock clock(this->profiling_, this->profile_, Pass::forward);
   const F* normed = nullptr;
   const F* p = forward_in_hook_order(
@@ -41,6 +42,7 @@ std::pair<const F*, const F*> BasicDecoderDriver<F>::forward_to_final_norm(
       [&](const F* q) { embed_forward(run, q, tokens, B, T); },
       [&](int l, const F* q, BasicLinearAdapter<F>* adapter) {
         block_forward(run, l, q, adapter, B, T, clock);
+        if (after_block) after_block(l);
       },
       [&](const F* q) { normed = final_norm_forward(run, q, B, T); });
   return {normed, p};
@@ -187,6 +189,27 @@ std::span<const F> BasicDecoderDriver<F>::feed_token(BasicUnitAccess<F>& access,
   head_forward(normed, p, cache_logits_.data(), 1);
   access.release(config_.head_unit());
   ++cache_length_;
+  return {cache_logits_.data(), static_cast<std::size_t>(config_.vocab_size)};
+}
+
+template <typename F>
+std::span<const F> BasicDecoderDriver<F>::prefill(BasicUnitAccess<F>& access,
+                                                  std::span<const std::int32_t> tokens) {
+  AT_CHECK(cache_capacity_ > 0, "generation: prefill() needs reset_cache() first");
+  AT_CHECK(cache_length_ == 0, "generation: prefill() fills an empty cache, and this one holds ",
+           cache_length_, " tokens; reset it first");
+  const int n = static_cast<int>(tokens.size());
+  AT_CHECK(n >= 1 && n <= std::min(cache_capacity_, config_.block_size),
+           "generation: ", tokens.size(), " tokens to prefill; the cache holds 1 to ",
+           cache_capacity_);
+  check_tokens(tokens.data(), tokens.size(), config_.vocab_size, "tokens");
+  prepare_context(n);
+  const auto [normed, p] = forward_to_final_norm(access, Run::inference, tokens.data(), 1, n,
+                                                 [&](int l) { keep_context_rows(l, n); });
+  head_forward(normed + static_cast<std::size_t>(n - 1) * static_cast<std::size_t>(config_.n_embd),
+               p, cache_logits_.data(), 1);
+  access.release(config_.head_unit());
+  cache_length_ = n;
   return {cache_logits_.data(), static_cast<std::size_t>(config_.vocab_size)};
 }
 

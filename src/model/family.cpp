@@ -15,10 +15,10 @@
 namespace autotrain::model {
 
 std::string ModelFamily::shape_summary(const ModelConfig& c) const {
-  std::string text =
-      cat("hidden ", c.n_embd, ", ", c.n_head, " heads of ", c.head_size(), ", ", c.kv_heads(),
-          " key/value heads, MLP ", c.mlp_size(), ", ", c.block_size, " positions, vocabulary ",
-          c.vocab_size, c.tie_word_embeddings ? ", tied embeddings" : "");
+  std::string text = cat("hidden ", c.n_embd, ", ", c.n_head, " heads of ", c.head_size(), ", ",
+                         c.kv_heads(), c.kv_heads() == 1 ? " key/value head" : " key/value heads",
+                         ", MLP ", c.mlp_size(), ", ", c.block_size, " positions, vocabulary ",
+                         c.vocab_size, c.tie_word_embeddings ? ", tied embeddings" : "");
   if (c.qkv_bias) text += ", q/k/v biases";
   if (c.qk_norm) text += ", q/k norm";
   if (c.rotary_size() != c.head_size())

@@ -262,10 +262,12 @@ std::size_t BasicGpt2<F>::family_activation_bytes() const {
   return elements * sizeof(F);
 }
 
+// The activations' strides are their capacity's: a shorter context uses the front. They grow to
+// the longest context asked for (a prompt's prefill need not allocate block_size positions).
 template <typename F>
-void BasicGpt2<F>::prepare_context(int /*n*/) {
-  if (!inference_) {
-    inference_ = std::make_unique<Activations>(config_, 1, config_.block_size, Recompute::full);
+void BasicGpt2<F>::prepare_context(int n) {
+  if (!inference_ || inference_->bt < static_cast<std::size_t>(n)) {
+    inference_ = std::make_unique<Activations>(config_, 1, n, Recompute::full);
   }
 }
 
@@ -322,6 +324,13 @@ void BasicGpt2<F>::block_row(int l, const F* p, int t) {
   gelu_forward(k.fch_gelu.data(), k.fch.data(), 4 * uC);
   matmul_forward(k.proj.data(), k.fch_gelu.data(), p + o.fcprojw, p + o.fcprojb, 1, 4 * C, C);
   residual_forward(k.x.data(), k.residual2.data(), k.proj.data(), uC);
+}
+
+template <typename F>
+void BasicGpt2<F>::keep_context_rows(int l, int n) {
+  const std::size_t row = 3 * static_cast<std::size_t>(config_.n_embd);
+  std::copy_n(inference_->layer(l).qkv, static_cast<std::size_t>(n) * row,
+              cache_->qkv.data() + static_cast<std::size_t>(l) * config_.block_size * row);
 }
 
 template <typename F>

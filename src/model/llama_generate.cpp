@@ -1,6 +1,7 @@
 // The Llama-style decoder's parts of generation (llama.cpp has training's): a context's
 // buffers, and incremental decoding with a key/value cache, one token at a time, through the
 // same kernels as training.
+#include <algorithm>
 #include <cstring>
 
 #include "autotrain/core/error.hpp"
@@ -86,6 +87,15 @@ void BasicLlama<F>::block_row(int l, const F* p, int t) {
   join(k.x.data(), k.mid.data(), o.downw, o.downb, k.act.data(), I, o.mlp_post);
 }
 
+// Layer l's context rows (q|k|v, normed and rotated: its one slot under `full`) into its cache.
+template <typename F>
+void BasicLlama<F>::keep_context_rows(int l, int n) {
+  const auto row = std::size_t(config_.qkv_size());
+  const Activations& a = *inference_;
+  std::copy_n(a.qkv + a.slot(l) * std::size_t(n) * row, std::size_t(n) * row,
+              cache_->qkv.data() + std::size_t(l) * std::size_t(cache_->capacity) * row);
+}
+
 template <typename F>
 const F* BasicLlama<F>::final_norm_row(const F* p) {
   Cache& k = *cache_;
@@ -100,6 +110,7 @@ const F* BasicLlama<F>::final_norm_row(const F* p) {
   template int BasicLlama<F>::open_cache();                            \
   template void BasicLlama<F>::embed_row(const F*, std::int32_t, int); \
   template void BasicLlama<F>::block_row(int, const F*, int);          \
+  template void BasicLlama<F>::keep_context_rows(int, int);            \
   template const F* BasicLlama<F>::final_norm_row(const F*);
 AUTOTRAIN_LLAMA_GENERATE(float)
 AUTOTRAIN_LLAMA_GENERATE(double)

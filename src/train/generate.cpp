@@ -21,8 +21,8 @@
 namespace autotrain::train {
 namespace {
 
-// The CPU model with a key/value cache: a restart feeds the whole window, then each call one
-// position.
+// The CPU model with a key/value cache: a restart prefills the whole window at once (matrix
+// products over its tokens), then each call feeds one position.
 class CpuNextTokenLogits final : public NextTokenLogits {
  public:
   explicit CpuNextTokenLogits(const LoadedModel& loaded)
@@ -32,7 +32,7 @@ class CpuNextTokenLogits final : public NextTokenLogits {
   std::span<const float> logits(std::span<const std::int32_t> window, bool restart) override {
     if (restart) {
       model_->reset_cache();
-      for (const std::int32_t token : window) logits_ = model_->feed_token(access_, token);
+      logits_ = model_->prefill(access_, window);
     } else {
       logits_ = model_->feed_token(access_, window.back());
     }

@@ -261,6 +261,50 @@ TEST(Gpt2, CachedGenerationGivesTheLogitsOfTheFullForwardAtEveryPosition) {
   EXPECT_THROW(fresh.feed_token(access, 0), Error);  // no reset_cache() yet
 }
 
+// A prefilled cache (the prompt as one context) gives the logits of feeding it token by token,
+// and the tokens fed after it continue as they would: at every split of the sequence.
+TEST(Gpt2, PrefillLeavesTheCacheOfFeedingTheTokensOneByOne) {
+  const ParamLayout layout(tiny());
+  const auto params = initial_params<float>(layout, 9);
+  FlatUnitAccess access(layout, params.data(), nullptr);
+  Gpt2Model fed(layout, 1, 1);
+  const int n = layout.config().block_size;
+  const auto tokens = random_tokens(n, 37, 23);
+  fed.reset_cache();
+  std::vector<std::vector<float>> expected;
+  for (const std::int32_t token : tokens) {
+    const auto logits = fed.feed_token(access, token);
+    expected.emplace_back(logits.begin(), logits.end());
+  }
+  for (const int split : {1, 2, n / 2, n - 1, n}) {
+    Gpt2Model prefilled(layout, 1, 1);  // a fresh cache: no rows left from another split
+    prefilled.reset_cache();
+    const auto first = std::span<const std::int32_t>(tokens.data(), std::size_t(split));
+    const auto prefill_logits = prefilled.prefill(access, first);
+    std::vector<float> got(prefill_logits.begin(), prefill_logits.end());
+    ASSERT_EQ(prefilled.cached_tokens(), split);
+    for (int t = split - 1; t < n; ++t) {
+      if (t >= split) {
+        const auto logits = prefilled.feed_token(access, tokens[std::size_t(t)]);
+        got.assign(logits.begin(), logits.end());
+      }
+      ASSERT_EQ(got.size(), expected[std::size_t(t)].size());
+      for (std::size_t v = 0; v < got.size(); ++v)
+        ASSERT_NEAR(got[v], expected[std::size_t(t)][v], 1e-4)
+            << "prefill of " << split << ", position " << t << ", logit " << v;
+    }
+  }
+  Gpt2Model prefilled(layout, 1, 1);
+  prefilled.reset_cache();
+  const std::vector<std::int32_t> too_many(std::size_t(n) + 1, 0), bad = {1, 37};
+  EXPECT_THROW(prefilled.prefill(access, too_many), Error);  // more than the cache holds
+  EXPECT_THROW(prefilled.prefill(access, bad), Error);       // not a token id
+  prefilled.feed_token(access, 1);
+  EXPECT_THROW(prefilled.prefill(access, std::span(bad.data(), 1)), Error);  // not empty
+  Gpt2Model fresh(layout, 1, 1);
+  EXPECT_THROW(fresh.prefill(access, std::span(bad.data(), 1)), Error);  // no reset_cache() yet
+}
+
 TEST(Gpt2, RejectsOutOfRangeTokensNamingThePosition) {
   const ParamLayout layout(tiny());
   const auto params = initial_params<float>(layout, 1);

@@ -174,6 +174,38 @@ TEST_P(LlamaModelTest, CachedGenerationGivesTheLogitsOfTheFullForwardAtEveryPosi
   }
 }
 
+// A prefilled cache (the prompt as one context) continues as feeding it token by token would,
+// for every variant (Qwen3's q/k norms; Gemma 2's and 3's windows, soft caps and local rope).
+TEST_P(LlamaModelTest, PrefillLeavesTheCacheOfFeedingTheTokensOneByOne) {
+  const ParamLayout layout(variant(GetParam()));
+  const auto params = noisy_params<float>(layout, 9);
+  FlatUnitAccess access(layout, params.data(), nullptr);
+  LlamaModel fed(layout, 1, 1);
+  const auto tokens = random_tokens(20, 23);
+  fed.reset_cache();
+  std::vector<std::vector<float>> expected;
+  for (const std::int32_t token : tokens) {
+    const auto logits = fed.feed_token(access, token);
+    expected.emplace_back(logits.begin(), logits.end());
+  }
+  for (const std::size_t split : {std::size_t(1), std::size_t(7), tokens.size()}) {
+    LlamaModel prefilled(layout, 1, 1);  // a fresh cache: no rows left from another split
+    prefilled.reset_cache();
+    const auto first = prefilled.prefill(access, std::span(tokens.data(), split));
+    std::vector<float> got(first.begin(), first.end());
+    for (std::size_t t = split - 1; t < tokens.size(); ++t) {
+      if (t >= split) {
+        const auto logits = prefilled.feed_token(access, tokens[t]);
+        got.assign(logits.begin(), logits.end());
+      }
+      for (std::size_t v = 0; v < got.size(); ++v) {
+        ASSERT_NEAR(got[v], expected[t][v], 1e-4)
+            << "prefill of " << split << ", position " << t << ", logit " << v;
+      }
+    }
+  }
+}
+
 TEST_P(LlamaModelTest, ProfileNamesItsNormAndActivationRowsRmsnormAndTheGate) {
   const ParamLayout layout(variant(GetParam()));
   const auto params = noisy_params<float>(layout, 4);

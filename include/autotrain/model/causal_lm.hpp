@@ -60,6 +60,11 @@ class BasicCausalLM {
   // to rounding. Buffers are allocated on the first reset_cache().
   virtual void reset_cache() = 0;
   virtual std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token) = 0;
+  // Right after reset_cache(): feeds all of `tokens` (1 to generation_context()) at once, as one
+  // context through matrix products instead of one row at a time, leaving the cache as feeding
+  // them one by one would (to rounding); returns the logits of the token after the last.
+  virtual std::span<const F> prefill(BasicUnitAccess<F>& access,
+                                     std::span<const std::int32_t> tokens) = 0;
   virtual int cached_tokens() const = 0;
 
   // Per-position losses [B, T] of the last forward. With a score head (ModelConfig::score_head,

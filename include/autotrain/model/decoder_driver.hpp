@@ -10,6 +10,7 @@
 // cached row. The hook order: model/hook_order.hpp.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -35,6 +36,8 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
                                        std::span<const std::int32_t> tokens) final;
   void reset_cache() final;
   std::span<const F> feed_token(BasicUnitAccess<F>& access, std::int32_t token) final;
+  std::span<const F> prefill(BasicUnitAccess<F>& access,
+                             std::span<const std::int32_t> tokens) final;
   int cached_tokens() const final { return cache_length_; }
   std::span<const F> losses() const final { return {losses_.data(), losses_.size()}; }
   std::size_t activation_bytes() const final;
@@ -85,6 +88,9 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
   virtual void embed_row(const F* p, std::int32_t token, int t) = 0;
   virtual void block_row(int l, const F* p, int t) = 0;
   virtual const F* final_norm_row(const F* p) = 0;
+  // Right after block l's inference forward over a context of n tokens (prefill): its cache rows
+  // 0..n - 1 from that context's, as block_row would have written them.
+  virtual void keep_context_rows(int l, int n) = 0;
 
   ModelConfig config_;
   int B_;
@@ -94,9 +100,11 @@ class BasicDecoderDriver : public BasicCausalLM<F> {
 
  private:
   // Embedding, blocks and final norm of tokens [B, T]; returns the final norm's output and the
-  // parameters of the head's unit, acquired (its release is the caller's).
-  std::pair<const F*, const F*> forward_to_final_norm(BasicUnitAccess<F>& access, Run run,
-                                                      const std::int32_t* tokens, int B, int T);
+  // parameters of the head's unit, acquired (its release is the caller's). after_block(l), where
+  // given, runs after block l.
+  std::pair<const F*, const F*> forward_to_final_norm(
+      BasicUnitAccess<F>& access, Run run, const std::int32_t* tokens, int B, int T,
+      const std::function<void(int)>& after_block = nullptr);
   // logits[rows, Vp] = normed[rows, C] · head[Vp, C]ᵀ, then the final soft cap (the score head:
   // scores[rows] = normed · score.weightᵀ).
   void head_forward(const F* normed, const F* p, F* logits, std::size_t rows) const;

@@ -57,6 +57,7 @@ class BasicGpt2 final : public BasicDecoderDriver<F> {
   int open_cache() override;
   void embed_row(const F* p, std::int32_t token, int t) override;
   void block_row(int l, const F* p, int t) override;
+  void keep_context_rows(int l, int n) override;
   const F* final_norm_row(const F* p) override;
 
   using BasicDecoderDriver<F>::config_, BasicDecoderDriver<F>::B_, BasicDecoderDriver<F>::T_,

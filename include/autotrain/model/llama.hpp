@@ -56,6 +56,7 @@ class BasicLlama final : public BasicDecoderDriver<F> {
   int open_cache() override;
   void embed_row(const F* p, std::int32_t token, int t) override;
   void block_row(int l, const F* p, int t) override;
+  void keep_context_rows(int l, int n) override;
   const F* final_norm_row(const F* p) override;
 
   // out[n, C] = the embeddings of tokens[n] (scaled by sqrt(C) with embed_scale).
