@@ -3,7 +3,6 @@
 // docs/configuration.md's "DeepSpeed and accelerate configs" lists every key.
 #include <yaml-cpp/yaml.h>
 
-
 #include "file_settings.hpp"
 #include "foreign_keys.hpp"
 

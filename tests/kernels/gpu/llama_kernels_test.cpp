@@ -347,47 +347,6 @@ TEST(GpuFlashAttentionGqa, SupportsSixteenBitHeadSizesUpTo64And96And128And256Wit
   EXPECT_FALSE(gpu::flash_attention_supports(2, 8, 2, 0)) << "head size 0";
 }
 
-// Flash attention (bf16/fp16) against the CPU in double: two query heads per key/value head at
-// HS = 64 (T = 37: ragged tiles), eight per key/value head at HS = 16, and HS = 128 (Qwen3's head
-// size, which reads its warps' own rows from global memory). A second backward repeats the first
-// bit for bit (no atomics). GPT-2's (C, NH) overloads give the NKV = NH overloads' bits.
-// Real GPU only: mma.sync fragment layouts (the emulator follows our reading of the PTX ISA).
-TYPED_TEST(GpuLlamaKernelsTest, FlashAttentionWithGqaMatchesCpuForwardAndBackward) {
-  using F = TypeParam;
-  if constexpr (sizeof(F) != 2) {
-    EXPECT_FALSE(gpu::flash_attention_supports(sizeof(F), 4, 2, 64)) << "flash is 16-bit only";
-  } else {
-    for (const GqaShape& s :
-         {GqaShape{1, 37, 4, 2, 64}, GqaShape{1, 37, 8, 1, 16}, GqaShape{1, 20, 4, 2, 128}}) {
-      ASSERT_TRUE(gpu::flash_attention_supports(sizeof(F), s.NH, s.NKV, s.HS)) << s.name();
-      Vec qkv = random_vec(s.qkv_size(), 161);
-      Vec dout = random_vec(s.out_size(), 162);
-      const std::size_t rows = static_cast<std::size_t>(s.B) * s.NH * s.T;
-      Vec out = random_vec(s.out_size(), 163);
-      Vec dqkv = random_vec(qkv.size(), 164);
-      Vec again = random_vec(qkv.size(), 165);
-      Vec stats = random_vec(rows, 166);
-      DeviceTensor<F> d_qkv(qkv), d_dout(dout), d_out(out), d_dqkv(dqkv), d_again(again);
-      DeviceTensor<float> d_lse(stats), d_delta(stats);
-      gpu::flash_attention_forward(d_out.get(), d_lse.get(), d_qkv.get(), s.B, s.T, s.NH, s.NKV,
-                                   s.HS, this->stream());
-      gpu::flash_attention_backward(d_dqkv.get(), d_delta.get(), d_dout.get(), d_qkv.get(),
-                                    d_out.get(), d_lse.get(), s.B, s.T, s.NH, s.NKV, s.HS,
-                                    this->stream());
-      gpu::flash_attention_backward(d_again.get(), d_delta.get(), d_dout.get(), d_qkv.get(),
-                                    d_out.get(), d_lse.get(), s.B, s.T, s.NH, s.NKV, s.HS,
-                                    this->stream());
-      this->sync();
-      const AttentionResult cpu = cpu_attention(s, qkv, dout);
-      const std::string what = "flash attention " + s.name() + " ";
-      this->expect_close(d_out.download(), cpu.out, what + "out");
-      const Vec gpu_dqkv = d_dqkv.download();
-      this->expect_close(gpu_dqkv, cpu.dqkv, what + "dqkv");
-      EXPECT_EQ(d_again.download(), gpu_dqkv) << what << "a second backward";
-    }
-  }
-}
-
 // One flash attention forward and backward (twice: the second must repeat the first's bits) on
 // `options`, against the CPU in double. Outputs start as garbage.
 template <typename F>
@@ -415,6 +374,23 @@ void expect_flash_matches_cpu(const GqaShape& s, const AttentionOptions& options
   const Vec gpu_dqkv = d_dqkv.download();
   expect_close(gpu_dqkv, cpu.dqkv, Precision<F>::rtol, Precision<F>::atol, label + "dqkv");
   EXPECT_EQ(d_again.download(), gpu_dqkv) << label << "a second backward";
+}
+
+// Flash attention (bf16/fp16) against the CPU in double: two query heads per key/value head at
+// HS = 64 (T = 37: ragged tiles), eight per key/value head at HS = 16, and HS = 128 (Qwen3's head
+// size, which reads its warps' own rows from global memory). A second backward repeats the first
+// bit for bit (no atomics). GPT-2's (C, NH) overloads give the NKV = NH overloads' bits.
+// Real GPU only: mma.sync fragment layouts (the emulator follows our reading of the PTX ISA).
+TYPED_TEST(GpuLlamaKernelsTest, FlashAttentionWithGqaMatchesCpuForwardAndBackward) {
+  using F = TypeParam;
+  if constexpr (sizeof(F) != 2) {
+    EXPECT_FALSE(gpu::flash_attention_supports(sizeof(F), 4, 2, 64)) << "flash is 16-bit only";
+  } else {
+    for (const GqaShape& s :
+         {GqaShape{1, 37, 4, 2, 64}, GqaShape{1, 37, 8, 1, 16}, GqaShape{1, 20, 4, 2, 128}}) {
+      expect_flash_matches_cpu<F>(s, {}, "plain", this->stream());
+    }
+  }
 }
 
 // Gemma's options on the flash kernels: a query scale of its own; a soft cap that bites (scores
