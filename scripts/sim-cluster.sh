@@ -4,7 +4,7 @@
 # file system as cluster nodes share a parallel one. Open MPI reaches them without ssh through a
 # launch agent that enters the node's namespaces.
 #   scripts/sim-cluster.sh up N       create nodes 1..N (again: recreate)
-#   scripts/sim-cluster.sh down       remove every node and the bridge
+#   scripts/sim-cluster.sh down       end what runs on the nodes, remove them and the bridge
 #   scripts/sim-cluster.sh status     list the nodes, their addresses and host names
 #   scripts/sim-cluster.sh mpirun-args    the mpirun flags that launch on the nodes (--host not
 #                                         included: add --host node1:2,node2:2)
@@ -54,6 +54,9 @@ nodes() {
 down() {
   local i
   for i in $(nodes); do
+    # A node that goes down ends what runs on it: a step daemon left by a stopped job would
+    # otherwise outlive its node (orphaned, in the deleted namespaces).
+    ip netns pids "$name$i" 2> /dev/null | xargs -r kill -KILL 2> /dev/null || true
     umount "$state/mnt/$name$i" 2> /dev/null || true
     ip netns delete "$name$i" 2> /dev/null || true
     umount "$state/uts/$name$i" 2> /dev/null || true
