@@ -8,6 +8,7 @@
 #include <system_error>
 #include <vector>
 
+#include "autotrain/core/crash_report.hpp"
 #include "autotrain/core/deadline.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
@@ -102,6 +103,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
     // a ROMIO module is installed, or no io component would be left.
     if (open_mpi_has_romio_module()) setenv("OMPI_MCA_io", "^ompio", 0);
 #endif
+    install_crash_report(-1);
     AT_MPI_CHECK(MPI_Init_thread(argc, argv, requested_thread_level(), &thread_level_));
     owns_ = true;
   } else {
@@ -112,6 +114,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   log::set_rank(rank_);
+  install_crash_report(rank_);
 }
 
 MpiSession::~MpiSession() {

@@ -386,17 +386,33 @@ RunSetup offloaded(RunSetup setup, bool params_too = false) {
   return setup;
 }
 
-// The folder the ranks of this one host share for the NVMe scratch files.
-const std::string& nvme_folder() {
-  static const std::string folder = [] {
+// The folder the ranks of this one host share for the NVMe scratch files; rank 0 removes it
+// when the program ends (every rank is done with it by then).
+class NvmeFolder {
+ public:
+  NvmeFolder() {
     int id = static_cast<int>(getpid());
     MPI_Bcast(&id, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    const auto path =
-        std::filesystem::temp_directory_path() / ("autotrain-gpu-nvme-" + std::to_string(id));
-    std::filesystem::create_directories(path);
-    return path.string();
-  }();
-  return folder;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    path_ = std::filesystem::temp_directory_path() / ("autotrain-gpu-nvme-" + std::to_string(id));
+    std::filesystem::create_directories(path_);
+  }
+  ~NvmeFolder() {
+    std::error_code ignored;
+    if (rank_ == 0) std::filesystem::remove_all(path_, ignored);
+  }
+  NvmeFolder(const NvmeFolder&) = delete;
+  NvmeFolder& operator=(const NvmeFolder&) = delete;
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+  int rank_ = 0;
+};
+
+std::string nvme_folder() {
+  static const NvmeFolder folder;
+  return folder.path();
 }
 
 // offload_optimizer nvme: master, m and v in a scratch file per rank; with `params_too` (stage 3)
