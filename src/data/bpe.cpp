@@ -28,6 +28,7 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
   }
   spellings_.resize(static_cast<size_t>(largest) + 1);
   byte_ids_.fill(-1);
+  if (options_.byte_level) by_piece_.reserve(by_spelling_.size());
   for (const auto& [spelling, id] : by_spelling_) {
     AT_CHECK(spellings_[static_cast<size_t>(id)].empty(), where, ".vocab: id ", id,
              " is given to both '", spellings_[static_cast<size_t>(id)], "' and '", spelling, "'");
@@ -60,11 +61,13 @@ BpeModel::BpeModel(TokenMap vocab, const std::vector<std::pair<std::string, std:
     unk_ = it->second;
   }
   merges_.reserve(merges.size());
+  std::string joined;  // one buffer for every merged spelling
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
     const auto left_id = by_spelling_.find(left);
     const auto right_id = by_spelling_.find(right);
-    const auto merged_id = by_spelling_.find(left + right);
+    joined.assign(left).append(right);
+    const auto merged_id = by_spelling_.find(joined);
     AT_CHECK(left_id != by_spelling_.end() && right_id != by_spelling_.end() &&
                  merged_id != by_spelling_.end(),
              where, ".merges[", rank, "]: merge '", left, " ", right, "' names a token (",
