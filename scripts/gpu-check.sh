@@ -279,15 +279,17 @@ bench_attention() {
 }
 
 bench_decode() {
-  # Generation's decoding step in bf16, kernel by kernel against one CUDA graph a token: GPT-2
-  # 124M and Llama-3.2-1B's shape (random weights), a 1024-position cache, 128 prompt tokens then
-  # 256 new ones: ms per token (lines starting "decode ").
+  # Generation's decoding step in bf16, kernel by kernel against one CUDA graph a token, and the
+  # prompt fed several rows a step (prefill, as generate does): GPT-2 124M and Llama-3.2-1B's
+  # shape (random weights), a 1024-position cache, 128 prompt tokens then 256 new ones, and a
+  # 768-token prompt: ms per token (lines starting "decode ").
   if [ ! -x "$build/tests/bench_decode" ]; then
     echo "no $build/tests/bench_decode in this build"
     return 1
   fi
   "$build/tests/bench_decode" gpt2-124m
   "$build/tests/bench_decode" "$root/data/models/meta-llama--Llama-3.2-1B"
+  "$build/tests/bench_decode" "$root/data/models/meta-llama--Llama-3.2-1B" 1024 768 64
 }
 
 bench_comm() {
@@ -489,7 +491,7 @@ run_part real-gpu-only 90 real_gpu_tests tests
 run_part kernel-tests 120 kernel_tests tests
 run_part llama-tests 110 llama_tests tests
 run_part bench-attention 60 bench_attention bench
-run_part bench-decode 60 bench_decode bench
+run_part bench-decode 90 bench_decode bench
 run_part bench-train 120 bench_train bench
 run_part bench-recompute 150 bench_recompute bench
 run_part bench-train-fast 100 bench_train_fast bench

@@ -1,11 +1,12 @@
 // One decoding step's kernels that read the position from device memory (decode.hpp).
-// decode_attention: block (c, h) of kDecodeThreads threads owns keys [c·S, c·S + S) ∩ the keys
-// row t sees; its warps score one key at a time (lanes split the head, then a warp sum), warp 0
+// decode_attention: block (c, h, i) of kDecodeThreads threads owns keys [c·S, c·S + S) ∩ the keys
+// row t + i sees; its warps score one key at a time (lanes split the head, then a warp sum), warp 0
 // turns the chunk's scores into exp(score - chunk max) and their sum, and the threads split the
 // head to sum p·v over the chunk in key order. The partial [HS] output, the chunk's max and its
 // Σ exp go to scratch [NH, chunks, HS + 2]; a chunk with no visible key stores Σ exp = 0. The
 // merge kernel (one block per head) rescales each chunk to the head's max and sums them in chunk
-// order. Shapes and the qkv layout as attention.cuh's Geometry.
+// order. Scratch [rows, NH, chunks, HS + 2]. Shapes and the qkv layout as attention.cuh's
+// Geometry.
 #include "attention.cuh"
 #include "autotrain/kernels/gpu/decode.hpp"
 
@@ -15,27 +16,30 @@ namespace {
 constexpr int kDecodeThreads = 128;
 constexpr int kDecodeWarps = kDecodeThreads / kWarp;
 
+// Grid (x, rows): blockIdx.y is the row.
 template <typename F>
 __global__ void decode_embed_kernel(F* out, const std::int32_t* tokens,
                                     const std::int32_t* position, const F* wte, const F* wpe, int C,
                                     float scale) {
-  const auto t = static_cast<std::size_t>(*position);
+  const auto t = static_cast<std::size_t>(*position) + blockIdx.y;
   const auto token = static_cast<std::size_t>(tokens[t]);
+  F* row = out + std::size_t{blockIdx.y} * C;
   for (int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); c < C;
        c += static_cast<int>(gridDim.x * blockDim.x)) {
     const float a = to_float(wte[token * C + c]);
     const float b = wpe == nullptr ? 0.0f : to_float(wpe[t * C + c]);
-    out[c] = from_float<F>((a + b) * scale);
+    row[c] = from_float<F>((a + b) * scale);
   }
 }
 
+// `count` = rows · n values, contiguous on both sides.
 template <typename F>
-__global__ void decode_store_row_kernel(F* rows, const F* row, std::size_t n,
-                                        const std::int32_t* position) {
-  F* to = rows + static_cast<std::size_t>(*position) * n;
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+__global__ void decode_store_rows_kernel(F* cache, const F* new_rows, std::size_t count,
+                                         std::size_t n, const std::int32_t* position) {
+  F* to = cache + static_cast<std::size_t>(*position) * n;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < count;
        i += std::size_t{gridDim.x} * blockDim.x) {
-    to[i] = row[i];
+    to[i] = new_rows[i];
   }
 }
 
@@ -43,19 +47,19 @@ __host__ __device__ std::size_t partial_floats(int HS) {
   return static_cast<std::size_t>(HS) + 2;
 }
 
-// Grid (chunks, NH). Static shared memory: the scaled query and the chunk's scores.
+// Grid (chunks, NH, rows). Static shared memory: the scaled query and the chunk's scores.
 template <typename F>
 __global__ void decode_attention_chunk_kernel(float* scratch, const F* rows,
                                               const std::int32_t* position, Geometry g) {
   __shared__ float q[kMaxAttentionHeadSize];
   __shared__ float p[kDecodeChunk];
-  const int t = *position;
+  const int t = *position + static_cast<int>(blockIdx.z);
   const int h = static_cast<int>(blockIdx.y);
   const int chunk_begin = static_cast<int>(blockIdx.x) * kDecodeChunk;
   const int begin = chunk_begin > g.first_visible(t) ? chunk_begin : g.first_visible(t);
   const int end = chunk_begin + kDecodeChunk < t + 1 ? chunk_begin + kDecodeChunk : t + 1;
-  float* partial =
-      scratch + (static_cast<std::size_t>(h) * gridDim.x + blockIdx.x) * partial_floats(g.HS);
+  const std::size_t head = std::size_t{blockIdx.z} * gridDim.y + static_cast<std::size_t>(h);
+  float* partial = scratch + (head * gridDim.x + blockIdx.x) * partial_floats(g.HS);
   if (begin >= end) {
     if (threadIdx.x == 0) partial[g.HS + 1] = 0.0f;  // no key: the merge skips this chunk
     return;
@@ -104,11 +108,11 @@ __global__ void decode_attention_chunk_kernel(float* scratch, const F* rows,
   }
 }
 
-// Grid NH: head h's chunks merged in order into out[h·HS, (h + 1)·HS).
+// Grid (NH, rows): head h of row i, its chunks merged in order into out[i, h·HS, (h + 1)·HS).
 template <typename F>
 __global__ void decode_attention_merge_kernel(F* out, const float* scratch, int chunks, int HS) {
-  const int h = static_cast<int>(blockIdx.x);
-  const float* first = scratch + static_cast<std::size_t>(h) * chunks * partial_floats(HS);
+  const std::size_t h = std::size_t{blockIdx.y} * gridDim.x + blockIdx.x;  // (row, head)
+  const float* first = scratch + h * chunks * partial_floats(HS);
   float head_max = -INFINITY;
   for (int c = 0; c < chunks; ++c) {
     const float* partial = first + static_cast<std::size_t>(c) * partial_floats(HS);
@@ -125,7 +129,7 @@ __global__ void decode_attention_merge_kernel(F* out, const float* scratch, int 
       const float* partial = first + static_cast<std::size_t>(c) * partial_floats(HS);
       if (partial[HS + 1] > 0.0f) sum += partial[i] * expf(partial[HS] - head_max);
     }
-    out[static_cast<std::size_t>(h) * HS + i] = from_float<F>(sum / total);
+    out[h * HS + i] = from_float<F>(sum / total);
   }
 }
 
@@ -133,52 +137,66 @@ int chunks_for(int capacity) {
   return static_cast<int>(ceil_div(static_cast<std::size_t>(capacity), kDecodeChunk));
 }
 
+void check_rows(int rows) {
+  AT_CHECK(rows >= 1 && rows <= kMaxDecodeRows, "decode: ", rows, " rows in one step; expected 1..",
+           kMaxDecodeRows);
+}
+
 }  // namespace
 
 template <typename F>
-void decode_embed(F* out, const std::int32_t* tokens, const std::int32_t* position, const F* wte,
-                  const F* wpe, int C, float scale, cudaStream_t stream) {
+void decode_embed(F* out, const std::int32_t* tokens, const std::int32_t* position, int rows,
+                  const F* wte, const F* wpe, int C, float scale, cudaStream_t stream) {
   AT_CHECK(C >= 1, "decode: C = ", C, " must be positive");
-  decode_embed_kernel<<<grid_for(static_cast<std::size_t>(C)), kBlockThreads, 0, stream>>>(
-      out, tokens, position, wte, wpe, C, scale);
+  check_rows(rows);
+  const dim3 grid(grid_for(static_cast<std::size_t>(C)), static_cast<unsigned>(rows));
+  decode_embed_kernel<<<grid, kBlockThreads, 0, stream>>>(out, tokens, position, wte, wpe, C,
+                                                          scale);
   AT_CUDA_CHECK_LAUNCH();
 }
 
 template <typename F>
-void decode_store_row(F* rows, const F* row, std::size_t n, const std::int32_t* position,
-                      cudaStream_t stream) {
-  if (n == 0) return;
-  decode_store_row_kernel<<<grid_for(n), kBlockThreads, 0, stream>>>(rows, row, n, position);
+void decode_store_rows(F* cache, const F* new_rows, int rows, std::size_t n,
+                       const std::int32_t* position, cudaStream_t stream) {
+  check_rows(rows);
+  const std::size_t count = static_cast<std::size_t>(rows) * n;
+  if (count == 0) return;
+  decode_store_rows_kernel<<<grid_for(count), kBlockThreads, 0, stream>>>(cache, new_rows, count, n,
+                                                                          position);
   AT_CUDA_CHECK_LAUNCH();
 }
 
-std::size_t decode_attention_scratch_floats(int capacity, int NH, int HS) {
-  return static_cast<std::size_t>(NH) * chunks_for(capacity) * partial_floats(HS);
+std::size_t decode_attention_scratch_floats(int capacity, int rows, int NH, int HS) {
+  return static_cast<std::size_t>(rows) * NH * chunks_for(capacity) * partial_floats(HS);
 }
 
 template <typename F>
-void decode_attention(F* out, float* scratch, const F* rows, const std::int32_t* position,
-                      int capacity, int NH, int NKV, int HS, const AttentionOptions& options,
-                      cudaStream_t stream) {
+void decode_attention(F* out, float* scratch, const F* cache, const std::int32_t* position,
+                      int rows, int capacity, int NH, int NKV, int HS,
+                      const AttentionOptions& options, cudaStream_t stream) {
+  check_rows(rows);
   Geometry g = checked_geometry(1, capacity, NH, NKV, HS);
   g.scale = static_cast<float>(options.scale_for(HS));
   g.cap = static_cast<float>(options.softcap);
   g.window = options.window;
   const int chunks = chunks_for(capacity);
-  decode_attention_chunk_kernel<<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(NH)),
-                                  kDecodeThreads, 0, stream>>>(scratch, rows, position, g);
+  const auto heads = static_cast<unsigned>(NH);
+  const auto queries = static_cast<unsigned>(rows);
+  decode_attention_chunk_kernel<<<dim3(static_cast<unsigned>(chunks), heads, queries),
+                                  kDecodeThreads, 0, stream>>>(scratch, cache, position, g);
   AT_CUDA_CHECK_LAUNCH();
-  decode_attention_merge_kernel<<<static_cast<unsigned>(NH), kDecodeThreads, 0, stream>>>(
-      out, scratch, chunks, HS);
+  decode_attention_merge_kernel<<<dim3(heads, queries), kDecodeThreads, 0, stream>>>(out, scratch,
+                                                                                     chunks, HS);
   AT_CUDA_CHECK_LAUNCH();
 }
 
 #define AT_DECODE_INSTANTIATE(F)                                                                   \
-  template void decode_embed<F>(F*, const std::int32_t*, const std::int32_t*, const F*, const F*,  \
-                                int, float, cudaStream_t);                                         \
-  template void decode_store_row<F>(F*, const F*, std::size_t, const std::int32_t*, cudaStream_t); \
+  template void decode_embed<F>(F*, const std::int32_t*, const std::int32_t*, int, const F*,       \
+                                const F*, int, float, cudaStream_t);                               \
+  template void decode_store_rows<F>(F*, const F*, int, std::size_t, const std::int32_t*,          \
+                                     cudaStream_t);                                                \
   template void decode_attention<F>(F*, float*, const F*, const std::int32_t*, int, int, int, int, \
-                                    const AttentionOptions&, cudaStream_t);
+                                    int, const AttentionOptions&, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_DECODE_INSTANTIATE)
 
 }  // namespace autotrain::kernels::gpu

@@ -84,10 +84,9 @@ void rope_backward(F* dx, const float* cos, const float* sin, int B, int T, int 
 }
 
 template <typename F>
-void rope_forward_at(F* x, const float* cos, const float* sin, int heads, int HS, int R,
-                     const std::int32_t* position, cudaStream_t stream) {
-  rotate(x, cos, sin, 1, 1, heads, HS, R, static_cast<std::size_t>(heads) * HS, 0, 1.0f, stream,
-         position);
+void rope_forward_at(F* x, const float* cos, const float* sin, int rows, int heads, int HS, int R,
+                     std::size_t stride, const std::int32_t* position, cudaStream_t stream) {
+  rotate(x, cos, sin, 1, rows, heads, HS, R, stride, 0, 1.0f, stream, position);
 }
 
 #define AT_ROPE(F)                                                                        \
@@ -95,8 +94,8 @@ void rope_forward_at(F* x, const float* cos, const float* sin, int heads, int HS
                                 std::size_t, int, cudaStream_t);                          \
   template void rope_backward<F>(F*, const float*, const float*, int, int, int, int, int, \
                                  std::size_t, int, cudaStream_t);                         \
-  template void rope_forward_at<F>(F*, const float*, const float*, int, int, int,         \
-                                   const std::int32_t*, cudaStream_t);
+  template void rope_forward_at<F>(F*, const float*, const float*, int, int, int, int,    \
+                                   std::size_t, const std::int32_t*, cudaStream_t);
 AT_GPU_INSTANTIATE(AT_ROPE)
 
 }  // namespace autotrain::kernels::gpu

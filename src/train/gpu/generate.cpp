@@ -1,8 +1,9 @@
 // Generation on the GPU (train/next_token_logits.hpp): the layout's family's device decoder
 // (model/gpu/causal_lm.hpp: DeviceGpt2Decoder or DeviceLlamaDecoder) over the exported
 // parameters in the compute precision, with a key/value cache as on the CPU: a restart
-// feeds the whole window, then each call one token. The parameters stay put, so each step is a
-// CUDA graph's launch (DecodeLaunch::graph). Host code (a .cpp: the headers need C++20).
+// feeds the whole window (feed_tokens: several rows a step), then each call one token. The
+// parameters stay put, so each one-token step is a CUDA graph's launch (DecodeLaunch::graph). Host
+// code (a .cpp: the headers need C++20).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -65,11 +66,10 @@ class GpuNextTokenLogits final : public NextTokenLogits {
     AT_CHECK(!window.empty(), "generate: an empty window");
     if (restart) {
       decoder_->reset();
-      for (const std::int32_t token : window.first(window.size() - 1)) {
-        decoder_->feed_token(access_, token, {});
-      }
+      decoder_->feed_tokens(access_, window, logits_);
+    } else {
+      decoder_->feed_token(access_, window.back(), logits_);
     }
-    decoder_->feed_token(access_, window.back(), logits_);
     return logits_;
   }
 

@@ -2,9 +2,11 @@
 // memory, against the CPU kernels in double on the same inputs rounded to the element type, with
 // kernel_test_support.hpp's tolerances: decode_attention against attention_forward_last over the
 // rows 0..t at positions on both sides of the chunk borders (capacity 150: chunks of 64, 64, 22),
-// with grouped-query heads, plain and with a scale, a soft cap and a sliding window; the rows
-// past t hold garbage that must not count. decode_embed, decode_store_row and rope_forward_at
-// against what the position-taking kernels give. Skips without CUDA or a device.
+// with grouped-query heads, plain and with a scale, a soft cap and a sliding window, for one row
+// and for steps of several rows (each row over the keys up to its own position); the rows past
+// the last hold garbage that must not count. decode_embed, decode_store_rows and rope_forward_at,
+// one row and several, against what the position-taking kernels give. Skips without CUDA or a
+// device.
 #include <gtest/gtest.h>
 
 #ifndef AUTOTRAIN_HAVE_CUDA
@@ -65,22 +67,30 @@ TYPED_TEST(GpuDecodeKernelsTest, AttentionMatchesTheCpusLastRowAcrossChunkBorder
   windowed.scale = 0.3;
   windowed.softcap = 5.0;
   windowed.window = 70;
-  autotrain::gpu::DeviceBuffer scratch(gpu::decode_attention_scratch_floats(P, NH, HS) *
+  constexpr int kMostRows = 30;
+  autotrain::gpu::DeviceBuffer scratch(gpu::decode_attention_scratch_floats(P, kMostRows, NH, HS) *
                                        sizeof(float));
+  const auto Q = static_cast<std::size_t>(NH) * HS;
+  // (t, rows): one row on both sides of the borders, then steps of several rows across them.
+  const std::vector<std::pair<int, int> > steps = {{0, 1},  {1, 1},   {63, 1},   {64, 1},
+                                                   {65, 1}, {100, 1}, {133, 1},  {149, 1},
+                                                   {0, 5},  {60, 9},  {120, 30}, {148, 2}};
   for (const bool plain : {true, false}) {
     const AttentionOptions options = plain ? AttentionOptions{} : windowed;
-    for (const int t : {0, 1, 63, 64, 65, 100, 133, 149}) {
+    for (const auto& [t, n] : steps) {
       const std::string what = std::string(plain ? "plain" : "scaled, capped, windowed") +
-                               " at t = " + std::to_string(t);
-      Vec out = random_vec(static_cast<std::size_t>(NH) * HS, 202);
+                               " at t = " + std::to_string(t) + ", " + std::to_string(n) + " rows";
+      Vec out = random_vec(static_cast<std::size_t>(n) * Q, 202);
       DeviceTensor<F> d_out(out);
-      gpu::decode_attention(d_out.get(), scratch.as<float>(), d_rows.get(), this->position(t), P,
+      gpu::decode_attention(d_out.get(), scratch.as<float>(), d_rows.get(), this->position(t), n, P,
                             NH, NKV, HS, options, this->stream());
       this->sync();
       Vec expected(out.size());
-      Vec probabilities(static_cast<std::size_t>(t) + 1);
-      attention_forward_last(expected.data(), probabilities.data(), rows.data(), t + 1, NH, NKV, HS,
-                             options);
+      for (int i = 0; i < n; ++i) {
+        Vec probabilities(static_cast<std::size_t>(t + i) + 1);
+        attention_forward_last(expected.data() + static_cast<std::size_t>(i) * Q,
+                               probabilities.data(), rows.data(), t + i + 1, NH, NKV, HS, options);
+      }
       this->expect_close(d_out.download(), expected, "decode attention, " + what);
     }
   }
@@ -95,10 +105,10 @@ TYPED_TEST(GpuDecodeKernelsTest, EmbedStoreAndRopeUseTheDevicePosition) {
   Vec wpe = random_vec(static_cast<std::size_t>(P) * C, 212);
   Vec out(static_cast<std::size_t>(C)), plain(out.size());
   DeviceTensor<F> d_wte(wte), d_wpe(wpe), d_out(out), d_plain(plain);
-  gpu::decode_embed(d_out.get(), d_tokens.as<std::int32_t>(), this->position(t), d_wte.get(),
+  gpu::decode_embed(d_out.get(), d_tokens.as<std::int32_t>(), this->position(t), 1, d_wte.get(),
                     d_wpe.get(), C, 1.0f, this->stream());
   this->sync();
-  gpu::decode_embed(d_plain.get(), d_tokens.as<std::int32_t>(), this->position(t), d_wte.get(),
+  gpu::decode_embed(d_plain.get(), d_tokens.as<std::int32_t>(), this->position(t), 1, d_wte.get(),
                     static_cast<const F*>(nullptr), C, 2.0f, this->stream());
   this->sync();
   Vec expected(out.size());
@@ -107,18 +117,30 @@ TYPED_TEST(GpuDecodeKernelsTest, EmbedStoreAndRopeUseTheDevicePosition) {
   Vec scaled(wte.begin() + tokens[t] * C, wte.begin() + (tokens[t] + 1) * C);
   for (double& x : scaled) x *= 2.0;
   this->expect_close(d_plain.download(), scaled, "decode_embed without wpe, scale 2");
-
-  // Row t of a cache [P, C] becomes the row; the others stay as they were.
-  Vec cache = random_vec(static_cast<std::size_t>(P) * C, 213);
-  Vec new_row = random_vec(static_cast<std::size_t>(C), 214);
-  DeviceTensor<F> d_cache(cache), d_row(new_row);
-  gpu::decode_store_row(d_cache.get(), d_row.get(), C, this->position(t), this->stream());
+  // Rows 3, 4 and 5 in one step.
+  Vec three(static_cast<std::size_t>(3) * C), expected_three(three.size());
+  DeviceTensor<F> d_three(three);
+  gpu::decode_embed(d_three.get(), d_tokens.as<std::int32_t>(), this->position(3), 3, d_wte.get(),
+                    d_wpe.get(), C, 1.0f, this->stream());
   this->sync();
-  std::copy(new_row.begin(), new_row.end(), cache.begin() + t * C);
-  EXPECT_EQ(d_cache.download(), cache);
+  encoder_forward(expected_three.data(), tokens.data() + 3, wte.data(), wpe.data() + 3 * C, 1, 3,
+                  C);
+  this->expect_close(d_three.download(), expected_three, "decode_embed of 3 rows at 3");
+
+  // Rows t (and t + 1) of a cache [P, C] become the new rows; the others stay as they were.
+  for (const int n : {1, 2}) {
+    Vec cache = random_vec(static_cast<std::size_t>(P) * C, 213);
+    Vec new_rows = random_vec(static_cast<std::size_t>(n) * C, 214);
+    DeviceTensor<F> d_cache(cache), d_new(new_rows);
+    gpu::decode_store_rows(d_cache.get(), d_new.get(), n, C, this->position(t), this->stream());
+    this->sync();
+    std::copy(new_rows.begin(), new_rows.end(), cache.begin() + t * C);
+    EXPECT_EQ(d_cache.download(), cache) << n << " rows";
+  }
 
   // rope_forward_at(position t) gives the bits of rope_forward(pos0 = t) on the packed path
-  // (HS = 16) and the scalar one (HS = 10).
+  // (HS = 16) and the scalar one (HS = 10), for one row and for two rows in a wider stride (the
+  // q heads of a qkv row).
   for (const int HS : {16, 10}) {
     constexpr int heads = 3;
     const int half = HS / 2;
@@ -127,17 +149,20 @@ TYPED_TEST(GpuDecodeKernelsTest, EmbedStoreAndRopeUseTheDevicePosition) {
     std::vector<float> cos32(static_cast<std::size_t>(P) * half), sin32(cos32.size());
     rope_tables(cos32.data(), sin32.data(), inv_freq.data(), P, half);
     Vec cos(cos32.begin(), cos32.end()), sin(sin32.begin(), sin32.end());
-    Vec x = random_vec(static_cast<std::size_t>(heads) * HS, 215);
-    Vec y = x;
-    DeviceTensor<F> d_x(x), d_y(y);
-    DeviceTensor<float> d_cos(cos), d_sin(sin);
-    gpu::rope_forward_at(d_x.get(), d_cos.get(), d_sin.get(), heads, HS, HS, this->position(t),
-                         this->stream());
-    this->sync();
-    gpu::rope_forward(d_y.get(), d_cos.get(), d_sin.get(), 1, 1, heads, HS, HS,
-                      static_cast<std::size_t>(heads) * HS, t, this->stream());
-    this->sync();
-    EXPECT_EQ(d_x.download(), d_y.download()) << "HS = " << HS;
+    for (const int n : {1, 2}) {
+      const std::size_t stride = static_cast<std::size_t>(n == 1 ? heads : heads + 2) * HS;
+      Vec x = random_vec(static_cast<std::size_t>(n) * stride, 215);
+      Vec y = x;
+      DeviceTensor<F> d_x(x), d_y(y);
+      DeviceTensor<float> d_cos(cos), d_sin(sin);
+      gpu::rope_forward_at(d_x.get(), d_cos.get(), d_sin.get(), n, heads, HS, HS, stride,
+                           this->position(t), this->stream());
+      this->sync();
+      gpu::rope_forward(d_y.get(), d_cos.get(), d_sin.get(), 1, n, heads, HS, HS, stride, t,
+                        this->stream());
+      this->sync();
+      EXPECT_EQ(d_x.download(), d_y.download()) << "HS = " << HS << ", " << n << " rows";
+    }
   }
 }
 

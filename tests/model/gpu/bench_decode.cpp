@@ -1,8 +1,9 @@
 // bench_decode: generation's decoding step on the device (model/gpu/causal_lm.hpp's
 // DeviceDecoder) in bf16, launched kernel by kernel against as a CUDA graph, on random weights:
 // a prompt of `prompt` tokens (no logits), then `new` tokens each with its logits copied back
-// (what `generate` does per token, less the sampling). Wall-clock per token of the new tokens and
-// of the prompt's, median and range of 3 runs after a warm-up run.
+// (what `generate` does per token, less the sampling). The prompt fed token by token, or (the
+// "prefill" line, what `generate` does) several rows a step with feed_tokens. Wall-clock per
+// token of the new tokens and of the prompt's, median and range of 3 runs after a warm-up run.
 //   bench_decode [MODEL [POSITIONS [PROMPT [NEW]]]]
 // MODEL: gpt2-124m (the default) or a Hugging Face folder (data/models/meta-llama--Llama-3.2-1B);
 // POSITIONS: the cache (default 1024), PROMPT (default 128), NEW (default 256). One line per
@@ -52,14 +53,20 @@ struct Times {
 };
 
 Times run_once(model::gpu::DeviceDecoder<F>& decoder, model::BasicUnitAccess<F>& access, int vocab,
-               int prompt, int fresh) {
+               int prompt, int fresh, bool prefill) {
   std::vector<float> logits(static_cast<std::size_t>(vocab));
   decoder.reset();
   std::int32_t token = 1;
   const auto next = [&] { return token = (token * 31 + 7) % vocab; };
+  std::vector<std::int32_t> prompt_tokens(static_cast<std::size_t>(prompt));
+  for (auto& t : prompt_tokens) t = next();
   const auto start = Clock::now();
-  for (int i = 0; i < prompt - 1; ++i) decoder.feed_token(access, next(), {});
-  decoder.feed_token(access, next(), logits);
+  if (prefill) {
+    decoder.feed_tokens(access, prompt_tokens, logits);
+  } else {
+    for (int i = 0; i < prompt - 1; ++i) decoder.feed_token(access, prompt_tokens[i], {});
+    decoder.feed_token(access, prompt_tokens.back(), logits);
+  }
   const auto prompted = Clock::now();
   for (int i = 0; i < fresh; ++i) decoder.feed_token(access, next(), logits);
   const auto end = Clock::now();
@@ -91,13 +98,17 @@ int main(int argc, char** argv) {
     model::BasicFlatUnitAccess<F> access(layout, params.as<F>(), nullptr);
     const gpu::Stream stream;
     const kernels::gpu::BlasHandle blas;
-    for (const auto launch : {model::gpu::DecodeLaunch::kernels, model::gpu::DecodeLaunch::graph}) {
+    for (const char* mode : {"kernels", "graph", "prefill"}) {
+      const bool prefill = std::string(mode) == "prefill";
+      const auto launch = std::string(mode) == "kernels" ? model::gpu::DecodeLaunch::kernels
+                                                         : model::gpu::DecodeLaunch::graph;
       const auto decoder =
           model::gpu::make_device_decoder<F>(layout, positions, stream.get(), blas, launch);
-      run_once(*decoder, access, config.vocab_size, prompt, fresh);  // warm-up (and capture)
+      // A warm-up (and the graphs' capture).
+      run_once(*decoder, access, config.vocab_size, prompt, fresh, prefill);
       std::vector<Times> runs;
       for (int r = 0; r < 3; ++r) {
-        runs.push_back(run_once(*decoder, access, config.vocab_size, prompt, fresh));
+        runs.push_back(run_once(*decoder, access, config.vocab_size, prompt, fresh, prefill));
       }
       const auto stats = [&](double Times::*field) {
         std::vector<double> v;
@@ -109,9 +120,8 @@ int main(int argc, char** argv) {
       std::printf(
           "decode %-10s %-7s bf16 %.0fM params, cache %d: new tokens %.3f ms (%.3f-%.3f), %.0f "
           "tokens/s; prompt tokens %.3f ms (%.3f-%.3f)\n",
-          name.c_str(), launch == model::gpu::DecodeLaunch::graph ? "graph" : "kernels",
-          static_cast<double>(layout.num_parameters()) * 1e-6, positions, n[0], n[1], n[2],
-          1e3 / n[0], p[0], p[1], p[2]);
+          name.c_str(), mode, static_cast<double>(layout.num_parameters()) * 1e-6, positions, n[0],
+          n[1], n[2], 1e3 / n[0], p[0], p[1], p[2]);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_decode: %s\n", e.what());

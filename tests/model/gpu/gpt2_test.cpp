@@ -419,9 +419,11 @@ TYPED_TEST(GpuGpt2Test, RejectsBadTokenIdsAndBackwardWithoutForwardNamingTheProb
 
 // generate's path: the decoder's logits after each token of a sequence against the CPU model's
 // key/value cache in double, in two passes (the second after a reset); one token asks for no
-// logits, as a prompt's tokens before its last do. Then a full cache and a bad token are refused.
-// Launched kernel by kernel and as CUDA graphs (captured at the second step of each kind: with
-// logits in the first pass, without in the second).
+// logits, as a prompt's tokens before its last do. Then the same sequences fed as a prompt would
+// be, several rows a step (feed_tokens: 3 rows from position 0, one token, 4 rows after the
+// cached ones). Then a full cache and a bad token are refused. Launched kernel by kernel and as
+// CUDA graphs (captured at the second step of each kind: with logits in the first pass, without
+// in the second).
 TYPED_TEST(GpuGpt2Test, DecoderMatchesTheCpuModelsKeyValueCacheTokenByToken) {
   for (const auto launch : {gpu::DecodeLaunch::kernels, gpu::DecodeLaunch::graph}) {
     SCOPED_TRACE(launch == gpu::DecodeLaunch::graph ? "graph" : "kernels");
@@ -437,12 +439,15 @@ void GpuGpt2Test<F>::expect_decoder_matches_the_cpu(gpu::DecodeLaunch launch) {
   auto access = this->device_access();
   gpu::DeviceGpt2Decoder<F> decoder(this->layout_, kT, this->stream(), this->blas(), launch);
   std::vector<float> row(kV);
+  std::vector<Vec> expected(static_cast<std::size_t>(2 * kT));  // [b, t] the CPU's logits
   for (const int b : {0, 1}) {
     decoder.reset();
     cpu.reset_cache();
     for (int t = 0; t < kT; ++t) {
       const std::int32_t token = this->inputs_[static_cast<std::size_t>(b * kT + t)];
       const auto cpu_logits = cpu.feed_token(cpu_access, token);
+      expected[static_cast<std::size_t>(b * kT + t)] =
+          Vec(cpu_logits.begin(), cpu_logits.begin() + kV);
       if (t == 2) {
         decoder.feed_token(access, token, {});
         continue;
@@ -454,8 +459,28 @@ void GpuGpt2Test<F>::expect_decoder_matches_the_cpu(gpu::DecodeLaunch launch) {
     }
     EXPECT_EQ(decoder.length(), kT);
   }
+  for (const int b : {0, 1}) {
+    decoder.reset();
+    const auto tokens =
+        std::span<const std::int32_t>(this->inputs_)
+            .subspan(static_cast<std::size_t>(b * kT), static_cast<std::size_t>(kT));
+    const auto expect_at = [&](int t) {
+      this->expect_close_tensor(Vec(row.begin(), row.end()),
+                                expected[static_cast<std::size_t>(b * kT + t)], 0, kV,
+                                "decoder logits of sequence " + std::to_string(b) +
+                                    " fed several rows a step, position " + std::to_string(t));
+    };
+    decoder.feed_tokens(access, tokens.first(3), row);
+    expect_at(2);
+    decoder.feed_token(access, tokens[3], row);
+    expect_at(3);
+    decoder.feed_tokens(access, tokens.subspan(4), row);
+    expect_at(kT - 1);
+  }
   const std::string full = error_of([&] { decoder.feed_token(access, 0, row); });
-  EXPECT_NE(full.find("holds its 8 positions already"), std::string::npos) << full;
+  EXPECT_NE(full.find("holds 8 positions, 8 of them fed already: no room for 1 more"),
+            std::string::npos)
+      << full;
   decoder.reset();
   const std::string bad = error_of([&] { decoder.feed_token(access, kV, row); });
   EXPECT_NE(bad.find("token 50 is not a token id"), std::string::npos) << bad;

@@ -545,8 +545,32 @@ void GpuLlamaTest<F>::expect_decoder_matches_the_cpu(Model<F>& m, bool tied) {
       }
       EXPECT_EQ(decoder->length(), kT);
     }
+    // A prompt's way: several rows a step (3 from position 0, one token, 4 after the cached ones).
+    for (const int b : {0, 1}) {
+      decoder->reset();
+      const auto tokens =
+          std::span<const std::int32_t>(this->inputs_)
+              .subspan(static_cast<std::size_t>(b * kT), static_cast<std::size_t>(kT));
+      const auto expect_at = [&](int t) {
+        const auto full =
+            cpu.next_token_logits(cpu_access, tokens.first(static_cast<std::size_t>(t + 1)));
+        autotrain::testing::expect_close_tensor<F>(
+            Vec(row.begin(), row.end()), Vec(full.begin(), full.begin() + kV), 0, kV,
+            std::string(tied ? "tied" : "untied") + " decoder logits of sequence " +
+                std::to_string(b) + " fed several rows a step, position " + std::to_string(t));
+      };
+      decoder->feed_tokens(access, tokens.first(3), row);
+      expect_at(2);
+      decoder->feed_token(access, tokens[3], row);
+      expect_at(3);
+      decoder->feed_tokens(access, tokens.subspan(4), row);
+      expect_at(kT - 1);
+      EXPECT_EQ(decoder->length(), kT);
+    }
     const std::string full = error_of([&] { decoder->feed_token(access, 0, row); });
-    EXPECT_NE(full.find("holds its 8 positions already"), std::string::npos) << full;
+    EXPECT_NE(full.find("holds 8 positions, 8 of them fed already: no room for 1 more"),
+              std::string::npos)
+        << full;
     decoder->reset();
     const std::string bad = error_of([&] { decoder->feed_token(access, kV, row); });
     EXPECT_NE(bad.find("token 50 is not a token id"), std::string::npos) << bad;

@@ -24,11 +24,11 @@ template <typename F>
 void rope_forward(F* x, const float* cos, const float* sin, int B, int T, int heads, int HS, int R,
                   std::size_t stride, int pos0, cudaStream_t stream);
 
-// rope_forward of one row (B = T = 1) at the position *position (device memory: a decoding
-// step's, kernels/gpu/decode.hpp).
+// rope_forward of `rows` rows (B = 1, T = rows, `stride` apart) at the positions *position,
+// *position + 1, ... (device memory: a decoding step's, kernels/gpu/decode.hpp).
 template <typename F>
-void rope_forward_at(F* x, const float* cos, const float* sin, int heads, int HS, int R,
-                     const std::int32_t* position, cudaStream_t stream);
+void rope_forward_at(F* x, const float* cos, const float* sin, int rows, int heads, int HS, int R,
+                     std::size_t stride, const std::int32_t* position, cudaStream_t stream);
 
 // The gradient through the rotation, in place: dx ← Rᵀ·dx (the rotation by -θ). The rotation
 // reads nothing but its input, so the gradient overwrites the output's.

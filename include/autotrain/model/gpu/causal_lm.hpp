@@ -96,8 +96,14 @@ class DeviceDecoder {
   // need no logits). Throws Error once the cache is full.
   virtual void feed_token(BasicUnitAccess<F>& access, std::int32_t token,
                           std::span<float> logits) = 0;
+  // Runs `tokens` (a prompt) at positions length(), length() + 1, ... as feed_token would one by
+  // one, in steps of several rows: each step's products over all its rows at once (the weights
+  // read once a step, not once a token), each row's attention over the cache up to its own
+  // position. `logits` as feed_token's, for the last token.
+  virtual void feed_tokens(BasicUnitAccess<F>& access, std::span<const std::int32_t> tokens,
+                           std::span<float> logits) = 0;
 
-  // Bytes of device memory held (the cache and one row of every activation).
+  // Bytes of device memory held (the cache and the rows of every activation a step feeds).
   virtual std::size_t device_bytes() const = 0;
 };
 

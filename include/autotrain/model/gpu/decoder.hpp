@@ -2,10 +2,10 @@
 // GPT-2 inference one token at a time on one CUDA device, with a key/value cache: the device
 // counterpart of BasicGpt2::reset_cache() / feed_token() (model/gpt2.hpp), which `generate` runs.
 // Each layer's qkv rows of the positions fed so far stay on the device ([L, positions, 3C]); a new
-// token runs the forward for its own row only, its attention reading the cached rows
-// (kernels::gpu::decode_attention). Same units, hooks and tensor offsets as DeviceGpt2.
-// All device memory is allocated at construction; feed_token allocates nothing. The interface is
-// gpu/causal_lm.hpp's DeviceDecoder.
+// token runs the forward for its own row only (a prompt's tokens several rows a step,
+// feed_tokens), its attention reading the cached rows (kernels::gpu::decode_attention). Same
+// units, hooks and tensor offsets as DeviceGpt2. All device memory is allocated at construction;
+// feeding allocates nothing. The interface is gpu/causal_lm.hpp's DeviceDecoder.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
 #include <cstdint>
@@ -34,9 +34,9 @@ class DeviceGpt2Decoder final : public DeviceDecoderBase<F> {
  private:
   struct Buffers;
   // The driver's parts (gpu/decoder_base.hpp).
-  void embed_row(const F* p) override;
-  void block_row(int l, const F* p) override;
-  void final_norm_row(const F* p) override;
+  void embed_rows(const F* p, int rows) override;
+  void block_rows(int l, const F* p, int rows) override;
+  void final_norm_row(const F* p, int rows) override;
   using DeviceDecoderBase<F>::stream_;
   using DeviceDecoderBase<F>::blas_;
   std::unique_ptr<Buffers> buffers_;

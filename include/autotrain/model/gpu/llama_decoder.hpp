@@ -3,10 +3,11 @@
 // device counterpart of BasicLlama::reset_cache() / feed_token() (model/llama.hpp), which
 // `generate` runs. Each layer's attention input rows (q|k|v, normed and rotated; only the NKV
 // key/value heads of grouped-query attention) of the positions fed so far stay on the device
-// ([L, positions, (NH + 2·NKV)·D]); a new token runs the forward for its own row only, its
-// attention reading the cached rows (kernels::gpu::decode_attention). Same units, hooks and
-// tensor offsets as DeviceLlama. All device memory (the cache, one row of every activation, the
-// rotary tables for `positions`) is allocated at construction; feed_token allocates nothing.
+// ([L, positions, (NH + 2·NKV)·D]); a new token runs the forward for its own row only (a prompt's
+// tokens several rows a step, feed_tokens), its attention reading the cached rows
+// (kernels::gpu::decode_attention). Same units, hooks and tensor offsets as DeviceLlama. All
+// device memory (the cache, a step's rows of every activation, the rotary tables for
+// `positions`) is allocated at construction; feeding allocates nothing.
 // The interface is gpu/causal_lm.hpp's DeviceDecoder.
 #ifdef AUTOTRAIN_HAVE_CUDA
 #include <cstddef>
@@ -36,9 +37,9 @@ class DeviceLlamaDecoder final : public DeviceDecoderBase<F> {
  private:
   struct Buffers;
   // The driver's parts (gpu/decoder_base.hpp).
-  void embed_row(const F* p) override;
-  void block_row(int l, const F* p) override;
-  void final_norm_row(const F* p) override;
+  void embed_rows(const F* p, int rows) override;
+  void block_rows(int l, const F* p, int rows) override;
+  void final_norm_row(const F* p, int rows) override;
   using DeviceDecoderBase<F>::stream_;
   using DeviceDecoderBase<F>::blas_;
   std::unique_ptr<Buffers> buffers_;
