@@ -96,6 +96,7 @@ std::vector<DoctorRow> run_checks(const config::TrainCommandLine& command_line) 
   rows.push_back(check_project_folder(context));
   rows.push_back(check_base_model(context));
   rows.push_back(check_clocks(context));
+  rows.push_back(check_munge(context));
   return rows;
 }
 

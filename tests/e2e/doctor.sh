@@ -35,6 +35,9 @@ timeout 120 "${mpirun[@]}" -np 2 "$AUTOTRAIN_BIN" "${doctor[@]}" --project-name 
 for check in build launcher config cpus gpus network "master port" allreduce "project folder" "base model" clocks; do
   expect_row one.log "$check" ok
 done
+# munge: ok where munged answers or no socket is there; a warning on a machine left with a
+# stale socket (the row says so; it is this machine's state, not the test's).
+expect_row one.log munge "(ok|warn)" "munge"
 grep -q "doctor: every check passed" one.log || { cat one.log; exit 1; }
 [ ! -e one/.doctor-* ] 2> /dev/null || { ls -la one; echo "doctor left probe files"; exit 1; }
 echo "doctor: one node: every check passed"
