@@ -40,7 +40,7 @@ int DeviceDecoderBase<F>::prefill_rows(const ModelConfig& config, int positions)
   const std::size_t per_row = kernels::gpu::decode_attention_scratch_floats(
       std::max(positions, 1), 1, config.n_head, config.head_size());
   const auto fitting = static_cast<int>(std::min<std::size_t>(kScratchFloats / per_row, kMostRows));
-  return std::max(1, std::min({fitting, positions, kMostRows}));
+  return std::max(1, std::min(fitting, positions));
 }
 
 template <typename F>
