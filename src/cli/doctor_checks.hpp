@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "autotrain/launch/munge.hpp"
 #include "autotrain/launch/topology.hpp"
 #include "autotrain/train/run_setup.hpp"
 
@@ -56,7 +55,7 @@ DoctorRow check_base_model(const DoctorContext& context);
 DoctorRow check_clocks(const DoctorContext& context);
 // A munge socket with no munged behind it on a node (launch/munge.hpp): a warning; in
 // doctor_munge.cpp.
-DoctorRow check_munge(const DoctorContext& context, const std::string& socket = kMungeSocket);
+DoctorRow check_munge(const DoctorContext& context);
 
 // "node1 (ranks 0-1), node2 (ranks 2-3)": where `ranks` (ascending) run.
 std::string describe_ranks(const std::vector<std::string>& hosts, const std::vector<int>& ranks);

@@ -12,7 +12,8 @@
 
 namespace autotrain::cli {
 
-DoctorRow check_munge(const DoctorContext& context, const std::string& socket) {
+DoctorRow check_munge(const DoctorContext& context) {
+  const std::string socket = kMungeSocket;
   DoctorRow row{"munge", cat(context.topology.num_nodes, " node(s)"), Verdict::ok, ""};
   nlohmann::json mine = nlohmann::json::object();
   if (is_leader(context)) {
