@@ -275,10 +275,13 @@ TEST(NvmeState, FallsBackToThreadsWhereIoUringIsRefused) {
   EXPECT_EXIT(
       {
         refuse_io_uring();
-        NvmeState state(dir.path(), "state", 10000, 3, 3000);
-        overwrite(state, 0);
-        overwrite(state, 1);
-        std::fprintf(stderr, "%s\n", state.describe().c_str());
+        {
+          NvmeState state(dir.path(), "state", 10000, 3, 3000);
+          overwrite(state, 0);
+          overwrite(state, 1);
+          std::fprintf(stderr, "%s\n", state.describe().c_str());
+        }
+        std::filesystem::remove_all(dir.path());  // std::exit skips the child's destructors
         std::exit(::testing::Test::HasFailure() ? 1 : 0);
       },
       ::testing::ExitedWithCode(0),
