@@ -6,9 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/json_stream.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/core/utf8.hpp"
 
@@ -387,23 +389,23 @@ const ModelPreset& model_preset(std::string_view model) {
 int64_t tokenizer_vocab_size(std::string_view tokenizer) {
   if (tokenizer == "gpt2") return 50257;
   if (tokenizer == "byte") return 256;
-  // The data layer reads the whole tokenizer; the configuration only needs the largest id.
+  // The data layer reads the whole tokenizer; the configuration only needs the largest id, so
+  // the vocab's entries stream past and the merges are skipped (core/json_stream.hpp).
   const std::filesystem::path file = tokenizer_json_path(tokenizer);
-  std::ifstream in(file);
+  std::ifstream in(file, std::ios::binary);
   AT_CHECK(in, "tokenizer: cannot open ", file.string());
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& error) {
-    throw Error(cat(file.string(), ": not valid JSON (", error.what(), ")"));
-  }
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
   int64_t size = 0;
   const auto take = [&](const nlohmann::json& id) {
     if (id.is_number_integer()) size = std::max(size, id.get<int64_t>() + 1);
   };
-  if (json.contains("model") && json["model"].contains("vocab") &&
-      json["model"]["vocab"].is_object()) {
-    for (const auto& [spelling, id] : json["model"]["vocab"].items()) take(id);
+  nlohmann::json json;
+  try {
+    json = parse_json_streaming(
+        text, {{{"model", "vocab"}, true, [&](const std::string&, nlohmann::json& id) { take(id); }},
+               {{"model", "merges"}, false, [](const std::string&, nlohmann::json&) {}}});
+  } catch (const JsonSyntaxError& error) {
+    throw Error(cat(file.string(), ": not valid JSON (", error.what(), ")"));
   }
   if (json.contains("added_tokens") && json["added_tokens"].is_array()) {
     for (const auto& token : json["added_tokens"])

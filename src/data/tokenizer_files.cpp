@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "autotrain/core/error.hpp"
+#include "autotrain/core/json_stream.hpp"
 #include "pipeline_tokenizer.hpp"
 #include "tokenizer_json.hpp"
 
@@ -13,8 +14,7 @@ namespace fs = std::filesystem;
 using tokenizer_json::Json;
 using tokenizer_json::path;
 
-// Parsed from memory: nlohmann's stream reader is several times slower on a 10 MB file.
-Json read_json(const fs::path& file, const char* what) {
+std::string read_text(const fs::path& file, const char* what) {
   std::ifstream in(file, std::ios::binary);
   AT_CHECK(in, "cannot open ", what, " ", file.string());
   std::string text;
@@ -25,9 +25,17 @@ Json read_json(const fs::path& file, const char* what) {
   in.seekg(0);
   in.read(text.data(), size);
   AT_CHECK(in, "cannot read ", what, " ", file.string());
+  return text;
+}
+
+// Parsed from memory (nlohmann's stream reader is several times slower on a 10 MB file); the
+// containers in `streamed` go to their callbacks instead of the DOM.
+Json read_json(const fs::path& file, const char* what,
+               const std::vector<StreamedContainer>& streamed = {}) {
+  const std::string text = read_text(file, what);
   try {
-    return Json::parse(text);
-  } catch (const nlohmann::json::exception& error) {
+    return parse_json_streaming(text, streamed);
+  } catch (const JsonSyntaxError& error) {
     throw Error(cat(file.string(), ": not valid JSON (", error.what(),
                     "); is the file complete? Download it again"));
   }
@@ -50,7 +58,43 @@ std::pair<std::string, std::string> parse_merge(const Json& merge, const std::st
   return {merge[0].get<std::string>(), merge[1].get<std::string>()};
 }
 
-std::unique_ptr<BpeModel> make_model(const Json& model, bool byte_level, const std::string& where) {
+// A BPE model's vocab and merges as BpeModel takes them, streamed out of the file rather than
+// copied out of a DOM. An entry's error waits in vocab_error / merges_error for make_model, which
+// checks the model's type and options first, as it would have with the DOM.
+struct BpeTables {
+  TokenMap vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::string vocab_error, merges_error;  // the first bad entry's
+
+  // `where` names the model ("tokenizer.json: model") for errors.
+  StreamedContainer vocab_stream(std::vector<std::string> at, const std::string& where) {
+    return {std::move(at), true, [this, where](const std::string& spelling, Json& id) {
+              if (!vocab_error.empty()) return;
+              if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+                  id.get<int64_t>() >= tokenizer_json::kMaxTokenIds) {
+                vocab_error = cat(path(where, "vocab"), ": id of '", spelling,
+                                  "' must be an integer in [0, ", tokenizer_json::kMaxTokenIds,
+                                  "), got ", id.dump());
+                return;
+              }
+              vocab.insert_or_assign(spelling, id.get<TokenId>());  // a repeated key: the last
+            }};
+  }
+  StreamedContainer merges_stream(std::vector<std::string> at, const std::string& where) {
+    return {std::move(at), false, [this, where](const std::string&, Json& merge) {
+              if (!merges_error.empty()) return;
+              try {
+                merges.push_back(parse_merge(merge, where, merges.size()));
+              } catch (const Error& error) {
+                merges_error = error.what();
+              }
+            }};
+  }
+};
+
+// `model` is the model object with its vocab and merges left empty: they are in `tables`.
+std::unique_ptr<BpeModel> make_model(const Json& model, BpeTables tables, bool byte_level,
+                                     const std::string& where) {
   const std::string type = tokenizer_json::type_of(model, where);
   if (type != "BPE") tokenizer_json::unsupported(where, "model", type, "BPE");
   const auto dropout = model.find("dropout");
@@ -63,30 +107,20 @@ std::unique_ptr<BpeModel> make_model(const Json& model, bool byte_level, const s
     AT_CHECK(!value || value->empty(), path(where, key), ": '", *value,
              "' is not supported (autotrain implements BPE without subword affixes)");
   }
-  const Json& vocab_json = tokenizer_json::member(model, "vocab", where);
-  AT_CHECK(vocab_json.is_object(), path(where, "vocab"), ": expected an object token -> id");
-  TokenMap vocab;
-  vocab.reserve(vocab_json.size());
-  for (const auto& [spelling, id] : vocab_json.items()) {
-    AT_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 &&
-                 id.get<int64_t>() < tokenizer_json::kMaxTokenIds,
-             path(where, "vocab"), ": id of '", spelling, "' must be an integer in [0, ",
-             tokenizer_json::kMaxTokenIds, "), got ", id.dump());
-    vocab.emplace(spelling, id.get<TokenId>());
-  }
-  const Json& merges_json = tokenizer_json::member(model, "merges", where);
-  AT_CHECK(merges_json.is_array(), path(where, "merges"), ": expected a list");
-  std::vector<std::pair<std::string, std::string>> merges;
-  merges.reserve(merges_json.size());
-  for (size_t i = 0; i < merges_json.size(); ++i)
-    merges.push_back(parse_merge(merges_json[i], where, i));
+  AT_CHECK(tokenizer_json::member(model, "vocab", where).is_object(), path(where, "vocab"),
+           ": expected an object token -> id");
+  AT_CHECK(tables.vocab_error.empty(), tables.vocab_error);
+  AT_CHECK(tokenizer_json::member(model, "merges", where).is_array(), path(where, "merges"),
+           ": expected a list");
+  AT_CHECK(tables.merges_error.empty(), tables.merges_error);
   BpeOptions options;
   options.byte_level = byte_level;
   options.byte_fallback = tokenizer_json::bool_member(model, "byte_fallback", false, where);
   options.ignore_merges = tokenizer_json::bool_member(model, "ignore_merges", false, where);
   options.fuse_unk = tokenizer_json::bool_member(model, "fuse_unk", false, where);
   options.unk_token = tokenizer_json::optional_string(model, "unk_token", where);
-  return std::make_unique<BpeModel>(std::move(vocab), merges, std::move(options), where);
+  return std::make_unique<BpeModel>(std::move(tables.vocab), tables.merges, std::move(options),
+                                    where);
 }
 
 std::vector<AddedToken> make_added_tokens(const Json& json, const std::string& where) {
@@ -269,8 +303,12 @@ void apply_configs(TokenizerParts& parts, const fs::path& folder) {
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const fs::path& file,
                                                const TokenizerOptions& options) {
-  const Json json = read_json(file, "tokenizer");
   const std::string where = file.string() + ":";
+  BpeTables tables;
+  const Json json =
+      read_json(file, "tokenizer",
+                {tables.vocab_stream({"model", "vocab"}, where + " model"),
+                 tables.merges_stream({"model", "merges"}, where + " model")});
   AT_CHECK(json.is_object(), where, " expected a JSON object (a Hugging Face tokenizer.json)");
   const auto component = [&](const char* key) -> const Json& {
     static const Json null;
@@ -285,7 +323,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const fs::path& file,
   parts.pre_tokenizer = make_pre_tokenizer(component("pre_tokenizer"), where + " pre_tokenizer");
   const bool byte_level = parts.pre_tokenizer && parts.pre_tokenizer->is_byte_level();
   parts.model =
-      make_model(tokenizer_json::member(json, "model", where), byte_level, where + " model");
+      make_model(tokenizer_json::member(json, "model", where), std::move(tables), byte_level,
+                 where + " model");
   parts.decoder = make_decoder(component("decoder"), where + " decoder");
   parts.added_tokens = make_added_tokens(component("added_tokens"), where + " added_tokens");
   parts.template_frame =
@@ -300,7 +339,10 @@ std::unique_ptr<Tokenizer> load_gpt2_tokenizer(const fs::path& dir,
   const fs::path merges_file = dir / "vocab.bpe";
   AT_CHECK(fs::exists(encoder_file), "cannot open the GPT-2 vocabulary ", encoder_file.string(),
            " (set AUTOTRAIN_DATA_DIR to the folder holding gpt2/encoder.json)");
-  const Json encoder = read_json(encoder_file, "GPT-2 vocabulary");
+  const std::string where = merges_file.string() + ":";
+  BpeTables tables;
+  // An object streams into tables.vocab and leaves {}; anything else stays for make_model to name.
+  Json vocab = read_json(encoder_file, "GPT-2 vocabulary", {tables.vocab_stream({}, where)});
   TokenizerParts parts;
   parts.name = "gpt2";
   parts.files = {encoder_file, merges_file};
@@ -309,13 +351,18 @@ std::unique_ptr<Tokenizer> load_gpt2_tokenizer(const fs::path& dir,
   parts.decoder = make_gpt2_decoder();
   std::ifstream merges_in(merges_file);
   AT_CHECK(merges_in, "cannot open the GPT-2 merges ", merges_file.string());
-  Json merges = Json::array();
   std::string line;
-  while (std::getline(merges_in, line)) {
-    if (!line.empty() && !line.starts_with("#version")) merges.push_back(line);
+  while (std::getline(merges_in, line) && tables.merges_error.empty()) {
+    if (line.empty() || line.starts_with("#version")) continue;
+    try {
+      tables.merges.push_back(parse_merge(Json(std::move(line)), where, tables.merges.size()));
+    } catch (const Error& error) {
+      tables.merges_error = error.what();
+    }
   }
-  parts.model = make_model(Json{{"type", "BPE"}, {"vocab", encoder}, {"merges", merges}}, true,
-                           merges_file.string() + ":");
+  parts.model =
+      make_model(Json{{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", Json::array()}},
+                 std::move(tables), true, where);
   const auto eot = parts.model->find("<|endoftext|>");
   AT_CHECK(eot.has_value(), encoder_file.string(), ": has no <|endoftext|> token");
   parts.added_tokens = {AddedToken{*eot, "<|endoftext|>", true, false, false, false, false}};

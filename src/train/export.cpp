@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -25,6 +26,23 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   write_file_atomically(path, text);
 }
 
+// The run's tokenizer, loaded (on rank 0) the first time an export's files need it and kept for
+// the rest of that export: a Llama 3 tokenizer.json takes most of a second to load, and a LoRA
+// export with merge_adapter writes tokenizer files twice.
+class RunTokenizer {
+ public:
+  explicit RunTokenizer(const std::string& spec) : spec_(spec) {}
+  const std::string& spec() const { return spec_; }
+  const data::Tokenizer& get() {
+    if (!loaded_) loaded_ = data::make_tokenizer(spec_);
+    return *loaded_;
+  }
+
+ private:
+  std::string spec_;
+  std::unique_ptr<data::Tokenizer> loaded_;
+};
+
 // A tokenizer.json and the configuration files beside it, copied as they are.
 // The first file is the tokenizer.json, whatever its name was.
 void copy_tokenizer_json(const std::filesystem::path& dir, const data::Tokenizer& tokenizer) {
@@ -36,9 +54,10 @@ void copy_tokenizer_json(const std::filesystem::path& dir, const data::Tokenizer
 }
 
 void write_tokenizer_files(const std::filesystem::path& dir, const model::ModelConfig& config,
-                           const std::string& tokenizer) {
+                           RunTokenizer& run_tokenizer) {
+  const std::string& tokenizer = run_tokenizer.spec();
   if (tokenizer != "gpt2" && tokenizer != "byte") {
-    copy_tokenizer_json(dir, *data::make_tokenizer(tokenizer));
+    copy_tokenizer_json(dir, run_tokenizer.get());
     return;
   }
   if (tokenizer != "gpt2") {
@@ -227,14 +246,14 @@ std::string write_weights(const model::ParamLayout& layout, const UnitValues& un
 // config.json, the tokenizer files and the base's generation_config.json (rank 0).
 void write_model_files(const model::ModelConfig& config, const config::TrainingParams& params,
                        const std::filesystem::path& dir, const std::filesystem::path& base_folder,
-                       DType dtype) {
-  const auto tokenizer = data::make_tokenizer(params.tokenizer);
+                       DType dtype, RunTokenizer& run_tokenizer) {
+  const data::Tokenizer& tokenizer = run_tokenizer.get();
   const std::string ours =
-      hf_config_json(config, params.tokenizer, tokenizer->eot_token(),
-                     tokenizer->pad_token().value_or(tokenizer->eot_token()), dtype);
+      hf_config_json(config, params.tokenizer, tokenizer.eot_token(),
+                     tokenizer.pad_token().value_or(tokenizer.eot_token()), dtype);
   write_text(dir / "config.json",
              base_folder.empty() ? ours : merged_config_json(base_folder, ours));
-  write_tokenizer_files(dir, config, params.tokenizer);
+  write_tokenizer_files(dir, config, run_tokenizer);
   std::error_code error;
   if (!base_folder.empty() &&
       std::filesystem::is_regular_file(base_folder / "generation_config.json", error)) {
@@ -259,7 +278,8 @@ void export_model(zero::ModelState& engine, const model::ParamLayout& layout,
                     config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model",
                     engine.rank() == 0);
   if (engine.rank() != 0) return;
-  write_model_files(layout.config(), params, dir, base_folder, dtype);
+  RunTokenizer tokenizer(params.tokenizer);
+  write_model_files(layout.config(), params, dir, base_folder, dtype, tokenizer);
   log::info("export: wrote ", summary, " (", params.export_dtype,
             "), config.json and tokenizer files");
 }
@@ -278,13 +298,16 @@ std::string export_model_values(const model::ParamLayout& layout, std::span<cons
   const std::string summary = write_weights(
       layout, from_buffer, dir, dtype,
       config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model", true);
-  write_model_files(layout.config(), params, dir, base_folder, dtype);
+  RunTokenizer tokenizer(params.tokenizer);
+  write_model_files(layout.config(), params, dir, base_folder, dtype, tokenizer);
   return summary;
 }
 
-void export_adapter(zero::ModelState& engine, const LoraModel& lora,
-                    const config::TrainingParams& params, const std::filesystem::path& dir,
-                    const std::filesystem::path& base_folder) {
+namespace {
+
+void write_adapter(zero::ModelState& engine, const LoraModel& lora,
+                   const config::TrainingParams& params, const std::filesystem::path& dir,
+                   const std::filesystem::path& base_folder, RunTokenizer& tokenizer) {
   const DType dtype = parse_dtype(params.export_dtype, "export_dtype");
   const std::string summary = write_weights(lora.adapters, gathered(engine), dir, dtype,
                                             ~uint64_t{0}, "adapter_model", engine.rank() == 0);
@@ -292,9 +315,18 @@ void export_adapter(zero::ModelState& engine, const LoraModel& lora,
   write_text(dir / kAdapterConfig,
              adapter_config_json(
                  lora, lora.base_model_name.empty() ? base_folder.string() : lora.base_model_name));
-  write_tokenizer_files(dir, lora.base.config(), params.tokenizer);
+  write_tokenizer_files(dir, lora.base.config(), tokenizer);
   log::info("export: wrote the LoRA adapters to ", summary, " (", params.export_dtype,
             ") with adapter_config.json and the tokenizer files");
+}
+
+}  // namespace
+
+void export_adapter(zero::ModelState& engine, const LoraModel& lora,
+                    const config::TrainingParams& params, const std::filesystem::path& dir,
+                    const std::filesystem::path& base_folder) {
+  RunTokenizer tokenizer(params.tokenizer);
+  write_adapter(engine, lora, params, dir, base_folder, tokenizer);
 }
 
 std::string describe_export(const std::filesystem::path& dir, bool peft, bool merge_adapter) {
@@ -313,11 +345,12 @@ std::string describe_export(const std::filesystem::path& dir, bool peft, bool me
 void export_lora(zero::ModelState& engine, const LoraModel& lora,
                  const config::TrainingParams& params, const std::filesystem::path& dir,
                  const std::filesystem::path& base_folder) {
+  RunTokenizer tokenizer(params.tokenizer);
   if (!params.merge_adapter) {
-    export_adapter(engine, lora, params, dir, base_folder);
+    write_adapter(engine, lora, params, dir, base_folder, tokenizer);
     return;
   }
-  export_adapter(engine, lora, params, dir / "adapter", base_folder);
+  write_adapter(engine, lora, params, dir / "adapter", base_folder, tokenizer);
   AT_CHECK(lora.weights != nullptr, "export: the LoRA model's base weights are not open");
   // Each unit: the base's values (rank 0 reads them) plus the gathered adapters' product.
   std::vector<float> adapters;
@@ -335,7 +368,7 @@ void export_lora(zero::ModelState& engine, const LoraModel& lora,
                     config::parse_byte_size(params.max_shard_size, "max_shard_size"), "model",
                     engine.rank() == 0);
   if (engine.rank() != 0) return;
-  write_model_files(lora.base.config(), params, dir, base_folder, dtype);
+  write_model_files(lora.base.config(), params, dir, base_folder, dtype, tokenizer);
   // An adapter folder an earlier export left here would be read instead of the merged model.
   std::error_code error;
   std::filesystem::remove(dir / kAdapterConfig, error);

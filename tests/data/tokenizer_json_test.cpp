@@ -257,6 +257,28 @@ TEST_F(TokenizerJson, MergeOfATokenOutsideTheVocabularyIsNamed) {
       << message;
 }
 
+TEST_F(TokenizerJson, BadVocabularyAndMergeEntriesAreNamedAfterTheModelsType) {
+  json tokenizer = char_tokenizer();
+  tokenizer["model"]["vocab"]["zz"] = -4;
+  std::string message = load_error(tokenizer);
+  EXPECT_NE(message.find("model.vocab: id of 'zz' must be an integer in [0, 16777216), got -4"),
+            std::string::npos)
+      << message;
+  tokenizer["model"]["type"] = "WordPiece";  // the type is checked first, as before streaming
+  EXPECT_NE(load_error(tokenizer).find("model: model type 'WordPiece'"), std::string::npos);
+  tokenizer = char_tokenizer();
+  tokenizer["model"]["merges"].push_back("abc");
+  tokenizer["model"]["merges"].push_back(json{"a", 1});
+  message = load_error(tokenizer);
+  EXPECT_NE(message.find("model.merges[3]: expected \"left right\", got \"abc\""),
+            std::string::npos)
+      << message;
+  tokenizer = char_tokenizer();
+  tokenizer["model"]["vocab"] = json::array();
+  EXPECT_NE(load_error(tokenizer).find("model.vocab: expected an object token -> id"),
+            std::string::npos);
+}
+
 TEST_F(TokenizerJson, TruncatedFileIsNotValidJsonNamingTheFile) {
   const std::string text = char_tokenizer().dump();
   testing::write_file(dir_ / "tokenizer.json", text.substr(0, text.size() / 2));
