@@ -163,10 +163,10 @@ build() {
   command -v ninja > /dev/null && generator=(-G Ninja)
   cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
     -DAUTOTRAIN_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES="$arch"
-  # Only what the check runs: the binary, the kernel and model tests, generate's tests
-  # (test_train), the MPI tests of the communicator, the device engine and the trainer's replicas.
-  cmake --build "$build" -j "$jobs" --target autotrain test_kernels test_model test_train \
-    mpitest_comm mpitest_zero mpitest_train bench_attention bench_decode
+  # Only what the check runs (scripts/gpu-targets.sh).
+  # shellcheck source=scripts/gpu-targets.sh
+  source "$root/scripts/gpu-targets.sh"
+  cmake --build "$build" -j "$jobs" --target "${gpu_targets[@]}"
 }
 
 # The tests marked "// Real GPU only:" (scripts/real-gpu-tests.py --list says what each confirms):

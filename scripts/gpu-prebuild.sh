@@ -18,8 +18,9 @@ generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DAUTOTRAIN_CUDA=on \
   -DAUTOTRAIN_WERROR=ON -DAUTOTRAIN_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
-cmake --build "$build" -j "${JOBS:-$(nproc)}" --target autotrain test_kernels test_model \
-  test_train mpitest_comm mpitest_zero mpitest_train bench_attention
+# shellcheck source=scripts/gpu-targets.sh
+source "$root/scripts/gpu-targets.sh"
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${gpu_targets[@]}"
 find "$build" \( -name '*.o' -o -name '*.a' \) -delete
 # The checksums of what is compiled into the build (not the scripts and end-to-end tests that
 # run from the tree): the device machine gets no .git, and gpu-check.sh compares these.

@@ -178,7 +178,7 @@ std::string params_markdown_table() {
         for (const auto& [alias, choice] : constraint.aliases) {
           if (!alias.empty()) aliases.push_back(cat("`", alias, "`"));
         }
-        allowed += cat(" (also ", join(aliases, ", "), ")");
+        if (!aliases.empty()) allowed += cat(" (also ", join(aliases, ", "), ")");
       }
     } else {
       allowed = constraint.describe();
