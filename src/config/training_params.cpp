@@ -402,8 +402,9 @@ int64_t tokenizer_vocab_size(std::string_view tokenizer) {
   nlohmann::json json;
   try {
     json = parse_json_streaming(
-        text, {{{"model", "vocab"}, true, [&](const std::string&, nlohmann::json& id) { take(id); }},
-               {{"model", "merges"}, false, [](const std::string&, nlohmann::json&) {}}});
+        text,
+        {{{"model", "vocab"}, true, [&](const std::string&, nlohmann::json& id) { take(id); }},
+         {{"model", "merges"}, false, [](const std::string&, nlohmann::json&) {}}});
   } catch (const JsonSyntaxError& error) {
     throw Error(cat(file.string(), ": not valid JSON (", error.what(), ")"));
   }

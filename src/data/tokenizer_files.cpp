@@ -72,9 +72,9 @@ struct BpeTables {
               if (!vocab_error.empty()) return;
               if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
                   id.get<int64_t>() >= tokenizer_json::kMaxTokenIds) {
-                vocab_error = cat(path(where, "vocab"), ": id of '", spelling,
-                                  "' must be an integer in [0, ", tokenizer_json::kMaxTokenIds,
-                                  "), got ", id.dump());
+                vocab_error =
+                    cat(path(where, "vocab"), ": id of '", spelling, "' must be an integer in [0, ",
+                        tokenizer_json::kMaxTokenIds, "), got ", id.dump());
                 return;
               }
               vocab.insert_or_assign(spelling, id.get<TokenId>());  // a repeated key: the last
@@ -305,10 +305,9 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const fs::path& file,
                                                const TokenizerOptions& options) {
   const std::string where = file.string() + ":";
   BpeTables tables;
-  const Json json =
-      read_json(file, "tokenizer",
-                {tables.vocab_stream({"model", "vocab"}, where + " model"),
-                 tables.merges_stream({"model", "merges"}, where + " model")});
+  const Json json = read_json(file, "tokenizer",
+                              {tables.vocab_stream({"model", "vocab"}, where + " model"),
+                               tables.merges_stream({"model", "merges"}, where + " model")});
   AT_CHECK(json.is_object(), where, " expected a JSON object (a Hugging Face tokenizer.json)");
   const auto component = [&](const char* key) -> const Json& {
     static const Json null;
@@ -322,9 +321,8 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const fs::path& file,
   parts.normalizer = make_normalizer(component("normalizer"), where + " normalizer");
   parts.pre_tokenizer = make_pre_tokenizer(component("pre_tokenizer"), where + " pre_tokenizer");
   const bool byte_level = parts.pre_tokenizer && parts.pre_tokenizer->is_byte_level();
-  parts.model =
-      make_model(tokenizer_json::member(json, "model", where), std::move(tables), byte_level,
-                 where + " model");
+  parts.model = make_model(tokenizer_json::member(json, "model", where), std::move(tables),
+                           byte_level, where + " model");
   parts.decoder = make_decoder(component("decoder"), where + " decoder");
   parts.added_tokens = make_added_tokens(component("added_tokens"), where + " added_tokens");
   parts.template_frame =

@@ -32,19 +32,19 @@ using namespace autotrain::kernels;
 // Under activation checkpointing (model/recompute.hpp; inference runs as `full`) some have one
 // slot that every block overwrites, and backward recomputes a block's into it: the stream
 // (residual3) always keeps L slots; the cheap tensors (ln1 and ln2 with their statistics, the
-// GELU's output fch_gelu) have one unless `none`; the costly ones (qkv, atty, att, residual2,
+// GELU's output fch_gelu) have one unless `none`; the costly ones (qkv, atty, lse, residual2,
 // fch) have one under `full` only.
 template <typename F>
 struct BasicGpt2<F>::Activations {
   std::vector<F> storage;
   std::size_t btc = 0;           // B·T·C of the capacity: stride of per-layer [B, T, C] tensors
   std::size_t bt = 0;            // B·T
-  std::size_t att_stride = 0;    // B·NH·T·T
+  std::size_t lse_stride = 0;    // B·NH·T
   F* encoded;                    // [B, T, C]
   F *ln1, *ln1_mean, *ln1_rstd;  // [L, B, T, C], [L, B, T]
   F* qkv;                        // [L, B, T, 3C]
   F* atty;                       // [L, B, T, C]
-  F* att;                        // [L, B, NH, T, T]
+  F* lse;                        // [L, B, NH, T] attention's log-sum-exp per row
   F* residual2;                  // [L, B, T, C]
   F *ln2, *ln2_mean, *ln2_rstd;  // [L, B, T, C], [L, B, T]
   F *fch, *fch_gelu;             // [L, B, T, 4C]
@@ -54,15 +54,15 @@ struct BasicGpt2<F>::Activations {
 
   // Layer l's slice of the per-layer tensors: what its forward writes and its backward reads.
   struct Layer {
-    F *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2;
+    F *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *residual2;
     F *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *residual3;
   };
   Layer layer(int l) const {
     const auto i = static_cast<std::size_t>(l);
     const std::size_t s = slot_of(Kept::cheap, mode, l);   // ln1, ln2, fch_gelu
-    const std::size_t k = slot_of(Kept::costly, mode, l);  // qkv, atty, att, residual2, fch
+    const std::size_t k = slot_of(Kept::costly, mode, l);  // qkv, atty, lse, residual2, fch
     return {ln1 + s * btc,      ln1_mean + s * bt,    ln1_rstd + s * bt,   qkv + k * 3 * btc,
-            atty + k * btc,     att + k * att_stride, residual2 + k * btc, ln2 + s * btc,
+            atty + k * btc,     lse + k * lse_stride, residual2 + k * btc, ln2 + s * btc,
             ln2_mean + s * bt,  ln2_rstd + s * bt,    fch + k * 4 * btc,   fch_gelu + s * 4 * btc,
             residual3 + i * btc};
   }
@@ -76,7 +76,7 @@ struct BasicGpt2<F>::Activations {
     const std::size_t C = static_cast<std::size_t>(c.n_embd);
     bt = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
     btc = bt * C;
-    att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
+    lse_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T);
     // (pointer, elements) in allocation order; pointers are fixed up after the one allocation.
     std::vector<std::pair<F**, std::size_t>> parts = {{&encoded, btc},
                                                       {&ln1, S * btc},
@@ -84,7 +84,7 @@ struct BasicGpt2<F>::Activations {
                                                       {&ln1_rstd, S * bt},
                                                       {&qkv, L * 3 * btc},
                                                       {&atty, L * btc},
-                                                      {&att, L * att_stride},
+                                                      {&lse, L * lse_stride},
                                                       {&residual2, L * btc},
                                                       {&ln2, S * btc},
                                                       {&ln2_mean, S * bt},
@@ -110,7 +110,7 @@ BasicGpt2<F>::BasicGpt2(const ParamLayout& layout, int B, int T, Recompute recom
   dresidual_.assign(bt * C, F(0));
   dsmall_.assign(bt * C, F(0));
   dlarge_.assign(bt * 4 * C, F(0));
-  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T * T, F(0));
+  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T, F(0));
   norm_discard_.assign(2 * C, F(0));
 }
 
@@ -142,7 +142,7 @@ void BasicGpt2<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter<
   matmul_forward(x.qkv, x.ln1, p + o.qkvw, p + o.qkvb, bt, C, 3 * C);
   adapt(o.qkvw, x.ln1, x.qkv, C, 3 * C);
   clock.lap(kMatmul);
-  attention_forward(x.atty, x.att, x.qkv, B, T, C, NH);
+  attention_forward(x.atty, x.lse, x.qkv, B, T, C, NH);
   clock.lap(kAttention);
   matmul_forward(a.proj, x.atty, p + o.attprojw, p + o.attprojb, bt, C, C);
   adapt(o.attprojw, x.atty, a.proj, C, C);
@@ -239,7 +239,7 @@ void BasicGpt2<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F>
   matmul_backward(dsmall, g + o.attprojw, g + o.attprojb, dres, x.atty, p + o.attprojw, bt, C, C);
   adapt(o.attprojw, x.atty, dres, dsmall, C, C);
   clock.lap(kMatmul);
-  attention_backward(dlarge, datt_row_.data(), dsmall, x.qkv, x.att, B, T, C, NH);
+  attention_backward(dlarge, datt_row_.data(), dsmall, x.qkv, x.lse, B, T, C, NH);
   clock.lap(kAttention);
   matmul_backward(dsmall, g + o.qkvw, g + o.qkvb, dlarge, x.ln1, p + o.qkvw, bt, C, 3 * C);
   adapt(o.qkvw, x.ln1, dlarge, dsmall, C, 3 * C);

@@ -48,10 +48,7 @@ BasicLlama<F>::BasicLlama(const ParamLayout& layout, int B, int T, Recompute rec
   dwide_.assign(bt * std::max(2 * I, QKV), F(0));
   dmid_.assign(bt * std::max(I, QKV), F(0));
   if (config_.sandwich_norms) dpost_.assign(bt * C, F(0));
-  // The score gradients, and with a soft cap the recomputed scores after them.
-  datt_row_.assign(
-      static_cast<std::size_t>(B) * config_.n_head * T * T * (config_.attn_softcap > 0 ? 2 : 1),
-      F(0));
+  datt_row_.assign(static_cast<std::size_t>(B) * config_.n_head * T, F(0));
 }
 
 template <typename F>
@@ -123,7 +120,7 @@ void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter
   const F* x = a.stream(l);
   F* ln1 = a.ln1 + ci * bt * uC;
   F* qkv = a.qkv + li * bt * uQKV;
-  F* att = a.att + li * a.att_stride;
+  F* lse = a.lse + li * a.lse_stride;
   F* atty = a.atty + li * bt * a.Q;
   F* mid = a.mid + li * bt * uC;
   F* ln2 = a.ln2 + ci * bt * uC;
@@ -169,7 +166,7 @@ void BasicLlama<F>::block_forward(Run run, int l, const F* p, BasicLinearAdapter
   const auto [cos, sin] = rope_tables(l);
   rope_forward(qkv, cos, sin, B, T, NH, D, R, uQKV, 0);
   rope_forward(qkv + Q, cos, sin, B, T, NKV, D, R, uQKV, 0);
-  attention_forward(atty, att, qkv, B, T, NH, NKV, D, attention_options(l));
+  attention_forward(atty, lse, qkv, B, T, NH, NKV, D, attention_options(l));
   clock.lap(kAttention);
   join(mid, x, o.ow, o.ob, atty, Q, a.attn_out, a.rstd_attn, o.attn_post);
   rmsnorm_forward(ln2, a.rstd2 + ci * bt, mid, p + o.ln2w, bt, 1, C, uC, eps, w0);
@@ -297,7 +294,7 @@ void BasicLlama<F>::block_backward(int l, const F* p, F* g, BasicLinearAdapter<F
   linear_backward(dsmall, g + o.ow, tensor_at(g, o.ob), dy, atty, p + o.ow, bt, Q, C);
   adapt(o.ow, atty, dy, dsmall, Q, C);
   clock.lap(kMatmul);
-  attention_backward(dwide, datt_row_.data(), dsmall, qkv, a.att + li * a.att_stride, B_, T_, NH,
+  attention_backward(dwide, datt_row_.data(), dsmall, qkv, a.lse + li * a.lse_stride, B_, T_, NH,
                      NKV, D, attention_options(l));
   const auto [cos, sin] = rope_tables(l);
   rope_backward(dwide, cos, sin, B_, T_, NH, D, R, uQKV, 0);

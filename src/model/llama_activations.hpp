@@ -19,14 +19,14 @@ namespace autotrain::model {
 template <typename F>
 struct BasicLlama<F>::Activations {
   std::vector<F> storage;
-  std::size_t bt = 0, att_stride = 0;
+  std::size_t bt = 0, lse_stride = 0;
   std::size_t C = 0, QKV = 0, Q = 0, I = 0, H = 0;  // H: q/k heads normalised per row (qk_norm)
   F* residual;     // [L + 1, BT, C]: the stream into each layer, then the last one's output
   F *ln1, *rstd1;  // [L, BT, C], [L, BT]
   F* qkv_pre;      // [L, BT, QKV] before the q/k norm (qk_norm only)
   F* qk_rstd;      // [L, BT, NH + NKV] (qk_norm only)
   F* qkv;          // [L, BT, QKV] attention's input (normed, rotated)
-  F* att;          // [L, B, NH, T, T]
+  F* lse;          // [L, B, NH, T] attention's log-sum-exp per row
   F* atty;         // [L, BT, Q]
   F* attn_out;     // [L, BT, C] o_proj's output (sandwich_norms only: its norm's input)
   F* rstd_attn;    // [L, BT] (sandwich_norms only)
@@ -50,14 +50,14 @@ struct BasicLlama<F>::Activations {
     C = std::size_t(c.n_embd), QKV = std::size_t(c.qkv_size()), Q = std::size_t(c.q_size());
     I = std::size_t(c.mlp_size());
     H = c.qk_norm ? std::size_t(c.n_head + c.kv_heads()) : 0;
-    att_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T) * T;
+    lse_stride = static_cast<std::size_t>(B) * c.n_head * static_cast<std::size_t>(T);
     std::vector<std::pair<F**, std::size_t>> parts = {{&residual, (layers + 1) * bt * C},
                                                       {&ln1, S * bt * C},
                                                       {&rstd1, S * bt},
                                                       {&qkv_pre, c.qk_norm ? L * bt * QKV : 0},
                                                       {&qk_rstd, L * bt * H},
                                                       {&qkv, L * bt * QKV},
-                                                      {&att, L * att_stride},
+                                                      {&lse, L * lse_stride},
                                                       {&atty, L * bt * Q},
                                                       {&attn_out, sandwich * bt * C},
                                                       {&rstd_attn, sandwich * bt},

@@ -34,8 +34,8 @@ TEST(JsonStream, WithNothingStreamedBuildsWhatNlohmannsParserBuilds) {
 
 TEST(JsonStream, HandsTheStreamedElementsOverInOrderAndLeavesTheContainersEmpty) {
   Elements vocab, merges;
-  const json dom = parse_json_streaming(
-      kDocument, {collect({"model", "vocab"}, true, vocab), collect({"model", "merges"}, false, merges)});
+  const json dom = parse_json_streaming(kDocument, {collect({"model", "vocab"}, true, vocab),
+                                                    collect({"model", "merges"}, false, merges)});
   json expected = json::parse(kDocument);
   expected["model"]["vocab"] = json::object();
   expected["model"]["merges"] = json::array();
@@ -49,11 +49,13 @@ TEST(JsonStream, HandsTheStreamedElementsOverInOrderAndLeavesTheContainersEmpty)
 
 TEST(JsonStream, StreamsTheRootAndOnlyAContainerOfTheKindAsked) {
   Elements root;
-  EXPECT_EQ(parse_json_streaming(R"({"a": 1, "b": [2]})", {collect({}, true, root)}), json::object());
+  EXPECT_EQ(parse_json_streaming(R"({"a": 1, "b": [2]})", {collect({}, true, root)}),
+            json::object());
   EXPECT_EQ(root, (Elements{{"a", 1}, {"b", json{2}}}));
   Elements none;
   const char* text = R"({"model": {"vocab": [["a", 0.5]]}})";  // a list where an object is streamed
-  EXPECT_EQ(parse_json_streaming(text, {collect({"model", "vocab"}, true, none)}), json::parse(text));
+  EXPECT_EQ(parse_json_streaming(text, {collect({"model", "vocab"}, true, none)}),
+            json::parse(text));
   EXPECT_TRUE(none.empty());
   // A path through a list is no path of keys.
   EXPECT_EQ(parse_json_streaming(R"([{"vocab": {"a": 1}}])", {collect({"vocab"}, true, none)}),
@@ -82,7 +84,8 @@ TEST(JsonStream, PassesOnWhatACallbackThrows) {
   StreamedContainer failing{{"v"}, true, [](const std::string& key, json&) {
                               if (key == "bad") throw std::runtime_error("bad entry");
                             }};
-  EXPECT_THROW(parse_json_streaming(R"({"v": {"ok": 1, "bad": 2}})", {failing}), std::runtime_error);
+  EXPECT_THROW(parse_json_streaming(R"({"v": {"ok": 1, "bad": 2}})", {failing}),
+               std::runtime_error);
 }
 
 }  // namespace

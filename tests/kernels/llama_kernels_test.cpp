@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_reference.hpp"
 #include "autotrain/kernels/attention.hpp"
 #include "autotrain/kernels/matmul.hpp"
 #include "autotrain/kernels/rmsnorm.hpp"
@@ -372,12 +373,12 @@ class GroupedQueryAttention : public ::testing::TestWithParam<HeadShape> {
   std::size_t out_row = static_cast<std::size_t>(NH) * HS;
   std::size_t qkv_size = B * T * row;
   std::size_t out_size = B * T * out_row;
-  std::size_t att_size = static_cast<std::size_t>(B) * NH * T * T;
+  std::size_t lse_size = static_cast<std::size_t>(B) * NH * T;
 };
 
-// out and att by the definition, one (b, h, t) at a time: scores q·k · scale (1 / sqrt(HS) by
+// out and lse by the definition, one (b, h, t) at a time: scores q·k · scale (1 / sqrt(HS) by
 // default), cap · tanh(score / cap) with a soft cap, keys t - window < t2 <= t with a window.
-void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, int NKV, int HS,
+void naive_attention(Vec& out, Vec& lse, const Vec& qkv, int B, int T, int NH, int NKV, int HS,
                      const AttentionOptions& options) {
   const double scale = options.scale > 0 ? options.scale : 1 / std::sqrt(static_cast<double>(HS));
   const std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
@@ -405,9 +406,7 @@ void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, i
           sum += p[t2];
         }
         for (int t2 = first; t2 <= t; ++t2) p[t2] /= sum;
-        for (int t2 = 0; t2 < T; ++t2) {
-          att[((static_cast<std::size_t>(b) * NH + h) * T + t) * T + t2] = p[t2];
-        }
+        lse[(static_cast<std::size_t>(b) * NH + h) * T + t] = maxv + std::log(sum);
         double* o = out.data() + (static_cast<std::size_t>(b) * T + t) * out_row + h * HS;
         for (int i = 0; i < HS; ++i) {
           o[i] = 0;
@@ -424,24 +423,24 @@ void naive_attention(Vec& out, Vec& att, const Vec& qkv, int B, int T, int NH, i
 
 TEST_P(GroupedQueryAttention, ForwardMatchesTheDefinition) {
   const Vec qkv = random_vec(qkv_size, 401);
-  Vec out(out_size), att(att_size, 5.0), expected_out(out_size), expected_att(att_size);
-  attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS, options);
-  naive_attention(expected_out, expected_att, qkv, B, T, NH, NKV, HS, options);
+  Vec out(out_size), lse(lse_size, 5.0), expected_out(out_size), expected_lse(lse_size);
+  attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NKV, HS, options);
+  naive_attention(expected_out, expected_lse, qkv, B, T, NH, NKV, HS, options);
   for (std::size_t i = 0; i < out_size; ++i) EXPECT_NEAR(out[i], expected_out[i], 1e-12) << i;
-  for (std::size_t i = 0; i < att_size; ++i) EXPECT_NEAR(att[i], expected_att[i], 1e-12) << i;
+  for (std::size_t i = 0; i < lse_size; ++i) EXPECT_NEAR(lse[i], expected_lse[i], 1e-12) << i;
 }
 
 TEST_P(GroupedQueryAttention, BackwardMatchesFiniteDifferences) {
   Vec qkv = random_vec(qkv_size, 402);
   const Vec w = random_vec(out_size, 403);
-  Vec out(out_size), att(att_size);
+  Vec out(out_size), lse(lse_size);
   auto objective = [&] {
-    attention_forward(out.data(), att.data(), qkv.data(), B, T, NH, NKV, HS, options);
+    attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NKV, HS, options);
     return dot(out, w);
   };
   objective();
-  Vec dqkv(qkv_size, 77.0), scratch(2 * att_size);  // dqkv garbage: must be overwritten
-  attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), att.data(), B, T, NH, NKV,
+  Vec dqkv(qkv_size, 77.0), scratch(lse_size, 9.0);  // garbage: must be overwritten
+  attention_backward(dqkv.data(), scratch.data(), w.data(), qkv.data(), lse.data(), B, T, NH, NKV,
                      HS, options);
   expect_matches_finite_differences(qkv, dqkv, objective, "dqkv");
 }
@@ -449,8 +448,8 @@ TEST_P(GroupedQueryAttention, BackwardMatchesFiniteDifferences) {
 TEST_P(GroupedQueryAttention, ForwardLastMatchesTheLastRowOfForward) {
   // One sequence (B = 1) of T rows: the cache up to and including the query's row.
   const Vec qkv = random_vec(T * row, 404);
-  Vec out(T * out_row), att(static_cast<std::size_t>(NH) * T * T);
-  attention_forward(out.data(), att.data(), qkv.data(), 1, T, NH, NKV, HS, options);
+  Vec out(T * out_row), lse(static_cast<std::size_t>(NH) * T);
+  attention_forward(out.data(), lse.data(), qkv.data(), 1, T, NH, NKV, HS, options);
   Vec last(out_row), scratch(T);
   attention_forward_last(last.data(), scratch.data(), qkv.data(), T, NH, NKV, HS, options);
   for (std::size_t i = 0; i < out_row; ++i) {
@@ -469,24 +468,90 @@ INSTANTIATE_TEST_SUITE_P(HeadShapes, GroupedQueryAttention,
 TEST(Attention, GptSignaturesAreBitwiseTheGroupedCaseWithNkvEqualToNh) {
   const int B = 2, T = 5, C = 8, NH = 2, HS = C / NH;
   const std::size_t qkv_size = B * T * 3 * C, out_size = B * T * C,
-                    att_size = static_cast<std::size_t>(B) * NH * T * T;
+                    lse_size = static_cast<std::size_t>(B) * NH * T;
   const Vec qkv64 = random_vec(qkv_size, 405), dout64 = random_vec(out_size, 406);
   const std::vector<float> qkv(qkv64.begin(), qkv64.end()), dout(dout64.begin(), dout64.end());
-  std::vector<float> out_gpt(out_size), att_gpt(att_size), out_gqa(out_size), att_gqa(att_size);
-  attention_forward(out_gpt.data(), att_gpt.data(), qkv.data(), B, T, C, NH);
-  attention_forward(out_gqa.data(), att_gqa.data(), qkv.data(), B, T, NH, NH, HS);
+  std::vector<float> out_gpt(out_size), lse_gpt(lse_size), out_gqa(out_size), lse_gqa(lse_size);
+  attention_forward(out_gpt.data(), lse_gpt.data(), qkv.data(), B, T, C, NH);
+  attention_forward(out_gqa.data(), lse_gqa.data(), qkv.data(), B, T, NH, NH, HS);
   EXPECT_EQ(out_gpt, out_gqa);
-  EXPECT_EQ(att_gpt, att_gqa);
-  std::vector<float> dqkv_gpt(qkv_size), dqkv_gqa(qkv_size), scratch(att_size);
-  attention_backward(dqkv_gpt.data(), scratch.data(), dout.data(), qkv.data(), att_gpt.data(), B, T,
+  EXPECT_EQ(lse_gpt, lse_gqa);
+  std::vector<float> dqkv_gpt(qkv_size), dqkv_gqa(qkv_size), scratch(lse_size);
+  attention_backward(dqkv_gpt.data(), scratch.data(), dout.data(), qkv.data(), lse_gpt.data(), B, T,
                      C, NH);
-  attention_backward(dqkv_gqa.data(), scratch.data(), dout.data(), qkv.data(), att_gqa.data(), B, T,
+  attention_backward(dqkv_gqa.data(), scratch.data(), dout.data(), qkv.data(), lse_gqa.data(), B, T,
                      NH, NH, HS);
   EXPECT_EQ(dqkv_gpt, dqkv_gqa);
   std::vector<float> last_gpt(C), last_gqa(C), last_scratch(T);
   attention_forward_last(last_gpt.data(), last_scratch.data(), qkv.data(), T, C, NH);
   attention_forward_last(last_gqa.data(), last_scratch.data(), qkv.data(), T, NH, NH, HS);
   EXPECT_EQ(last_gpt, last_gqa);
+}
+
+// The tiled kernels against the whole-matrix reference (attention_reference.hpp) at lengths that
+// cross their 64-row tiles: windows inside a tile, across tiles, of one key and past T; a soft
+// cap; GQA groups of 1, 2 and 4. Double: the two differ only in the order of their sums.
+TEST(Attention, TiledKernelsMatchTheWholeMatrixReferenceAcrossTiles) {
+  struct Case {
+    int T, NH, NKV, HS;
+    AttentionOptions options;
+  };
+  const Case cases[] = {{150, 4, 2, 8, {}},
+                        {130, 4, 1, 8, {0.3, 1.5, 0}},
+                        {200, 2, 2, 16, {0, 0, 20}},
+                        {150, 4, 4, 8, {0.25, 2.0, 70}},
+                        {129, 4, 2, 8, {0, 0, 1}},
+                        {64, 2, 1, 8, {0, 0, 300}},
+                        {1, 2, 1, 8, {}}};
+  for (const Case& c : cases) {
+    const int B = 2;
+    const std::size_t row = static_cast<std::size_t>(c.NH + 2 * c.NKV) * c.HS;
+    const std::size_t qkv_size = B * c.T * row, out_size = B * c.T * std::size_t(c.NH) * c.HS;
+    const std::size_t scores = static_cast<std::size_t>(B) * c.NH * c.T * c.T;
+    const std::string what = "T " + std::to_string(c.T) + " NH " + std::to_string(c.NH) + " NKV " +
+                             std::to_string(c.NKV) + " window " + std::to_string(c.options.window) +
+                             " cap " + std::to_string(c.options.softcap);
+    const Vec qkv = random_vec(qkv_size, 407, 2.0), dout = random_vec(out_size, 408);
+    Vec out(out_size), lse(static_cast<std::size_t>(B) * c.NH * c.T), dqkv(qkv_size, 7.0),
+        scratch(lse.size());
+    attention_forward(out.data(), lse.data(), qkv.data(), B, c.T, c.NH, c.NKV, c.HS, c.options);
+    attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), lse.data(), B, c.T,
+                       c.NH, c.NKV, c.HS, c.options);
+    Vec ref_out(out_size), att(scores), ref_dqkv(qkv_size), ref_scratch(2 * scores);
+    reference::attention_forward(ref_out.data(), att.data(), qkv.data(), B, c.T, c.NH, c.NKV, c.HS,
+                                 c.options);
+    reference::attention_backward(ref_dqkv.data(), ref_scratch.data(), dout.data(), qkv.data(),
+                                  att.data(), B, c.T, c.NH, c.NKV, c.HS, c.options);
+    for (std::size_t i = 0; i < out_size; ++i)
+      ASSERT_NEAR(out[i], ref_out[i], 1e-12) << what << " out " << i;
+    for (std::size_t i = 0; i < qkv_size; ++i)
+      ASSERT_NEAR(dqkv[i], ref_dqkv[i], 1e-11) << what << " dqkv " << i;
+  }
+}
+
+// In float, as training runs, within float rounding of the reference.
+TEST(Attention, TiledFloatKernelsMatchTheReferenceWithinRounding) {
+  const int B = 2, T = 300, NH = 4, NKV = 2, HS = 32;
+  const AttentionOptions options{0, 30.0, 100};
+  const std::size_t row = static_cast<std::size_t>(NH + 2 * NKV) * HS;
+  const std::size_t qkv_size = B * T * row, out_size = B * T * std::size_t(NH) * HS;
+  const Vec qkv64 = random_vec(qkv_size, 409, 1.5), dout64 = random_vec(out_size, 410);
+  const std::vector<float> qkv(qkv64.begin(), qkv64.end()), dout(dout64.begin(), dout64.end());
+  std::vector<float> out(out_size), lse(std::size_t(B) * NH * T), dqkv(qkv_size),
+      scratch(lse.size());
+  attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NKV, HS, options);
+  attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), lse.data(), B, T, NH,
+                     NKV, HS, options);
+  const std::size_t scores = static_cast<std::size_t>(B) * NH * T * T;
+  Vec ref_out(out_size), att(scores), ref_dqkv(qkv_size), ref_scratch(2 * scores);
+  reference::attention_forward(ref_out.data(), att.data(), qkv64.data(), B, T, NH, NKV, HS,
+                               options);
+  reference::attention_backward(ref_dqkv.data(), ref_scratch.data(), dout64.data(), qkv64.data(),
+                                att.data(), B, T, NH, NKV, HS, options);
+  for (std::size_t i = 0; i < out_size; ++i)
+    ASSERT_NEAR(out[i], ref_out[i], 2e-5 * std::max(1.0, std::abs(ref_out[i]))) << "out " << i;
+  for (std::size_t i = 0; i < qkv_size; ++i)
+    ASSERT_NEAR(dqkv[i], ref_dqkv[i], 5e-5 * std::max(1.0, std::abs(ref_dqkv[i]))) << "dqkv " << i;
 }
 
 // ---- Linear (torch.nn.Linear layout) ----------------------------------------------------------

@@ -4,8 +4,9 @@
 // Llama, Mistral and Qwen use NKV < NH; GPT-2's multi-head attention is NKV = NH. Shapes, with HS
 // the head size:
 // qkv [B, T, (NH + 2·NKV)·HS], each row NH query heads, then NKV key heads, then NKV value heads;
-// att [B, NH, T, T] softmax probabilities (row t uses columns 0..t; columns > t hold 0);
-// out [B, T, NH·HS].
+// out [B, T, NH·HS]; lse [B, NH, T], each row's log-sum-exp of its scores (the softmax's log
+// denominator), from which backward recomputes the probabilities: the [T, T] probabilities are
+// never stored (memory grows with T, not T²), as in flash attention.
 // The overloads taking (C, NH) are GPT-2's layout, qkv [B, T, 3C] with HS = C / NH: the NKV = NH
 // case, with identical results.
 #include <cmath>
@@ -25,17 +26,17 @@ struct AttentionOptions {
 };
 
 // out[b, t, h, :] = Σ_{t2 visible from t} softmax_t2(score(q·k)) · v[b, t2, h / (NH / NKV), :]
-// (softmax subtracts the row maximum before exponentiating). att holds 0 where t2 is not visible.
+// (softmax subtracts the row maximum before exponentiating); lse[b, h, t] = max + log Σ exp(s −
+// max).
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int NH, int NKV, int HS,
+void attention_forward(F* out, F* lse, const F* qkv, int B, int T, int NH, int NKV, int HS,
                        const AttentionOptions& options = {});
 
 // dqkv [B, T, (NH + 2·NKV)·HS] is overwritten (activation gradient); a key or value head's
-// gradient sums over the query heads of its group. scratch [B, NH, T, T] is working memory (the
-// gradient of the scores); twice that with a softcap (the scores are recomputed into the second
-// half).
+// gradient sums over the query heads of its group, in head order. lse from attention_forward on
+// the same qkv. scratch [B, NH, T] is working memory (each row's Σ p · dp).
 template <typename F>
-void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* lse, int B,
                         int T, int NH, int NKV, int HS, const AttentionOptions& options = {});
 
 // The last position only, for generation with a key/value cache: qkv [T, (NH + 2·NKV)·HS] holds
@@ -46,14 +47,14 @@ void attention_forward_last(F* out, F* scratch, const F* qkv, int T, int NH, int
                             const AttentionOptions& options = {});
 
 template <typename F>
-void attention_forward(F* out, F* att, const F* qkv, int B, int T, int C, int NH) {
-  attention_forward(out, att, qkv, B, T, NH, NH, C / NH);
+void attention_forward(F* out, F* lse, const F* qkv, int B, int T, int C, int NH) {
+  attention_forward(out, lse, qkv, B, T, NH, NH, C / NH);
 }
 
 template <typename F>
-void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* att, int B,
+void attention_backward(F* dqkv, F* scratch, const F* dout, const F* qkv, const F* lse, int B,
                         int T, int C, int NH) {
-  attention_backward(dqkv, scratch, dout, qkv, att, B, T, NH, NH, C / NH);
+  attention_backward(dqkv, scratch, dout, qkv, lse, B, T, NH, NH, C / NH);
 }
 
 template <typename F>

@@ -70,7 +70,7 @@ class BasicGpt2 final : public BasicDecoderDriver<F> {
   std::vector<F> dresidual_;     // [B, T, C] the residual stream, accumulated through the blocks
   std::vector<F> dsmall_;        // [B, T, C] d(ln output) / d(attention output) / d(lnf)
   std::vector<F> dlarge_;        // [B, T, 4C] d(fch) in the MLP, d(qkv) [B, T, 3C] in attention
-  std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch (d scores)
+  std::vector<F> datt_row_;      // [B, NH, T] attention backward scratch (each row's Σ p·dp)
   std::vector<F> norm_discard_;  // [2C] a frozen ln_f's gradients (LoRA), never read
 };
 

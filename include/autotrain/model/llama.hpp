@@ -83,7 +83,7 @@ class BasicLlama final : public BasicDecoderDriver<F> {
   std::vector<F> dwide_;         // [B, T, max(2I, QKV)] d(gate|up), d(qkv)
   std::vector<F> dmid_;          // [B, T, max(I, QKV)] d(swiglu output), d(qkv before q/k norm)
   std::vector<F> dpost_;         // [B, T, C] d(a branch's output) under sandwich norms
-  std::vector<F> datt_row_;      // [B, NH, T, T] attention backward scratch (× 2 with a soft cap)
+  std::vector<F> datt_row_;      // [B, NH, T] attention backward scratch (each row's Σ p·dp)
   std::vector<F> norm_discard_;  // [C] the final norm's gradient when its unit is frozen
 };
 

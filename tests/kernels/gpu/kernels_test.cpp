@@ -32,6 +32,7 @@ TEST(GpuKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include <utility>
 #include <vector>
 
+#include "../attention_reference.hpp"
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/gpu/check.hpp"
 #include "autotrain/core/gpu/device.hpp"
@@ -347,13 +348,15 @@ AttentionResult gpu_attention(AttentionPath path, const AttentionShape& s, Atten
   return AttentionResult{d_att.download(), d_out.download(), d_dqkv.download()};
 }
 
-// The CPU kernels in double on the same (rounded) inputs.
+// The CPU's whole-matrix reference kernels (they keep the probabilities the device's paths
+// keep) in double on the same (rounded) inputs.
 AttentionResult cpu_attention(const AttentionShape& s, const AttentionInputs& in) {
   AttentionResult r{Vec(s.att_size(), 0.0), Vec(s.tokens() * s.C), Vec(in.qkv.size())};
   Vec scratch(s.att_size());
-  attention_forward(r.out.data(), r.att.data(), in.qkv.data(), s.B, s.T, s.C, s.NH);
-  attention_backward(r.dqkv.data(), scratch.data(), in.dout.data(), in.qkv.data(), r.att.data(),
-                     s.B, s.T, s.C, s.NH);
+  kernels::reference::attention_forward(r.out.data(), r.att.data(), in.qkv.data(), s.B, s.T, s.C,
+                                        s.NH);
+  kernels::reference::attention_backward(r.dqkv.data(), scratch.data(), in.dout.data(),
+                                         in.qkv.data(), r.att.data(), s.B, s.T, s.C, s.NH);
   return r;
 }
 

@@ -26,6 +26,7 @@ TEST(GpuLlamaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include <string>
 #include <vector>
 
+#include "../attention_reference.hpp"
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/gpu/check.hpp"
@@ -290,9 +291,10 @@ AttentionResult cpu_attention(const GqaShape& s, const Vec& qkv, const Vec& dout
                               const AttentionOptions& options = {}) {
   AttentionResult r{Vec(s.att_size()), Vec(s.out_size()), Vec(qkv.size())};
   Vec scratch(s.att_size() * (options.softcap > 0 ? 2 : 1));
-  attention_forward(r.out.data(), r.att.data(), qkv.data(), s.B, s.T, s.NH, s.NKV, s.HS, options);
-  attention_backward(r.dqkv.data(), scratch.data(), dout.data(), qkv.data(), r.att.data(), s.B, s.T,
-                     s.NH, s.NKV, s.HS, options);
+  kernels::reference::attention_forward(r.out.data(), r.att.data(), qkv.data(), s.B, s.T, s.NH,
+                                        s.NKV, s.HS, options);
+  kernels::reference::attention_backward(r.dqkv.data(), scratch.data(), dout.data(), qkv.data(),
+                                         r.att.data(), s.B, s.T, s.NH, s.NKV, s.HS, options);
   return r;
 }
 
