@@ -11,10 +11,10 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail() { echo "auto_batch_size: $*"; tail -n 20 ./*.log 2> /dev/null; exit 1; }
 check="$AUTOTRAIN_SOURCE_DIR/tests/e2e/metrics_check.py"
-# 64 sequences of 1024 bytes per step on one rank: about 20 MiB of activations per sequence, so
-# the 64 need 1.3 GiB and a 1.24 GiB address-space limit (of which the process maps about 0.6)
-# holds fewer.
-limit_kib=1300000
+# 64 sequences of 1024 bytes per step on one rank: about 5.4 MiB of activations per sequence, so
+# the 64 need 350 MiB and an 879 MiB address-space limit (of which the process maps about 580
+# MiB) holds fewer.
+limit_kib=900000
 tiny=("$AUTOTRAIN_BIN" train --config "$AUTOTRAIN_SOURCE_DIR/tests/e2e/configs/tiny.yaml")
 train=("${tiny[@]}" --n-positions 1024 --block-size 1024 --eval-strategy no --logging-steps 1
   --scheduler constant)  # the same learning rates for 3 steps and then 5 as for 5
@@ -48,13 +48,13 @@ grep -q "resume: auto/checkpoints/checkpoint-3.h5 at step 3" resumed.log || fail
 grep -q "activations" resumed.log || fail "resumed: no plan line"
 python3 "$check" same auto/metrics.jsonl hand/metrics.jsonl 1e-5 || fail "losses differ from the run by hand"
 
-# One sequence of 8192 bytes keeps 1 GiB of attention: it cannot fit under the limit.
+# One sequence of 65536 bytes keeps about 350 MiB of activations: it cannot fit under the limit.
 status=0
-limited "${tiny[@]}" --auto-find-batch-size true --project-name big --n-positions 8192 \
-  --block-size 8192 --dry-run > big.log 2>&1 ||
+limited "${tiny[@]}" --auto-find-batch-size true --project-name big --n-positions 65536 \
+  --block-size 65536 --dry-run > big.log 2>&1 ||
   status=$?
 [ "$status" -eq 1 ] || fail "a sequence that cannot fit: exit $status, expected 1"
-grep -qE "auto_find_batch_size: (even batch_size 1 needs|the activations of one sequence of block_size 8192)" \
+grep -qE "auto_find_batch_size: (even batch_size 1 needs|the activations of one sequence of block_size 65536)" \
   big.log || fail "a sequence that cannot fit: no clear error"
 grep -q "make the model or block_size smaller" big.log || fail "a sequence that cannot fit: no advice"
 echo "auto_batch_size: ok"

@@ -81,13 +81,15 @@ env -u SLURM_JOB_ID "$AUTOTRAIN_BIN" launch --num-processes 2 --cpus-per-task 1 
   train --config "$config" --project-name gen --max-steps 10 > gen.txt || fail "launch --sbatch: $(cat gen.txt)"
 grep -q "^##SBATCH --partition=cpu" gen.sbatch && grep -q "^#SBATCH --signal=B:USR1@300" gen.sbatch ||
   fail "the written script: $(cat gen.sbatch)"
-sbatch_wait 300 -t 5 -o gen-%j.out gen.sbatch > /dev/null || fail "the written script failed: $(cat gen-*.out)"
+# -t 10: the script asks for USR1 300 s before the limit, which a 5-minute limit puts at the start
+# (a 2-second run then now and then meets it, stops as preempted and is held two minutes).
+sbatch_wait 300 -t 10 -o gen-%j.out gen.sbatch > /dev/null || fail "the written script failed: $(cat gen-*.out)"
 [ -s gen/model.safetensors ] || fail "the written script did not train: $(cat gen-*.out)"
 
 # --- the sweep script: 2 models of 1 rank in one allocation.
 cp "$config" sweep.yaml
 printf 'sweep:\n  lr: [1e-3, 3e-3]\n' >> sweep.yaml
-sbatch_wait 300 --ntasks-per-node=2 --cpus-per-task=1 -t 5 -o sweep-%j.out \
+sbatch_wait 300 --ntasks-per-node=2 --cpus-per-task=1 -t 10 -o sweep-%j.out \
   train-sweep.sbatch sweep.yaml --project-name sweep --max-steps 20 > /dev/null ||
   fail "train-sweep.sbatch failed"
 grep -q "^  model 1  ranks 1-1  lr 3e-3" sweep-*.out || fail "the sweep job printed no table of models"
