@@ -196,45 +196,87 @@ struct CheckpointReader::Impl {
     return datasets.emplace(key, std::move(handle)).first->second.get();
   }
 
-  // Reads `ranges` of `target`: collectively in the shared layout (one range per rank
-  // per call, as many calls as the rank with the most ranges), independently through the
-  // virtual datasets in the per-rank layout.
-  void read_ranges(const DatasetInfo& target, std::span<const ReadRange> ranges) {
+  // One transfer of a range: its elements [at, at + count) (a streamed range moves in parts).
+  struct Part {
+    const ReadRange* range = nullptr;
+    uint64_t at = 0;
+    uint64_t count = 0;
+  };
+
+  static std::vector<Part> parts_of(std::span<const ReadRange> ranges) {
+    std::vector<Part> parts;
     for (const auto& range : ranges) {
-      AT_CHECK(range.offset + range.out.size() <= target.length, "checkpoint ", where,
-               ": read of [", range.offset, ", ", range.offset + range.out.size(), ") of '",
-               target.name, "' lies past its length ", target.length);
-      bytes_read += range.out.size() * sizeof(float);
+      if (!range.streamed()) {
+        parts.push_back({&range, 0, range.size()});
+        continue;
+      }
+      AT_CHECK(range.stream.part > 0, "checkpoint read streamed in parts of 0 elements");
+      for (uint64_t at = 0; at < range.size(); at += range.stream.part) {
+        parts.push_back({&range, at, std::min(range.stream.part, range.size() - at)});
+      }
+    }
+    return parts;
+  }
+
+  // Where a part is read to: the range's own memory, or `buffer` for a streamed one.
+  static float* destination(const Part& part, std::vector<float>& buffer) {
+    if (!part.range->streamed()) return part.range->out.data() + part.at;
+    buffer.resize(std::max<std::size_t>(buffer.size(), part.count));
+    return buffer.data();
+  }
+
+  // A part that arrived: its checksum terms added to `sum`, a streamed one handed on.
+  static void deliver(const Part& part, const float* data, uint64_t& sum) {
+    const std::span<const float> values(data, part.count);
+    sum += checksum_piece(part.range->offset + part.at, values);
+    if (part.range->streamed()) part.range->stream.write(part.at, values);
+  }
+
+  // Reads `ranges` of `target`, adding their checksum terms to `sum`: collectively in the
+  // shared layout (one part per rank per call, as many calls as the rank with the most parts),
+  // independently through the virtual datasets in the per-rank layout.
+  void read_ranges(const DatasetInfo& target, std::span<const ReadRange> ranges, uint64_t& sum) {
+    for (const auto& range : ranges) {
+      AT_CHECK(range.offset + range.size() <= target.length, "checkpoint ", where, ": read of [",
+               range.offset, ", ", range.offset + range.size(), ") of '", target.name,
+               "' lies past its length ", target.length);
+      bytes_read += range.size() * sizeof(float);
     }
     const std::string object = cat(where, ": dataset ", target.name);
     hid_t handle = dataset(target.name);
     H5Space file_space(AT_H5_CHECK(H5Dget_space(handle), object));
+    const std::vector<Part> parts = parts_of(ranges);
+    std::vector<float> buffer;  // a streamed part
     if (info.layout == Layout::per_rank) {
-      for (const auto& range : ranges) {
-        if (range.out.empty()) continue;
-        hsize_t dims[1] = {range.out.size()};
+      for (const Part& part : parts) {
+        if (part.count == 0) continue;
+        hsize_t dims[1] = {part.count};
         H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
-        h5::select_range(file_space.get(), range.offset, dims[0], object);
+        h5::select_range(file_space.get(), part.range->offset + part.at, dims[0], object);
+        float* out = destination(part, buffer);
         AT_H5_CHECK(H5Dread(handle, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                            transfer.get(), range.out.data()),
+                            transfer.get(), out),
                     object);
+        deliver(part, out, sum);
       }
       return;
     }
     float sink = 0.0f;
-    uint64_t rounds = ranges.size();
+    uint64_t rounds = parts.size();
     allreduce_or_abort(&rounds, 1, MPI_UINT64_T, MPI_MAX, comm, cat("reading ", object));
     const CollectiveDeadline deadline(cat("reading ", object, " (a collective H5Dread)"));
     for (uint64_t round = 0; round < rounds; ++round) {
-      const ReadRange* range = round < ranges.size() ? &ranges[round] : nullptr;
-      const uint64_t count = range ? range->out.size() : 0;
-      h5::select_range(file_space.get(), range ? range->offset : 0, count, object);
+      const Part* part = round < parts.size() ? &parts[round] : nullptr;
+      const uint64_t count = part ? part->count : 0;
+      h5::select_range(file_space.get(), part ? part->range->offset + part->at : 0, count, object);
       hsize_t dims[1] = {std::max<uint64_t>(count, 1)};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
       h5::select_range(memory_space.get(), 0, count, object);
+      float* out = count > 0 ? destination(*part, buffer) : &sink;
       AT_H5_CHECK(H5Dread(handle, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                          transfer.get(), count > 0 ? range->out.data() : &sink),
+                          transfer.get(), out),
                   object);
+      if (count > 0) deliver(*part, out, sum);
     }
   }
 };
@@ -285,12 +327,9 @@ const DatasetInfo* CheckpointReader::find(std::string_view name) const {
 void CheckpointReader::read(std::string_view name, std::span<const ReadRange> ranges) {
   const DatasetInfo* info = find(name);
   AT_CHECK(info != nullptr, "checkpoint ", impl_->where, ": no dataset '", name, "'");
-  impl_->read_ranges(*info, ranges);
   const auto d = static_cast<size_t>(info - impl_->info.datasets.data());
-  for (const auto& range : ranges) {
-    impl_->read_sums[d] += checksum_piece(range.offset, range.out);
-    impl_->read_counts[d] += range.out.size();
-  }
+  impl_->read_ranges(*info, ranges, impl_->read_sums[d]);
+  for (const auto& range : ranges) impl_->read_counts[d] += range.size();
 }
 
 void CheckpointReader::read(std::string_view name, uint64_t offset, std::span<float> out) {
@@ -319,8 +358,7 @@ std::vector<std::string> CheckpointReader::verify_checksums() {
       const uint64_t first = std::min(end, begin + round * kChunk);
       const uint64_t count = std::min(kChunk, end - first);
       const ReadRange range{first, std::span<float>(buffer.data(), count)};
-      impl_->read_ranges(datasets[d], std::span<const ReadRange>(&range, 1));
-      sums[d] += checksum_piece(first, range.out);
+      impl_->read_ranges(datasets[d], std::span<const ReadRange>(&range, 1), sums[d]);
     }
   }
   allreduce_or_abort(sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T, MPI_SUM, impl_->comm,

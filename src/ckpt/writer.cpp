@@ -43,13 +43,52 @@ fs::path rank_folder(const fs::path& path) {
 
 namespace {
 
-// One owned range as every rank sees it after the all-gather.
+// One owned range as every rank sees it after the all-gather; `parts`: the transfers it takes
+// (a streamed piece moves in parts).
 struct PieceRecord {
   uint64_t tensor = 0;
   uint64_t offset = 0;
   uint64_t count = 0;
+  uint64_t parts = 0;
   uint64_t rank = 0;
 };
+
+// One transfer of a rank's piece: its elements [at, at + count).
+struct Part {
+  const Piece* piece = nullptr;
+  uint64_t at = 0;
+  uint64_t count = 0;
+};
+
+// A piece as transfers: in memory, one; streamed, one per `stream.part` elements.
+std::vector<Part> parts_of(const Piece& piece) {
+  if (!piece.streamed()) return {{&piece, 0, piece.size()}};
+  AT_CHECK(piece.stream.part > 0, "checkpoint piece of tensor index ", piece.tensor,
+           " is streamed in parts of 0 elements");
+  std::vector<Part> parts;
+  for (uint64_t at = 0; at < piece.size(); at += piece.stream.part) {
+    parts.push_back({&piece, at, std::min(piece.stream.part, piece.size() - at)});
+  }
+  return parts;
+}
+
+// The part's elements: the piece's own memory, or read from its stream into `buffer`; their
+// checksum terms are added to `sums`.
+std::span<const float> part_data(const Part& part, std::vector<float>& buffer,
+                                 std::vector<uint64_t>& sums) {
+  const Piece& piece = *part.piece;
+  std::span<const float> data;
+  if (piece.streamed()) {
+    buffer.resize(std::max<std::size_t>(buffer.size(), part.count));
+    const std::span<float> out(buffer.data(), part.count);
+    piece.stream.read(part.at, out);
+    data = out;
+  } else {
+    data = piece.data.subspan(part.at, part.count);
+  }
+  sums[piece.tensor] += checksum_piece(piece.offset + part.at, data);
+  return data;
+}
 
 void check_specs(const std::vector<TensorSpec>& tensors) {
   std::vector<std::string> names;
@@ -95,7 +134,8 @@ std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Com
   const int size = comm_size(comm);
   std::vector<uint64_t> mine;
   for (const auto& piece : content.pieces) {
-    mine.insert(mine.end(), {piece.tensor, piece.offset, piece.data.size()});
+    mine.insert(mine.end(), {piece.tensor, piece.offset, piece.size(),
+                             piece.size() == 0 ? 0 : parts_of(piece).size()});
   }
   int my_count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<size_t>(size));
@@ -108,9 +148,10 @@ std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Com
   std::vector<PieceRecord> records;
   for (int r = 0; r < size; ++r) {
     for (int i = displacements[static_cast<size_t>(r)];
-         i < displacements[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)]; i += 3) {
-      records.push_back({all[static_cast<size_t>(i)], all[static_cast<size_t>(i) + 1],
-                         all[static_cast<size_t>(i) + 2], static_cast<uint64_t>(r)});
+         i < displacements[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)]; i += 4) {
+      const auto at = static_cast<size_t>(i);
+      records.push_back(
+          {all[at], all[at + 1], all[at + 2], all[at + 3], static_cast<uint64_t>(r)});
     }
   }
   return records;
@@ -154,26 +195,28 @@ void check_ownership(const std::vector<TensorSpec>& tensors, std::vector<PieceRe
   }
 }
 
-// Per-tensor checksums of the whole logical tensors (sum of every rank's pieces).
-std::vector<uint64_t> tensor_checksums(const CheckpointContent& content, MPI_Comm comm) {
-  std::vector<uint64_t> sums(content.tensors.size(), 0);
-  for (const auto& piece : content.pieces)
-    sums[piece.tensor] += checksum_piece(piece.offset, piece.data);
+// Per-tensor checksums of the whole logical tensors: the sum of every rank's terms, added up as
+// the parts were written.
+std::vector<uint64_t> tensor_checksums(std::vector<uint64_t> sums, MPI_Comm comm) {
   AT_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums.data(), static_cast<int>(sums.size()), MPI_UINT64_T,
                              MPI_SUM, comm));
   return sums;
 }
 
-// This rank's pieces in (tensor, offset) order: the order they are laid out in a rank file.
-std::vector<const Piece*> sorted_local_pieces(const CheckpointContent& content) {
+// This rank's parts in (tensor, offset) order: the order they are laid out in a rank file.
+std::vector<Part> sorted_local_parts(const CheckpointContent& content) {
   std::vector<const Piece*> pieces;
   for (const auto& piece : content.pieces) {
-    if (!piece.data.empty()) pieces.push_back(&piece);
+    if (piece.size() > 0) pieces.push_back(&piece);
   }
   std::sort(pieces.begin(), pieces.end(), [](const Piece* a, const Piece* b) {
     return std::tie(a->tensor, a->offset) < std::tie(b->tensor, b->offset);
   });
-  return pieces;
+  std::vector<Part> parts;
+  for (const Piece* piece : pieces) {
+    for (const Part& part : parts_of(*piece)) parts.push_back(part);
+  }
+  return parts;
 }
 
 H5Plist tensor_dcpl(const std::string& where) {
@@ -200,6 +243,7 @@ void write_tensor_attributes(hid_t dataset, const TensorSpec& spec, uint64_t che
   h5::write_attribute(dataset, "shape", spec.shape, where);
   h5::write_attribute(dataset, "checksum", std::vector<uint64_t>{checksum}, where);
 }
+
 
 H5Plist file_access(const WriteOptions& options, MPI_Comm comm, bool parallel,
                     const std::string& where) {
@@ -305,8 +349,8 @@ void collective_call(const fs::path& unfinished, Step&& step) {
 }
 
 void write_shared(const fs::path& tmp, const CheckpointContent& content,
-                  const std::vector<PieceRecord>& records, const std::vector<uint64_t>& checksums,
-                  const RunStateRecord& state, const WriteOptions& options, MPI_Comm comm) {
+                  const std::vector<PieceRecord>& records, const RunStateRecord& state,
+                  const WriteOptions& options, MPI_Comm comm) {
   const std::string where = tmp.string();
   const int rank = comm_rank(comm);
   H5Plist fapl = file_access(options, comm, true, where);
@@ -323,46 +367,56 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
   H5Plist dxpl(AT_H5_CHECK(H5Pcreate(H5P_DATASET_XFER), where));
   AT_H5_CHECK(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), where);
 
-  // Pieces owned per (tensor, rank): a collective write moves one piece per rank, so a tensor
-  // needs as many writes as the busiest rank has pieces of it (ranks with fewer select none).
+  // Parts owned per (tensor, rank): a collective write moves one part per rank, so a tensor
+  // needs as many writes as the busiest rank has parts of it (ranks with fewer select none).
   std::vector<uint64_t> rounds(content.tensors.size(), 0);
   {
     std::vector<std::vector<uint64_t>> per_rank(
         content.tensors.size(), std::vector<uint64_t>(static_cast<size_t>(comm_size(comm)), 0));
-    for (const auto& record : records) {
-      if (record.count > 0) ++per_rank[record.tensor][record.rank];
-    }
+    for (const auto& record : records) per_rank[record.tensor][record.rank] += record.parts;
     for (size_t t = 0; t < rounds.size(); ++t) {
       rounds[t] = *std::max_element(per_rank[t].begin(), per_rank[t].end());
     }
   }
-  std::vector<const Piece*> local = sorted_local_pieces(content);
+  const std::vector<Part> local = sorted_local_parts(content);
   size_t next = 0;
+  std::vector<float> buffer;  // a streamed part
+  std::vector<uint64_t> sums(content.tensors.size(), 0);
+  std::vector<H5Dataset> datasets;
+  datasets.reserve(content.tensors.size());
   const float dummy = 0.0f;  // H5Dwrite wants a buffer even for an empty selection
   for (size_t t = 0; t < content.tensors.size(); ++t) {
     const TensorSpec& spec = content.tensors[t];
     const std::string object = cat(where, ": dataset ", spec.name);
-    H5Dataset dataset =
-        create_dataset(file.get(), spec.name, spec.length, dcpl.get(), lcpl.get(), where);
-    write_tensor_attributes(dataset.get(), spec, checksums[t], object);
+    H5Dataset& dataset = datasets.emplace_back(
+        create_dataset(file.get(), spec.name, spec.length, dcpl.get(), lcpl.get(), where));
     H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
     for (uint64_t round = 0; round < rounds[t]; ++round) {
-      const Piece* piece =
-          next < local.size() && local[next]->tensor == t ? local[next++] : nullptr;
-      const uint64_t count = piece ? piece->data.size() : 0;
-      h5::select_range(file_space.get(), piece ? piece->offset : 0, count, object);
+      const Part* part =
+          next < local.size() && local[next].piece->tensor == t ? &local[next++] : nullptr;
+      const uint64_t count = part ? part->count : 0;
+      h5::select_range(file_space.get(), part ? part->piece->offset + part->at : 0, count, object);
       hsize_t memory_dims[1] = {std::max<uint64_t>(count, 1)};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, memory_dims, nullptr), object));
       h5::select_range(memory_space.get(), 0, count, object);
       // A write can fail on one rank only (its file is too large for its limits): that rank
       // ends the job at once rather than leave the others in the next collective call.
+      // So does a streamed part that cannot be read.
       collective_call(tmp, [&] {
+        const float* data = part ? part_data(*part, buffer, sums).data() : &dummy;
         AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                             dxpl.get(), piece ? piece->data.data() : &dummy),
+                             dxpl.get(), data),
                     object);
       });
     }
   }
+  // The checksums are known once every part went by (a streamed one is read only once).
+  const std::vector<uint64_t> checksums = tensor_checksums(std::move(sums), comm);
+  for (size_t t = 0; t < content.tensors.size(); ++t) {
+    write_tensor_attributes(datasets[t].get(), content.tensors[t], checksums[t],
+                            cat(where, ": dataset ", content.tensors[t].name));
+  }
+  datasets.clear();
   collective_call(
       tmp, [&] { write_run_state(file.get(), state, lcpl.get(), dxpl.get(), rank == 0, where); });
   // With the MPI-IO driver a flush is an MPI_File_sync on every rank.
@@ -378,37 +432,41 @@ fs::path rank_file_name(int rank) {
 
 // Each rank's file: one dataset per tensor it holds pieces of, the pieces back to back in
 // offset order (so piece k of tensor t starts at the sum of the earlier pieces' counts).
-void write_rank_file(const fs::path& file_path, const CheckpointContent& content,
-                     const WriteOptions& options) {
+// Returns this rank's checksum terms per tensor.
+std::vector<uint64_t> write_rank_file(const fs::path& file_path, const CheckpointContent& content,
+                                      const WriteOptions& options) {
   const std::string where = file_path.string();
   H5Plist fapl = file_access(options, MPI_COMM_SELF, false, where);
   H5File file(
       AT_H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), where));
   H5Plist lcpl = h5::link_create_plist(where);
   H5Plist dcpl = tensor_dcpl(where);
-  std::vector<const Piece*> local = sorted_local_pieces(content);
+  const std::vector<Part> local = sorted_local_parts(content);
   std::vector<uint64_t> lengths;  // per tensor: its pieces back to back, one dataset
   for (size_t k = 0; k < local.size(); ++k) {
-    if (k == 0 || local[k]->tensor != local[k - 1]->tensor) lengths.push_back(0);
-    lengths.back() += local[k]->data.size();
+    if (k == 0 || local[k].piece->tensor != local[k - 1].piece->tensor) lengths.push_back(0);
+    lengths.back() += local[k].count;
   }
   reserve_space(file_path, file_bytes_bound(lengths, options));
+  std::vector<float> buffer;  // a streamed part
+  std::vector<uint64_t> sums(content.tensors.size(), 0);
   for (size_t begin = 0; begin < local.size();) {
     size_t end = begin;
     uint64_t total = 0;
-    while (end < local.size() && local[end]->tensor == local[begin]->tensor)
-      total += local[end++]->data.size();
-    const TensorSpec& spec = content.tensors[local[begin]->tensor];
+    while (end < local.size() && local[end].piece->tensor == local[begin].piece->tensor)
+      total += local[end++].count;
+    const TensorSpec& spec = content.tensors[local[begin].piece->tensor];
     const std::string object = cat(where, ": dataset ", spec.name);
     H5Dataset dataset = create_dataset(file.get(), spec.name, total, dcpl.get(), lcpl.get(), where);
     H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
     uint64_t position = 0;
     for (size_t k = begin; k < end; ++k) {
-      hsize_t dims[1] = {local[k]->data.size()};
+      const std::span<const float> data = part_data(local[k], buffer, sums);
+      hsize_t dims[1] = {data.size()};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
       h5::select_range(file_space.get(), position, dims[0], object);
       AT_H5_CHECK(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
-                           H5P_DEFAULT, local[k]->data.data()),
+                           H5P_DEFAULT, data.data()),
                   object);
       position += dims[0];
     }
@@ -416,6 +474,7 @@ void write_rank_file(const fs::path& file_path, const CheckpointContent& content
   }
   AT_H5_CHECK(file.close(), where);
   h5::fsync_path(file_path);
+  return sums;
 }
 
 // Rank 0's master file: the same logical datasets as the shared layout, each a virtual dataset
@@ -481,8 +540,7 @@ void commit_rename(const fs::path& from, const fs::path& to) {
 // The per-rank layout: every rank's file in the rank folder, then rank 0's master file.
 void write_per_rank(const fs::path& path, const fs::path& tmp, const fs::path& folder_tmp,
                     const CheckpointContent& content, const std::vector<PieceRecord>& records,
-                    const std::vector<uint64_t>& checksums, const RunStateRecord& state,
-                    const WriteOptions& options, MPI_Comm comm) {
+                    const RunStateRecord& state, const WriteOptions& options, MPI_Comm comm) {
   const int rank = comm_rank(comm);
   on_all_ranks(comm, [&] {
     if (rank == 0) {
@@ -490,7 +548,10 @@ void write_per_rank(const fs::path& path, const fs::path& tmp, const fs::path& f
       fs::create_directories(folder_tmp);
     }
   });
-  on_all_ranks(comm, [&] { write_rank_file(folder_tmp / rank_file_name(rank), content, options); });
+  std::vector<uint64_t> sums;
+  on_all_ranks(comm,
+               [&] { sums = write_rank_file(folder_tmp / rank_file_name(rank), content, options); });
+  const std::vector<uint64_t> checksums = tensor_checksums(std::move(sums), comm);
   on_all_ranks(comm, [&] {
     if (rank != 0) return;
     // The rank folder is renamed first; the master's rename is the commit point. A rank folder
@@ -519,7 +580,6 @@ void write_checkpoint(const fs::path& path, const CheckpointContent& content,
                  comm);
   std::vector<PieceRecord> records = gather_pieces(content, comm);
   check_ownership(content.tensors, records);
-  const std::vector<uint64_t> checksums = tensor_checksums(content, comm);
   const RunStateRecord state = gather_run_state(content.state, comm);
   deadline.reset();
 
@@ -535,7 +595,7 @@ void write_checkpoint(const fs::path& path, const CheckpointContent& content,
     // Each collective HDF5 call's outcome is agreed on (write_shared), so a failure on one rank
     // ends the save on all; the unfinished file is removed and the last checkpoint stays.
     try {
-      write_shared(tmp, content, records, checksums, state, options, comm);
+      write_shared(tmp, content, records, state, options, comm);
     } catch (const CollectiveError&) {
       if (rank == 0) {
         std::error_code ignored;
@@ -553,7 +613,7 @@ void write_checkpoint(const fs::path& path, const CheckpointContent& content,
   }
   const fs::path folder_tmp = fs::path(rank_folder(path).string() + ".tmp");
   try {
-    write_per_rank(path, tmp, folder_tmp, content, records, checksums, state, options, comm);
+    write_per_rank(path, tmp, folder_tmp, content, records, state, options, comm);
   } catch (const CollectiveError&) {
     if (rank == 0) {  // an unfinished save: nothing of it stays
       std::error_code ignored;

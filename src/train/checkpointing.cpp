@@ -22,9 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Kinds of state per parameter, in checkpoint order.
-enum Kind { kParams = 0, kExpAvg = 1, kExpAvgSq = 2 };
-
 // AdamW, 32-bit or 8-bit: params, m, v (the 8-bit moments dequantized); SGD: params, momentum.
 int kinds_for(OptimizerKind optimizer) {
   return optimizer == OptimizerKind::sgd ? 2 : 3;
@@ -43,8 +40,14 @@ size_t tensor_of(const model::ParamLayout& layout, size_t begin) {
   return t;
 }
 
-float* state_of(const zero::StateRun& run, int kind) {
-  return kind == kParams ? run.params : kind == kExpAvg ? run.exp_avg : run.exp_avg_sq;
+// A kind of state the engine keeps out of memory, as a checkpoint stream of the run's elements.
+ckpt::Stream stream_of(const zero::StateRun& run, int kind) {
+  const zero::StreamedState& state = run.streamed[static_cast<size_t>(kind)];
+  ckpt::Stream stream;
+  stream.length = run.size();
+  stream.read = [read = state.read](uint64_t at, std::span<float> out) { read(at, out); };
+  stream.write = [write = state.write](uint64_t at, std::span<const float> in) { write(at, in); };
+  return stream;
 }
 
 }  // namespace
@@ -77,12 +80,16 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
     const size_t t = tensor_of(layout, run.begin);
     const auto& tensor = layout.tensors()[t];
     for (int kind = 0; kind < kinds; ++kind) {
-      const float* data = state_of(run, kind);
-      AT_CHECK(data != nullptr, "checkpoint: the ZeRO engine's shard of ", tensor.name,
+      AT_CHECK(run.holds(kind), "checkpoint: the ZeRO engine's shard of ", tensor.name,
                " lacks state kind ", kind);
-      content.pieces.push_back({t * static_cast<size_t>(kinds) + static_cast<size_t>(kind),
-                                run.begin - tensor.offset,
-                                std::span<const float>(data, run.end - run.begin)});
+      ckpt::Piece piece{t * static_cast<size_t>(kinds) + static_cast<size_t>(kind),
+                        run.begin - tensor.offset, {}};
+      if (const float* data = run.data(kind)) {
+        piece.data = std::span<const float>(data, run.size());
+      } else {
+        piece.stream = stream_of(run, kind);  // offload nvme: read a part at a time
+      }
+      content.pieces.push_back(std::move(piece));
     }
   }
   auto& state = content.state;
@@ -195,10 +202,15 @@ std::vector<std::string> load_engine_state(ckpt::CheckpointReader& reader, zero:
     const size_t t = tensor_of(layout, run.begin);
     const auto& tensor = layout.tensors()[t];
     for (int kind = 0; kind < loaded; ++kind) {
-      float* data = state_of(run, kind);
-      if (data == nullptr) continue;
+      if (!run.holds(kind)) continue;
+      ckpt::ReadRange range{run.begin - tensor.offset, {}};
+      if (float* data = run.data(kind)) {
+        range.out = std::span<float>(data, run.size());
+      } else {
+        range.stream = stream_of(run, kind);  // offload nvme: written a part at a time
+      }
       ranges[t * static_cast<size_t>(kinds) + static_cast<size_t>(kind)].push_back(
-          {run.begin - tensor.offset, std::span<float>(data, run.end - run.begin)});
+          std::move(range));
     }
   }
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -273,17 +285,31 @@ size_t piece_floats(const ckpt::CheckpointContent& content) {
   return total;
 }
 
+// State kept out of memory (offload nvme) is read a part at a time during the write: a host copy
+// of it would be the very memory the offload saves, so such a checkpoint is written in the
+// foreground.
+bool streamed(const ckpt::CheckpointContent& content) {
+  return std::any_of(content.pieces.begin(), content.pieces.end(),
+                     [](const ckpt::Piece& piece) { return piece.streamed(); });
+}
+
 }  // namespace
 
 void CheckpointSaver::reserve(const ckpt::CheckpointContent& like) {
   // resize() writes every element, so the pages are faulted in now, not during the first save.
-  if (async_ && host_.size() < piece_floats(like)) host_.resize(piece_floats(like));
+  if (async_ && !streamed(like) && host_.size() < piece_floats(like))
+    host_.resize(piece_floats(like));
 }
 
 double CheckpointSaver::save(const ckpt::CheckpointContent& content) {
   const Timer stall;
   wait();
-  if (!async_) {
+  if (async_ && streamed(content) && !said_foreground_) {
+    log::info("checkpoint: async_checkpoint is off for this run: the optimizer state on NVMe is "
+              "written from its scratch files, a part at a time, in the foreground");
+    said_foreground_ = true;
+  }
+  if (!async_ || streamed(content)) {
     write(content);
     return stall.seconds();
   }

@@ -6,14 +6,6 @@
 #include "autotrain/core/error.hpp"
 
 namespace autotrain::train {
-namespace {
-
-float* state_of(const zero::StateRun& run, int kind) {
-  return kind == 0 ? run.params : kind == 1 ? run.exp_avg : run.exp_avg_sq;
-}
-
-}  // namespace
-
 int unit_of(const model::ParamLayout& layout, std::size_t index) {
   const auto& units = layout.units();
   const auto after =
@@ -42,7 +34,7 @@ void complete_held_state(std::span<const zero::StateRun> held, const model::Para
     by_unit[static_cast<std::size_t>(unit_of(layout, run.begin))].push_back(&run);
     if (owned_by(layout, run, rank)) continue;
     for (int kind = 0; kind < kinds; ++kind) {
-      if (state_of(run, kind) != nullptr) replicated[static_cast<std::size_t>(kind)] = 1.0f;
+      if (run.holds(kind)) replicated[static_cast<std::size_t>(kind)] = 1.0f;
     }
   }
   comm.allreduce(replicated.data(), replicated.size(), DType::fp32, ReduceOp::max);
@@ -61,15 +53,14 @@ void complete_held_state(std::span<const zero::StateRun> held, const model::Para
       std::fill_n(mine.begin(), part.size, 0.0f);
       const auto& runs = by_unit[static_cast<std::size_t>(u)];
       for (const zero::StateRun* run : runs) {
-        const float* data = state_of(*run, kind);
-        if (data == nullptr || !owned_by(layout, *run, rank)) continue;
-        std::copy_n(data, run->end - run->begin, mine.begin() + (run->begin - part.offset));
+        if (!run->holds(kind) || !owned_by(layout, *run, rank)) continue;
+        run->read(kind, 0, std::span<float>(mine).subspan(run->begin - part.offset, run->size()));
       }
       comm.allgather(mine.data(), all.data(), part.size, DType::fp32);
       for (const zero::StateRun* run : runs) {
-        float* data = state_of(*run, kind);
-        if (data == nullptr || owned_by(layout, *run, rank)) continue;
-        std::copy_n(all.begin() + (run->begin - unit_offset), run->end - run->begin, data);
+        if (!run->holds(kind) || owned_by(layout, *run, rank)) continue;
+        run->write(kind, 0,
+                   std::span<const float>(all).subspan(run->begin - unit_offset, run->size()));
       }
     }
   }

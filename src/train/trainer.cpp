@@ -272,9 +272,13 @@ void TrainingRun::forget_refused_state() {
   // A refused checkpoint's tensors load before its checksums fail: the optimizer state may hold
   // some of them (the parameters are initialised next). A run that starts from step 0 starts from
   // zero moments, as a fresh one does.
+  const std::vector<float> zeros(std::size_t{1} << 20, 0.0f);
   for (const zero::StateRun& run : engine_->held_runs()) {
-    for (float* state : {run.exp_avg, run.exp_avg_sq}) {
-      if (state != nullptr) std::fill(state, state + (run.end - run.begin), 0.0f);
+    for (const int kind : {zero::kExpAvg, zero::kExpAvgSq}) {
+      if (!run.holds(kind)) continue;
+      for (std::size_t at = 0; at < run.size(); at += zeros.size()) {
+        run.write(kind, at, std::span(zeros).first(std::min(zeros.size(), run.size() - at)));
+      }
     }
   }
   engine_->after_load();

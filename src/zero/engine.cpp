@@ -212,7 +212,6 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
   std::vector<StateRun> held_runs() override { return runs(false); }
   void after_load() override {
     if (gatherer_) gatherer_->invalidate();
-    if (nvme_) nvme_->store();
     for (auto& optimizer : optimizers_) optimizer.load_staged_moments();
   }
   long long optimizer_steps() const override {
@@ -253,14 +252,20 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
 
   // Fills the optimizer-state pointers of `run` (which lies inside one segment, or none).
   void attach_state(int unit, StateRun& run) {
-    if (nvme_) {  // owned = the shard, in shard space
+    if (nvme_) {  // owned = the shard, in shard space; the moments stay in the file
       const model::Range shard = layout_.shard(unit, rank_);
       if (run.begin < shard.offset || run.begin >= shard.offset + shard.size) return;
-      nvme_->materialize();
       const std::size_t at =
           shard_offsets_[static_cast<std::size_t>(unit)] + (run.begin - shard.offset);
-      run.exp_avg = nvme_->exp_avg(at);
-      run.exp_avg_sq = nvme_->exp_avg_sq(at);
+      for (int moment = 0; moment < 2; ++moment) {
+        run.streamed[static_cast<std::size_t>(kExpAvg + moment)] = {
+            [this, moment, at](std::size_t from, std::span<float> out) {
+              nvme_->read(moment, at + from, out);
+            },
+            [this, moment, at](std::size_t from, std::span<const float> in) {
+              nvme_->write(moment, at + from, in);
+            }};
+      }
       return;
     }
     Optimizer& optimizer = optimizers_[static_cast<std::size_t>(unit)];
@@ -291,7 +296,7 @@ class ZeroEngine final : public EngineCore<Engine, HostMemory> {
       run.end = piece.end;
       run.params = param_at(piece.unit, run.begin);
       attach_state(piece.unit, run);
-      if (run.params != nullptr || run.exp_avg != nullptr) result.push_back(run);
+      if (run.holds(kParams) || run.holds(kExpAvg)) result.push_back(run);
     }
     return result;
   }

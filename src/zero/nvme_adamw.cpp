@@ -76,29 +76,11 @@ void NvmeAdamW::update(std::size_t begin, std::size_t count, float* m, float* v,
 }
 
 void NvmeAdamW::step(const ParamsAt& params, const GradsAt& grads, float lr, float grad_scale) {
-  m_ = ZeroedFloats();  // a checkpoint's copy is stale from now on
-  v_ = ZeroedFloats();
   ++steps_;
   const AdamWStepArgs args = adamw_step_args(settings_, lr, grad_scale, steps_);
   file_->for_each_block([&](std::size_t begin, std::size_t count, std::span<float* const> data) {
     update(begin, count, data[0], data[1], params, grads, args);
   });
-}
-
-void NvmeAdamW::materialize() {
-  if (m_.size() == total_) return;
-  m_ = ZeroedFloats(total_);
-  v_ = ZeroedFloats(total_);
-  file_->read(0, 0, {m_.data(), total_});
-  file_->read(1, 0, {v_.data(), total_});
-}
-
-void NvmeAdamW::store() {
-  AT_CHECK(m_.size() == total_, "internal: NvmeAdamW::store without materialize");
-  file_->write(0, 0, {m_.data(), total_});
-  file_->write(1, 0, {v_.data(), total_});
-  m_ = ZeroedFloats();
-  v_ = ZeroedFloats();
 }
 
 }  // namespace autotrain::zero

@@ -3,16 +3,16 @@
 // v of the rank's owned ranges live in a scratch file on node-local NVMe (nvme_state.hpp) instead
 // of memory, and the step streams them block by block (the read of block i+1 and the write of
 // block i-1 overlap the update of block i), updating the parameters, which stay in memory (a CPU
-// rank's parameters are its fp32 master weights). Checkpoints read and write the moments through
-// a host copy made for the save or load and released at the next step.
+// rank's parameters are its fp32 master weights). Checkpoints read and write the moments in the
+// file directly, a part at a time: a save or load never holds them whole in memory.
 #include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "autotrain/comm/communicator.hpp"
-#include "autotrain/core/zeroed_floats.hpp"
 #include "autotrain/model/param_layout.hpp"
 #include "autotrain/optim/adamw_kernel.hpp"
 #include "autotrain/optim/optimizer.hpp"
@@ -44,15 +44,15 @@ class NvmeAdamW {
   long long steps() const { return steps_; }
   void set_steps(long long steps) { steps_ = steps; }
 
-  // Checkpoints: m and v of owned space in memory (read from the file), pointers into them, and
-  // after a load the values written back (and the copy released).
-  void materialize();
-  float* exp_avg(std::size_t state) { return m_.data() + state; }
-  float* exp_avg_sq(std::size_t state) { return v_.data() + state; }
-  void store();
+  // Checkpoints: elements [state, state + n) of owned space of m (moment 0) or v (moment 1),
+  // straight from or to the file (through the pipeline's buffers).
+  void read(int moment, std::size_t state, std::span<float> out) { file_->read(moment, state, out); }
+  void write(int moment, std::size_t state, std::span<const float> in) {
+    file_->write(moment, state, in);
+  }
 
   std::size_t file_bytes() const { return file_->file_bytes(); }
-  std::size_t host_bytes() const { return file_->host_bytes() + (m_.size() + v_.size()) * 4; }
+  std::size_t host_bytes() const { return file_->host_bytes(); }
   std::string describe() const { return file_->describe(); }
 
  private:
@@ -64,8 +64,6 @@ class NvmeAdamW {
   OptimizerSettings settings_;
   std::size_t total_ = 0;
   std::unique_ptr<NvmeState> file_;
-  ZeroedFloats m_;  // the checkpoint's host copy (empty between checkpoints)
-  ZeroedFloats v_;
   long long steps_ = 0;
 };
 

@@ -269,29 +269,45 @@ std::uint64_t NvmeState::slice_offset(int array, std::size_t block) const {
   return block_offset(block) + static_cast<std::uint64_t>(array) * slice_bytes(block);
 }
 
-void NvmeState::read(int array, std::size_t begin, std::span<float> out) {
-  for_each_run(
-      array, begin, out.size(),
-      [&](std::size_t b, std::size_t first, std::size_t count, std::size_t done) {
-        check(io_->wait(io_->read({buffer(0), slice_bytes(b)}, slice_offset(array, b))), "reading");
-        const auto* slice = reinterpret_cast<const float*>(buffer(0));
-        std::copy_n(slice + first, count, out.begin() + static_cast<std::ptrdiff_t>(done));
-      });
+// The pages of block `b`'s slice of `array` that hold its elements [first, first + count): the
+// slices start on a page, so only the pages the elements touch are moved.
+struct NvmeState::Pages {
+  std::uint64_t offset = 0;  // in the file
+  std::size_t bytes = 0;
+  std::size_t skip = 0;  // bytes from the first page's start to element `first`
+  bool exact = false;    // the elements fill the pages
+};
+
+NvmeState::Pages NvmeState::pages(int array, std::size_t b, std::size_t first,
+                                  std::size_t count) const {
+  const std::size_t from = first * sizeof(float);
+  const std::size_t to = (first + count) * sizeof(float);
+  const std::size_t begin = from / kAlignment * kAlignment;
+  const std::size_t end = std::min((to + kAlignment - 1) / kAlignment * kAlignment, slice_bytes(b));
+  return {slice_offset(array, b) + begin, end - begin, from - begin, from == begin && to == end};
 }
 
-// A slice written only in part is read first, so that its other elements stay.
+void NvmeState::read(int array, std::size_t begin, std::span<float> out) {
+  for_each_run(array, begin, out.size(),
+               [&](std::size_t b, std::size_t first, std::size_t count, std::size_t done) {
+                 const Pages at = pages(array, b, first, count);
+                 check(io_->wait(io_->read({buffer(0), at.bytes}, at.offset)), "reading");
+                 const auto* values = reinterpret_cast<const float*>(buffer(0) + at.skip);
+                 std::copy_n(values, count, out.begin() + static_cast<std::ptrdiff_t>(done));
+               });
+}
+
+// Pages written only in part are read first, so that their other elements (and the slice's
+// zero padding) stay.
 void NvmeState::write(int array, std::size_t begin, std::span<const float> in) {
   for_each_run(array, begin, in.size(),
                [&](std::size_t b, std::size_t first, std::size_t count, std::size_t done) {
-                 const std::span<std::byte> bytes{buffer(0), slice_bytes(b)};
-                 if (count < block_count(b)) {
-                   check(io_->wait(io_->read(bytes, slice_offset(array, b))), "reading");
-                 } else {
-                   std::memset(bytes.data(), 0, bytes.size());  // the padding stays zero
-                 }
-                 auto* slice = reinterpret_cast<float*>(buffer(0));
-                 std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(done), count, slice + first);
-                 check(io_->wait(io_->write(bytes, slice_offset(array, b))), "writing");
+                 const Pages at = pages(array, b, first, count);
+                 const std::span<std::byte> bytes{buffer(0), at.bytes};
+                 if (!at.exact) check(io_->wait(io_->read(bytes, at.offset)), "reading");
+                 auto* values = reinterpret_cast<float*>(buffer(0) + at.skip);
+                 std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(done), count, values);
+                 check(io_->wait(io_->write(bytes, at.offset)), "writing");
                });
 }
 

@@ -65,8 +65,8 @@ class NvmeState {
       std::function<void(std::size_t begin, std::size_t count, std::span<float* const> data)>;
   void for_each_block(const BlockVisitor& visit, bool write_back = true);
 
-  // Random access (checkpoints): elements [begin, begin + out.size()) of array `array`. They
-  // use the pipeline's buffers: not from inside a visitor.
+  // Random access (checkpoints): elements [begin, begin + out.size()) of array `array`, moving
+  // only the pages they lie on. They use the pipeline's buffers: not from inside a visitor.
   void read(int array, std::size_t begin, std::span<float> out);
   void write(int array, std::size_t begin, std::span<const float> in);
 
@@ -103,6 +103,8 @@ class NvmeState {
   std::size_t slice_bytes(std::size_t block) const;  // one array's slice, padded
   std::uint64_t block_offset(std::size_t block) const;
   std::uint64_t slice_offset(int array, std::size_t block) const;
+  struct Pages;
+  Pages pages(int array, std::size_t block, std::size_t first, std::size_t count) const;
   std::byte* buffer(int index) { return host_.get() + index * buffer_bytes_; }
   template <typename Run>
   void for_each_run(int array, std::size_t begin, std::size_t n, Run&& run) const;

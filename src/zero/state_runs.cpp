@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "autotrain/core/error.hpp"
+#include "autotrain/zero/engine.hpp"
+
 namespace autotrain::zero {
 
 model::Range owned_range(const model::ParamLayout& layout, int stage, int rank, int unit) {
@@ -25,6 +28,30 @@ std::vector<TensorPiece> tensor_pieces(const model::ParamLayout& layout, int onl
     }
   }
   return pieces;
+}
+
+void StateRun::read(int kind, std::size_t at, std::span<float> out) const {
+  AT_CHECK(at + out.size() <= size(), "state run [", begin, ", ", end, "): a read of ", out.size(),
+           " elements at ", at, " lies past its end");
+  if (const float* in_memory = data(kind)) {
+    std::copy_n(in_memory + at, out.size(), out.begin());
+    return;
+  }
+  const StreamedState& stream = streamed[static_cast<std::size_t>(kind)];
+  AT_CHECK(stream, "state run [", begin, ", ", end, ") holds no state of kind ", kind);
+  stream.read(at, out);
+}
+
+void StateRun::write(int kind, std::size_t at, std::span<const float> in) const {
+  AT_CHECK(at + in.size() <= size(), "state run [", begin, ", ", end, "): a write of ", in.size(),
+           " elements at ", at, " lies past its end");
+  if (float* in_memory = data(kind)) {
+    std::copy(in.begin(), in.end(), in_memory + at);
+    return;
+  }
+  const StreamedState& stream = streamed[static_cast<std::size_t>(kind)];
+  AT_CHECK(stream, "state run [", begin, ", ", end, ") holds no state of kind ", kind);
+  stream.write(at, in);
 }
 
 }  // namespace autotrain::zero

@@ -223,10 +223,11 @@ EngineRun train(Communicator& comm, const RunOptions& run) {
       result.trajectory.tensors[tensor.name].assign(begin, begin + static_cast<long>(tensor.numel));
     }
   }
-  for (const auto& state : engine->shard_runs()) {
-    if (state.exp_avg == nullptr) continue;
-    result.exp_avg.insert(result.exp_avg.end(), state.exp_avg,
-                          state.exp_avg + (state.end - state.begin));
+  for (const auto& state : engine->shard_runs()) {  // in memory, or streamed from NVMe
+    if (!state.holds(kExpAvg)) continue;
+    const std::size_t at = result.exp_avg.size();
+    result.exp_avg.resize(at + state.size());
+    state.read(kExpAvg, 0, std::span<float>(result.exp_avg).subspan(at));
   }
   result.memory = engine->memory();
   result.peak_gathered_units = engine->peak_gathered_units();

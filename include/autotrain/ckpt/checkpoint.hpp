@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -37,11 +38,25 @@ struct TensorSpec {
   std::vector<uint64_t> shape;
 };
 
-// Elements [offset, offset + data.size()) of tensors[tensor], held by this rank.
+// Elements that are not in memory (an optimizer state on NVMe): a save reads them, a load
+// writes them, in parts of at most `part` elements through a buffer of the checkpoint's own, so
+// neither ever holds the whole range. `at` counts from the range's first element.
+struct Stream {
+  uint64_t length = 0;
+  uint64_t part = uint64_t{1} << 22;  // 16 MiB of fp32
+  std::function<void(uint64_t at, std::span<float> out)> read;        // a save's source
+  std::function<void(uint64_t at, std::span<const float> in)> write;  // a load's sink
+};
+
+// Elements [offset, offset + size()) of tensors[tensor], held by this rank: in memory (`data`),
+// or streamed (`stream.read` set, `data` empty).
 struct Piece {
   size_t tensor = 0;
   uint64_t offset = 0;
   std::span<const float> data;
+  Stream stream = {};
+  bool streamed() const { return static_cast<bool>(stream.read); }
+  uint64_t size() const { return streamed() ? stream.length : data.size(); }
 };
 
 // Run state. Scalars are taken from rank 0; `per_rank` rows come from every rank.
@@ -113,10 +128,14 @@ struct CheckpointInfo {
   uint64_t total_bytes() const;
 };
 
-// Elements [offset, offset + out.size()) of a tensor, read into `out`.
+// Elements [offset, offset + size()) of a tensor, read into `out`, or streamed into
+// `stream.write` (`out` empty).
 struct ReadRange {
   uint64_t offset = 0;
   std::span<float> out;
+  Stream stream = {};
+  bool streamed() const { return static_cast<bool>(stream.write); }
+  uint64_t size() const { return streamed() ? stream.length : out.size(); }
 };
 
 // An open checkpoint. Opening checks the format name and version, reads all run state (on

@@ -108,7 +108,8 @@ void export_checkpoint(const std::filesystem::path& checkpoint, const std::files
 // the background thread never shares a communicator with the step loop). Asynchronous: save()
 // copies this rank's pieces into host buffers it reuses, starts the write on a background
 // thread and returns; a second save() first waits for the previous write, so at most one is
-// ever in flight. Collective: every rank constructs, saves and waits in the same order.
+// ever in flight. A checkpoint with streamed pieces (offload nvme) is written in the foreground,
+// a part at a time. Collective: every rank constructs, saves and waits in the same order.
 class CheckpointSaver {
  public:
   CheckpointSaver(ckpt::CheckpointDir dir, const ckpt::WriteOptions& options,
@@ -140,6 +141,7 @@ class CheckpointSaver {
   ckpt::CheckpointContent snapshot_;
   std::thread thread_;
   std::exception_ptr error_;
+  bool said_foreground_ = false;  // the log line on streamed checkpoints
 };
 
 }  // namespace autotrain::train

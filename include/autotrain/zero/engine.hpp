@@ -26,9 +26,11 @@
 //   finish_backward();                 // every reduction of this step complete
 //   norm = grad_norm();                // global L2 norm over all gradients (collective)
 //   step(lr, clip_factor(norm, max_grad_norm));   // optimizer update (+ gathers), collective
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -88,16 +90,41 @@ std::string describe(const MemoryReport& memory);
 // Just the "; offloaded: ..." part ("" where nothing is).
 std::string describe_offloaded(const MemoryReport& memory);
 
-// A run [begin, end) of the flat buffer with pointers to where this rank keeps each kind of
-// state for it (exp_avg / exp_avg_sq are AdamW's m and v; SGD keeps momentum in exp_avg and has
-// no exp_avg_sq). A pointer is nullptr for a kind the rank does not hold for that run. Runs never
-// cross a tensor boundary or cover unit padding.
+// The kinds of state per parameter, in checkpoint order.
+enum StateKind : int { kParams = 0, kExpAvg = 1, kExpAvgSq = 2 };
+inline constexpr int kStateKinds = 3;
+
+// A kind of state the rank keeps out of memory (offload nvme: a scratch file), moved in parts:
+// `read` and `write` take elements [begin + at, begin + at + n) of the run.
+struct StreamedState {
+  std::function<void(std::size_t at, std::span<float> out)> read;
+  std::function<void(std::size_t at, std::span<const float> in)> write;
+  explicit operator bool() const { return static_cast<bool>(read); }
+};
+
+// A run [begin, end) of the flat buffer with where this rank keeps each kind of state for it
+// (exp_avg / exp_avg_sq are AdamW's m and v; SGD keeps momentum in exp_avg and has no
+// exp_avg_sq): a pointer into memory, or, where the pointer is nullptr, `streamed[kind]`; a kind
+// with neither is one the rank does not hold for that run. Runs never cross a tensor boundary
+// or cover unit padding.
 struct StateRun {
   std::size_t begin = 0;
   std::size_t end = 0;
   float* params = nullptr;
   float* exp_avg = nullptr;
   float* exp_avg_sq = nullptr;
+  std::array<StreamedState, kStateKinds> streamed;
+
+  std::size_t size() const { return end - begin; }
+  float* data(int kind) const {
+    return kind == kParams ? params : kind == kExpAvg ? exp_avg : exp_avg_sq;
+  }
+  bool holds(int kind) const {
+    return data(kind) != nullptr || static_cast<bool>(streamed[static_cast<std::size_t>(kind)]);
+  }
+  // Elements [begin + at, begin + at + out.size()) of `kind`, wherever they are kept.
+  void read(int kind, std::size_t at, std::span<float> out) const;
+  void write(int kind, std::size_t at, std::span<const float> in) const;
 };
 
 // The model state one rank holds and updates, wherever it lives (host memory here, a GPU in the

@@ -109,9 +109,10 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
         // Chunks no larger than the largest copy (a small model pins only what it needs).
         staging_(std::min(autotrain::gpu::StagedCopy::kDefaultChunkBytes,
                           std::max<std::size_t>(owned_total_ * sizeof(float), 1))),
-        host_master_(owned_total_, offload_ && !nvme_),
-        host_m_(owned_total_, offload_ && !nvme_),
-        host_v_(owned_total_, offload_ && !nvme_),
+        // offload nvme: the state stays in the file (checkpoints stream it), none on the host.
+        host_master_(nvme_ ? 0 : owned_total_, offload_ && !nvme_),
+        host_m_(nvme_ ? 0 : owned_total_, offload_ && !nvme_),
+        host_v_(nvme_ ? 0 : owned_total_, offload_ && !nvme_),
         host_norm_parts_(2 * static_cast<std::size_t>(comm.size())) {
     if (stage_ <= 1) {
       gradients_ = std::make_unique<ReplicatedGradients<DeviceMemory<F>>>(
@@ -343,13 +344,13 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     float* mine = scratch + (shard.offset - info.offset);
     if (offload_) {
       host_adamw_->wait();
-      const float* from = host_master_.get() + state_index(unit, shard.offset);
       std::vector<float> read;
       if (file_) {
         read.resize(shard.size);
         file_->read(0, state_index(unit, shard.offset), read);
-        from = read.data();
       }
+      const float* from =
+          file_ ? read.data() : host_master_.get() + state_index(unit, shard.offset);
       AT_CUDA_CHECK(
           cudaMemcpyAsync(mine, from, shard.size * sizeof(float), cudaMemcpyHostToDevice, stream_));
       AT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // `read` goes
@@ -429,8 +430,7 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     // A save may outlast comm_timeout: no gather handle may stay pending (the watchdog expects
     // every handle waited within it), so the gathers are retired here.
     if (gatherer_) gatherer_->invalidate();
-    if (offload_) {  // the host arrays are the state, or the file's copy
-      if (file_) visit_host_copies(/*to_file=*/false);
+    if (offload_) {  // the host arrays, or the file, are the state
       host_adamw_->wait();
       return;
     }
@@ -451,7 +451,6 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
   void upload() {
     if (gatherer_) gatherer_->invalidate();  // gathers in flight read the compute shard
     if (offload_) {
-      if (file_) visit_host_copies(/*to_file=*/true);
       rebuild_compute_params();
       return;
     }
@@ -467,20 +466,6 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
       staging_.to_device(v_.data(), host_v_.get(), v_.bytes(), stream_);
     }
     rebuild_compute_params();
-  }
-
-  // offload nvme: the checkpoint's host copies from the file, or into it.
-  void visit_host_copies(bool to_file) {
-    host_adamw_->visit_state(
-        [&](const OwnedPiece& piece, typename HostAdamW<F>::StateAt state) {
-          float* host[3] = {host_master_.get() + piece.state, host_m_.get() + piece.state,
-                            host_v_.get() + piece.state};
-          float* file[3] = {state.master, state.m, state.v};
-          for (int k = 0; k < 3; ++k) {
-            std::copy_n(to_file ? host[k] : file[k], piece.count, to_file ? file[k] : host[k]);
-          }
-        },
-        to_file);
   }
 
   // The compute copy from the master weights of the owned ranges (then made whole under stages
@@ -506,8 +491,24 @@ class DeviceZeroEngine final : public EngineCore<DeviceEngine<F>, DeviceMemory<F
     for (const TensorPiece& piece :
          tensor_pieces(layout_, (only_shard || stage_ >= 1) ? rank_ : -1)) {
       const std::size_t at = state_index(piece.unit, piece.begin);
-      result.push_back({piece.begin, piece.end, host_master_.get() + at, host_m_.get() + at,
-                        host_v_.get() + at});
+      StateRun& run = result.emplace_back();
+      run.begin = piece.begin;
+      run.end = piece.end;
+      if (!file_) {
+        run.params = host_master_.get() + at;
+        run.exp_avg = host_m_.get() + at;
+        run.exp_avg_sq = host_v_.get() + at;
+        continue;
+      }
+      for (int kind = 0; kind < kStateKinds; ++kind) {  // offload nvme: they stay in the file
+        run.streamed[static_cast<std::size_t>(kind)] = {
+            [this, kind, at](std::size_t from, std::span<float> out) {
+              file_->read(kind, at + from, out);
+            },
+            [this, kind, at](std::size_t from, std::span<const float> in) {
+              file_->write(kind, at + from, in);
+            }};
+      }
     }
     return result;
   }
