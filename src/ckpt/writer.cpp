@@ -150,8 +150,7 @@ std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Com
     for (int i = displacements[static_cast<size_t>(r)];
          i < displacements[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)]; i += 4) {
       const auto at = static_cast<size_t>(i);
-      records.push_back(
-          {all[at], all[at + 1], all[at + 2], all[at + 3], static_cast<uint64_t>(r)});
+      records.push_back({all[at], all[at + 1], all[at + 2], all[at + 3], static_cast<uint64_t>(r)});
     }
   }
   return records;
@@ -243,7 +242,6 @@ void write_tensor_attributes(hid_t dataset, const TensorSpec& spec, uint64_t che
   h5::write_attribute(dataset, "shape", spec.shape, where);
   h5::write_attribute(dataset, "checksum", std::vector<uint64_t>{checksum}, where);
 }
-
 
 H5Plist file_access(const WriteOptions& options, MPI_Comm comm, bool parallel,
                     const std::string& where) {
@@ -549,8 +547,8 @@ void write_per_rank(const fs::path& path, const fs::path& tmp, const fs::path& f
     }
   });
   std::vector<uint64_t> sums;
-  on_all_ranks(comm,
-               [&] { sums = write_rank_file(folder_tmp / rank_file_name(rank), content, options); });
+  on_all_ranks(
+      comm, [&] { sums = write_rank_file(folder_tmp / rank_file_name(rank), content, options); });
   const std::vector<uint64_t> checksums = tensor_checksums(std::move(sums), comm);
   on_all_ranks(comm, [&] {
     if (rank != 0) return;

@@ -83,7 +83,8 @@ ckpt::CheckpointContent checkpoint_content(zero::ModelState& engine,
       AT_CHECK(run.holds(kind), "checkpoint: the ZeRO engine's shard of ", tensor.name,
                " lacks state kind ", kind);
       ckpt::Piece piece{t * static_cast<size_t>(kinds) + static_cast<size_t>(kind),
-                        run.begin - tensor.offset, {}};
+                        run.begin - tensor.offset,
+                        {}};
       if (const float* data = run.data(kind)) {
         piece.data = std::span<const float>(data, run.size());
       } else {
@@ -305,8 +306,9 @@ double CheckpointSaver::save(const ckpt::CheckpointContent& content) {
   const Timer stall;
   wait();
   if (async_ && streamed(content) && !said_foreground_) {
-    log::info("checkpoint: async_checkpoint is off for this run: the optimizer state on NVMe is "
-              "written from its scratch files, a part at a time, in the foreground");
+    log::info(
+        "checkpoint: async_checkpoint is off for this run: the optimizer state on NVMe is "
+        "written from its scratch files, a part at a time, in the foreground");
     said_foreground_ = true;
   }
   if (!async_ || streamed(content)) {

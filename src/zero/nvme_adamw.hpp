@@ -46,7 +46,9 @@ class NvmeAdamW {
 
   // Checkpoints: elements [state, state + n) of owned space of m (moment 0) or v (moment 1),
   // straight from or to the file (through the pipeline's buffers).
-  void read(int moment, std::size_t state, std::span<float> out) { file_->read(moment, state, out); }
+  void read(int moment, std::size_t state, std::span<float> out) {
+    file_->read(moment, state, out);
+  }
   void write(int moment, std::size_t state, std::span<const float> in) {
     file_->write(moment, state, in);
   }

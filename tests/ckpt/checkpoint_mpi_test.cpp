@@ -220,7 +220,9 @@ TEST_P(LayoutTest, StreamedPiecesAndRangesMoveInPartsAndStoreWhatMemoryPiecesDo)
   for (Piece& piece : streamed.pieces) {
     if (!streams || piece.data.empty()) continue;
     const std::span<const float> data = piece.data;
-    piece.stream = {data.size(), kPart, [&, data](uint64_t at, std::span<float> out) {
+    piece.stream = {data.size(),
+                    kPart,
+                    [&, data](uint64_t at, std::span<float> out) {
                       ASSERT_LE(at + out.size(), data.size());
                       largest = std::max<uint64_t>(largest, out.size());
                       ++calls;
@@ -254,8 +256,10 @@ TEST_P(LayoutTest, StreamedPiecesAndRangesMoveInPartsAndStoreWhatMemoryPiecesDo)
       if (piece.tensor != t || piece.data.empty()) continue;
       ReadRange range{piece.offset, {}};
       if (streams) {
-        range.stream = {piece.data.size(), 4, {}, [&, offset = piece.offset](
-                                                      uint64_t at, std::span<const float> in) {
+        range.stream = {piece.data.size(),
+                        4,
+                        {},
+                        [&, offset = piece.offset](uint64_t at, std::span<const float> in) {
                           ASSERT_LE(in.size(), 4u);
                           std::copy(in.begin(), in.end(), got.begin() + offset + at);
                         }};

@@ -137,6 +137,49 @@ TEST(NvmeState, RandomAccessMatchesTheBlocks) {
   });
 }
 
+// Blocks of several pages (5000 elements: five pages a slice, the last one part padding): a
+// random access moves only the pages its elements lie on, reading a part-written page first.
+TEST(NvmeState, RandomAccessWithinPagesKeepsTheRestOfTheirPages) {
+  TempDir dir;
+  NvmeState state(dir.path(), "state", 12000, 2, 5000);
+  overwrite(state, 0);
+  struct Write {
+    int array;
+    std::size_t begin, count;
+  };
+  const Write writes[] = {
+      {1, 1021, 7},     // across the page boundary at element 1024
+      {0, 2048, 1024},  // exactly one page: written without a read
+      {1, 4990, 10},    // the end of block 0's slice, the padded last page
+      {0, 4999, 3},     // across blocks 0 and 1
+      {1, 11999, 1},    // the last element, in the short last block
+  };
+  std::vector<std::vector<float>> expected(2, std::vector<float>(state.elements()));
+  for (int k = 0; k < 2; ++k) {
+    for (std::size_t e = 0; e < state.elements(); ++e) expected[k][e] = value(k, e, 0);
+  }
+  for (const Write& w : writes) {
+    std::vector<float> in(w.count);
+    for (std::size_t i = 0; i < w.count; ++i) in[i] = -1.0f - static_cast<float>(w.begin + i);
+    state.write(w.array, w.begin, in);
+    std::copy(in.begin(), in.end(), expected[w.array].begin() + static_cast<long>(w.begin));
+    std::vector<float> out(w.count + 2);
+    const std::size_t from = w.begin - 1;
+    state.read(w.array, from,
+               std::span<float>(out).first(std::min(out.size(), state.elements() - from)));
+    for (std::size_t i = 0; i < out.size() && from + i < state.elements(); ++i) {
+      ASSERT_EQ(out[i], expected[w.array][from + i]) << "array " << w.array << " at " << from + i;
+    }
+  }
+  state.for_each_block([&](std::size_t begin, std::size_t count, std::span<float* const> data) {
+    for (int k = 0; k < 2; ++k) {
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(data[k][i], expected[k][begin + i]) << "array " << k << " at " << begin + i;
+      }
+    }
+  });
+}
+
 // A file of one array in blocks of whole pages (offload_param's shard): its bytes follow each
 // other, so pages read and written directly land where the array's elements are.
 TEST(NvmeState, PageAccessOfAContiguousFileMatchesTheArray) {

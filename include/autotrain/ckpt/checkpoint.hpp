@@ -43,7 +43,7 @@ struct TensorSpec {
 // neither ever holds the whole range. `at` counts from the range's first element.
 struct Stream {
   uint64_t length = 0;
-  uint64_t part = uint64_t{1} << 22;  // 16 MiB of fp32
+  uint64_t part = uint64_t{1} << 22;                                  // 16 MiB of fp32
   std::function<void(uint64_t at, std::span<float> out)> read;        // a save's source
   std::function<void(uint64_t at, std::span<const float> in)> write;  // a load's sink
 };
