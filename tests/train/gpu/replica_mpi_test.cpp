@@ -491,6 +491,13 @@ TEST_F(GpuReplicaTest, CheckpointingOnAndOffTrainTheSameBits) {
 // What a checkpoint carries: the CPU's runs loaded into the GPU replica come back unchanged,
 // and its parameters after init are the CPU's (the same seed gives the same model).
 // With offload (stages 1-3; at 3 also the parameters) the host state is what a checkpoint reads.
+// A run's values of `kind`, wherever the engine keeps them.
+std::vector<float> values_of(const zero::StateRun& run, int kind) {
+  std::vector<float> values(run.size());
+  run.read(kind, 0, values);
+  return values;
+}
+
 TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
   for (const int setting : {0, 1, 2, 3, 4, 5, 6, 7}) {
     const int stage = setting <= 3 ? setting : setting == 7 ? 3 : setting - 3;
@@ -513,24 +520,28 @@ TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
     for (std::size_t r = 0; r < cpu_runs.size(); ++r) {
       ASSERT_EQ(cpu_runs[r].begin, gpu_runs[r].begin);
       ASSERT_EQ(cpu_runs[r].end, gpu_runs[r].end);
-      for (std::size_t i = 0; i < cpu_runs[r].end - cpu_runs[r].begin; ++i)
-        ASSERT_EQ(cpu_runs[r].params[i], gpu_runs[r].params[i]) << "setting " << setting;
+      ASSERT_EQ(values_of(cpu_runs[r], zero::kParams), values_of(gpu_runs[r], zero::kParams))
+          << "setting " << setting;
     }
-    // Load distinct values through held_runs, as a resume does, and read them back.
+    // Load distinct values through held_runs, as a resume does (in memory, or streamed into
+    // the NVMe file), and read them back.
     for (const auto& run : gpu->state().held_runs()) {
-      for (std::size_t i = 0; i < run.end - run.begin; ++i) {
-        run.params[i] = 0.001f * static_cast<float>((run.begin + i) % 101);
-        run.exp_avg[i] = 0.5f;
-        run.exp_avg_sq[i] = 0.25f;
+      std::vector<float> params(run.size());
+      for (std::size_t i = 0; i < run.size(); ++i) {
+        params[i] = 0.001f * static_cast<float>((run.begin + i) % 101);
       }
+      run.write(zero::kParams, 0, params);
+      run.write(zero::kExpAvg, 0, std::vector<float>(run.size(), 0.5f));
+      run.write(zero::kExpAvgSq, 0, std::vector<float>(run.size(), 0.25f));
     }
     gpu->state().after_load();
     for (const auto& run : gpu->state().shard_runs()) {
-      for (std::size_t i = 0; i < run.end - run.begin; ++i) {
-        ASSERT_EQ(run.params[i], 0.001f * static_cast<float>((run.begin + i) % 101));
-        ASSERT_EQ(run.exp_avg[i], 0.5f);
-        ASSERT_EQ(run.exp_avg_sq[i], 0.25f);
+      const std::vector<float> params = values_of(run, zero::kParams);
+      for (std::size_t i = 0; i < run.size(); ++i) {
+        ASSERT_EQ(params[i], 0.001f * static_cast<float>((run.begin + i) % 101));
       }
+      ASSERT_EQ(values_of(run, zero::kExpAvg), std::vector<float>(run.size(), 0.5f));
+      ASSERT_EQ(values_of(run, zero::kExpAvgSq), std::vector<float>(run.size(), 0.25f));
     }
     // Export reads fp32 master weights, whole units, from any stage.
     const auto& unit = layout.units()[1];
