@@ -12,6 +12,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/mpi.hpp"
 #include "h5_io.hpp"
+#include "parts.hpp"
 #include "run_state_io.hpp"
 
 namespace autotrain::ckpt {
@@ -196,40 +197,26 @@ struct CheckpointReader::Impl {
     return datasets.emplace(key, std::move(handle)).first->second.get();
   }
 
-  // One transfer of a range: its elements [at, at + count) (a streamed range moves in parts).
-  struct Part {
-    const ReadRange* range = nullptr;
-    uint64_t at = 0;
-    uint64_t count = 0;
-  };
+  using RangePart = Part<ReadRange>;
 
-  static std::vector<Part> parts_of(std::span<const ReadRange> ranges) {
-    std::vector<Part> parts;
-    for (const auto& range : ranges) {
-      if (!range.streamed()) {
-        parts.push_back({&range, 0, range.size()});
-        continue;
-      }
-      AT_CHECK(range.stream.part > 0, "checkpoint read streamed in parts of 0 elements");
-      for (uint64_t at = 0; at < range.size(); at += range.stream.part) {
-        parts.push_back({&range, at, std::min(range.stream.part, range.size() - at)});
-      }
-    }
+  static std::vector<RangePart> parts_of(std::span<const ReadRange> ranges) {
+    std::vector<RangePart> parts;
+    for (const auto& range : ranges) append_parts(range, parts);
     return parts;
   }
 
   // Where a part is read to: the range's own memory, or `buffer` for a streamed one.
-  static float* destination(const Part& part, std::vector<float>& buffer) {
-    if (!part.range->streamed()) return part.range->out.data() + part.at;
+  static float* destination(const RangePart& part, std::vector<float>& buffer) {
+    if (!part.whole->streamed()) return part.whole->out.data() + part.at;
     buffer.resize(std::max<std::size_t>(buffer.size(), part.count));
     return buffer.data();
   }
 
   // A part that arrived: its checksum terms added to `sum`, a streamed one handed on.
-  static void deliver(const Part& part, const float* data, uint64_t& sum) {
+  static void deliver(const RangePart& part, const float* data, uint64_t& sum) {
     const std::span<const float> values(data, part.count);
-    sum += checksum_piece(part.range->offset + part.at, values);
-    if (part.range->streamed()) part.range->stream.write(part.at, values);
+    sum += checksum_piece(part.whole->offset + part.at, values);
+    if (part.whole->streamed()) part.whole->stream.write(part.at, values);
   }
 
   // Reads `ranges` of `target`, adding their checksum terms to `sum`: collectively in the
@@ -245,14 +232,14 @@ struct CheckpointReader::Impl {
     const std::string object = cat(where, ": dataset ", target.name);
     hid_t handle = dataset(target.name);
     H5Space file_space(AT_H5_CHECK(H5Dget_space(handle), object));
-    const std::vector<Part> parts = parts_of(ranges);
+    const std::vector<RangePart> parts = parts_of(ranges);
     std::vector<float> buffer;  // a streamed part
     if (info.layout == Layout::per_rank) {
-      for (const Part& part : parts) {
+      for (const RangePart& part : parts) {
         if (part.count == 0) continue;
         hsize_t dims[1] = {part.count};
         H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
-        h5::select_range(file_space.get(), part.range->offset + part.at, dims[0], object);
+        h5::select_range(file_space.get(), part.whole->offset + part.at, dims[0], object);
         float* out = destination(part, buffer);
         AT_H5_CHECK(H5Dread(handle, H5T_NATIVE_FLOAT, memory_space.get(), file_space.get(),
                             transfer.get(), out),
@@ -266,9 +253,9 @@ struct CheckpointReader::Impl {
     allreduce_or_abort(&rounds, 1, MPI_UINT64_T, MPI_MAX, comm, cat("reading ", object));
     const CollectiveDeadline deadline(cat("reading ", object, " (a collective H5Dread)"));
     for (uint64_t round = 0; round < rounds; ++round) {
-      const Part* part = round < parts.size() ? &parts[round] : nullptr;
+      const RangePart* part = round < parts.size() ? &parts[round] : nullptr;
       const uint64_t count = part ? part->count : 0;
-      h5::select_range(file_space.get(), part ? part->range->offset + part->at : 0, count, object);
+      h5::select_range(file_space.get(), part ? part->whole->offset + part->at : 0, count, object);
       hsize_t dims[1] = {std::max<uint64_t>(count, 1)};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, dims, nullptr), object));
       h5::select_range(memory_space.get(), 0, count, object);

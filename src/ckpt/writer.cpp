@@ -20,6 +20,7 @@
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
 #include "h5_io.hpp"
+#include "parts.hpp"
 #include "run_state_io.hpp"
 
 namespace autotrain::ckpt {
@@ -53,30 +54,13 @@ struct PieceRecord {
   uint64_t rank = 0;
 };
 
-// One transfer of a rank's piece: its elements [at, at + count).
-struct Part {
-  const Piece* piece = nullptr;
-  uint64_t at = 0;
-  uint64_t count = 0;
-};
-
-// A piece as transfers: in memory, one; streamed, one per `stream.part` elements.
-std::vector<Part> parts_of(const Piece& piece) {
-  if (!piece.streamed()) return {{&piece, 0, piece.size()}};
-  AT_CHECK(piece.stream.part > 0, "checkpoint piece of tensor index ", piece.tensor,
-           " is streamed in parts of 0 elements");
-  std::vector<Part> parts;
-  for (uint64_t at = 0; at < piece.size(); at += piece.stream.part) {
-    parts.push_back({&piece, at, std::min(piece.stream.part, piece.size() - at)});
-  }
-  return parts;
-}
+using PiecePart = Part<Piece>;
 
 // The part's elements: the piece's own memory, or read from its stream into `buffer`; their
 // checksum terms are added to `sums`.
-std::span<const float> part_data(const Part& part, std::vector<float>& buffer,
+std::span<const float> part_data(const PiecePart& part, std::vector<float>& buffer,
                                  std::vector<uint64_t>& sums) {
-  const Piece& piece = *part.piece;
+  const Piece& piece = *part.whole;
   std::span<const float> data;
   if (piece.streamed()) {
     buffer.resize(std::max<std::size_t>(buffer.size(), part.count));
@@ -134,8 +118,7 @@ std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Com
   const int size = comm_size(comm);
   std::vector<uint64_t> mine;
   for (const auto& piece : content.pieces) {
-    mine.insert(mine.end(), {piece.tensor, piece.offset, piece.size(),
-                             piece.size() == 0 ? 0 : parts_of(piece).size()});
+    mine.insert(mine.end(), {piece.tensor, piece.offset, piece.size(), part_count(piece)});
   }
   int my_count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<size_t>(size));
@@ -203,7 +186,7 @@ std::vector<uint64_t> tensor_checksums(std::vector<uint64_t> sums, MPI_Comm comm
 }
 
 // This rank's parts in (tensor, offset) order: the order they are laid out in a rank file.
-std::vector<Part> sorted_local_parts(const CheckpointContent& content) {
+std::vector<PiecePart> sorted_local_parts(const CheckpointContent& content) {
   std::vector<const Piece*> pieces;
   for (const auto& piece : content.pieces) {
     if (piece.size() > 0) pieces.push_back(&piece);
@@ -211,10 +194,8 @@ std::vector<Part> sorted_local_parts(const CheckpointContent& content) {
   std::sort(pieces.begin(), pieces.end(), [](const Piece* a, const Piece* b) {
     return std::tie(a->tensor, a->offset) < std::tie(b->tensor, b->offset);
   });
-  std::vector<Part> parts;
-  for (const Piece* piece : pieces) {
-    for (const Part& part : parts_of(*piece)) parts.push_back(part);
-  }
+  std::vector<PiecePart> parts;
+  for (const Piece* piece : pieces) append_parts(*piece, parts);
   return parts;
 }
 
@@ -376,7 +357,7 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
       rounds[t] = *std::max_element(per_rank[t].begin(), per_rank[t].end());
     }
   }
-  const std::vector<Part> local = sorted_local_parts(content);
+  const std::vector<PiecePart> local = sorted_local_parts(content);
   size_t next = 0;
   std::vector<float> buffer;  // a streamed part
   std::vector<uint64_t> sums(content.tensors.size(), 0);
@@ -390,10 +371,10 @@ void write_shared(const fs::path& tmp, const CheckpointContent& content,
         create_dataset(file.get(), spec.name, spec.length, dcpl.get(), lcpl.get(), where));
     H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
     for (uint64_t round = 0; round < rounds[t]; ++round) {
-      const Part* part =
-          next < local.size() && local[next].piece->tensor == t ? &local[next++] : nullptr;
+      const PiecePart* part =
+          next < local.size() && local[next].whole->tensor == t ? &local[next++] : nullptr;
       const uint64_t count = part ? part->count : 0;
-      h5::select_range(file_space.get(), part ? part->piece->offset + part->at : 0, count, object);
+      h5::select_range(file_space.get(), part ? part->whole->offset + part->at : 0, count, object);
       hsize_t memory_dims[1] = {std::max<uint64_t>(count, 1)};
       H5Space memory_space(AT_H5_CHECK(H5Screate_simple(1, memory_dims, nullptr), object));
       h5::select_range(memory_space.get(), 0, count, object);
@@ -439,10 +420,10 @@ std::vector<uint64_t> write_rank_file(const fs::path& file_path, const Checkpoin
       AT_H5_CHECK(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), where));
   H5Plist lcpl = h5::link_create_plist(where);
   H5Plist dcpl = tensor_dcpl(where);
-  const std::vector<Part> local = sorted_local_parts(content);
+  const std::vector<PiecePart> local = sorted_local_parts(content);
   std::vector<uint64_t> lengths;  // per tensor: its pieces back to back, one dataset
   for (size_t k = 0; k < local.size(); ++k) {
-    if (k == 0 || local[k].piece->tensor != local[k - 1].piece->tensor) lengths.push_back(0);
+    if (k == 0 || local[k].whole->tensor != local[k - 1].whole->tensor) lengths.push_back(0);
     lengths.back() += local[k].count;
   }
   reserve_space(file_path, file_bytes_bound(lengths, options));
@@ -451,9 +432,9 @@ std::vector<uint64_t> write_rank_file(const fs::path& file_path, const Checkpoin
   for (size_t begin = 0; begin < local.size();) {
     size_t end = begin;
     uint64_t total = 0;
-    while (end < local.size() && local[end].piece->tensor == local[begin].piece->tensor)
+    while (end < local.size() && local[end].whole->tensor == local[begin].whole->tensor)
       total += local[end++].count;
-    const TensorSpec& spec = content.tensors[local[begin].piece->tensor];
+    const TensorSpec& spec = content.tensors[local[begin].whole->tensor];
     const std::string object = cat(where, ": dataset ", spec.name);
     H5Dataset dataset = create_dataset(file.get(), spec.name, total, dcpl.get(), lcpl.get(), where);
     H5Space file_space(AT_H5_CHECK(H5Dget_space(dataset.get()), object));
