@@ -60,17 +60,28 @@ std::size_t span(std::size_t rows, std::size_t cols, std::size_t ld) {
 // has it), except that the instruction reads fp32 subnormals (below 2^-126) as zero, as
 // PyTorch's conversion on these CPUs does. Memory-bound: about 1.6× the scalar loop's speed,
 // which matters for the LM head's [B·T, V] operands.
-__attribute__((target("avx512f,avx512bf16"))) void round_to_bf16_avx512(const float* x,
-                                                                        std::size_t n,
-                                                                        std::uint16_t* o) {
-  const auto blocks = static_cast<std::ptrdiff_t>(n / 32);
-#pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+// `blocks` blocks of 32 elements. Its own function: OpenMP's outlined loop body does not inherit
+// a target attribute (clang refuses AVX-512 intrinsics there on a CPU without AVX-512).
+__attribute__((target("avx512f,avx512bf16"))) void round_blocks_avx512(const float* x,
+                                                                       std::size_t blocks,
+                                                                       std::uint16_t* o) {
+  for (std::size_t b = 0; b < blocks; ++b) {
     const __m512 low = _mm512_loadu_ps(x + 32 * b);
     const __m512 high = _mm512_loadu_ps(x + 32 * b + 16);
     _mm512_storeu_si512(o + 32 * b, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
   }
-  for (std::size_t i = 32 * static_cast<std::size_t>(blocks); i < n; ++i) {
+}
+
+void round_to_bf16_avx512(const float* x, std::size_t n, std::uint16_t* o) {
+  constexpr std::size_t kBlocksPerChunk = 256;  // 8192 elements a thread's turn
+  const std::size_t blocks = n / 32;
+  const auto chunks = static_cast<std::ptrdiff_t>((blocks + kBlocksPerChunk - 1) / kBlocksPerChunk);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t c = 0; c < chunks; ++c) {
+    const std::size_t first = static_cast<std::size_t>(c) * kBlocksPerChunk;
+    round_blocks_avx512(x + 32 * first, std::min(kBlocksPerChunk, blocks - first), o + 32 * first);
+  }
+  for (std::size_t i = 32 * blocks; i < n; ++i) {
     o[i] = float_to_bf16(x[i]);
   }
 }
