@@ -31,14 +31,28 @@ function(autotrain_warnings target)
   endif()
 endfunction()
 
-# The layer libraries compile as unity builds (batches of 8 of a layer's files in one translation
-# unit): each file's compile was mostly the same headers parsed and the same templates
-# instantiated and optimised again, so a batch takes about a third of its files' time alone
-# (docs/benchmarks.md, "Tests and their cost"). Files of a layer share their anonymous namespaces
-# in a batch, so two files may not define the same name there. Files with options of their own
-# compile alone (CMake leaves them out of the batches). -DAUTOTRAIN_UNITY_BUILD=OFF compiles
+# The layer libraries and the test binaries compile as unity builds (batches of 8 of a target's
+# files in one translation unit): each file's compile was mostly the same headers parsed and the
+# same templates instantiated and optimised again, so a batch takes about a third of its files'
+# time alone (docs/benchmarks.md, "Tests and their cost"). Files of a layer share their anonymous
+# namespaces in a batch, so two files may not define the same name there (a test file's code sits
+# in a namespace named after the file: cmake/AutotrainTesting.cmake). Files with options of their
+# own compile alone (CMake leaves them out of the batches). -DAUTOTRAIN_UNITY_BUILD=OFF compiles
 # file by file, which also checks that each file includes what it uses.
-option(AUTOTRAIN_UNITY_BUILD "Compile the layer libraries as unity builds" ON)
+option(AUTOTRAIN_UNITY_BUILD "Compile the layer libraries and the tests as unity builds" ON)
+
+# autotrain_unity(TARGET): TARGET compiles as a unity build where AUTOTRAIN_UNITY_BUILD is on.
+function(autotrain_unity target)
+  if(NOT AUTOTRAIN_UNITY_BUILD)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  # A type of a file's anonymous namespace inside a template is no error once that file is
+  # included by the batch's file instead of compiled itself.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+  endif()
+endfunction()
 
 function(autotrain_layer name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
@@ -83,14 +97,7 @@ function(autotrain_layer name)
     target_compile_definitions(${target} PRIVATE
       AUTOTRAIN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" AUTOTRAIN_VERSION="${PROJECT_VERSION}")
     autotrain_warnings(${target})
-    if(AUTOTRAIN_UNITY_BUILD)
-      set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
-      # A type of a file's anonymous namespace inside a template is no error once that file is
-      # included by the batch's file instead of compiled itself.
-      if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-        target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
-      endif()
-    endif()
+    autotrain_unity(${target})
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR}/include)

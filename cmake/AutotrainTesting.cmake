@@ -3,6 +3,9 @@
 #   tests/<layer>/*_mpi_test.cpp  -> one binary mpitest_<layer> (MPI-aware main), run by ctest
 #                                    under mpirun with -np 1, 2, 3 and 4
 # and the same for tests/<layer>/gpu/ (the GPU path's tests; they skip in a build without CUDA).
+# Both compile as unity builds (autotrain_unity): a test file's code sits in a namespace named
+# after the file (autotrain::<layer>::<file stem>, gpu_<stem> under gpu/), around its anonymous
+# one, so that two files of a batch never define the same name.
 find_package(GTest REQUIRED)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 include(GoogleTest)
@@ -14,6 +17,15 @@ if(AUTOTRAIN_UID STREQUAL "0")
 endif()
 string(REPLACE ";" " " AUTOTRAIN_MPIRUN_STRING "${AUTOTRAIN_MPIRUN}")
 set(AUTOTRAIN_MPI_TEST_SIZES 1 2 3 4 CACHE STRING "World sizes every MPI test runs with")
+
+# autotrain_test_flags(TARGET): a test binary's own code compiles at -O1 in the optimised builds
+# (the code under test is the layers', compiled as the release has it): half the compile time of
+# -O3 for test files, which are mostly assertions and set-up (docs/benchmarks.md, "Tests and their
+# cost").
+function(autotrain_test_flags target)
+  target_compile_options(${target} PRIVATE
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CONFIG:Release,RelWithDebInfo>>:-O1>)
+endfunction()
 
 function(autotrain_layer_tests layer)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
@@ -29,6 +41,8 @@ function(autotrain_layer_tests layer)
     target_link_libraries(test_${layer} PRIVATE autotrain_${layer} autotrain_testing GTest::gtest
                           GTest::gtest_main ${ARG_DEPS})
     autotrain_warnings(test_${layer})
+    autotrain_test_flags(test_${layer})
+    autotrain_unity(test_${layer})
     gtest_discover_tests(test_${layer} DISCOVERY_TIMEOUT 60
       PROPERTIES ENVIRONMENT "AUTOTRAIN_SOURCE_DIR=${PROJECT_SOURCE_DIR}" LABELS unit)
   endif()
@@ -37,6 +51,8 @@ function(autotrain_layer_tests layer)
     target_link_libraries(mpitest_${layer} PRIVATE autotrain_${layer} autotrain_testing
                           autotrain_mpi_gtest_main GTest::gtest ${ARG_DEPS})
     autotrain_warnings(mpitest_${layer})
+    autotrain_test_flags(mpitest_${layer})
+    autotrain_unity(mpitest_${layer})
     foreach(np IN LISTS AUTOTRAIN_MPI_TEST_SIZES)
       add_test(NAME mpi.${layer}.np${np}
                COMMAND ${AUTOTRAIN_MPIRUN} -np ${np} $<TARGET_FILE:mpitest_${layer}>)

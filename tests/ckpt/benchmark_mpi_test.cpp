@@ -14,7 +14,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/timer.hpp"
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::benchmark_mpi_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -114,4 +114,4 @@ TEST(CheckpointBenchmark, DISABLED_SaveAndLoadThroughput) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::benchmark_mpi_test

@@ -9,7 +9,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::checkpoint_dir_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -38,4 +38,4 @@ TEST(CheckpointDirFiles, AFailedWriteOfLatestNamesTheFileAndTheReason) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::checkpoint_dir_test

@@ -16,7 +16,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::checkpoint_mpi_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -549,4 +549,4 @@ TEST(CheckpointLayout, H5dumpShowsDocumentedGroupsAndAttributes) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::checkpoint_mpi_test

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::checksum_test {
 namespace {
 
 const std::vector<float> kValues = {1.0f, 2.0f, -0.5f, 3.25f, 0.0f};
@@ -30,4 +30,4 @@ TEST(Checksum, SwappedValuesChangeIt) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::checksum_test

@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::ckpt_cli_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -125,4 +125,4 @@ TEST_F(CkptCliTest, UnknownActionSuggestsTheClosestOne) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::ckpt_cli_test

@@ -9,7 +9,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::file_digest_mpi_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -86,4 +86,4 @@ TEST(FileDigest, AMissingFileFailsEveryRankNamingIt) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::file_digest_mpi_test

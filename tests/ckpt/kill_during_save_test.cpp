@@ -19,7 +19,7 @@
 
 extern char** environ;
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::kill_during_save_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -105,4 +105,4 @@ TEST(KillDuringSave, PreviousCheckpointSurvivesSigkill) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::kill_during_save_test

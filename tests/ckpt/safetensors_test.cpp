@@ -7,7 +7,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::ckpt {
+namespace autotrain::ckpt::safetensors_test {
 namespace {
 
 std::vector<SafetensorsEntry> three_tensors() {
@@ -137,4 +137,4 @@ TEST(Safetensors, ReaderRefusesAHugeDeclaredHeaderBeforeReadingIt) {
 }
 
 }  // namespace
-}  // namespace autotrain::ckpt
+}  // namespace autotrain::ckpt::safetensors_test

@@ -8,7 +8,7 @@
 #include "../config/expect_error.hpp"
 #include "autotrain/core/strings.hpp"
 
-namespace autotrain::cli {
+namespace autotrain::cli::launch_plan_test {
 namespace {
 
 using testing::contains;
@@ -221,4 +221,4 @@ TEST(ShellJoin, QuotesOnlyWordsThatNeedIt) {
 }
 
 }  // namespace
-}  // namespace autotrain::cli
+}  // namespace autotrain::cli::launch_plan_test

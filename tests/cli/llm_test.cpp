@@ -6,7 +6,7 @@
 
 #include "../config/expect_error.hpp"
 
-namespace autotrain::cli {
+namespace autotrain::cli::llm_test {
 namespace {
 
 using testing::contains;
@@ -57,4 +57,4 @@ TEST(Llm, RefusesWhatItCannotRunNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace autotrain::cli
+}  // namespace autotrain::cli::llm_test

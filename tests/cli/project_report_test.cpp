@@ -18,7 +18,7 @@
 #include "../config/expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::cli {
+namespace autotrain::cli::project_report_test {
 namespace {
 
 using testing::contains;
@@ -526,4 +526,4 @@ TEST(LossSvg, RejectsMetricsWithoutAnyLoss) {
 }
 
 }  // namespace
-}  // namespace autotrain::cli
+}  // namespace autotrain::cli::project_report_test

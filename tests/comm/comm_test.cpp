@@ -20,7 +20,7 @@
 #include "autotrain/core/watchdog.hpp"
 #include "test_support.hpp"
 
-namespace autotrain {
+namespace autotrain::comm_test {
 namespace {
 
 using autotrain::testing::error_of;
@@ -213,4 +213,4 @@ INSTANTIATE_TEST_SUITE_P(CpuBackends, WatchdogIgnoresCompletedCollectives,
                          ::testing::Values("mpi", "gloo"));
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::comm_test

@@ -21,7 +21,7 @@
 #include "autotrain/core/dtype.hpp"
 #include "autotrain/core/error.hpp"
 
-namespace autotrain {
+namespace autotrain::communicator_mpi_test {
 namespace {
 
 constexpr DType kAllDtypes[] = {DType::fp32, DType::bf16, DType::fp16, DType::int32, DType::int64};
@@ -415,4 +415,4 @@ INSTANTIATE_TEST_SUITE_P(CpuBackends, CommunicatorTest,
                          ::testing::Values(CommBackend::mpi, CommBackend::gloo), backend_test_name);
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::communicator_mpi_test

@@ -16,7 +16,7 @@
 #include "autotrain/comm/nccl.hpp"
 #include "autotrain/core/error.hpp"
 
-namespace autotrain {
+namespace autotrain::nccl_mpi_test {
 namespace {
 
 TEST(NcclBootstrap, EveryRankReceivesRankZerosUniqueIdBytes) {
@@ -150,5 +150,5 @@ TEST_F(NcclInitFailure, LeavesNothingInFlightForTheNextCommunicator) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::nccl_mpi_test
 #endif  // AUTOTRAIN_HAVE_NCCL

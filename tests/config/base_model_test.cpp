@@ -10,7 +10,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::base_model_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -190,4 +190,4 @@ TEST(BaseModel, RefusesOtherArchitecturesNamingThem) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::base_model_test

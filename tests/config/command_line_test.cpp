@@ -8,7 +8,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::command_line_test {
 namespace {
 
 using autotrain::testing::contains;
@@ -113,4 +113,4 @@ TEST(ConfigurationDocs, CommittedDocsContainTheGeneratedParameterTable) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::command_line_test

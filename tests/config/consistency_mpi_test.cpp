@@ -7,7 +7,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/model/folder.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::consistency_mpi_test {
 namespace {
 
 int rank_of_world() {
@@ -72,4 +72,4 @@ TEST(SameParamsAcrossRanks, HashDependsOnEveryValue) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::consistency_mpi_test

@@ -7,7 +7,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::deepspeed_config_test {
 namespace {
 
 using autotrain::testing::contains;
@@ -210,4 +210,4 @@ distributd_type: NO
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::deepspeed_config_test

@@ -5,7 +5,7 @@
 #include "autotrain/model/folder.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::example_config_test {
 namespace {
 
 TEST(ExampleConfig, ShippedExampleLoadsAndResolves) {
@@ -19,4 +19,4 @@ TEST(ExampleConfig, ShippedExampleLoadsAndResolves) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::example_config_test

@@ -11,7 +11,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::global_batch_test {
 namespace {
 
 using testing::contains;
@@ -82,4 +82,4 @@ TEST(GlobalBatchSize, AWeakerSourceYieldsWithANote) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::global_batch_test

@@ -12,7 +12,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::recompute_test {
 namespace {
 
 using testing::contains;
@@ -107,4 +107,4 @@ TEST(Recompute, RefusesAnUnknownModeNamingTheChoices) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::recompute_test

@@ -8,7 +8,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::sources_test {
 namespace {
 
 using autotrain::testing::contains;
@@ -393,9 +393,9 @@ TEST(DryRunTable, ListsEveryParameterWithValueAndSource) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::sources_test
 
-namespace autotrain::config {
+namespace autotrain::config::sources_test {
 namespace {
 
 // transformers' lr_scheduler_kwargs: a mapping in YAML, an object in JSON, text on the command
@@ -423,4 +423,4 @@ TEST(SchedulerKwargs, MappingObjectAndTextAreTheSameKeywords) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::sources_test

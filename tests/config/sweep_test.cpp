@@ -8,7 +8,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::sweep_test {
 namespace {
 
 using autotrain::testing::contains;
@@ -93,4 +93,4 @@ TEST_F(Sweep, ErrorsNameTheKeyAndWhatIsExpected) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::sweep_test

@@ -8,7 +8,7 @@
 #include "expect_error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::config {
+namespace autotrain::config::training_params_test {
 namespace {
 
 using autotrain::testing::contains;
@@ -315,4 +315,4 @@ TEST(ValidateForWorld, TopologyMustMatchTheConfig) {
 }
 
 }  // namespace
-}  // namespace autotrain::config
+}  // namespace autotrain::config::training_params_test

@@ -7,7 +7,7 @@
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/strings.hpp"
 
-namespace autotrain {
+namespace autotrain::core_test {
 namespace {
 
 TEST(Strings, SuggestsClosestNameTreatingDashesAsUnderscores) {
@@ -75,4 +75,4 @@ TEST(Log, ParsesLevelsAndRejectsUnknownOnes) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::core_test

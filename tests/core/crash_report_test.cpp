@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-namespace autotrain {
+namespace autotrain::crash_report_test {
 namespace {
 
 using Function = void (*)();
@@ -67,4 +67,4 @@ TEST(CrashReport, HandsTheSignalToTheHandlerInstalledBefore) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::crash_report_test

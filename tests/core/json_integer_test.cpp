@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-namespace autotrain {
+namespace autotrain::json_integer_test {
 namespace {
 
 std::string error_of(const nlohmann::json& value, int lo = 1) {
@@ -40,4 +40,4 @@ TEST(JsonInteger, RefusesWhatNlohmannWouldTruncateOrConvert) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::json_integer_test

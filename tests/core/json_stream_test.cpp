@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace autotrain {
+namespace autotrain::json_stream_test {
 namespace {
 
 using nlohmann::json;
@@ -89,4 +89,4 @@ TEST(JsonStream, PassesOnWhatACallbackThrows) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::json_stream_test

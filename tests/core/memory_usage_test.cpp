@@ -6,7 +6,7 @@
 #include <new>
 #include <stdexcept>
 
-namespace autotrain {
+namespace autotrain::memory_usage_test {
 namespace {
 
 TEST(MemoryUsage, PeakResidentMemoryIsReadFromTheProcess) {
@@ -33,4 +33,4 @@ TEST(MemoryUsage, OtherErrorsKeepTheirMessage) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::memory_usage_test

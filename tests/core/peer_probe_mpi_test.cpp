@@ -14,7 +14,7 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/peer_probe.hpp"
 
-namespace autotrain {
+namespace autotrain::peer_probe_mpi_test {
 namespace {
 
 // Whether process `pid` is stopped (state T in /proc/<pid>/stat).
@@ -75,4 +75,4 @@ TEST(PeerProbe, NoReportWithoutAProbe) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::peer_probe_mpi_test

@@ -14,7 +14,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::chat_data_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -323,4 +323,4 @@ TEST(ChatData, CompletionsOnlyWarnsAboutConversationsWithoutAnAssistantTurn) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::chat_data_test

@@ -11,7 +11,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::chat_prompt_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -94,4 +94,4 @@ TEST(ChatPrompt, AFolderWithoutAChatTemplateIsAnErrorNamingIt) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::chat_prompt_test

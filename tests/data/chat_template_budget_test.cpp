@@ -11,7 +11,7 @@
 #include "autotrain/data/chat_template.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::chat_template_budget_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -135,4 +135,4 @@ TEST(ChatTemplateBudget, TheBudgetGrowsWithTheConversation) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::chat_template_budget_test

@@ -13,7 +13,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::chat_template_test {
 namespace {
 
 using nlohmann::ordered_json;
@@ -436,4 +436,4 @@ TEST(ChatTemplate, EveryPrefixOfATemplateParsesOrFailsCleanly) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::chat_template_test

@@ -12,7 +12,7 @@
 #include "autotrain/data/shard.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::data_mpi_test {
 namespace {
 
 TEST(DataMpi, EveryRankSeesTheShardsRankZeroPrepared) {
@@ -71,4 +71,4 @@ TEST(DataMpi, RankSlicesOfAStepTogetherAreTheSingleRankGlobalBatch) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::data_mpi_test

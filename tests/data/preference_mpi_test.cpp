@@ -11,7 +11,7 @@
 #include "autotrain/data/sampler.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::preference_mpi_test {
 namespace {
 
 PreferenceOptions options_in(const std::filesystem::path& dir) {
@@ -73,4 +73,4 @@ TEST(PreferenceMpi, AFailureOnRankZeroIsRaisedOnEveryRank) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::preference_mpi_test

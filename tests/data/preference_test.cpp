@@ -15,7 +15,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::preference_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -495,4 +495,4 @@ TEST(PreferenceCheck, DryRunFindsTheColumnsWithoutTokenizing) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::preference_test

@@ -11,7 +11,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::prepare_long_line_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -114,4 +114,4 @@ TEST(LongLine, EightMegabyteLineNeedsLittleMoreMemoryThanItself) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::prepare_long_line_test

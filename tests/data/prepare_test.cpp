@@ -9,7 +9,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::prepare_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -240,4 +240,4 @@ TEST(Prepare, MissingRequiredValidSplitIsAnError) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::prepare_test

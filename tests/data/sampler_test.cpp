@@ -10,7 +10,7 @@
 #include "autotrain/data/shard.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::sampler_test {
 namespace {
 
 SamplerOptions options(uint64_t batch, uint64_t accumulation, uint64_t world, uint64_t rank) {
@@ -142,4 +142,4 @@ TEST(Sampler, LoadsInputsAndTargetsShiftedByOneAcrossShards) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::sampler_test

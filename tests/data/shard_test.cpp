@@ -10,7 +10,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::shard_test {
 namespace {
 
 std::string error_of(const std::filesystem::path& path) {
@@ -156,4 +156,4 @@ TEST(Shard, DatasetWithoutShardsSaysHowToCreateThem) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::shard_test

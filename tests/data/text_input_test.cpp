@@ -6,7 +6,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::text_input_test {
 namespace {
 
 using testing::error_of;
@@ -142,4 +142,4 @@ TEST(SplitLookup, TwoFormatsForOneSplitAreAmbiguous) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::text_input_test

@@ -11,7 +11,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::tokenizer_json_test {
 namespace {
 
 using nlohmann::json;
@@ -303,4 +303,4 @@ TEST_F(TokenizerJson, AFolderWithoutTokenizerJsonSaysWhatIsMissing) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::tokenizer_json_test

@@ -15,7 +15,7 @@
 #include "autotrain/data/tokenizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::tokenizer_limits_test {
 namespace {
 
 using nlohmann::json;
@@ -152,4 +152,4 @@ TEST_F(TokenizerLimits, AddedTokensMatchLeftmostThenLongestThenFirstListed) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::tokenizer_limits_test

@@ -10,7 +10,7 @@
 #include "autotrain/data/unicode.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::data {
+namespace autotrain::data::tokenizer_test {
 namespace {
 
 using testing::fixture;
@@ -146,4 +146,4 @@ TEST(Unicode, ClassifiesLettersNumbersAndSpacesBeyondAscii) {
 }
 
 }  // namespace
-}  // namespace autotrain::data
+}  // namespace autotrain::data::tokenizer_test

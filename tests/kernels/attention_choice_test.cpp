@@ -13,7 +13,7 @@
 
 #include "autotrain/core/error.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::attention_choice_test {
 namespace {
 
 TEST(AttentionChoice, ParsesEveryKindAndRejectsOthersNamingTheValue) {
@@ -179,4 +179,4 @@ TEST(AttentionChoice, LayoutsReadQkvOutAndStatisticsInPlace) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::attention_choice_test

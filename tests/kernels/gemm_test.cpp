@@ -13,7 +13,7 @@
 #include "autotrain/kernels/matmul.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::gemm_test {
 namespace {
 
 struct Shape {
@@ -247,4 +247,4 @@ TEST(Gemm, TheIsaCapOfOneDnnTurnsNativeBf16Off) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::gemm_test

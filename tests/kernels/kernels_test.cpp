@@ -22,7 +22,7 @@
 #include "finite_differences.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::kernels_test {
 namespace {
 
 using testing::random_vec;
@@ -373,4 +373,4 @@ TEST(Threads, RejectsZeroThreads) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::kernels_test

@@ -19,7 +19,7 @@
 #include "finite_differences.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::llama_kernels_test {
 namespace {
 
 using testing::random_vec;
@@ -612,4 +612,4 @@ TEST(Linear, BackwardWithoutBiasOrInputGradientAccumulatesTheWeightGradient) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::llama_kernels_test

@@ -17,7 +17,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::quantize_test {
 namespace {
 
 std::vector<float> normal_values(std::size_t n, std::uint32_t seed, float scale) {
@@ -166,4 +166,4 @@ TEST(Quantize, RecordsAndValuesMatchPyTorchBitForBit) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::quantize_test

@@ -8,7 +8,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/launch/affinity.hpp"
 
-namespace autotrain {
+namespace autotrain::device_test {
 namespace {
 
 DeviceRequest request(int local_rank, int local_world_size, int visible_gpus, bool want_gpu) {
@@ -72,4 +72,4 @@ TEST(CpuList, ThisProcessMayRunSomewhere) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::device_test

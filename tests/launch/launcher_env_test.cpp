@@ -5,7 +5,7 @@
 
 #include "autotrain/core/error.hpp"
 
-namespace autotrain {
+namespace autotrain::launcher_env_test {
 namespace {
 
 using Vars = std::map<std::string, std::string>;
@@ -244,4 +244,4 @@ TEST(SlurmTasksPerNode, RejectsMalformedTextNamingTheVariable) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::launcher_env_test

@@ -10,7 +10,7 @@
 
 #include "test_support.hpp"
 
-namespace autotrain {
+namespace autotrain::munge_test {
 namespace {
 
 // A Unix socket listening at `path`; closing it leaves the file behind, as a stopped munged does.
@@ -39,4 +39,4 @@ TEST(MungeSocket, AnswersWhileSomethingListensIsRefusedWhenTheFileIsLeftAndAbsen
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::munge_test

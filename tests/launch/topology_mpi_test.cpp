@@ -15,7 +15,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/launch/discover.hpp"
 
-namespace autotrain {
+namespace autotrain::topology_mpi_test {
 namespace {
 
 // Every rank's `text`, in rank order.
@@ -172,4 +172,4 @@ TEST(TopologyMpi, AMismatchOnTheLastRankFailsEveryRankNamingIt) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::topology_mpi_test

@@ -15,7 +15,7 @@
 #include "autotrain/model/param_layout.hpp"
 #include "model_test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::gpt2_test {
 namespace {
 
 constexpr int B = 2, T = 8;
@@ -333,4 +333,4 @@ TEST(Gpt2, RejectsBackwardWithoutForwardAndContextLongerThanBlockSize) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::gpt2_test

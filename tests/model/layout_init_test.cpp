@@ -12,7 +12,7 @@
 #include "autotrain/model/init.hpp"
 #include "autotrain/model/param_layout.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::layout_init_test {
 namespace {
 
 ModelConfig tiny() {
@@ -195,4 +195,4 @@ TEST(FlopsPerToken, IsSixNPlusAttentionTerm) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::layout_init_test

@@ -20,7 +20,7 @@
 #include "model_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::llama_test {
 namespace {
 
 constexpr int B = 2, T = 8, V = 37;
@@ -332,4 +332,4 @@ TEST(LlamaFamily, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::llama_test

@@ -22,7 +22,7 @@
 #include "model_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::lora_dropout_test {
 namespace {
 
 TEST(DropoutMask, KeepsOneMinusPOfTheElementsAndDependsOnlyOnTheGlobalRow) {
@@ -276,4 +276,4 @@ INSTANTIATE_TEST_SUITE_P(Families, LoraDropoutModel,
                          family_name);
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::lora_dropout_test

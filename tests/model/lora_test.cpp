@@ -17,7 +17,7 @@
 #include "autotrain/model/lora_access.hpp"
 #include "model_test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::lora_test {
 namespace {
 
 constexpr int B = 2, T = 6, V = 29;
@@ -293,4 +293,4 @@ INSTANTIATE_TEST_SUITE_P(Families, LoraModel,
                          family_name);
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::lora_test

@@ -14,7 +14,7 @@
 #include "autotrain/model/param_layout.hpp"
 #include "model_test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::loss_mask_test {
 namespace {
 
 constexpr int B = 2, T = 8, V = 37;
@@ -154,4 +154,4 @@ INSTANTIATE_TEST_SUITE_P(Families, LossMask,
                          family_name);
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::loss_mask_test

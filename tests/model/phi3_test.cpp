@@ -13,7 +13,7 @@
 #include "autotrain/model/param_layout.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::phi3_test {
 namespace {
 
 // Phi-4-mini-instruct's shape (its config.json, with made-up longrope factors).
@@ -108,4 +108,4 @@ TEST(Phi3Family, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::phi3_test

@@ -13,7 +13,7 @@
 #include "autotrain/model/param_layout.hpp"
 #include "model_test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::recompute_test {
 namespace {
 
 constexpr int B = 2, T = 8, V = 37;
@@ -102,4 +102,4 @@ TEST(RecomputeNames, ParseTheirNamesAndRefuseOthersNamingTheValue) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::recompute_test

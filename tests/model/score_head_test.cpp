@@ -19,7 +19,7 @@
 #include "model_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::score_head_test {
 namespace {
 
 using autotrain::testing::error_of;
@@ -273,4 +273,4 @@ TEST(ScoreHeadConfig, CheckpointsRecordTheScoreHead) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::score_head_test

@@ -18,7 +18,7 @@
 #include "autotrain/optim/optimizer.hpp"
 #include "test_support.hpp"
 
-namespace autotrain {
+namespace autotrain::adamw_8bit_test {
 namespace {
 
 std::vector<float> random_floats(std::size_t n, float scale, unsigned seed) {
@@ -312,4 +312,4 @@ TEST(Optimizer, AcceptsBitsandbytesNamesAndSaysWhichArePaged) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::adamw_8bit_test

@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-namespace autotrain {
+namespace autotrain::adamw_kernel_test {
 namespace {
 
 // Sizes around the vector widths (8, 16) and past the kernel's parallel threshold (2^15), odd
@@ -275,4 +275,4 @@ TEST(AdamWKernel, SixteenBitCopiesFollowTheWeightsOverRealSteps) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::adamw_kernel_test

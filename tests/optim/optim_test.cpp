@@ -7,7 +7,7 @@
 #include "autotrain/optim/optimizer.hpp"
 #include "autotrain/optim/schedule.hpp"
 
-namespace autotrain {
+namespace autotrain::optim_test {
 namespace {
 
 // torch.optim.AdamW written out in double for one element.
@@ -223,4 +223,4 @@ TEST(Clip, ScalesOnlyNormsAboveTheLimit) {
 }
 
 }  // namespace
-}  // namespace autotrain
+}  // namespace autotrain::optim_test

@@ -11,7 +11,7 @@
 
 #include "autotrain/core/error.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::batch_size_finder_test {
 namespace {
 
 // 100 bytes of state and 10 bytes per sequence.
@@ -68,4 +68,4 @@ TEST(BatchSizeFinder, RefusesWhenEvenOneSequenceDoesNotFitNamingTheNeedAndTheBud
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::batch_size_finder_test

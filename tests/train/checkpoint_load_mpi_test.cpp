@@ -15,7 +15,7 @@
 #include "autotrain/zero/engine.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::checkpoint_load_mpi_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -137,4 +137,4 @@ TEST(CheckpointLoadErrors, AFlippedBitInRankOnesPartFailsTheLoadNamingTheDataset
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::checkpoint_load_mpi_test

@@ -17,7 +17,7 @@
 #include "autotrain/zero/engine.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::export_mpi_test {
 namespace {
 
 class ExportTest : public ::testing::TestWithParam<int> {};
@@ -105,4 +105,4 @@ TEST(Generate, MissingConfigNamesTheFile) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::export_mpi_test

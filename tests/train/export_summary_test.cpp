@@ -4,7 +4,7 @@
 #include "autotrain/train/export.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::export_summary_test {
 namespace {
 
 bool has(const std::string& text, const std::string& part) {
@@ -34,4 +34,4 @@ TEST(ExportSummary, AShardedModelNamesTheShardsAndTheIndex) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::export_summary_test

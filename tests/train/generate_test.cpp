@@ -31,7 +31,7 @@
 #include "test_support.hpp"
 #endif
 
-namespace autotrain::train {
+namespace autotrain::train::generate_test {
 namespace {
 
 using autotrain::testing::error_of;
@@ -256,4 +256,4 @@ TEST_F(GpuGenerate, SixteenBitRunsGiveValidTokensAndRepeat) {
 #endif  // AUTOTRAIN_HAVE_CUDA
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::generate_test

@@ -9,7 +9,7 @@
 
 #include "autotrain/core/error.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::loss_scaler_test {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -96,4 +96,4 @@ TEST(LossScaler, RejectsAScaleBelowOneOrAnEmptyInterval) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::loss_scaler_test

@@ -15,7 +15,7 @@
 #include "autotrain/model/gpu/causal_lm.hpp"
 #endif
 
-namespace autotrain::train {
+namespace autotrain::train::memory_plan_test {
 namespace {
 
 RunSetup tiny_setup(const std::string& recompute, bool disable_gradient_checkpointing = false) {
@@ -72,4 +72,4 @@ TEST(MemoryPlan, CountsTheDeviceModelsActivationsOnAGpu) {
 #endif
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::memory_plan_test

@@ -11,7 +11,7 @@
 
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::metrics_test {
 namespace {
 
 std::vector<std::string> lines_of(const std::filesystem::path& path) {
@@ -96,4 +96,4 @@ TEST(MetricsLog, BracketsARunWithStartAndStopRecordsThatCarryNoLoss) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::metrics_test

@@ -7,7 +7,7 @@
 #include "autotrain/train/generate.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::model_config_test {
 namespace {
 
 using autotrain::testing::error_of;
@@ -58,4 +58,4 @@ TEST(ModelConfigJson, RefusesTruncatedOrMistypedValuesNamingTheKey) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::model_config_test

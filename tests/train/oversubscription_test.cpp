@@ -6,7 +6,7 @@
 
 #include "autotrain/train/run_setup.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::oversubscription_test {
 namespace {
 
 TEST(Oversubscription, WarnsWhenRanksTimesThreadsExceedTheCoresAndThreadsSpin) {
@@ -29,4 +29,4 @@ TEST(Oversubscription, StaysQuietWithinTheCoresOrWithPassiveThreads) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::oversubscription_test

@@ -11,7 +11,7 @@
 
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::tensorboard_test {
 namespace {
 
 TEST(TensorBoard, Crc32cIsCastagnolis) {
@@ -52,4 +52,4 @@ TEST(TensorBoard, WritesFramedRecordsInANewFilePerRun) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::tensorboard_test

@@ -8,7 +8,7 @@
 #include "autotrain/train/pretrained.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::weights_hash_mpi_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -53,4 +53,4 @@ TEST(WeightsHash, IsTheSameOnOneRankAsOnAll) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::weights_hash_mpi_test

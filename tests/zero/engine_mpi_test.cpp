@@ -31,7 +31,7 @@
 #include "autotrain/zero/engine.hpp"
 #include "autotrain/zero/partition.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::engine_mpi_test {
 namespace {
 
 constexpr int kB = 2;  // sequences per rank and micro-step
@@ -538,4 +538,4 @@ TEST(ZeroEngine, RejectsAStageOutsideZeroToThreeAndALayoutForAnotherWorldSize) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::engine_mpi_test

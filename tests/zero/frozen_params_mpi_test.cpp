@@ -27,7 +27,7 @@
 #include "autotrain/optim/schedule.hpp"
 #include "autotrain/zero/engine.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::frozen_params_mpi_test {
 namespace {
 
 constexpr int kB = 2, kT = 8, kV = 64, kSteps = 3;
@@ -237,4 +237,4 @@ TEST_F(FrozenParams, QloraAtStage3FollowsStage0AndTrains) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::frozen_params_mpi_test

@@ -8,7 +8,7 @@
 
 #include "autotrain/model/family.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::gather_schedule_test {
 namespace {
 
 // Records the units the schedule asks to gather; the gathers complete at once.
@@ -169,4 +169,4 @@ TEST(GatherSchedule, TheEmbeddingsAndAnUntiedHeadShareOneSlot) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::gather_schedule_test

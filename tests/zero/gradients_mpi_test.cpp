@@ -17,7 +17,7 @@
 #include "autotrain/comm/communicator.hpp"
 #include "autotrain/model/param_layout.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::gradients_mpi_test {
 namespace {
 
 // What rank r writes at micro-step k into flat element i.
@@ -104,4 +104,4 @@ TEST(GradientReducers, ReportEachUnitOnceWhenItsReducedGradientIsFinal) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::gradients_mpi_test

@@ -13,7 +13,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::nvme_folder_mpi_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -74,4 +74,4 @@ TEST(CheckNodeLocal, NamesAFolderMissingOnOneRank) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::nvme_folder_mpi_test

@@ -27,7 +27,7 @@
 #include "autotrain/core/error.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::nvme_state_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -411,4 +411,4 @@ TEST(NvmeState, NamesTheFolderWhenTheDiskFillsUp) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::nvme_state_test

@@ -5,7 +5,7 @@
 
 #include "autotrain/core/error.hpp"
 
-namespace autotrain::zero {
+namespace autotrain::zero::partition_test {
 namespace {
 
 model::ModelConfig tiny() {
@@ -75,4 +75,4 @@ TEST(PlanBuckets, RejectsAZeroBucketSize) {
 }
 
 }  // namespace
-}  // namespace autotrain::zero
+}  // namespace autotrain::zero::partition_test

@@ -33,7 +33,7 @@ TEST(CudnnAttention, SkippedBecauseTheBuildHasNoCuda) {
 #include "kernel_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::gpu_cudnn_attention_test {
 namespace {
 
 using namespace gpu_test;
@@ -166,5 +166,5 @@ TYPED_TEST(CudnnAttentionTest, MatchesFlashAndReferenceWithGemmasOptions) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::gpu_cudnn_attention_test
 #endif  // AUTOTRAIN_HAVE_CUDA

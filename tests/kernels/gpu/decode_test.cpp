@@ -34,7 +34,7 @@ TEST(GpuDecodeKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "kernel_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::gpu_decode_test {
 namespace {
 
 using testing::random_vec;
@@ -167,6 +167,6 @@ TYPED_TEST(GpuDecodeKernelsTest, EmbedStoreAndRopeUseTheDevicePosition) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::gpu_decode_test
 
 #endif  // AUTOTRAIN_HAVE_CUDA

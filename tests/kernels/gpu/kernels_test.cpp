@@ -59,7 +59,7 @@ TEST(GpuKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "kernel_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::gpu_kernels_test {
 namespace {
 
 constexpr int kB = 2;
@@ -834,6 +834,6 @@ TEST(GpuStagedCopy, RoundTripsAnySizeThroughTwoSmallChunksInBothDirections) {
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::gpu_kernels_test
 
 #endif  // AUTOTRAIN_HAVE_CUDA

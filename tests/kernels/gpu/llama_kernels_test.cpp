@@ -46,7 +46,7 @@ TEST(GpuLlamaKernels, SkippedBecauseTheBuildHasNoCuda) {
 #include "kernel_test_support.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::kernels {
+namespace autotrain::kernels::gpu_llama_kernels_test {
 namespace {
 
 using testing::random_vec;
@@ -511,6 +511,6 @@ TYPED_TEST(GpuLlamaKernelsTest, LinearMatchesCpuWithBiasAndAccumulatedGradients)
 }
 
 }  // namespace
-}  // namespace autotrain::kernels
+}  // namespace autotrain::kernels::gpu_llama_kernels_test
 
 #endif  // AUTOTRAIN_HAVE_CUDA

@@ -44,7 +44,7 @@ TEST(GpuGpt2, SkippedBecauseTheBuildHasNoCuda) {
 #include "gpu/element_types.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::gpu_gpt2_test {
 namespace {
 
 using autotrain::testing::error_of;
@@ -487,6 +487,6 @@ void GpuGpt2Test<F>::expect_decoder_matches_the_cpu(gpu::DecodeLaunch launch) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::gpu_gpt2_test
 
 #endif  // AUTOTRAIN_HAVE_CUDA

@@ -48,7 +48,7 @@ TEST(GpuLlama, SkippedBecauseTheBuildHasNoCuda) {
 #include "gpu/element_types.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::gpu_llama_test {
 namespace {
 
 using autotrain::testing::DeviceState;
@@ -578,6 +578,6 @@ void GpuLlamaTest<F>::expect_decoder_matches_the_cpu(Model<F>& m, bool tied) {
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::gpu_llama_test
 
 #endif  // AUTOTRAIN_HAVE_CUDA

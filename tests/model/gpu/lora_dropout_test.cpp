@@ -40,7 +40,7 @@ TEST(GpuLoraDropout, SkippedBecauseTheBuildHasNoCuda) {
 #include "device_model_test_support.hpp"
 #include "gpu/element_types.hpp"
 
-namespace autotrain::model {
+namespace autotrain::model::gpu_lora_dropout_test {
 namespace {
 
 using autotrain::testing::DeviceState;
@@ -223,5 +223,5 @@ TYPED_TEST(GpuLoraDropoutTest, IsTheSameBitsWithAndWithoutActivationCheckpointin
 }
 
 }  // namespace
-}  // namespace autotrain::model
+}  // namespace autotrain::model::gpu_lora_dropout_test
 #endif  // AUTOTRAIN_HAVE_CUDA

@@ -55,7 +55,7 @@ TEST(GpuReplica, SkippedBecauseTheBuildHasNoCudaAndNccl) {
 #include "autotrain/train/run_setup.hpp"
 #include "test_support.hpp"
 
-namespace autotrain::train {
+namespace autotrain::train::gpu_replica_mpi_test {
 namespace {
 
 constexpr int kB = 2;
@@ -556,5 +556,5 @@ TEST_F(GpuReplicaTest, CheckpointRunsCarryTheStateBetweenDevices) {
 }
 
 }  // namespace
-}  // namespace autotrain::train
+}  // namespace autotrain::train::gpu_replica_mpi_test
 #endif

@@ -33,7 +33,7 @@ TEST(GpuDeviceEngine, SkippedBecauseTheBuildHasNoCudaAndNccl) {
 #include "autotrain/model/param_source.hpp"
 #include "autotrain/zero/gpu/engine.hpp"
 
-namespace autotrain::zero::gpu {
+namespace autotrain::zero::gpu::gpu_device_engine_mpi_test {
 namespace {
 
 constexpr int kMicroSteps = 8;
@@ -171,6 +171,6 @@ TYPED_TEST(GpuDeviceEngineTest, SixteenBitGradientsAreReducedAndAccumulatedInFp3
 }
 
 }  // namespace
-}  // namespace autotrain::zero::gpu
+}  // namespace autotrain::zero::gpu::gpu_device_engine_mpi_test
 
 #endif  // AUTOTRAIN_HAVE_CUDA && AUTOTRAIN_HAVE_NCCL
