@@ -1,14 +1,11 @@
-// Writing a checkpoint: validation of the pieces (collective), the `shared` layout (one file,
-// parallel HDF5, collective transfers) and the `per-rank` layout (one sec2 file per rank plus a
-// master file of virtual datasets), both committed by fsync + rename.
-#include <fcntl.h>
-#include <unistd.h>
-
+// Writing a checkpoint: the `shared` layout (one file, parallel HDF5, collective transfers) and
+// the `per-rank` layout (one sec2 file per rank plus a master file of virtual datasets), both
+// committed by fsync + rename, after the ranks agreed on what to write (write_plan.hpp) and
+// reserved its room on disk (disk_space.hpp).
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
 #include <optional>
 
 #include "autotrain/ckpt/checkpoint.hpp"
@@ -19,9 +16,11 @@
 #include "autotrain/core/mpi.hpp"
 #include "autotrain/core/paths.hpp"
 #include "autotrain/core/strings.hpp"
+#include "disk_space.hpp"
 #include "h5_io.hpp"
 #include "parts.hpp"
 #include "run_state_io.hpp"
+#include "write_plan.hpp"
 
 namespace autotrain::ckpt {
 namespace fs = std::filesystem;
@@ -44,16 +43,6 @@ fs::path rank_folder(const fs::path& path) {
 
 namespace {
 
-// One owned range as every rank sees it after the all-gather; `parts`: the transfers it takes
-// (a streamed piece moves in parts).
-struct PieceRecord {
-  uint64_t tensor = 0;
-  uint64_t offset = 0;
-  uint64_t count = 0;
-  uint64_t parts = 0;
-  uint64_t rank = 0;
-};
-
 using PiecePart = Part<Piece>;
 
 // The part's elements: the piece's own memory, or read from its stream into `buffer`; their
@@ -72,109 +61,6 @@ std::span<const float> part_data(const PiecePart& part, std::vector<float>& buff
   }
   sums[piece.tensor] += checksum_piece(piece.offset + part.at, data);
   return data;
-}
-
-void check_specs(const std::vector<TensorSpec>& tensors) {
-  std::vector<std::string> names;
-  for (const auto& spec : tensors) {
-    AT_CHECK(!spec.name.empty() && spec.name.front() != '/' && spec.name.back() != '/' &&
-                 spec.name.find("//") == std::string::npos,
-             "checkpoint tensor name '", spec.name,
-             "' is not a relative path like model/<parameter name>");
-    AT_CHECK(!spec.name.starts_with("run_state"), "checkpoint tensor name '", spec.name,
-             "' is reserved: run_state/ holds the run state");
-    AT_CHECK(spec.length > 0, "checkpoint tensor '", spec.name, "' has length 0");
-    uint64_t product =
-        std::accumulate(spec.shape.begin(), spec.shape.end(), uint64_t{1}, std::multiplies<>());
-    AT_CHECK(product == spec.length, "checkpoint tensor '", spec.name, "': shape product ", product,
-             " differs from its length ", spec.length);
-    names.push_back(spec.name);
-  }
-  std::sort(names.begin(), names.end());
-  auto duplicate = std::adjacent_find(names.begin(), names.end());
-  AT_CHECK(duplicate == names.end(), "checkpoint tensor '", *duplicate, "' is listed twice");
-  for (size_t i = 0; i + 1 < names.size(); ++i) {
-    AT_CHECK(!names[i + 1].starts_with(names[i] + "/"), "checkpoint tensor '", names[i],
-             "' cannot also be a group holding '", names[i + 1], "'");
-  }
-}
-
-// FNV-1a over the tensor list: ranks disagreeing on it would write different files.
-uint64_t spec_fingerprint(const std::vector<TensorSpec>& tensors) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  auto mix = [&hash](const void* data, size_t size) {
-    const auto* bytes = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
-  };
-  for (const auto& spec : tensors) {
-    mix(spec.name.data(), spec.name.size() + 1);
-    mix(&spec.length, sizeof spec.length);
-    for (uint64_t dim : spec.shape) mix(&dim, sizeof dim);
-  }
-  return hash;
-}
-
-std::vector<PieceRecord> gather_pieces(const CheckpointContent& content, MPI_Comm comm) {
-  const int size = comm_size(comm);
-  std::vector<uint64_t> mine;
-  for (const auto& piece : content.pieces) {
-    mine.insert(mine.end(), {piece.tensor, piece.offset, piece.size(), part_count(piece)});
-  }
-  int my_count = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(size));
-  AT_MPI_CHECK(MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
-  std::vector<int> displacements(static_cast<size_t>(size), 0);
-  std::partial_sum(counts.begin(), counts.end() - 1, displacements.begin() + 1);
-  std::vector<uint64_t> all(static_cast<size_t>(displacements.back() + counts.back()));
-  AT_MPI_CHECK(MPI_Allgatherv(mine.data(), my_count, MPI_UINT64_T, all.data(), counts.data(),
-                              displacements.data(), MPI_UINT64_T, comm));
-  std::vector<PieceRecord> records;
-  for (int r = 0; r < size; ++r) {
-    for (int i = displacements[static_cast<size_t>(r)];
-         i < displacements[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)]; i += 4) {
-      const auto at = static_cast<size_t>(i);
-      records.push_back({all[at], all[at + 1], all[at + 2], all[at + 3], static_cast<uint64_t>(r)});
-    }
-  }
-  return records;
-}
-
-// Every element of every tensor must be owned by exactly one rank. Every rank holds the same
-// records, so every rank reaches the same verdict (a CollectiveError, said once).
-void check_ownership(const std::vector<TensorSpec>& tensors, std::vector<PieceRecord> records) {
-  for (const auto& record : records) {
-    if (record.tensor >= tensors.size()) {
-      throw CollectiveError(cat("checkpoint piece of rank ", record.rank, " names tensor index ",
-                                record.tensor, " but only ", tensors.size(), " tensors exist"));
-    }
-  }
-  std::sort(records.begin(), records.end(), [](const PieceRecord& a, const PieceRecord& b) {
-    return std::tie(a.tensor, a.offset) < std::tie(b.tensor, b.offset);
-  });
-  size_t next = 0;
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    uint64_t covered = 0;
-    for (; next < records.size() && records[next].tensor == t; ++next) {
-      const PieceRecord& record = records[next];
-      if (record.count == 0) continue;
-      if (record.offset < covered) {
-        throw CollectiveError(
-            cat("checkpoint tensor '", tensors[t].name, "': elements [", record.offset, ", ",
-                std::min(covered, record.offset + record.count),
-                ") are owned by more than one rank (rank ", record.rank, " among them)"));
-      }
-      if (record.offset > covered) {
-        throw CollectiveError(cat("checkpoint tensor '", tensors[t].name, "': elements [", covered,
-                                  ", ", record.offset, ") are owned by no rank"));
-      }
-      covered = record.offset + record.count;
-    }
-    if (covered != tensors[t].length) {
-      throw CollectiveError(cat(
-          "checkpoint tensor '", tensors[t].name, "': elements [", covered, ", ", tensors[t].length,
-          ") ", covered > tensors[t].length ? "lie past its length" : "are owned by no rank"));
-    }
-  }
 }
 
 // Per-tensor checksums of the whole logical tensors: the sum of every rank's terms, added up as
@@ -235,57 +121,6 @@ H5Plist file_access(const WriteOptions& options, MPI_Comm comm, bool parallel,
   }
   AT_H5_CHECK(H5Pset_alignment(fapl.get(), options.alignment_threshold, options.alignment), where);
   return fapl;
-}
-
-// An upper bound of the bytes a file takes whose datasets hold `lengths` float32 elements: the
-// data, the alignment gap before each dataset large enough to be aligned, and room for HDF5's
-// metadata (the superblock, the run state, object headers: ~1 KiB per dataset).
-uint64_t file_bytes_bound(const std::vector<uint64_t>& lengths, const WriteOptions& options) {
-  uint64_t bytes = uint64_t{1} << 20;
-  for (const uint64_t length : lengths) {
-    const uint64_t data = length * sizeof(float);
-    bytes +=
-        data + (uint64_t{4} << 10) + (data >= options.alignment_threshold ? options.alignment : 0);
-  }
-  return bytes;
-}
-
-std::string free_space_note(const fs::path& folder) {
-  std::error_code error;
-  const fs::space_info space = fs::space(folder, error);
-  if (error) return {};
-  return cat(", and ", human_bytes(static_cast<double>(space.available)),
-             " are free on the file system of ", folder.string());
-}
-
-// Reserves `bytes` of disk for the new `file` before anything is written into it, so that a
-// full file system fails the save here, with that reason, and not in the middle of a collective
-// write (where one rank's error would leave the others waiting). File systems without
-// fallocate (EOPNOTSUPP) are only checked against their free space.
-void reserve_space(const fs::path& file, uint64_t bytes) {
-  const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-  AT_CHECK(fd >= 0, "cannot open ", file.string(), " to reserve its space: ", std::strerror(errno));
-  const int code = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes));
-  const int saved = code == 0 ? 0 : errno;
-  ::close(fd);
-  if (saved == 0) return;
-  if (saved == ENOSPC || saved == EDQUOT) {
-    throw Error(cat("no space left on device: ", file.string(), " needs up to ",
-                    human_bytes(static_cast<double>(bytes)), free_space_note(folder),
-                    saved == EDQUOT ? " (the disk quota is exhausted)" : "",
-                    "; free space or lower save_total_limit. The checkpoints already saved are "
-                    "kept"));
-  }
-  // No fallocate here: compare with the free space, which is what a write would run into.
-  std::error_code error;
-  const fs::space_info space = fs::space(folder, error);
-  if (!error && space.available < bytes) {
-    throw Error(cat("no space left on device: ", file.string(), " needs up to ",
-                    human_bytes(static_cast<double>(bytes)), free_space_note(folder),
-                    "; free space or lower save_total_limit. The checkpoints already saved are "
-                    "kept"));
-  }
 }
 
 // Runs `step` on every rank and turns a failure on any rank into the same CollectiveError on
