@@ -18,10 +18,11 @@ source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folde
 reference_test hf_gemma 256
 
 # 1. Both versions, against PyTorch (a byte vocabulary, so that generate can sample them).
-"${torch_llama[@]}" make gemma2 --arch gemma2 --vocab 256 --seed 21
-"${torch_llama[@]}" make gemma3 --arch gemma3_text --vocab 256 --shape 3,4,1,32,64 --rope-scaling linear \
-  --dtype BF16 --shards 2 --seed 22
-for folder in gemma2 gemma3; do check_folder "$folder"; done
+"${torch_batch[@]}" << EOF
+torch_llama.py make gemma2 --arch gemma2 --vocab 256 --seed 21
+torch_llama.py make gemma3 --arch gemma3_text --vocab 256 --shape 3,4,1,32,64 --rope-scaling linear --dtype BF16 --shards 2 --seed 22
+EOF
+check_folder gemma2 gemma3
 grep -qa 'pre_feedforward_layernorm' gemma2/model.safetensors || fail "the made folder lacks Gemma's norms"
 
 common=(--block-size 32 --tokenizer byte --batch-size 2 --gradient-accumulation 1 --threads 1

@@ -17,14 +17,16 @@ source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folde
 reference_test hf_llama 500
 
 # 1. Every architecture, against PyTorch.
-"${torch_llama[@]}" make llama
-"${torch_llama[@]}" make llama32 --tied --rope-scaling llama3 --seed 2
-"${torch_llama[@]}" make mistral --arch mistral --sliding-window 6 --seed 3  # windows under T = 16
-"${torch_llama[@]}" make qwen2 --arch qwen2 --dtype BF16 --shards 3 --seed 4
-"${torch_llama[@]}" make qwen3 --arch qwen3 --dtype F16 --seed 5
-"${torch_llama[@]}" make unused --arch qwen3 --hub "$work/hf/hub" test-org/tiny-qwen3 --shards 2
+"${torch_batch[@]}" << EOF
+torch_llama.py make llama
+torch_llama.py make llama32 --tied --rope-scaling llama3 --seed 2
+torch_llama.py make mistral --arch mistral --sliding-window 6 --seed 3  # windows under T = 16
+torch_llama.py make qwen2 --arch qwen2 --dtype BF16 --shards 3 --seed 4
+torch_llama.py make qwen3 --arch qwen3 --dtype F16 --seed 5
+torch_llama.py make unused --arch qwen3 --hub $work/hf/hub test-org/tiny-qwen3 --shards 2
+EOF
 hub_folder=$work/hf/hub/models--test-org--tiny-qwen3/snapshots/0123456789abcdef0123456789abcdef01234567
-for folder in llama llama32 mistral qwen2 qwen3 "$hub_folder"; do check_folder "$folder"; done
+check_folder llama llama32 mistral qwen2 qwen3 "$hub_folder"
 
 common=(--tokenizer byte --block-size 32 --batch-size 2 --gradient-accumulation 1 --threads 1
   --logging-steps 1 --eval-strategy no --comm-backend mpi)

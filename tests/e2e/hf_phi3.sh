@@ -20,10 +20,12 @@ source "$AUTOTRAIN_SOURCE_DIR/tests/e2e/lib.bash"  # reference_test, check_folde
 reference_test hf_phi3 256
 
 # 1. Every variant, against PyTorch (a byte vocabulary, so that generate can sample them).
-"${torch_llama[@]}" make phi3 --arch phi3 --vocab 256 --sliding-window 8 --seed 11  # windows under T = 16
-"${torch_llama[@]}" make phi4 --arch phi3 --vocab 256 --shape 2,4,2,64,64 --partial-rotary 0.75 --tied --seed 12
-"${torch_llama[@]}" make longrope --arch phi3 --vocab 256 --partial-rotary 0.5 --rope-scaling longrope --dtype BF16 --shards 2 --seed 13
-for folder in phi3 phi4 longrope; do check_folder "$folder"; done
+"${torch_batch[@]}" << EOF
+torch_llama.py make phi3 --arch phi3 --vocab 256 --sliding-window 8 --seed 11  # windows under T = 16
+torch_llama.py make phi4 --arch phi3 --vocab 256 --shape 2,4,2,64,64 --partial-rotary 0.75 --tied --seed 12
+torch_llama.py make longrope --arch phi3 --vocab 256 --partial-rotary 0.5 --rope-scaling longrope --dtype BF16 --shards 2 --seed 13
+EOF
+check_folder phi3 phi4 longrope
 grep -qa 'self_attn.qkv_proj.weight' phi3/model.safetensors || fail "the made folder does not have Phi-3's fused names"
 
 common=(--block-size 32 --tokenizer byte --batch-size 2 --gradient-accumulation 1 --threads 1

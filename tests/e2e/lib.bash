@@ -96,15 +96,17 @@ preempt_at_third_step() {
 
 # The PyTorch-checked model tests (hf_llama.sh, hf_phi3.sh) start with
 #   reference_test NAME VOCAB
-# which sets mpirun, probe_bin (tests/hf_probe), python, torch_llama (the reference's command)
-# and fail (prefixing NAME), moves into a work folder removed at exit, and writes tokens.txt (17
-# random ids below VOCAB).
+# which sets mpirun, probe_bin (tests/hf_probe), python, torch_llama (the reference's command),
+# torch_batch (several reference commands, one per line of stdin, in one interpreter:
+# tests/e2e/torch_batch.py) and fail (prefixing NAME), moves into a work folder removed at exit,
+# and writes tokens.txt (17 random ids below VOCAB).
 reference_test() {
   : "${AUTOTRAIN_BIN:?set by ctest}" "${AUTOTRAIN_SOURCE_DIR:?set by ctest}"
   read -r -a mpirun <<< "${AUTOTRAIN_MPIRUN:-mpirun --oversubscribe --allow-run-as-root}"
   probe_bin="$(dirname "$AUTOTRAIN_BIN")/tests/hf_probe"
   python=${PYTHON:-/usr/bin/python3}
   torch_llama=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_llama.py")
+  torch_batch=("$python" "$AUTOTRAIN_SOURCE_DIR/tests/e2e/torch_batch.py")
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   cd "$work" || exit 1
@@ -112,13 +114,22 @@ reference_test() {
   "$python" -c "import random; random.seed(3); print(' '.join(str(random.randrange($2)) for _ in range(17)))" > tokens.txt
 }
 
-# FOLDER: our logits, loss, gradients and greedy tokens (hf_probe) against the reference's.
+# FOLDER...: our logits, loss, gradients and greedy tokens (hf_probe) against the reference's,
+# the reference's checks in one batch.
 check_folder() {
-  rm -rf probe && mkdir probe
-  "$probe_bin" "$1" tokens.txt probe || fail "hf_probe $1"
-  "${torch_llama[@]}" check "$1" probe tokens.txt > check.out ||
-    { cat check.out; fail "$1 differs from the PyTorch reference"; }
-  echo "$1: $(grep -E '^(logits|gradients)' check.out | tr '\n' ' ')"
+  local folder i=0 checks=""
+  for folder in "$@"; do
+    i=$((i + 1))
+    rm -rf "probe-$i" && mkdir "probe-$i"
+    "$probe_bin" "$folder" tokens.txt "probe-$i" || fail "hf_probe $folder"
+    checks+="torch_llama.py check $(printf '%q' "$folder") probe-$i tokens.txt > check-$i.out"$'\n'
+  done
+  "${torch_batch[@]}" <<< "$checks" || fail "a folder differs from the PyTorch reference (above)"
+  i=0
+  for folder in "$@"; do
+    i=$((i + 1))
+    echo "$folder: $(grep -E '^(logits|gradients)' "check-$i.out" | tr '\n' ' ')"
+  done
 }
 
 # FROM TO PYTHON-STATEMENT-ON-c: a copy of folder FROM whose config.json the statement edits.

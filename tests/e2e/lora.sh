@@ -36,25 +36,35 @@ cd "$work"
 export AUTOTRAIN_PROGRESS=lines
 fail() { echo "lora: $*"; exit 1; }
 
-"$python" "$e2e/torch_llama.py" make qwen3 --arch qwen3 --tied --shape 2,4,2,32,64 --vocab 151669 \
-  --seed 7 > /dev/null
+# Several reference commands in one interpreter (tests/e2e/torch_batch.py: PyTorch loads once).
+batch=("$python" "$e2e/torch_batch.py")
+"${batch[@]}" > /dev/null << EOF
+torch_llama.py make qwen3 --arch qwen3 --tied --shape 2,4,2,32,64 --vocab 151669 --seed 7
+torch_gpt2.py make gpt2 --seed 3
+EOF
 cp "$qwen3_tokenizer/tokenizer.json" "$qwen3_tokenizer/tokenizer_config.json" qwen3/
-"$python" "$e2e/torch_gpt2.py" make gpt2 --seed 3 > /dev/null
 
 echo "== 1. LoRA forward and backward against PyTorch =="
 echo "5 9 1000 151000 17 3 77 42 9 60000 12 5" > tokens.txt
+echo "464 3290 11 257 50256 1000 7 42 99" > gpt2-tokens.txt
+runs=() adapters="" checks=""  # runs: NAME:TOKENS
 for case in "qwen3 all-linear" "qwen3 q_proj,v_proj" "gpt2 all-linear"; do
   read -r base targets <<< "$case"
-  name=$base-${targets//,/-}
-  "$python" "$e2e/torch_lora.py" make-adapter "$base" "ad-$name" --r 4 --alpha 12 --targets "$targets" \
-    --seed 5 > /dev/null
-  tokens=tokens.txt
-  [ "$base" = gpt2 ] && { echo "464 3290 11 257 50256 1000 7 42 99" > gpt2-tokens.txt; tokens=gpt2-tokens.txt; }
+  name=$base-${targets//,/-} tokens=tokens.txt
+  [ "$base" = gpt2 ] && tokens=gpt2-tokens.txt
+  runs+=("$name:$tokens")
+  adapters+="torch_lora.py make-adapter $base ad-$name --r 4 --alpha 12 --targets $targets --seed 5"$'\n'
+  checks+="torch_lora.py check ad-$name probe-$name $tokens > check-$name.log"$'\n'
+done
+"${batch[@]}" <<< "$adapters" > /dev/null
+for run in "${runs[@]}"; do
+  name=${run%%:*}
   mkdir "probe-$name"
-  "$probe" "ad-$name" "$tokens" "probe-$name" || fail "hf_probe on $name"
-  "$python" "$e2e/torch_lora.py" check "ad-$name" "probe-$name" "$tokens" > "check-$name.log" ||
-    { cat "check-$name.log"; fail "PyTorch disagrees on $name"; }
-  echo "$name: $(grep gradients "check-$name.log")"
+  "$probe" "ad-$name" "${run#*:}" "probe-$name" || fail "hf_probe on $name"
+done
+"${batch[@]}" <<< "$checks" || fail "PyTorch disagrees (above)"
+for run in "${runs[@]}"; do
+  echo "${run%%:*}: $(grep gradients "check-${run%%:*}.log")"
 done
 
 # Conversations: a system prompt or none, one to three turns.

@@ -43,17 +43,24 @@ reference_check() {
 
 # 1. Classifier folders against PyTorch.
 pairs pairs.txt 500 5
-"${torch_llama[@]}" make llama-rm --classifier --seed 31
-"${torch_llama[@]}" make qwen2-rm --arch qwen2 --classifier --tied --dtype BF16 --seed 32
-"${torch_llama[@]}" make gemma2-rm --arch gemma2 --classifier --seed 33
-for folder in llama-rm qwen2-rm gemma2-rm; do
-  probe "$folder" pairs.txt
-  reference_check "$folder" torch_llama pairs.txt
-done
 pairs gpt2-pairs.txt 50257 6
-"${torch_gpt2[@]}" make gpt2-rm --classifier --shape 2,2,32,64 --seed 34
+"${torch_batch[@]}" << EOF
+torch_llama.py make llama-rm --classifier --seed 31
+torch_llama.py make qwen2-rm --arch qwen2 --classifier --tied --dtype BF16 --seed 32
+torch_llama.py make gemma2-rm --arch gemma2 --classifier --seed 33
+torch_gpt2.py make gpt2-rm --classifier --shape 2,2,32,64 --seed 34
+EOF
+for folder in llama-rm qwen2-rm gemma2-rm; do probe "$folder" pairs.txt; done
 probe gpt2-rm gpt2-pairs.txt
-reference_check gpt2-rm torch_gpt2 gpt2-pairs.txt
+"${torch_batch[@]}" << EOF || fail "our rewards differ from the PyTorch reference's (above)"
+torch_llama.py reward-check llama-rm probe-llama-rm pairs.txt > check-llama-rm.out
+torch_llama.py reward-check qwen2-rm probe-qwen2-rm pairs.txt > check-qwen2-rm.out
+torch_llama.py reward-check gemma2-rm probe-gemma2-rm pairs.txt > check-gemma2-rm.out
+torch_gpt2.py reward-check gpt2-rm probe-gpt2-rm gpt2-pairs.txt > check-gpt2-rm.out
+EOF
+for folder in llama-rm qwen2-rm gemma2-rm gpt2-rm; do
+  echo "$folder: $(grep -E '^(rewards|gradients)' "check-$folder.out" | cut -c1-100 | tr '\n' ' ')"
+done
 
 # 2. A base model under a new score head, exported; a classifier's export.
 "${torch_llama[@]}" make base --seed 35
