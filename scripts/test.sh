@@ -3,8 +3,9 @@
 # tests, MPI tests under mpirun -np 1..4, end-to-end tests of the binary, the tests on a real
 # single-node Slurm (started by the tests themselves when run as root), the GPU tests under the
 # CUDA emulator (label cuda_emu: the ci preset builds the GPU path against the emulator, and nvcc
-# compiles every .cu file there as the test cuda.nvcc_build), then fuzzes every parser for 20 s
-# each (scripts/fuzz.sh; the ctest run already replays their seeds and regression inputs).
+# compiles every .cu file there as the test cuda.nvcc_build), and, beside the tests, fuzzes every
+# parser for 20 s each (scripts/fuzz.sh; the ctest run already replays their seeds and regression
+# inputs).
 # Installs missing packages first. Ends with the time each phase took (docs/benchmarks.md, "Tests
 # and their cost").
 set -euo pipefail
@@ -26,23 +27,29 @@ export OMP_WAIT_POLICY=PASSIVE
 phase "install-deps" bash scripts/install-deps.sh
 phase "build (ci preset)" bash -c 'cmake --preset ci && cmake --build --preset ci -j "$(nproc)"'
 
-# The fuzz build needs nothing from the tests: it runs beside ctest at the lowest priority, so it
-# takes only the CPU time the tests leave idle (the tests wait on process starts, MPI wire-up,
-# timeouts and I/O a good part of the time).
+# The fuzz build and then the fuzzing (every parser under libFuzzer with the address and
+# undefined-behaviour sanitizers, build/fuzz, 20 s a target, two at a time) need nothing from the
+# tests: they run beside ctest at the lowest priority, so they take only the CPU time the tests
+# leave idle (the tests wait on process starts, MPI wire-up, timeouts and I/O a good part of the
+# time). The build takes the idle time of the parallel tests; the fuzzing starts when it is done,
+# which is within the serial tests at the end (they wait far more than they compute), and
+# finishes after ctest if it must. docs/benchmarks.md, "Tests and their cost".
 mkdir -p build
-# In a process group of its own, so that a failure here ends the whole build. setsid also makes it
+# In a process group of its own, so that a failure here ends the whole run. setsid also makes it
 # a scheduler autogroup of its own (kernel.sched_autogroup_enabled), and autogroups share the CPU
 # equally whatever their processes' nice: the group itself is niced too.
-background_build() {  # background_build LOG SCRIPT: SCRIPT --build-only, at the lowest priority
-  setsid -w bash -c 'echo 19 > /proc/self/autogroup 2> /dev/null; exec nice -n 19 bash "$0" --build-only' \
-    "$2" > "$1" 2>&1 &
+background() {  # background LOG COMMAND...: COMMAND at the lowest priority, output into LOG
+  local log=$1
+  shift
+  setsid -w bash -c 'echo 19 > /proc/self/autogroup 2> /dev/null; exec nice -n 19 "$@"' \
+    background "$@" > "$log" 2>&1 &
 }
-background_build build/fuzz-build.log scripts/fuzz.sh
-fuzz_build=$!
-trap 'kill -- -$fuzz_build 2> /dev/null || true' EXIT
-# wait_for NAME PID LOG: the background build's status; its log's tail when it failed.
+background build/fuzz.log env FUZZ_SECONDS=20 bash scripts/fuzz.sh
+fuzz=$!
+trap 'kill -- -$fuzz 2> /dev/null || true' EXIT
+# wait_for NAME PID LOG: the background job's status; its log's tail when it failed.
 wait_for() {
-  wait "$2" || { tail -n 60 "$3"; echo "test.sh: the $1 build failed (log: $3)"; exit 1; }
+  wait "$2" || { tail -n 100 "$3"; echo "test.sh: the $1 failed (log: $3)"; exit 1; }
 }
 
 # Tests run side by side: ctest counts an MPI test as its number of ranks and an end-to-end test
@@ -51,13 +58,11 @@ wait_for() {
 # (label cuda_emu, tests/cuda_emu/CMakeLists.txt; scripts/test-cuda-emulated.sh runs only them)
 # are among them, and so is the nvcc build of the real-CUDA binary (cuda.nvcc_build, niced), which
 # e2e.gpu_runtime_bundle packs.
-phase "ctest (emulated GPU tests, nvcc build inside; fuzz build beside)" \
+phase "ctest (emulated GPU tests, nvcc build inside; fuzz build and fuzzing beside)" \
   ctest --preset ci -j "$(($(nproc) * 2))" "$@"
-phase "rest of the fuzz build" wait_for fuzz "$fuzz_build" build/fuzz-build.log
+phase "rest of the fuzz build and fuzzing" wait_for "fuzz build or fuzzing" "$fuzz" build/fuzz.log
 trap - EXIT
-# The parsers under libFuzzer with the address and undefined-behaviour sanitizers (build/fuzz),
-# 20 s each in CI (two at a time on two cores: 2.3 minutes; scripts/fuzz.sh's default is 30 s).
-phase "fuzzing" env FUZZ_SECONDS=20 bash scripts/fuzz.sh
+sed -n '/^target /,$p' build/fuzz.log  # executions, executions per second, coverage, corpus
 
 echo "test.sh: every phase passed; where the time went:"
 printf '  %s\n' "${phases[@]}"
