@@ -439,7 +439,8 @@ TEST_F(GpuReplicaTest, OffloadedOptimizerTrainsAsTheDeviceOne) {
   }
   const auto two = tiny_setup(Device::cuda, Precision::bf16, 2);
   const auto two_on_device = train_steps(two);
-  expect_losses_near(two_on_device, train_steps(offloaded(two)), kStageRtol, "bf16 offload, stage 2");
+  expect_losses_near(two_on_device, train_steps(offloaded(two)), kStageRtol,
+                     "bf16 offload, stage 2");
   // NVMe: the same pipeline over the file's blocks.
   expect_losses_near(two_on_device, train_steps(on_nvme(two)), kStageRtol, "bf16 nvme, stage 2");
   const auto fp32_three = tiny_setup(Device::cuda, Precision::fp32, 3);
