@@ -113,6 +113,12 @@ nlohmann::json to_json(const ModelConfig& c) {
     json["rope_scaling"]["long_factor"] = c.rope_scaling.long_factor;
     json["rope_scaling"]["attention_factor"] = c.rope_scaling.attention_factor;
   }
+  if (c.rope_scaling.type == "yarn") {
+    json["rope_scaling"]["attention_factor"] = c.rope_scaling.attention_factor;
+    json["rope_scaling"]["beta_fast"] = c.rope_scaling.beta_fast;
+    json["rope_scaling"]["beta_slow"] = c.rope_scaling.beta_slow;
+    json["rope_scaling"]["truncate"] = c.rope_scaling.truncate;
+  }
   if (c.gate == GateActivation::gelu_tanh) json["gate"] = "gelu_tanh";
   if (!c.sliding_layers.empty()) json["sliding_layers"] = c.sliding_layers;
   for (const auto& [key, on] : {std::pair{"norm_offset", c.norm_offset},
@@ -167,6 +173,12 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     c.rope_scaling.short_factor = rope.at("short_factor").get<std::vector<double>>();
     c.rope_scaling.long_factor = rope.at("long_factor").get<std::vector<double>>();
     c.rope_scaling.attention_factor = rope.at("attention_factor").get<double>();
+  }
+  if (c.rope_scaling.type == "yarn") {
+    c.rope_scaling.attention_factor = rope.at("attention_factor").get<double>();
+    c.rope_scaling.beta_fast = rope.at("beta_fast").get<double>();
+    c.rope_scaling.beta_slow = rope.at("beta_slow").get<double>();
+    c.rope_scaling.truncate = rope.at("truncate").get<bool>();
   }
   if (j.contains("rotary_dim"))
     c.rotary_dim = json_integer<int>(j.at("rotary_dim"), "rotary_dim", 0, kMax);

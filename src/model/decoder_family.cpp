@@ -49,6 +49,39 @@ void projection(std::vector<TensorSpec>& t, const std::string& fused,
   }
 }
 
+// YaRN, as transformers reads it: factor is required, but where rope_scaling gives
+// original_max_position_embeddings (the context the model was trained on) the factor is
+// max_position_embeddings / original_max_position_embeddings instead; attention_factor given, or
+// mscale(factor, mscale) / mscale(factor, mscale_all_dim) where both are given, or mscale(factor),
+// mscale(s, m) = 0.1 · m · ln(s) + 1 (1 for s <= 1).
+RopeScaling read_yarn(const HfConfig& config, const HfConfig& rope, const nlohmann::json& json) {
+  RopeScaling scaling;
+  scaling.type = "yarn";
+  const int positions = config.integer("max_position_embeddings");
+  AT_CHECK(rope.has("factor"), config.file(), ": rope_scaling ", json.dump(),
+           " has no factor (yarn needs one)");
+  scaling.factor = rope.number_or("factor", 1);
+  scaling.original_max_position_embeddings = positions;
+  if (rope.has("original_max_position_embeddings")) {
+    scaling.original_max_position_embeddings = rope.integer("original_max_position_embeddings");
+    scaling.factor = double(positions) / scaling.original_max_position_embeddings;
+  }
+  const auto mscale = [&](double m) {
+    return scaling.factor <= 1 ? 1.0 : 0.1 * m * std::log(scaling.factor) + 1;
+  };
+  const double m = rope.number_or("mscale", 0), m_all = rope.number_or("mscale_all_dim", 0);
+  scaling.attention_factor = rope.number_or(
+      "attention_factor", m != 0 && m_all != 0 ? mscale(m) / mscale(m_all) : mscale(1));
+  scaling.beta_fast = rope.number_or("beta_fast", 32);
+  scaling.beta_slow = rope.number_or("beta_slow", 1);
+  scaling.truncate = rope.bool_or("truncate", true);
+  AT_CHECK(scaling.factor > 0 && scaling.attention_factor > 0 && scaling.beta_slow > 0 &&
+               scaling.beta_fast > scaling.beta_slow,
+           config.file(), ": rope_scaling ", json.dump(),
+           " is not valid (expected factor > 0, attention_factor > 0, beta_fast > beta_slow > 0)");
+  return scaling;
+}
+
 RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
   RopeScaling scaling;
   if (!config.has("rope_scaling")) return scaling;
@@ -58,6 +91,7 @@ RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
   const HfConfig rope(json, config.file() + ": rope_scaling");
   const std::string type = rope.string_or("rope_type", rope.string_or("type", "default"));
   if (type == "default") return scaling;
+  if (type == "yarn") return read_yarn(config, rope, json);
   scaling.type = type;
   if (type == "longrope") {
     // Phi-3's: the context it was trained on is config.json's original_max_position_embeddings,
@@ -100,8 +134,8 @@ RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
   }
   if (type != "llama3") {
     throw Error(cat(config.file(), ": rope_scaling type \"", type,
-                    "\" is not supported (expected none, \"default\", \"linear\", \"llama3\" "
-                    "or \"longrope\")"));
+                    "\" is not supported (expected none, \"default\", \"linear\", \"llama3\", "
+                    "\"longrope\" or \"yarn\")"));
   }
   scaling.factor = rope.number_or("factor", 8);
   scaling.low_freq_factor = rope.number_or("low_freq_factor", 1);
@@ -114,8 +148,23 @@ RopeScaling read_rope_scaling(const HfConfig& config, int rotary_dim) {
   return scaling;
 }
 
-nlohmann::ordered_json rope_scaling_json(const RopeScaling& s) {
+// `positions`: max_position_embeddings, which yarn's original_max_position_embeddings rescales.
+nlohmann::ordered_json rope_scaling_json(const RopeScaling& s, int positions) {
   if (s.type.empty()) return nullptr;
+  if (s.type == "yarn") {
+    // The factor in effect; original_max_position_embeddings only where it differs from
+    // max_position_embeddings (transformers derives the factor from it when it is there).
+    nlohmann::ordered_json json = {{"rope_type", "yarn"},
+                                   {"factor", s.factor},
+                                   {"attention_factor", s.attention_factor},
+                                   {"beta_fast", s.beta_fast},
+                                   {"beta_slow", s.beta_slow},
+                                   {"truncate", s.truncate}};
+    if (s.original_max_position_embeddings != positions) {
+      json["original_max_position_embeddings"] = s.original_max_position_embeddings;
+    }
+    return json;
+  }
   if (s.type == "linear") return {{"rope_type", "linear"}, {"factor", s.factor}};
   if (s.type == "longrope") {
     return {{"type", "longrope"},
@@ -284,7 +333,7 @@ nlohmann::ordered_json DecoderFamily::write_common(const ModelConfig& c,
       {"rms_norm_eps", c.norm_eps},
       {"rope_theta", c.rope_theta},
       {"tie_word_embeddings", c.tie_word_embeddings}};
-  json["rope_scaling"] = rope_scaling_json(c.rope_scaling);
+  json["rope_scaling"] = rope_scaling_json(c.rope_scaling, c.block_size);
   return json;
 }
 

@@ -23,7 +23,9 @@ std::string ModelFamily::shape_summary(const ModelConfig& c) const {
   if (c.qk_norm) text += ", q/k norm";
   if (c.rotary_size() != c.head_size())
     text += cat(", rotary on ", c.rotary_size(), " of ", c.head_size());
-  if (!c.rope_scaling.type.empty()) text += cat(", rope_scaling ", c.rope_scaling.type);
+  const RopeScaling& rope = c.rope_scaling;
+  if (!rope.type.empty()) text += cat(", rope_scaling ", rope.type);
+  if (rope.type == "yarn" || rope.type == "linear") text += cat(" (factor ", rope.factor, ")");
   return text;
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fine-tuning pretrained Llama-family folders (Llama, Mistral, Qwen2, Qwen3), checked against an
 # independent PyTorch implementation (tests/e2e/torch_llama.py; Debian's python3-torch):
-#   1. folders of every architecture and option (GQA, untied and tied heads, llama3 rope scaling,
-#      Mistral's sliding window shorter than the sequence,
-#      q/k/v biases, q/k norms with a head_dim that is not hidden/heads; F32, BF16 in 3 shards,
-#      F16; a Hub id in a fake offline Hub cache): our logits match PyTorch's to 1e-4, the loss,
-#      every gradient and 20 greedily decoded tokens (key/value cache) too;
+#   1. folders of every architecture and option (GQA, untied and tied heads, llama3 and yarn rope
+#      scaling, Mistral's sliding window shorter than the sequence, q/k/v biases, q/k norms with
+#      a head_dim that is not hidden/heads; F32, BF16 in 3 shards, F16; a Hub id in a fake
+#      offline Hub cache): our logits match PyTorch's to 1e-4, the loss, every gradient and 20
+#      greedily decoded tokens (key/value cache) too;
 #   2. fine-tuning under mpirun -np 2 at ZeRO stages 0-3 starts from the weights, and a trained
 #      model exports a folder the PyTorch reference reproduces; a checkpoint of one family does
 #      not resume another;
@@ -24,9 +24,11 @@ torch_llama.py make mistral --arch mistral --sliding-window 6 --seed 3  # window
 torch_llama.py make qwen2 --arch qwen2 --dtype BF16 --shards 3 --seed 4
 torch_llama.py make qwen3 --arch qwen3 --dtype F16 --seed 5
 torch_llama.py make unused --arch qwen3 --hub $work/hf/hub test-org/tiny-qwen3 --shards 2
+torch_llama.py make yarn --arch qwen3 --rope-scaling yarn --seed 7
+torch_llama.py make yarn-ramp --rope-scaling yarn-ramp --seed 8
 EOF
 hub_folder=$work/hf/hub/models--test-org--tiny-qwen3/snapshots/0123456789abcdef0123456789abcdef01234567
-check_folder llama llama32 mistral qwen2 qwen3 "$hub_folder"
+check_folder llama llama32 mistral qwen2 qwen3 "$hub_folder" yarn yarn-ramp
 
 common=(--tokenizer byte --block-size 32 --batch-size 2 --gradient-accumulation 1 --threads 1
   --logging-steps 1 --eval-strategy no --comm-backend mpi)
@@ -36,6 +38,11 @@ grep -q "model        test-org/tiny-qwen3, Llama family (Qwen3ForCausalLM): 2 la
   { cat hub.out; fail "the dry run does not show the family"; }
 grep -q "weights      .* parameters; weights from $hub_folder (2 files" hub.out ||
   { cat hub.out; fail "the dry run does not say where the weights come from"; }
+
+# The dry run shows yarn's factor in effect: max_position_embeddings / original, not the 8 given.
+"$AUTOTRAIN_BIN" train --model yarn --dry-run "${common[@]}" > yarn.out 2>&1 || { cat yarn.out; fail "dry run of yarn"; }
+grep -q "model        yarn, Llama family (Qwen3ForCausalLM): .*, rope_scaling yarn (factor 4)" yarn.out ||
+  { cat yarn.out; fail "the dry run does not show yarn's factor"; }
 
 # autotrain env, given train's options, shows the model they resolve to.
 "$AUTOTRAIN_BIN" env --model qwen3 --tokenizer byte > env.out 2>&1 || { cat env.out; fail "env with a model"; }
@@ -86,8 +93,8 @@ timeout 120 "$AUTOTRAIN_BIN" train --model bytes --project-name bytes --max-step
   { cat gen.out; fail "generate on the fine-tuned Llama"; }
 
 # 3. Refused, by name.
-edit llama yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}'
-refused yarn 'rope_scaling type "yarn" is not supported \(expected none, "default", "linear", "llama3" or "longrope"\)' yarn
+edit llama dynamic 'c["rope_scaling"] = {"rope_type": "dynamic", "factor": 4.0}'
+refused dynamic 'rope_scaling type "dynamic" is not supported \(expected none, "default", "linear", "llama3", "longrope" or "yarn"\)' dynamic
 edit llama gelu 'c["hidden_act"] = "gelu"'
 refused gelu 'hidden_act "gelu" is not supported \(expected silu or gelu_pytorch_tanh\)' gelu
 edit llama wrong-arch 'c["architectures"] = ["MistralForCausalLM"]'

@@ -5,7 +5,7 @@ Gemma3ForCausalLM), for checking autotrain against.
 
   make OUT [--arch llama|mistral|qwen2|qwen3|phi3|gemma2|gemma3_text] [--partial-rotary F] [--dtype F32|BF16|F16] [--shards N] [--seed S]
            [--hub CACHE ID] [--drop NAME] [--shape N_LAYER,N_HEAD,N_KV_HEAD,HIDDEN,INTERMEDIATE]
-           [--head-dim D] [--tied] [--rope-scaling llama3] [--vocab V] [--max-positions P]
+           [--head-dim D] [--tied] [--rope-scaling llama3|yarn|yarn-ramp] [--vocab V] [--max-positions P]
            [--sliding-window W]
       A tiny random model as a Hugging Face folder: config.json as transformers writes it for the
       architecture, model.safetensors (or N shards with model.safetensors.index.json). With --hub,
@@ -289,8 +289,13 @@ def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, wind
         c["original_max_position_embeddings"], c["max_position_embeddings"] = P, 4 * P
         c["rope_scaling"] = {"type": "longrope", "short_factor": (1 + 3 * torch.rand(half, generator=g)).tolist(),
                              "long_factor": (1 + 30 * torch.rand(half, generator=g)).tolist()}
+    elif rope_scaling == "yarn":  # Qwen's recipe: the factor becomes P / original = 4
+        c["rope_scaling"] = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": P // 4}
+    elif rope_scaling == "yarn-ramp":  # a ramp across several pairs, the mscale ratio, no rounding
+        c["rope_scaling"] = {"type": "yarn", "factor": 4.0, "beta_fast": 0.125, "beta_slow": 0.001,
+                             "truncate": False, "mscale": 2.0, "mscale_all_dim": 1.0}
     elif rope_scaling:
-        sys.exit(f"make: --rope-scaling {rope_scaling}: llama3, or longrope with --arch phi3")
+        sys.exit(f"make: --rope-scaling {rope_scaling}: llama3, yarn, yarn-ramp, or longrope with --arch phi3")
     return c
 
 
@@ -397,8 +402,10 @@ def inv_freq(s, layer=None):
         return f / rs["factor"]
     if kind == "longrope":
         return f / torch.tensor(rs["short_factor"], dtype=F64)
+    if kind == "yarn":
+        return yarn_inv_freq(s, f)
     if kind != "llama3":
-        sys.exit(f"torch_llama: rope_scaling {rs}: only linear, llama3 and longrope")
+        sys.exit(f"torch_llama: rope_scaling {rs}: only linear, llama3, longrope and yarn")
     factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
     orig = rs["original_max_position_embeddings"]
     wavelen = 2 * math.pi / f
@@ -407,15 +414,50 @@ def inv_freq(s, layer=None):
     return torch.where(wavelen < orig / high, f, torch.where(wavelen > orig / low, f / factor, blended))
 
 
+def yarn_factor_and_context(s):
+    """YaRN's (factor, original context): transformers takes the factor from
+    max_position_embeddings / original_max_position_embeddings where rope_scaling gives the latter."""
+    rs = s.rope_scaling
+    if rs.get("original_max_position_embeddings"):
+        return s.positions / rs["original_max_position_embeddings"], rs["original_max_position_embeddings"]
+    return rs["factor"], s.positions
+
+
+def yarn_inv_freq(s, f):
+    """Pair i turns positions·f[i] / 2π times over the original context; the pair index is compared
+    with the dimensions at which that count is beta_fast and beta_slow (rounded outwards unless
+    truncate is false, within [0, R - 1]): below the first the frequency stays, above the second
+    it is divided by the factor, linearly between."""
+    rs = s.rope_scaling
+    factor, context = yarn_factor_and_context(s)
+    def dim_of(turns):  # R·ln(context / (2π·turns)) / (2·ln θ)
+        return s.R * math.log(context / (2 * math.pi * turns)) / (2 * math.log(s.theta))
+    lo, hi = dim_of(rs.get("beta_fast") or 32), dim_of(rs.get("beta_slow") or 1)
+    if rs.get("truncate", True):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, s.R - 1)
+    hi = hi + 0.001 if hi == lo else hi
+    w = ((torch.arange(s.R // 2, dtype=F64) - lo) / (hi - lo)).clamp(0, 1)  # weight of f / factor
+    return w * f / factor + (1 - w) * f
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
 def attention_factor(s):
-    """longrope's scale of cos and sin (1 otherwise)."""
+    """longrope's and yarn's scale of cos and sin (1 otherwise)."""
     rs = s.rope_scaling or {}
-    if rs.get("type", rs.get("rope_type")) != "longrope":
+    kind = rs.get("type", rs.get("rope_type"))
+    if kind == "yarn":
+        if rs.get("attention_factor") is not None:
+            return rs["attention_factor"]
+        factor, _ = yarn_factor_and_context(s)
+        m = lambda k: 1.0 if factor <= 1 else 0.1 * k * math.log(factor) + 1  # noqa: E731
+        both = rs.get("mscale") and rs.get("mscale_all_dim")
+        return m(rs["mscale"]) / m(rs["mscale_all_dim"]) if both else m(1)
+    if kind != "longrope":
         return 1.0
     if "attention_factor" in rs:
         return rs["attention_factor"]

@@ -276,6 +276,34 @@ TEST(LlamaFamily, ReadsConfigJsonAndWritesOneThatReadsBackTheSame) {
   EXPECT_EQ(model_config_from_json(to_json(c)), c);  // what a checkpoint records
 }
 
+// YaRN as transformers reads it (its angles against PyTorch: tests/e2e/hf_llama.sh).
+TEST(LlamaFamily, ReadsYarnWithTheFactorOfTheOriginalContextAndWritesItBack) {
+  nlohmann::json json = qwen2_json();
+  json["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 8.0}, {"original_max_position_embeddings", 128}};
+  const ModelConfig c = read_hf_config(json, "config.json");
+  EXPECT_EQ(c.rope_scaling.type, "yarn");
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);  // 512 / 128, not the 8 given
+  EXPECT_NEAR(c.rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1, 1e-15);
+  const nlohmann::json written = nlohmann::json::parse(family_of(c).hf_config(c).dump());
+  EXPECT_EQ(written["rope_scaling"]["original_max_position_embeddings"], 128);
+  EXPECT_EQ(read_hf_config(written, "export"), c);
+  EXPECT_EQ(model_config_from_json(to_json(c)), c);
+
+  // Without original_max_position_embeddings the factor stands; mscale / mscale_all_dim.
+  json["rope_scaling"] = {{"type", "yarn"},        {"factor", 8.0},     {"mscale", 2.0},
+                          {"mscale_all_dim", 1.0}, {"beta_fast", 16.0}, {"truncate", false}};
+  const ModelConfig d = read_hf_config(json, "config.json");
+  EXPECT_EQ(d.rope_scaling.factor, 8.0);
+  EXPECT_EQ(d.rope_scaling.original_max_position_embeddings, 512);
+  EXPECT_NEAR(d.rope_scaling.attention_factor,
+              (0.2 * std::log(8.0) + 1) / (0.1 * std::log(8.0) + 1), 1e-15);
+  const nlohmann::json exported = nlohmann::json::parse(family_of(d).hf_config(d).dump());
+  EXPECT_FALSE(exported["rope_scaling"].contains("original_max_position_embeddings"));
+  EXPECT_EQ(read_hf_config(exported, "export"), d);
+  EXPECT_EQ(model_config_from_json(to_json(d)), d);
+}
+
 TEST(LlamaFamily, CountsTheParametersOfTheRealModels) {
   const auto count = [](const char* model) {
     std::ifstream in(testing::source_path(cat("data/models/", model, "/config.json")));
@@ -294,8 +322,18 @@ TEST(LlamaFamily, RefusesWhatItDoesNotSupportNamingTheKeyAndValue) {
     return testing::error_of([&] { (void)read_hf_config(json, "m/config.json"); });
   };
   EXPECT_NE(error([](auto& j) {
+              j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+            }).find("m/config.json: rope_scaling type \"dynamic\" is not supported"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) {
               j["rope_scaling"] = {{"rope_type", "yarn"}};
-            }).find("m/config.json: rope_scaling type \"yarn\" is not supported"),
+            }).find("m/config.json: rope_scaling {\"rope_type\":\"yarn\"} has no factor"),
+            std::string::npos);
+  EXPECT_NE(error([](auto& j) {
+              j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 1.0}};
+            })
+                .find("is not valid (expected factor > 0, attention_factor > 0, beta_fast > "
+                      "beta_slow > 0)"),
             std::string::npos);
   EXPECT_NE(error([](auto& j) { j["architectures"] = {"LlamaForCausalLM"}; })
                 .find("architectures [\"LlamaForCausalLM\"] is not supported (expected "

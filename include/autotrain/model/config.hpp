@@ -24,15 +24,20 @@ using kernels::GateActivation;
 // factor; Gemma 3's global layers), Llama 3.1's "llama3" frequency bands, or
 // Phi-3's "longrope": inverse frequencies divided by a factor per dimension (short_factor for
 // sequences within original_max_position_embeddings, long_factor beyond, which autotrain does
-// not run yet) and cos/sin multiplied by attention_factor.
+// not run yet) and cos/sin multiplied by attention_factor; or "yarn" (YaRN, Qwen's long
+// context): the dimensions that turn fewer than beta_slow times in the original context divided
+// by factor, those that turn more than beta_fast times kept, a linear ramp between, and cos/sin
+// multiplied by attention_factor.
 struct RopeScaling {
-  std::string type;  // "", "linear", "llama3" or "longrope"
+  std::string type;  // "", "linear", "llama3", "longrope" or "yarn"
   double factor = 1;
   double low_freq_factor = 1;
   double high_freq_factor = 4;
   int original_max_position_embeddings = 8192;
   std::vector<double> short_factor, long_factor;  // longrope: [rotary dims / 2] each
-  double attention_factor = 1;                    // longrope
+  double attention_factor = 1;                    // longrope, yarn
+  double beta_fast = 32, beta_slow = 1;           // yarn: the ramp's ends, in turns
+  bool truncate = true;                           // yarn: the ramp's ends rounded outwards
   bool operator==(const RopeScaling&) const = default;
 };
 
