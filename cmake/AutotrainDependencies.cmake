@@ -29,6 +29,13 @@ add_library(autotrain_text INTERFACE)
 target_link_libraries(autotrain_text INTERFACE PkgConfig::AUTOTRAIN_PCRE2
                                                PkgConfig::AUTOTRAIN_UTF8PROC)
 
+# Snappy, zstd and zlib: the codecs of Parquet pages (src/data/parquet/column_chunk.cpp).
+pkg_check_modules(AUTOTRAIN_SNAPPY REQUIRED IMPORTED_TARGET snappy)
+pkg_check_modules(AUTOTRAIN_ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(AUTOTRAIN_ZLIB REQUIRED IMPORTED_TARGET zlib)
+target_link_libraries(autotrain_text INTERFACE PkgConfig::AUTOTRAIN_SNAPPY PkgConfig::AUTOTRAIN_ZSTD
+                                               PkgConfig::AUTOTRAIN_ZLIB)
+
 # liburing (io_uring): the asynchronous reads and writes of the optimizer state offloaded to NVMe
 # (src/zero/async_file.cpp; docs/benchmarks.md, "NVMe offload I/O", says why not libaio).
 pkg_check_modules(AUTOTRAIN_URING REQUIRED IMPORTED_TARGET liburing)

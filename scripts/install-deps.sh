@@ -15,6 +15,7 @@ packages=(
   ocl-icd-opencl-dev            # oneDNN's CMake package requires OpenCL (only a Recommends of libdnnl-dev)
   nlohmann-json3-dev libyaml-cpp-dev
   libpcre2-dev libutf8proc-dev
+  libsnappy-dev libzstd-dev zlib1g-dev  # the codecs of Parquet files (src/data/parquet/)
   libgloo-dev
   liburing-dev                 # io_uring: the optimizer state offloaded to NVMe (src/zero/async_file.cpp)
   slurm-wlm munge libpmix-dev

@@ -37,7 +37,8 @@ const std::vector<Command>& commands() {
        false,
        run_score},
       {"tools",
-       "AutoTrain's tools: merge-llm-adapter (a LoRA adapter folder into its base model)",
+       "AutoTrain's tools: merge-llm-adapter (a LoRA adapter folder into its base model); "
+       "show-rows (a dataset's rows as autotrain reads them)",
        {},
        false,
        run_tools},

@@ -1,11 +1,13 @@
-// `autotrain tools <tool>`: AutoTrain Advanced's `autotrain tools` commands. One tool today,
-// merge-llm-adapter (train/merge_adapter.hpp). Runs without MPI: one process.
+// `autotrain tools <tool>`: AutoTrain Advanced's `autotrain tools` commands, merge-llm-adapter
+// (train/merge_adapter.hpp), and show-rows (the rows of a dataset as autotrain reads them,
+// data/text_input.hpp). Runs without MPI: one process.
 #include <iostream>
 
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/cli/options.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "autotrain/data/text_input.hpp"
 #include "autotrain/train/merge_adapter.hpp"
 
 namespace autotrain::cli {
@@ -91,9 +93,56 @@ int run_merge_llm_adapter(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Prints the rows of a split as JSON lines: {"row": N, "column": value, ...}.
+int run_show_rows(const std::vector<std::string>& args) {
+  std::string data_path, split_name = "train", columns;
+  long long max_rows = -1;
+  bool help = false;
+  po::options_description description(
+      "autotrain tools show-rows --data-path D --columns A,B [--split S] [--max-rows N]");
+  description.add_options()  //
+      ("data-path", po::value(&data_path)->value_name("D"),
+       "a file (.csv, .jsonl, .parquet) or a folder with the split's files, as train reads it")  //
+      ("split", po::value(&split_name)->value_name("S"), "the split (default train)")            //
+      ("columns", po::value(&columns)->value_name("A,B"),
+       "the columns to show, comma separated")                                                //
+      ("max-rows", po::value(&max_rows)->value_name("N"), "stop after N rows (default all)")  //
+      ("help,h", po::bool_switch(&help), "show this help");
+  parse_command_options("tools show-rows", description, kebab_flags(args));
+  if (help) {
+    std::cout << description << "\n";
+    return 0;
+  }
+  if (data_path.empty() || columns.empty()) {
+    throw UsageError(
+        "tools show-rows: --data-path and --columns are required; see autotrain tools show-rows "
+        "--help");
+  }
+  std::vector<data::Column> wanted;
+  for (const std::string& name : split(columns, ',')) wanted.push_back({name, "--columns"});
+  long long shown = 0;
+  struct Enough {};
+  try {
+    for (const data::InputFile& file : data::require_split(data_path, split_name, true).files) {
+      data::read_records(file, wanted,
+                         [&](std::vector<nlohmann::ordered_json>&& values, size_t at) {
+                           if (max_rows >= 0 && shown >= max_rows) throw Enough{};
+                           nlohmann::ordered_json row = {{"file", file.path.string()}, {"row", at}};
+                           for (std::size_t i = 0; i < wanted.size(); ++i)
+                             row[wanted[i].name] = std::move(values[i]);
+                           std::cout << row.dump() << "\n";
+                           ++shown;
+                         });
+    }
+  } catch (const Enough&) {
+  }
+  return 0;
+}
+
 void print_tools(std::ostream& out) {
   out << "usage: autotrain tools <tool> [options]\n\ntools:\n"
-         "  merge-llm-adapter  merge a PEFT LoRA adapter folder into its base model\n";
+         "  merge-llm-adapter  merge a PEFT LoRA adapter folder into its base model\n"
+         "  show-rows          print a dataset's rows as autotrain reads them (JSON lines)\n";
 }
 
 }  // namespace
@@ -101,15 +150,16 @@ void print_tools(std::ostream& out) {
 int run_tools(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     print_tools(args.empty() ? std::cerr : std::cout);
-    if (args.empty()) throw UsageError("tools: name a tool (merge-llm-adapter)");
+    if (args.empty()) throw UsageError("tools: name a tool (merge-llm-adapter, show-rows)");
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "merge-llm-adapter" || args[0] == "merge_llm_adapter")
     return run_merge_llm_adapter(rest);
+  if (args[0] == "show-rows" || args[0] == "show_rows") return run_show_rows(rest);
   throw UsageError(cat("tools: unknown tool '", args[0], "'",
-                       did_you_mean(args[0], {"merge-llm-adapter"}),
-                       " (autotrain's tools: merge-llm-adapter)"));
+                       did_you_mean(args[0], {"merge-llm-adapter", "show-rows"}),
+                       " (autotrain's tools: merge-llm-adapter, show-rows)"));
 }
 
 }  // namespace autotrain::cli

@@ -9,6 +9,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/data/unicode.hpp"
+#include "parquet/parquet_records.hpp"
 
 namespace autotrain::data {
 namespace {
@@ -23,18 +24,34 @@ std::optional<InputFormat> format_of(const fs::path& path) {
   if (extension == ".csv") return InputFormat::csv;
   if (extension == ".jsonl") return InputFormat::jsonl;
   if (extension == ".txt") return InputFormat::txt;
+  if (extension == ".parquet") return InputFormat::parquet;
   return std::nullopt;
 }
 
-std::vector<InputFile> txt_files_in(const fs::path& dir) {
+std::vector<InputFile> files_in(const fs::path& dir, std::string_view extension,
+                                std::string_view prefix = "") {
   std::vector<InputFile> files;
+  if (!fs::is_directory(dir)) return files;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".txt")
-      files.push_back({entry.path(), InputFormat::txt});
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && entry.path().extension() == extension &&
+        name.starts_with(prefix))
+      files.push_back({entry.path(), *format_of(entry.path())});
   }
   std::sort(files.begin(), files.end(),
             [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
   return files;
+}
+
+// Hugging Face datasets' Parquet layouts of a split: {split}/*.parquet (refs/convert/parquet),
+// data/{split}-*.parquet (push_to_hub) and {split}-*.parquet.
+void find_parquet(const fs::path& data_path, const std::string& split,
+                  std::vector<SplitInput>& found) {
+  for (auto files : {files_in(data_path / split, ".parquet"),
+                     files_in(data_path / "data", ".parquet", split + "-"),
+                     files_in(data_path, ".parquet", split + "-")}) {
+    if (!files.empty()) found.push_back({split, std::move(files)});
+  }
 }
 
 bool is_printable_ascii(char c) {
@@ -46,29 +63,33 @@ bool is_printable_ascii(char c) {
 std::optional<SplitInput> find_split(const fs::path& data_path, const std::string& split,
                                      bool is_train) {
   AT_CHECK(fs::exists(data_path), "data_path ", data_path.string(),
-           " does not exist; expected a folder with ", split, ".csv, ", split, ".jsonl or ", split,
-           ".txt, or a single .txt file");
+           " does not exist; expected a folder with ", split, ".csv, ", split, ".jsonl, ", split,
+           ".txt or Parquet files, or a single .txt, .csv, .jsonl or .parquet file");
   if (fs::is_regular_file(data_path)) {
     const auto format = format_of(data_path);
     AT_CHECK(format.has_value(), "data_path ", data_path.string(),
-             " is a file with an unknown extension; expected .txt, .csv or .jsonl");
+             " is a file with an unknown extension; expected .txt, .csv, .jsonl or .parquet");
     if (!is_train) return std::nullopt;
     return SplitInput{split, {{data_path, *format}}};
   }
   std::vector<SplitInput> found;
-  for (const auto format : {InputFormat::csv, InputFormat::jsonl, InputFormat::txt}) {
-    const char* extension = format == InputFormat::csv     ? ".csv"
-                            : format == InputFormat::jsonl ? ".jsonl"
-                                                           : ".txt";
+  for (const auto format :
+       {InputFormat::csv, InputFormat::jsonl, InputFormat::txt, InputFormat::parquet}) {
+    const char* extension = format == InputFormat::csv       ? ".csv"
+                            : format == InputFormat::jsonl   ? ".jsonl"
+                            : format == InputFormat::parquet ? ".parquet"
+                                                             : ".txt";
     const fs::path candidate = data_path / (split + extension);
     if (fs::is_regular_file(candidate)) found.push_back({split, {{candidate, format}}});
   }
   const fs::path folder = data_path / split;
   if (fs::is_directory(folder)) {
-    auto files = txt_files_in(folder);
-    AT_CHECK(!files.empty(), "split folder ", folder.string(), " holds no .txt files");
-    found.push_back({split, std::move(files)});
+    auto files = files_in(folder, ".txt");
+    AT_CHECK(!files.empty() || !files_in(folder, ".parquet").empty(), "split folder ",
+             folder.string(), " holds no .txt or .parquet files");
+    if (!files.empty()) found.push_back({split, std::move(files)});
   }
+  find_parquet(data_path, split, found);
   if (found.size() > 1) {
     std::vector<std::string> names;
     for (const auto& input : found) names.push_back(input.files.front().path.string());
@@ -77,7 +98,7 @@ std::optional<SplitInput> find_split(const fs::path& data_path, const std::strin
   }
   if (found.size() == 1) return found.front();
   if (is_train) {
-    auto files = txt_files_in(data_path);
+    auto files = files_in(data_path, ".txt");
     if (!files.empty()) return SplitInput{split, std::move(files)};
   }
   return std::nullopt;
@@ -86,8 +107,10 @@ std::optional<SplitInput> find_split(const fs::path& data_path, const std::strin
 SplitInput require_split(const fs::path& data_path, const std::string& split, bool is_train) {
   auto input = find_split(data_path, split, is_train);
   AT_CHECK(input.has_value(), "no data for split '", split, "' in ", data_path.string(),
-           ": looked for ", split, ".csv, ", split, ".jsonl, ", split, ".txt and a folder ", split,
-           "/ of .txt files", is_train ? " (and .txt files in the folder itself)" : "");
+           ": looked for ", split, ".csv, ", split, ".jsonl, ", split, ".txt, ", split,
+           ".parquet, a folder ", split, "/ of .txt or .parquet files, data/", split,
+           "-*.parquet and ", split, "-*.parquet",
+           is_train ? " (and .txt files in the folder itself)" : "");
   return *input;
 }
 
@@ -274,6 +297,27 @@ void read_jsonl_records(const InputFile& file, const std::vector<Column>& column
   }
 }
 
+// Parquet rows as records: each column's value as JSON (null for an optional column the file
+// lacks).
+void read_parquet_records(const InputFile& file, const std::vector<Column>& columns,
+                          const RecordSink& sink) {
+  std::vector<std::string> names, hints;
+  std::vector<bool> optional;
+  for (const Column& column : columns) {
+    names.push_back(column.name);
+    optional.push_back(!column.required);
+    hints.push_back(column_hint(column));
+  }
+  parquet::read_rows(file.path, names, optional, hints, sink);
+}
+
+// The records of a file whose values are JSON: JSONL or Parquet.
+void read_json_records(const InputFile& file, const std::vector<Column>& columns,
+                       const RecordSink& sink) {
+  if (file.format == InputFormat::parquet) return read_parquet_records(file, columns, sink);
+  read_jsonl_records(file, columns, sink);
+}
+
 // Calls cell(text, line) with the text_column of every row that has one.
 void read_csv_cells(const InputFile& file, const std::string& text_column,
                     const std::function<void(std::string&&, size_t)>& cell) {
@@ -287,11 +331,10 @@ void read_csv_cells(const InputFile& file, const std::string& text_column,
 // Calls value(json, line) with the text_column of every line whose value is not null.
 void read_jsonl_values(const InputFile& file, const std::string& text_column,
                        const std::function<void(nlohmann::ordered_json&&, size_t)>& value_of_line) {
-  read_jsonl_records(file, {{text_column}},
-                     [&](std::vector<nlohmann::ordered_json>&& values, size_t line) {
-                       if (!values.front().is_null())
-                         value_of_line(std::move(values.front()), line);
-                     });
+  read_json_records(file, {{text_column}},
+                    [&](std::vector<nlohmann::ordered_json>&& values, size_t line) {
+                      if (!values.front().is_null()) value_of_line(std::move(values.front()), line);
+                    });
 }
 
 void read_csv(const InputFile& file, const std::string& text_column, const TextSink& sink) {
@@ -381,6 +424,7 @@ void read_documents(const InputFile& file, const std::string& text_column, const
     case InputFormat::csv:
       return read_csv(file, text_column, sink);
     case InputFormat::jsonl:
+    case InputFormat::parquet:
       return read_jsonl(file, text_column, sink);
     case InputFormat::txt:
       return read_txt(file, sink);
@@ -400,11 +444,12 @@ void read_records(const InputFile& file, const std::vector<Column>& columns,
     case InputFormat::csv:
       return read_csv_records(file, columns, sink);
     case InputFormat::jsonl:
-      return read_jsonl_records(file, columns, sink);
+    case InputFormat::parquet:
+      return read_json_records(file, columns, sink);
     case InputFormat::txt:
       throw Error(cat(file.path.string(),
-                      ": a .txt file holds plain text; expected .csv or "
-                      ".jsonl rows with the columns ",
+                      ": a .txt file holds plain text; expected .csv, .jsonl or "
+                      ".parquet rows with the columns ",
                       columns.front().name, ", ..."));
   }
 }
@@ -421,11 +466,12 @@ void read_conversations(const InputFile& file, const std::string& text_column,
         deliver(nlohmann::ordered_json(std::move(text)), line);
       });
     case InputFormat::jsonl:
+    case InputFormat::parquet:
       return read_jsonl_values(file, text_column, deliver);
     case InputFormat::txt:
       throw Error(cat(file.path.string(),
                       ": a .txt file holds plain text; chat_template needs "
-                      ".csv or .jsonl rows whose '",
+                      ".csv, .jsonl or .parquet rows whose '",
                       text_column, "' holds a list of messages"));
   }
 }

@@ -5,7 +5,10 @@
 //   data_path/{split}.txt     the whole file is one document
 //   data_path/{split}/*.txt   one document per file, in file name order
 //   data_path/*.txt           (train split only, when none of the above exist) likewise
-//   data_path = one file      .txt, .csv or .jsonl: the train split; there is no valid split file
+//   data_path/{split}.parquet, data_path/{split}/*.parquet, data_path/data/{split}-*.parquet,
+//   data_path/{split}-*.parquet   Parquet files (Hugging Face datasets' layouts), read as JSONL
+//   data_path = one file      .txt, .csv, .jsonl or .parquet: the train split; there is no valid
+//                             split file
 // With chat_template, the text column of .csv and .jsonl rows holds conversations instead
 // (read_conversations). Files are UTF-8; a byte order mark is stripped. Blank lines, empty CSV rows
 // and documents whose text is empty are skipped.
@@ -20,7 +23,7 @@
 
 namespace autotrain::data {
 
-enum class InputFormat { csv, jsonl, txt };
+enum class InputFormat { csv, jsonl, txt, parquet };
 
 struct InputFile {
   std::filesystem::path path;
@@ -73,8 +76,9 @@ struct Column {
   std::string_view parameter = "text_column";
   bool required = true;  // an optional column the file lacks reads as null
 };
-// Receives one row of a CSV or JSONL file: the values of the columns asked for, in their order
-// (CSV: strings; JSONL: the JSON values as written), and the line the row starts on.
+// Receives one row of a CSV, JSONL or Parquet file: the values of the columns asked for, in their
+// order (CSV: strings; JSONL: the JSON values as written; Parquet: its values as JSON), and the
+// line the row starts on (Parquet: the row's number, from 1).
 using RecordSink = std::function<void(std::vector<nlohmann::ordered_json>&& values, size_t line)>;
 // Reads the rows of a CSV or JSONL file (blank lines skipped). A required column missing from
 // the header, or from a JSONL line, is an Error naming the file (and line), the column, the
