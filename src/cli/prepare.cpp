@@ -9,6 +9,7 @@
 
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/cli/options.hpp"
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/log.hpp"
 #include "autotrain/core/mpi.hpp"
@@ -115,7 +116,7 @@ std::optional<data::PrepareOptions> parse(const std::vector<std::string>& args) 
   if (!data_path || !output)
     throw CollectiveError(
         "prepare: --data-path and --output are required; see autotrain prepare --help");
-  options.data_path = *data_path;
+  options.data_path = config::locate_dataset(*data_path);
   options.output_dir = *output;
   if (auto value = get("tokenizer")) options.tokenizer = *value;
   if (auto value = get("parse-special-tokens"))

@@ -5,6 +5,7 @@
 
 #include "autotrain/cli/commands.hpp"
 #include "autotrain/cli/options.hpp"
+#include "autotrain/config/base_model.hpp"
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/data/text_input.hpp"
@@ -123,7 +124,8 @@ int run_show_rows(const std::vector<std::string>& args) {
   long long shown = 0;
   struct Enough {};
   try {
-    for (const data::InputFile& file : data::require_split(data_path, split_name, true).files) {
+    for (const data::InputFile& file :
+         data::require_split(config::locate_dataset(data_path), split_name, true).files) {
       data::read_records(file, wanted,
                          [&](std::vector<nlohmann::ordered_json>&& values, size_t at) {
                            if (max_rows >= 0 && shown >= max_rows) throw Enough{};

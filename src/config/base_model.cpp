@@ -164,8 +164,8 @@ std::vector<fs::path> hub_cache_dirs() {
 }
 
 std::optional<fs::path> find_in_hub_cache(const fs::path& cache, std::string_view repo_id,
-                                          std::string_view revision) {
-  std::string folder = "models--" + std::string(repo_id);
+                                          std::string_view revision, HubRepo kind) {
+  std::string folder = (kind == HubRepo::model ? "models--" : "datasets--") + std::string(repo_id);
   for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/')) {
     folder.replace(at, 1, "--");
   }
@@ -181,8 +181,33 @@ std::optional<fs::path> find_in_hub_cache(const fs::path& cache, std::string_vie
     commit = read_ref(ref);
   }
   const fs::path snapshot = repo / "snapshots" / commit;
-  if (commit.empty() || !fs::is_regular_file(snapshot / "config.json", error)) return std::nullopt;
+  if (commit.empty()) return std::nullopt;
+  if (kind == HubRepo::model ? !fs::is_regular_file(snapshot / "config.json", error)
+                             : !fs::is_directory(snapshot, error)) {
+    return std::nullopt;
+  }
   return snapshot;
+}
+
+fs::path locate_dataset(std::string_view data_path) {
+  std::error_code error;
+  const fs::path path(data_path);
+  if (data_path.empty() || fs::exists(path, error) || !looks_like_repo_id(data_path) ||
+      data_path.find('/') == std::string_view::npos) {
+    return path;
+  }
+  const std::vector<fs::path> caches = hub_cache_dirs();
+  for (const fs::path& cache : caches) {
+    if (auto found = find_in_hub_cache(cache, data_path, "main", HubRepo::dataset)) return *found;
+  }
+  std::vector<std::string> searched;
+  for (const fs::path& cache : caches) searched.push_back(cache.string());
+  throw Error(cat("data_path ", data_path,
+                  ": no such file or folder, and no dataset of that id in the Hugging Face cache (",
+                  join(searched, ", "),
+                  "; revision main). autotrain never downloads: on a login node run "
+                  "`huggingface-cli download --repo-type dataset ",
+                  data_path, "` (with the same HF_HOME)"));
 }
 
 BaseModel locate_base_model(std::string_view model, std::string_view revision, bool from_scratch) {

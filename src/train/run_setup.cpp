@@ -463,7 +463,7 @@ data::PrepareOptions prepare_options(const RunSetup& setup) {
   const auto& params = setup.params();
   data::PrepareOptions options;
   options.data_path = params.data_path.empty() ? data_dir() / "tinyshakespeare.txt"
-                                               : std::filesystem::path(params.data_path);
+                                               : config::locate_dataset(params.data_path);
   options.output_dir = setup.project_dir / "data";
   options.tokenizer = params.tokenizer;
   options.parse_special_tokens = params.parse_special_tokens;

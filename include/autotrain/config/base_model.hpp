@@ -63,11 +63,20 @@ struct BaseModel {
 // ~/.cache/huggingface/hub (those whose variable is set).
 std::vector<std::filesystem::path> hub_cache_dirs();
 
-// The snapshot folder of a Hub id in one cache: models--org--name/refs/<revision> names the
-// snapshot (a 40-digit revision names it directly). nullopt when absent.
+enum class HubRepo { model, dataset };
+// The snapshot folder of a Hub id in one cache: models--org--name/refs/<revision> (datasets--...
+// for a dataset) names the snapshot (a 40-digit revision names it directly); a model's holds
+// config.json. nullopt when absent.
 std::optional<std::filesystem::path> find_in_hub_cache(const std::filesystem::path& cache,
                                                        std::string_view repo_id,
-                                                       std::string_view revision);
+                                                       std::string_view revision,
+                                                       HubRepo kind = HubRepo::model);
+
+// data_path as the data layer reads it: the path when it exists (or is not an org/name id);
+// else the snapshot of dataset org/name in the Hub cache (as `huggingface-cli download
+// --repo-type dataset org/name` leaves it), or an Error that lists the caches searched and says
+// what to run on a login node.
+std::filesystem::path locate_dataset(std::string_view data_path);
 
 // Finds `model`: an existing folder (it must hold config.json), else a Hub id in the caches
 // (GPT-2's legacy bare names also as openai-community/<name>), else nothing (folder empty; the

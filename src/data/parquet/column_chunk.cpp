@@ -12,6 +12,7 @@
 
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
+#include "encodings.hpp"
 #include "thrift_compact.hpp"
 
 namespace autotrain::data::parquet {
@@ -120,129 +121,6 @@ std::string decompress(Codec codec, std::string_view in, std::int64_t size,
   return out;
 }
 
-// Reads the RLE / bit-packed hybrid: `count` values of `bit_width` bits into `out`.
-template <typename T>
-void decode_hybrid(std::string_view in, int bit_width, std::size_t count, std::vector<T>& out,
-                   const std::string& what) {
-  AT_CHECK(bit_width >= 0 && bit_width <= 32, what, ": a bit width of ", bit_width);
-  const std::size_t start = out.size();
-  out.resize(start + count);
-  std::size_t pos = 0, n = 0;
-  const auto fail = [&] {
-    throw Error(cat(what, ": a run of levels or dictionary indices ends early (", n, " of ", count,
-                    " values)"));
-  };
-  const std::size_t value_bytes = std::size_t(bit_width + 7) / 8;
-  while (n < count) {
-    std::uint64_t header = 0;
-    for (int shift = 0;; shift += 7) {
-      if (pos >= in.size() || shift > 35) fail();
-      const auto b = static_cast<std::uint8_t>(in[pos++]);
-      header |= std::uint64_t(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) break;
-    }
-    if (header & 1) {  // bit-packed: groups of 8 values, least significant bit first
-      const std::uint64_t values = (header >> 1) * 8;
-      const std::uint64_t bytes = (header >> 1) * std::uint64_t(bit_width);
-      if (bytes > in.size() - pos) fail();
-      for (std::uint64_t v = 0; v < values && n < count; ++v, ++n) {
-        std::uint64_t value = 0;
-        const std::uint64_t bit = v * std::uint64_t(bit_width);
-        for (int b = 0; b < bit_width; ++b) {
-          const std::uint64_t at = bit + std::uint64_t(b);
-          value |= std::uint64_t((static_cast<std::uint8_t>(in[pos + at / 8]) >> (at % 8)) & 1)
-                   << b;
-        }
-        out[start + n] = static_cast<T>(value);
-      }
-      pos += bytes;
-    } else {  // a run of one value
-      const std::uint64_t run = header >> 1;
-      if (value_bytes > in.size() - pos) fail();
-      std::uint64_t value = 0;
-      for (std::size_t b = 0; b < value_bytes; ++b)
-        value |= std::uint64_t(static_cast<std::uint8_t>(in[pos + b])) << (8 * b);
-      pos += value_bytes;
-      for (std::uint64_t v = 0; v < run && n < count; ++v, ++n)
-        out[start + n] = static_cast<T>(value);
-    }
-  }
-}
-
-int bit_width_of(int max_level) {
-  int w = 0;
-  while ((1 << w) <= max_level) ++w;
-  return w;
-}
-
-// Levels of a v1 page: a 4-byte length, then the hybrid runs; advances `page`.
-void levels_v1(std::string_view& page, int max_level, std::size_t count,
-               std::vector<std::uint8_t>& out, const std::string& what) {
-  AT_CHECK(page.size() >= 4, what, ": a Parquet data page ends before its levels");
-  std::uint32_t length = 0;
-  std::memcpy(&length, page.data(), 4);
-  AT_CHECK(length <= page.size() - 4, what, ": levels of ", length, " bytes in a page of ",
-           page.size());
-  decode_hybrid(page.substr(4, length), bit_width_of(max_level), count, out, what);
-  page.remove_prefix(4 + std::size_t(length));
-}
-
-template <typename T>
-T load(std::string_view in, std::size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof(T));
-  return v;
-}
-
-// `count` PLAIN values of `type` from `in`.
-void plain_values(std::string_view in, Physical type, std::size_t count,
-                  std::vector<nlohmann::ordered_json>& out, const std::string& what) {
-  std::size_t pos = 0;
-  const auto need = [&](std::size_t bytes) {
-    AT_CHECK(bytes <= in.size() - pos, what, ": PLAIN values end early (", out.size(), " read)");
-  };
-  for (std::size_t i = 0; i < count; ++i) {
-    switch (type) {
-      case Physical::byte_array: {
-        need(4);
-        const auto n = load<std::uint32_t>(in, pos);
-        pos += 4;
-        need(n);
-        out.emplace_back(std::string(in.substr(pos, n)));
-        pos += n;
-        break;
-      }
-      case Physical::int32:
-        need(4);
-        out.emplace_back(load<std::int32_t>(in, pos));
-        pos += 4;
-        break;
-      case Physical::int64:
-        need(8);
-        out.emplace_back(load<std::int64_t>(in, pos));
-        pos += 8;
-        break;
-      case Physical::float32:
-        need(4);
-        out.emplace_back(double(load<float>(in, pos)));
-        pos += 4;
-        break;
-      case Physical::float64:
-        need(8);
-        out.emplace_back(load<double>(in, pos));
-        pos += 8;
-        break;
-      case Physical::boolean:
-        AT_CHECK(i / 8 < in.size(), what, ": PLAIN booleans end early");
-        out.emplace_back(((static_cast<std::uint8_t>(in[i / 8]) >> (i % 8)) & 1) != 0);
-        break;
-      default:
-        throw Error(cat(what, ": Parquet physical type ", static_cast<int>(type),
-                        " (INT96 or FIXED_LEN_BYTE_ARRAY) is not supported"));
-    }
-  }
-}
-
 class ChunkDecoder {
  public:
   ChunkDecoder(const ChunkMeta& chunk, const SchemaNode& leaf, const std::string& what)
@@ -267,18 +145,17 @@ class ChunkDecoder {
     if (!v2) {
       bytes = decompress(chunk_.codec, body, h.uncompressed, what_);
       values = bytes;
-      if (leaf_.max_rep > 0) levels_v1(values, leaf_.max_rep, count, out_.rep, what_);
-      if (leaf_.max_def > 0) levels_v1(values, leaf_.max_def, count, out_.def, what_);
+      if (leaf_.max_rep > 0) decode_levels(values, leaf_.max_rep, count, true, out_.rep, what_);
+      if (leaf_.max_def > 0) decode_levels(values, leaf_.max_def, count, true, out_.def, what_);
     } else {
       AT_CHECK(h.rep_bytes >= 0 && h.def_bytes >= 0 &&
                    h.rep_bytes + h.def_bytes <= std::int64_t(body.size()),
                what_, ": a data page v2 whose levels (", h.rep_bytes, " + ", h.def_bytes,
                " bytes) exceed its ", body.size(), " bytes");
       const auto rep = std::size_t(h.rep_bytes), def = std::size_t(h.def_bytes);
-      if (leaf_.max_rep > 0)
-        decode_hybrid(body.substr(0, rep), bit_width_of(leaf_.max_rep), count, out_.rep, what_);
-      if (leaf_.max_def > 0)
-        decode_hybrid(body.substr(rep, def), bit_width_of(leaf_.max_def), count, out_.def, what_);
+      std::string_view rep_runs = body.substr(0, rep), def_runs = body.substr(rep, def);
+      if (leaf_.max_rep > 0) decode_levels(rep_runs, leaf_.max_rep, count, false, out_.rep, what_);
+      if (leaf_.max_def > 0) decode_levels(def_runs, leaf_.max_def, count, false, out_.def, what_);
       const std::string_view rest = body.substr(rep + def);
       if (h.values_compressed) {
         bytes = decompress(chunk_.codec, rest, h.uncompressed - h.rep_bytes - h.def_bytes, what_);
@@ -319,12 +196,13 @@ class ChunkDecoder {
       }
     } else if (encoding == kRle && chunk_.type == Physical::boolean) {
       std::vector<std::uint8_t> bits;
-      levels_v1(values, 1, defined, bits, what_);
+      decode_levels(values, 1, defined, true, bits, what_);
       for (const std::uint8_t b : bits) out_.values.emplace_back(b != 0);
+    } else if (encoding >= 5 && encoding <= 7) {
+      delta_values(encoding, values, chunk_.type, defined, out_.values, what_);
     } else {
       throw Error(cat(what_, ": Parquet encoding ", encoding_name(encoding),
-                      " is not supported (expected PLAIN or dictionary encoding, pyarrow's "
-                      "defaults)"));
+                      " is not supported (expected PLAIN, dictionary or delta encodings)"));
     }
   }
 
