@@ -28,7 +28,10 @@ struct Flag {
 };
 
 constexpr Flag kFlags[] = {
-    {"data-path", "DIR|FILE", "folder with {split}.csv/.jsonl/.txt, or one .txt/.csv/.jsonl file"},
+    {"data-path", "DIR|FILE|ID",
+     "folder with {split}.csv/.jsonl/.txt or Parquet files, one\n"
+     "                              .txt/.csv/.jsonl/.parquet file, or a Hub dataset id (org/name)\n"
+     "                              in the offline Hugging Face cache"},
     {"output", "DIR", "where the shards and manifest.json are written"},
     {"tokenizer", "NAME|PATH", "gpt2 (default), byte, a tokenizer.json or a model folder"},
     {"parse-special-tokens", "BOOL",
@@ -36,7 +39,7 @@ constexpr Flag kFlags[] = {
      "                              true, as Hugging Face; false = ordinary text)"},
     {"train-split", "NAME", "train split name (default train)"},
     {"valid-split", "NAME", "validation split name (default valid; 'none' for no validation)"},
-    {"text-column", "NAME", "CSV/JSONL column holding the text (default text)"},
+    {"text-column", "NAME", "CSV/JSONL/Parquet column holding the text (default text)"},
     {"chat-template", "NAME",
      "none (default), tokenizer, chatml or zephyr: text-column\n"
      "                              holds conversations (lists of messages) to render"},
@@ -56,7 +59,7 @@ constexpr Flag kFlags[] = {
 
 std::string help_text() {
   std::string out =
-      "usage: autotrain prepare --data-path DIR_OR_FILE --output DIR [options]\n\n"
+      "usage: autotrain prepare --data-path DIR|FILE|ID --output DIR [options]\n\n"
       "Tokenizes text into token shards in llm.c's format (docs/data.md). Runs on rank 0\n"
       "when started under mpirun; the other ranks wait.\n\noptions:\n";
   for (const auto& flag : kFlags) {

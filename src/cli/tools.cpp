@@ -120,7 +120,7 @@ int run_show_rows(const std::vector<std::string>& args) {
         "--help");
   }
   std::vector<data::Column> wanted;
-  for (const std::string& name : split(columns, ',')) wanted.push_back({name, "--columns"});
+  for (const std::string& name : split(columns, ',')) wanted.push_back({name, "columns"});
   long long shown = 0;
   struct Enough {};
   try {

@@ -3,6 +3,7 @@
 // 10% otherwise (Slurm logs, pipes).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -29,6 +30,8 @@ class PrepareProgress {
 
   void update(uint64_t bytes, uint64_t tokens) {
     if (!enabled_) return;
+    // The total is the input files' size: compressed Parquet holds more text than that.
+    total_bytes_ = std::max(total_bytes_, bytes);
     const double fraction =
         total_bytes_ > 0
             ? std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_bytes_))

@@ -71,7 +71,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
   X(bool, from_scratch, false, any_value(), "Random initialisation in the base model's architecture (its config.json, or the preset) instead of its pretrained weights.") \
   X(std::string, revision, "main", any_value(), "Hub cache snapshot of a Hub id: a branch or tag under refs/, or a 40-digit commit.") \
   X(std::string, project_name, "project-name", with_rule(project_name_rule, kProjectNameRule), "Output folder of the run (alphanumeric and hyphens, at most 50 characters).") \
-  X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt; empty = the embedded demo corpus. YAML: data.path.") \
+  X(std::string, data_path, "", any_value(), "Folder with <train_split>.csv|.jsonl|.txt|.parquet (or Hugging Face datasets' Parquet layouts), one such file, or a Hub dataset id in the offline Hugging Face cache (docs/data.md); empty = the embedded demo corpus. YAML: data.path.") \
   X(std::string, train_split, "train", any_value(), "Name of the training split. YAML: data.train_split.") \
   X(std::string, valid_split, "", any_value(), "Name of the validation split; empty or none = no validation (then eval_strategy resolves to no). YAML: data.valid_split.") \
   X(std::string, text_column, "text", any_value(), "Column holding the text, or with chat_template the conversations; for trainers dpo, orpo and reward the chosen completion (not given: chosen). YAML: data.column_mapping.text_column.") \

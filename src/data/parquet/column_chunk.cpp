@@ -18,8 +18,11 @@
 namespace autotrain::data::parquet {
 namespace {
 
-constexpr std::int64_t kMaxPageBytes = std::int64_t(1) << 30;
-constexpr std::int64_t kMaxPageValues = std::int64_t(1) << 27;
+// Limits that no writer's defaults come near (pages of about 1 MiB and 20000 values), so that a
+// hostile header cannot make one page, or a dictionary repeated by RLE runs, take the memory.
+constexpr std::int64_t kMaxPageBytes = std::int64_t(256) << 20;
+constexpr std::int64_t kMaxPageValues = std::int64_t(1) << 24;
+constexpr std::size_t kMaxChunkValueBytes = std::size_t(1) << 30;  // decoded, per column chunk
 
 enum Encoding : int { kPlain = 0, kPlainDictionary = 2, kRle = 3, kRleDictionary = 8 };
 constexpr std::string_view kEncodingNames[] = {
@@ -92,6 +95,21 @@ std::string decompress(Codec codec, std::string_view in, std::int64_t size,
     AT_CHECK(std::int64_t(in.size()) == size, what, ": an uncompressed Parquet page of ", in.size(),
              " bytes says it holds ", size);
     return std::string(in);
+  }
+  // The size a compressed page declares must match the header's before anything is allocated.
+  if (codec == Codec::snappy) {
+    std::size_t n = 0;
+    AT_CHECK(snappy_uncompressed_length(in.data(), in.size(), &n) == SNAPPY_OK &&
+                 std::int64_t(n) == size,
+             what, ": a SNAPPY Parquet page that does not declare the ", size,
+             " bytes its header gives");
+  } else if (codec == Codec::zstd) {
+    const unsigned long long n = ZSTD_getFrameContentSize(in.data(), in.size());
+    AT_CHECK(n == ZSTD_CONTENTSIZE_UNKNOWN || n == static_cast<unsigned long long>(size), what,
+             ": a ZSTD Parquet page that does not declare the ", size, " bytes its header gives");
+  } else if (codec == Codec::gzip) {
+    AT_CHECK(size <= std::int64_t(in.size()) * 1032 + 1024, what, ": a GZIP Parquet page of ",
+             in.size(), " bytes cannot hold the ", size, " its header gives");
   }
   std::string out(std::size_t(size), '\0');
   bool ok = false;
@@ -173,13 +191,29 @@ class ChunkDecoder {
         defined += out_.def[i] == leaf_.max_def;
       }
     }
+    const std::size_t before = out_.values.size();
     decode_values(h.encoding, values, defined);
+    if (h.encoding != kPlainDictionary && h.encoding != kRleDictionary) {
+      for (std::size_t i = before; i < out_.values.size(); ++i) {
+        const auto& value = out_.values[i];
+        spend(value.is_string() ? value.get_ref<const std::string&>().size() : 0);
+      }
+    }
     out_.entries += count;
   }
 
   LeafEntries take() { return std::move(out_); }
 
  private:
+  // Counts a decoded value (its bytes, and a JSON value's own size) against the chunk's limit.
+  void spend(std::size_t bytes) {
+    spent_ += bytes + sizeof(nlohmann::ordered_json);
+    AT_CHECK(spent_ <= kMaxChunkValueBytes, what_, ": the column chunk decodes to more than ",
+             kMaxChunkValueBytes >> 20,
+             " MiB of values; autotrain reads a row group's column at once, so write the file "
+             "with smaller row groups (pyarrow's row_group_size)");
+  }
+
   void decode_values(int encoding, std::string_view values, std::size_t defined) {
     if (encoding == kPlain) {
       plain_values(values, chunk_.type, defined, out_.values, what_);
@@ -192,7 +226,9 @@ class ChunkDecoder {
       for (const std::uint32_t i : indices) {
         AT_CHECK(i < dictionary_.size(), what_, ": dictionary index ", i, " of a dictionary of ",
                  dictionary_.size());
-        out_.values.push_back(dictionary_[i]);
+        const auto& value = dictionary_[i];
+        spend(value.is_string() ? value.get_ref<const std::string&>().size() : 0);
+        out_.values.push_back(value);
       }
     } else if (encoding == kRle && chunk_.type == Physical::boolean) {
       std::vector<std::uint8_t> bits;
@@ -211,6 +247,7 @@ class ChunkDecoder {
   const std::string& what_;
   std::vector<nlohmann::ordered_json> dictionary_;
   LeafEntries out_;
+  std::size_t spent_ = 0;
 };
 
 }  // namespace
@@ -236,7 +273,7 @@ LeafEntries read_column_chunk(std::string_view file, const ChunkMeta& chunk, con
   while (values < chunk.num_values) {
     AT_CHECK(pos < bytes.size(), what, ": the column chunk ends after ", values, " of its ",
              chunk.num_values, " values");
-    CompactReader r(bytes.substr(pos), what);
+    CompactReader r(bytes.substr(pos), what, "page header", std::size_t(start) + pos);
     const PageHeader h = read_page_header(r);
     pos += r.offset();
     AT_CHECK(h.compressed >= 0 && h.compressed <= std::int64_t(bytes.size() - pos), what,

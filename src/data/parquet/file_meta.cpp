@@ -167,8 +167,8 @@ std::string_view codec_name(Codec codec) {
   return names[static_cast<int>(codec)];
 }
 
-FileMeta read_file_meta(std::string_view footer, const std::string& what) {
-  CompactReader r(footer, what);
+FileMeta read_file_meta(std::string_view footer, const std::string& what, std::size_t offset) {
+  CompactReader r(footer, what, "metadata", offset);
   FileMeta meta;
   std::vector<RawElement> raw;
   r.begin_struct();

