@@ -1,5 +1,7 @@
-// Gemma 2 (Gemma2ForCausalLM, model_type gemma2) and Gemma 3's text model (Gemma3ForCausalLM,
-// gemma3_text) on the Llama-style decoder, with what Gemma changes in it (model/config.hpp):
+// Gemma (GemmaForCausalLM, model_type gemma: Gemma 1 and 1.1, CodeGemma), Gemma 2
+// (Gemma2ForCausalLM, gemma2) and Gemma 3's text model (Gemma3ForCausalLM, gemma3_text) on the
+// Llama-style decoder, with what Gemma changes in it (model/config.hpp). Gemma 1 has the first
+// four of these and Llama's block otherwise (one norm before attention, one before the MLP):
 // embeddings scaled by sqrt(hidden_size), RMSNorm weights stored as offsets from 1, RMSNorms on
 // the attention's and the MLP's outputs too (post_attention_layernorm, post_feedforward_layernorm;
 // the MLP's input norm is pre_feedforward_layernorm), scores scaled by query_pre_attn_scalar^-1/2,
@@ -26,6 +28,7 @@ struct Version {
   double rope_theta;       // the default when config.json has none
   int pattern;             // the default layer pattern: every pattern-th layer is global
 };
+constexpr Version kGemma{"gemma", "GemmaForCausalLM", "GemmaForSequenceClassification", 10000, 0};
 constexpr Version kGemma2{"gemma2", "Gemma2ForCausalLM", "Gemma2ForSequenceClassification", 10000,
                           2};
 constexpr Version kGemma3{"gemma3_text", "Gemma3ForCausalLM", "Gemma3TextForSequenceClassification",
@@ -54,17 +57,37 @@ std::vector<bool> sliding_layers(const HfConfig& config, const Version& v, int l
 
 class GemmaFamily final : public DecoderFamily {
  public:
+  // Gemma 1: Gemma 2's embedding scale, norm offsets, GeGLU and tied head on Llama's block; no
+  // soft caps, no sliding windows, the scores scaled by head_dim^-1/2.
+  static ModelConfig read_gemma1(const HfConfig& config) {
+    config.expect_architecture(kGemma.name);
+    ModelConfig c = read_common(config, kGemma.name, kGemma.rope_theta);
+    if (!config.has("hidden_activation") && !config.has("hidden_act")) {
+      c.gate = GateActivation::gelu_tanh;
+    }
+    c.tie_word_embeddings = config.bool_or("tie_word_embeddings", true);
+    c.qkv_bias = c.o_bias = config.bool_or("attention_bias", false);
+    c.norm_offset = c.embed_scale = true;
+    c.validate();
+    return c;
+  }
+
   std::vector<HfArchitecture> architectures() const override {
-    return {{kGemma2.model_type, kGemma2.name, kGemma2.classifier},
+    return {{kGemma.model_type, kGemma.name, kGemma.classifier},
+            {kGemma2.model_type, kGemma2.name, kGemma2.classifier},
             {kGemma3.model_type, kGemma3.name, kGemma3.classifier}};
   }
   std::string describe(const ModelConfig& c) const override {
-    return cat(c.qk_norm ? "Gemma 3 (" : "Gemma 2 (", c.architecture, ")");
+    const char* name = !c.sandwich_norms ? "Gemma (" : c.qk_norm ? "Gemma 3 (" : "Gemma 2 (";
+    return cat(name, c.architecture, ")");
   }
 
   ModelConfig from_hf_config(const nlohmann::json& json, const std::string& file) const override {
     const HfConfig config(json, file);
-    const Version& v = json["model_type"] == kGemma2.model_type ? kGemma2 : kGemma3;
+    const Version& v = json["model_type"] == kGemma.model_type    ? kGemma
+                       : json["model_type"] == kGemma2.model_type ? kGemma2
+                                                                  : kGemma3;
+    if (&v == &kGemma) return read_gemma1(config);
     const bool gemma3 = &v == &kGemma3;
     config.expect_architecture(v.name);
     config.expect_bool("use_bidirectional_attention", false);
@@ -91,10 +114,14 @@ class GemmaFamily final : public DecoderFamily {
 
   nlohmann::ordered_json hf_config(const ModelConfig& c) const override {
     const bool gemma3 = c.architecture == kGemma3.name;
-    nlohmann::ordered_json json = write_common(c, gemma3 ? kGemma3.model_type : kGemma2.model_type);
+    const bool gemma1 = c.architecture == kGemma.name;
+    nlohmann::ordered_json json = write_common(c, gemma1   ? kGemma.model_type
+                                                  : gemma3 ? kGemma3.model_type
+                                                           : kGemma2.model_type);
     json["hidden_activation"] = json["hidden_act"];
     json["attention_bias"] = c.o_bias;
     json["attention_dropout"] = 0.0;
+    if (gemma1) return json;
     json["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
     json["sliding_window"] = c.sliding_window;
     std::vector<std::string> types;

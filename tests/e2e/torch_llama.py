@@ -3,7 +3,7 @@
 Qwen2ForCausalLM, Qwen3ForCausalLM), Phi-3 (Phi3ForCausalLM) and Gemma 2 and 3 (Gemma2ForCausalLM,
 Gemma3ForCausalLM), for checking autotrain against.
 
-  make OUT [--arch llama|mistral|qwen2|qwen3|phi3|gemma2|gemma3_text] [--partial-rotary F] [--dtype F32|BF16|F16] [--shards N] [--seed S]
+  make OUT [--arch llama|mistral|qwen2|qwen3|phi3|gemma|gemma2|gemma3_text] [--partial-rotary F] [--dtype F32|BF16|F16] [--shards N] [--seed S]
            [--hub CACHE ID] [--drop NAME] [--shape N_LAYER,N_HEAD,N_KV_HEAD,HIDDEN,INTERMEDIATE]
            [--head-dim D] [--tied] [--rope-scaling llama3|yarn|yarn-ramp] [--vocab V] [--max-positions P]
            [--sliding-window W]
@@ -15,7 +15,8 @@ Gemma3ForCausalLM), for checking autotrain against.
       --sliding-window is Mistral's; --drop leaves out one tensor. phi3: fused qkv_proj and
       gate_up_proj, --partial-rotary its partial_rotary_factor (default 1.0), --rope-scaling
       longrope with random short/long factors (max_position_embeddings 4 × the original).
-      gemma2, gemma3_text: tied, head_dim 8, sliding_window 6 (--sliding-window), soft caps 4
+      gemma (Gemma 1: Llama's block with Gemma's embedding scale, norm offsets, GeGLU, tied head,
+      head_dim 8), gemma2, gemma3_text: tied, head_dim 8, sliding_window 6 (--sliding-window), soft caps 4
       (attention) and 10 (logits) on gemma2, query_pre_attn_scalar 24; gemma2 layers alternate
       sliding and global from layer 0 (its default pattern), gemma3_text writes layer_types with
       every third layer global and rope_local_base_freq 100, --rope-scaling linear (factor 4).
@@ -63,6 +64,9 @@ sqrt(mean(x²) + eps) · (1 + weight), the attention's and the MLP's outputs nor
 scores q·kᵀ · query_pre_attn_scalar^-1/2, soft-capped as cap · tanh(score / cap)
 (attn_logit_softcapping) and the logits likewise (final_logit_softcapping), gelu(tanh) gating,
 gemma3: q/k norms (1 + weight) and sliding layers rotated by rope_local_base_freq unscaled.
+Gemma 1 (GemmaForCausalLM): the scale, norm offsets and gating, on Llama's block (no output norms,
+no soft caps, no windows, scores scaled by head_dim^-1/2). YaRN (rope_type yarn) as transformers'
+_compute_yarn_parameters: yarn_inv_freq and attention_factor below.
 The selftest (torch_llama_selftest.py) compares attention with PyTorch's fused attention and a loop over visible keys, the
 rotary embedding with complex rotations, incremental decoding with a key/value cache with the full
 forward, causality, and the greedy decoding of made models for near-ties.
@@ -86,14 +90,16 @@ ARCHS = {  # model_type: (architecture, rms_norm_eps, rope_theta)
     "qwen2": ("Qwen2ForCausalLM", 1e-6, 1000000.0),
     "qwen3": ("Qwen3ForCausalLM", 1e-6, 1000000.0),
     "phi3": ("Phi3ForCausalLM", 1e-5, 10000.0),
+    "gemma": ("GemmaForCausalLM", 1e-6, 10000.0),
     "gemma2": ("Gemma2ForCausalLM", 1e-6, 10000.0),
     "gemma3_text": ("Gemma3ForCausalLM", 1e-6, 1000000.0),
 }
-GEMMA = ("gemma2", "gemma3_text")
+GEMMA = ("gemma", "gemma2", "gemma3_text")
 CLASSIFIERS = {  # model_type: the architecture with a score head (a reward model)
     "llama": "LlamaForSequenceClassification", "mistral": "MistralForSequenceClassification",
     "qwen2": "Qwen2ForSequenceClassification", "qwen3": "Qwen3ForSequenceClassification",
-    "phi3": "Phi3ForSequenceClassification", "gemma2": "Gemma2ForSequenceClassification",
+    "phi3": "Phi3ForSequenceClassification", "gemma": "GemmaForSequenceClassification",
+    "gemma2": "Gemma2ForSequenceClassification",
     "gemma3_text": "Gemma3TextForSequenceClassification",
 }
 TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
@@ -108,6 +114,7 @@ class Shape:
         if self.arch not in ARCHS:
             sys.exit(f"torch_llama: model_type {self.arch!r} is not one of {sorted(ARCHS)}")
         self.gemma = self.arch in GEMMA
+        self.sandwich = self.gemma and self.arch != "gemma"  # Gemma 2 and 3: norms after attention and MLP too
         self.classifier = CLASSIFIERS[self.arch] in (c.get("architectures") or [])
         self.pad = c.get("pad_token_id")
         self.act = c.get("hidden_activation") or c.get("hidden_act") or ("gelu_pytorch_tanh" if self.gemma else "silu")
@@ -147,7 +154,7 @@ class Shape:
             first = c.get("max_window_layers", self.L)
             self.window = [c["sliding_window"] if l >= first else None for l in range(self.L)]
         self.local_theta = [None] * self.L  # a layer's own rope base, unscaled (Gemma 3's sliding layers)
-        if self.gemma:
+        if self.sandwich:
             types = c.get("layer_types") or ["sliding_attention" if (l + 1) % c.get("sliding_window_pattern", 2 if self.arch == "gemma2" else 6) else "full_attention" for l in range(self.L)]
             self.window = [c["sliding_window"] if t == "sliding_attention" else None for t in types]
             if self.arch == "gemma3_text":
@@ -174,7 +181,7 @@ def names(s):
             out[p + "self_attn.q_norm.weight"] = [D]
             out[p + "self_attn.k_norm.weight"] = [D]
         out[p + "post_attention_layernorm.weight"] = [C]
-        if s.gemma:
+        if s.sandwich:
             out[p + "pre_feedforward_layernorm.weight"] = [C]
             out[p + "post_feedforward_layernorm.weight"] = [C]
         fused_mlp = (("gate_up", [2 * I, C]), ("down", [C, I]))
@@ -265,7 +272,12 @@ def make_config(arch, L, NH, NKV, C, I, V, P, head_dim, tied, rope_scaling, wind
                  resid_pdrop=0.0, embd_pdrop=0.0)
         if head_dim:
             sys.exit("make: phi3 has no head_dim")
-    if arch in GEMMA:  # as Gemma2Config / Gemma3TextConfig write them
+    if arch == "gemma":  # as GemmaConfig writes it: Llama's block, Gemma's scale, offsets and GeGLU
+        c.update(bos_token_id=2, eos_token_id=1, pad_token_id=0, hidden_act="gelu_pytorch_tanh",
+                 hidden_activation=None, attention_bias=False, head_dim=head_dim or 8, tie_word_embeddings=True)
+        del c["rope_scaling"]
+        rope_scaling = None
+    elif arch in GEMMA:  # as Gemma2Config / Gemma3TextConfig write them
         c.update(bos_token_id=2, eos_token_id=1, pad_token_id=0, hidden_act="gelu_pytorch_tanh",
                  hidden_activation="gelu_pytorch_tanh", attention_bias=False, head_dim=head_dim or 8,
                  query_pre_attn_scalar=24, sliding_window=window or 6, tie_word_embeddings=True)
@@ -340,9 +352,9 @@ def cmd_make(args):
         else:
             sys.exit(f"make: unknown option {option}" + (f" {value}" if value else ""))
         i += 2
-    if window is not None and arch not in ("mistral", "phi3") + GEMMA:
+    if window is not None and arch not in ("mistral", "phi3", "gemma2", "gemma3_text"):
         sys.exit("make: --sliding-window is Mistral's, Phi-3's and Gemma's (Qwen's use_sliding_window stays false)")
-    if arch in GEMMA and (rope_scaling not in (None, "linear") or (rope_scaling and arch == "gemma2")):
+    if arch in GEMMA and (rope_scaling not in (None, "linear") or (rope_scaling and arch != "gemma3_text")):
         sys.exit("make: Gemma takes --rope-scaling linear (gemma3_text) only")
     if partial is not None and arch != "phi3":
         sys.exit("make: --partial-rotary is Phi-3's")
@@ -519,7 +531,7 @@ def qkv(s, w, p, n, positions, freqs):
 
 
 def mlp(s, w, p, h):
-    n = rms_norm(h, w[p + ("pre_feedforward_layernorm.weight" if s.gemma else "post_attention_layernorm.weight")],
+    n = rms_norm(h, w[p + ("pre_feedforward_layernorm.weight" if s.sandwich else "post_attention_layernorm.weight")],
                  s.eps, s.offset)
     if s.fused:  # Phi3MLP: gate, up = gate_up_proj(n).chunk(2)
         gate, up = linear(n, w, p + "mlp.gate_up_proj").chunk(2, dim=-1)
@@ -527,7 +539,7 @@ def mlp(s, w, p, h):
         gate, up = linear(n, w, p + "mlp.gate_proj"), linear(n, w, p + "mlp.up_proj")
     act = torch.nn.functional.silu(gate) if s.act == "silu" else torch.nn.functional.gelu(gate, approximate="tanh")
     y = linear(act * up, w, p + "mlp.down_proj")
-    if s.gemma:
+    if s.sandwich:
         y = rms_norm(y, w[p + "post_feedforward_layernorm.weight"], s.eps, s.offset)
     return h + y
 
@@ -558,7 +570,7 @@ def layer(s, w, l, x, positions, cache=None, attend=attention):
     mask = visible(s, l, positions, torch.arange(k.shape[1]))
     y = attend(q, k, v, mask, s.scale, s.attn_cap).transpose(0, 1).reshape(x.shape[0], s.NH * s.D)
     a = linear(y, w, p + "self_attn.o_proj")
-    if s.gemma:
+    if s.sandwich:
         a = rms_norm(a, w[p + "post_attention_layernorm.weight"], s.eps, s.offset)
     return mlp(s, w, p, x + a)
 

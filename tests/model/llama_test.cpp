@@ -304,6 +304,32 @@ TEST(LlamaFamily, ReadsYarnWithTheFactorOfTheOriginalContextAndWritesItBack) {
   EXPECT_EQ(model_config_from_json(to_json(d)), d);
 }
 
+// Gemma 1 (google/gemma-2b's config.json, 2 layers): Gemma's scale, offsets and GeGLU on Llama's
+// block, and back through the export and a checkpoint.
+TEST(LlamaFamily, ReadsGemmaOneAsLlamasBlockWithGemmasChanges) {
+  const nlohmann::json json = nlohmann::json::parse(R"({"architectures": ["GemmaForCausalLM"],
+      "model_type": "gemma", "hidden_size": 2048, "intermediate_size": 16384,
+      "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+      "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 8192,
+      "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000, "attention_bias": false,
+      "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0})");
+  const ModelConfig c = read_hf_config(json, "config.json");
+  EXPECT_EQ(c.architecture, "GemmaForCausalLM");
+  EXPECT_TRUE(c.norm_offset && c.embed_scale && c.tie_word_embeddings);
+  EXPECT_FALSE(c.sandwich_norms || c.qk_norm);
+  EXPECT_EQ(c.gate, GateActivation::gelu_tanh);  // hidden_activation wins over hidden_act
+  EXPECT_EQ(c.attn_softcap, 0);
+  EXPECT_EQ(c.final_softcap, 0);
+  EXPECT_EQ(c.window(0), 0);
+  EXPECT_EQ(c.head_size(), 256);
+  EXPECT_EQ(summary(c).substr(0, 26), "Gemma (GemmaForCausalLM): ");
+  const nlohmann::json written = nlohmann::json::parse(family_of(c).hf_config(c).dump());
+  EXPECT_EQ(written["model_type"], "gemma");
+  EXPECT_FALSE(written.contains("layer_types"));
+  EXPECT_EQ(read_hf_config(written, "export"), c);
+  EXPECT_EQ(model_config_from_json(to_json(c)), c);
+}
+
 TEST(LlamaFamily, CountsTheParametersOfTheRealModels) {
   const auto count = [](const char* model) {
     std::ifstream in(testing::source_path(cat("data/models/", model, "/config.json")));

@@ -67,7 +67,7 @@ inline constexpr int64_t kDefaultBucketElements = int64_t{1} << 24;
 // X(type, name, default, constraint, doc)
 // clang-format off
 #define AUTOTRAIN_TRAINING_PARAMS(X) \
-  X(std::string, model, "gpt2", with_rule(model_rule, kModelRule), "Base model: a Hugging Face model folder (GPT-2, the Llama family: Llama, Mistral, Qwen2, Qwen3, Phi-3: Phi-3-mini, Phi-4-mini, or Gemma 2 and Gemma 3), a Hub id in the offline Hub cache (org/name, or GPT-2's bare names), or with from_scratch a preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl; tiny = 2 layers, 2 heads, 64 wide, for tests) or a known architecture (data/models). Its architecture fills n_layer, n_head, n_embd and n_positions that are not given. YAML: base_model.") \
+  X(std::string, model, "gpt2", with_rule(model_rule, kModelRule), "Base model: a Hugging Face model folder (GPT-2, the Llama family: Llama, Mistral, Qwen2, Qwen3, Phi-3: Phi-3-mini, Phi-4-mini, or Gemma, Gemma 2 and Gemma 3), a Hub id in the offline Hub cache (org/name, or GPT-2's bare names), or with from_scratch a preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl; tiny = 2 layers, 2 heads, 64 wide, for tests) or a known architecture (data/models). Its architecture fills n_layer, n_head, n_embd and n_positions that are not given. YAML: base_model.") \
   X(bool, from_scratch, false, any_value(), "Random initialisation in the base model's architecture (its config.json, or the preset) instead of its pretrained weights.") \
   X(std::string, revision, "main", any_value(), "Hub cache snapshot of a Hub id: a branch or tag under refs/, or a 40-digit commit.") \
   X(std::string, project_name, "project-name", with_rule(project_name_rule, kProjectNameRule), "Output folder of the run (alphanumeric and hyphens, at most 50 characters).") \

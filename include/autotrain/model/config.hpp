@@ -1,6 +1,6 @@
 #pragma once
 // The shape of a model of one of the families of model/family.hpp: GPT-2, or one on the
-// Llama-style decoder (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and 3). Kept apart from the
+// Llama-style decoder (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 1, 2 and 3). Kept apart from the
 // config layer's TrainingParams so the model can be built and tested on its own. The Llama family's
 // fields keep GPT-2's meaning there: GPT-2 has as many key/value heads as heads, head_dim = n_embd
 // / n_head and an MLP of 4·n_embd.
