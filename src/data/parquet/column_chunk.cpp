@@ -8,6 +8,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "autotrain/core/error.hpp"
@@ -158,6 +159,7 @@ class ChunkDecoder {
     AT_CHECK(h.num_values >= 0 && h.num_values <= kMaxPageValues, what_, ": a data page of ",
              h.num_values, " values");
     const auto count = std::size_t(h.num_values);
+    spend(count * kEntryBytes, 0);
     std::string bytes;
     std::string_view values;
     if (!v2) {
@@ -184,12 +186,8 @@ class ChunkDecoder {
     }
     std::size_t defined = count;
     if (leaf_.max_def > 0) {
-      defined = 0;
-      for (std::size_t i = out_.def.size() - count; i < out_.def.size(); ++i) {
-        AT_CHECK(out_.def[i] <= leaf_.max_def, what_, ": definition level ", int(out_.def[i]),
-                 " above the column's ", leaf_.max_def);
-        defined += out_.def[i] == leaf_.max_def;
-      }
+      defined = std::size_t(std::count(out_.def.end() - std::ptrdiff_t(count), out_.def.end(),
+                                       std::uint8_t(leaf_.max_def)));
     }
     const std::size_t before = out_.values.size();
     decode_values(h.encoding, values, defined);
@@ -205,9 +203,13 @@ class ChunkDecoder {
   LeafEntries take() { return std::move(out_); }
 
  private:
-  // Counts a decoded value (its bytes, and a JSON value's own size) against the chunk's limit.
-  void spend(std::size_t bytes) {
-    spent_ += bytes + sizeof(nlohmann::ordered_json);
+  // What an entry costs in memory: its levels here, and the row assembly's indexes.
+  static constexpr std::size_t kEntryBytes = 2 + 2 * sizeof(std::size_t);
+
+  // Counts decoded memory (a value's bytes and, by default, the JSON value's own size) against
+  // the chunk's limit.
+  void spend(std::size_t bytes, std::size_t json = sizeof(nlohmann::ordered_json)) {
+    spent_ += bytes + json;
     AT_CHECK(spent_ <= kMaxChunkValueBytes, what_, ": the column chunk decodes to more than ",
              kMaxChunkValueBytes >> 20,
              " MiB of values; autotrain reads a row group's column at once, so write the file "

@@ -66,7 +66,7 @@ class RowGroupAssembler {
   nlohmann::ordered_json value(int node, std::size_t row, std::size_t j) const {
     const SchemaNode& n = f_.meta.schema[std::size_t(node)];
     const Leaf& first = leaves_.at(first_leaf(node));
-    const std::size_t entry = first.row_start[row] + j;
+    const std::size_t entry = entry_of(first, row, j, n.name);
     const int def = first.def(entry);
     if (n.repetition == Repetition::optional && def < n.max_def) return nullptr;
     if (n.leaf >= 0) {
@@ -114,7 +114,7 @@ class RowGroupAssembler {
     const SchemaNode& n = f_.meta.schema[std::size_t(node)];
     if (n.leaf >= 0) {
       const Leaf& leaf = leaves_.at(n.leaf);
-      const std::size_t entry = leaf.row_start[row] + k;
+      const std::size_t entry = entry_of(leaf, row, k, n.name);
       if (leaf.def(entry) < n.max_def) return nullptr;
       return leaf.e.values[leaf.value_index[entry]];
     }
@@ -123,6 +123,15 @@ class RowGroupAssembler {
       object[f_.meta.schema[std::size_t(child)].name] = value(child, row, k);
     }
     return object;
+  }
+
+  // The k-th entry of `row` in `leaf`: columns under one list that disagree on its length are
+  // an Error naming the column.
+  std::size_t entry_of(const Leaf& leaf, std::size_t row, std::size_t k,
+                       const std::string& name) const {
+    AT_CHECK(leaf.row_start[row] + k < leaf.row_start[row + 1], what_, ": row group ", group_,
+             ", row ", row, ": the columns under '", name, "' disagree on the length of a list");
+    return leaf.row_start[row] + k;
   }
 
   int first_leaf(int node) const {
@@ -145,9 +154,9 @@ class RowGroupAssembler {
     const std::size_t entries = leaf.e.entries;
     for (std::size_t i = 0; i < entries; ++i) {
       if (leaf.e.rep.empty() || leaf.e.rep[i] == 0) leaf.row_start.push_back(i);
-      AT_CHECK(leaf.e.rep.empty() || leaf.e.rep[i] <= 1 || n.max_rep <= 1, what,
-               ": lists inside lists are not supported");
     }
+    AT_CHECK(entries == 0 || leaf.row_start.front() == 0, what,
+             ": the first entry continues a row (repetition level above 0)");
     leaf.row_start.push_back(entries);
     AT_CHECK(leaf.row_start.size() - 1 == std::size_t(group.num_rows), what, ": ",
              leaf.row_start.size() - 1, " rows where the row group has ", group.num_rows);
@@ -181,14 +190,6 @@ void check_supported(const FileMeta& meta, int node, const std::string& column,
 }
 
 }  // namespace
-
-std::vector<std::string> column_names(const fs::path& path) {
-  const OpenFile f = open(path);
-  std::vector<std::string> names;
-  for (const int child : f.meta.schema[0].children)
-    names.push_back(f.meta.schema[std::size_t(child)].name);
-  return names;
-}
 
 void read_rows(const fs::path& path, const std::vector<std::string>& columns,
                const std::vector<bool>& optional, const std::vector<std::string>& hints,

@@ -13,9 +13,6 @@
 
 namespace autotrain::data::parquet {
 
-// The top-level columns of `path`'s schema, in order.
-std::vector<std::string> column_names(const std::filesystem::path& path);
-
 // Calls `row(values, number)` for every row (number from 1), with the values of `columns` in
 // their order; a column the file lacks is null where `optional[i]`, else an Error naming it and
 // the columns there are (`hint` ends that message).
