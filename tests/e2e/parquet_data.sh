@@ -12,6 +12,8 @@
 #      data/validation-00000-of-00001.parquet): `prepare` by its id writes the shards that a
 #      JSONL copy of the same rows gives, byte for byte, for text and for conversations
 #      (chat_template chatml, completion-only loss masks too); `train` fine-tunes on it by id;
+#      dpo pairs (chosen and rejected conversations) prepare as their JSONL copy's and train to
+#      the same step;
 #   3. broken files (cut short, a corrupted footer, corrupted pages) end in exit 1 naming the
 #      file, within the timeout; an id that is not in the cache says what to download.
 set -euo pipefail
@@ -144,6 +146,38 @@ HF_HOME=$work/hf timeout 300 "$AUTOTRAIN_BIN" train --data-path test-org/chat --
   --valid-split validation --eval-strategy no --project-name tuned > train.log 2>&1 ||
   { tail -20 train.log; fail "training on the Hub dataset by id"; }
 grep -q "$snapshot" train.log || { tail -20 train.log; fail "the log does not name the dataset's snapshot"; }
+
+echo "== 2b. preference pairs (dpo) from Parquet: the pairs of their JSONL copy =="
+"$python" - <<'PY'
+import json, os
+def turns(i, answer):
+    return [{"role": "user", "content": f"Q{i}?"}, {"role": "assistant", "content": answer}]
+rows = [{"chosen": turns(i, f"Good {i}. " * (1 + i % 3)), "rejected": turns(i, f"bad {i}")}
+        for i in range(60)]
+json.dump(rows, open("pairs.json", "w"))
+os.makedirs("pairs-jsonl", exist_ok=True)
+with open("pairs-jsonl/train.jsonl", "w") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\n")
+PY
+mkdir -p pairs-parquet
+write pairs.json pairs-parquet/train.parquet '{"compression": "ZSTD", "group": 16}'
+for kind in parquet jsonl; do
+  timeout 300 "$AUTOTRAIN_BIN" train --trainer dpo --data-path "pairs-$kind" --chat-template chatml \
+    --model tiny --from-scratch --tokenizer byte --block-size 128 --batch-size 2 --max-steps 2 \
+    --logging-steps 1 --eval-strategy no --project-name "dpo-$kind" > "dpo-$kind.log" 2>&1 ||
+    { tail -20 "dpo-$kind.log"; fail "dpo on the $kind pairs"; }
+done
+(cd dpo-parquet/data && find . -type f ! -name '*.json' | sort) > dpo.files
+[ -s dpo.files ] || fail "dpo: no prepared pair files"
+while read -r file; do
+  cmp -s "dpo-parquet/data/$file" "dpo-jsonl/data/$file" || fail "dpo: $file differs from the JSONL copy's"
+done < dpo.files
+grep "^step 2/2" dpo-parquet.log | sed 's/ *[0-9]* tok\/s.*//' > dpo-parquet.step
+grep "^step 2/2" dpo-jsonl.log | sed 's/ *[0-9]* tok\/s.*//' > dpo-jsonl.step
+[ -s dpo-parquet.step ] && cmp -s dpo-parquet.step dpo-jsonl.step ||
+  { cat dpo-parquet.step dpo-jsonl.step; fail "dpo: another step 2 from the Parquet pairs"; }
+echo "dpo: $(wc -l < dpo.files) prepared files identical, $(cat dpo-parquet.step)"
 
 echo "== 3. broken files and missing ids =="
 refused() {  # NAME FILE PATTERN [COLUMNS]

@@ -12,6 +12,7 @@
 //   score     float64
 //   id        int64
 //   flag      bool
+//   prompt    string; chosen, rejected: conversations as messages (preference pairs)
 // options (all optional): compression (UNCOMPRESSED, SNAPPY, GZIP, ZSTD, ...), dictionary
 // (true/false), v2 (data pages v2), page (data page size limit in bytes), group (rows per row
 // group), columnEncoding ({column: ENCODING}, with dictionary false).
@@ -45,6 +46,9 @@ const columns = {
   score: new arrow.Float64(),
   id: new arrow.Int64(),
   flag: new arrow.Bool(),
+  prompt: utf8(),
+  chosen: new arrow.List(field("element", message)),
+  rejected: new arrow.List(field("element", message)),
 };
 const vectors = {};
 for (const [name, type] of Object.entries(columns)) {
