@@ -45,10 +45,8 @@ struct PageHeader {
 };
 
 void read_page_subheader(CompactReader& r, PageHeader& h, bool v2) {
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
+  r.read_struct([&](std::int16_t id, ThriftType t) {
+    const bool boolean = t == ThriftType::boolean_true || t == ThriftType::boolean_false;
     if (id == 1 && t == ThriftType::i32) {
       h.num_values = r.read_i32();
     } else if (id == (v2 ? 4 : 2) && t == ThriftType::i32) {
@@ -57,21 +55,18 @@ void read_page_subheader(CompactReader& r, PageHeader& h, bool v2) {
       h.def_bytes = r.read_i32();
     } else if (v2 && id == 6 && t == ThriftType::i32) {
       h.rep_bytes = r.read_i32();
-    } else if (v2 && id == 7 && (t == ThriftType::boolean_true || t == ThriftType::boolean_false)) {
+    } else if (v2 && id == 7 && boolean) {
       h.values_compressed = r.read_bool(t);
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
 }
 
 PageHeader read_page_header(CompactReader& r) {
   PageHeader h;
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
+  r.read_struct([&](std::int16_t id, ThriftType t) {
     if (id == 1 && t == ThriftType::i32) {
       h.type = r.read_i32();
     } else if (id == 2 && t == ThriftType::i32) {
@@ -81,10 +76,10 @@ PageHeader read_page_header(CompactReader& r) {
     } else if ((id == 5 || id == 7 || id == 8) && t == ThriftType::structure) {
       read_page_subheader(r, h, id == 8);
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
   return h;
 }
 

@@ -19,94 +19,90 @@ struct RawElement {
   int num_children = 0;
 };
 
+bool is_i32(ThriftType t) {
+  return t == ThriftType::i32;
+}
+bool is_i64(ThriftType t) {
+  return t == ThriftType::i64;
+}
+
+// Reads a list of structs, each with `element`.
+template <typename Element>
+void read_struct_list(CompactReader& r, ThriftType t, std::string_view what, Element&& element) {
+  if (t != ThriftType::list) r.fail(cat(what, " that is not a list"));
+  ThriftType type{};
+  const std::size_t n = r.begin_list(type);
+  if (type != ThriftType::structure) r.fail(cat(what, " that are not structs"));
+  for (std::size_t i = 0; i < n; ++i) element();
+}
+
 RawElement read_schema_element(CompactReader& r) {
   RawElement e;
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
-    if (id == 1 && t == ThriftType::i32) {
-      const int type = r.read_i32();
-      if (type < 0 || type > 7) r.fail(cat("physical type ", type));
-      e.node.type = static_cast<Physical>(type);
-    } else if (id == 3 && t == ThriftType::i32) {
-      const int rep = r.read_i32();
-      if (rep < 0 || rep > 2) r.fail(cat("repetition type ", rep));
-      e.node.repetition = static_cast<Repetition>(rep);
+  r.read_struct([&](std::int16_t id, ThriftType t) {
+    if (id == 1 && is_i32(t)) {
+      e.node.type = static_cast<Physical>(r.read_enum(7, "physical type"));
+    } else if (id == 3 && is_i32(t)) {
+      e.node.repetition = static_cast<Repetition>(r.read_enum(2, "repetition type"));
     } else if (id == 4 && t == ThriftType::binary) {
       e.node.name = r.read_binary();
-    } else if (id == 5 && t == ThriftType::i32) {
+    } else if (id == 5 && is_i32(t)) {
       e.num_children = r.read_i32();
       if (e.num_children < 0) r.fail(cat("num_children ", e.num_children));
-    } else if (id == 6 && t == ThriftType::i32) {
+    } else if (id == 6 && is_i32(t)) {
       const int converted = r.read_i32();
       e.node.list = e.node.list || converted == kConvertedList;
       e.node.map = e.node.map || converted == kConvertedMap || converted == kConvertedMapKeyValue;
     } else if (id == 10 && t == ThriftType::structure) {  // logicalType: which member is set
-      r.begin_struct();
-      std::int16_t member = 0;
-      ThriftType mt{};
-      while (r.next_field(member, mt)) {
+      r.read_struct([&](std::int16_t member, ThriftType) {
         e.node.list = e.node.list || member == 3;
         e.node.map = e.node.map || member == 2;
-        r.skip(mt);
-      }
-      r.end_struct();
+        return false;
+      });
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
   return e;
 }
 
 ChunkMeta read_column_meta(CompactReader& r) {
   ChunkMeta m;
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
-    if (id == 1 && t == ThriftType::i32) {
-      const int type = r.read_i32();
-      if (type < 0 || type > 7) r.fail(cat("physical type ", type));
-      m.type = static_cast<Physical>(type);
-    } else if (id == 4 && t == ThriftType::i32) {
-      const int codec = r.read_i32();
-      if (codec < 0 || codec > 7) r.fail(cat("compression codec ", codec));
-      m.codec = static_cast<Codec>(codec);
-    } else if (id == 5 && t == ThriftType::i64) {
+  r.read_struct([&](std::int16_t id, ThriftType t) {
+    if (id == 1 && is_i32(t)) {
+      m.type = static_cast<Physical>(r.read_enum(7, "physical type"));
+    } else if (id == 4 && is_i32(t)) {
+      m.codec = static_cast<Codec>(r.read_enum(7, "compression codec"));
+    } else if (id == 5 && is_i64(t)) {
       m.num_values = r.read_i64();
-    } else if (id == 7 && t == ThriftType::i64) {
+    } else if (id == 7 && is_i64(t)) {
       m.total_compressed_size = r.read_i64();
-    } else if (id == 9 && t == ThriftType::i64) {
+    } else if (id == 9 && is_i64(t)) {
       m.data_page_offset = r.read_i64();
-    } else if (id == 11 && t == ThriftType::i64) {
+    } else if (id == 11 && is_i64(t)) {
       m.dictionary_page_offset = r.read_i64();
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
   return m;
 }
 
 ChunkMeta read_column_chunk(CompactReader& r) {
   ChunkMeta m;
   bool external = false, has_meta = false;
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
+  r.read_struct([&](std::int16_t id, ThriftType t) {
     if (id == 1 && t == ThriftType::binary) {
       external = !r.read_binary().empty();
     } else if (id == 3 && t == ThriftType::structure) {
       m = read_column_meta(r);
       has_meta = true;
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
   if (!has_meta) r.fail("a column chunk without meta_data");
   m.external = external;
   return m;
@@ -114,22 +110,17 @@ ChunkMeta read_column_chunk(CompactReader& r) {
 
 RowGroupMeta read_row_group(CompactReader& r) {
   RowGroupMeta g;
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
-    if (id == 1 && t == ThriftType::list) {
-      ThriftType element{};
-      const std::size_t n = r.begin_list(element);
-      if (element != ThriftType::structure) r.fail("row group columns that are not structs");
-      for (std::size_t i = 0; i < n; ++i) g.columns.push_back(read_column_chunk(r));
-    } else if (id == 3 && t == ThriftType::i64) {
+  r.read_struct([&](std::int16_t id, ThriftType t) {
+    if (id == 1) {
+      read_struct_list(r, t, "row group columns",
+                       [&] { g.columns.push_back(read_column_chunk(r)); });
+    } else if (id == 3 && is_i64(t)) {
       g.num_rows = r.read_i64();
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
   return g;
 }
 
@@ -171,27 +162,18 @@ FileMeta read_file_meta(std::string_view footer, const std::string& what, std::s
   CompactReader r(footer, what, "metadata", offset);
   FileMeta meta;
   std::vector<RawElement> raw;
-  r.begin_struct();
-  std::int16_t id = 0;
-  ThriftType t{};
-  while (r.next_field(id, t)) {
-    if (id == 2 && t == ThriftType::list) {
-      ThriftType element{};
-      const std::size_t n = r.begin_list(element);
-      if (element != ThriftType::structure) r.fail("schema elements that are not structs");
-      for (std::size_t i = 0; i < n; ++i) raw.push_back(read_schema_element(r));
-    } else if (id == 3 && t == ThriftType::i64) {
+  r.read_struct([&](std::int16_t id, ThriftType t) {
+    if (id == 2) {
+      read_struct_list(r, t, "schema elements", [&] { raw.push_back(read_schema_element(r)); });
+    } else if (id == 3 && is_i64(t)) {
       meta.num_rows = r.read_i64();
-    } else if (id == 4 && t == ThriftType::list) {
-      ThriftType element{};
-      const std::size_t n = r.begin_list(element);
-      if (element != ThriftType::structure) r.fail("row groups that are not structs");
-      for (std::size_t i = 0; i < n; ++i) meta.row_groups.push_back(read_row_group(r));
+    } else if (id == 4) {
+      read_struct_list(r, t, "row groups", [&] { meta.row_groups.push_back(read_row_group(r)); });
     } else {
-      r.skip(t);
+      return false;
     }
-  }
-  r.end_struct();
+    return true;
+  });
   AT_CHECK(!raw.empty(), what, ": the Parquet footer has no schema");
   for (const RawElement& e : raw) meta.schema.push_back(e.node);
   meta.schema[0].type = Physical::group;

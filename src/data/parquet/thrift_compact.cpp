@@ -49,6 +49,12 @@ std::string CompactReader::read_binary() {
   return s;
 }
 
+int CompactReader::read_enum(int last, std::string_view what) {
+  const std::int32_t value = read_i32();
+  if (value < 0 || value > last) fail(cat(what, " ", value));
+  return value;
+}
+
 bool CompactReader::read_bool(ThriftType type) {
   if (type == ThriftType::boolean_true) return true;
   if (type == ThriftType::boolean_false) return false;
@@ -144,14 +150,12 @@ void CompactReader::skip(ThriftType type, int depth) {
       }
       return;
     }
-    case ThriftType::structure: {
-      begin_struct();
-      std::int16_t id = 0;
-      ThriftType t{};
-      while (next_field(id, t)) skip(t, depth + 1);
-      end_struct();
+    case ThriftType::structure:
+      read_struct([&](std::int16_t, ThriftType t) {
+        skip(t, depth + 1);
+        return true;
+      });
       return;
-    }
     case ThriftType::stop:
       break;
   }

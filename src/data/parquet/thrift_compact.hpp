@@ -33,6 +33,21 @@ class CompactReader {
                 std::size_t base = 0)
       : bytes_(bytes), what_(std::move(what)), kind_(kind), base_(base) {}
 
+  // Reads a struct: `field(id, type)` reads the value of each field it knows and returns true;
+  // the fields it returns false for are skipped.
+  template <typename Field>
+  void read_struct(Field&& field) {
+    begin_struct();
+    std::int16_t id = 0;
+    ThriftType type{};
+    while (next_field(id, type)) {
+      if (!field(id, type)) skip(type);
+    }
+    end_struct();
+  }
+  // An i32 that must lie in [0, last] (an enum of parquet.thrift); `what` names it in errors.
+  int read_enum(int last, std::string_view what);
+
   // The next field of the current struct: false at its stop byte. `id` and `type` are set.
   bool next_field(std::int16_t& id, ThriftType& type);
   void begin_struct();  // entering a nested struct (its field ids restart)
