@@ -9,6 +9,7 @@
 #include "autotrain/core/error.hpp"
 #include "autotrain/core/strings.hpp"
 #include "autotrain/data/unicode.hpp"
+#include "hf_split_files.hpp"
 #include "parquet/parquet_records.hpp"
 
 namespace autotrain::data {
@@ -28,30 +29,17 @@ std::optional<InputFormat> format_of(const fs::path& path) {
   return std::nullopt;
 }
 
-std::vector<InputFile> files_in(const fs::path& dir, std::string_view extension,
-                                std::string_view prefix = "") {
+// The files of `dir` with `extension`, in name order (none when `dir` is not a folder).
+std::vector<InputFile> files_in(const fs::path& dir, std::string_view extension) {
   std::vector<InputFile> files;
   if (!fs::is_directory(dir)) return files;
   for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && entry.path().extension() == extension &&
-        name.starts_with(prefix))
+    if (entry.is_regular_file() && entry.path().extension() == extension)
       files.push_back({entry.path(), *format_of(entry.path())});
   }
   std::sort(files.begin(), files.end(),
             [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
   return files;
-}
-
-// Hugging Face datasets' Parquet layouts of a split: {split}/*.parquet (refs/convert/parquet),
-// data/{split}-*.parquet (push_to_hub) and {split}-*.parquet.
-void find_parquet(const fs::path& data_path, const std::string& split,
-                  std::vector<SplitInput>& found) {
-  for (auto files : {files_in(data_path / split, ".parquet"),
-                     files_in(data_path / "data", ".parquet", split + "-"),
-                     files_in(data_path, ".parquet", split + "-")}) {
-    if (!files.empty()) found.push_back({split, std::move(files)});
-  }
 }
 
 bool is_printable_ascii(char c) {
@@ -82,14 +70,9 @@ std::optional<SplitInput> find_split(const fs::path& data_path, const std::strin
     const fs::path candidate = data_path / (split + extension);
     if (fs::is_regular_file(candidate)) found.push_back({split, {{candidate, format}}});
   }
-  const fs::path folder = data_path / split;
-  if (fs::is_directory(folder)) {
-    auto files = files_in(folder, ".txt");
-    AT_CHECK(!files.empty() || !files_in(folder, ".parquet").empty(), "split folder ",
-             folder.string(), " holds no .txt or .parquet files");
-    if (!files.empty()) found.push_back({split, std::move(files)});
+  if (auto files = files_in(data_path / split, ".txt"); !files.empty()) {
+    found.push_back({split, std::move(files)});
   }
-  find_parquet(data_path, split, found);
   if (found.size() > 1) {
     std::vector<std::string> names;
     for (const auto& input : found) names.push_back(input.files.front().path.string());
@@ -101,6 +84,10 @@ std::optional<SplitInput> find_split(const fs::path& data_path, const std::strin
     auto files = files_in(data_path, ".txt");
     if (!files.empty()) return SplitInput{split, std::move(files)};
   }
+  // The names the Hugging Face Hub's datasets give their splits' files.
+  if (auto files = hf_split_files(data_path, split, is_train); !files.empty()) {
+    return SplitInput{split, std::move(files)};
+  }
   return std::nullopt;
 }
 
@@ -108,9 +95,11 @@ SplitInput require_split(const fs::path& data_path, const std::string& split, bo
   auto input = find_split(data_path, split, is_train);
   AT_CHECK(input.has_value(), "no data for split '", split, "' in ", data_path.string(),
            ": looked for ", split, ".csv, ", split, ".jsonl, ", split, ".txt, ", split,
-           ".parquet, a folder ", split, "/ of .txt or .parquet files, data/", split,
-           "-*.parquet and ", split, "-*.parquet",
-           is_train ? " (and .txt files in the folder itself)" : "");
+           ".parquet, a folder ", split, "/ of .txt files",
+           is_train ? " (and .txt files in the folder itself)" : "",
+           ", and the Hugging Face Hub's split names (.csv, .jsonl or .parquet files in a folder "
+           "or with a name that holds '",
+           split, "' or a synonym: docs/data.md)");
   return *input;
 }
 

@@ -141,5 +141,64 @@ TEST(SplitLookup, TwoFormatsForOneSplitAreAmbiguous) {
             std::string::npos);
 }
 
+// The file names of a split, relative to `dir`.
+std::vector<std::string> split_files(const std::filesystem::path& dir, const std::string& split,
+                                     bool is_train) {
+  std::vector<std::string> names;
+  if (const auto input = find_split(dir, split, is_train)) {
+    for (const auto& file : input->files) {
+      names.push_back(file.path.lexically_relative(dir).generic_string());
+    }
+  }
+  return names;
+}
+
+TEST(SplitLookup, FindsTheHubsSplitNamesAsTheDatasetsLibraryDoes) {
+  using Names = std::vector<std::string>;
+  {  // timdettmers/openassistant-guanaco: the split at the end of the name; eval is a test split
+    testing::TempDir dir;
+    for (const char* name : {"openassistant_best_replies_train.jsonl",
+                             "openassistant_best_replies_eval.jsonl", "README.md"}) {
+      testing::write_file(dir / name, "");
+    }
+    EXPECT_EQ(split_files(dir.path(), "train", true),
+              Names{"openassistant_best_replies_train.jsonl"});
+    EXPECT_EQ(split_files(dir.path(), "test", false),
+              Names{"openassistant_best_replies_eval.jsonl"});
+    EXPECT_EQ(split_files(dir.path(), "valid", false), Names{});
+  }
+  {  // push_to_hub's shards; valid is a synonym of validation; hidden folders are skipped
+    testing::TempDir dir;
+    std::filesystem::create_directories(dir / "data");
+    std::filesystem::create_directories(dir / ".cache");
+    for (const char* name :
+         {"data/train-00001-of-00002.parquet", "data/train-00000-of-00002.parquet",
+          "data/validation-00000-of-00001.parquet", ".cache/test.jsonl"}) {
+      testing::write_file(dir / name, "");
+    }
+    EXPECT_EQ(split_files(dir.path(), "train", true),
+              (Names{"data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"}));
+    EXPECT_EQ(split_files(dir.path(), "valid", false),
+              Names{"data/validation-00000-of-00001.parquet"});
+    EXPECT_EQ(split_files(dir.path(), "test", false), Names{});
+  }
+  {  // a folder per split, below a config's folder
+    testing::TempDir dir;
+    std::filesystem::create_directories(dir / "default" / "train");
+    std::filesystem::create_directories(dir / "default" / "dev");
+    testing::write_file(dir / "default/train/0000.parquet", "");
+    testing::write_file(dir / "default/dev/0000.csv", "");
+    EXPECT_EQ(split_files(dir.path(), "train", true), Names{"default/train/0000.parquet"});
+    EXPECT_EQ(split_files(dir.path(), "validation", false), Names{"default/dev/0000.csv"});
+  }
+  {  // no file names a split: all of them are the train split; "trainer" names none
+    testing::TempDir dir;
+    testing::write_file(dir / "trainer.jsonl", "");
+    testing::write_file(dir / "more.csv", "");
+    EXPECT_EQ(split_files(dir.path(), "train", true), (Names{"more.csv", "trainer.jsonl"}));
+    EXPECT_EQ(split_files(dir.path(), "valid", false), Names{});
+  }
+}
+
 }  // namespace
 }  // namespace autotrain::data::text_input_test

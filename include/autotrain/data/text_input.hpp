@@ -5,8 +5,9 @@
 //   data_path/{split}.txt     the whole file is one document
 //   data_path/{split}/*.txt   one document per file, in file name order
 //   data_path/*.txt           (train split only, when none of the above exist) likewise
-//   data_path/{split}.parquet, data_path/{split}/*.parquet, data_path/data/{split}-*.parquet,
-//   data_path/{split}-*.parquet   Parquet files (Hugging Face datasets' layouts), read as JSONL
+//   data_path/{split}.parquet Parquet rows, read as JSONL's
+//   the Hugging Face Hub's names (data/train-00000-of-00002.parquet, train/0000.parquet,
+//   x_train.jsonl, ...)       when none of the above is there: hf_split_files.hpp
 //   data_path = one file      .txt, .csv, .jsonl or .parquet: the train split; there is no valid
 //                             split file
 // With chat_template, the text column of .csv and .jsonl rows holds conversations instead
