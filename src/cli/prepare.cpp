@@ -30,7 +30,8 @@ struct Flag {
 constexpr Flag kFlags[] = {
     {"data-path", "DIR|FILE|ID",
      "folder with {split}.csv/.jsonl/.txt or Parquet files, one\n"
-     "                              .txt/.csv/.jsonl/.parquet file, or a Hub dataset id (org/name)\n"
+     "                              .txt/.csv/.jsonl/.parquet file, or a Hub dataset id "
+     "(org/name)\n"
      "                              in the offline Hugging Face cache"},
     {"output", "DIR", "where the shards and manifest.json are written"},
     {"tokenizer", "NAME|PATH", "gpt2 (default), byte, a tokenizer.json or a model folder"},

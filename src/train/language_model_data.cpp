@@ -29,8 +29,8 @@ Datasets prepare_data(const RunSetup& setup) {
   const auto& params = setup.params();
   const data::PrepareOptions options = prepare_options(setup);
   if (!params.data_path.empty() && options.data_path != params.data_path) {
-    log::info("data: ", params.data_path, " from the Hugging Face cache: ",
-              options.data_path.string());
+    log::info("data: ", params.data_path,
+              " from the Hugging Face cache: ", options.data_path.string());
   }
   const auto prepared = data::prepare_if_needed_collective(options, setup.comm);
   if (data::is_prepared_folder(options.data_path)) {
